@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The option table drives everything: config_set() finds the option by name and parses the value
+ * by the kind of its field. Adding an option is one table row, one struct field and one line in
+ * config/stepscoped.conf (a unit test checks that the file documents every row with its default).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+const struct config_option config_options[] = {
+    {"socket", NULL, "Unix socket path for training clients"},
+    {"http", "127.0.0.1:8080", "HTTP listen address ADDR:PORT (port 0: pick a free port)"},
+    {"data_dir", NULL, "directory of the store (stepscope.db) and its lock"},
+    {"static_dir", NULL, "directory the dashboard is served from"},
+    {"log_level", "info", "error, warn, info or debug"},
+    {"max_line_bytes", "1048576", "longest protocol line accepted, in bytes"},
+    {"max_connections", "1024", "concurrent client connections"},
+    {"max_buffered_bytes", "268435456", "bytes accepted but not yet durable before reading pauses"},
+    {"flush_interval_ms", "20", "longest wait before accepted records are committed"},
+    {"retention_bytes_per_job", "524288000", "stored timeline bytes kept per job; oldest evicted"},
+    {"http_threads", "4", "HTTP worker threads"},
+    {"http_max_connections", "256", "concurrent HTTP connections"},
+    {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
+    {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
+    {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
+    {NULL, NULL, NULL},
+};
+
+static int set_str(char *dst, size_t size, const char *key, const char *value, char *err)
+{
+    size_t n = strlen(value);
+    if (n >= size) {
+        snprintf(err, CONFIG_ERR_MAX, "%s: value is %zu bytes, at most %zu allowed", key, n,
+                 size - 1);
+        return -ENAMETOOLONG;
+    }
+    memcpy(dst, value, n + 1);
+    return 0;
+}
+
+static int set_u64(uint64_t *dst, const char *key, const char *value, uint64_t min, uint64_t max,
+                   char *err)
+{
+    char *end;
+    errno = 0;
+    if (value[0] < '0' || value[0] > '9')
+        goto bad;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        goto bad;
+    *dst = v;
+    return 0;
+bad:
+    snprintf(err, CONFIG_ERR_MAX, "%s: \"%.64s\" is not a whole number in [%llu, %llu]", key, value,
+             (unsigned long long)min, (unsigned long long)max);
+    return -EINVAL;
+}
+
+int config_set(struct config *c, const char *key, const char *value, char *err)
+{
+#define STR(field) set_str(c->field, sizeof c->field, key, value, err)
+#define U64(field, min, max) set_u64(&c->field, key, value, min, max, err)
+    if (strcmp(key, "socket") == 0)
+        return value[0] ? STR(socket) : (snprintf(err, CONFIG_ERR_MAX, "socket: empty"), -EINVAL);
+    if (strcmp(key, "http") == 0) {
+        char addr[64];
+        uint16_t port;
+        if (config_parse_hostport(value, addr, sizeof addr, &port) < 0) {
+            snprintf(err, CONFIG_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", value);
+            return -EINVAL;
+        }
+        return STR(http);
+    }
+    if (strcmp(key, "data_dir") == 0)
+        return value[0] ? STR(data_dir)
+                        : (snprintf(err, CONFIG_ERR_MAX, "data_dir: empty"), -EINVAL);
+    if (strcmp(key, "static_dir") == 0)
+        return STR(static_dir);
+    if (strcmp(key, "log_level") == 0) {
+        enum log_level l;
+        if (log_level_parse(value, &l) < 0) {
+            snprintf(err, CONFIG_ERR_MAX, "log_level: \"%.32s\" is not error|warn|info|debug",
+                     value);
+            return -EINVAL;
+        }
+        return STR(log_level);
+    }
+    if (strcmp(key, "max_line_bytes") == 0)
+        return U64(max_line_bytes, 256, 1u << 30);
+    if (strcmp(key, "max_connections") == 0)
+        return U64(max_connections, 1, 65536);
+    if (strcmp(key, "max_buffered_bytes") == 0)
+        return U64(max_buffered_bytes, 1u << 20, UINT64_MAX / 4);
+    if (strcmp(key, "flush_interval_ms") == 0)
+        return U64(flush_interval_ms, 1, 60000);
+    if (strcmp(key, "retention_bytes_per_job") == 0)
+        return U64(retention_bytes_per_job, 4096, UINT64_MAX / 4);
+    if (strcmp(key, "http_threads") == 0)
+        return U64(http_threads, 1, 256);
+    if (strcmp(key, "http_max_connections") == 0)
+        return U64(http_max_connections, 1, 65536);
+    if (strcmp(key, "http_timeout_s") == 0)
+        return U64(http_timeout_s, 1, 86400);
+    if (strcmp(key, "max_response_bytes") == 0)
+        return U64(max_response_bytes, 4096, UINT64_MAX / 4);
+    if (strcmp(key, "durability") == 0) {
+        if (strcmp(value, "normal") == 0)
+            c->durability = CONFIG_DURABILITY_NORMAL;
+        else if (strcmp(value, "full") == 0)
+            c->durability = CONFIG_DURABILITY_FULL;
+        else {
+            snprintf(err, CONFIG_ERR_MAX, "durability: \"%.32s\" is not normal|full", value);
+            return -EINVAL;
+        }
+        return 0;
+    }
+#undef STR
+#undef U64
+    snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);
+    return -ENOENT;
+}
+
+const char *config_env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++) {
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    }
+    return NULL;
+}
+
+void config_init(struct config *c, char *const *envp, unsigned uid, const char *default_static_dir)
+{
+    char err[CONFIG_ERR_MAX];
+    memset(c, 0, sizeof *c);
+    for (const struct config_option *o = config_options; o->name; o++) {
+        if (o->def)
+            (void)config_set(c, o->name, o->def, err);
+    }
+    const char *v = config_env_get(envp, "XDG_RUNTIME_DIR");
+    if (v && v[0] == '/')
+        snprintf(c->socket, sizeof c->socket, "%s/stepscope.sock", v);
+    else
+        snprintf(c->socket, sizeof c->socket, "/tmp/stepscope-%u.sock", uid);
+    v = config_env_get(envp, "XDG_STATE_HOME");
+    const char *home = config_env_get(envp, "HOME");
+    if (v && v[0] == '/')
+        snprintf(c->data_dir, sizeof c->data_dir, "%s/stepscope", v);
+    else if (home && home[0] == '/')
+        snprintf(c->data_dir, sizeof c->data_dir, "%s/.local/state/stepscope", home);
+    else
+        snprintf(c->data_dir, sizeof c->data_dir, "/tmp/stepscope-%u-state", uid);
+    snprintf(c->static_dir, sizeof c->static_dir, "%s", default_static_dir ? default_static_dir : "");
+}
+
+static char *trim(char *s, char *end)
+{
+    while (s < end && (*s == ' ' || *s == '\t'))
+        s++;
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+        end--;
+    *end = '\0';
+    return s;
+}
+
+int config_load_text(struct config *c, const char *buf, size_t n, char *err)
+{
+    char line[CONFIG_PATH_MAX + 128];
+    size_t lineno = 0;
+    size_t i = 0;
+    while (i < n) {
+        const char *nl = memchr(buf + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (buf + i)) : n - i;
+        lineno++;
+        if (len >= sizeof line) {
+            snprintf(err, CONFIG_ERR_MAX, "line %zu: longer than %zu bytes", lineno,
+                     sizeof line - 1);
+            return -EINVAL;
+        }
+        memcpy(line, buf + i, len);
+        line[len] = '\0';
+        i += len + (nl ? 1 : 0);
+        if (memchr(line, '\0', len)) {
+            snprintf(err, CONFIG_ERR_MAX, "line %zu: contains a NUL byte", lineno);
+            return -EINVAL;
+        }
+        char *hash = strchr(line, '#');
+        char *end = hash ? hash : line + len;
+        char *s = trim(line, end);
+        if (*s == '\0')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(err, CONFIG_ERR_MAX, "line %zu: expected \"key = value\"", lineno);
+            return -EINVAL;
+        }
+        char *key = trim(s, eq);
+        char *value = trim(eq + 1, eq + 1 + strlen(eq + 1));
+        char sub[CONFIG_ERR_MAX];
+        int r = config_set(c, key, value, sub);
+        if (r < 0) {
+            snprintf(err, CONFIG_ERR_MAX, "line %zu: %.200s", lineno, sub);
+            return r;
+        }
+    }
+    return 0;
+}
+
+int config_load_file(struct config *c, const char *path, char *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(e));
+        return -e;
+    }
+    size_t cap = 1u << 20, n = 0;
+    char *buf = malloc(cap);
+    int r = -ENOMEM;
+    if (!buf) {
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        if (n == cap) {
+            snprintf(err, CONFIG_ERR_MAX, "%.200s: larger than 1 MiB", path);
+            r = -EFBIG;
+            goto out;
+        }
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    char sub[CONFIG_ERR_MAX];
+    r = config_load_text(c, buf, n, sub);
+    if (r < 0)
+        snprintf(err, CONFIG_ERR_MAX, "%.40s: %.200s", path, sub);
+out:
+    free(buf);
+    close(fd);
+    return r;
+}
+
+int config_load_env(struct config *c, char *const *envp, char *err)
+{
+    for (const struct config_option *o = config_options; o->name; o++) {
+        char name[64] = "STEPSCOPE_";
+        size_t k = strlen(name);
+        for (const char *p = o->name; *p && k + 1 < sizeof name; p++)
+            name[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+        name[k] = '\0';
+        const char *v = config_env_get(envp, name);
+        if (!v)
+            continue;
+        char sub[CONFIG_ERR_MAX];
+        int r = config_set(c, o->name, v, sub);
+        if (r < 0) {
+            snprintf(err, CONFIG_ERR_MAX, "%s: %.200s", name, sub);
+            return r;
+        }
+    }
+    return 0;
+}
+
+int config_parse_hostport(const char *s, char *addr, size_t addr_size, uint16_t *ret_port)
+{
+    const char *colon;
+    const char *a = s;
+    size_t alen;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        a = s + 1;
+        alen = (size_t)(close - a);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -EINVAL;
+        alen = (size_t)(colon - s);
+    }
+    if (alen == 0 || alen >= addr_size)
+        return -EINVAL;
+    const char *p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5)
+        return -EINVAL;
+    unsigned long port = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        port = port * 10 + (unsigned long)(*p - '0');
+    }
+    if (port > 65535)
+        return -EINVAL;
+    memcpy(addr, a, alen);
+    addr[alen] = '\0';
+    *ret_port = (uint16_t)port;
+    return 0;
+}

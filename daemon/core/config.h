@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config: every option of stepscoped, its default, its environment variable and its parser, in
+ * one table. Sources are applied in increasing precedence by the caller: config_init() (defaults,
+ * some derived from XDG variables), then config_load_file(), config_load_env(), and config_set()
+ * for each command-line option. Pure: no logging, no globals; errors come back as text.
+ */
+#ifndef STEPSCOPE_CONFIG_H
+#define STEPSCOPE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 4096
+#define CONFIG_ERR_MAX 256
+
+enum config_durability {
+    CONFIG_DURABILITY_NORMAL, /* survives a daemon crash (kill -9): WAL, synchronous=NORMAL */
+    CONFIG_DURABILITY_FULL,   /* survives power loss too: synchronous=FULL, one fsync per commit */
+};
+
+struct config {
+    char socket[CONFIG_PATH_MAX];     /* Unix socket path; length checked by the daemon */
+    char http[CONFIG_PATH_MAX];       /* ADDR:PORT; port 0 picks a free port */
+    char data_dir[CONFIG_PATH_MAX];   /* holds stepscope.db and the lock file */
+    char static_dir[CONFIG_PATH_MAX]; /* dashboard files served under / */
+    char log_level[16];               /* error | warn | info | debug */
+    uint64_t max_line_bytes;          /* longest accepted protocol line */
+    uint64_t max_connections;         /* concurrent client connections */
+    uint64_t max_buffered_bytes;      /* accepted but not yet durable; reading pauses above it */
+    uint64_t flush_interval_ms;       /* longest time a record waits for its transaction */
+    uint64_t retention_bytes_per_job; /* stored timeline bytes per job before the oldest go */
+    uint64_t http_threads;            /* libmicrohttpd thread pool size */
+    uint64_t http_max_connections;    /* concurrent HTTP connections */
+    uint64_t http_timeout_s;          /* idle HTTP connections are closed after this */
+    uint64_t max_response_bytes;      /* cap on one HTTP answer */
+    enum config_durability durability;
+};
+
+struct config_option {
+    const char *name;    /* key in the file; STEPSCOPE_<NAME in upper case> in the environment */
+    const char *def;     /* default as text; NULL when derived at run time (see config_init) */
+    const char *doc;     /* one line for --help and the sample file */
+};
+
+/* The option table, terminated by a zeroed entry. */
+extern const struct config_option config_options[];
+
+/* Sets every option to its default. envp (NULL-terminated "K=V" strings, like environ) is read
+ * for the derived defaults: socket from STEPSCOPE_SOCKET's absence falls back to
+ * $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock (uid given); data_dir to
+ * $XDG_STATE_HOME/stepscope, else $HOME/.local/state/stepscope. default_static_dir is the build's
+ * choice for static_dir. */
+void config_init(struct config *c, char *const *envp, unsigned uid, const char *default_static_dir);
+
+/* Sets option key to value. Returns 0; -ENOENT for an unknown key; -EINVAL for a bad value,
+ * -ENAMETOOLONG for a value too long. err (CONFIG_ERR_MAX bytes) gets a message on failure. */
+int config_set(struct config *c, const char *key, const char *value, char *err);
+
+/* Applies "key = value" lines from the text buf[0, n): '#' starts a comment, blank lines are
+ * skipped, keys and values are trimmed. Stops at the first bad line; err names its number.
+ * Returns 0 or the config_set() error (-EINVAL for a line without '='). */
+int config_load_text(struct config *c, const char *buf, size_t n, char *err);
+
+/* Reads path and applies it with config_load_text(). Returns 0, -errno from opening/reading
+ * (err says so), or a config_load_text() error. */
+int config_load_file(struct config *c, const char *path, char *err);
+
+/* Applies every STEPSCOPE_<OPTION> variable found in envp. Returns 0 or the first error. */
+int config_load_env(struct config *c, char *const *envp, char *err);
+
+/* Looks up name=... in envp; NULL if absent. */
+const char *config_env_get(char *const *envp, const char *name);
+
+/* Splits "ADDR:PORT" ("[v6]:PORT" accepted) into addr (at least 64 bytes) and port.
+ * Returns 0 or -EINVAL. */
+int config_parse_hostport(const char *s, char *addr, size_t addr_size, uint16_t *ret_port);
+
+#endif

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record: what ingest decodes and store keeps, the value types that cross the ingest -> store
+ * boundary (through callbacks wired in main.c, so neither module includes the other).
+ *
+ * Every pointer in these structs is borrowed: valid only for the duration of the callback that
+ * receives it. A consumer that keeps anything copies it.
+ */
+#ifndef STEPSCOPE_RECORD_H
+#define STEPSCOPE_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RECORD_NAME_MAX 256 /* job, run, stream, host, framework: longest accepted, in bytes */
+
+enum record_kind {
+    RECORD_TRACE,    /* a Chrome Trace Event object (has "ph"), kept verbatim */
+    RECORD_STEP,     /* {"type":"step"}: one training step's summary */
+    RECORD_QUEUE,    /* {"type":"queue"}: a data-queue depth sample */
+    RECORD_PIPELINE, /* {"type":"pipeline"}: data-pipeline topology, kept verbatim */
+    RECORD_HOST,     /* {"type":"host"}: host CPU/memory sample */
+    RECORD_KIND_COUNT,
+};
+
+/* Unescaped bytes, not NUL-terminated; len 0 means absent. */
+struct record_text {
+    const char *ptr;
+    size_t len;
+};
+
+struct record {
+    enum record_kind kind;
+    uint64_t seq;              /* the stream's sequence number of this line */
+    const char *raw;           /* the line exactly as received, without its '\n' */
+    size_t raw_len;
+    char ph;                   /* TRACE: the phase letter ('X', 'B', 'E', 'i', 'C', 'M', ...) */
+    int64_t ts_ns;             /* TRACE: ts; STEP: begin; QUEUE, HOST: ts (INT64_MIN if absent) */
+    int64_t dur_ns;            /* TRACE: dur (0 if absent); STEP: end - begin */
+    struct record_text name;   /* TRACE: name; QUEUE: queue name */
+    struct record_text cat;    /* TRACE: cat */
+    struct record_text pid;    /* TRACE: pid as its JSON text (number or unescaped string) */
+    struct record_text tid;    /* TRACE: tid, likewise */
+    struct record_text phases; /* STEP: the "phases" object as raw JSON text, if present */
+    int64_t step;              /* STEP, QUEUE: step number (-1 if absent) */
+    int64_t samples;           /* STEP: samples processed in the step (-1 if absent) */
+    int64_t size;              /* QUEUE: elements in the queue */
+    int64_t capacity;          /* QUEUE: queue capacity (-1 if unknown) */
+    double cpu_percent;        /* HOST: process CPU utilisation, percent of one core (-1 if absent) */
+    double sys_cpu_percent;    /* HOST: whole-system CPU utilisation, percent (-1 if absent) */
+    int64_t rss_bytes;         /* HOST: resident memory (-1 if absent) */
+};
+
+/* The first line of every connection. */
+struct record_hello {
+    const char *job;               /* 1..RECORD_NAME_MAX bytes, NUL-terminated */
+    const char *run;               /* optional run id, "" if absent */
+    const char *stream;            /* client-chosen replay identity, "" for a one-off stream */
+    const char *host;              /* "" if absent */
+    const char *framework;         /* "" if absent */
+    const char *framework_version; /* "" if absent */
+    const char *clock;             /* clock domain, "" if absent */
+    int64_t rank;                  /* >= 0 */
+    int64_t world_size;            /* >= 1 */
+    int64_t pid;                   /* -1 if absent */
+    bool has_seq;                  /* the client numbered its records from seq */
+    uint64_t seq;
+    const char *raw;               /* the hello line verbatim (kept: it carries FP/BP points) */
+    size_t raw_len;
+};
+
+/* The daemon's answer to a hello. */
+struct record_welcome {
+    int64_t job_id;
+    int64_t session_id; /* this connection */
+    int64_t stream_id;  /* the replay identity; a new one for a hello without "stream" */
+    uint64_t next_seq;  /* the first sequence number the daemon does not yet hold */
+};
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stats: the daemon's counters, one struct owned by main.c, bumped by ingest and store and read
+ * by web (GET /api/v1/stats, /metrics). Relaxed atomics: each counter is exact on its own; a
+ * reader may see two counters from slightly different instants.
+ */
+#ifndef STEPSCOPE_STATS_H
+#define STEPSCOPE_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "record.h"
+
+struct stats {
+    _Atomic uint64_t connections_accepted;
+    _Atomic uint64_t connections_open;    /* gauge */
+    _Atomic uint64_t connections_rejected; /* over max_connections */
+    _Atomic uint64_t bytes;               /* received on client connections */
+    _Atomic uint64_t lines;               /* lines after the hello, blank ones excluded */
+    _Atomic uint64_t records[RECORD_KIND_COUNT]; /* accepted, by kind */
+    _Atomic uint64_t hellos;
+    _Atomic uint64_t bad_hellos;          /* connection closed: first line not a valid hello */
+    _Atomic uint64_t malformed;           /* not JSON, or invalid UTF-8 */
+    _Atomic uint64_t oversized;           /* longer than max_line_bytes */
+    _Atomic uint64_t unknown;             /* JSON, but neither a trace event nor a known type */
+    _Atomic uint64_t invalid;             /* a known record with a missing or bad field */
+    _Atomic uint64_t duplicates;          /* replayed lines the daemon already held, skipped */
+    _Atomic uint64_t partial_lines;       /* unterminated line at connection close, dropped */
+    _Atomic uint64_t acknowledged;        /* lines made durable (every kind, bad ones included) */
+    _Atomic uint64_t commits;
+    _Atomic uint64_t commit_errors;
+    _Atomic uint64_t buffered_bytes;      /* gauge: accepted, not yet durable */
+    _Atomic uint64_t pauses;              /* times reading paused for backpressure */
+    _Atomic uint64_t evicted_blocks;      /* retention */
+    _Atomic uint64_t evicted_events;
+    _Atomic uint64_t evicted_bytes;
+    _Atomic uint64_t http_requests;
+    _Atomic uint64_t http_errors;         /* answers with status >= 400 */
+};
+
+#define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)
+#define STATS_SUB(s, field, n) atomic_fetch_sub_explicit(&(s)->field, (n), memory_order_relaxed)
+#define STATS_GET(s, field) atomic_load_explicit(&(s)->field, memory_order_relaxed)
+
+#endif

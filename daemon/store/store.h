@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store: everything on disk. One SQLite database (WAL) in the data dir; this module holds all the
+ * SQL. This header is the writer's side, used by main.c only; readers use store_query.h.
+ *
+ * Write path: store_append() (loop thread) copies records into the open batch in memory, and
+ * store_flush() seals it and hands it to the store's writer thread, which compresses timeline
+ * events into blocks (zstd, indexed by job, rank and time), writes steps, queue and host samples,
+ * updates each stream's next sequence number, and commits it all in one transaction. Only after
+ * the commit is a stream's sequence reported durable (store_collect_durable()), so an ack always
+ * means "survives kill -9". Retention evicts a job's oldest blocks past its byte cap.
+ *
+ * Threading: functions here are for the loop thread unless said otherwise; the writer thread is
+ * internal. The on_durable callback runs on the writer thread.
+ */
+#ifndef STEPSCOPE_STORE_H
+#define STEPSCOPE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/config.h"
+#include "../core/record.h"
+#include "../core/stats.h"
+
+#define STORE_ERR_MAX 256
+#define STORE_DB_NAME "stepscope.db"
+
+struct store;
+
+struct store_config {
+    const char *data_dir;              /* created (0700) if missing */
+    uint64_t retention_bytes_per_job;  /* compressed timeline bytes kept per job */
+    uint64_t max_buffered_bytes;       /* store_append() answers -EAGAIN above it */
+    enum config_durability durability;
+    struct stats *stats;               /* borrowed; bumped here */
+    void (*on_durable)(void *ud);      /* writer thread, after each commit: only wake the loop */
+    void *ud;
+};
+
+/* Creates the data dir if needed, locks it (-EBUSY: another daemon holds it), opens or creates
+ * the database, migrates it by PRAGMA user_version (-EPROTO: written by a newer stepscope),
+ * checks it (-EIO: not a database or corrupt; -EROFS/-EACCES: cannot write), loads the job and
+ * stream tables, and starts the writer thread. err (STORE_ERR_MAX) gets a one-line reason. */
+int store_open(const struct store_config *cfg, struct store **ret_st, char *err);
+
+/* Registers a connection's hello: finds or creates the job (by name) and the stream (by job, rank
+ * and hello->stream; a new stream when that is ""), opens a session, and fills *ret_welcome with
+ * the stream's next sequence number: the first one not yet accepted. Returns 0; -EBUSY if the
+ * stream is held by another open session; -EINVAL with err set for a hello it cannot take. */
+int store_session_open(struct store *st, const struct record_hello *hello,
+                       struct record_welcome *ret_welcome, char *err);
+
+/* Ends a session (queued with the next batch). */
+void store_session_close(struct store *st, int64_t session_id, bool clean);
+
+/* Copies n records (n may be 0) of an open session into the open batch and sets its stream's
+ * accepted seq to next_seq, which is past every record given and also past the lines ingest
+ * rejected (those take no space, but their numbers become durable, and acked, with the batch).
+ * Seqs must increase. Returns 0; -EAGAIN when taken but buffered bytes are above
+ * max_buffered_bytes; -ENOENT for an unknown session; -ENOMEM (nothing taken). */
+int store_append(struct store *st, int64_t session_id, const struct record *recs, size_t n,
+                 uint64_t next_seq);
+
+/* Seals the open batch (if not empty) and queues it for the writer. Never blocks. */
+void store_flush(struct store *st);
+
+/* Calls cb for each stream whose durable next seq advanced since the last call. Loop thread. */
+void store_collect_durable(struct store *st,
+                           void (*cb)(void *ud, int64_t stream_id, uint64_t next_seq), void *ud);
+
+/* Bytes accepted but not yet committed. Any thread. */
+uint64_t store_buffered_bytes(const struct store *st);
+
+/* Flushes, waits until the writer has committed everything (or failed), stops the writer thread,
+ * closes the database and releases the lock. NULL-safe. Blocks: shutdown only. */
+void store_close(struct store *st);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_query: the reader's side of the store, for web/ (HTTP threads). Each call borrows one of
+ * the store's read-only SQLite connections (a small pool; WAL lets readers run beside the writer)
+ * and sees committed data only, plus the live state the loop publishes (which sessions are open).
+ * Results are plain structs the caller owns; no SQL or sqlite3 type crosses this header.
+ *
+ * Threading: any thread; calls may run concurrently with each other and with the writer.
+ */
+#ifndef STEPSCOPE_STORE_QUERY_H
+#define STEPSCOPE_STORE_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/record.h"
+
+struct store;
+
+struct store_job {
+    int64_t id;
+    char name[RECORD_NAME_MAX + 1];
+    int64_t ranks;          /* distinct ranks seen */
+    int64_t world_size;     /* largest world_size any hello gave */
+    int64_t sessions;       /* connections ever opened for the job */
+    int64_t steps;          /* step records of the rank with the most */
+    int64_t spans;          /* trace events with ph X or B */
+    int64_t events;         /* trace events of every phase */
+    int64_t queue_samples;
+    int64_t host_samples;
+    int64_t pipelines;      /* pipeline topology records */
+    int64_t stored_bytes;   /* compressed timeline bytes now kept */
+    int64_t evicted_events; /* trace events dropped by retention */
+    int64_t first_seen_ns;  /* wall clock of the first hello */
+    int64_t last_seen_ns;   /* wall clock of the last commit that touched the job */
+    bool live;              /* at least one session open now */
+};
+
+struct store_rank {
+    int64_t rank;
+    char host[RECORD_NAME_MAX + 1];
+    char framework[RECORD_NAME_MAX + 1];
+    char framework_version[RECORD_NAME_MAX + 1];
+    int64_t pid;             /* of the latest session */
+    int64_t sessions;
+    int64_t events;
+    int64_t steps;
+    bool live;
+};
+
+struct store_info {
+    int64_t db_bytes;        /* database plus WAL file size */
+    int64_t jobs;
+    int64_t blocks;          /* compressed timeline blocks stored */
+    int64_t block_raw_bytes; /* their size before compression */
+    int64_t block_bytes;     /* and after */
+};
+
+/* All jobs, most recently seen first. *ret_jobs is malloc'd (caller frees; NULL when n is 0).
+ * Returns 0, -ENOMEM or -EIO. */
+int store_query_jobs(struct store *st, struct store_job **ret_jobs, size_t *ret_n);
+
+/* One job by decimal id or by exact name (an all-digit name loses to the id of that number).
+ * Returns 0, -ENOENT, -ENOMEM or -EIO. */
+int store_query_job(struct store *st, const char *id_or_name, struct store_job *ret_job);
+
+/* The ranks of a job, ordered by rank. Caller frees *ret_ranks. Returns 0, -ENOMEM or -EIO. */
+int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_ranks,
+                      size_t *ret_n);
+
+/* Whole-store figures. Returns 0 or -EIO. */
+int store_query_info(struct store *st, struct store_info *ret_info);
+
+/* Calls cb with each stored trace event (the verbatim JSON line) of a job's rank (rank < 0: every
+ * rank) whose block overlaps [t0_ns, t1_ns], in block order, until cb returns non-zero or max
+ * events were given. Returns the number given, or -ENOENT, -ENOMEM, -EIO. */
+int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
+                           int64_t t1_ns, int64_t max,
+                           int (*cb)(void *ud, const char *line, size_t len), void *ud);
+
+#endif

@@ -1,0 +1,5 @@
+/* STUB: replaced by the web module work */
+int main(void)
+{
+    return 0;
+}
