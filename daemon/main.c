@@ -1,4 +1,434 @@
-int main(void)
+/* SPDX-License-Identifier: MIT */
+/*
+ * stepscoped: the daemon. This is the only file that sees every module: it reads the
+ * configuration (defaults < file < environment < command line), opens the store, binds the
+ * ingest socket and the HTTP server, and wires them together on one libuv loop:
+ *
+ *   ingest --on_hello/sink/on_close--> store --on_durable (writer thread)--> uv_async
+ *          <------------- ingest_ack(stream, next_seq) <--- store_collect_durable
+ *
+ * Backpressure closes the loop: when store_append() says the store is above its watermark,
+ * ingest stops reading; each commit wakes the loop, which resumes reading once the backlog has
+ * halved. Shutdown (SIGTERM/SIGINT) stops reading, commits what was accepted, sends the last
+ * acks, closes the connections, and only then closes the store.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "ingest/ingest.h"
+#include "store/store.h"
+#include "stepscope_build.h"
+#include "../web/web.h"
+
+extern char **environ;
+
+/* Exit codes, documented in --help and README.md. */
+enum {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,   /* failed while running */
+    EXIT_USAGE = 2,     /* bad command line or configuration */
+    EXIT_BUSY = 3,      /* another daemon is live on the socket or holds the data dir */
+    EXIT_DATA_DIR = 4,  /* data dir unusable: read-only, corrupt, newer schema */
+    EXIT_HTTP = 5,      /* cannot bind the HTTP address */
+};
+
+#define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
+
+struct daemon {
+    uv_loop_t *loop;
+    struct config cfg;
+    struct stats stats;
+    struct store *store;
+    struct ingest *ingest;
+    struct web *web;
+    uv_async_t durable_async; /* the writer thread's wake-up call */
+    pthread_mutex_t async_lock; /* guards async_open against the writer thread */
+    bool async_open;          /* durable_async may be sent to */
+    uv_timer_t flush_timer;
+    uv_timer_t drain_timer;   /* shutdown: waits for the last commit */
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    bool paused;              /* ingest stopped reading for backpressure */
+    bool stopping;
+    int64_t stop_deadline_ns;
+};
+
+static int on_hello(void *ud, const struct record_hello *hello, struct record_welcome *ret_welcome,
+                    char *err)
 {
-    return 0;
+    struct daemon *d = ud;
+    if (d->stopping) {
+        snprintf(err, INGEST_ERR_MAX, "daemon is shutting down");
+        return -ESHUTDOWN;
+    }
+    char serr[STORE_ERR_MAX] = "";
+    int r = store_session_open(d->store, hello, ret_welcome, serr);
+    if (r < 0)
+        snprintf(err, INGEST_ERR_MAX, "%s", serr[0] ? serr : strerror(-r));
+    return r;
+}
+
+static int on_records(void *ud, int64_t session_id, const struct record *recs, size_t n,
+                      uint64_t next_seq)
+{
+    struct daemon *d = ud;
+    int r = store_append(d->store, session_id, recs, n, next_seq);
+    if (r == -EAGAIN)
+        d->paused = true;
+    return r;
+}
+
+static void on_session_closed(void *ud, int64_t session_id, bool clean)
+{
+    struct daemon *d = ud;
+    store_session_close(d->store, session_id, clean);
+}
+
+/* Writer thread: only wake the loop. */
+static void on_durable(void *ud)
+{
+    struct daemon *d = ud;
+    pthread_mutex_lock(&d->async_lock);
+    if (d->async_open)
+        uv_async_send(&d->durable_async);
+    pthread_mutex_unlock(&d->async_lock);
+}
+
+/* After this the writer thread (which may still commit session ends) no longer wakes the loop. */
+static void close_async(struct daemon *d)
+{
+    pthread_mutex_lock(&d->async_lock);
+    bool was_open = d->async_open;
+    d->async_open = false;
+    pthread_mutex_unlock(&d->async_lock);
+    if (was_open)
+        uv_close((uv_handle_t *)&d->durable_async, NULL);
+}
+
+static void send_ack(void *ud, int64_t stream_id, uint64_t next_seq)
+{
+    struct daemon *d = ud;
+    if (d->ingest)
+        ingest_ack(d->ingest, stream_id, next_seq);
+}
+
+static void on_durable_async(uv_async_t *h)
+{
+    struct daemon *d = h->data;
+    store_collect_durable(d->store, send_ack, d);
+    if (d->paused && !d->stopping && store_buffered_bytes(d->store) <= d->cfg.max_buffered_bytes / 2) {
+        d->paused = false;
+        ingest_resume(d->ingest);
+    }
+}
+
+static void on_flush_timer(uv_timer_t *h)
+{
+    struct daemon *d = h->data;
+    store_flush(d->store);
+}
+
+static void close_handles(struct daemon *d)
+{
+    close_async(d);
+    uv_close((uv_handle_t *)&d->flush_timer, NULL);
+    uv_close((uv_handle_t *)&d->drain_timer, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+/* Shutdown, after reading stopped: wait until everything accepted is committed (or the deadline
+ * passed), send the last acks, then close the connections and every handle so uv_run returns. */
+static void on_drain_timer(uv_timer_t *h)
+{
+    struct daemon *d = h->data;
+    store_flush(d->store);
+    bool drained = store_buffered_bytes(d->store) == 0;
+    if (!drained && clock_mono_ns() < d->stop_deadline_ns)
+        return;
+    if (!drained)
+        log_error("shutdown: %llu bytes could not be committed before the deadline",
+                  (unsigned long long)store_buffered_bytes(d->store));
+    store_collect_durable(d->store, send_ack, d);
+    ingest_close(d->ingest);
+    d->ingest = NULL;
+    close_handles(d);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct daemon *d = h->data;
+    if (d->stopping)
+        return;
+    log_info("%s: stopping", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    d->stopping = true;
+    d->stop_deadline_ns = clock_mono_ns() + SHUTDOWN_DRAIN_NS;
+    ingest_stop_reading(d->ingest);
+    uv_timer_stop(&d->flush_timer);
+    store_flush(d->store);
+    uv_timer_start(&d->drain_timer, on_drain_timer, 0, 5);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: stepscoped [OPTION]...\n"
+            "Collects step traces, operator records, data-queue depths and timelines from\n"
+            "training processes over a Unix socket, and serves them over HTTP.\n"
+            "\n"
+            "  --config FILE        read options from FILE (also $STEPSCOPE_CONFIG)\n"
+            "  -h, --help           show this help and exit\n"
+            "  -V, --version        show the version and exit\n");
+    for (const struct config_option *o = config_options; o->name; o++) {
+        char flag[64];
+        size_t k = 0;
+        for (const char *p = o->name; *p && k + 1 < sizeof flag; p++)
+            flag[k++] = *p == '_' ? '-' : *p;
+        flag[k] = '\0';
+        char env[64];
+        k = 0;
+        for (const char *p = o->name; *p && k + 1 < sizeof env; p++)
+            env[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+        env[k] = '\0';
+        fprintf(f, "  --%-18s %s\n  %20s (env STEPSCOPE_%s; default %s)\n", flag, o->doc, "", env,
+                o->def ? o->def : "see below");
+    }
+    fprintf(f,
+            "\n"
+            "Defaults: socket $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock;\n"
+            "data-dir $XDG_STATE_HOME/stepscope, else ~/.local/state/stepscope.\n"
+            "Precedence: command line > environment > config file > default.\n"
+            "\n"
+            "Exit status: 0 stopped cleanly; 1 runtime error; 2 bad usage or configuration;\n"
+            "3 another stepscoped is live on the socket or holds the data dir; 4 data dir\n"
+            "unusable (read-only, corrupt, newer schema); 5 cannot bind the HTTP address.\n");
+}
+
+/* Applies the command line over the other sources. Returns EXIT_OK, or an exit code to leave
+ * with (-1 for "exit 0 now": --help, --version). */
+static int parse_args(int argc, char **argv, struct config *cfg)
+{
+    enum { N_OPTS = 32 };
+    static char names[N_OPTS][40];
+    struct option opts[N_OPTS + 4];
+    int n = 0;
+    for (const struct config_option *o = config_options; o->name && n < N_OPTS; o++, n++) {
+        size_t k = 0;
+        for (const char *p = o->name; *p && k + 1 < sizeof names[n]; p++)
+            names[n][k++] = *p == '_' ? '-' : *p;
+        names[n][k] = '\0';
+        opts[n] = (struct option){names[n], required_argument, NULL, 1000 + n};
+    }
+    opts[n++] = (struct option){"config", required_argument, NULL, 'c'};
+    opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[n] = (struct option){NULL, 0, NULL, 0};
+
+    /* First pass: only --config, --help and --version, because the file must be applied before
+     * the environment and both before the other flags. */
+    const char *config_path = config_env_get(environ, "STEPSCOPE_CONFIG");
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        if (c == 'V') {
+            printf("stepscoped %s\n", STEPSCOPE_VERSION);
+            return -1;
+        }
+        if (c == 'c')
+            config_path = optarg;
+        if (c == '?' || c == ':') {
+            fprintf(stderr, "stepscoped: %s: unknown option or missing value (see --help)\n",
+                    argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "stepscoped: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    char err[CONFIG_ERR_MAX];
+    if (config_path && config_path[0] && config_load_file(cfg, config_path, err) < 0) {
+        fprintf(stderr, "stepscoped: config: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (config_load_env(cfg, environ, err) < 0) {
+        fprintf(stderr, "stepscoped: environment: %s\n", err);
+        return EXIT_USAGE;
+    }
+    optind = 0; /* glibc: 0 restarts scanning from scratch */
+    while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+        if (c < 1000)
+            continue;
+        const char *key = config_options[c - 1000].name;
+        if (config_set(cfg, key, optarg, err) < 0) {
+            fprintf(stderr, "stepscoped: --%s: %s\n", names[c - 1000], err);
+            return EXIT_USAGE;
+        }
+    }
+    return EXIT_OK;
+}
+
+static int check_config(const struct config *cfg)
+{
+    /* sun_path is 108 bytes on Linux, NUL included; libuv 1.44 would truncate silently. */
+    if (strlen(cfg->socket) >= 108) {
+        fprintf(stderr,
+                "stepscoped: socket path is %zu bytes, longer than the 107 a Unix socket allows: "
+                "%s\n",
+                strlen(cfg->socket), cfg->socket);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+static int store_exit_code(int r)
+{
+    return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
+}
+
+int main(int argc, char **argv)
+{
+    static struct daemon d; /* static: zeroed, and stats live as long as any thread */
+    int code;
+    config_init(&d.cfg, environ, (unsigned)getuid(), STEPSCOPE_STATIC_DIR);
+    code = parse_args(argc, argv, &d.cfg);
+    if (code != EXIT_OK)
+        return code < 0 ? EXIT_OK : code;
+    code = check_config(&d.cfg);
+    if (code != EXIT_OK)
+        return code;
+    enum log_level level = LOG_LEVEL_INFO;
+    (void)log_level_parse(d.cfg.log_level, &level);
+    log_set_level(level);
+    signal(SIGPIPE, SIG_IGN);
+    pthread_mutex_init(&d.async_lock, NULL);
+
+    d.loop = uv_default_loop();
+    int r;
+
+    /* The socket first: if another daemon is live there, say so before touching its data dir. */
+    struct ingest_config icfg = {
+        .socket_path = d.cfg.socket,
+        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
+        .max_connections = (size_t)d.cfg.max_connections,
+        .on_hello = on_hello,
+        .sink = on_records,
+        .on_close = on_session_closed,
+        .ud = &d,
+        .stats = &d.stats,
+    };
+    r = ingest_start(d.loop, &icfg, &d.ingest);
+    if (r < 0) {
+        if (r == -EADDRINUSE) {
+            fprintf(stderr, "stepscoped: another stepscoped is live on socket %s\n", d.cfg.socket);
+            code = EXIT_BUSY;
+        } else {
+            fprintf(stderr, "stepscoped: cannot listen on socket %s: %s\n", d.cfg.socket,
+                    uv_strerror(r));
+            code = r == UV_ENAMETOOLONG ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+        goto out;
+    }
+
+    struct store_config scfg = {
+        .data_dir = d.cfg.data_dir,
+        .retention_bytes_per_job = d.cfg.retention_bytes_per_job,
+        .max_buffered_bytes = d.cfg.max_buffered_bytes,
+        .durability = d.cfg.durability,
+        .stats = &d.stats,
+        .on_durable = on_durable,
+        .ud = &d,
+    };
+    char err[STORE_ERR_MAX > WEB_ERR_MAX ? STORE_ERR_MAX : WEB_ERR_MAX] = "";
+    /* The async handle must exist before the writer thread can call on_durable. */
+    uv_async_init(d.loop, &d.durable_async, on_durable_async);
+    d.durable_async.data = &d;
+    d.async_open = true;
+    r = store_open(&scfg, &d.store, err);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: %s\n", d.cfg.data_dir, err[0] ? err : strerror(-r));
+        code = store_exit_code(r);
+        goto out;
+    }
+
+    struct web_config wcfg = {
+        .http = d.cfg.http,
+        .static_dir = d.cfg.static_dir,
+        .threads = (unsigned)d.cfg.http_threads,
+        .max_connections = (unsigned)d.cfg.http_max_connections,
+        .timeout_s = (unsigned)d.cfg.http_timeout_s,
+        .max_response_bytes = (size_t)d.cfg.max_response_bytes,
+        .version = STEPSCOPE_VERSION,
+        .store = d.store,
+        .stats = &d.stats,
+    };
+    err[0] = '\0';
+    r = web_start(&wcfg, &d.web, err);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: http %s: %s\n", d.cfg.http, err[0] ? err : strerror(-r));
+        code = EXIT_HTTP;
+        goto out;
+    }
+
+    uv_timer_init(d.loop, &d.flush_timer);
+    d.flush_timer.data = &d;
+    uv_timer_start(&d.flush_timer, on_flush_timer, d.cfg.flush_interval_ms, d.cfg.flush_interval_ms);
+    uv_timer_init(d.loop, &d.drain_timer);
+    d.drain_timer.data = &d;
+    uv_signal_init(d.loop, &d.sigterm);
+    d.sigterm.data = &d;
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_init(d.loop, &d.sigint);
+    d.sigint.data = &d;
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+
+    char addr[64];
+    uint16_t port;
+    (void)config_parse_hostport(d.cfg.http, addr, sizeof addr, &port);
+    bool v6 = strchr(addr, ':') != NULL;
+    printf("stepscoped: listening on socket %s, dashboard http://%s%s%s:%u/\n", d.cfg.socket,
+           v6 ? "[" : "", addr, v6 ? "]" : "", (unsigned)web_port(d.web));
+    fflush(stdout);
+    log_info("data dir %s, static dir %s", d.cfg.data_dir, d.cfg.static_dir);
+
+    uv_run(d.loop, UV_RUN_DEFAULT);
+    code = EXIT_OK;
+    web_stop(d.web);
+    d.web = NULL;
+    store_close(d.store);
+    d.store = NULL;
+    r = uv_loop_close(d.loop);
+    if (r < 0) {
+        log_error("event loop did not close cleanly: %s", uv_strerror(r));
+        code = EXIT_RUNTIME;
+    }
+    log_info("stopped");
+    return code;
+
+out:
+    /* Start-up failed: undo what was started, in reverse order. */
+    web_stop(d.web);
+    store_close(d.store);
+    if (d.ingest)
+        ingest_close(d.ingest);
+    close_async(&d);
+    uv_run(d.loop, UV_RUN_DEFAULT);
+    (void)uv_loop_close(d.loop);
+    return code;
 }
