@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http: the libmicrohttpd daemon. It binds the configured address, runs MHD's internal polling
+ * thread (a pool of them when threads > 1, epoll where MHD has it), and sends every request
+ * through one access handler: count it, refuse methods other than GET and HEAD, route the path
+ * (parse.c) to the API (routes.c) or the dashboard files (static.c).
+ *
+ * MHD normally percent-decodes the path and query values before the handler sees them, which
+ * would turn "%00" into a NUL that silently cuts the path short. An identity unescape callback
+ * keeps the bytes as sent, and parse.c decodes them once, rejecting NUL and bad escapes.
+ *
+ * Every answer leaves through web__queue(), which adds the headers all answers carry and counts
+ * the errors, so no handler can forget either. Handlers run on MHD's threads and only read: the
+ * store through store_query.h, the counters with relaxed atomic loads.
+ */
+#include "web.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "../daemon/core/config.h"
+#include "../daemon/core/log.h"
+#include "web_int.h"
+
+union web_addr {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    static struct log_ratelimit rl;
+    char msg[512];
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    /* MHD's messages end with a newline of their own; log_msg adds one. */
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    if (log_ratelimit(&rl, 1000000000))
+        log_warn("http: %s", msg);
+}
+
+/* The bytes stay as the client sent them; parse.c decodes (see the file comment). */
+static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+int web__queue(struct web *w, struct MHD_Connection *c, unsigned status, struct MHD_Response *resp)
+{
+    if (status >= 400)
+        STATS_ADD(w->stats, http_errors, 1);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static int send_bytes(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
+                      size_t len, const char *disposition)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(data);
+        return web__queue(w, c, status, NULL);
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (disposition)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    return web__queue(w, c, status, resp);
+}
+
+int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, const char *code,
+                    const char *message)
+{
+    struct sbuf b;
+    sbuf_init(&b, WEB_ERROR_BODY_MAX);
+    web__render_error(&b, code, message);
+    size_t len;
+    char *data = sbuf_steal(&b, &len);
+    sbuf_done(&b);
+    if (!data)
+        return web__queue(w, c, status, NULL);
+    return send_bytes(w, c, status, data, len, NULL);
+}
+
+int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
+                   const char *disposition)
+{
+    if (b->error == -EMSGSIZE) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the answer would exceed max_response_bytes (%zu); ask for less",
+                 w->max_response_bytes);
+        sbuf_done(b);
+        return web__send_error(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "response_too_large", msg);
+    }
+    size_t len;
+    char *data = sbuf_steal(b, &len);
+    sbuf_done(b);
+    if (!data)
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    return send_bytes(w, c, status, data, len, disposition);
+}
+
+int web__send_store_error(struct web *w, struct MHD_Connection *c, int r, const char *what)
+{
+    static struct log_ratelimit rl;
+    if (r == -ENOENT)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", NULL);
+    if (r == -EBUSY || r == -EAGAIN)
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                               "the store is busy; retry");
+    if (log_ratelimit(&rl, 1000000000))
+        log_warn("http: %s: %s", what, strerror(-r));
+    return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                           r == -ENOMEM ? "out of memory" : "store error");
+}
+
+/* Looks up query parameter name; 0 absent, 1 present (decoded into buf), -1 answered 400. */
+static int param_get(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
+                     size_t size, size_t *ret_len, int *ret_mhd)
+{
+    const char *v;
+    size_t n;
+    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &n) !=
+        MHD_YES)
+        return 0;
+    char msg[128];
+    if (!v || n == 0) {
+        snprintf(msg, sizeof msg, "%s: empty", name);
+        goto bad;
+    }
+    if (n >= size) {
+        snprintf(msg, sizeof msg, "%s: too long", name);
+        goto bad;
+    }
+    if (web__pct_decode(v, n, buf, ret_len) < 0) {
+        snprintf(msg, sizeof msg, "%s: bad percent-encoding", name);
+        goto bad;
+    }
+    return 1;
+bad:
+    *ret_mhd = web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
+    return -1;
+}
+
+static int param_bad(struct web *w, struct MHD_Connection *c, const char *name, int r,
+                     const char *what, int *ret_mhd)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s: %s", name, r == -ERANGE ? "out of range" : what);
+    *ret_mhd = web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
+    return -1;
+}
+
+int web__param_i64(struct web *w, struct MHD_Connection *c, const char *name, int64_t min,
+                   int64_t max, int64_t def, int64_t *ret, int *ret_mhd)
+{
+    char buf[64];
+    size_t len;
+    int r = param_get(w, c, name, buf, sizeof buf, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        *ret = def;
+        return 0;
+    }
+    r = web__parse_i64(buf, len, min, max, ret);
+    if (r < 0)
+        return param_bad(w, c, name, r, "not an integer", ret_mhd);
+    return 0;
+}
+
+int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int64_t min_ns,
+                  int64_t max_ns, int64_t def_ns, int64_t *ret_ns, int *ret_mhd)
+{
+    char buf[64];
+    size_t len;
+    int r = param_get(w, c, name, buf, sizeof buf, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        *ret_ns = def_ns;
+        return 0;
+    }
+    r = web__parse_us(buf, len, min_ns, max_ns, ret_ns);
+    if (r < 0)
+        return param_bad(w, c, name, r,
+                         "not a time in microseconds (digits, up to 3 after a '.')", ret_mhd);
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    struct web *w = cls;
+    (void)version;
+    (void)upload_data;
+    (void)upload_data_size;
+    (void)con_cls;
+    /* Every request is answered on the first call: GET and HEAD carry no body worth waiting
+     * for, and any other method is refused before its body is read. */
+    STATS_ADD(w->stats, http_requests, 1);
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                                "method_not_allowed", "only GET and HEAD");
+    if (strlen(url) > WEB_PATH_MAX)
+        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+                                                "path too long");
+    struct web_route r;
+    int err = web__route_parse(url, &r);
+    if (err < 0)
+        return (enum MHD_Result)web__send_error(
+            w, c, MHD_HTTP_BAD_REQUEST, "bad_request",
+            err == -ENAMETOOLONG ? "job: longer than 256 bytes"
+                                 : "job: bad percent-encoding or NUL");
+    if (r.id == WEB_ROUTE_STATIC)
+        return (enum MHD_Result)web__route_static(w, c, url);
+    return (enum MHD_Result)web__route_api(w, c, &r);
+}
+
+static int parse_addr(const char *http, union web_addr *ret_addr, socklen_t *ret_len,
+                      char *err)
+{
+    char host[128];
+    uint16_t port;
+    union web_addr a;
+    memset(&a, 0, sizeof a);
+    if (config_parse_hostport(http, host, sizeof host, &port) < 0) {
+        snprintf(err, WEB_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", http);
+        return -EINVAL;
+    }
+    if (inet_pton(AF_INET, host, &a.in4.sin_addr) == 1) {
+        a.in4.sin_family = AF_INET;
+        a.in4.sin_port = htons(port);
+        *ret_len = sizeof a.in4;
+    } else if (inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
+        a.in6.sin6_family = AF_INET6;
+        a.in6.sin6_port = htons(port);
+        *ret_len = sizeof a.in6;
+    } else {
+        snprintf(err, WEB_ERR_MAX, "http: \"%.64s\" is not an IPv4 or IPv6 address", host);
+        return -EINVAL;
+    }
+    *ret_addr = a;
+    return 0;
+}
+
+/* MHD_start_daemon() says only "failed", so bind once ourselves first: a taken port or an
+ * address this host does not have comes back as its own errno. The probe socket is closed
+ * before MHD binds; if another process takes the port in between, MHD's failure comes back as
+ * -EIO with the generic message. */
+static int probe_bind(const union web_addr *a, socklen_t len, const char *http, char *err)
+{
+    int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int r = -errno;
+        snprintf(err, WEB_ERR_MAX, "http: socket: %s", strerror(-r));
+        return r;
+    }
+    int on = 1;
+    /* MHD sets SO_REUSEADDR on its listen socket; the probe must judge the same way. */
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (a->sa.sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    int r = 0;
+    if (bind(fd, &a->sa, len) < 0) {
+        r = -errno;
+        snprintf(err, WEB_ERR_MAX, "http: cannot bind %.64s: %s", http, strerror(-r));
+    }
+    close(fd);
+    return r;
+}
+
+int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
+{
+    int r = -ENOMEM;
+    union web_addr addr;
+    socklen_t addr_len;
+    struct web *w = NULL;
+    err[0] = '\0';
+    if (!cfg->http || !cfg->stats) {
+        snprintf(err, WEB_ERR_MAX, "http: missing address or stats");
+        return -EINVAL;
+    }
+    r = parse_addr(cfg->http, &addr, &addr_len, err);
+    if (r < 0)
+        return r;
+    r = probe_bind(&addr, addr_len, cfg->http, err);
+    if (r < 0)
+        return r;
+
+    r = -ENOMEM;
+    w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, WEB_ERR_MAX, "http: out of memory");
+        goto fail;
+    }
+    w->store = cfg->store;
+    w->stats = cfg->stats;
+    w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
+    snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
+    if (cfg->static_dir && cfg->static_dir[0]) {
+        if (!realpath(cfg->static_dir, w->static_root)) {
+            /* The API stays useful without the dashboard: serve no files, say so once. */
+            log_warn("http: static_dir %s: %s; serving no dashboard", cfg->static_dir,
+                     strerror(errno));
+            w->static_root[0] = '\0';
+        }
+        w->static_root_len = strlen(w->static_root);
+    }
+
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL
+                                                                    : MHD_USE_POLL;
+    if (addr.sa.sa_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    unsigned threads = cfg->threads ? cfg->threads : 1;
+    /* Zero limits mean "MHD's default", so those options are left out; one thread is MHD's
+     * own polling thread, more make a pool. */
+    struct MHD_OptionItem opts[4];
+    size_t n_opts = 0;
+    if (cfg->max_connections)
+        opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                                 (intptr_t)cfg->max_connections, NULL};
+    if (cfg->timeout_s)
+        opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                                 (intptr_t)cfg->timeout_s, NULL};
+    if (threads > 1)
+        opts[n_opts++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    opts[n_opts] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+
+    w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
+                              MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
+                              MHD_OPTION_SOCK_ADDR, &addr.sa,
+                              MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, (void *)NULL,
+                              MHD_OPTION_ARRAY, opts,
+                              MHD_OPTION_END);
+    if (!w->mhd) {
+        r = -EIO;
+        snprintf(err, WEB_ERR_MAX, "http: cannot start the HTTP server on %.64s", cfg->http);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    w->port = info ? info->port : 0;
+    *ret_web = w;
+    return 0;
+fail:
+    web_stop(w);
+    return r;
+}
+
+uint16_t web_port(const struct web *w)
+{
+    return w->port;
+}
+
+void web_stop(struct web *w)
+{
+    if (!w)
+        return;
+    if (w->mhd)
+        MHD_stop_daemon(w->mhd);
+    free(w);
+}

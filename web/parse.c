@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parse: the pure half of request handling. Everything a client controls in a request line (the
+ * path, the {job} segment, the query values) is decoded and checked here, with no MHD, no store
+ * and no allocation, so the same functions are unit-tested on tables and fuzzed on raw bytes
+ * (tests/fuzz/fuzz_query.c). http.c installs an identity unescape callback in MHD, so the bytes
+ * that reach these functions are exactly what the client sent: decoding happens once, here, and
+ * a "%00" or a "%2e%2e" cannot slip past a check made before decoding.
+ */
+#include "web_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int web__pct_decode(const char *src, size_t n, char *dst, size_t *ret_len)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = src[i];
+        if (c == '%') {
+            if (n - i < 3)
+                return -EINVAL;
+            int hi = hexval(src[i + 1]);
+            int lo = hexval(src[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -EINVAL;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        /* A NUL would cut the C string every later check and open() sees. */
+        if (c == '\0')
+            return -EINVAL;
+        dst[j++] = c;
+    }
+    dst[j] = '\0';
+    *ret_len = j;
+    return 0;
+}
+
+int web__route_parse(const char *path, struct web_route *ret)
+{
+    static const char v1[] = "/api/v1/";
+    struct web_route r;
+    r.id = WEB_ROUTE_STATIC;
+    r.job[0] = '\0';
+    r.job_len = 0;
+    if (strcmp(path, "/api") != 0 && strncmp(path, "/api/", 5) != 0)
+        goto out;
+    r.id = WEB_ROUTE_API_UNKNOWN;
+    if (strncmp(path, v1, sizeof v1 - 1) != 0)
+        goto out;
+    const char *rest = path + sizeof v1 - 1;
+    if (strcmp(rest, "health") == 0) {
+        r.id = WEB_ROUTE_HEALTH;
+    } else if (strcmp(rest, "stats") == 0) {
+        r.id = WEB_ROUTE_STATS;
+    } else if (strcmp(rest, "jobs") == 0) {
+        r.id = WEB_ROUTE_JOBS;
+    } else if (strncmp(rest, "jobs/", 5) == 0) {
+        const char *seg = rest + 5;
+        const char *slash = strchr(seg, '/');
+        size_t seg_len = slash ? (size_t)(slash - seg) : strlen(seg);
+        enum web_route_id id;
+        if (seg_len == 0)
+            goto out;
+        if (!slash)
+            id = WEB_ROUTE_JOB;
+        else if (strcmp(slash, "/timeline") == 0)
+            id = WEB_ROUTE_TIMELINE;
+        else
+            goto out;
+        /* Three encoded bytes per decoded one at most: anything longer cannot fit. */
+        char tmp[3 * RECORD_NAME_MAX + 1];
+        if (seg_len > 3 * RECORD_NAME_MAX)
+            return -ENAMETOOLONG;
+        size_t len;
+        int err = web__pct_decode(seg, seg_len, tmp, &len);
+        if (err < 0)
+            return err;
+        if (len == 0 || len > RECORD_NAME_MAX)
+            return -ENAMETOOLONG;
+        memcpy(r.job, tmp, len + 1);
+        r.job_len = len;
+        r.id = id;
+    }
+out:
+    *ret = r;
+    return 0;
+}
+
+static bool is_unsafe_byte(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f || c == '\\';
+}
+
+int web__static_path(const char *path, char *dst, size_t dst_size)
+{
+    static const char index_html[] = "index.html";
+    size_t n = strlen(path);
+    if (n == 0 || path[0] != '/')
+        return -EPERM;
+    /* Decoding never lengthens, so n + 1 bytes are enough for the decoded path. */
+    if (n >= dst_size || dst_size < sizeof index_html)
+        return -ENAMETOOLONG;
+    size_t len;
+    int r = web__pct_decode(path, n, dst, &len);
+    if (r < 0)
+        return r;
+    if (dst[0] != '/')
+        return -EPERM;
+    if (len == 1) {
+        memcpy(dst, index_html, sizeof index_html);
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (is_unsafe_byte((unsigned char)dst[i]))
+            return -EPERM;
+    /* "/." also catches "/..", "/./" and dot files; ".." anywhere is refused as well, so no
+     * spelling of a parent segment survives, whatever the platform's path rules. */
+    if (strstr(dst, "//") || strstr(dst, "..") || strstr(dst, "/.") || dst[len - 1] == '/')
+        return -EPERM;
+    memmove(dst, dst + 1, len); /* drops the '/', keeps the NUL */
+    return 0;
+}
+
+int web__parse_i64(const char *s, size_t n, int64_t min, int64_t max, int64_t *ret)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (n > 0 && s[0] == '-') {
+        neg = true;
+        i = 1;
+    }
+    if (i == n)
+        return -EINVAL;
+    uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t v = 0;
+    bool overflow = false;
+    /* Keep scanning after an overflow, so junk later in the text still reads as junk. */
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (overflow)
+            continue;
+        if (v > (lim - d) / 10)
+            overflow = true;
+        else
+            v = v * 10 + d;
+    }
+    if (overflow)
+        return -ERANGE;
+    int64_t x;
+    if (!neg)
+        x = (int64_t)v;
+    else if (v == (uint64_t)INT64_MAX + 1)
+        x = INT64_MIN;
+    else
+        x = -(int64_t)v;
+    if (x < min || x > max)
+        return -ERANGE;
+    *ret = x;
+    return 0;
+}
+
+int web__parse_us(const char *s, size_t n, int64_t min_ns, int64_t max_ns, int64_t *ret_ns)
+{
+    const char *dot = memchr(s, '.', n);
+    size_t int_len = dot ? (size_t)(dot - s) : n;
+    int64_t whole;
+    int r = web__parse_i64(s, int_len, INT64_MIN, INT64_MAX, &whole);
+    if (r < 0)
+        return r;
+    int64_t frac = 0;
+    if (dot) {
+        size_t frac_len = n - int_len - 1;
+        if (frac_len < 1 || frac_len > 3)
+            return -EINVAL;
+        for (size_t i = 0; i < frac_len; i++) {
+            if (dot[1 + i] < '0' || dot[1 + i] > '9')
+                return -EINVAL;
+            frac = frac * 10 + (dot[1 + i] - '0');
+        }
+        for (size_t i = frac_len; i < 3; i++)
+            frac *= 10;
+    }
+    if (whole > INT64_MAX / 1000 || whole < INT64_MIN / 1000)
+        return -ERANGE;
+    int64_t ns = whole * 1000;
+    /* The sign belongs to the whole text: "-0.5" is -500 ns although its whole part is 0. */
+    if (s[0] == '-') {
+        if (ns < INT64_MIN + frac)
+            return -ERANGE;
+        ns -= frac;
+    } else {
+        if (ns > INT64_MAX - frac)
+            return -ERANGE;
+        ns += frac;
+    }
+    if (ns < min_ns || ns > max_ns)
+        return -ERANGE;
+    *ret_ns = ns;
+    return 0;
+}
+
+const char *web__mime_type(const char *name)
+{
+    static const struct {
+        const char *ext;
+        const char *type;
+    } types[] = {
+        {"html", "text/html; charset=utf-8"},
+        {"js", "text/javascript; charset=utf-8"},
+        {"mjs", "text/javascript; charset=utf-8"},
+        {"css", "text/css; charset=utf-8"},
+        {"json", "application/json"},
+        {"map", "application/json"},
+        {"svg", "image/svg+xml"},
+        {"png", "image/png"},
+        {"ico", "image/x-icon"},
+        {"txt", "text/plain; charset=utf-8"},
+        {"woff2", "font/woff2"},
+    };
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    if (dot)
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            if (strcmp(dot + 1, types[i].ext) == 0)
+                return types[i].type;
+    return "application/octet-stream";
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * render: the JSON documents of the API, written into an sbuf. This is the one JSON writer of
+ * web/: every string goes through sbuf_json_str() (so a job or host name can never break out of
+ * its string or become markup in the dashboard, and invalid UTF-8 becomes U+FFFD), and every time
+ * through sbuf_json_us(), which turns the store's int64 nanoseconds into exact microseconds at
+ * this edge. The sbuf's cap is the response cap: a document that does not fit leaves the buffer
+ * failed, and http.c turns that into an error answer instead of a truncated body.
+ */
+#include "web_int.h"
+
+#include <inttypes.h>
+
+static void key(struct sbuf *b, const char *k)
+{
+    sbuf_json_strz(b, k);
+    sbuf_addc(b, ':');
+}
+
+static void member_i64(struct sbuf *b, const char *k, int64_t v)
+{
+    key(b, k);
+    sbuf_printf(b, "%" PRId64, v);
+    sbuf_addc(b, ',');
+}
+
+static void member_u64(struct sbuf *b, const char *k, uint64_t v)
+{
+    key(b, k);
+    sbuf_printf(b, "%" PRIu64, v);
+    sbuf_addc(b, ',');
+}
+
+static void member_str(struct sbuf *b, const char *k, const char *v)
+{
+    key(b, k);
+    sbuf_json_strz(b, v);
+    sbuf_addc(b, ',');
+}
+
+static void member_us(struct sbuf *b, const char *k, int64_t ns)
+{
+    key(b, k);
+    sbuf_json_us(b, ns);
+    sbuf_addc(b, ',');
+}
+
+static void member_bool_last(struct sbuf *b, const char *k, bool v)
+{
+    key(b, k);
+    sbuf_adds(b, v ? "true" : "false");
+}
+
+void web__render_error(struct sbuf *b, const char *code, const char *message)
+{
+    sbuf_adds(b, "{\"error\":{");
+    member_str(b, "code", code);
+    key(b, "message");
+    sbuf_json_strz(b, message ? message : code);
+    sbuf_adds(b, "}}");
+}
+
+void web__render_health(struct sbuf *b, const char *version)
+{
+    sbuf_adds(b, "{\"status\":\"ok\",");
+    key(b, "version");
+    sbuf_json_strz(b, version);
+    sbuf_addc(b, '}');
+}
+
+void web__render_job_fields(struct sbuf *b, const struct store_job *j)
+{
+    member_i64(b, "id", j->id);
+    member_str(b, "name", j->name);
+    member_i64(b, "ranks", j->ranks);
+    member_i64(b, "world_size", j->world_size);
+    member_i64(b, "sessions", j->sessions);
+    member_i64(b, "steps", j->steps);
+    member_i64(b, "spans", j->spans);
+    member_i64(b, "events", j->events);
+    member_i64(b, "queue_samples", j->queue_samples);
+    member_i64(b, "host_samples", j->host_samples);
+    member_i64(b, "pipelines", j->pipelines);
+    member_i64(b, "stored_bytes", j->stored_bytes);
+    member_i64(b, "evicted_events", j->evicted_events);
+    member_us(b, "first_seen_us", j->first_seen_ns);
+    member_us(b, "last_seen_us", j->last_seen_ns);
+    member_bool_last(b, "live", j->live);
+}
+
+void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n)
+{
+    sbuf_adds(b, "{\"jobs\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        web__render_job_fields(b, &jobs[i]);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
+}
+
+static void render_rank(struct sbuf *b, const struct store_rank *r)
+{
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_str(b, "host", r->host);
+    member_str(b, "framework", r->framework);
+    member_str(b, "framework_version", r->framework_version);
+    member_i64(b, "pid", r->pid);
+    member_i64(b, "sessions", r->sessions);
+    member_i64(b, "events", r->events);
+    member_i64(b, "steps", r->steps);
+    member_bool_last(b, "live", r->live);
+    sbuf_addc(b, '}');
+}
+
+void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
+                     size_t n_ranks)
+{
+    sbuf_addc(b, '{');
+    web__render_job_fields(b, j);
+    sbuf_adds(b, ",\"ranks_detail\":[");
+    for (size_t i = 0; i < n_ranks; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        render_rank(b, &ranks[i]);
+    }
+    sbuf_adds(b, "]}");
+}
+
+void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info)
+{
+    static const char *const kinds[RECORD_KIND_COUNT] = {
+        [RECORD_TRACE] = "trace", [RECORD_STEP] = "step",       [RECORD_QUEUE] = "queue",
+        [RECORD_PIPELINE] = "pipeline", [RECORD_HOST] = "host",
+    };
+    sbuf_adds(b, "{\"connections\":{");
+    member_u64(b, "accepted", STATS_GET(s, connections_accepted));
+    member_u64(b, "open", STATS_GET(s, connections_open));
+    key(b, "rejected");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, connections_rejected));
+    member_u64(b, "bytes", STATS_GET(s, bytes));
+    member_u64(b, "lines", STATS_GET(s, lines));
+    sbuf_adds(b, "\"records\":{");
+    for (int k = 0; k < RECORD_KIND_COUNT; k++) {
+        if (k > 0)
+            sbuf_addc(b, ',');
+        key(b, kinds[k]);
+        sbuf_printf(b, "%" PRIu64, (uint64_t)STATS_GET(s, records[k]));
+    }
+    sbuf_adds(b, "},");
+    member_u64(b, "hellos", STATS_GET(s, hellos));
+    member_u64(b, "bad_hellos", STATS_GET(s, bad_hellos));
+    member_u64(b, "malformed", STATS_GET(s, malformed));
+    member_u64(b, "oversized", STATS_GET(s, oversized));
+    member_u64(b, "unknown", STATS_GET(s, unknown));
+    member_u64(b, "invalid", STATS_GET(s, invalid));
+    member_u64(b, "duplicates", STATS_GET(s, duplicates));
+    member_u64(b, "partial_lines", STATS_GET(s, partial_lines));
+    member_u64(b, "acknowledged", STATS_GET(s, acknowledged));
+    member_u64(b, "commits", STATS_GET(s, commits));
+    member_u64(b, "commit_errors", STATS_GET(s, commit_errors));
+    member_u64(b, "buffered_bytes", STATS_GET(s, buffered_bytes));
+    member_u64(b, "pauses", STATS_GET(s, pauses));
+    sbuf_adds(b, "\"evicted\":{");
+    member_u64(b, "blocks", STATS_GET(s, evicted_blocks));
+    member_u64(b, "events", STATS_GET(s, evicted_events));
+    key(b, "bytes");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, evicted_bytes));
+    sbuf_adds(b, "\"http\":{");
+    member_u64(b, "requests", STATS_GET(s, http_requests));
+    key(b, "errors");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_errors));
+    key(b, "store");
+    if (!info) {
+        sbuf_adds(b, "null}");
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "db_bytes", info->db_bytes);
+    member_i64(b, "jobs", info->jobs);
+    member_i64(b, "blocks", info->blocks);
+    member_i64(b, "block_bytes", info->block_bytes);
+    key(b, "block_raw_bytes");
+    sbuf_printf(b, "%" PRId64 "}}", info->block_raw_bytes);
+}
+
+void web__render_timeline_begin(struct sbuf *b)
+{
+    sbuf_adds(b, "{\"traceEvents\":[");
+}
+
+void web__render_timeline_event(struct sbuf *b, const char *line, size_t len, bool first)
+{
+    if (!first)
+        sbuf_addc(b, ',');
+    sbuf_add(b, line, len);
+}
+
+void web__render_timeline_end(struct sbuf *b, const struct store_job *j, int64_t n_events,
+                              int64_t limit)
+{
+    sbuf_adds(b, "],\"displayTimeUnit\":\"ms\",\"otherData\":{");
+    member_i64(b, "job_id", j->id);
+    member_str(b, "job", j->name);
+    member_i64(b, "events", n_events);
+    member_i64(b, "limit", limit);
+    member_bool_last(b, "truncated", n_events >= limit);
+    sbuf_adds(b, "}}");
+}
