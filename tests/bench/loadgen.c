@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loadgen: the ingest benchmark's client, and its baseline.
+ *
+ *   loadgen --socket PATH [--connections 8] [--events N] [--event-bytes 240] [--mode daemon|raw]
+ *           [--job NAME] [--batch-bytes 65536] [--timeout S]
+ *   loadgen --sink PATH
+ *
+ * Each connection's whole byte stream (a hello line, then its share of N Chrome-trace "X" events
+ * of event-bytes bytes each, '\n' included) is generated in memory before anything is timed, so
+ * the figure is the receiver's cost, not ours. All connections then start together behind a
+ * barrier and write their stream in batch-bytes writes.
+ *
+ * In daemon mode the clock stops when every connection has read {"ack":K} with K equal to the
+ * number of record lines it sent: acks mean durable, so the figure is "events stored per second".
+ * In raw mode the peer is `loadgen --sink`, which reads and discards, then answers with the byte
+ * count it read and closes; the clock stops when every connection has that answer. Raw mode is
+ * the ceiling the same machine, kernel and socket buffers allow, measured with the same bytes.
+ *
+ * Prints one line on stdout: events=N seconds=S events_per_s=R. Exits 0 on success, 1 when a
+ * connection failed (error lines, early close, short ack, timeout), 2 on bad usage.
+ *
+ * Standalone on purpose (C11 + POSIX threads and sockets, no project code): it must be able to
+ * measure a daemon it shares nothing with.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+enum mode {
+    MODE_DAEMON, /* talk the stepscope protocol; wait for acks */
+    MODE_RAW,    /* write to a discard sink; wait for its byte count */
+};
+
+struct options {
+    const char *socket;  /* where to connect (or, with --sink, where to listen) */
+    bool sink;           /* run the discard sink instead of the client */
+    unsigned connections;
+    uint64_t events;     /* total over all connections */
+    size_t event_bytes;  /* per event line, '\n' included */
+    size_t batch_bytes;  /* largest single write() */
+    enum mode mode;
+    const char *job;
+    int timeout_s;       /* a connection with no progress for this long fails */
+};
+
+struct conn {
+    unsigned index;      /* also the rank in the hello */
+    uint64_t events;     /* record lines in buf (the hello excluded) */
+    char *buf;           /* the whole stream, malloc'd */
+    size_t len;
+    int fd;
+    uint64_t last_ack;   /* highest {"ack":K} seen */
+    uint64_t errors;     /* {"error":...} lines seen */
+    double end;          /* seconds (monotonic) when this connection was done */
+    bool ok;
+    char why[160];       /* the reason when !ok */
+};
+
+static struct options opt = {
+    .connections = 8,
+    .events = 2000000,
+    .event_bytes = 240,
+    .batch_bytes = 65536,
+    .mode = MODE_DAEMON,
+    .job = "loadgen",
+    .timeout_s = 600,
+};
+
+static pthread_barrier_t start_barrier;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("loadgen: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: loadgen --socket PATH [--connections 8] [--events 2000000] [--event-bytes 240]\n"
+          "               [--mode daemon|raw] [--job NAME] [--batch-bytes 65536] [--timeout S]\n"
+          "       loadgen --sink PATH\n",
+          f);
+}
+
+static void fail(struct conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    if (!c->ok)
+        return;
+    c->ok = false;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t parse_u64(const char *flag, const char *s)
+{
+    char *end;
+    unsigned long long v;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, "loadgen: %s wants a non-negative integer, got '%s'\n", flag, s);
+        exit(2);
+    }
+    return v;
+}
+
+/* Names seen in real Kineto traces, so line lengths and byte mixes look like the real thing. None
+ * needs JSON escaping. */
+static const char *const kernel_names[] = {
+    "volta_sgemm_128x64_nn",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+    "ampere_fp16_s1688gemm_fp16_256x128_ldg8_f2f_stages_32x1_nn",
+    "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>",
+    "ncclKernel_AllReduce_RING_LL_Sum_float",
+    "Memcpy HtoD (Pageable -> Device)",
+    "void at::native::reduce_kernel<512, 1>",
+    "implicit_convolve_sgemm",
+};
+
+/* Appends one event line to buf at *off: exactly opt.event_bytes bytes whenever the event without
+ * its optional args fits, longer otherwise. The optional args are dropped, last first, until the
+ * line fits, then a "pad" string fills it to the size. */
+static void gen_event(char *buf, size_t *off, unsigned conn, uint64_t i)
+{
+    static const char *const extras[] = {
+        ",\"stream\":7",
+        ",\"device\":0",
+        ",\"grid\":[128,1,1]",
+        ",\"block\":[256,1,1]",
+    };
+    static const char pad_open[] = ",\"pad\":\"";
+    /* pad_open, the pad's closing quote, the closing braces of args and of the event, '\n'. */
+    const size_t pad_fixed = sizeof pad_open - 1 + 1 + 2 + 1;
+    /* Timestamps rise by 1.375 µs per event; each connection starts at its own second. */
+    uint64_t ts_ns = 1700000000000000000ull + (uint64_t)conn * 1000000000ull + i * 1375ull;
+    uint64_t dur_ns = 1000ull + (i % 997ull) * 250ull;
+    const char *name = kernel_names[i % (sizeof kernel_names / sizeof kernel_names[0])];
+    char *p = buf + *off;
+    size_t len = (size_t)sprintf(p,
+                                 "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":%u,"
+                                 "\"ts\":%" PRIu64 ".%03" PRIu64 ",\"dur\":%" PRIu64 ".%03" PRIu64
+                                 ",\"args\":{\"correlation\":%" PRIu64,
+                                 name, 7 + conn, ts_ns / 1000, ts_ns % 1000, dur_ns / 1000,
+                                 dur_ns % 1000, i);
+    for (size_t k = 0; k < sizeof extras / sizeof extras[0]; k++) {
+        size_t n = strlen(extras[k]);
+        if (len + n + pad_fixed <= opt.event_bytes) {
+            memcpy(p + len, extras[k], n);
+            len += n;
+        }
+    }
+    if (len + pad_fixed <= opt.event_bytes) {
+        size_t pad = opt.event_bytes - len - pad_fixed;
+        memcpy(p + len, pad_open, sizeof pad_open - 1);
+        len += sizeof pad_open - 1;
+        memset(p + len, 'x', pad);
+        len += pad;
+        p[len++] = '"';
+    }
+    memcpy(p + len, "}}\n", 3);
+    *off += len + 3;
+}
+
+static void gen_stream(struct conn *c)
+{
+    size_t cap = 1024 + (size_t)c->events * (opt.event_bytes + 512);
+    size_t off = 0;
+    c->buf = malloc(cap);
+    if (!c->buf)
+        die("cannot allocate %zu bytes for connection %u", cap, c->index);
+    /* Raw mode writes the hello too, so both modes move the same bytes. */
+    off += (size_t)snprintf(c->buf, 1024,
+                            "{\"hello\":\"stepscope/1\",\"job\":\"%s\",\"rank\":%u,"
+                            "\"world_size\":%u,\"host\":\"loadgen\",\"pid\":%ld,"
+                            "\"framework\":\"loadgen\"}\n",
+                            opt.job, c->index, opt.connections, (long)getpid());
+    for (uint64_t i = 0; i < c->events; i++)
+        gen_event(c->buf, &off, c->index, i);
+    c->len = off;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa;
+    int fd;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof sa.sun_path)
+        die("socket path too long: %s", path);
+    strcpy(sa.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        die("socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        die("connect %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/* Reads the peer's lines in daemon mode: acks advance last_ack, errors are counted (the first
+ * few echoed to stderr). rbuf holds an unfinished line between calls. */
+static void scan_replies(struct conn *c, char *rbuf, size_t *rlen)
+{
+    char *p = rbuf, *end = rbuf + *rlen, *nl;
+    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        *nl = '\0';
+        if (strncmp(p, "{\"ack\":", 7) == 0) {
+            uint64_t k = strtoull(p + 7, NULL, 10);
+            if (k > c->last_ack)
+                c->last_ack = k;
+        } else if (strstr(p, "\"error\"") != NULL) {
+            if (c->errors++ < 3)
+                fprintf(stderr, "loadgen: connection %u: %s\n", c->index, p);
+        }
+        p = nl + 1;
+    }
+    *rlen = (size_t)(end - p);
+    memmove(rbuf, p, *rlen);
+}
+
+/* Writes c's stream while reading what comes back, until done or failed. Non-blocking with
+ * poll(), so a peer that answers while we write can never deadlock us. */
+static void run_conn(struct conn *c)
+{
+    char rbuf[65536];
+    size_t rlen = 0;
+    size_t sent = 0;
+    bool wr_closed = false;
+    int fl = fcntl(c->fd, F_GETFL);
+    fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+
+    for (;;) {
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        int r;
+        if (sent < c->len)
+            pfd.events |= POLLOUT;
+        r = poll(&pfd, 1, opt.timeout_s * 1000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fail(c, "poll: %s", strerror(errno));
+            return;
+        }
+        if (r == 0) {
+            fail(c, "no progress for %d s (sent %zu of %zu bytes, ack %" PRIu64 " of %" PRIu64
+                 ")", opt.timeout_s, sent, c->len, c->last_ack, c->events);
+            return;
+        }
+        if ((pfd.revents & POLLOUT) && sent < c->len) {
+            size_t n = c->len - sent;
+            ssize_t w;
+            if (n > opt.batch_bytes)
+                n = opt.batch_bytes;
+            w = write(c->fd, c->buf + sent, n);
+            if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                fail(c, "write after %zu bytes: %s", sent, strerror(errno));
+                return;
+            }
+            if (w > 0)
+                sent += (size_t)w;
+        }
+        if (sent == c->len && opt.mode == MODE_RAW && !wr_closed) {
+            /* The sink reads to EOF, then answers with its byte count. */
+            shutdown(c->fd, SHUT_WR);
+            wr_closed = true;
+        }
+        if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(c->fd, rbuf + rlen, sizeof rbuf - 1 - rlen);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n < 0) {
+                fail(c, "read: %s (sent %zu of %zu bytes)", strerror(errno), sent, c->len);
+                return;
+            }
+            if (n == 0) {
+                if (opt.mode == MODE_RAW && sent == c->len) {
+                    uint64_t got;
+                    rbuf[rlen] = '\0';
+                    got = strtoull(rbuf, NULL, 10);
+                    if (got != c->len)
+                        fail(c, "sink read %" PRIu64 " bytes, we sent %zu", got, c->len);
+                } else {
+                    fail(c, "peer closed after %zu of %zu bytes, ack %" PRIu64 " of %" PRIu64,
+                         sent, c->len, c->last_ack, c->events);
+                }
+                return;
+            }
+            rlen += (size_t)n;
+            if (opt.mode == MODE_DAEMON) {
+                scan_replies(c, rbuf, &rlen);
+                if (rlen == sizeof rbuf - 1)
+                    rlen = 0; /* an absurdly long reply line: drop it rather than stall */
+                if (c->last_ack >= c->events && sent == c->len)
+                    return;
+            } else if (rlen == sizeof rbuf - 1) {
+                fail(c, "sink sent too much");
+                return;
+            }
+        }
+    }
+}
+
+static void *conn_thread(void *arg)
+{
+    struct conn *c = arg;
+    pthread_barrier_wait(&start_barrier);
+    run_conn(c);
+    c->end = now_s();
+    if (c->ok && opt.mode == MODE_DAEMON && c->errors)
+        fail(c, "%" PRIu64 " error lines", c->errors);
+    return NULL;
+}
+
+static int run_client(void)
+{
+    struct conn *conns = calloc(opt.connections, sizeof *conns);
+    pthread_t *th = calloc(opt.connections, sizeof *th);
+    uint64_t total_bytes = 0;
+    double t0, t1 = 0;
+    int rc = 0;
+
+    if (!conns || !th)
+        die("out of memory");
+    for (unsigned i = 0; i < opt.connections; i++) {
+        struct conn *c = &conns[i];
+        c->index = i;
+        c->ok = true;
+        c->events = opt.events / opt.connections + (i < opt.events % opt.connections ? 1 : 0);
+        gen_stream(c);
+        total_bytes += c->len;
+    }
+    for (unsigned i = 0; i < opt.connections; i++)
+        conns[i].fd = connect_unix(opt.socket);
+
+    if (pthread_barrier_init(&start_barrier, NULL, opt.connections + 1) != 0)
+        die("pthread_barrier_init failed");
+    for (unsigned i = 0; i < opt.connections; i++)
+        if (pthread_create(&th[i], NULL, conn_thread, &conns[i]) != 0)
+            die("pthread_create failed");
+    pthread_barrier_wait(&start_barrier);
+    t0 = now_s();
+    for (unsigned i = 0; i < opt.connections; i++) {
+        struct conn *c = &conns[i];
+        pthread_join(th[i], NULL);
+        if (c->end > t1)
+            t1 = c->end;
+        if (!c->ok) {
+            fprintf(stderr, "loadgen: connection %u failed: %s\n", i, c->why);
+            rc = 1;
+        }
+        close(c->fd);
+        free(c->buf);
+    }
+    pthread_barrier_destroy(&start_barrier);
+    if (rc == 0) {
+        double secs = t1 - t0;
+        fprintf(stderr, "loadgen: mode=%s connections=%u bytes=%" PRIu64 " MB_per_s=%.1f\n",
+                opt.mode == MODE_DAEMON ? "daemon" : "raw", opt.connections, total_bytes,
+                (double)total_bytes / secs / 1e6);
+        printf("events=%" PRIu64 " seconds=%.3f events_per_s=%.0f\n", opt.events, secs,
+               (double)opt.events / secs);
+        fflush(stdout);
+    }
+    free(conns);
+    free(th);
+    return rc;
+}
+
+/* The discard sink: one thread per connection reads to EOF, answers "<bytes read>\n", closes. */
+static const char *sink_path;
+
+static void sink_stop(int sig)
+{
+    (void)sig;
+    unlink(sink_path);
+    _exit(0);
+}
+
+static void *sink_thread(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    size_t cap = (size_t)1 << 18;
+    char *buf = malloc(cap);
+    uint64_t total = 0;
+    char reply[32];
+    int n;
+    if (!buf) {
+        close(fd);
+        return NULL;
+    }
+    for (;;) {
+        ssize_t r = read(fd, buf, cap);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        total += (uint64_t)r;
+    }
+    free(buf);
+    n = snprintf(reply, sizeof reply, "%" PRIu64 "\n", total);
+    if (write(fd, reply, (size_t)n) < 0) {
+        /* The client went away; nothing to tell anyone. */
+    }
+    close(fd);
+    return NULL;
+}
+
+static int run_sink(void)
+{
+    struct sockaddr_un sa;
+    struct sigaction sa_stop;
+    pthread_attr_t attr;
+    int lfd;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(opt.socket) >= sizeof sa.sun_path) {
+        fprintf(stderr, "loadgen: socket path too long: %s\n", opt.socket);
+        return 2;
+    }
+    strcpy(sa.sun_path, opt.socket);
+    sink_path = opt.socket;
+    unlink(opt.socket);
+    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 128) < 0)
+        die("sink %s: %s", opt.socket, strerror(errno));
+
+    memset(&sa_stop, 0, sizeof sa_stop);
+    sa_stop.sa_handler = sink_stop;
+    sigaction(SIGTERM, &sa_stop, NULL);
+    sigaction(SIGINT, &sa_stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    printf("loadgen: sink listening on %s\n", opt.socket);
+    fflush(stdout);
+    for (;;) {
+        pthread_t t;
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            die("accept: %s", strerror(errno));
+        }
+        if (pthread_create(&t, &attr, sink_thread, (void *)(intptr_t)fd) != 0)
+            close(fd);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "loadgen: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--socket") == 0) {
+            opt.socket = v;
+        } else if (strcmp(a, "--sink") == 0) {
+            opt.socket = v;
+            opt.sink = true;
+        } else if (strcmp(a, "--connections") == 0) {
+            uint64_t n = parse_u64(a, v);
+            if (n < 1 || n > 4096) {
+                fprintf(stderr, "loadgen: --connections must be 1..4096\n");
+                return 2;
+            }
+            opt.connections = (unsigned)n;
+        } else if (strcmp(a, "--events") == 0) {
+            opt.events = parse_u64(a, v);
+        } else if (strcmp(a, "--event-bytes") == 0) {
+            opt.event_bytes = (size_t)parse_u64(a, v);
+        } else if (strcmp(a, "--batch-bytes") == 0) {
+            opt.batch_bytes = (size_t)parse_u64(a, v);
+            if (opt.batch_bytes == 0) {
+                fprintf(stderr, "loadgen: --batch-bytes must be > 0\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--timeout") == 0) {
+            uint64_t t = parse_u64(a, v);
+            opt.timeout_s = t < 1 ? 1 : t > 86400 ? 86400 : (int)t;
+        } else if (strcmp(a, "--job") == 0) {
+            if (strlen(v) < 1 || strlen(v) > 256 || strpbrk(v, "\"\\")) {
+                fprintf(stderr, "loadgen: --job must be 1..256 bytes without quotes or '\\'\n");
+                return 2;
+            }
+            opt.job = v;
+        } else if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "daemon") == 0) {
+                opt.mode = MODE_DAEMON;
+            } else if (strcmp(v, "raw") == 0) {
+                opt.mode = MODE_RAW;
+            } else {
+                fprintf(stderr, "loadgen: --mode is daemon or raw\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "loadgen: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!opt.socket) {
+        usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    return opt.sink ? run_sink() : run_client();
+}
