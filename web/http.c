@@ -213,17 +213,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
+    static int first_call_seen; /* its address marks a request past its first call */
     struct web *w = cls;
     (void)version;
     (void)upload_data;
-    (void)upload_data_size;
-    (void)con_cls;
-    /* Every request is answered on the first call: GET and HEAD carry no body worth waiting
-     * for, and any other method is refused before its body is read. */
-    STATS_ADD(w->stats, http_requests, 1);
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
-                                                "method_not_allowed", "only GET and HEAD");
+    if (!*con_cls) {
+        STATS_ADD(w->stats, http_requests, 1);
+        /* Other methods are refused at once: answering before the body is read makes MHD drop
+         * the body and close the connection afterwards, which suits a request we will not
+         * serve. */
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+            strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+            return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                                    "method_not_allowed", "only GET and HEAD");
+        /* GET and HEAD are answered on the next call, once the whole request is in: an answer
+         * queued on the first call would cost the connection its keep-alive. */
+        *con_cls = &first_call_seen;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0; /* a GET with a body: the body is ignored */
+        return MHD_YES;
+    }
     if (strlen(url) > WEB_PATH_MAX)
         return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                                 "path too long");

@@ -117,8 +117,7 @@ static int on_event(void *ud, const char *line, size_t len)
 
 static int get_timeline(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
 {
-    if (!w->store)
-        return no_store(w, c);
+    /* Parameters first: a bad request is bad whether or not a store is attached. */
     int64_t rank, t0, t1, limit;
     int mhd;
     if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
@@ -130,6 +129,8 @@ static int get_timeline(struct web *w, struct MHD_Connection *c, const struct we
     if (t1 < t0)
         return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request",
                                "end_us: before start_us");
+    if (!w->store)
+        return no_store(w, c);
     struct store_job job;
     if (find_job(w, c, rt, &job, &mhd) < 0)
         return mhd;

@@ -1,5 +1,954 @@
-/* STUB: replaced by the web module work */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of web/: the pure parsing (table-driven: percent-decoding, routing, the static path
+ * check, strict integer and microsecond parameters), the JSON rendering (escaping and time units),
+ * and the server itself over real HTTP: web_start() on 127.0.0.1:0 with a temporary static dir,
+ * requests sent by the small blocking HTTP/1.1 client below, answers checked for status, headers
+ * and body. The server runs without a store (cfg.store NULL): the routes that need one answer
+ * 503, which the tests check; everything else (files, health, stats, errors, methods, counters)
+ * does not touch the store.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "../../web/web.h"
+#include "../../web/web_int.h"
+
+/* ---- percent-decoding ---- */
+
+static const struct {
+    const char *in;
+    const char *out; /* NULL: must fail */
+} pct_cases[] = {
+    {"", ""},
+    {"abc", "abc"},
+    {"a%20b", "a b"},
+    {"%41%62%63", "Abc"},
+    {"%2f%2F", "//"},
+    {"a+b", "a+b"},
+    {"%e2%82%ac", "\xe2\x82\xac"},
+    {"%ff", "\xff"},
+    {"%00", NULL},
+    {"a%00b", NULL},
+    {"%", NULL},
+    {"%4", NULL},
+    {"a%", NULL},
+    {"%zz", NULL},
+    {"%g0", NULL},
+    {"%0g", NULL},
+    {"%%41", NULL},
+};
+
+START_TEST(test_pct_decode_table)
+{
+    const char *in = pct_cases[_i].in;
+    const char *want = pct_cases[_i].out;
+    char out[64];
+    size_t len = 999;
+    int r = web__pct_decode(in, strlen(in), out, &len);
+    if (!want) {
+        ck_assert_msg(r == -EINVAL, "\"%s\" should fail, got %d", in, r);
+        ck_assert_uint_eq(len, 999);
+        return;
+    }
+    ck_assert_msg(r == 0, "\"%s\" failed: %d", in, r);
+    ck_assert_uint_eq(len, strlen(want));
+    ck_assert_str_eq(out, want);
+}
+END_TEST
+
+START_TEST(test_pct_decode_embedded_nul_in_input)
+{
+    char out[8];
+    size_t len;
+    ck_assert_int_eq(web__pct_decode("a\0b", 3, out, &len), -EINVAL);
+}
+END_TEST
+
+/* ---- static paths ---- */
+
+static const struct {
+    const char *in;
+    const char *out; /* NULL: must fail with err */
+    int err;
+} static_cases[] = {
+    {"/", "index.html", 0},
+    {"/index.html", "index.html", 0},
+    {"/js/app.js", "js/app.js", 0},
+    {"/a%20b.txt", "a b.txt", 0},
+    {"/%2f", NULL, -EPERM}, /* decodes to "//" */
+    {"/../etc/passwd", NULL, -EPERM},
+    {"/%2e%2e/x", NULL, -EPERM},
+    {"/%2E%2E/x", NULL, -EPERM},
+    {"/static/..%2f", NULL, -EPERM},
+    {"/static/%2e%2e%2fsecret", NULL, -EPERM},
+    {"/a/../b", NULL, -EPERM},
+    {"/a/..", NULL, -EPERM},
+    {"/..", NULL, -EPERM},
+    {"/x..y", NULL, -EPERM},
+    {"/.git/config", NULL, -EPERM},
+    {"/.hidden", NULL, -EPERM},
+    {"/./index.html", NULL, -EPERM},
+    {"/a//b", NULL, -EPERM},
+    {"//etc/passwd", NULL, -EPERM},
+    {"/a\\b", NULL, -EPERM},
+    {"/a%5c..%5cb", NULL, -EPERM},
+    {"/a%5cb", NULL, -EPERM},
+    {"/dir/", NULL, -EPERM},
+    {"/a%0ab", NULL, -EPERM},
+    {"/a%7f", NULL, -EPERM},
+    {"index.html", NULL, -EPERM},
+    {"", NULL, -EPERM},
+    {"*", NULL, -EPERM},
+    {"http://host/index.html", NULL, -EPERM},
+    {"/a%00.html", NULL, -EINVAL},
+    {"/%00", NULL, -EINVAL},
+    {"/a%2", NULL, -EINVAL},
+};
+
+START_TEST(test_static_path_table)
+{
+    const char *in = static_cases[_i].in;
+    char out[WEB_PATH_MAX + 1];
+    int r = web__static_path(in, out, sizeof out);
+    if (!static_cases[_i].out) {
+        ck_assert_msg(r == static_cases[_i].err, "\"%s\": want %d, got %d", in,
+                      static_cases[_i].err, r);
+        return;
+    }
+    ck_assert_msg(r == 0, "\"%s\" failed: %d", in, r);
+    ck_assert_str_eq(out, static_cases[_i].out);
+}
+END_TEST
+
+START_TEST(test_static_path_too_long)
+{
+    char out[16];
+    ck_assert_int_eq(web__static_path("/abcdefghijklmnopqrstuvwxyz", out, sizeof out),
+                     -ENAMETOOLONG);
+}
+END_TEST
+
+/* ---- routing ---- */
+
+static const struct {
+    const char *in;
+    enum web_route_id id;
+    const char *job;
+    int err;
+} route_cases[] = {
+    {"/", WEB_ROUTE_STATIC, "", 0},
+    {"/index.html", WEB_ROUTE_STATIC, "", 0},
+    {"/apix", WEB_ROUTE_STATIC, "", 0},
+    {"/api", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v2/jobs", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/nope", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/health", WEB_ROUTE_HEALTH, "", 0},
+    {"/api/v1/health/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/stats", WEB_ROUTE_STATS, "", 0},
+    {"/api/v1/jobs", WEB_ROUTE_JOBS, "", 0},
+    {"/api/v1/jobs/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/3", WEB_ROUTE_JOB, "3", 0},
+    {"/api/v1/jobs/resnet50", WEB_ROUTE_JOB, "resnet50", 0},
+    {"/api/v1/jobs/my%2Fjob", WEB_ROUTE_JOB, "my/job", 0},
+    {"/api/v1/jobs/a%20b/timeline", WEB_ROUTE_TIMELINE, "a b", 0},
+    {"/api/v1/jobs/a/timeline/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/other", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs//timeline", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a%00b", WEB_ROUTE_STATIC, "", -EINVAL},
+    {"/api/v1/jobs/a%zz/timeline", WEB_ROUTE_STATIC, "", -EINVAL},
+};
+
+START_TEST(test_route_parse_table)
+{
+    struct web_route r;
+    int err = web__route_parse(route_cases[_i].in, &r);
+    ck_assert_msg(err == route_cases[_i].err, "%s: err %d", route_cases[_i].in, err);
+    if (err < 0)
+        return;
+    ck_assert_msg(r.id == route_cases[_i].id, "%s: route %d", route_cases[_i].in, (int)r.id);
+    ck_assert_str_eq(r.job, route_cases[_i].job);
+    ck_assert_uint_eq(r.job_len, strlen(route_cases[_i].job));
+}
+END_TEST
+
+START_TEST(test_route_parse_job_name_length)
+{
+    char path[1200];
+    struct web_route r;
+    int n = snprintf(path, sizeof path, "/api/v1/jobs/");
+    memset(path + n, 'j', RECORD_NAME_MAX);
+    path[n + RECORD_NAME_MAX] = '\0';
+    ck_assert_int_eq(web__route_parse(path, &r), 0);
+    ck_assert_uint_eq(r.job_len, RECORD_NAME_MAX);
+    strcat(path, "j");
+    ck_assert_int_eq(web__route_parse(path, &r), -ENAMETOOLONG);
+}
+END_TEST
+
+/* ---- integer and time parameters ---- */
+
+static const struct {
+    const char *in;
+    int64_t min, max;
+    int err;
+    int64_t want;
+} i64_cases[] = {
+    {"0", INT64_MIN, INT64_MAX, 0, 0},
+    {"-0", INT64_MIN, INT64_MAX, 0, 0},
+    {"42", INT64_MIN, INT64_MAX, 0, 42},
+    {"-1", -1, 10, 0, -1},
+    {"007", INT64_MIN, INT64_MAX, 0, 7},
+    {"9223372036854775807", INT64_MIN, INT64_MAX, 0, INT64_MAX},
+    {"-9223372036854775808", INT64_MIN, INT64_MAX, 0, INT64_MIN},
+    {"9223372036854775808", INT64_MIN, INT64_MAX, -ERANGE, 0},
+    {"-9223372036854775809", INT64_MIN, INT64_MAX, -ERANGE, 0},
+    {"99999999999999999999999", INT64_MIN, INT64_MAX, -ERANGE, 0},
+    {"99999999999999999999999x", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"11", 0, 10, -ERANGE, 0},
+    {"-2", -1, 10, -ERANGE, 0},
+    {"", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"-", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"+1", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {" 1", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"1 ", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"1e3", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"1.0", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"0x10", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"--1", INT64_MIN, INT64_MAX, -EINVAL, 0},
+    {"12abc", INT64_MIN, INT64_MAX, -EINVAL, 0},
+};
+
+START_TEST(test_parse_i64_table)
+{
+    int64_t v = 12345;
+    int r = web__parse_i64(i64_cases[_i].in, strlen(i64_cases[_i].in), i64_cases[_i].min,
+                           i64_cases[_i].max, &v);
+    ck_assert_msg(r == i64_cases[_i].err, "\"%s\": want %d, got %d", i64_cases[_i].in,
+                  i64_cases[_i].err, r);
+    if (r == 0)
+        ck_assert_int_eq(v, i64_cases[_i].want);
+    else
+        ck_assert_int_eq(v, 12345);
+}
+END_TEST
+
+static const struct {
+    const char *in;
+    int err;
+    int64_t want_ns;
+} us_cases[] = {
+    {"0", 0, 0},
+    {"1", 0, 1000},
+    {"1.5", 0, 1500},
+    {"1.05", 0, 1050},
+    {"1.005", 0, 1005},
+    {"-0.5", 0, -500},
+    {"-3", 0, -3000},
+    {"1700000000123456.789", 0, INT64_C(1700000000123456789)},
+    {"9223372036854775.807", 0, INT64_MAX},
+    {"-9223372036854775.808", 0, INT64_MIN},
+    {"9223372036854775.808", -ERANGE, 0},
+    {"9223372036854776", -ERANGE, 0},
+    {"1.0005", -EINVAL, 0},
+    {"1.", -EINVAL, 0},
+    {".5", -EINVAL, 0},
+    {"1.5.", -EINVAL, 0},
+    {"1.-5", -EINVAL, 0},
+    {"1e3", -EINVAL, 0},
+    {"", -EINVAL, 0},
+    {"abc", -EINVAL, 0},
+};
+
+START_TEST(test_parse_us_table)
+{
+    int64_t ns = 12345;
+    int r = web__parse_us(us_cases[_i].in, strlen(us_cases[_i].in), INT64_MIN, INT64_MAX, &ns);
+    ck_assert_msg(r == us_cases[_i].err, "\"%s\": want %d, got %d", us_cases[_i].in,
+                  us_cases[_i].err, r);
+    if (r == 0)
+        ck_assert_int_eq(ns, us_cases[_i].want_ns);
+}
+END_TEST
+
+START_TEST(test_parse_us_range)
+{
+    int64_t ns;
+    ck_assert_int_eq(web__parse_us("5", 1, 0, 4999, &ns), -ERANGE);
+    ck_assert_int_eq(web__parse_us("5", 1, 0, 5000, &ns), 0);
+    ck_assert_int_eq(ns, 5000);
+}
+END_TEST
+
+START_TEST(test_mime_type)
+{
+    ck_assert_str_eq(web__mime_type("index.html"), "text/html; charset=utf-8");
+    ck_assert_str_eq(web__mime_type("js/app.js"), "text/javascript; charset=utf-8");
+    ck_assert_str_eq(web__mime_type("js/x.mjs"), "text/javascript; charset=utf-8");
+    ck_assert_str_eq(web__mime_type("css/app.css"), "text/css; charset=utf-8");
+    ck_assert_str_eq(web__mime_type("a.json"), "application/json");
+    ck_assert_str_eq(web__mime_type("a.js.map"), "application/json");
+    ck_assert_str_eq(web__mime_type("i.svg"), "image/svg+xml");
+    ck_assert_str_eq(web__mime_type("i.png"), "image/png");
+    ck_assert_str_eq(web__mime_type("favicon.ico"), "image/x-icon");
+    ck_assert_str_eq(web__mime_type("f.woff2"), "font/woff2");
+    ck_assert_str_eq(web__mime_type("r.txt"), "text/plain; charset=utf-8");
+    ck_assert_str_eq(web__mime_type("noext"), "application/octet-stream");
+    ck_assert_str_eq(web__mime_type("dir.js/file"), "application/octet-stream");
+    ck_assert_str_eq(web__mime_type("x.exe"), "application/octet-stream");
+}
+END_TEST
+
+/* ---- rendering ---- */
+
+static struct store_job sample_job(void)
+{
+    struct store_job j;
+    memset(&j, 0, sizeof j);
+    j.id = 7;
+    snprintf(j.name, sizeof j.name, "<script>\"q\"\xff");
+    j.ranks = 2;
+    j.world_size = 8;
+    j.sessions = 3;
+    j.steps = 100;
+    j.spans = 1000;
+    j.events = 1200;
+    j.queue_samples = 5;
+    j.host_samples = 6;
+    j.pipelines = 1;
+    j.stored_bytes = 4096;
+    j.evicted_events = 0;
+    j.first_seen_ns = INT64_C(1700000000123456789);
+    j.last_seen_ns = INT64_C(1700000001000000000);
+    j.live = true;
+    return j;
+}
+
+START_TEST(test_render_job_escapes_name_and_converts_times)
+{
+    struct store_job j = sample_job();
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    web__render_jobs(&b, &j, 1);
+    ck_assert_int_eq(b.error, 0);
+    ck_assert_str_eq(
+        b.data,
+        "{\"jobs\":[{\"id\":7,\"name\":\"\\u003cscript\\u003e\\\"q\\\"\\ufffd\",\"ranks\":2,"
+        "\"world_size\":8,\"sessions\":3,\"steps\":100,\"spans\":1000,\"events\":1200,"
+        "\"queue_samples\":5,\"host_samples\":6,\"pipelines\":1,\"stored_bytes\":4096,"
+        "\"evicted_events\":0,\"first_seen_us\":1700000000123456.789,"
+        "\"last_seen_us\":1700000001000000,\"live\":true}]}");
+    ck_assert_ptr_null(strchr(b.data, '<'));
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_jobs_empty)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1024);
+    web__render_jobs(&b, NULL, 0);
+    ck_assert_str_eq(b.data, "{\"jobs\":[]}");
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_job_with_ranks)
+{
+    struct store_job j = sample_job();
+    snprintf(j.name, sizeof j.name, "bert");
+    struct store_rank r[2];
+    memset(r, 0, sizeof r);
+    r[0].rank = 0;
+    snprintf(r[0].host, sizeof r[0].host, "node&1");
+    snprintf(r[0].framework, sizeof r[0].framework, "torch");
+    snprintf(r[0].framework_version, sizeof r[0].framework_version, "2.4.0");
+    r[0].pid = 4242;
+    r[0].sessions = 1;
+    r[0].events = 10;
+    r[0].steps = 5;
+    r[0].live = true;
+    r[1].rank = 1;
+    r[1].pid = -1;
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    web__render_job(&b, &j, r, 2);
+    ck_assert_int_eq(b.error, 0);
+    ck_assert_ptr_nonnull(strstr(
+        b.data, "\"live\":true,\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
+                "\"framework\":\"torch\",\"framework_version\":\"2.4.0\",\"pid\":4242,"
+                "\"sessions\":1,\"events\":10,\"steps\":5,\"live\":true},{\"rank\":1,"
+                "\"host\":\"\",\"framework\":\"\",\"framework_version\":\"\",\"pid\":-1,"
+                "\"sessions\":0,\"events\":0,\"steps\":0,\"live\":false}]}"));
+    ck_assert_int_eq(b.data[0], '{');
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_error_escapes_message)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1024);
+    web__render_error(&b, "not_found", "no job \"</script>\"");
+    ck_assert_str_eq(b.data, "{\"error\":{\"code\":\"not_found\",\"message\":\"no job "
+                             "\\\"\\u003c/script\\u003e\\\"\"}}");
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_stats_all_counters)
+{
+    static struct stats s; /* zeroed */
+    atomic_store(&s.connections_accepted, 1);
+    atomic_store(&s.connections_open, 2);
+    atomic_store(&s.connections_rejected, 3);
+    atomic_store(&s.bytes, 4);
+    atomic_store(&s.lines, 5);
+    for (int k = 0; k < RECORD_KIND_COUNT; k++)
+        atomic_store(&s.records[k], (uint64_t)(10 + k));
+    atomic_store(&s.hellos, 20);
+    atomic_store(&s.bad_hellos, 21);
+    atomic_store(&s.malformed, 22);
+    atomic_store(&s.oversized, 23);
+    atomic_store(&s.unknown, 24);
+    atomic_store(&s.invalid, 25);
+    atomic_store(&s.duplicates, 26);
+    atomic_store(&s.partial_lines, 27);
+    atomic_store(&s.acknowledged, 28);
+    atomic_store(&s.commits, 29);
+    atomic_store(&s.commit_errors, 30);
+    atomic_store(&s.buffered_bytes, 31);
+    atomic_store(&s.pauses, 32);
+    atomic_store(&s.evicted_blocks, 33);
+    atomic_store(&s.evicted_events, 34);
+    atomic_store(&s.evicted_bytes, 35);
+    atomic_store(&s.http_requests, 36);
+    atomic_store(&s.http_errors, 37);
+    struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
+                              .block_bytes = 44};
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    web__render_stats(&b, &s, &info);
+    ck_assert_str_eq(
+        b.data,
+        "{\"connections\":{\"accepted\":1,\"open\":2,\"rejected\":3},\"bytes\":4,\"lines\":5,"
+        "\"records\":{\"trace\":10,\"step\":11,\"queue\":12,\"pipeline\":13,\"host\":14},"
+        "\"hellos\":20,\"bad_hellos\":21,\"malformed\":22,\"oversized\":23,\"unknown\":24,"
+        "\"invalid\":25,\"duplicates\":26,\"partial_lines\":27,\"acknowledged\":28,"
+        "\"commits\":29,\"commit_errors\":30,\"buffered_bytes\":31,\"pauses\":32,"
+        "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
+        "\"http\":{\"requests\":36,\"errors\":37},"
+        "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
+        "\"block_raw_bytes\":43}}");
+    sbuf_reset(&b);
+    web__render_stats(&b, &s, NULL);
+    ck_assert_ptr_nonnull(strstr(b.data, ",\"store\":null}"));
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_timeline)
+{
+    struct store_job j = sample_job();
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    web__render_timeline_begin(&b);
+    web__render_timeline_event(&b, "{\"ph\":\"X\"}", 10, true);
+    web__render_timeline_event(&b, "{\"ph\":\"i\"}", 10, false);
+    web__render_timeline_end(&b, &j, 2, 2);
+    ck_assert_str_eq(b.data,
+                     "{\"traceEvents\":[{\"ph\":\"X\"},{\"ph\":\"i\"}],\"displayTimeUnit\":\"ms\","
+                     "\"otherData\":{\"job_id\":7,\"job\":\"\\u003cscript\\u003e\\\"q\\\"\\ufffd\","
+                     "\"events\":2,\"limit\":2,\"truncated\":true}}");
+    sbuf_done(&b);
+}
+END_TEST
+
+START_TEST(test_render_respects_cap)
+{
+    struct store_job j = sample_job();
+    struct sbuf b;
+    sbuf_init(&b, 64);
+    web__render_jobs(&b, &j, 1);
+    ck_assert_int_eq(b.error, -EMSGSIZE);
+    sbuf_done(&b);
+}
+END_TEST
+
+/* ---- HTTP ---- */
+
+static char tmpdir[64];
+static char static_dir[128];
+static struct stats http_stats;
+static struct web *server;
+static uint16_t server_port;
+
+static void write_file(const char *dir, const char *name, const char *content)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(content, f);
+    fclose(f);
+}
+
+#define INDEX_HTML "<!doctype html><title>stepscope</title>\n"
+#define APP_JS "console.log('hi');\n"
+
+static void http_setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_web.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(static_dir, sizeof static_dir, "%s/static", tmpdir);
+    ck_assert_int_eq(mkdir(static_dir, 0700), 0);
+    char sub[192];
+    snprintf(sub, sizeof sub, "%s/js", static_dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    write_file(static_dir, "index.html", INDEX_HTML);
+    write_file(static_dir, "js/app.js", APP_JS);
+    write_file(static_dir, ".hidden", "hidden\n");
+    write_file(tmpdir, "secret", "secret\n");
+    char link[192];
+    snprintf(link, sizeof link, "%s/leak.txt", static_dir);
+    ck_assert_int_eq(symlink("../secret", link), 0);
+
+    memset(&http_stats, 0, sizeof http_stats);
+    atomic_store(&http_stats.connections_accepted, 11);
+    atomic_store(&http_stats.records[RECORD_STEP], 22);
+    atomic_store(&http_stats.evicted_bytes, 33);
+    struct web_config cfg = {
+        .http = "127.0.0.1:0",
+        .static_dir = static_dir,
+        .threads = 2,
+        .max_connections = 16,
+        .timeout_s = 5,
+        .max_response_bytes = 1 << 20,
+        .version = "9.9.9-test",
+        .store = NULL,
+        .stats = &http_stats,
+    };
+    char err[WEB_ERR_MAX];
+    int r = web_start(&cfg, &server, err);
+    ck_assert_msg(r == 0, "web_start: %d %s", r, err);
+    server_port = web_port(server);
+    ck_assert_uint_ne(server_port, 0);
+}
+
+static void http_teardown(void)
+{
+    web_stop(server);
+    server = NULL;
+    char path[256];
+    snprintf(path, sizeof path, "%s/leak.txt", static_dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/.hidden", static_dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/index.html", static_dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/js/app.js", static_dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/js", static_dir);
+    rmdir(path);
+    rmdir(static_dir);
+    snprintf(path, sizeof path, "%s/secret", tmpdir);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
+struct reply {
+    int status;
+    char head[8192]; /* status line and headers, NUL-terminated */
+    char body[65536];
+    size_t body_len;
+};
+
+/* Sends raw (a whole request) to 127.0.0.1:port and reads the answer until the server closes
+ * (requests say "Connection: close"). Returns 0 or -1. */
+static int http_raw(uint16_t port, const char *raw, struct reply *ret)
+{
+    static char buf[sizeof ret->head + sizeof ret->body];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    size_t len = 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        goto fail;
+    size_t n = strlen(raw);
+    for (size_t off = 0; off < n;) {
+        ssize_t k = write(fd, raw + off, n - off);
+        if (k <= 0)
+            goto fail;
+        off += (size_t)k;
+    }
+    for (;;) {
+        if (len == sizeof buf - 1)
+            goto fail;
+        ssize_t k = read(fd, buf + len, sizeof buf - 1 - len);
+        if (k < 0)
+            goto fail;
+        if (k == 0)
+            break;
+        len += (size_t)k;
+    }
+    close(fd);
+    buf[len] = '\0';
+    char *end = strstr(buf, "\r\n\r\n");
+    if (!end || (size_t)(end - buf) >= sizeof ret->head)
+        return -1;
+    memcpy(ret->head, buf, (size_t)(end - buf));
+    ret->head[end - buf] = '\0';
+    ret->body_len = len - (size_t)(end + 4 - buf);
+    memcpy(ret->body, end + 4, ret->body_len);
+    ret->body[ret->body_len] = '\0';
+    if (sscanf(ret->head, "HTTP/1.1 %d", &ret->status) != 1)
+        return -1;
+    return 0;
+fail:
+    close(fd);
+    return -1;
+}
+
+static struct reply *http_req(const char *method, const char *path)
+{
+    static struct reply rep;
+    char raw[4096];
+    bool post = strcmp(method, "POST") == 0;
+    snprintf(raw, sizeof raw, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n%s",
+             method, path, post ? "Content-Length: 2\r\n" : "", post ? "{}" : "");
+    memset(&rep, 0, sizeof rep);
+    ck_assert_msg(http_raw(server_port, raw, &rep) == 0, "%s %s: no valid answer", method, path);
+    return &rep;
+}
+
+/* The value of header name (case-insensitive) in rep, copied to a static buffer; NULL if absent. */
+static const char *header(const struct reply *rep, const char *name)
+{
+    static char val[1024];
+    size_t n = strlen(name);
+    const char *p = strstr(rep->head, "\r\n");
+    while (p) {
+        p += 2;
+        if (strncasecmp(p, name, n) == 0 && p[n] == ':') {
+            const char *v = p + n + 1;
+            while (*v == ' ')
+                v++;
+            const char *e = strstr(v, "\r\n");
+            size_t len = e ? (size_t)(e - v) : strlen(v);
+            if (len >= sizeof val)
+                len = sizeof val - 1;
+            memcpy(val, v, len);
+            val[len] = '\0';
+            return val;
+        }
+        p = strstr(p, "\r\n");
+    }
+    return NULL;
+}
+
+static void assert_header(const struct reply *rep, const char *name, const char *want)
+{
+    const char *v = header(rep, name);
+    ck_assert_msg(v != NULL, "no %s header in:\n%s", name, rep->head);
+    ck_assert_str_eq(v, want);
+}
+
+static void assert_json_error(const struct reply *rep, int status, const char *code)
+{
+    char want[64];
+    ck_assert_int_eq(rep->status, status);
+    assert_header(rep, "Content-Type", "application/json");
+    assert_header(rep, "Cache-Control", "no-store");
+    assert_header(rep, "X-Content-Type-Options", "nosniff");
+    snprintf(want, sizeof want, "{\"error\":{\"code\":\"%s\",", code);
+    ck_assert_msg(strncmp(rep->body, want, strlen(want)) == 0, "body: %s", rep->body);
+}
+
+#define CSP_WANT                                                                               \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "         \
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+START_TEST(test_http_index)
+{
+    struct reply *r = http_req("GET", "/");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "text/html; charset=utf-8");
+    assert_header(r, "Cache-Control", "no-cache");
+    assert_header(r, "Content-Security-Policy", CSP_WANT);
+    assert_header(r, "X-Content-Type-Options", "nosniff");
+    ck_assert_str_eq(r->body, INDEX_HTML);
+    r = http_req("GET", "/index.html");
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_str_eq(r->body, INDEX_HTML);
+}
+END_TEST
+
+START_TEST(test_http_asset)
+{
+    struct reply *r = http_req("GET", "/js/app.js");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "text/javascript; charset=utf-8");
+    assert_header(r, "Cache-Control", "public, max-age=3600");
+    ck_assert_ptr_null(header(r, "Content-Security-Policy"));
+    ck_assert_str_eq(r->body, APP_JS);
+    r = http_req("GET", "/js%2fapp.js"); /* an encoded '/' is a '/' for files */
+    ck_assert_int_eq(r->status, 200);
+}
+END_TEST
+
+START_TEST(test_http_head)
+{
+    struct reply *r = http_req("HEAD", "/");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "text/html; charset=utf-8");
+    assert_header(r, "Content-Security-Policy", CSP_WANT);
+    char len[16];
+    snprintf(len, sizeof len, "%zu", strlen(INDEX_HTML));
+    assert_header(r, "Content-Length", len);
+    ck_assert_uint_eq(r->body_len, 0);
+    r = http_req("HEAD", "/api/v1/health");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "application/json");
+    ck_assert_uint_eq(r->body_len, 0);
+}
+END_TEST
+
+static const char *const refused_paths[] = {
+    "/../secret",          "/%2e%2e/secret",  "/js/..%2f..%2fsecret", "/js/../index.html",
+    "/leak.txt",           "/.hidden",        "/js",                  "/js/",
+    "//index.html",        "/index.html%00",  "/nope.html",           "/js%5capp.js",
+    "/%2e%2e%2fsecret",    "/..%5csecret",
+};
+
+START_TEST(test_http_static_refused)
+{
+    struct reply *r = http_req("GET", refused_paths[_i]);
+    ck_assert_msg(r->status == 404, "%s: %d", refused_paths[_i], r->status);
+    assert_json_error(r, 404, "not_found");
+    ck_assert_ptr_null(strstr(r->body, "secret\n"));
+}
+END_TEST
+
+START_TEST(test_http_api_unknown)
+{
+    struct reply *r = http_req("GET", "/api/v1/nope");
+    assert_json_error(r, 404, "not_found");
+    r = http_req("GET", "/api/v2/jobs");
+    assert_json_error(r, 404, "not_found");
+    r = http_req("GET", "/api/v1/jobs/x/y");
+    assert_json_error(r, 404, "not_found");
+}
+END_TEST
+
+START_TEST(test_http_method_not_allowed)
+{
+    struct reply *r = http_req("POST", "/api/v1/health");
+    assert_json_error(r, 405, "method_not_allowed");
+    assert_header(r, "Allow", "GET, HEAD");
+    r = http_req("DELETE", "/index.html");
+    assert_json_error(r, 405, "method_not_allowed");
+    r = http_req("PUT", "/api/v1/jobs");
+    assert_json_error(r, 405, "method_not_allowed");
+}
+END_TEST
+
+START_TEST(test_http_health)
+{
+    struct reply *r = http_req("GET", "/api/v1/health");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "application/json");
+    assert_header(r, "Cache-Control", "no-store");
+    ck_assert_str_eq(r->body, "{\"status\":\"ok\",\"version\":\"9.9.9-test\"}");
+}
+END_TEST
+
+START_TEST(test_http_stats_and_counters)
+{
+    (void)http_req("GET", "/api/v1/health");   /* 200 */
+    (void)http_req("GET", "/api/v1/nope");     /* 404 */
+    (void)http_req("POST", "/api/v1/health");  /* 405 */
+    struct reply *r = http_req("GET", "/api/v1/stats");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "application/json");
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"connections\":{\"accepted\":11,"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"step\":22,"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"evicted\":{\"blocks\":0,\"events\":0,\"bytes\":33}"));
+    /* The stats request counts itself; the two errors before it are in. */
+    ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2}"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"store\":null}"));
+    ck_assert_uint_eq(atomic_load(&http_stats.http_requests), 4);
+    ck_assert_uint_eq(atomic_load(&http_stats.http_errors), 2);
+}
+END_TEST
+
+START_TEST(test_http_no_store)
+{
+    struct reply *r = http_req("GET", "/api/v1/jobs");
+    assert_json_error(r, 503, "unavailable");
+    r = http_req("GET", "/api/v1/jobs/1");
+    assert_json_error(r, 503, "unavailable");
+    r = http_req("GET", "/api/v1/jobs/1/timeline");
+    assert_json_error(r, 503, "unavailable");
+}
+END_TEST
+
+static const struct {
+    const char *path;
+    const char *param;
+} bad_params[] = {
+    {"/api/v1/jobs/1/timeline?rank=abc", "rank"},
+    {"/api/v1/jobs/1/timeline?rank=", "rank"},
+    {"/api/v1/jobs/1/timeline?rank=-2", "rank"},
+    {"/api/v1/jobs/1/timeline?rank=99999999999999999999", "rank"},
+    {"/api/v1/jobs/1/timeline?rank=1%00", "rank"},
+    {"/api/v1/jobs/1/timeline?rank=+1", "rank"},
+    {"/api/v1/jobs/1/timeline?start_us=1e6", "start_us"},
+    {"/api/v1/jobs/1/timeline?start_us=1.0001", "start_us"},
+    {"/api/v1/jobs/1/timeline?end_us=x", "end_us"},
+    {"/api/v1/jobs/1/timeline?start_us=10&end_us=5", "end_us"},
+    {"/api/v1/jobs/1/timeline?limit=0", "limit"},
+    {"/api/v1/jobs/1/timeline?limit=10000001", "limit"},
+    {"/api/v1/jobs/a%00b/timeline", "job"},
+    {"/api/v1/jobs/a%zz", "job"},
+};
+
+START_TEST(test_http_bad_params)
+{
+    struct reply *r = http_req("GET", bad_params[_i].path);
+    assert_json_error(r, 400, "bad_request");
+    char want[64];
+    snprintf(want, sizeof want, "\"message\":\"%s: ", bad_params[_i].param);
+    ck_assert_msg(strstr(r->body, want) != NULL, "%s: %s", bad_params[_i].path, r->body);
+}
+END_TEST
+
+START_TEST(test_http_good_params_reach_store_check)
+{
+    /* Valid parameters pass validation and stop at the missing store. */
+    struct reply *r =
+        http_req("GET", "/api/v1/jobs/1/timeline?rank=0&start_us=-5.5&end_us=1700000000123456.789"
+                        "&limit=10&other=ignored");
+    assert_json_error(r, 503, "unavailable");
+}
+END_TEST
+
+START_TEST(test_web_start_errors)
+{
+    static struct stats s;
+    struct web *w = NULL;
+    char err[WEB_ERR_MAX];
+    struct web_config cfg = {.http = "nonsense", .stats = &s, .version = "x"};
+    ck_assert_int_eq(web_start(&cfg, &w, err), -EINVAL);
+    ck_assert_str_ne(err, "");
+    cfg.http = "localhost:80";
+    ck_assert_int_eq(web_start(&cfg, &w, err), -EINVAL);
+    cfg.http = "256.1.1.1:80";
+    ck_assert_int_eq(web_start(&cfg, &w, err), -EINVAL);
+    cfg.http = "127.0.0.1:99999";
+    ck_assert_int_eq(web_start(&cfg, &w, err), -EINVAL);
+    ck_assert_ptr_null(w);
+
+    char taken[64];
+    snprintf(taken, sizeof taken, "127.0.0.1:%u", (unsigned)server_port);
+    cfg.http = taken;
+    ck_assert_int_eq(web_start(&cfg, &w, err), -EADDRINUSE);
+    ck_assert_ptr_nonnull(strstr(err, "in use"));
+    ck_assert_ptr_null(w);
+}
+END_TEST
+
+START_TEST(test_web_start_ipv6)
+{
+    static struct stats s;
+    struct web *w = NULL;
+    char err[WEB_ERR_MAX];
+    struct web_config cfg = {.http = "[::1]:0", .stats = &s, .version = "x", .threads = 1};
+    int r = web_start(&cfg, &w, err);
+    if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT)
+        return; /* no IPv6 loopback here */
+    ck_assert_msg(r == 0, "%d %s", r, err);
+    ck_assert_uint_ne(web_port(w), 0);
+    web_stop(w);
+}
+END_TEST
+
+START_TEST(test_web_stop_null)
+{
+    web_stop(NULL);
+}
+END_TEST
+
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static Suite *web_suite(void)
+{
+    Suite *s = suite_create("web");
+    TCase *tc = tcase_create("parse");
+    tcase_add_loop_test(tc, test_pct_decode_table, 0, N(pct_cases));
+    tcase_add_test(tc, test_pct_decode_embedded_nul_in_input);
+    tcase_add_loop_test(tc, test_static_path_table, 0, N(static_cases));
+    tcase_add_test(tc, test_static_path_too_long);
+    tcase_add_loop_test(tc, test_route_parse_table, 0, N(route_cases));
+    tcase_add_test(tc, test_route_parse_job_name_length);
+    tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
+    tcase_add_loop_test(tc, test_parse_us_table, 0, N(us_cases));
+    tcase_add_test(tc, test_parse_us_range);
+    tcase_add_test(tc, test_mime_type);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("render");
+    tcase_add_test(tc, test_render_job_escapes_name_and_converts_times);
+    tcase_add_test(tc, test_render_jobs_empty);
+    tcase_add_test(tc, test_render_job_with_ranks);
+    tcase_add_test(tc, test_render_error_escapes_message);
+    tcase_add_test(tc, test_render_stats_all_counters);
+    tcase_add_test(tc, test_render_timeline);
+    tcase_add_test(tc, test_render_respects_cap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("http");
+    tcase_add_checked_fixture(tc, http_setup, http_teardown);
+    tcase_add_test(tc, test_http_index);
+    tcase_add_test(tc, test_http_asset);
+    tcase_add_test(tc, test_http_head);
+    tcase_add_loop_test(tc, test_http_static_refused, 0, N(refused_paths));
+    tcase_add_test(tc, test_http_api_unknown);
+    tcase_add_test(tc, test_http_method_not_allowed);
+    tcase_add_test(tc, test_http_health);
+    tcase_add_test(tc, test_http_stats_and_counters);
+    tcase_add_test(tc, test_http_no_store);
+    tcase_add_loop_test(tc, test_http_bad_params, 0, N(bad_params));
+    tcase_add_test(tc, test_http_good_params_reach_store_check);
+    tcase_add_test(tc, test_web_start_errors);
+    tcase_add_test(tc, test_web_start_ipv6);
+    tcase_add_test(tc, test_web_stop_null);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
 int main(void)
 {
-    return 0;
+    SRunner *sr = srunner_create(web_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
