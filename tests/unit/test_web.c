@@ -4,9 +4,11 @@
  * check, strict integer and microsecond parameters), the JSON rendering (escaping and time units),
  * and the server itself over real HTTP: web_start() on 127.0.0.1:0 with a temporary static dir,
  * requests sent by the small blocking HTTP/1.1 client below, answers checked for status, headers
- * and body. The server runs without a store (cfg.store NULL): the routes that need one answer
- * 503, which the tests check; everything else (files, health, stats, errors, methods, counters)
- * does not touch the store.
+ * and body. The "http" case runs the server without a store (cfg.store NULL): the routes that
+ * need one answer 503, and everything else (files, health, stats, errors, methods, counters) is
+ * checked there. The "store" case opens a real store in a temporary data dir, writes two jobs
+ * through the writer's API (store.h: the test plays main.c's part; web/ itself only reads through
+ * store_query.h) and checks the job and timeline routes against it.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -24,6 +26,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../../daemon/store/store.h"
 #include "../../web/web.h"
 #include "../../web/web_int.h"
 
@@ -850,6 +853,253 @@ START_TEST(test_http_good_params_reach_store_check)
 }
 END_TEST
 
+
+/* ---- HTTP against a real store ---- */
+
+static char store_dir[64];
+static struct stats store_stats;
+static struct store *test_store;
+static struct web *small_server; /* same store, max_response_bytes 256 */
+static uint16_t small_port;
+static int64_t job_id_evil, job_id_plain;
+
+#define EVIL_JOB "<b>\"evil\"/job"
+#define EVIL_JOB_ENC "%3Cb%3E%22evil%22%2Fjob"
+#define EV1 "{\"ph\":\"X\",\"name\":\"fwd\",\"ts\":1000.5,\"dur\":10,\"pid\":1,\"tid\":1}"
+#define EV2 "{\"ph\":\"X\",\"name\":\"bwd\",\"ts\":2000,\"dur\":20,\"pid\":1,\"tid\":1}"
+#define EV3 "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":3000,\"pid\":1,\"tid\":2}"
+
+static struct record trace_rec(const char *raw, char ph, int64_t ts_ns, int64_t dur_ns,
+                               uint64_t seq)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_TRACE;
+    r.seq = seq;
+    r.raw = raw;
+    r.raw_len = strlen(raw);
+    r.ph = ph;
+    r.ts_ns = ts_ns;
+    r.dur_ns = dur_ns;
+    r.name = (struct record_text){"x", 1};
+    r.pid = (struct record_text){"1", 1};
+    r.tid = (struct record_text){"1", 1};
+    r.step = -1;
+    r.samples = -1;
+    r.capacity = -1;
+    r.cpu_percent = -1;
+    r.sys_cpu_percent = -1;
+    r.rss_bytes = -1;
+    return r;
+}
+
+static int64_t open_session(const char *job, int64_t rank, int64_t *ret_job_id)
+{
+    struct record_hello h;
+    memset(&h, 0, sizeof h);
+    h.job = job;
+    h.run = "";
+    h.stream = "";
+    h.host = "node&1";
+    h.framework = "torch";
+    h.framework_version = "2.4.0";
+    h.clock = "";
+    h.rank = rank;
+    h.world_size = 2;
+    h.pid = 4242;
+    struct record_welcome wl;
+    char err[STORE_ERR_MAX];
+    int r = store_session_open(test_store, &h, &wl, err);
+    ck_assert_msg(r == 0, "store_session_open: %d %s", r, err);
+    *ret_job_id = wl.job_id;
+    return wl.session_id;
+}
+
+static struct web *start_on_store(size_t max_response_bytes)
+{
+    struct web_config cfg = {
+        .http = "127.0.0.1:0",
+        .static_dir = "",
+        .threads = 1,
+        .max_connections = 16,
+        .timeout_s = 5,
+        .max_response_bytes = max_response_bytes,
+        .version = "9.9.9-test",
+        .store = test_store,
+        .stats = &store_stats,
+    };
+    struct web *w;
+    char err[WEB_ERR_MAX];
+    int r = web_start(&cfg, &w, err);
+    ck_assert_msg(r == 0, "web_start: %d %s", r, err);
+    return w;
+}
+
+static void store_setup(void)
+{
+    snprintf(store_dir, sizeof store_dir, "/tmp/test_web_store.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(store_dir));
+    memset(&store_stats, 0, sizeof store_stats);
+    struct store_config scfg = {
+        .data_dir = store_dir,
+        .retention_bytes_per_job = UINT64_C(1) << 30,
+        .max_buffered_bytes = UINT64_C(1) << 26,
+        .durability = CONFIG_DURABILITY_NORMAL,
+        .stats = &store_stats,
+    };
+    char err[STORE_ERR_MAX];
+    int r = store_open(&scfg, &test_store, err);
+    ck_assert_msg(r == 0, "store_open: %d %s", r, err);
+
+    int64_t s0 = open_session(EVIL_JOB, 0, &job_id_evil);
+    int64_t s1 = open_session(EVIL_JOB, 1, &job_id_evil);
+    int64_t s2 = open_session("plain", 0, &job_id_plain);
+    struct record recs[2] = {trace_rec(EV1, 'X', 1000500, 10000, 0),
+                             trace_rec(EV2, 'X', 2000000, 20000, 1)};
+    ck_assert_int_eq(store_append(test_store, s0, recs, 2, 2), 0);
+    struct record rec3 = trace_rec(EV3, 'i', 3000000, 0, 0);
+    ck_assert_int_eq(store_append(test_store, s1, &rec3, 1, 1), 0);
+    ck_assert_int_eq(store_append(test_store, s2, NULL, 0, 0), 0);
+    ck_assert_int_eq(store_flush_wait(test_store, INT64_C(10000000000)), 0);
+
+    server = start_on_store(1 << 20);
+    server_port = web_port(server);
+    small_server = start_on_store(256);
+    small_port = web_port(small_server);
+}
+
+static void store_teardown(void)
+{
+    web_stop(server);
+    web_stop(small_server);
+    server = small_server = NULL;
+    store_close(test_store);
+    test_store = NULL;
+    /* The store's files: whatever it left in the data dir. */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_store_jobs)
+{
+    struct reply *r = http_req("GET", "/api/v1/jobs");
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "application/json");
+    ck_assert_msg(strncmp(r->body, "{\"jobs\":[{\"id\":", 15) == 0, "%s", r->body);
+    ck_assert_ptr_nonnull(strstr(r->body, "\"name\":\"\\u003cb\\u003e\\\"evil\\\"/job\""));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"name\":\"plain\""));
+    ck_assert_ptr_null(strchr(r->body, '<'));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"first_seen_us\":"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"live\":true"));
+}
+END_TEST
+
+START_TEST(test_store_job_by_id_and_name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld", (long long)job_id_evil);
+    struct reply *r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    char want[64];
+    snprintf(want, sizeof want, "{\"id\":%lld,", (long long)job_id_evil);
+    ck_assert_msg(strncmp(r->body, want, strlen(want)) == 0, "%s", r->body);
+    ck_assert_ptr_nonnull(strstr(r->body, "\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
+                                          "\"framework\":\"torch\",\"framework_version\":\"2.4.0\","
+                                          "\"pid\":4242,"));
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"rank\":1,"));
+
+    r = http_req("GET", "/api/v1/jobs/" EVIL_JOB_ENC);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_msg(strncmp(r->body, want, strlen(want)) == 0, "%s", r->body);
+
+    r = http_req("GET", "/api/v1/jobs/plain");
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, "\"name\":\"plain\""));
+}
+END_TEST
+
+START_TEST(test_store_job_unknown)
+{
+    struct reply *r = http_req("GET", "/api/v1/jobs/%3Cnope%3E%22");
+    assert_json_error(r, 404, "not_found");
+    ck_assert_str_eq(r->body, "{\"error\":{\"code\":\"not_found\","
+                              "\"message\":\"no job \\\"\\u003cnope\\u003e\\\"\\\"\"}}");
+    r = http_req("GET", "/api/v1/jobs/999999/timeline");
+    assert_json_error(r, 404, "not_found");
+}
+END_TEST
+
+START_TEST(test_store_timeline)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline", (long long)job_id_evil);
+    struct reply *r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Type", "application/json");
+    char disp[64];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%lld.trace.json\"",
+             (long long)job_id_evil);
+    assert_header(r, "Content-Disposition", disp);
+    ck_assert_msg(strncmp(r->body, "{\"traceEvents\":[", 16) == 0, "%s", r->body);
+    ck_assert_ptr_nonnull(strstr(r->body, EV1 "," EV2));
+    ck_assert_ptr_nonnull(strstr(r->body, EV3));
+    ck_assert_ptr_nonnull(strstr(r->body, "],\"displayTimeUnit\":\"ms\",\"otherData\":{"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"events\":3,\"limit\":200000,\"truncated\":false}}"));
+
+    /* One rank only. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?rank=1", (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_null(strstr(r->body, EV1));
+    ck_assert_ptr_nonnull(strstr(r->body, EV3));
+
+    /* A limit truncates, and says so. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?rank=0&limit=1",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"traceEvents\":[" EV1 "],"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"events\":1,\"limit\":1,\"truncated\":true}}"));
+
+    /* A window after every event. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?start_us=5000&end_us=6000",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"traceEvents\":[],"));
+
+    /* HEAD: the headers, no body. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline", (long long)job_id_evil);
+    r = http_req("HEAD", path);
+    ck_assert_int_eq(r->status, 200);
+    assert_header(r, "Content-Disposition", disp);
+    ck_assert_uint_eq(r->body_len, 0);
+}
+END_TEST
+
+START_TEST(test_store_response_cap)
+{
+    uint16_t saved = server_port;
+    server_port = small_port;
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline", (long long)job_id_evil);
+    struct reply *r = http_req("GET", path);
+    server_port = saved;
+    assert_json_error(r, 413, "response_too_large");
+}
+END_TEST
+
+START_TEST(test_store_stats)
+{
+    struct reply *r = http_req("GET", "/api/v1/stats");
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_msg(strstr(r->body, "\"store\":{\"db_bytes\":") != NULL, "%s", r->body);
+    ck_assert_ptr_nonnull(strstr(r->body, "\"jobs\":2,"));
+    ck_assert_ptr_null(strstr(r->body, "\"store\":{\"db_bytes\":0,"));
+}
+END_TEST
+
 START_TEST(test_web_start_errors)
 {
     static struct stats s;
@@ -940,6 +1190,16 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_web_start_errors);
     tcase_add_test(tc, test_web_start_ipv6);
     tcase_add_test(tc, test_web_stop_null);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, store_setup, store_teardown);
+    tcase_add_test(tc, test_store_jobs);
+    tcase_add_test(tc, test_store_job_by_id_and_name);
+    tcase_add_test(tc, test_store_job_unknown);
+    tcase_add_test(tc, test_store_timeline);
+    tcase_add_test(tc, test_store_response_cap);
+    tcase_add_test(tc, test_store_stats);
     suite_add_tcase(s, tc);
     return s;
 }
