@@ -66,6 +66,11 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
 /* Seals the open batch (if not empty) and queues it for the writer. Never blocks. */
 void store_flush(struct store *st);
 
+/* store_flush(), then blocks until the writer has committed every batch sealed so far (or given
+ * it up at close), at most timeout_ns. Returns 0 or -ETIMEDOUT (commits keep failing, or the disk
+ * is slow). Loop thread; for tests, benchmarks and orderly shutdown, never on a hot path. */
+int store_flush_wait(struct store *st, int64_t timeout_ns);
+
 /* Calls cb for each stream whose durable next seq advanced since the last call. Loop thread. */
 void store_collect_durable(struct store *st,
                            void (*cb)(void *ud, int64_t stream_id, uint64_t next_seq), void *ud);

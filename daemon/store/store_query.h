@@ -74,7 +74,10 @@ int store_query_info(struct store *st, struct store_info *ret_info);
 
 /* Calls cb with each stored trace event (the verbatim JSON line) of a job's rank (rank < 0: every
  * rank) whose block overlaps [t0_ns, t1_ns], in block order, until cb returns non-zero or max
- * events were given. Returns the number given, or -ENOENT, -ENOMEM, -EIO. */
+ * events were given (max < 0: no limit). Events without a "ts" (metadata) are in blocks that
+ * overlap every range. line is not NUL-terminated and is valid only during the call. The call
+ * holds a read transaction while cb runs, so cb should not block for long. Returns the number
+ * given (the one cb stopped at included), or -ENOENT (no such job), -ENOMEM, -EIO. */
 int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
                            int64_t t1_ns, int64_t max,
                            int (*cb)(void *ud, const char *line, size_t len), void *ud);

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * migrate: the database schema and its versions. PRAGMA user_version says which schema a file
+ * has; each step below brings it one version up inside a transaction, so a crash mid-migration
+ * leaves the old version intact. A file from a newer stepscope is refused rather than guessed at,
+ * and a file that holds tables but no version is someone else's database.
+ *
+ * Timeline events are not rows: they are kept verbatim in zstd blocks (one per ~1 MiB of lines per
+ * job and rank and flush), because SQLite inserts rows far slower than training emits events. The
+ * jobs and ranks tables carry running counters so that listing jobs never scans data.
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char schema_v1[] =
+    "CREATE TABLE jobs("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " first_seen_ns INTEGER NOT NULL,"
+    " last_seen_ns INTEGER NOT NULL,"
+    " world_size INTEGER NOT NULL DEFAULT 1,"
+    " spans INTEGER NOT NULL DEFAULT 0,"
+    " events INTEGER NOT NULL DEFAULT 0,"
+    " steps_n INTEGER NOT NULL DEFAULT 0,"
+    " queue_samples INTEGER NOT NULL DEFAULT 0,"
+    " host_samples INTEGER NOT NULL DEFAULT 0,"
+    " pipelines INTEGER NOT NULL DEFAULT 0,"
+    " blocks INTEGER NOT NULL DEFAULT 0,"
+    " stored_bytes INTEGER NOT NULL DEFAULT 0,"
+    " stored_raw_bytes INTEGER NOT NULL DEFAULT 0,"
+    " evicted_blocks INTEGER NOT NULL DEFAULT 0,"
+    " evicted_events INTEGER NOT NULL DEFAULT 0,"
+    " evicted_bytes INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE ranks("
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " events INTEGER NOT NULL DEFAULT 0,"
+    " spans INTEGER NOT NULL DEFAULT 0,"
+    " steps INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(job_id, rank)) WITHOUT ROWID;"
+    "CREATE TABLE streams("
+    " id INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " key TEXT NOT NULL,"
+    " next_seq INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX streams_key ON streams(job_id, rank, key) WHERE key <> '';"
+    "CREATE TABLE sessions("
+    " id INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " stream_id INTEGER NOT NULL REFERENCES streams(id),"
+    " hello TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " pid INTEGER NOT NULL,"
+    " framework TEXT NOT NULL,"
+    " framework_version TEXT NOT NULL,"
+    " run TEXT NOT NULL,"
+    " clock TEXT NOT NULL,"
+    " world_size INTEGER NOT NULL,"
+    " started_ns INTEGER NOT NULL,"
+    " ended_ns INTEGER,"
+    " clean INTEGER);"
+    "CREATE INDEX sessions_job ON sessions(job_id, rank);"
+    "CREATE TABLE blocks("
+    " id INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " t_min_ns INTEGER NOT NULL,"
+    " t_max_ns INTEGER NOT NULL,"
+    " n_events INTEGER NOT NULL,"
+    " raw_bytes INTEGER NOT NULL,"
+    " codec INTEGER NOT NULL,"
+    " data BLOB NOT NULL);"
+    "CREATE INDEX blocks_time ON blocks(job_id, rank, t_min_ns);"
+    "CREATE INDEX blocks_job ON blocks(job_id);"
+    "CREATE TABLE steps("
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " step INTEGER NOT NULL,"
+    " begin_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL,"
+    " samples INTEGER NOT NULL,"
+    " phases TEXT,"
+    " seq INTEGER NOT NULL);"
+    "CREATE INDEX steps_job ON steps(job_id, rank, step);"
+    "CREATE TABLE queue_samples("
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " name TEXT NOT NULL,"
+    " ts_ns INTEGER NOT NULL,"
+    " step INTEGER NOT NULL,"
+    " size INTEGER NOT NULL,"
+    " capacity INTEGER NOT NULL);"
+    "CREATE INDEX queue_samples_job ON queue_samples(job_id, rank, ts_ns);"
+    "CREATE TABLE host_samples("
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " ts_ns INTEGER NOT NULL,"
+    " cpu_percent REAL NOT NULL,"
+    " sys_cpu_percent REAL NOT NULL,"
+    " rss_bytes INTEGER NOT NULL);"
+    "CREATE INDEX host_samples_job ON host_samples(job_id, rank, ts_ns);"
+    "CREATE TABLE pipelines("
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " rank INTEGER NOT NULL,"
+    " ts_ns INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " json TEXT NOT NULL);"
+    "CREATE INDEX pipelines_job ON pipelines(job_id, rank, seq);";
+
+/* steps[i] migrates version i to i + 1. */
+static const char *const steps[] = {schema_v1};
+
+void store__errf(char *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, STORE_ERR_MAX, fmt, ap);
+    va_end(ap);
+}
+
+int store__errno(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+        return 0;
+    case SQLITE_NOMEM:
+        return -ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return -EBUSY;
+    case SQLITE_FULL:
+        return -ENOSPC;
+    case SQLITE_READONLY:
+        return -EROFS;
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return -EACCES;
+    case SQLITE_CANTOPEN:
+        return -ENOENT;
+    case SQLITE_TOOBIG:
+        return -EMSGSIZE;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+        return -EINVAL;
+    default: /* IOERR, CORRUPT, NOTADB, SCHEMA, ... */
+        return -EIO;
+    }
+}
+
+static int query_int(sqlite3 *db, const char *sql, int64_t *ret_v)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            *ret_v = sqlite3_column_int64(s, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store__migrate(sqlite3 *db, const char *path, char *err)
+{
+    int64_t version = 0;
+    int rc = query_int(db, "PRAGMA user_version", &version);
+    if (rc != SQLITE_OK) {
+        store__errf(err, "%s: cannot read the schema version: %s", path,
+                 sqlite3_errmsg(db));
+        return store__errno(rc) == -ENOMEM ? -ENOMEM : -EIO;
+    }
+    size_t known = sizeof steps / sizeof steps[0];
+    if (version > (int64_t)known) {
+        snprintf(err, STORE_ERR_MAX,
+                 "%s has schema version %lld, written by a newer stepscope (this one knows %zu)",
+                 path, (long long)version, known);
+        return -EPROTO;
+    }
+    if (version == 0) {
+        int64_t n_tables = 0;
+        rc = query_int(db, "SELECT count(*) FROM sqlite_schema", &n_tables);
+        if (rc != SQLITE_OK || n_tables != 0) {
+            store__errf(err, "%s is an SQLite database but not a stepscope one", path);
+            return -EIO;
+        }
+    }
+    for (size_t v = (size_t)version; v < known; v++) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %zu", v + 1);
+        char *msg = NULL;
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, steps[v], NULL, NULL, &msg);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &msg);
+        if (rc != SQLITE_OK) {
+            store__errf(err, "%s: migrating to schema version %zu failed: %s", path,
+                     v + 1, msg ? msg : sqlite3_errstr(rc));
+            sqlite3_free(msg);
+            (void)sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            return store__errno(rc);
+        }
+    }
+    return 0;
+}

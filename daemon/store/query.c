@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query: the reader's side of the store (store_query.h), for HTTP threads. Each call borrows a
+ * read-only connection from a small pool (opened lazily, at most STORE_READERS_MAX; a caller
+ * waits when all are out), so queries run beside each other and, thanks to WAL, beside the writer,
+ * and see committed data only. The one thing not read from SQL is `live`, which comes from the
+ * loop's table of open sessions under live_mu.
+ *
+ * Counters come from the running totals in jobs and ranks, so listing jobs never scans data;
+ * timeline events are decompressed block by block and handed to the caller line by line.
+ */
+#include "store_query.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <zstd.h>
+
+#include "store_int.h"
+
+/* ---- the pool ---- */
+
+static int reader_get(struct store *st, struct store_reader **ret_r)
+{
+    pthread_mutex_lock(&st->pool_mu);
+    while (!st->pool_free && st->pool_open >= STORE_READERS_MAX)
+        pthread_cond_wait(&st->pool_cond, &st->pool_mu);
+    struct store_reader *r = st->pool_free;
+    if (r) {
+        st->pool_free = r->next;
+        pthread_mutex_unlock(&st->pool_mu);
+        *ret_r = r;
+        return 0;
+    }
+    st->pool_open++;
+    pthread_mutex_unlock(&st->pool_mu);
+
+    int err = -ENOMEM;
+    r = calloc(1, sizeof *r);
+    if (r) {
+        int rc = sqlite3_open_v2(st->db_path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                                 NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(r->db, STORE_BUSY_TIMEOUT_MS);
+            *ret_r = r;
+            return 0;
+        }
+        err = rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+        sqlite3_close_v2(r->db);
+        free(r);
+    }
+    pthread_mutex_lock(&st->pool_mu);
+    st->pool_open--;
+    pthread_cond_signal(&st->pool_cond);
+    pthread_mutex_unlock(&st->pool_mu);
+    return err;
+}
+
+static void reader_put(struct store *st, struct store_reader *r)
+{
+    pthread_mutex_lock(&st->pool_mu);
+    r->next = st->pool_free;
+    st->pool_free = r;
+    pthread_cond_signal(&st->pool_cond);
+    pthread_mutex_unlock(&st->pool_mu);
+}
+
+void store__readers_close(struct store *st)
+{
+    pthread_mutex_lock(&st->pool_mu);
+    struct store_reader *r = st->pool_free;
+    st->pool_free = NULL;
+    st->pool_open = 0;
+    pthread_mutex_unlock(&st->pool_mu);
+    while (r) {
+        struct store_reader *next = r->next;
+        sqlite3_close_v2(r->db);
+        free(r);
+        r = next;
+    }
+}
+
+static int sql_errno(int rc)
+{
+    return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+/* ---- live state ---- */
+
+struct live_pair {
+    int64_t job_id;
+    int64_t rank;
+};
+
+/* A copy of the (job, rank) of every open session; caller frees. */
+static int live_snapshot(struct store *st, struct live_pair **ret_v, size_t *ret_n)
+{
+    pthread_mutex_lock(&st->live_mu);
+    size_t n = st->sessions.n;
+    struct live_pair *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v) {
+        pthread_mutex_unlock(&st->live_mu);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < st->sessions.n_buckets; i++) {
+        for (struct store_hnode *h = st->sessions.buckets[i]; h; h = h->next) {
+            const struct store_session *s = (const struct store_session *)h;
+            v[k].job_id = s->job_id;
+            v[k].rank = s->rank;
+            k++;
+        }
+    }
+    pthread_mutex_unlock(&st->live_mu);
+    *ret_v = v;
+    *ret_n = k;
+    return 0;
+}
+
+static bool is_live(const struct live_pair *v, size_t n, int64_t job_id, int64_t rank)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].job_id == job_id && (rank < 0 || v[i].rank == rank))
+            return true;
+    return false;
+}
+
+/* ---- jobs ---- */
+
+#define JOB_COLS                                                                                \
+    "j.id, j.name, (SELECT count(*) FROM ranks r WHERE r.job_id = j.id), j.world_size, "       \
+    "(SELECT count(*) FROM sessions s WHERE s.job_id = j.id), j.steps_n, j.spans, j.events, "  \
+    "j.queue_samples, j.host_samples, j.pipelines, j.stored_bytes, j.evicted_events, "         \
+    "j.first_seen_ns, j.last_seen_ns"
+
+static void copy_text(char *dst, size_t size, sqlite3_stmt *s, int col)
+{
+    const unsigned char *t = sqlite3_column_text(s, col);
+    size_t n = (size_t)sqlite3_column_bytes(s, col);
+    if (!t)
+        n = 0;
+    if (n > size - 1)
+        n = size - 1;
+    if (n)
+        memcpy(dst, t, n);
+    dst[n] = '\0';
+}
+
+static void read_job(sqlite3_stmt *s, struct store_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->id = sqlite3_column_int64(s, 0);
+    copy_text(j->name, sizeof j->name, s, 1);
+    j->ranks = sqlite3_column_int64(s, 2);
+    j->world_size = sqlite3_column_int64(s, 3);
+    j->sessions = sqlite3_column_int64(s, 4);
+    j->steps = sqlite3_column_int64(s, 5);
+    j->spans = sqlite3_column_int64(s, 6);
+    j->events = sqlite3_column_int64(s, 7);
+    j->queue_samples = sqlite3_column_int64(s, 8);
+    j->host_samples = sqlite3_column_int64(s, 9);
+    j->pipelines = sqlite3_column_int64(s, 10);
+    j->stored_bytes = sqlite3_column_int64(s, 11);
+    j->evicted_events = sqlite3_column_int64(s, 12);
+    j->first_seen_ns = sqlite3_column_int64(s, 13);
+    j->last_seen_ns = sqlite3_column_int64(s, 14);
+}
+
+int store_query_jobs(struct store *st, struct store_job **ret_jobs, size_t *ret_n)
+{
+    struct store_reader *rd = NULL;
+    struct live_pair *live = NULL;
+    size_t n_live = 0;
+    struct store_job *v = NULL;
+    size_t n = 0, cap = 0;
+    sqlite3_stmt *s = NULL;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        goto out;
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT " JOB_COLS
+                                " FROM jobs j ORDER BY j.last_seen_ns DESC, j.id DESC",
+                                -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (store__reserve((void **)&v, &cap, n + 1, sizeof *v) < 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        read_job(s, &v[n++]);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = sql_errno(rc);
+        goto out;
+    }
+    r = live_snapshot(st, &live, &n_live);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        v[i].live = is_live(live, n_live, v[i].id, -1);
+    if (n == 0) {
+        free(v);
+        v = NULL;
+    }
+    *ret_jobs = v;
+    *ret_n = n;
+    v = NULL;
+out:
+    sqlite3_finalize(s);
+    if (rd)
+        reader_put(st, rd);
+    free(live);
+    free(v);
+    return r;
+}
+
+/* Returns 1 and fills *ret_job when found, 0 when not, or a negative errno. */
+static int job_lookup(sqlite3 *db, const char *sql, bool by_id, int64_t id, const char *name,
+                      struct store_job *ret_job)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        if (by_id)
+            sqlite3_bind_int64(s, 1, id);
+        else
+            sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(s);
+    }
+    int r;
+    if (rc == SQLITE_ROW) {
+        read_job(s, ret_job);
+        r = 1;
+    } else {
+        r = rc == SQLITE_DONE ? 0 : sql_errno(rc);
+    }
+    sqlite3_finalize(s);
+    return r;
+}
+
+int store_query_job(struct store *st, const char *id_or_name, struct store_job *ret_job)
+{
+    struct store_job j;
+    struct store_reader *rd = NULL;
+    struct live_pair *live = NULL;
+    size_t n_live = 0;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        return r;
+    size_t len = strlen(id_or_name);
+    bool digits = len > 0 && len <= 18 && strspn(id_or_name, "0123456789") == len;
+    r = 0;
+    if (digits)
+        r = job_lookup(rd->db, "SELECT " JOB_COLS " FROM jobs j WHERE j.id = ?1", true,
+                       strtoll(id_or_name, NULL, 10), NULL, &j);
+    if (r == 0)
+        r = job_lookup(rd->db, "SELECT " JOB_COLS " FROM jobs j WHERE j.name = ?1", false, 0,
+                       id_or_name, &j);
+    reader_put(st, rd);
+    if (r == 0)
+        return -ENOENT;
+    if (r < 0)
+        return r;
+    r = live_snapshot(st, &live, &n_live);
+    if (r < 0)
+        return r;
+    j.live = is_live(live, n_live, j.id, -1);
+    free(live);
+    *ret_job = j;
+    return 0;
+}
+
+int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_ranks,
+                      size_t *ret_n)
+{
+    struct store_reader *rd = NULL;
+    struct live_pair *live = NULL;
+    size_t n_live = 0;
+    struct store_rank *v = NULL;
+    size_t n = 0, cap = 0;
+    sqlite3_stmt *s = NULL;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        goto out;
+    int rc = sqlite3_prepare_v2(
+        rd->db,
+        "SELECT r.rank, r.events, r.steps, "
+        " (SELECT count(*) FROM sessions c WHERE c.job_id = r.job_id AND c.rank = r.rank), "
+        " l.host, l.framework, l.framework_version, l.pid "
+        "FROM ranks r LEFT JOIN sessions l ON l.id = "
+        " (SELECT max(m.id) FROM sessions m WHERE m.job_id = r.job_id AND m.rank = r.rank) "
+        "WHERE r.job_id = ?1 ORDER BY r.rank",
+        -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        sqlite3_bind_int64(s, 1, job_id);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (store__reserve((void **)&v, &cap, n + 1, sizeof *v) < 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        struct store_rank *k = &v[n++];
+        memset(k, 0, sizeof *k);
+        k->rank = sqlite3_column_int64(s, 0);
+        k->events = sqlite3_column_int64(s, 1);
+        k->steps = sqlite3_column_int64(s, 2);
+        k->sessions = sqlite3_column_int64(s, 3);
+        copy_text(k->host, sizeof k->host, s, 4);
+        copy_text(k->framework, sizeof k->framework, s, 5);
+        copy_text(k->framework_version, sizeof k->framework_version, s, 6);
+        k->pid = sqlite3_column_type(s, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 7);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = sql_errno(rc);
+        goto out;
+    }
+    r = live_snapshot(st, &live, &n_live);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        v[i].live = is_live(live, n_live, job_id, v[i].rank);
+    if (n == 0) {
+        free(v);
+        v = NULL;
+    }
+    *ret_ranks = v;
+    *ret_n = n;
+    v = NULL;
+out:
+    sqlite3_finalize(s);
+    if (rd)
+        reader_put(st, rd);
+    free(live);
+    free(v);
+    return r;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+}
+
+int store_query_info(struct store *st, struct store_info *ret_info)
+{
+    struct store_reader *rd = NULL;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        return r == -ENOMEM ? -EIO : r;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT count(*), coalesce(sum(blocks), 0), "
+                                "coalesce(sum(stored_raw_bytes), 0), coalesce(sum(stored_bytes), 0) "
+                                "FROM jobs",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        struct store_info info = {0};
+        info.db_bytes = file_size(st->db_path) + file_size(st->wal_path);
+        info.jobs = sqlite3_column_int64(s, 0);
+        info.blocks = sqlite3_column_int64(s, 1);
+        info.block_raw_bytes = sqlite3_column_int64(s, 2);
+        info.block_bytes = sqlite3_column_int64(s, 3);
+        *ret_info = info;
+        r = 0;
+    } else {
+        r = -EIO;
+    }
+    sqlite3_finalize(s);
+    reader_put(st, rd);
+    return r;
+}
+
+/* ---- timeline events ---- */
+
+int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
+                           int64_t t1_ns, int64_t max,
+                           int (*cb)(void *ud, const char *line, size_t len), void *ud)
+{
+    struct store_reader *rd = NULL;
+    sqlite3_stmt *s = NULL;
+    ZSTD_DCtx *dctx = NULL;
+    char *buf = NULL;
+    size_t buf_cap = 0;
+    int64_t given = 0;
+    int64_t r = reader_get(st, &rd);
+    if (r < 0)
+        goto out;
+    int rc = sqlite3_prepare_v2(rd->db, "SELECT 1 FROM jobs WHERE id = ?1", -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, job_id);
+        rc = sqlite3_step(s);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc != SQLITE_ROW) {
+        r = rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
+        goto out;
+    }
+    /* Two statements rather than "rank = ?2 OR ?2 < 0", which would hide the index. */
+    const char *sql = rank < 0 ? "SELECT raw_bytes, codec, data FROM blocks WHERE job_id = ?1 "
+                                 "AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id"
+                               : "SELECT raw_bytes, codec, data FROM blocks WHERE job_id = ?1 "
+                                 "AND rank = ?2 AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id";
+    rc = sqlite3_prepare_v2(rd->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, job_id);
+        if (rank >= 0)
+            sqlite3_bind_int64(s, 2, rank);
+        sqlite3_bind_int64(s, 3, t0_ns);
+        sqlite3_bind_int64(s, 4, t1_ns);
+    }
+    bool stop = max == 0;
+    while (!stop && rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t raw_bytes = sqlite3_column_int64(s, 0);
+        int codec = sqlite3_column_int(s, 1);
+        /* The blob pointer lives until the next step: decompress (or read) it in place. */
+        const void *data = sqlite3_column_blob(s, 2);
+        size_t len = (size_t)sqlite3_column_bytes(s, 2);
+        const char *lines;
+        size_t n_lines;
+        if (codec == STORE_CODEC_ZSTD) {
+            if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2) {
+                r = -EIO;
+                goto out;
+            }
+            if (!dctx && !(dctx = ZSTD_createDCtx())) {
+                r = -ENOMEM;
+                goto out;
+            }
+            if (store__reserve((void **)&buf, &buf_cap, (size_t)raw_bytes, 1) < 0) {
+                r = -ENOMEM;
+                goto out;
+            }
+            size_t z = ZSTD_decompressDCtx(dctx, buf, (size_t)raw_bytes, data, len);
+            if (ZSTD_isError(z) || z != (size_t)raw_bytes) {
+                r = -EIO;
+                goto out;
+            }
+            lines = buf;
+            n_lines = z;
+        } else if (codec == STORE_CODEC_NONE) {
+            lines = data;
+            n_lines = len;
+        } else {
+            r = -EIO;
+            goto out;
+        }
+        size_t pos = 0;
+        while (pos < n_lines) {
+            const char *nl = memchr(lines + pos, '\n', n_lines - pos);
+            size_t end = nl ? (size_t)(nl - lines) : n_lines;
+            given++;
+            if (cb(ud, lines + pos, end - pos) != 0 || (max > 0 && given >= max)) {
+                stop = true;
+                break;
+            }
+            pos = end + 1;
+        }
+        rc = SQLITE_OK;
+    }
+    if (!stop && rc != SQLITE_DONE) {
+        r = sql_errno(rc);
+        goto out;
+    }
+    r = given;
+out:
+    sqlite3_finalize(s);
+    if (rd)
+        reader_put(st, rd);
+    ZSTD_freeDCtx(dctx);
+    free(buf);
+    return r;
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_int: what the files of daemon/store share and nothing outside it may include. The store
+ * is split by thread: store.c is the loop thread's side (in-memory job, stream and session tables,
+ * the open batch that store_append() fills), writer.c is the writer thread (compression, one SQLite
+ * transaction per group of sealed batches, retention), query.c the HTTP threads' side (a pool of
+ * read-only connections), migrate.c the schema. The batch is the hand-off between the first two:
+ * the loop thread builds it without locks, seals it into a queue under st->mu, and from then on
+ * only the writer touches it until it frees it after the commit.
+ */
+#ifndef STEPSCOPE_STORE_INT_H
+#define STEPSCOPE_STORE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "../core/log.h"
+#include "../core/stats.h"
+#include "store.h"
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
+#define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
+#define STORE_BATCH_RAW_MAX (8 * 1024 * 1024) /* store_append() seals the open batch above it */
+#define STORE_READERS_MAX 8                   /* read-only connections in the pool */
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_ZSTD_LEVEL 1                    /* see the measurements in writer.c */
+#define STORE_CLOSE_GIVE_UP_NS (5 * 1000000000LL) /* store_close() stops retrying a failing commit */
+
+enum store_codec {
+    STORE_CODEC_NONE = 0, /* data is the raw lines */
+    STORE_CODEC_ZSTD = 1, /* data is one zstd frame of the raw lines */
+};
+
+/* A minimal intrusive hash table (chained, power-of-two buckets) for the in-memory tables. */
+struct store_hnode {
+    struct store_hnode *next;
+    uint64_t hash;
+};
+
+struct store_htab {
+    struct store_hnode **buckets; /* owned; n_buckets entries */
+    size_t n_buckets;             /* 0 or a power of two */
+    size_t n;                     /* nodes linked */
+};
+
+/* A job known to the daemon (committed or queued for its insert). Loop thread. */
+struct store_jobm {
+    struct store_hnode node; /* keyed by name */
+    int64_t id;
+    char *name;              /* owned, NUL-terminated */
+};
+
+/* A replay stream. Keyed ones live as long as the store; a one-off stream (key "") only as long
+ * as its session. Loop thread. */
+struct store_stream {
+    struct store_hnode node;       /* keyed by (job_id, rank, key); unlinked when key is "" */
+    int64_t id;
+    int64_t job_id;
+    int64_t rank;
+    char *key;                     /* owned */
+    uint64_t accepted_seq;         /* next seq not yet accepted (durable after a restart) */
+    struct store_session *holder;  /* the open session holding it, or NULL */
+};
+
+/* An open session. Inserted and removed under st->live_mu (readers count them for `live`); the
+ * loop thread reads it without the lock. */
+struct store_session {
+    struct store_hnode node;       /* keyed by id */
+    int64_t id;
+    int64_t job_id;
+    int64_t rank;
+    struct store_stream *stream;
+    uint64_t batch_gen;            /* slot and seq_idx below are valid in the batch of this gen */
+    size_t slot;                   /* index into batch->slots */
+    size_t seq_idx;                /* index into batch->seqs */
+};
+
+/* One timeline block being filled or sealed: verbatim trace lines each ended by '\n'. */
+struct store_block {
+    int64_t job_id;
+    int64_t rank;
+    int64_t t_min_ns;   /* INT64_MIN..INT64_MAX for a block of events without a time */
+    int64_t t_max_ns;
+    uint64_t n_events;
+    char *raw;          /* owned; len bytes used of cap; freed once compressed */
+    size_t len;
+    size_t cap;
+    size_t raw_len;     /* len, kept after raw is freed */
+    void *comp;         /* owned; the stored bytes (zstd frame or a copy of raw), comp_len */
+    size_t comp_len;
+    enum store_codec codec;
+};
+
+/* What one session added to one batch: its counters and its open blocks. */
+struct store_slot {
+    int64_t job_id;
+    int64_t rank;
+    uint64_t events, spans, steps, queues, hosts, pipelines;
+    size_t timed;   /* index of the open block of timed events in batch->blocks, or SIZE_MAX */
+    size_t untimed; /* likewise for events without a ts (metadata): they match every range */
+};
+
+struct store_step_row {
+    int64_t job_id, rank, step, begin_ns, end_ns, samples;
+    uint64_t seq;
+    size_t phases_off, phases_len; /* in the arena; len 0: NULL */
+};
+
+struct store_queue_row {
+    int64_t job_id, rank, ts_ns, step, size, capacity;
+    size_t name_off, name_len;
+};
+
+struct store_host_row {
+    int64_t job_id, rank, ts_ns, rss_bytes;
+    double cpu_percent, sys_cpu_percent;
+};
+
+struct store_pipe_row {
+    int64_t job_id, rank, ts_ns;
+    uint64_t seq;
+    size_t json_off, json_len;
+};
+
+struct store_new_job {
+    int64_t id;
+    size_t name_off, name_len;
+    int64_t seen_ns;
+};
+
+struct store_new_stream {
+    int64_t id, job_id, rank;
+    size_t key_off, key_len;
+};
+
+struct store_new_session {
+    int64_t id, job_id, rank, stream_id, world_size, pid, started_ns;
+    size_t hello_off, hello_len, host_off, host_len, fw_off, fw_len, fwv_off, fwv_len;
+    size_t run_off, run_len, clock_off, clock_len;
+};
+
+struct store_session_end {
+    int64_t id, job_id, ended_ns;
+    bool clean;
+};
+
+/* A stream's seqs made durable by the batch: [from, to). */
+struct store_seq {
+    int64_t stream_id;
+    uint64_t from;
+    uint64_t to;
+};
+
+/* Growable array bookkeeping: n used, cap allocated. */
+#define STORE_VEC(type, name) \
+    type *name;               \
+    size_t n_##name, cap_##name
+
+/* A batch: everything accepted between two seals, committed in one transaction (or with the
+ * batches queued beside it). Order inside matters: jobs, streams, sessions, then data. */
+struct store_batch {
+    struct store_batch *next; /* queue link (st->queue_head..tail) */
+    uint64_t gen;             /* st->batch_gen when opened; 0 is never used */
+    uint64_t bytes;           /* added to the buffered-bytes gauge for this batch */
+    uint64_t raw_bytes;       /* trace bytes in blocks, for the auto-seal threshold */
+    bool compressed;          /* writer: every block has comp */
+    STORE_VEC(struct store_new_job, jobs);
+    STORE_VEC(struct store_new_stream, streams);
+    STORE_VEC(struct store_new_session, sessions);
+    STORE_VEC(struct store_slot, slots);
+    STORE_VEC(struct store_block, blocks);
+    STORE_VEC(struct store_step_row, steps);
+    STORE_VEC(struct store_queue_row, queues);
+    STORE_VEC(struct store_host_row, hosts);
+    STORE_VEC(struct store_pipe_row, pipes);
+    STORE_VEC(struct store_session_end, ends);
+    STORE_VEC(struct store_seq, seqs);
+    char *arena;              /* strings of the rows above, referenced by offset */
+    size_t arena_len, arena_cap;
+};
+
+/* The writer's cached statements, in the order of writer.c's table. */
+enum store_stmt {
+    STMT_BEGIN,
+    STMT_COMMIT,
+    STMT_ROLLBACK,
+    STMT_INS_JOB,
+    STMT_INS_STREAM,
+    STMT_INS_SESSION,
+    STMT_INS_RANK,
+    STMT_UPD_JOB_HELLO,
+    STMT_END_SESSION,
+    STMT_UPD_JOB_SEEN,
+    STMT_INS_BLOCK,
+    STMT_UPD_JOB_BLOCK,
+    STMT_INS_STEP,
+    STMT_INS_QUEUE,
+    STMT_INS_HOST,
+    STMT_INS_PIPE,
+    STMT_UPD_STREAM,
+    STMT_UPD_RANK,
+    STMT_UPD_JOB_COUNTS,
+    STMT_UPD_JOB_STEPS,
+    STMT_SEL_JOB_STORED,
+    STMT_SEL_OLDEST,
+    STMT_DEL_BLOCK,
+    STMT_UPD_JOB_EVICT,
+    STMT_COUNT,
+};
+
+struct store_reader {
+    struct store_reader *next; /* free list link */
+    sqlite3 *db;               /* read-only */
+};
+
+struct store {
+    char *data_dir;            /* owned copies of the paths */
+    char *db_path;
+    char *wal_path;
+    int lock_fd;               /* -1 when not held */
+    uint64_t retention_bytes;  /* 0: no cap */
+    uint64_t max_buffered;     /* 0: no cap */
+    struct stats *stats;       /* cfg->stats or own_stats */
+    struct stats own_stats;
+    void (*on_durable)(void *ud);
+    void *ud;
+
+    /* Loop thread only. */
+    struct store_htab jobs;    /* struct store_jobm by name */
+    struct store_htab streams; /* keyed struct store_stream */
+    int64_t next_job_id, next_stream_id, next_session_id;
+    struct store_batch *open;  /* being filled; NULL when nothing is pending */
+    uint64_t batch_gen;        /* gen of the last batch opened */
+    uint64_t sealed;           /* batches sealed so far */
+
+    /* Open sessions: changed by the loop thread under live_mu, counted by readers. */
+    pthread_mutex_t live_mu;
+    struct store_htab sessions;
+
+    /* Between the loop and the writer, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;            /* queue changed, commit done, or stop requested */
+    struct store_batch *queue_head; /* sealed, oldest first */
+    struct store_batch *queue_tail;
+    uint64_t committed;             /* batches committed (or given up at close) */
+    bool stopping;
+    STORE_VEC(struct store_seq, durable); /* published by the writer, taken by collect */
+    _Atomic uint64_t buffered;
+
+    /* Writer thread. */
+    sqlite3 *db;
+    sqlite3_stmt *stmt[STMT_COUNT];
+    void *zctx;                /* ZSTD_CCtx */
+    pthread_t thread;
+    bool thread_started;
+
+    /* Readers. */
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cond;
+    struct store_reader *pool_free;
+    int pool_open;
+    bool mutexes_ready;
+};
+
+/* migrate.c: brings db to STORE_SCHEMA_VERSION. Returns 0; -EPROTO if it is newer; -EIO for a
+ * database that is not ours or a failed step. err (STORE_ERR_MAX) gets the reason. */
+int store__migrate(sqlite3 *db, const char *path, char *err);
+
+/* Formats a one-line reason into err (STORE_ERR_MAX bytes), truncating. */
+void store__errf(char *err, const char *fmt, ...) SS_PRINTF(2, 3);
+
+/* SQLite result code to negative errno. */
+int store__errno(int rc);
+
+/* writer.c */
+int store__writer_prepare(struct store *st, char *err);
+void *store__writer_main(void *arg);
+void store__batch_free(struct store_batch *b);
+
+/* query.c: closes the reader pool. */
+void store__readers_close(struct store *st);
+
+/* Grows a vector to hold at least need elements of size sz. Returns 0 or -ENOMEM. */
+int store__reserve(void **p, size_t *cap, size_t need, size_t sz);
+
+#define STORE_RESERVE(vec_owner, name, extra)                                                   \
+    store__reserve((void **)&(vec_owner)->name, &(vec_owner)->cap_##name,                       \
+                   (vec_owner)->n_##name + (extra), sizeof *(vec_owner)->name)
+
+#endif
