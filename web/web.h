@@ -3,6 +3,9 @@
  * web: the HTTP server (libmicrohttpd on its own thread pool). It answers the REST API under
  * /api/v1/ (docs/API.md) and serves the dashboard from static_dir. It reads through store_query.h
  * and the shared counters; it never writes. libmicrohttpd is included nowhere else.
+ *
+ * Threading: web_start() and web_stop() from one thread (main.c); requests are handled on MHD's
+ * own threads, which call store_query_*() concurrently and bump stats->http_* atomically.
  */
 #ifndef STEPSCOPE_WEB_H
 #define STEPSCOPE_WEB_H
@@ -19,24 +22,33 @@ struct web;
 
 struct web_config {
     const char *http;            /* "ADDR:PORT"; port 0 picks a free port (see web_port()) */
-    const char *static_dir;      /* dashboard files; "" serves none */
+    const char *static_dir;      /* dashboard files; "" serves none; copied (resolved) at start */
     unsigned threads;            /* worker threads */
     unsigned max_connections;
     unsigned timeout_s;          /* idle connections closed after this */
-    size_t max_response_bytes;   /* answers larger than this become 413/500 errors */
-    const char *version;         /* reported by /api/v1/health */
-    struct store *store;         /* borrowed; read through store_query.h */
+    size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
+    const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
+    struct store *store;         /* borrowed; read through store_query.h. NULL: the routes that
+                                    need it answer 503 "unavailable" (health and stats still
+                                    answer, stats with "store":null) */
     struct stats *stats;         /* borrowed; read, plus http_requests/http_errors bumped */
 };
 
-/* Binds and starts serving. Returns 0, -EINVAL (bad address), -EADDRINUSE, or another negative
- * errno; err (WEB_ERR_MAX) gets the reason. */
+/* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts
+ * serving on MHD's threads (cfg->threads; 0 counts as 1). Zero max_connections or timeout_s
+ * leave MHD's defaults; zero max_response_bytes means no cap. cfg->stats is required; cfg itself
+ * is not kept, its strings are copied; store and stats must outlive w. A static_dir that cannot
+ * be resolved is logged and no files are served (the API still answers). Returns 0 and sets
+ * *ret_web; -EINVAL (bad address, or no stats), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES (from the
+ * bind), -ENOMEM, or -EIO (MHD would not start); err (WEB_ERR_MAX) gets the reason. *ret_web is
+ * untouched on failure. */
 int web_start(const struct web_config *cfg, struct web **ret_web, char *err);
 
-/* The port actually bound (the chosen one when the config said 0). */
+/* The port actually bound (the chosen one when the config said 0). Any thread. */
 uint16_t web_port(const struct web *w);
 
-/* Stops serving, waits for running requests, frees w. NULL-safe. */
+/* Stops serving, waits for running requests to finish, closes the listening socket and frees w.
+ * NULL-safe. Call it before closing the store. */
 void web_stop(struct web *w);
 
 #endif
