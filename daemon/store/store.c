@@ -362,7 +362,12 @@ static int open_db(struct store *st, enum config_durability durability, char *er
         return -EIO;
     }
     sqlite3_finalize(s);
-    int r = store__migrate(st->db, st->db_path, err);
+    /* Big pages for a database of ~100 KiB blobs: a sixteenth of the write calls. Only takes
+     * effect on a new, empty file. */
+    int r = exec_sql(st, "PRAGMA page_size=65536", err);
+    if (r < 0)
+        return r;
+    r = store__migrate(st->db, st->db_path, err);
     if (r < 0)
         return r;
     r = pragma_expect(st, "PRAGMA journal_mode=WAL", "wal", err);
@@ -374,9 +379,9 @@ static int open_db(struct store *st, enum config_durability durability, char *er
                  err);
     if (r == 0)
         r = exec_sql(st, "PRAGMA foreign_keys=ON", err);
-    /* Checkpoint every 16 MiB of WAL rather than 4 MiB: each checkpoint syncs the database. */
+    /* Checkpoint every 32 MiB of WAL (512 pages of 64 KiB): each checkpoint syncs the file. */
     if (r == 0)
-        r = exec_sql(st, "PRAGMA wal_autocheckpoint=4096", err);
+        r = exec_sql(st, "PRAGMA wal_autocheckpoint=512", err);
     if (r == 0)
         r = exec_sql(st, "PRAGMA journal_size_limit=67108864", err);
     return r;
@@ -527,6 +532,14 @@ int store_open(const struct store_config *cfg, struct store **ret_st, char *err)
     st->wal_path = path_join(cfg->data_dir, STORE_DB_NAME "-wal");
     if (!st->data_dir || !st->db_path || !st->wal_path)
         goto fail;
+    st->pool_max = st->max_buffered ? st->max_buffered / STORE_BLOCK_RAW_MAX : 64;
+    if (st->pool_max < STORE_POOL_IDLE)
+        st->pool_max = STORE_POOL_IDLE;
+    if (st->pool_max > STORE_POOL_LIMIT)
+        st->pool_max = STORE_POOL_LIMIT;
+    st->pool = calloc(st->pool_max, sizeof *st->pool);
+    if (!st->pool)
+        goto fail;
     r = init_sync(st);
     if (r < 0)
         goto fail;
@@ -611,6 +624,10 @@ static void store_free(struct store *st)
     free(st->streams.buckets);
     free(st->jobs.buckets);
     free(st->durable);
+    for (size_t i = 0; i < st->n_pool; i++)
+        free(st->pool[i]);
+    free(st->pool);
+    free(st->zbuf);
     if (st->lock_fd >= 0)
         close(st->lock_fd); /* releases the flock */
     if (st->mutexes_ready) {
@@ -811,8 +828,8 @@ void store_session_close(struct store *st, int64_t session_id, bool clean)
 /* Makes sure block idx (SIZE_MAX: none yet) of the slot can take need more bytes: grows it, or
  * allocates in *ret_raw and *ret_cap the buffer of a new block when there is none or it would pass
  * STORE_BLOCK_RAW_MAX. b->blocks must have room for the new block. */
-static int prepare_block(struct store_batch *b, size_t idx, size_t need, char **ret_raw,
-                         size_t *ret_cap)
+static int prepare_block(struct store *st, struct store_batch *b, size_t idx, size_t need,
+                         char **ret_raw, size_t *ret_cap)
 {
     if (need == 0)
         return 0;
@@ -834,10 +851,23 @@ static int prepare_block(struct store_batch *b, size_t idx, size_t need, char **
             return 0;
         }
     }
+    char *p = NULL;
     size_t cap = STORE_BLOCK_RAW_FIRST;
+    if (need <= STORE_BLOCK_RAW_MAX) {
+        /* A spare from the writer: once per MiB of lines, so the lock costs nothing. */
+        pthread_mutex_lock(&st->mu);
+        if (st->n_pool)
+            p = st->pool[--st->n_pool];
+        pthread_mutex_unlock(&st->mu);
+        if (p) {
+            *ret_raw = p;
+            *ret_cap = STORE_BLOCK_RAW_MAX;
+            return 0;
+        }
+    }
     while (cap < need)
         cap *= 2;
-    char *p = malloc(cap);
+    p = malloc(cap);
     if (!p)
         return -ENOMEM;
     *ret_raw = p;
@@ -913,8 +943,8 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
         STORE_RESERVE(b, queues, n_kind[RECORD_QUEUE]) < 0 ||
         STORE_RESERVE(b, hosts, n_kind[RECORD_HOST]) < 0 ||
         STORE_RESERVE(b, pipes, n_kind[RECORD_PIPELINE]) < 0 || arena_reserve(b, arena) < 0 ||
-        prepare_block(b, slot->timed, timed, &raw_t, &cap_t) < 0 ||
-        prepare_block(b, slot->untimed, untimed, &raw_u, &cap_u) < 0) {
+        prepare_block(st, b, slot->timed, timed, &raw_t, &cap_t) < 0 ||
+        prepare_block(st, b, slot->untimed, untimed, &raw_u, &cap_u) < 0) {
         free(raw_t);
         return -ENOMEM;
     }

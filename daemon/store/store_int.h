@@ -27,9 +27,13 @@
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
 #define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
 #define STORE_BATCH_RAW_MAX (8 * 1024 * 1024) /* store_append() seals the open batch above it */
+#define STORE_POOL_IDLE 4                     /* spare block buffers kept while idle */
+#define STORE_POOL_LIMIT 1024                 /* spare block buffers kept at most */
 #define STORE_READERS_MAX 8                   /* read-only connections in the pool */
 #define STORE_BUSY_TIMEOUT_MS 5000
-#define STORE_ZSTD_LEVEL 1                    /* see the measurements in writer.c */
+#ifndef STORE_ZSTD_LEVEL
+#define STORE_ZSTD_LEVEL 1 /* see the measurements in writer.c */
+#endif
 #define STORE_CLOSE_GIVE_UP_NS (5 * 1000000000LL) /* store_close() stops retrying a failing commit */
 
 enum store_codec {
@@ -88,13 +92,9 @@ struct store_block {
     int64_t t_min_ns;   /* INT64_MIN..INT64_MAX for a block of events without a time */
     int64_t t_max_ns;
     uint64_t n_events;
-    char *raw;          /* owned; len bytes used of cap; freed once compressed */
+    char *raw;          /* owned; len bytes used of cap; compressed only inside the commit */
     size_t len;
     size_t cap;
-    size_t raw_len;     /* len, kept after raw is freed */
-    void *comp;         /* owned; the stored bytes (zstd frame or a copy of raw), comp_len */
-    size_t comp_len;
-    enum store_codec codec;
 };
 
 /* What one session added to one batch: its counters and its open blocks. */
@@ -169,7 +169,6 @@ struct store_batch {
     uint64_t gen;             /* st->batch_gen when opened; 0 is never used */
     uint64_t bytes;           /* added to the buffered-bytes gauge for this batch */
     uint64_t raw_bytes;       /* trace bytes in blocks, for the auto-seal threshold */
-    bool compressed;          /* writer: every block has comp */
     STORE_VEC(struct store_new_job, jobs);
     STORE_VEC(struct store_new_stream, streams);
     STORE_VEC(struct store_new_session, sessions);
@@ -252,11 +251,17 @@ struct store {
     bool stopping;
     STORE_VEC(struct store_seq, durable); /* published by the writer, taken by collect */
     _Atomic uint64_t buffered;
+    char **pool;                    /* spare raw buffers of STORE_BLOCK_RAW_MAX bytes: reusing them
+                                     * spares the loop a page fault per 4 KiB of new lines */
+    size_t n_pool, pool_max;        /* pool_max: enough for max_buffered_bytes; trimmed to
+                                     * STORE_POOL_IDLE after a second without work */
 
     /* Writer thread. */
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT];
     void *zctx;                /* ZSTD_CCtx */
+    void *zbuf;                /* compression output, zbuf_cap bytes */
+    size_t zbuf_cap;
     pthread_t thread;
     bool thread_started;
 

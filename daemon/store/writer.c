@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writer: the store's writer thread, sole owner of the read-write SQLite connection. It takes the
- * sealed batches from the queue oldest first, compresses their timeline blocks (outside any lock,
- * once: a retried batch keeps its compressed blocks), and writes every batch queued at that
- * moment in one transaction: new jobs, streams and sessions, blocks, step/queue/host/pipeline rows,
+ * sealed batches from the queue oldest first and writes every batch queued at that moment in one
+ * transaction, compressing each timeline block just before its insert (outside st->mu, so the
+ * loop never waits for it): new jobs, streams and sessions, blocks, step/queue/host/pipeline rows,
  * session ends, each stream's next seq, the job and rank counters, then retention. Grouping the
  * queued batches amortises the commit (and its fsync with durability=full) when the writer falls
  * behind, which is exactly when it matters.
@@ -14,9 +14,10 @@
  * -EAGAIN stops ingest. Only store_close() gives up, after STORE_CLOSE_GIVE_UP_NS, and says what
  * it lost.
  *
- * zstd level: on 240-byte synthetic Chrome trace lines, level 1 compresses about 11x at over
- * 1 GB/s on one core here, and negative levels gain little speed for a much worse ratio; see
- * tests/bench/store_bench.c.
+ * zstd level (measured on 1 MiB blocks of 240-byte Kineto-like lines, 2-core VM): level 1 gives
+ * 8.6x at 630-720 MB/s on one core; -1 is 7.1x at ~750 MB/s, -5 4.9x, -20 4.1x at ~840 MB/s; 3 is
+ * 8.4x at ~520 MB/s. Level 1 it is: negative levels buy little speed for much more disk.
+ * Compression is ~75% of this thread's time; tests/bench/store_bench.c measures the whole path.
  */
 #include "store_int.h"
 
@@ -108,11 +109,8 @@ void store__batch_free(struct store_batch *b)
 {
     if (!b)
         return;
-    for (size_t i = 0; i < b->n_blocks; i++) {
-        if (b->blocks[i].comp != b->blocks[i].raw)
-            free(b->blocks[i].comp);
+    for (size_t i = 0; i < b->n_blocks; i++)
         free(b->blocks[i].raw);
-    }
     free(b->jobs);
     free(b->streams);
     free(b->sessions);
@@ -126,41 +124,6 @@ void store__batch_free(struct store_batch *b)
     free(b->seqs);
     free(b->arena);
     free(b);
-}
-
-/* ---- compression ---- */
-
-static int compress_batch(struct store *st, struct store_batch *b)
-{
-    if (b->compressed)
-        return 0;
-    for (size_t i = 0; i < b->n_blocks; i++) {
-        struct store_block *k = &b->blocks[i];
-        if (k->comp)
-            continue;
-        size_t bound = ZSTD_compressBound(k->len);
-        void *out = malloc(bound);
-        if (!out)
-            return -ENOMEM;
-        size_t z = ZSTD_compressCCtx(st->zctx, out, bound, k->raw, k->len, STORE_ZSTD_LEVEL);
-        k->raw_len = k->len;
-        if (ZSTD_isError(z) || z >= k->len) {
-            /* Incompressible (or a zstd failure): keep the lines as they are. */
-            free(out);
-            k->comp = k->raw;
-            k->comp_len = k->len;
-            k->codec = STORE_CODEC_NONE;
-            k->raw = NULL;
-        } else {
-            k->comp = out;
-            k->comp_len = z;
-            k->codec = STORE_CODEC_ZSTD;
-            free(k->raw);
-            k->raw = NULL;
-        }
-    }
-    b->compressed = true;
-    return 0;
 }
 
 /* ---- SQL helpers ---- */
@@ -238,21 +201,34 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
     int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_blocks; i++) {
         const struct store_block *k = &b->blocks[i];
+        size_t bound = ZSTD_compressBound(k->len);
+        if (store__reserve(&st->zbuf, &st->zbuf_cap, bound, 1) < 0)
+            return SQLITE_NOMEM;
+        /* Compressing here rather than before BEGIN keeps no second copy of the batch; a retried
+         * transaction compresses again, which is rare and cheap. */
+        size_t z = ZSTD_compressCCtx(st->zctx, st->zbuf, bound, k->raw, k->len, STORE_ZSTD_LEVEL);
+        const void *data = st->zbuf;
+        enum store_codec codec = STORE_CODEC_ZSTD;
+        if (ZSTD_isError(z) || z >= k->len) {
+            data = k->raw; /* incompressible: keep the lines as they are */
+            z = k->len;
+            codec = STORE_CODEC_NONE;
+        }
         sqlite3_stmt *s = st->stmt[STMT_INS_BLOCK];
         sqlite3_bind_int64(s, 1, k->job_id);
         sqlite3_bind_int64(s, 2, k->rank);
         sqlite3_bind_int64(s, 3, k->t_min_ns);
         sqlite3_bind_int64(s, 4, k->t_max_ns);
         sqlite3_bind_int64(s, 5, (int64_t)k->n_events);
-        sqlite3_bind_int64(s, 6, (int64_t)k->raw_len);
-        sqlite3_bind_int(s, 7, (int)k->codec);
-        sqlite3_bind_blob64(s, 8, k->comp, k->comp_len, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 6, (int64_t)k->len);
+        sqlite3_bind_int(s, 7, (int)codec);
+        sqlite3_bind_blob64(s, 8, data, z, SQLITE_STATIC);
         rc = step_done(s);
         if (rc == SQLITE_OK) {
             s = st->stmt[STMT_UPD_JOB_BLOCK];
             sqlite3_bind_int64(s, 1, k->job_id);
-            sqlite3_bind_int64(s, 2, (int64_t)k->comp_len);
-            sqlite3_bind_int64(s, 3, (int64_t)k->raw_len);
+            sqlite3_bind_int64(s, 2, (int64_t)z);
+            sqlite3_bind_int64(s, 3, (int64_t)k->len);
             rc = step_done(s);
         }
     }
@@ -457,10 +433,10 @@ static void publish(struct store *st, struct store_batch *first, struct store_ba
                     size_t n_batches)
 {
     for (struct store_batch *b = first;; b = b->next) {
-        if (STORE_RESERVE(st, durable, b->n_seqs) == 0) {
+        if (b->n_seqs && STORE_RESERVE(st, durable, b->n_seqs) == 0) {
             memcpy(st->durable + st->n_durable, b->seqs, b->n_seqs * sizeof *b->seqs);
             st->n_durable += b->n_seqs;
-        } else {
+        } else if (b->n_seqs) {
             /* Durable but unannounced until the stream's next commit; a client that leaves
              * before then replays lines the daemon skips as duplicates. */
             log_warn("store: out of memory publishing durable seqs");
@@ -474,6 +450,33 @@ static void publish(struct store *st, struct store_batch *first, struct store_ba
     last->next = NULL;
     st->committed += n_batches;
     pthread_cond_broadcast(&st->cond);
+}
+
+/* Under st->mu: keeps full-size raw buffers of a committed group for the loop to reuse. */
+static void recycle(struct store *st, struct store_batch *first)
+{
+    for (struct store_batch *b = first; b && st->n_pool < st->pool_max; b = b->next) {
+        for (size_t i = 0; i < b->n_blocks && st->n_pool < st->pool_max; i++) {
+            struct store_block *k = &b->blocks[i];
+            if (k->cap == STORE_BLOCK_RAW_MAX) {
+                st->pool[st->n_pool++] = k->raw;
+                k->raw = NULL;
+            }
+        }
+    }
+}
+
+/* Under st->mu, which it drops while freeing. */
+static void trim_pool(struct store *st)
+{
+    char *spare[STORE_POOL_LIMIT];
+    size_t n = 0;
+    while (st->n_pool > STORE_POOL_IDLE)
+        spare[n++] = st->pool[--st->n_pool];
+    pthread_mutex_unlock(&st->mu);
+    for (size_t i = 0; i < n; i++)
+        free(spare[i]);
+    pthread_mutex_lock(&st->mu);
 }
 
 static uint64_t free_group(struct store_batch *first, uint64_t *ret_events)
@@ -507,8 +510,17 @@ void *store__writer_main(void *arg)
 
     pthread_mutex_lock(&st->mu);
     for (;;) {
-        while (!st->queue_head && !st->stopping)
-            pthread_cond_wait(&st->cond, &st->mu);
+        while (!st->queue_head && !st->stopping) {
+            if (st->n_pool <= STORE_POOL_IDLE) {
+                pthread_cond_wait(&st->cond, &st->mu);
+                continue;
+            }
+            /* After a quiet second, give back the spare buffers a burst left behind. */
+            int64_t wake = clock_mono_ns() + 1000000000LL;
+            struct timespec ts = {.tv_sec = wake / 1000000000, .tv_nsec = wake % 1000000000};
+            if (pthread_cond_timedwait(&st->cond, &st->mu, &ts) == ETIMEDOUT && !st->queue_head)
+                trim_pool(st);
+        }
         if (!st->queue_head)
             break; /* stopping, and everything is written */
         struct store_batch *first = st->queue_head, *last = first;
@@ -519,18 +531,9 @@ void *store__writer_main(void *arg)
         }
         pthread_mutex_unlock(&st->mu);
 
-        int r = 0;
-        int rc = SQLITE_OK;
-        for (struct store_batch *b = first; r == 0; b = b->next) {
-            r = compress_batch(st, b);
-            if (b == last)
-                break;
-        }
         struct evicted ev = {0};
-        if (r == 0) {
-            rc = commit_group(st, first, last, &ev);
-            r = store__errno(rc);
-        }
+        int rc = commit_group(st, first, last, &ev);
+        int r = store__errno(rc);
 
         if (r == 0) {
             /* Counters first, so that whoever is woken by the publication sees them. */
@@ -550,6 +553,7 @@ void *store__writer_main(void *arg)
             STATS_ADD(st->stats, evicted_bytes, ev.bytes);
             pthread_mutex_lock(&st->mu);
             publish(st, first, last, n);
+            recycle(st, first);
             pthread_mutex_unlock(&st->mu);
             (void)free_group(first, NULL);
             if (failures)
