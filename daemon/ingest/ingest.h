@@ -11,7 +11,8 @@
  * answered the same way and the connection is closed. The daemon sends {"ack":N} once every line
  * with seq < N is durable.
  *
- * Threading: every function here runs on the loop thread.
+ * Threading: every function here runs on the loop thread. Replies are written to clients that may
+ * have gone away: the process must ignore SIGPIPE (main.c does), else such a write kills it.
  */
 #ifndef STEPSCOPE_INGEST_H
 #define STEPSCOPE_INGEST_H
@@ -42,11 +43,19 @@ typedef int (*ingest_hello_cb)(void *ud, const struct record_hello *hello,
  * that were rejected, so their numbers are acknowledged too (n may be 0).
  * Return 0; -EAGAIN if they were taken but the consumer is above its high watermark (ingest
  * stops reading from every connection until ingest_resume()); any other negative errno if they
- * could not be taken (ingest answers each line with an "unavailable" error). */
+ * could not be taken (ingest answers each line with an "unavailable" error). In that last case,
+ * if n > 0, the session then ends (on_close, clean = false) and the connection closes: later lines
+ * could not be acknowledged without acknowledging the lost ones, so the client reconnects and
+ * replays from the stream's durable next_seq. Usually called once per read of a connection; more
+ * often when a read holds more than 4096 records or many escaped strings.
+ * Record fields: a trace "M" event without "ts" has ts_ns = INT64_MIN, like absent "ts_us". */
 typedef int (*ingest_sink_cb)(void *ud, int64_t session_id, const struct record *recs, size_t n,
                               uint64_t next_seq);
 
-/* A session ended: clean is true after a {"type":"bye"} line, false on EOF or error. */
+/* A session ended: clean is true after a {"type":"bye"} line, false on EOF, error or ingest_close().
+ * Called once per welcomed connection, after the last sink call for it. While it runs the stream is
+ * still mapped, so an ingest_ack() made from inside the callback (after committing) still reaches
+ * the client; the connection closes once its queued replies are written. */
 typedef void (*ingest_close_cb)(void *ud, int64_t session_id, bool clean);
 
 struct ingest_config {
@@ -61,11 +70,16 @@ struct ingest_config {
 };
 
 /* Binds the socket and starts accepting. Checks the path length itself (-ENAMETOOLONG); returns
- * -EADDRINUSE if a live daemon answers on the path; unlinks a stale socket file left by a dead
- * one; chmods the socket 0660. Other errors are libuv's (negative errno). *ret_in on success. */
+ * -EADDRINUSE if a live daemon answers on the path, or if the path exists and is not a socket;
+ * unlinks a stale socket file left by a dead one; chmods the socket 0660. -EINVAL without a path,
+ * on_hello or sink (on_close and stats may be NULL; max_line_bytes and max_connections 0 mean the
+ * defaults). Other errors are negative errnos from the socket calls or libuv. *ret_in on success;
+ * on a late failure a handle may still need one uv_run() to be closed. */
 int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest **ret_in);
 
-/* Sends {"ack":next_seq} to the connection that holds stream_id, if any (no-op otherwise). */
+/* Sends {"ack":next_seq} to the connection that holds stream_id, if any (no-op otherwise, and
+ * no-op if next_seq is not above the last ack sent). Acks coalesce: while a write to the client is
+ * in flight only the latest value waits, and it is never dropped for lack of buffer room. */
 void ingest_ack(struct ingest *in, int64_t stream_id, uint64_t next_seq);
 
 /* Backpressure: resume reading from every connection after a sink returned -EAGAIN. */
@@ -75,7 +89,10 @@ void ingest_resume(struct ingest *in);
 void ingest_stop_reading(struct ingest *in);
 
 /* Shutdown, step two: close every connection (after the last acks were queued) and the listener,
- * unlink the socket file, and free everything once libuv has closed the handles. NULL-safe. */
+ * unlink the socket file, and free everything once libuv has closed the handles. NULL-safe.
+ * Calls on_close(clean = false) for every session still open. Replies the socket cannot take at
+ * once are dropped, so a client that never reads cannot hold up shutdown. Run the loop afterwards
+ * (uv_run) to let the close callbacks free the memory. */
 void ingest_close(struct ingest *in);
 
 #endif

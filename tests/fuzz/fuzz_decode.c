@@ -1,10 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target for the ingest line decoder. The input is framed by core/lbuf (in reads whose sizes
+ * come from the input's first byte, so framing splits are fuzzed too) exactly as a connection
+ * would; the first line goes through the hello decoder, every line through the record decoder.
+ * Each line is also decoded from its own exact-size copy with exactly LBUF_PADDING + 1 bytes after
+ * it, so ASan catches any read past the padding simdjson is allowed.
+ *
+ * Invariants checked: a decode returns a known result and leaves the arena as it was on failure;
+ * a record's kind is valid, its raw text is the line, its borrowed strings lie inside the line or
+ * the arena, ph is set for traces only, X events have dur >= 0, steps end >= begin; a hello has a
+ * job of 1..256 bytes and world_size > rank >= 0; and decoding the same line twice gives the same
+ * answer (the parser keeps no state between lines).
+ */
+#include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemon/core/lbuf.h"
+#include "../../daemon/ingest/decode.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-/* STUB */
+
+#define MAX_LINE 4096
+
+static struct ingest_decoder *dec;
+static char arena_buf[MAX_LINE + 64];
+
+static bool inside(const char *p, size_t n, const char *lo, size_t lo_n)
+{
+    return n == 0 || (p >= lo && p + n <= lo + lo_n);
+}
+
+static void check_text(struct record_text t, const char *line, size_t len,
+                       const struct ingest_arena *a)
+{
+    if (t.len == 0)
+        return;
+    assert(t.ptr);
+    assert(inside(t.ptr, t.len, line, len) || inside(t.ptr, t.len, a->data, a->used));
+}
+
+static void check_record(const struct record *r, const char *line, size_t len,
+                         const struct ingest_arena *a)
+{
+    assert((unsigned)r->kind < RECORD_KIND_COUNT);
+    assert(r->raw == line && r->raw_len == len);
+    check_text(r->name, line, len, a);
+    check_text(r->cat, line, len, a);
+    check_text(r->pid, line, len, a);
+    check_text(r->tid, line, len, a);
+    check_text(r->phases, line, len, a);
+    switch (r->kind) {
+    case RECORD_TRACE:
+        assert(r->ph != 0);
+        if (r->ph == 'X') {
+            assert(r->dur_ns >= 0);
+            assert(r->ts_ns != INT64_MIN);
+            assert(r->name.ptr != NULL);
+        }
+        assert(r->dur_ns >= 0);
+        break;
+    case RECORD_STEP:
+        assert(r->ph == 0);
+        assert(r->step >= 0 && r->dur_ns >= 0);
+        if (r->phases.len > 0)
+            assert(r->phases.ptr[0] == '{' && r->phases.ptr[r->phases.len - 1] == '}');
+        break;
+    case RECORD_QUEUE:
+        assert(r->size >= 0 && r->capacity >= -1 && r->step >= -1);
+        break;
+    case RECORD_HOST:
+        assert(r->rss_bytes >= -1);
+        break;
+    default:
+        assert(r->ph == 0);
+        break;
+    }
+}
+
+static void decode_line(const char *line, size_t len, bool first)
+{
+    struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
+    char msg[INGEST_DECODE_MSG_MAX];
+    struct record r, r2;
+    int res = ingest__decode_record(dec, line, len, &a, &r, msg);
+    assert(res >= INGEST_DECODE_OK && res <= INGEST_DECODE_INVALID);
+    if (res == INGEST_DECODE_OK) {
+        check_record(&r, line, len, &a);
+        size_t used = a.used;
+        int res2 = ingest__decode_record(dec, line, len, &a, &r2, msg);
+        assert(res2 == res && r2.kind == r.kind && r2.ts_ns == r.ts_ns && r2.dur_ns == r.dur_ns &&
+               r2.name.len == r.name.len);
+        assert(a.used == 2 * used);
+    } else {
+        assert(a.used == 0);
+        assert(memchr(msg, '\0', sizeof msg));
+        int res2 = ingest__decode_record(dec, line, len, &a, &r2, msg);
+        assert(res2 == res);
+    }
+    /* Too small an arena: either it fits or NOSPACE, never anything else, and nothing is kept. */
+    char tiny[4];
+    struct ingest_arena t = {tiny, 0, sizeof tiny};
+    int rt = ingest__decode_record(dec, line, len, &t, &r2, msg);
+    assert(rt == res || (rt == INGEST_DECODE_NOSPACE && t.used == 0));
+
+    if (first) {
+        struct record_hello h;
+        a.used = 0;
+        int rh = ingest__decode_hello(dec, line, len, &a, &h, msg);
+        assert(rh == INGEST_DECODE_OK || rh == INGEST_DECODE_BAD_HELLO);
+        if (rh == INGEST_DECODE_OK) {
+            size_t jl = strlen(h.job);
+            assert(jl >= 1 && jl <= RECORD_NAME_MAX);
+            assert(h.rank >= 0 && h.world_size > h.rank);
+            assert(strlen(h.stream) <= RECORD_NAME_MAX);
+            assert(h.raw == line && h.raw_len == len);
+        } else {
+            assert(a.used == 0);
+        }
+    }
+}
+
+/* The same line from an exact-size copy: nothing readable past line + len + 1 + LBUF_PADDING. */
+static void decode_exact(const char *line, size_t len, bool first)
+{
+    char *copy = malloc(len + 1 + LBUF_PADDING);
+    assert(copy);
+    memcpy(copy, line, len);
+    memset(copy + len, 0, 1 + LBUF_PADDING);
+    decode_line(copy, len, first);
+    free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    (void)data;
-    (void)size;
+    if (!dec) {
+        dec = ingest__decoder_new(MAX_LINE);
+        assert(dec);
+    }
+    if (size == 0)
+        return 0;
+    size_t chunk = (size_t)data[0] % 64 + 1;
+    data++;
+    size--;
+
+    struct lbuf b;
+    if (lbuf_init(&b, MAX_LINE) < 0)
+        return 0;
+    bool first = true;
+    size_t off = 0;
+    while (off < size) {
+        size_t room;
+        char *space = lbuf_space(&b, &room);
+        size_t n = size - off < chunk ? size - off : chunk;
+        if (n > room)
+            n = room;
+        memcpy(space, data + off, n);
+        lbuf_commit(&b, n);
+        off += n;
+        char *line;
+        size_t len;
+        int r;
+        while ((r = lbuf_next(&b, &line, &len)) != 0) {
+            if (r < 0)
+                continue;
+            assert(line[len] == '\0');
+            decode_exact(line, len, first);
+            decode_line(line, len, first); /* in place, as ingest does */
+            first = false;
+        }
+    }
+    lbuf_done(&b);
     return 0;
 }
