@@ -224,11 +224,15 @@ class Daemon:
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
-            last = pred()
-            if last:
-                return last
+            try:
+                last = pred()
+            except (AssertionError, KeyError) as e:  # e.g. the job is not committed yet
+                last = e
+            else:
+                if last:
+                    return last
             time.sleep(0.05)
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
 class DaemonFactory:

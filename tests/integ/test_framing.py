@@ -4,6 +4,7 @@ death is counted and dropped without touching the complete lines before it."""
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -101,14 +102,53 @@ def test_client_killed_mid_line(daemon):
 
 
 def test_client_closing_right_after_a_burst_keeps_every_whole_line(daemon):
-    """No ack awaited: close() after write() still delivers every complete line."""
+    """No ack awaited: close() right after write() still delivers every complete line, even when
+    an ack the daemon writes meanwhile finds the peer gone (EPIPE) while the peer's last lines
+    still wait in the socket. The race is timing-dependent, so it is tried a number of times."""
+    n, rounds = 3000, 60
+    for k in range(rounds):
+        c = Client(daemon.socket)
+        c.hello(f"burst_close_{k}")
+        c.send_lines(x_event(i) for i in range(n))
+        c.close()
+    # Settled: every connection closed and everything read is durable.
+    daemon.wait_for("all connections closed and acked", lambda: (
+        lambda st: st["connections"]["open"] == 0 and st["acknowledged"] == st["lines"]
+        and st["buffered_bytes"] == 0)(daemon.stats()))
+    daemon.wait_for("all jobs visible", lambda: len(daemon.jobs()) == rounds)
+    short = {j["name"]: j["events"] for j in daemon.jobs() if j["events"] != n}
+    st = daemon.stats()
+    assert not short, (f"{len(short)} of {rounds} connections lost lines they had fully written "
+                       f"before closing: {short}; stats lines={st['lines']} (sent {n * rounds}), "
+                       f"partial_lines={st['partial_lines']}")
+    assert st["partial_lines"] == 0
+    assert st["lines"] == n * rounds
+    assert os.path.exists(daemon.socket)
+
+
+def test_client_that_never_reads_replies_loses_nothing(daemon):
+    """The deterministic form of the race above. A client may ignore everything the daemon sends
+    (PROTOCOL.md section 3: "a client that never reads the welcome can still count"); this one
+    says so with shutdown(SHUT_RD), so each ack the daemon writes fails with EPIPE. Lines the
+    client keeps writing after that must still be read, stored and counted."""
     n = 3000
     c = Client(daemon.socket)
-    c.hello("burst_close")
-    c.send_lines(x_event(i) for i in range(n))
+    c.hello("write_only")
+    c.sock.shutdown(socket.SHUT_RD)
+    evs = [x_event(i) for i in range(n)]
+    closed_on_us = None
+    for k in range(0, n, 500):
+        try:
+            c.send_lines(evs[k:k + 500])
+        except OSError as e:
+            closed_on_us = f"the daemon closed the connection after {k} lines ({e!r})"
+            break
+        time.sleep(0.1)  # longer than flush_interval_ms: an ack is written in between
     c.close()
-    daemon.wait_for(f"{n} events", lambda: daemon.job("burst_close")["events"] == n)
+    daemon.wait_for("the connection to close", lambda: daemon.stats()["connections"]["open"] == 0)
+    daemon.wait_for("every line read to be durable", lambda: (
+        lambda st: st["acknowledged"] == st["lines"] and st["buffered_bytes"] == 0)(daemon.stats()))
     st = daemon.stats()
-    assert st["partial_lines"] == 0
-    assert st["lines"] == n
-    assert os.path.exists(daemon.socket)
+    assert closed_on_us is None, f"{closed_on_us}; it read {st['lines']} of {n} lines"
+    assert st["lines"] == n, f"the daemon read {st['lines']} of {n} lines"
+    assert daemon.job("write_only")["events"] == n
