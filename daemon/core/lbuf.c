@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Newline framing: see lbuf.h. The buffer holds at most one line plus whatever followed it in the
- * same read; it is compacted (memmove of the unread tail) only when the free tail is too small for
- * the rest of the current line, so in steady state a read is copied once, by the kernel.
+ * same read. The unread tail is moved to the front only in lbuf_space(), when the free tail has
+ * shrunk below a quarter of the buffer: never in lbuf_next(), whose earlier lines the caller may
+ * still hold. In steady state a read is copied once, by the kernel.
  */
 #include "lbuf.h"
 
@@ -43,7 +44,8 @@ char *lbuf_space(struct lbuf *b, size_t *ret_len)
     if (b->start == b->end) {
         /* Nothing unread: restart at the front, which also gives a discarding reader full room. */
         b->start = b->end = b->scanned = 0;
-    } else if (b->end == b->capacity) {
+    } else if (b->capacity - b->end < b->capacity / 4) {
+        /* Compacting is only safe here: the lines handed out before this call are dead now. */
         compact(b);
     }
     *ret_len = b->capacity - b->end;
@@ -77,8 +79,6 @@ int lbuf_next(struct lbuf *b, char **ret_line, size_t *ret_len)
                 b->n_lines++;
                 return -EMSGSIZE;
             }
-            if (b->end == b->capacity)
-                compact(b);
             return 0;
         }
         size_t pos = (size_t)(nl - b->data);

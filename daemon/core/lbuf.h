@@ -36,8 +36,9 @@ int lbuf_init(struct lbuf *b, size_t max_line);
 /* Frees b's memory. Safe on a zeroed or already-done lbuf. */
 void lbuf_done(struct lbuf *b);
 
-/* The free tail where the next read may land: *ret_len is never 0 (the buffer compacts itself and,
- * while discarding, reuses its whole room). The pointer is valid until the next call on b. */
+/* The free tail where the next read may land: *ret_len is never 0 provided every line was taken
+ * out with lbuf_next() since the last commit (the buffer compacts itself here, which ends the life
+ * of every line handed out before; while discarding, it reuses its whole room). */
 char *lbuf_space(struct lbuf *b, size_t *ret_len);
 
 /* Records that n bytes were written at lbuf_space(). n must not exceed what it offered. */
