@@ -43,7 +43,10 @@
 
 enum conn_state {
     CONN_HELLO,   /* waits for the first non-blank line; next CONN_RECORDS, or CONN_CLOSING */
-    CONN_RECORDS, /* numbers and decodes lines; next CONN_CLOSING (bye, EOF, error, shutdown) */
+    CONN_RECORDS, /* numbers and decodes lines; next CONN_DRAINING (bye) or CONN_CLOSING (EOF,
+                   * error, shutdown) */
+    CONN_DRAINING, /* after a bye: takes no input, keeps its stream mapped until the ack that
+                    * covers the bye is queued; next CONN_CLOSING */
     CONN_CLOSING, /* takes no input; the handle closes once the queued replies are written */
 };
 
@@ -64,6 +67,7 @@ struct ingest_conn {
     bool writing;                   /* wire is being written */
     bool handle_closing;            /* uv_close() was called: no more libuv calls */
     bool session_open;              /* a welcome was sent and on_close is still owed */
+    bool out_dead;                  /* a write failed: replies are dropped, reading goes on */
     struct lbuf lines;
     int64_t session_id;
     int64_t stream_id;
@@ -201,6 +205,10 @@ static void conn_flush(struct ingest_conn *c)
 {
     if (c->writing || c->handle_closing)
         return;
+    if (c->out_dead) {
+        c->pend.len = 0;
+        c->ack_pending = false;
+    }
     if (c->ack_pending) {
         char line[48];
         int n = snprintf(line, sizeof line, "{\"ack\":%llu}\n", (unsigned long long)c->ack);
@@ -222,8 +230,9 @@ static void conn_flush(struct ingest_conn *c)
     int r = uv_write(&c->wreq, (uv_stream_t *)&c->pipe, &b, 1, on_write);
     if (r < 0) {
         c->wire.len = 0;
-        conn_end_session(c, false);
-        conn_close_now(c);
+        c->out_dead = true;
+        if (c->state == CONN_CLOSING)
+            conn_close_now(c);
         return;
     }
     c->writing = true;
@@ -237,10 +246,10 @@ static void on_write(uv_write_t *req, int status)
     if (c->handle_closing)
         return;
     if (status < 0) {
-        /* The client is gone (EPIPE, ECONNRESET): nothing more can reach it. */
-        conn_end_session(c, false);
-        conn_close_now(c);
-        return;
+        /* Nothing more can reach the client (EPIPE after it shut its read side, ECONNRESET), but
+         * it may still be writing: lines already sent are data. The read side decides when the
+         * connection ends; from now on replies are dropped. */
+        c->out_dead = true;
     }
     conn_flush(c);
 }
@@ -288,7 +297,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void conn_read_start(struct ingest_conn *c)
 {
-    if (c->reading || c->handle_closing || c->state == CONN_CLOSING)
+    if (c->reading || c->handle_closing || c->state >= CONN_DRAINING)
         return;
     if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0)
         c->reading = true;
@@ -323,6 +332,26 @@ static void conn_end_session(struct ingest_conn *c, bool clean)
     if (in->cfg.on_close)
         in->cfg.on_close(in->cfg.ud, c->session_id, clean);
     map_del(in, c->stream_id, c);
+}
+
+/* A clean end: the session closes now, but the connection stays (not reading, stream still
+ * mapped) until ingest_ack() brings the ack that covers every line, the bye included, so a
+ * client that waits for it knows all it sent is durable. */
+static void conn_drain(struct ingest_conn *c)
+{
+    struct ingest *in = c->in;
+    c->state = CONN_DRAINING;
+    conn_read_stop(c);
+    if (c->session_open) {
+        c->session_open = false;
+        if (in->cfg.on_close)
+            in->cfg.on_close(in->cfg.ud, c->session_id, true);
+    }
+    if (c->ack_sent >= c->next_seq) {
+        map_del(in, c->stream_id, c);
+        c->state = CONN_CLOSING;
+    }
+    conn_flush(c);
 }
 
 /* No more input: reply what is queued, then close. */
@@ -517,8 +546,7 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
     case INGEST_DECODE_BYE:
         if (!conn_deliver(c, c->next_seq))
             return;
-        conn_end_session(c, true);
-        conn_shut(c);
+        conn_drain(c);
         return;
     default:
         count_rejected(in->stats, r);
@@ -551,23 +579,13 @@ static void conn_oversized(struct ingest_conn *c, uint64_t line_no)
     conn_reply_error(c, line_no, (int64_t)seq, "oversized", msg, false);
 }
 
-/* True if the next lbuf_next() will compact the buffer, moving the bytes that the batch's records
- * point into: it does so when the buffer is full and holds no further complete line. */
-static bool lbuf_will_move(const struct lbuf *b)
-{
-    return b->end == b->capacity && b->start > 0 && !b->discarding &&
-           !memchr(b->data + b->scanned, '\n', b->end - b->scanned);
-}
-
 static void conn_process(struct ingest_conn *c)
 {
     char *line;
     size_t len;
     int r;
     for (;;) {
-        if (c->state == CONN_CLOSING)
-            break;
-        if (c->n_batch > 0 && lbuf_will_move(&c->lines) && !conn_deliver(c, c->next_seq))
+        if (c->state >= CONN_DRAINING)
             break;
         r = lbuf_next(&c->lines, &line, &len);
         if (r == 0)
@@ -621,6 +639,7 @@ static void on_conn_closed(uv_handle_t *h)
 {
     struct ingest_conn *c = h->data;
     struct ingest *in = c->in;
+    map_del(in, c->stream_id, c); /* no-op unless it still holds its stream (draining) */
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -823,6 +842,10 @@ void ingest_ack(struct ingest *in, int64_t stream_id, uint64_t next_seq)
     c->ack = next_seq;
     c->ack_sent = next_seq;
     c->ack_pending = true;
+    if (c->state == CONN_DRAINING && next_seq >= c->next_seq) {
+        map_del(in, c->stream_id, c);
+        c->state = CONN_CLOSING;
+    }
     conn_flush(c);
 }
 
