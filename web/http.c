@@ -37,6 +37,7 @@ union web_addr {
     struct sockaddr_in6 in6;
 };
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) SS_PRINTF(2, 0);
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     static struct log_ratelimit rl;

@@ -90,6 +90,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...);
 static void die(const char *fmt, ...)
 {
     va_list ap;
@@ -109,6 +110,7 @@ static void usage(FILE *f)
           f);
 }
 
+__attribute__((format(printf, 2, 3))) static void fail(struct conn *c, const char *fmt, ...);
 static void fail(struct conn *c, const char *fmt, ...)
 {
     va_list ap;
