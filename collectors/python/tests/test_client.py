@@ -375,6 +375,7 @@ def test_threads_record_concurrently(clients, server):
 
 # -- fork -----------------------------------------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_fork_child_uses_its_own_stream(clients, server):
     c = clients(socket=server.path)
     c.queue("parent", 1)

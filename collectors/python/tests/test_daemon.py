@@ -309,6 +309,7 @@ def test_no_daemon_then_daemon(sockdir):
         assert d.stop() == 0
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_fork_child_stream_on_real_daemon(daemon):
     c = stepscope.Client(socket=daemon.socket, job="py-fork")
     try:
