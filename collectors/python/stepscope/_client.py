@@ -414,6 +414,8 @@ class Client:
             s = self._sender
             if s is None:
                 return not self._pending
+            if self._closed:  # the sender is stopped: nothing more will be acknowledged
+                return s.held() == 0
             m = Marker()
             self._pending.append(m)
             s.wake()
