@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scanner behind decode.c (contract in jscan.h): a recursive-descent pass for the top-level
+ * object, which fills slots, and one iterative loop (a 64-bit stack of "object or array" bits,
+ * since the depth limit is 64) that validates every other value without recursion.
+ *
+ * Every helper takes a pointer into the line and returns the pointer past what it consumed, or
+ * NULL with the reason in s->why. The line's NUL terminator is what stops every loop: it is not
+ * whitespace, not a valid byte in a string, not part of a number or literal, so no helper runs
+ * past line[len] except the 8-byte loads of string bodies, which stay inside the padding.
+ *
+ * Matches simdjson 3.0.1 (the previous decoder, still the oracle of tests/fuzz/fuzz_jscan.c) on
+ * what it accepts, including its handling of \u escapes: a high surrogate must be followed by
+ * \u and a low surrogate, and a lone low surrogate is an error. Numbers converted to double use
+ * strtod (the daemon never calls setlocale, so the decimal point is '.'), which rounds correctly
+ * where simdjson 3.0.1's get_double() does not (inputs with more than 19 significant digits).
+ */
+#include "jscan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/lbuf.h"
+
+/* string_end() loads 8 bytes at a time and find_key() JSCAN_KEY_MAX + 1 bytes from inside the
+ * line; the padding lbuf leaves after every line keeps both inside readable memory. */
+_Static_assert(LBUF_PADDING >= JSCAN_KEY_MAX + 1, "lbuf padding too small for jscan");
+
+struct scan {
+    const char *why;         /* the reason for the last NULL return */
+    uint32_t seen;           /* bit id: the key with that id was seen, its slot filled */
+    int status;              /* INGEST_DECODE_MALFORMED, or _NOSPACE when the arena ran out */
+    struct ingest_arena *a;
+};
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+static const char *fail(struct scan *s, const char *why)
+{
+    s->why = why;
+    return NULL;
+}
+
+static inline bool is_digit(char c)
+{
+    return (unsigned char)(c - '0') < 10;
+}
+
+static inline const char *skip_blanks(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+static inline int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Four hex digits at p, or -1. */
+static inline int32_t hex4(const char *p)
+{
+    int a = hex_value((unsigned char)p[0]), b = hex_value((unsigned char)p[1]);
+    int c = hex_value((unsigned char)p[2]), d = hex_value((unsigned char)p[3]);
+    if ((a | b | c | d) < 0)
+        return -1;
+    return (a << 12) | (b << 8) | (c << 4) | d;
+}
+
+/* Validates the escape at p ('\\') and returns the pointer past it; *ret_cp gets the code point
+ * (or the byte for a one-letter escape). */
+static const char *escape(struct scan *s, const char *p, uint32_t *ret_cp)
+{
+    switch (p[1]) {
+    case '"':
+    case '\\':
+    case '/':
+        *ret_cp = (unsigned char)p[1];
+        return p + 2;
+    case 'b':
+        *ret_cp = '\b';
+        return p + 2;
+    case 'f':
+        *ret_cp = '\f';
+        return p + 2;
+    case 'n':
+        *ret_cp = '\n';
+        return p + 2;
+    case 'r':
+        *ret_cp = '\r';
+        return p + 2;
+    case 't':
+        *ret_cp = '\t';
+        return p + 2;
+    case 'u':
+        break;
+    default:
+        return fail(s, "bad escape");
+    }
+    int32_t cp = hex4(p + 2);
+    if (cp < 0)
+        return fail(s, "bad \\u escape");
+    p += 6;
+    if (cp >= 0xdc00 && cp <= 0xdfff)
+        return fail(s, "lone low surrogate");
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        if (p[0] != '\\' || p[1] != 'u')
+            return fail(s, "lone high surrogate");
+        int32_t lo = hex4(p + 2);
+        if (lo < 0xdc00 || lo > 0xdfff)
+            return fail(s, "lone high surrogate");
+        cp = (((cp - 0xd800) << 10) | (lo - 0xdc00)) + 0x10000;
+        p += 6;
+    }
+    *ret_cp = (uint32_t)cp;
+    return p;
+}
+
+/* Validates the UTF-8 sequence starting at p (a byte >= 0x80) and returns the pointer past it:
+ * no overlongs, no surrogates, nothing above U+10FFFF. */
+static const char *utf8_seq(struct scan *s, const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    unsigned c = u[0];
+    if (c < 0xc2)
+        return fail(s, "invalid UTF-8");
+    if (c < 0xe0) {
+        if ((u[1] & 0xc0) != 0x80)
+            return fail(s, "invalid UTF-8");
+        return p + 2;
+    }
+    if (c < 0xf0) {
+        unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        if (u[1] < lo || u[1] > hi || (u[2] & 0xc0) != 0x80)
+            return fail(s, "invalid UTF-8");
+        return p + 3;
+    }
+    if (c < 0xf5) {
+        unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        if (u[1] < lo || u[1] > hi || (u[2] & 0xc0) != 0x80 || (u[3] & 0xc0) != 0x80)
+            return fail(s, "invalid UTF-8");
+        return p + 4;
+    }
+    return fail(s, "invalid UTF-8");
+}
+
+/* Bytes of w that need a closer look in a string body: '"', '\\', < 0x20 or >= 0x80. The lowest
+ * set bit is exact (the borrows of these tricks only run upward from a byte that is flagged). */
+static inline uint64_t special_bytes(uint64_t w)
+{
+    uint64_t q = w ^ (ONES * '"');
+    uint64_t b = w ^ (ONES * '\\');
+    q = (q - ONES) & ~q;
+    b = (b - ONES) & ~b;
+    uint64_t c = (w - ONES * 0x20) & ~w;
+    return (q | b | c | w) & HIGHS;
+}
+
+/* p is just past an opening quote. Returns the pointer to the closing quote of a valid string;
+ * *has_escape is set if the body holds a backslash. */
+static const char *string_end(struct scan *s, const char *p, bool *has_escape)
+{
+    for (;;) {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t m = special_bytes(w);
+        if (m == 0) {
+            p += 8;
+            continue;
+        }
+        p += __builtin_ctzll(m) >> 3;
+#endif
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p;
+        if (c == '\\') {
+            uint32_t cp;
+            *has_escape = true;
+            p = escape(s, p, &cp);
+            if (!p)
+                return NULL;
+        } else if (c >= 0x80) {
+            p = utf8_seq(s, p);
+            if (!p)
+                return NULL;
+        } else if (c < 0x20) {
+            return fail(s, c == 0 ? "unterminated string" : "control character in string");
+        } else {
+            p++; /* only without the word loop */
+        }
+    }
+}
+
+/* Unescapes the valid string body [p, end) into dst (cap bytes); returns its length, or -1 if
+ * it does not fit. */
+static ptrdiff_t unescape(const char *p, const char *end, char *dst, size_t cap)
+{
+    struct scan ignore = {NULL, 0, 0, NULL};
+    size_t n = 0;
+    while (p < end) {
+        const char *bs = memchr(p, '\\', (size_t)(end - p));
+        size_t run = bs ? (size_t)(bs - p) : (size_t)(end - p);
+        if (cap - n < run)
+            return -1;
+        memcpy(dst + n, p, run);
+        n += run;
+        p += run;
+        if (!bs)
+            break;
+        uint32_t cp = 0;
+        p = escape(&ignore, p, &cp); /* validated by string_end(): never NULL */
+        unsigned char u[4];
+        size_t k;
+        if (cp < 0x80) {
+            u[0] = (unsigned char)cp;
+            k = 1;
+        } else if (cp < 0x800) {
+            u[0] = (unsigned char)(0xc0 | (cp >> 6));
+            u[1] = (unsigned char)(0x80 | (cp & 0x3f));
+            k = 2;
+        } else if (cp < 0x10000) {
+            u[0] = (unsigned char)(0xe0 | (cp >> 12));
+            u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+            u[2] = (unsigned char)(0x80 | (cp & 0x3f));
+            k = 3;
+        } else {
+            u[0] = (unsigned char)(0xf0 | (cp >> 18));
+            u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+            u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+            u[3] = (unsigned char)(0x80 | (cp & 0x3f));
+            k = 4;
+        }
+        if (cap - n < k)
+            return -1;
+        memcpy(dst + n, u, k);
+        n += k;
+    }
+    return (ptrdiff_t)n;
+}
+
+/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at p; returns the pointer past it. */
+static const char *number_end(struct scan *s, const char *p)
+{
+    if (*p == '-')
+        p++;
+    if (*p == '0') {
+        p++;
+    } else if (is_digit(*p)) {
+        do
+            p++;
+        while (is_digit(*p));
+    } else {
+        return fail(s, "bad number");
+    }
+    if (*p == '.') {
+        p++;
+        if (!is_digit(*p))
+            return fail(s, "bad number");
+        do
+            p++;
+        while (is_digit(*p));
+    }
+    if ((*p | 0x20) == 'e') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!is_digit(*p))
+            return fail(s, "bad number");
+        do
+            p++;
+        while (is_digit(*p));
+    }
+    /* Like simdjson, a number glued to anything but a delimiter is one bad token. */
+    if (*p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' && *p != '\n' &&
+        *p != '\r' && *p != '\0')
+        return fail(s, "bad number");
+    return p;
+}
+
+/* A scalar at p (not a container); returns the pointer past it. */
+static inline const char *scalar_end(struct scan *s, const char *p)
+{
+    switch (*p) {
+    case '"': {
+        bool esc = false;
+        p = string_end(s, p + 1, &esc);
+        return p ? p + 1 : NULL;
+    }
+    case 't':
+        return memcmp(p, "true", 4) == 0 ? p + 4 : fail(s, "bad literal");
+    case 'f':
+        return memcmp(p, "false", 5) == 0 ? p + 5 : fail(s, "bad literal");
+    case 'n':
+        return memcmp(p, "null", 4) == 0 ? p + 4 : fail(s, "bad literal");
+    default:
+        if (*p == '-' || is_digit(*p))
+            return number_end(s, p);
+        return fail(s, *p == '\0' ? "unexpected end" : "unexpected character");
+    }
+}
+
+/* The container ('{' or '[') at p, at nesting depth depth (the line's object is depth 0);
+ * returns the pointer past its closing bracket. Iterative: bit i of stack says whether the
+ * container i levels below the current one's top is an object. */
+static const char *container_end(struct scan *s, const char *p, int depth)
+{
+    uint64_t stack = 0;
+    int level = -1; /* index of the innermost open container; depth + level is its depth */
+    bool in_object;
+
+open:
+    if (depth + level + 1 >= INGEST_DECODE_DEPTH_MAX)
+        return fail(s, "nested deeper than 64");
+    level++;
+    in_object = *p == '{';
+    stack = (stack << 1) | (in_object ? 1u : 0u);
+    p = skip_blanks(p + 1);
+    if (*p == (in_object ? '}' : ']')) {
+        p++;
+        goto closed;
+    }
+    if (!in_object)
+        goto value;
+key:
+    if (*p != '"')
+        return fail(s, "expected a key");
+    {
+        bool esc = false;
+        p = string_end(s, p + 1, &esc);
+        if (!p)
+            return NULL;
+    }
+    p = skip_blanks(p + 1);
+    if (*p != ':')
+        return fail(s, "expected ':'");
+    p = skip_blanks(p + 1);
+value:
+    if (*p == '{' || *p == '[')
+        goto open;
+    p = scalar_end(s, p);
+    if (!p)
+        return NULL;
+next:
+    p = skip_blanks(p);
+    if (*p == ',') {
+        p = skip_blanks(p + 1);
+        if (in_object)
+            goto key;
+        goto value;
+    }
+    if (*p != (in_object ? '}' : ']'))
+        return fail(s, in_object ? "expected ',' or '}'" : "expected ',' or ']'");
+    p++;
+closed:
+    stack >>= 1;
+    if (level-- == 0)
+        return p;
+    in_object = stack & 1;
+    goto next;
+}
+
+/* Any value at p, at depth depth. */
+static inline const char *value_end(struct scan *s, const char *p, int depth)
+{
+    if (*p == '{' || *p == '[')
+        return container_end(s, p, depth);
+    return scalar_end(s, p);
+}
+
+/* An object of durations (JSCAN_F_DURATIONS) at p, a value of the line's object (depth 1). */
+static const char *durations_end(struct scan *s, const char *p, bool *bad)
+{
+    p = skip_blanks(p + 1);
+    if (*p == '}')
+        return p + 1;
+    for (;;) {
+        if (*p != '"')
+            return fail(s, "expected a key");
+        bool esc = false;
+        p = string_end(s, p + 1, &esc);
+        if (!p)
+            return NULL;
+        p = skip_blanks(p + 1);
+        if (*p != ':')
+            return fail(s, "expected ':'");
+        p = skip_blanks(p + 1);
+        if (!is_digit(*p))
+            *bad = true; /* a string, a negative number, anything else */
+        p = value_end(s, p, 2);
+        if (!p)
+            return NULL;
+        p = skip_blanks(p);
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return fail(s, "expected ',' or '}'");
+        p = skip_blanks(p + 1);
+    }
+}
+
+/* The value of a known key at p: fills *slot and returns the pointer past the value. */
+static const char *fill_slot(struct scan *s, const char *p, struct jscan_slot *slot,
+                             unsigned flags)
+{
+    const char *start = p;
+    slot->bad = false;
+    switch (*p) {
+    case '"': {
+        bool esc = false;
+        const char *end = string_end(s, p + 1, &esc);
+        if (!end)
+            return NULL;
+        slot->type = JSCAN_STRING;
+        if (!esc) {
+            slot->p = p + 1;
+            slot->n = (size_t)(end - p - 1);
+            return end + 1;
+        }
+        struct ingest_arena *a = s->a;
+        ptrdiff_t n = unescape(p + 1, end, a->data + a->used, a->cap - a->used);
+        if (n < 0) {
+            s->status = INGEST_DECODE_NOSPACE;
+            return fail(s, "arena full");
+        }
+        slot->p = a->data + a->used;
+        slot->n = (size_t)n;
+        a->used += (size_t)n;
+        return end + 1;
+    }
+    case '{':
+        slot->type = JSCAN_OBJECT;
+        p = (flags & JSCAN_F_DURATIONS) ? durations_end(s, p, &slot->bad)
+                                        : container_end(s, p, 1);
+        break;
+    case '[':
+        slot->type = JSCAN_ARRAY;
+        p = container_end(s, p, 1);
+        break;
+    case 't':
+    case 'f':
+        slot->type = JSCAN_BOOL;
+        p = scalar_end(s, p);
+        break;
+    case 'n':
+        slot->type = JSCAN_NULL;
+        p = scalar_end(s, p);
+        break;
+    default:
+        slot->type = JSCAN_NUMBER;
+        p = scalar_end(s, p); /* a number, or an error */
+        if (p && (flags & JSCAN_F_DOUBLE)) {
+            slot->d = strtod(start, NULL);
+            if (isinf(slot->d))
+                return fail(s, "number out of range");
+        }
+        break;
+    }
+    if (p) {
+        slot->p = start;
+        slot->n = (size_t)(p - start);
+    }
+    return p;
+}
+
+void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n)
+{
+    memset(ret, 0, sizeof *ret);
+    size_t k = 0;
+    for (size_t len = 0; len <= JSCAN_KEY_MAX; len++) {
+        ret->start[len] = (uint8_t)k;
+        for (size_t i = 0; i < n; i++) {
+            if (strlen(list[i].name) == len) {
+                ret->key[k] = list[i];
+                memcpy(ret->word[k], list[i].name, len);
+                k++;
+            }
+        }
+    }
+    ret->start[JSCAN_KEY_MAX + 1] = (uint8_t)k;
+    for (size_t i = 0; i < n; i++)
+        ret->ids |= UINT32_C(1) << list[i].id;
+}
+
+/* Whether k[0, n) (with at least JSCAN_KEY_MAX + 1 readable bytes at k) equals the zero-padded
+ * key w: whole words, the last one masked, instead of a call to memcmp. */
+static inline bool key_eq(const char *k, size_t n, const uint64_t *w)
+{
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = 0; i * 8 < n; i++) {
+        uint64_t x;
+        memcpy(&x, k + i * 8, 8);
+        size_t left = n - i * 8;
+        if (left < 8)
+            x &= (UINT64_C(1) << (left * 8)) - 1;
+        if (x != w[i])
+            return false;
+    }
+    return true;
+#else
+    return memcmp(k, w, n) == 0;
+#endif
+}
+
+/* The known key k[0, n), or NULL; k has at least JSCAN_KEY_MAX + 1 readable bytes (a key inside
+ * the line is followed by its quote, the rest of the line, its NUL and the padding). */
+static inline const struct jscan_key *find_key(const struct jscan_keys *keys, const char *k,
+                                               size_t n)
+{
+    if (n > JSCAN_KEY_MAX)
+        return NULL;
+    for (unsigned i = keys->start[n]; i < keys->start[n + 1]; i++) {
+        if (key_eq(k, n, keys->word[i]))
+            return &keys->key[i];
+    }
+    return NULL;
+}
+
+static const char *object_end(struct scan *s, const char *p, const struct jscan_keys *keys,
+                              struct jscan_slot *slots)
+{
+    p = skip_blanks(p + 1);
+    if (*p == '}')
+        return p + 1;
+    for (;;) {
+        if (*p != '"')
+            return fail(s, "expected a key");
+        const char *k = p + 1;
+        bool esc = false;
+        p = string_end(s, k, &esc);
+        if (!p)
+            return NULL;
+        size_t n = (size_t)(p - k);
+        const struct jscan_key *key;
+        if (esc) {
+            char buf[JSCAN_KEY_MAX + 1] = {0};
+            ptrdiff_t m = unescape(k, p, buf, JSCAN_KEY_MAX);
+            key = m >= 0 ? find_key(keys, buf, (size_t)m) : NULL;
+        } else {
+            key = find_key(keys, k, n);
+        }
+        p = skip_blanks(p + 1);
+        if (*p != ':')
+            return fail(s, "expected ':'");
+        p = skip_blanks(p + 1);
+        if (key && !(s->seen & (UINT32_C(1) << key->id))) {
+            s->seen |= UINT32_C(1) << key->id;
+            p = fill_slot(s, p, &slots[key->id], key->flags);
+        } else {
+            p = value_end(s, p, 1);
+        }
+        if (!p)
+            return NULL;
+        p = skip_blanks(p);
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return fail(s, "expected ',' or '}'");
+        p = skip_blanks(p + 1);
+    }
+}
+
+int ingest__jscan_object(const char *line, size_t len, const struct jscan_keys *keys,
+                         struct jscan_slot *slots, struct ingest_arena *a, char *msg)
+{
+    struct scan s = {NULL, 0, INGEST_DECODE_MALFORMED, a};
+    const char *end = line + len;
+    const char *p = skip_blanks(line);
+    if (*p != '{') {
+        snprintf(msg, INGEST_DECODE_MSG_MAX, "%s",
+                 p == end ? "not valid JSON: empty line" : "not a JSON object");
+        return INGEST_DECODE_MALFORMED;
+    }
+    p = object_end(&s, p, keys, slots);
+    if (p) {
+        p = skip_blanks(p);
+        if (p != end)
+            p = fail(&s, *p == '\0' ? "NUL byte" : "trailing content");
+    }
+    if (!p) {
+        if (s.status == INGEST_DECODE_NOSPACE)
+            snprintf(msg, INGEST_DECODE_MSG_MAX, "%s", s.why);
+        else
+            snprintf(msg, INGEST_DECODE_MSG_MAX, "not valid JSON: %s", s.why);
+        return s.status;
+    }
+    for (uint32_t m = keys->ids & ~s.seen; m != 0; m &= m - 1)
+        slots[__builtin_ctz(m)].type = JSCAN_ABSENT;
+    return INGEST_DECODE_OK;
+}
