@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The line decoder (see decode.h), the only C++ in the daemon: simdjson On-Demand behind an
- * extern "C" wall, error codes only (no exception leaves this file).
+ * The test oracle of tests/fuzz/fuzz_jscan.c: the daemon's previous line decoder, simdjson 3.0.1
+ * On-Demand behind the extern "C" functions of oracle_simdjson.h, kept as it was when it was
+ * daemon/ingest/decode.cc (only its names changed), so that the hand-written scanner that
+ * replaced it can be checked against it input by input. Never linked into the daemon.
  *
  * Shape: one forward pass over the top-level object. Each key is classified by length and bytes
  * (no unescaping unless the raw key holds a backslash); the first occurrence of a known key fills
@@ -12,7 +14,7 @@
  * after the pass, when "ph" or "type" is known, are the slots checked against that kind's rules.
  * Nothing here allocates per line: the parser is reused and strings go to the caller's arena.
  */
-#include "decode.h"
+#include "oracle_simdjson.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -23,8 +25,8 @@
 #include <simdjson.h>
 
 extern "C" {
-#include "../core/lbuf.h"
-#include "../core/num.h"
+#include "../../daemon/core/lbuf.h"
+#include "../../daemon/core/num.h"
 }
 
 namespace od = simdjson::ondemand;
@@ -35,9 +37,9 @@ namespace od = simdjson::ondemand;
 static_assert(LBUF_PADDING + 1 >= simdjson::SIMDJSON_PADDING,
               "lbuf must leave simdjson's padding after each line");
 
-struct ingest_decoder {
+struct oracle_decoder {
     od::parser parser;
-    explicit ingest_decoder(size_t max_line) : parser(max_line + simdjson::SIMDJSON_PADDING) {}
+    explicit oracle_decoder(size_t max_line) : parser(max_line + simdjson::SIMDJSON_PADDING) {}
 };
 
 namespace {
@@ -665,7 +667,7 @@ inline bool text_is(const slot &s, const char *lit)
     return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-int decode_record(ingest_decoder *d, const char *line, size_t len, struct ingest_arena *a,
+int decode_record(oracle_decoder *d, const char *line, size_t len, struct ingest_arena *a,
                   struct record *ret, char *msg)
 {
     ctx c{nullptr, a, msg, INGEST_DECODE_MALFORMED};
@@ -746,7 +748,7 @@ bool hello_int(ctx &c, const slot &s, const char *key, int64_t min, int64_t *ret
     return true;
 }
 
-int decode_hello(ingest_decoder *d, const char *line, size_t len, struct ingest_arena *a,
+int decode_hello(oracle_decoder *d, const char *line, size_t len, struct ingest_arena *a,
                  struct record_hello *ret, char *msg)
 {
     ctx c{nullptr, a, msg, INGEST_DECODE_BAD_HELLO};
@@ -802,21 +804,21 @@ int decode_hello(ingest_decoder *d, const char *line, size_t len, struct ingest_
 
 extern "C" {
 
-struct ingest_decoder *ingest__decoder_new(size_t max_line)
+struct oracle_decoder *oracle_decoder_new(size_t max_line)
 {
     try {
-        return new (std::nothrow) ingest_decoder(max_line);
+        return new (std::nothrow) oracle_decoder(max_line);
     } catch (...) {
         return nullptr;
     }
 }
 
-void ingest__decoder_free(struct ingest_decoder *d)
+void oracle_decoder_free(struct oracle_decoder *d)
 {
     delete d;
 }
 
-int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len,
+int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
                           struct ingest_arena *a, struct record *ret, char *msg)
 {
     size_t mark = a->used;
@@ -832,7 +834,7 @@ int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len
     return r;
 }
 
-int ingest__decode_hello(struct ingest_decoder *d, const char *line, size_t len,
+int oracle_decode_hello(struct oracle_decoder *d, const char *line, size_t len,
                          struct ingest_arena *a, struct record_hello *ret, char *msg)
 {
     size_t mark = a->used;
@@ -848,19 +850,15 @@ int ingest__decode_hello(struct ingest_decoder *d, const char *line, size_t len,
     return r;
 }
 
-const char *ingest__decode_code(int result)
+/* Added for the oracle: simdjson's strict DOM parser (stage 2 checks the whole structure). */
+bool oracle_dom_structure_error(const char *line, size_t len)
 {
-    switch (result) {
-    case INGEST_DECODE_MALFORMED:
-        return "malformed";
-    case INGEST_DECODE_UNKNOWN:
-        return "unknown";
-    case INGEST_DECODE_INVALID:
-        return "invalid";
-    case INGEST_DECODE_BAD_HELLO:
-        return "bad_hello";
-    default:
-        return "internal";
+    try {
+        static simdjson::dom::parser dom;
+        simdjson::dom::element e;
+        return dom.parse(line, len, false).get(e) == simdjson::TAPE_ERROR;
+    } catch (...) {
+        return false;
     }
 }
 
