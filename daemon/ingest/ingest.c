@@ -462,6 +462,14 @@ static void conn_hello(struct ingest_conn *c, char *line, size_t len, uint64_t l
             (void)out_add(&c->pend, wl, (size_t)n, SIZE_MAX);
             c->state = CONN_RECORDS;
             c->arena.used = 0;
+            if (w.next_seq > 0) {
+                /* A resumed stream: the lines below next_seq are held (durable, or committing).
+                 * An empty append puts the stream in the open batch, so the next commit acks
+                 * next_seq even if the client only replays lines the daemon already has. */
+                int sr = in->cfg.sink(in->cfg.ud, c->session_id, NULL, 0, w.next_seq);
+                if (sr == -EAGAIN)
+                    ingest_pause(in);
+            }
             return;
         }
         code = hr == -EBUSY ? "stream_busy" : "bad_hello";

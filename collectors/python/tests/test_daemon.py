@@ -273,10 +273,6 @@ def test_durable_but_unacked_lines_are_not_stored_twice(daemon):
         c.close(timeout=10)
 
 
-@pytest.mark.xfail(strict=False, reason="daemon bug: a replay made only of duplicates (lines the "
-                   "daemon already holds durably) is never acknowledged, so flush() waits until "
-                   "the client sends a new line (ingest.c conn_record returns early for seq < "
-                   "welcome_seq, and conn_deliver skips upto <= sunk_seq, so no ack is sent)")
 def test_replay_of_only_duplicates_is_acknowledged(daemon):
     c = stepscope.Client(socket=daemon.socket, job="py-dups-ack")
     restore = _ignore_acks(c)
