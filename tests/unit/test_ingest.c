@@ -172,6 +172,42 @@ static const struct decode_case decode_cases[] = {
     {"{\"ph\":\"i\" \"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
     {"{\"ph\":\"i\",\"ts\":1,}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
     {"{\"p\\h\":\"i\",\"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    /* jscan strictness; the simdjson decoder agreed on each (tests/fuzz/fuzz_jscan.c) ... */
+    {"{\"p\\u0068\":\"i\",\"ts\":1}", INGEST_DECODE_OK, RECORD_TRACE, 'i', 1000, 0, NULL,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\uD834\\uDD1E\"}", INGEST_DECODE_OK, RECORD_TRACE,
+     'i', 1000, 0, "\xf0\x9d\x84\x9e", NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\ud800\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\udc00\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\\ud800\\u0041\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0,
+     ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xc0\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xed\xa0\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xf4\x90\x80\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0,
+     0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xe2\x82\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":[1,]}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+     NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":{\"b\":1,}}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+     NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":1x}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":-}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":1.}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":Infinity}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+     NULL},
+    {"{\"ph\":\"i\",\"ts\":1} /* */", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"\xef\xbb\xbf{\"ph\":\"i\",\"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+     NULL},
+    /* ... and where it did not: On-Demand swallowed the error after "zz"'s value (see fuzz_jscan). */
+    {"{\"ph\":\"i\",\"ts\":2,\"zz\":\"a\":[]]}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+     NULL},
+    {"{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"name\":\"a\":[]]}", INGEST_DECODE_MALFORMED, 0, 0, 0,
+     0, ANY, NULL, NULL},
 };
 
 START_TEST(test_decode_record_table)
@@ -286,6 +322,63 @@ START_TEST(test_decode_record_deep_nesting)
     memset(s + n + 30, ']', 30);
     strcpy(s + n + 60, "}");
     ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_OK);
+}
+END_TEST
+
+/* The scanner's edges: NUL bytes, the exact depth limit, doubles beyond 19 digits. */
+START_TEST(test_decode_record_scanner_edges)
+{
+    struct record r;
+    char msg[INGEST_DECODE_MSG_MAX];
+    /* A NUL inside the line, in a string or between tokens, is never part of valid JSON. */
+    static const char with_nul[] = "{\"ph\":\"i\",\"ts\":1,\"a\":\"x\0y\"}";
+    size_t n = sizeof with_nul - 1;
+    arena.used = 0;
+    ck_assert_int_eq(ingest__decode_record(dec, place(with_nul, n), n, &arena, &r, msg),
+                     INGEST_DECODE_MALFORMED);
+    static const char nul_after[] = "{\"ph\":\"i\",\"ts\":1}\0";
+    n = sizeof nul_after - 1;
+    ck_assert_int_eq(ingest__decode_record(dec, place(nul_after, n), n, &arena, &r, msg),
+                     INGEST_DECODE_MALFORMED);
+    /* "\u0000" is fine: the unescaped name holds a NUL byte. */
+    ck_assert_int_eq(decode("{\"ph\":\"i\",\"ts\":1,\"name\":\"a\\u0000b\"}", &r, msg),
+                     INGEST_DECODE_OK);
+    ck_assert_uint_eq(r.name.len, 3);
+    ck_assert(memcmp(r.name.ptr, "a\0b", 3) == 0);
+
+    /* 64 levels counting the line's object are accepted, 65 are not. */
+    static char s[400];
+    strcpy(s, "{\"ph\":\"i\",\"ts\":1,\"args\":");
+    size_t k = strlen(s);
+    memset(s + k, '[', 63);
+    memset(s + k + 63, ']', 63);
+    strcpy(s + k + 126, "}");
+    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_OK);
+    memset(s + k, '[', 64);
+    memset(s + k + 64, ']', 64);
+    strcpy(s + k + 128, "}");
+    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_MALFORMED);
+    ck_assert_ptr_nonnull(strstr(msg, "nested"));
+
+    /* Correctly rounded, where simdjson 3.0.1's get_double() gave 1.75e-48. */
+    ck_assert_int_eq(decode("{\"type\":\"host\",\"cpu_percent\":"
+                            "0.1000000000000000055511151231257827021181583404541015625000000000001}",
+                            &r, msg),
+                     INGEST_DECODE_OK);
+    ck_assert(r.cpu_percent == 0.1);
+    ck_assert_int_eq(decode("{\"type\":\"host\",\"sys_cpu_percent\":1e-400}", &r, msg),
+                     INGEST_DECODE_OK);
+    ck_assert(r.sys_cpu_percent == 0);
+    ck_assert_int_eq(decode("{\"type\":\"host\",\"cpu_percent\":1e400}", &r, msg),
+                     INGEST_DECODE_MALFORMED);
+
+    /* Escaped keys are matched after unescaping; a second "phases" is only validated. */
+    ck_assert_int_eq(decode("{\"type\":\"step\",\"st\\u0065p\":4,\"begin_us\":1,\"end_us\":2,"
+                            "\"phases\": { \"a\" : 1 } ,\"phases\":[\"x\"]}",
+                            &r, msg),
+                     INGEST_DECODE_OK);
+    ck_assert_int_eq(r.step, 4);
+    ck_assert(text_eq(r.phases, "{ \"a\" : 1 }"));
 }
 END_TEST
 
@@ -986,6 +1079,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_decode_record_step);
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_deep_nesting);
+    tcase_add_test(tc, test_decode_record_scanner_edges);
     tcase_add_test(tc, test_decode_record_arena_full);
     tcase_add_loop_test(tc, test_decode_hello_table, 0,
                         (int)(sizeof hello_cases / sizeof hello_cases[0]));
