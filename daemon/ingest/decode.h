@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * decode: one NDJSON line in, one struct record (or struct record_hello) out. This is the only
- * part of ingest that knows the JSON parser: decode.cc wraps simdjson On-Demand behind the
- * extern "C" functions below, so the rest of the module stays C11. Internal to daemon/ingest/.
+ * part of ingest that knows JSON: decode.c applies the record rules to what jscan.c, a strict
+ * single-pass scanner, extracts. Internal to daemon/ingest/ (C, with extern "C" guards because
+ * the differential fuzzer's C++ oracle includes it too).
  *
- * A line is parsed in place (lbuf leaves LBUF_PADDING readable bytes after its NUL, which covers
- * simdjson's padding), walked once from start to end (so every value is validated, including the
- * ones the daemon does not look at, and kept verbatim only if it is valid JSON), and each top-level
- * key is dispatched once. Strings without escapes point into the line itself; unescaped copies go
- * to a per-connection arena that the caller owns and empties after each sink call.
+ * A line is scanned in place (lbuf leaves LBUF_PADDING readable bytes after its NUL, which the
+ * scanner's word-at-a-time loads rely on), once from start to end (so every value is validated,
+ * including the ones the daemon does not look at, and kept verbatim only if it is valid JSON), and
+ * each top-level key is dispatched once. Strings without escapes point into the line itself;
+ * unescaped copies go to a per-connection arena that the caller owns and empties after each sink
+ * call.
  */
 #ifndef STEPSCOPE_INGEST_DECODE_H
 #define STEPSCOPE_INGEST_DECODE_H
@@ -45,8 +47,8 @@ struct ingest_arena {
 
 struct ingest_decoder;
 
-/* A decoder for lines of up to max_line bytes. Holds one simdjson parser, reused for every line.
- * Returns NULL on OOM. Caller frees with ingest__decoder_free() (NULL-safe). */
+/* A decoder for lines of up to max_line bytes. It holds only the known-key tables, never changed
+ * after this call. Returns NULL on OOM. Caller frees with ingest__decoder_free() (NULL-safe). */
 struct ingest_decoder *ingest__decoder_new(size_t max_line);
 void ingest__decoder_free(struct ingest_decoder *d);
 
