@@ -63,4 +63,335 @@ extern const char *const analyse_role_names[ANALYSE_ROLE_COUNT];
 
 /* ===== Section B: step trace, data queues and pipeline (steptrace.c queues.c) ===== */
 
+/* --- Step trace (steptrace.c) -----------------------------------------------------------
+ * MindInsight's split of a training step (docs/ANALYSIS.md, "Step trace and data queues"):
+ *   total = end - start, interval = fp - start, fp_bp = bp - fp, tail = end - bp,
+ * inference mode: fp = end - fp (no bp). start is the previous step's end, the first step's fp.
+ * One call handles the steps of one rank, given in execution order; the caller groups by rank.
+ * Sums of int64 ns are exact up to 9.2e18 ns in total (e.g. 1 M steps of 2.5 h each). */
+
+#define ANALYSE_ST_UNSET INT64_MIN /* start_ns: "previous step's end; the first step's fp" */
+#define ANALYSE_ST_ALL_FIRST INT64_MIN /* first_step of analyse_steptrace_average(): no bound */
+#define ANALYSE_ST_ALL_LAST INT64_MAX  /* last_step of analyse_steptrace_average(): no bound */
+#define ANALYSE_ST_AVERAGE (-1)        /* analyse_st_trace.step of an average */
+
+/* One communication op (all-reduce and the like) of a step, on one stream. */
+struct analyse_st_comm {
+    int64_t stream;   /* one reduce line per stream */
+    const char *name; /* borrowed, not NUL-terminated; "stream_10_parallel_0" for MindSpore */
+    size_t name_len;
+    int64_t start_ns; /* absolute, same clock as the step points */
+    int64_t end_ns;   /* events with end_ns <= start_ns are skipped, as MindInsight skips zeros */
+};
+
+/* The points of one step (MindSpore's step_trace_raw row, or analyse_steptrace_points()). */
+struct analyse_st_step {
+    int64_t step;     /* the framework's own step number, kept as is */
+    int64_t rank;
+    int64_t start_ns; /* ANALYSE_ST_UNSET: the previous element's end_ns, fp_ns for element 0 */
+    int64_t fp_ns;    /* FP start */
+    int64_t bp_ns;    /* BP end; ignored in inference mode */
+    int64_t end_ns;   /* step (iteration) end */
+    const struct analyse_st_comm *comm; /* borrowed, n_comm entries, any order */
+    size_t n_comm;
+};
+
+/* Per-step stages, one row per input step (analyse_steptrace_stages()). */
+struct analyse_st_stage {
+    int64_t step;
+    int64_t rank;
+    int64_t start_ns;    /* resolved start point (absolute) */
+    int64_t total_ns;    /* = interval_ns + fp_bp_ns + tail_ns (training) = interval_ns + fp_ns */
+    int64_t interval_ns; /* "Step Interval": waiting for data */
+    int64_t fp_bp_ns;    /* forward + backward; 0 in inference mode */
+    int64_t tail_ns;     /* all-reduce + parameter update; 0 in inference mode */
+    int64_t fp_ns;       /* inference mode: end - fp; training: fp_bp_ns + tail_ns */
+};
+
+/* One segment of a reduce line: a communication op or the gap before/after it. */
+struct analyse_st_seg {
+    const char *name; /* borrowed from analyse_st_comm.name; NULL for a gap */
+    size_t name_len;
+    int64_t start_ns; /* relative to the step's start point */
+    int64_t dur_ns;   /* negative when ops on one stream overlap (MindInsight then shows {}) */
+};
+
+/* One reduce line: the comm ops of one stream sorted by end, with the gaps between them. The
+ * segments tile [fp, end]: seg[0] starts at fp_rel_ns and the last one ends at total_ns. */
+struct analyse_st_line {
+    int64_t stream;
+    struct analyse_st_seg *seg; /* n_seg = 2 * (ops on the stream) + 1 */
+    size_t n_seg;
+};
+
+/* A step trace: one step, or an average over steps (analyse_steptrace_step/_average()). */
+struct analyse_st_trace {
+    int64_t step;       /* step number, or ANALYSE_ST_AVERAGE */
+    int64_t rank;
+    int64_t first_step; /* step numbers of the first and last step behind the numbers */
+    int64_t last_step;
+    size_t n_steps;     /* steps averaged (1 for a single step) */
+    bool inference;
+    bool ordered;       /* start <= fp <= bp <= end held (for an average: for every step) */
+    int64_t start_ns;   /* absolute start of a single step; 0 for an average */
+    int64_t total_ns;   /* stages as in struct analyse_st_stage; they sum to total_ns exactly */
+    int64_t interval_ns;
+    int64_t fp_bp_ns;
+    int64_t tail_ns;
+    int64_t fp_ns;
+    int64_t fp_rel_ns;  /* fp point relative to start (= interval_ns) */
+    int64_t bp_rel_ns;  /* bp point relative to start (training only) */
+    double interval_pct; /* share of total_ns in percent [0, 100]; 0 when total_ns is 0 */
+    double fp_bp_pct;
+    double tail_pct;
+    double fp_pct;
+    struct analyse_st_line *lines; /* one per stream, in order of first appearance */
+    size_t n_lines;
+    size_t n_comm_skipped; /* comm ops dropped for end <= start */
+};
+
+/* Fills rows[0..n) with the stages of steps[0..n) (start points resolved as documented on
+ * analyse_st_step.start_ns). Returns 0, or -EINVAL if steps or rows is NULL with n > 0. Pure. */
+int analyse_steptrace_stages(const struct analyse_st_step *steps, size_t n, bool inference,
+                             struct analyse_st_stage *rows);
+
+/* The trace of the step numbered step (the first element with that number) in steps[0..n),
+ * with its reduce lines. Returns 0 and sets *ret_trace (caller frees with
+ * analyse_steptrace_free(); names inside borrow from steps[].comm), -ENOENT if no element has
+ * that number, -EINVAL on NULL arguments, -ENOMEM. Pure. */
+int analyse_steptrace_step(const struct analyse_st_step *steps, size_t n, int64_t step,
+                           bool inference, struct analyse_st_trace **ret_trace);
+
+/* The mean trace over the elements whose step number lies in [first_step, last_step]
+ * (ANALYSE_ST_ALL_FIRST/_LAST for no bound). Every point is averaged relative to its step's
+ * start and rounded to the nearest ns; the stages are then derived from the mean points, so
+ * they still sum to total_ns. Comm ops are matched across steps by (stream, name) and each is
+ * averaged over the steps that have it. This is the real mean: MindSpore's precomputed average
+ * row is round(mean) of the absolute columns and, in older versions, excludes step 1; pass
+ * first_step = 2 to get that. Returns 0 and sets *ret_trace (free with
+ * analyse_steptrace_free()), -ENOENT if no step is in range, -EINVAL, -ENOMEM. Pure. */
+int analyse_steptrace_average(const struct analyse_st_step *steps, size_t n, int64_t first_step,
+                              int64_t last_step, bool inference,
+                              struct analyse_st_trace **ret_trace);
+
+/* Frees a trace and its lines. NULL-safe. */
+void analyse_steptrace_free(struct analyse_st_trace *trace);
+
+/* Where a point came from. */
+enum analyse_st_origin {
+    ANALYSE_ST_ORIGIN_NONE,          /* not found: no operator in the step */
+    ANALYSE_ST_ORIGIN_AFTER_DATA,    /* FP: first operator starting after the data fetch ends */
+    ANALYSE_ST_ORIGIN_FIRST_OP,      /* FP: no data fetch in the step: the first operator */
+    ANALYSE_ST_ORIGIN_BEFORE_COMM,   /* BP: last operator starting before the last comm op */
+    ANALYSE_ST_ORIGIN_LAST_OP,       /* BP: no comm op (or none before it): the last operator */
+    ANALYSE_ST_ORIGIN_ENV_STEPSCOPE, /* STEPSCOPE_FP_POINT / STEPSCOPE_BP_POINT */
+    ANALYSE_ST_ORIGIN_ENV_PROFILING, /* MindSpore's PROFILING_FP_START / PROFILING_BP_END */
+    ANALYSE_ST_ORIGIN_ENV_MINDSPORE, /* MindSpore r0.5's FP_POINT / BP_POINT */
+    ANALYSE_ST_ORIGIN_CONFIG,        /* stepscoped.conf */
+    ANALYSE_ST_ORIGIN_COUNT,
+};
+
+/* Lower-case names of the origins ("after_data", "env_stepscope", ...). */
+extern const char *const analyse_st_origin_names[ANALYSE_ST_ORIGIN_COUNT];
+
+/* Explicit FP/BP operator names from every source; NULL or "" = not set. Borrowed,
+ * NUL-terminated. Precedence, highest first: STEPSCOPE_*, PROFILING_*, FP_POINT/BP_POINT,
+ * config (the job's own environment beats the daemon-wide default). */
+struct analyse_st_overrides {
+    const char *stepscope_fp, *stepscope_bp; /* STEPSCOPE_FP_POINT, STEPSCOPE_BP_POINT */
+    const char *profiling_fp, *profiling_bp; /* PROFILING_FP_START, PROFILING_BP_END */
+    const char *mindspore_fp, *mindspore_bp; /* FP_POINT, BP_POINT */
+    const char *config_fp, *config_bp;       /* stepscoped.conf */
+};
+
+/* Picks the FP (fp = true) or BP override by the precedence above. Returns the name and sets
+ * *ret_origin, or returns NULL and sets ANALYSE_ST_ORIGIN_NONE when none is set (o may be
+ * NULL). Pure. */
+const char *analyse_steptrace_pick_override(const struct analyse_st_overrides *o, bool fp,
+                                            enum analyse_st_origin *ret_origin);
+
+/* The FP/BP/end points derived from one step's spans, and where they came from. */
+struct analyse_st_points {
+    int64_t fp_ns;  /* start of the FP operator */
+    int64_t bp_ns;  /* end of the BP operator */
+    int64_t end_ns; /* end of the STEP-role span if there is one, else the latest span end */
+    size_t fp_index; /* into the span array */
+    size_t bp_index;
+    enum analyse_st_origin fp_origin;
+    enum analyse_st_origin bp_origin;
+    bool fp_override_missed; /* an FP override was set but no span has that exact name */
+    bool bp_override_missed;
+    const char *fp_name; /* borrowed from the span; what the API reports as fp_start */
+    size_t fp_name_len;
+    const char *bp_name; /* bp_end */
+    size_t bp_name_len;
+};
+
+/* Derives the points of one step from its spans in execution order, for frameworks without
+ * Ascend step points. Operators are spans of role HOST_OP, KERNEL, FORWARD, BACKWARD,
+ * OPTIMIZER, COMMUNICATION or OTHER (minus data fetches). The data fetch is the first span of
+ * role DATALOADER or whose name contains "GetNext" or "DataLoader"; a communication op has role
+ * COMMUNICATION or a name containing "AllReduce", "allreduce", "all_reduce", "nccl" or "hcom".
+ * FP = the first operator starting at or after the data fetch's end, else the first operator;
+ * BP = the last non-communication operator starting before the last communication op starts,
+ * else the last operator. An override (o may be NULL) selects by exact name: FP at the first
+ * span with that name, BP at the end of the last one; an override that matches nothing falls
+ * back to the automatic point and sets *_override_missed. Returns 0 and fills *ret, -ENOENT if
+ * the spans hold no operator, -EINVAL on NULL arguments. Pure. */
+int analyse_steptrace_points(const struct analyse_span *spans, size_t n,
+                             const struct analyse_st_overrides *o, struct analyse_st_points *ret);
+
+/* Copies the communication spans (as classified above) of spans[0..n) into comm (room for n),
+ * stream = tid, names borrowed from the spans. Sets *ret_n. Returns 0 or -EINVAL. Pure. */
+int analyse_steptrace_comm_from_spans(const struct analyse_span *spans, size_t n,
+                                      struct analyse_st_comm *comm, size_t *ret_n);
+
+/* --- Data queues and pipeline (queues.c) --------------------------------------------------
+ * Two queues per rank: the host queue (MindInsight's "device_queue": the connector in front of
+ * the op that sends batches to the device) and the device queue (MindInsight's "get_next":
+ * the queue GetNext reads on the chip). MindInsight's verdicts and pipeline rules, with
+ * thresholds as parameters and the evidence kept. */
+
+#define ANALYSE_QUEUE_EMPTY_THRESHOLD 0.3 /* host queue empty in > 30 % of steps: data process */
+#define ANALYSE_PIPE_HIGH 0.8             /* output queue usage thresholds (proposer defaults) */
+#define ANALYSE_PIPE_LOW 0.6
+#define ANALYSE_PIPE_DIFF 0.1             /* child usage - own usage > 0.1: the op is slow */
+
+/* One queue-depth sample (one per step or batch). */
+struct analyse_queue_sample {
+    int64_t step;     /* step/batch number */
+    int64_t size;     /* elements in the queue when sampled */
+    int64_t capacity; /* -1 when unknown (GetNext records carry none) */
+};
+
+/* Depth statistics of one queue. */
+struct analyse_queue_stats {
+    size_t n_samples;
+    size_t n_empty;     /* size == 0 */
+    size_t n_full;      /* capacity known and size == capacity */
+    double empty_ratio; /* n_empty / n_samples, 0 when no samples */
+    double full_ratio;
+    double avg_size;
+    int64_t max_size;
+};
+
+/* Sorts s[0..n) by step, stably (MindInsight's order for the per-step series). Returns 0 or
+ * -ENOMEM (s is untouched then). Pure. */
+int analyse_queue_sort(struct analyse_queue_sample *s, size_t n);
+
+/* Fills *ret with the statistics of s[0..n) (n may be 0). Pure. */
+void analyse_queue_stats(const struct analyse_queue_sample *s, size_t n,
+                         struct analyse_queue_stats *ret);
+
+/* What a time record measures. */
+enum analyse_queue_time_kind {
+    ANALYSE_QUEUE_TIME_GET,     /* host: get a batch from the pipeline */
+    ANALYSE_QUEUE_TIME_PUSH,    /* host: push it to the device (TDT) */
+    ANALYSE_QUEUE_TIME_TOTAL,   /* host: whole batch */
+    ANALYSE_QUEUE_TIME_GETNEXT, /* device: one GetNext (end - start) */
+    ANALYSE_QUEUE_TIME_COUNT,
+};
+
+struct analyse_queue_time {
+    int64_t step;
+    enum analyse_queue_time_kind kind;
+    int64_t dur_ns;
+};
+
+/* Mean and count per kind (each kind over its own records; MindInsight divides all host
+ * averages by the number of TOTAL records). */
+struct analyse_queue_time_stats {
+    size_t n[ANALYSE_QUEUE_TIME_COUNT];
+    double avg_ns[ANALYSE_QUEUE_TIME_COUNT]; /* 0 when n is 0 */
+};
+
+/* Fills *ret from t[0..n). Records of an unknown kind are ignored. Pure. */
+void analyse_queue_time_stats(const struct analyse_queue_time *t, size_t n,
+                              struct analyse_queue_time_stats *ret);
+
+/* The data-queue verdict (MindInsight's process_summary status). */
+enum analyse_queue_status {
+    ANALYSE_QUEUE_STATUS_NONE,         /* no host queue data: no verdict */
+    ANALYSE_QUEUE_STATUS_DATA_PROCESS, /* host queue empty in > threshold of steps */
+    ANALYSE_QUEUE_STATUS_TRANSMISSION, /* host queue fine, device queue empty at least once */
+    ANALYSE_QUEUE_STATUS_DEVICE_QUEUE, /* neither: MindInsight's "device_queue_warning" */
+};
+
+struct analyse_queue_verdict {
+    enum analyse_queue_status status;
+    bool has_host;
+    bool has_device;
+    size_t host_empty; /* evidence */
+    size_t host_full;
+    size_t host_total;
+    size_t device_empty;
+    size_t device_total;
+    double threshold;     /* echoed: fraction of steps */
+    double host_empty_pct; /* 100 * host_empty / host_total, exact */
+    int empty_rate_pct;    /* ceil of host_empty_pct, as MindInsight's helper shows it */
+    const char *code;      /* "data_process", "data_transmission", "device_queue_warning", "" */
+    const char *message;   /* static English sentence */
+};
+
+/* MindInsight's rule: host empty > threshold * host_total -> DATA_PROCESS; else device
+ * queue present with an empty sample -> TRANSMISSION; else DEVICE_QUEUE. host or device NULL
+ * (or with no samples) = that queue was not recorded; without a host queue -> NONE. Pure. */
+void analyse_queue_verdict(const struct analyse_queue_stats *host,
+                           const struct analyse_queue_stats *device, double threshold,
+                           struct analyse_queue_verdict *ret);
+
+/* One dataset pipeline operator with its output (connector) queue. */
+struct analyse_pipe_op {
+    int64_t op_id;
+    const char *op_type; /* borrowed, NUL-terminated: "MapOp", "BatchOp", "GeneratorOp", ... */
+    int64_t num_workers;
+    int64_t parent_id;   /* -1 for the root */
+    const int64_t *children; /* borrowed child op ids */
+    size_t n_children;
+    double usage;        /* mean(queue sizes) / queue length in [0, 1]; < 0: no queue metrics
+                            (counted as 0 as MindInsight does) */
+};
+
+/* mean(sizes) / length, or -1 when n is 0 or length <= 0 (MindSpore's usage rate). Pure. */
+double analyse_pipe_usage(const int64_t *sizes, size_t n, int64_t length);
+
+/* Why an op was flagged. */
+enum analyse_pipe_reason {
+    ANALYSE_PIPE_CHILD_FULLER, /* a child's queue usage exceeds this op's by > diff: op slow */
+    ANALYSE_PIPE_LEAF_LOW,     /* a source op's output queue usage < low: reader too slow */
+    ANALYSE_PIPE_ALL_HIGH,     /* every non-root queue >= high: the consumer is the bottleneck */
+};
+
+/* What to do about it (seed 001 and MindInsight's helper keys). */
+enum analyse_pipe_advice {
+    ANALYSE_PIPE_ADVICE_DATASET_OP,   /* source op: increase/decrease num_parallel_workers */
+    ANALYSE_PIPE_ADVICE_GENERATOR_OP, /* GeneratorOp: num_parallel_workers, use MindRecord */
+    ANALYSE_PIPE_ADVICE_MAP_OP,       /* MapOp: num_parallel_workers; optimise Python ops */
+    ANALYSE_PIPE_ADVICE_BATCH_OP,     /* BatchOp: increase prefetch_size */
+    ANALYSE_PIPE_ADVICE_CONSUMER,     /* ALL_HIGH: the pipeline keeps up; look downstream */
+    ANALYSE_PIPE_ADVICE_GENERAL,      /* any other op: it may be the bottleneck */
+};
+
+struct analyse_pipe_finding {
+    size_t op;                  /* index into the ops array */
+    enum analyse_pipe_reason reason;
+    enum analyse_pipe_advice advice;
+    double usage;               /* evidence: the op's output queue usage (missing = 0) */
+    double child_usage;         /* CHILD_FULLER: the largest child usage; else 0 */
+    double threshold;           /* the threshold crossed (diff, low or high) */
+    const char *code;           /* MindInsight helper key, "minddata_pipeline-map_op", ... */
+    const char *message;        /* static English sentence */
+};
+
+/* Pipeline bottlenecks by MindInsight's rules (_filter_outside_threshold) with thresholds
+ * high/low/diff: findings in MindInsight's order (CHILD_FULLER ops in input order, then
+ * LEAF_LOW ops), or a single ALL_HIGH finding for the root when every non-root queue is at or
+ * above high (only if there is at least one non-root op; MindInsight also flags a lone root).
+ * Returns 0 and sets *ret_findings (caller frees with free(); NULL when none) and *ret_n,
+ * -EINVAL on NULL arguments, -ENOMEM. Children ids not in ops count as usage 0. Pure. */
+int analyse_pipe_bottlenecks(const struct analyse_pipe_op *ops, size_t n, double high, double low,
+                             double diff, struct analyse_pipe_finding **ret_findings,
+                             size_t *ret_n);
+
+
 #endif
