@@ -61,6 +61,211 @@ extern const char *const analyse_role_names[ANALYSE_ROLE_COUNT];
 
 /* ===== Section A: roles, operators, kernels, step-time breakdown (roles.c ops.c breakdown.c) ===== */
 
+/* --- Roles (roles.c) ---------------------------------------------------------------------
+ * A rule gives a role to the spans it matches. Every field that is not NULL must match (AND);
+ * a field may list alternatives separated by '|' (OR). cat is compared case-insensitively (as
+ * torch-tb-profiler lower-cases "cat"), "-" matching a span without a cat; the name fields are
+ * case-sensitive unless nocase is set. Rules are tried in order; the first match wins. */
+struct analyse_rule {
+    enum analyse_role role;
+    const char *cat;      /* category alternatives, "-" = no cat; NULL = any */
+    const char *name;     /* whole-name alternatives; NULL = any */
+    const char *prefix;   /* name prefix alternatives; NULL = any */
+    const char *suffix;   /* name suffix alternatives; NULL = any */
+    const char *contains; /* name substring alternatives; NULL = any */
+    bool nocase;          /* compare name, prefix, suffix and contains ignoring ASCII case */
+};
+
+/* An ordered rule table. Read-only outside roles.c. */
+struct analyse_rules {
+    size_t n_rules;
+    const struct analyse_rule *rules; /* [n_rules]; strings point into blob (parsed) or are static */
+    char *blob;                 /* owned text of parsed rules; NULL for the built-in table */
+};
+
+/* The built-in rule table (docs/ANALYSIS.md lists it): Kineto's current and 2021 categories,
+ * legacy torch traces without cat, Paddle's and MindSpore's names. Static, never freed; a span no
+ * rule matches is ANALYSE_ROLE_OTHER. */
+const struct analyse_rules *analyse_rules_default(void);
+
+/* Parses user rules, one a line: `key = value` pairs separated by blanks, keys role (required:
+ * one of analyse_role_names), cat, name, prefix, suffix, contains, case (exact | ignore). A value
+ * with blanks, '"' or '\' is written in double quotes with \" and \\ escapes. Blank lines and
+ * lines whose first non-blank character is '#' are skipped. text need not be NUL-terminated.
+ * Returns 0 and sets *ret_rules (caller frees with analyse_rules_free()); -EINVAL on a bad line,
+ * whose 1-based number is then stored in *bad_line when bad_line is not NULL; -ENOMEM. */
+int analyse_rules_parse(const char *text, size_t len, struct analyse_rules **ret_rules, size_t *bad_line);
+
+/* Frees parsed rules; NULL and the built-in table are accepted and ignored. */
+void analyse_rules_free(struct analyse_rules *rules);
+
+/* Sets spans[i].role for every span: user rules first (NULL for none), then the built-in table.
+ * Pure; O(n * rules). */
+void analyse_classify(struct analyse_span *spans, size_t n, const struct analyse_rules *user);
+
+/* The role of one span under user rules (may be NULL) and the built-in table. */
+enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user);
+
+/* --- Operator and kernel statistics (ops.c) ----------------------------------------------
+ * A table aggregates the spans whose role is in a mask, grouped by name or by type.
+ *  - name: the span's name, except that step spans ("ProfilerStep#5") group as "ProfilerStep*"
+ *    (the text before '#' plus '*'), exactly as torch's key_averages() does.
+ *  - type: for MindSpore full names ("Default/net/Conv2D-op13") the last '/' component without
+ *    its "-op<N>" suffix ("Conv2D"); any other name is its own type (torch groups by name).
+ * self_ns follows torch's nesting rule (autograd profiler_util _populate_cpu_children): per
+ * (pid, tid), the masked spans are sorted by (ts asc, end desc, input order) and walked with a
+ * stack; a span is a child of the innermost open span it starts strictly before the end of and
+ * does not end after; self = dur minus the durations of the direct children.
+ * percent = self_ns / (sum of self_ns over the whole table) * 100, torch's "Self CPU %" column;
+ * for device spans, which do not nest, self equals total and percent is the share of the total
+ * (MindInsight's total_percent, and "percent of kernel time" for kernels). */
+enum analyse_op_group {
+    ANALYSE_OP_GROUP_NAME,
+    ANALYSE_OP_GROUP_TYPE,
+};
+
+/* Bit for a role in a role mask. */
+#define ANALYSE_ROLE_BIT(r) (UINT32_C(1) << (r))
+/* The host spans torch's key_averages() counts: operators, annotations, steps and phases. */
+#define ANALYSE_ROLES_HOST                                                                          \
+    (ANALYSE_ROLE_BIT(ANALYSE_ROLE_STEP) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_DATALOADER) |              \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_FORWARD) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_BACKWARD) |             \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_OPTIMIZER) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_COMMUNICATION) |      \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_HOST_OP) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_RUNTIME) |              \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_USER_ANNOTATION))
+#define ANALYSE_ROLES_KERNEL ANALYSE_ROLE_BIT(ANALYSE_ROLE_KERNEL)
+
+struct analyse_op_row {
+    const char *name;    /* NUL-terminated, owned by the table; "Other" for the folded row */
+    const char *type;    /* NUL-terminated, owned by the table */
+    int64_t calls;
+    int64_t total_ns;    /* sum of durations */
+    int64_t self_ns;     /* sum of self times (torch's nesting rule) */
+    int64_t min_ns;      /* shortest single call */
+    int64_t max_ns;      /* longest single call */
+    double avg_ns;       /* total_ns / calls */
+    double percent;      /* self_ns / table sum of self_ns * 100 */
+    bool is_other;       /* the "Other" row of a top-N query */
+    size_t first;        /* rank of first appearance in the input (stable order of a table) */
+};
+
+/* A table of rows. Read-only outside ops.c. */
+struct analyse_op_table {
+    size_t total;               /* rows after filtering and top-N folding, before paging */
+    size_t n_rows;
+    struct analyse_op_row *rows; /* [n_rows]; all rows (aggregate) or the page (query) */
+    int64_t sum_self_ns;        /* denominator of percent */
+    int64_t sum_total_ns;
+    char *names;                /* owned text of the rows' names and types */
+};
+
+/* Aggregates spans[0, n) whose role is in role_mask (ANALYSE_ROLE_BIT()s) into one row per
+ * group, in order of first appearance. Spans with a negative duration are ignored. Strings are
+ * copied: the table does not borrow from spans. Returns 0 and sets *ret_table (caller frees with
+ * analyse_op_table_free()), or -ENOMEM. */
+int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                          enum analyse_op_group group, struct analyse_op_table **ret_table);
+
+enum analyse_op_col {
+    ANALYSE_OP_COL_NONE, /* keep the table's order (first appearance) */
+    ANALYSE_OP_COL_NAME,
+    ANALYSE_OP_COL_TYPE,
+    ANALYSE_OP_COL_CALLS,
+    ANALYSE_OP_COL_TOTAL,
+    ANALYSE_OP_COL_SELF,
+    ANALYSE_OP_COL_AVG,
+    ANALYSE_OP_COL_MIN,
+    ANALYSE_OP_COL_MAX,
+    ANALYSE_OP_COL_PERCENT,
+};
+
+/* Parses a column name ("name", "type", "calls", "total", "total_us", "self", "self_us", "avg",
+ * "avg_us", "min", "min_us", "max", "max_us", "percent"); returns 0 and sets *ret_col, or
+ * -EINVAL. */
+int analyse_op_col_parse(const char *s, enum analyse_op_col *ret_col);
+
+struct analyse_op_query {
+    const char *const *search; /* [n_search]: keep rows whose name contains any term, ignoring
+                                  ASCII case (MindInsight partial_match_str_in); 0 terms = all */
+    size_t n_search;
+    const char *type;          /* keep rows of exactly this type; NULL = all */
+    enum analyse_op_col sort;  /* ties keep first-appearance order (a stable sort) */
+    bool desc;
+    size_t top_n;              /* > 0: the first top_n sorted rows, the rest folded into "Other" */
+    size_t offset;             /* rows skipped (a row offset, not MindInsight's page number) */
+    size_t limit;              /* rows returned at most; 0 = no limit */
+};
+
+/* Filters, sorts, folds and pages all (from analyse_ops_aggregate()); all is not changed.
+ * The result's total counts the rows before offset/limit, its rows are the page, and percent
+ * keeps all's denominator (a filtered table still shows shares of everything). The "Other" row
+ * (type "Other") sums calls, total and self and percent of the folded rows, min/max over them;
+ * it is placed last whatever the sort. Returns 0 and sets *ret_page (caller frees with
+ * analyse_op_table_free()), or -ENOMEM. */
+int analyse_ops_query(const struct analyse_op_table *all, const struct analyse_op_query *q,
+                      struct analyse_op_table **ret_page);
+
+/* Frees a table; NULL is accepted. */
+void analyse_op_table_free(struct analyse_op_table *table);
+
+/* --- Step-time breakdown (breakdown.c) ----------------------------------------------------
+ * torch-tb-profiler's overview breakdown (peers.md §1.3, tb_plugin event_parser.py and
+ * overall_parser.py), see docs/ANALYSIS.md. Categories in priority order: */
+enum analyse_bd_cat {
+    ANALYSE_BD_KERNEL,
+    ANALYSE_BD_MEMCPY,
+    ANALYSE_BD_MEMSET,
+    ANALYSE_BD_COMMUNICATION,
+    ANALYSE_BD_RUNTIME,
+    ANALYSE_BD_DATALOADER,
+    ANALYSE_BD_CPU_EXEC,
+    ANALYSE_BD_OTHER,
+    ANALYSE_BD_COUNT,
+};
+
+/* "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other". */
+extern const char *const analyse_bd_cat_names[ANALYSE_BD_COUNT];
+
+struct analyse_bd_step {
+    int64_t step;                     /* N of ProfilerStep#N as the framework wrote it; 0 for the
+                                         single implicit step of a trace without step spans */
+    int64_t host_start_ns, host_end_ns; /* the step span itself */
+    int64_t start_ns, end_ns;         /* after device-side stretching */
+    int64_t n_device;                 /* device events launched by runtimes inside the step */
+    int64_t cost_ns[ANALYSE_BD_COUNT]; /* sums exactly to end_ns - start_ns */
+};
+
+struct analyse_bd_gpu {
+    int64_t pid;             /* the device's pid in the trace (Kineto: the GPU id) */
+    int64_t busy_ns;         /* |union(kernels) ∩ window| */
+    double utilization;      /* busy_ns / |window|, in [0, 1] */
+};
+
+/* Read-only outside breakdown.c. */
+struct analyse_breakdown {
+    size_t n_steps;                   /* steps kept after tail trimming */
+    struct analyse_bd_step *steps;    /* [n_steps], by start time */
+    size_t n_dropped;                 /* tail steps dropped (kernels probably truncated) */
+    bool device_stretched;            /* some step launched device work: steps are device-side */
+    double avg_ns[ANALYSE_BD_COUNT];  /* sum over steps / n_steps */
+    double avg_total_ns;
+    int64_t window_start_ns, window_end_ns; /* [first step start, last step end] */
+    size_t n_gpus;
+    struct analyse_bd_gpu *gpus;      /* [n_gpus], by pid: kernel busy time per device */
+};
+
+/* Computes the breakdown of classified spans (analyse_classify()). Steps are the STEP spans
+ * (not those on a device); device events are linked to runtime spans by equal correlation
+ * (>= 0); a kernel whose external_id (>= 0) is that of a host COMMUNICATION span counts as
+ * communication. With no step span the single step 0 covers the host operators' extent; with no
+ * host span at all the result has no steps. Returns 0 and sets *ret_bd (caller frees with
+ * analyse_breakdown_free()), or -ENOMEM. */
+int analyse_breakdown_compute(const struct analyse_span *spans, size_t n, struct analyse_breakdown **ret_bd);
+
+/* Frees a breakdown; NULL is accepted. */
+void analyse_breakdown_free(struct analyse_breakdown *bd);
+
+
 /* ===== Section B: step trace, data queues and pipeline (steptrace.c queues.c) ===== */
 
 /* --- Step trace (steptrace.c) -----------------------------------------------------------
