@@ -265,7 +265,6 @@ int analyse_breakdown_compute(const struct analyse_span *spans, size_t n, struct
 /* Frees a breakdown; NULL is accepted. */
 void analyse_breakdown_free(struct analyse_breakdown *bd);
 
-
 /* ===== Section B: step trace, data queues and pipeline (steptrace.c queues.c) ===== */
 
 /* --- Step trace (steptrace.c) -----------------------------------------------------------
