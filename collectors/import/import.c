@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * import: `stepscope import PATH... [--socket S] [--job NAME] [--rank R]` (contract in import.h).
+ *
+ * Pass 1 reads every file to the end through tfile/tscan in constant memory: it validates the
+ * JSON and every event, counts the events, collects the top-level facts (distributedInfo,
+ * schemaVersion, ...) and guesses the framework from the first events. Only when every file
+ * passed does pass 2 read each file again and send it, one session per file, as the stream
+ * "import:<abs path>:<size>:<mtime>". Because that stream key is the file's identity, a second
+ * import of the same file (same job and rank) gets a welcome whose next_seq covers what the
+ * daemon already holds, and only the rest is sent: imports are idempotent, and an import whose
+ * connection broke resumes where the daemon's durable state ends, on the next attempt or the
+ * next run.
+ */
+#include "import.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "log.h"
+#include "sbuf.h"
+#include "tfile.h"
+#include "tscan.h"
+
+#define IMPORT_JOB_MAX 256        /* the protocol's longest job name */
+#define IMPORT_STREAM_MAX 256     /* the protocol's longest stream key */
+#define IMPORT_DETECT_EVENTS 10000 /* events looked at to guess the framework */
+#define IMPORT_ERRORS_SHOWN 10    /* daemon errors printed per file; the rest are counted */
+#define IMPORT_ATTEMPTS 6         /* sessions tried per file when connections break */
+
+enum framework { FW_UNKNOWN, FW_TORCH, FW_PADDLE, FW_MINDSPORE };
+
+static const char *const fw_names[] = {"unknown", "torch", "paddle", "mindspore"};
+
+struct detect {
+    unsigned torch, paddle, mindspore; /* events that look like each */
+};
+
+struct input {
+    const char *arg;          /* as given; borrowed from argv */
+    char *abs;                /* realpath(), owned */
+    uint64_t size;            /* st_size at pass 1 */
+    struct timespec mtime;    /* st_mtim at pass 1 */
+    uint64_t n_events;        /* counted in pass 1 */
+    uint64_t n_bytes;         /* uncompressed bytes */
+    struct tscan_meta meta;   /* top-level facts from pass 1 */
+    bool gzip;
+    enum framework fw;
+    const char *format;       /* "kineto", "torch-legacy", "paddle", "mindspore-timeline", "chrome" */
+    int64_t rank;
+    int64_t world_size;
+    uint64_t n_rejected;      /* error replies from the daemon, all sessions */
+};
+
+struct opts {
+    const char *socket;
+    const char *job;
+    int64_t rank;             /* -1: not given */
+    bool quiet;
+};
+
+void import_usage(FILE *f)
+{
+    fputs("usage: stepscope import [--socket PATH] [--job NAME] [--rank R] [--quiet] FILE...\n"
+          "\n"
+          "Imports Chrome-trace files (.json or .json.gz; Kineto, legacy torch, Paddle\n"
+          "export_chrome_tracing, MindSpore timelines) into stepscoped, one file per rank.\n"
+          "Every file is validated completely before anything is sent; the command exits 0 only\n"
+          "when the daemon has acknowledged every event. Importing the same file again adds\n"
+          "nothing.\n"
+          "\n"
+          "  --socket PATH  the daemon's socket (default $STEPSCOPE_SOCKET, else\n"
+          "                 $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock)\n"
+          "  --job NAME     job name (default: the file name without .gz/.json/.pt.trace;\n"
+          "                 required with several files)\n"
+          "  --rank R       rank of a single file (default: its distributedInfo.rank, else 0);\n"
+          "                 with several files ranks come from distributedInfo when every file\n"
+          "                 has a distinct one, else from the order of the files\n"
+          "  --quiet        print nothing on success\n"
+          "\n"
+          "exit status: 0 all acknowledged, 1 daemon unreachable or refused, 2 usage,\n"
+          "             3 invalid input file (nothing sent), 4 the daemon rejected events\n",
+          f);
+}
+
+static void usage_error(const char *fmt, ...) SS_PRINTF(1, 2);
+
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("stepscope import: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\ntry 'stepscope import --help'\n", stderr);
+    va_end(ap);
+}
+
+/* Parses a decimal int64 in [0, INT32_MAX]. */
+static bool parse_rank(const char *s, int64_t *ret)
+{
+    if (!*s)
+        return false;
+    int64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (*p - '0');
+        if (v > INT32_MAX)
+            return false;
+    }
+    *ret = v;
+    return true;
+}
+
+static bool job_ok(const char *job)
+{
+    size_t n = strlen(job);
+    if (n == 0 || n > IMPORT_JOB_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)job[i] < 0x20 || job[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static bool has_suffix(const char *s, size_t n, const char *suf)
+{
+    size_t m = strlen(suf);
+    return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+/* The default job name: the base name without .gz, .json and .pt.trace (Kineto's
+ * "<worker>.<ts>.pt.trace.json"). Caller frees. */
+static char *job_from_path(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (has_suffix(b, n, ".gz"))
+        n -= 3;
+    if (has_suffix(b, n, ".json"))
+        n -= 5;
+    if (has_suffix(b, n, ".pt.trace"))
+        n -= 9;
+    if (n == 0)
+        n = strlen(b);
+    if (n > IMPORT_JOB_MAX)
+        n = IMPORT_JOB_MAX;
+    char *j = malloc(n + 1);
+    if (j) {
+        memcpy(j, b, n);
+        j[n] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)j[i] < 0x20 || j[i] == 0x7f)
+                j[i] = '_';
+    }
+    return j;
+}
+
+static const char *default_socket(char *buf, size_t n)
+{
+    const char *s = getenv("STEPSCOPE_SOCKET");
+    if (s && *s)
+        return s;
+    s = getenv("XDG_RUNTIME_DIR");
+    if (s && *s)
+        snprintf(buf, n, "%s/stepscope.sock", s);
+    else
+        snprintf(buf, n, "/tmp/stepscope-%u.sock", (unsigned)getuid());
+    return buf;
+}
+
+/* True when the raw JSON string text q (quotes included) starts with the characters of lit. */
+static bool str_starts(const char *q, const char *lit)
+{
+    return q[0] == '"' && strncmp(q + 1, lit, strlen(lit)) == 0;
+}
+
+static bool str_is(const char *q, const char *lit)
+{
+    size_t n = strlen(lit);
+    return q[0] == '"' && strncmp(q + 1, lit, n) == 0 && q[n + 1] == '"' && q[n + 2] == '\0';
+}
+
+/* MindSpore operator names end in "-op<digits>" ("AssignAdd-op142", "Default/.../Conv2D-op1"). */
+static bool has_ms_op_suffix(const char *q)
+{
+    const char *p = strstr(q, "-op");
+    while (p) {
+        const char *d = p + 3;
+        if (*d >= '0' && *d <= '9') {
+            while (*d >= '0' && *d <= '9')
+                d++;
+            if (*d == '"' || *d == '\0')
+                return true;
+        }
+        p = strstr(p + 1, "-op");
+    }
+    return false;
+}
+
+static void detect_event(struct detect *d, const struct tscan_event *ev)
+{
+    static const char *const torch_cats[] = {"cpu_op", "python_function", "user_annotation",
+                                              "gpu_user_annotation", "cuda_runtime", "cuda_driver",
+                                              "kernel", "gpu_memcpy", "gpu_memset", "ac2g",
+                                              "fwdbwd", "Runtime", "Trace", "cpu_instant_event"};
+    static const char *const paddle_cats[] = {"OperatorInner", "PythonOp", "PythonUserDefined",
+                                               "Dataloader", "ProfileStep", "CudaRuntime",
+                                               "UserDefined", "Forward", "Backward", "Optimization",
+                                               "Communication", "MluRuntime"};
+    for (size_t i = 0; i < sizeof torch_cats / sizeof torch_cats[0]; i++)
+        if (str_is(ev->cat, torch_cats[i])) {
+            d->torch++;
+            return;
+        }
+    for (size_t i = 0; i < sizeof paddle_cats / sizeof paddle_cats[0]; i++)
+        if (str_is(ev->cat, paddle_cats[i])) {
+            d->paddle++;
+            return;
+        }
+    if (str_starts(ev->name, "aten::") || str_starts(ev->name, "ProfilerStep#") ||
+        str_is(ev->pid, "CPU functions"))
+        d->torch++;
+    else if (str_starts(ev->name, "ProfileStep#"))
+        d->paddle++;
+    else if (str_starts(ev->name, "Default/") || str_starts(ev->name, "Gradients/") ||
+             has_ms_op_suffix(ev->name))
+        d->mindspore++;
+}
+
+static void classify(struct input *in, const struct detect *d)
+{
+    const struct tscan_meta *m = &in->meta;
+    if (m->has_paddle_marker || (d->paddle > 0 && d->paddle >= d->torch))
+        in->fw = FW_PADDLE;
+    else if (d->torch > 0 || (!m->root_is_array && (m->has_distributed_info || m->schema_version[0] ||
+                                                    m->has_device_properties)))
+        in->fw = FW_TORCH;
+    else if (d->mindspore > 0)
+        in->fw = FW_MINDSPORE;
+    else
+        in->fw = FW_UNKNOWN;
+    switch (in->fw) {
+    case FW_TORCH:
+        in->format = m->root_is_array ? "torch-legacy" : "kineto";
+        break;
+    case FW_PADDLE:
+        in->format = "paddle";
+        break;
+    case FW_MINDSPORE:
+        in->format = "mindspore-timeline";
+        break;
+    default:
+        in->format = "chrome";
+        break;
+    }
+}
+
+/* Pass 1 on one file. Returns 0, or -1 after printing why the file is unusable. */
+static int validate(struct input *in)
+{
+    struct stat st;
+    char err[TFILE_ERR_MAX];
+    if (stat(in->arg, &st) < 0) {
+        fprintf(stderr, "stepscope import: %s: %s\n", in->arg, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "stepscope import: %s: not a regular file\n", in->arg);
+        return -1;
+    }
+    in->abs = realpath(in->arg, NULL);
+    if (!in->abs) {
+        fprintf(stderr, "stepscope import: %s: %s\n", in->arg, strerror(errno));
+        return -1;
+    }
+    in->size = (uint64_t)st.st_size;
+    in->mtime = st.st_mtim;
+    struct tfile *f;
+    if (tfile_open(in->arg, &f, err) < 0) {
+        fprintf(stderr, "stepscope import: %s\n", err);
+        return -1;
+    }
+    struct detect d = {0};
+    const char *ev;
+    size_t len;
+    const struct tscan_event *info;
+    int r;
+    while ((r = tfile_next(f, &ev, &len, &info)) == 1)
+        if (info->index < IMPORT_DETECT_EVENTS)
+            detect_event(&d, info);
+    if (r < 0) {
+        fprintf(stderr, "stepscope import: %s\n", tfile_error(f));
+        fprintf(stderr, "stepscope import: nothing was imported\n");
+        tfile_free(f);
+        return -1;
+    }
+    in->meta = *tfile_meta(f);
+    in->n_events = in->meta.n_events;
+    in->n_bytes = tfile_bytes(f);
+    in->gzip = tfile_is_gzip(f);
+    classify(in, &d);
+    tfile_free(f);
+    return 0;
+}
+
+/* Ranks and world sizes for all files (see usage). */
+static void assign_ranks(struct input *ins, size_t n, const struct opts *o)
+{
+    if (n == 1) {
+        struct input *in = &ins[0];
+        in->rank = o->rank >= 0 ? o->rank : in->meta.dist_rank >= 0 ? in->meta.dist_rank : 0;
+        in->world_size = in->meta.dist_world_size > in->rank ? in->meta.dist_world_size
+                                                              : in->rank + 1;
+        return;
+    }
+    bool from_dist = true;
+    for (size_t i = 0; i < n && from_dist; i++) {
+        if (ins[i].meta.dist_rank < 0)
+            from_dist = false;
+        for (size_t j = 0; j < i && from_dist; j++)
+            if (ins[j].meta.dist_rank == ins[i].meta.dist_rank)
+                from_dist = false;
+    }
+    int64_t ws = (int64_t)n;
+    for (size_t i = 0; i < n; i++) {
+        ins[i].rank = from_dist ? ins[i].meta.dist_rank : (int64_t)i;
+        if (ins[i].rank + 1 > ws)
+            ws = ins[i].rank + 1;
+        if (from_dist && ins[i].meta.dist_world_size > ws)
+            ws = ins[i].meta.dist_world_size;
+    }
+    for (size_t i = 0; i < n; i++)
+        ins[i].world_size = ws;
+}
+
+/* FNV-1a, for stream keys of paths too long to spell out. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void build_hello(struct sbuf *b, const struct input *in, const char *job)
+{
+    char key[IMPORT_STREAM_MAX + 64];
+    snprintf(key, sizeof key, "import:%s:%llu:%lld.%09ld", in->abs, (unsigned long long)in->size,
+             (long long)in->mtime.tv_sec, (long)in->mtime.tv_nsec);
+    if (strlen(key) > IMPORT_STREAM_MAX)
+        snprintf(key, sizeof key, "import:fnv1a64=%016llx:%llu:%lld.%09ld",
+                 (unsigned long long)fnv1a(in->abs), (unsigned long long)in->size,
+                 (long long)in->mtime.tv_sec, (long)in->mtime.tv_nsec);
+    const struct tscan_meta *m = &in->meta;
+    /* No "seq": the daemon then numbers the first line by its next_seq, which is where this
+     * session starts sending (lines below it are already held). */
+    sbuf_adds(b, "{\"hello\":\"stepscope/1\",\"job\":");
+    sbuf_json_strz(b, job);
+    sbuf_printf(b, ",\"rank\":%lld,\"world_size\":%lld,\"framework\":\"%s\",\"stream\":",
+                (long long)in->rank, (long long)in->world_size, fw_names[in->fw]);
+    sbuf_json_strz(b, key);
+    sbuf_adds(b, ",\"source\":\"import\",\"format\":\"");
+    sbuf_adds(b, in->format);
+    sbuf_adds(b, "\",\"file\":");
+    sbuf_json_strz(b, in->abs);
+    sbuf_printf(b, ",\"file_events\":%llu", (unsigned long long)in->n_events);
+    /* Top-level facts of the trace, as the raw JSON values they were (already validated). */
+    sbuf_adds(b, ",\"trace\":{");
+    const char *sep = "";
+    const struct {
+        const char *key;
+        const char *val;
+    } facts[] = {{"schemaVersion", m->schema_version},
+                 {"displayTimeUnit", m->display_time_unit},
+                 {"baseTimeNanoseconds", m->base_time_ns},
+                 {"traceName", m->trace_name},
+                 {"backend", m->dist_backend}};
+    for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++) {
+        /* A value cut at TSCAN_CAP_MAX would not be valid JSON any more: leave it out. */
+        if (!facts[i].val[0] || strlen(facts[i].val) >= TSCAN_CAP_MAX)
+            continue;
+        sbuf_printf(b, "%s\"%s\":%s", sep, facts[i].key, facts[i].val);
+        sep = ",";
+    }
+    if (m->dist_rank >= 0) {
+        sbuf_printf(b, "%s\"rank\":%lld", sep, (long long)m->dist_rank);
+        sep = ",";
+    }
+    if (m->dist_world_size >= 0)
+        sbuf_printf(b, "%s\"world_size\":%lld", sep, (long long)m->dist_world_size);
+    sbuf_adds(b, "}}");
+}
+
+struct session_ctx {
+    struct input *in;
+    uint64_t shown;
+};
+
+static void on_daemon_error(void *ud, int64_t seq, int64_t line, const char *code,
+                            const char *message)
+{
+    struct session_ctx *ctx = ud;
+    ctx->in->n_rejected++;
+    if (ctx->shown++ < IMPORT_ERRORS_SHOWN)
+        fprintf(stderr, "stepscope import: %s: the daemon rejected event #%lld (line %lld): %s: %s\n",
+                ctx->in->arg, (long long)seq, (long long)line, code, message);
+}
+
+enum outcome {
+    OUT_DONE,         /* every line acked */
+    OUT_UNREACHABLE,  /* could not connect */
+    OUT_REFUSED,      /* hello refused */
+    OUT_BROKEN,       /* the session broke after its welcome: worth another attempt */
+    OUT_INPUT,        /* the file changed or failed on the second read */
+};
+
+/* One session: connect, hello, send from next_seq, bye, wait for the final ack. */
+static enum outcome import_once(struct input *in, const char *job, const char *sock,
+                                bool *ret_welcomed, uint64_t *ret_skipped, char *err)
+{
+    struct session_ctx ctx = {.in = in};
+    struct client *c = NULL;
+    struct tfile *f = NULL;
+    struct sbuf hello;
+    enum outcome out = OUT_BROKEN;
+    sbuf_init(&hello, 1u << 20);
+    if (client_open(sock, on_daemon_error, &ctx, &c, err) < 0) {
+        out = OUT_UNREACHABLE;
+        goto done;
+    }
+    build_hello(&hello, in, job);
+    if (hello.error) {
+        snprintf(err, CLIENT_ERR_MAX, "out of memory");
+        out = OUT_REFUSED;
+        goto done;
+    }
+    uint64_t next_seq;
+    int r = client_hello(c, hello.data, hello.len, &next_seq, err);
+    if (r == -EPROTO) {
+        out = OUT_REFUSED;
+        goto done;
+    }
+    if (r < 0)
+        goto done;
+    *ret_welcomed = true;
+    *ret_skipped = next_seq < in->n_events ? next_seq : in->n_events;
+    char ferr[TFILE_ERR_MAX];
+    if (tfile_open(in->arg, &f, ferr) < 0) {
+        snprintf(err, CLIENT_ERR_MAX, "%s", ferr);
+        out = OUT_INPUT;
+        goto done;
+    }
+    const char *ev;
+    size_t len;
+    const struct tscan_event *info;
+    while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
+        if (info->index < next_seq)
+            continue; /* the daemon holds it already */
+        if (client_send(c, ev, len, err) < 0)
+            goto done;
+    }
+    if (r < 0 || tfile_meta(f)->n_events != in->n_events) {
+        snprintf(err, CLIENT_ERR_MAX, "%s changed since it was validated: %s", in->arg,
+                 r < 0 ? tfile_error(f) : "different number of events");
+        out = OUT_INPUT;
+        goto done;
+    }
+    /* Every event took a sequence number (or was below next_seq); the bye takes the next. */
+    uint64_t bye_seq = next_seq > in->n_events ? next_seq : in->n_events;
+    if (client_finish(c, bye_seq + 1, err) < 0)
+        goto done;
+    out = OUT_DONE;
+done:
+    tfile_free(f);
+    client_free(c);
+    sbuf_done(&hello);
+    return out;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/* Pass 2 on one file, with retries when an established session breaks. */
+static int import_file(struct input *in, const char *job, const struct opts *o)
+{
+    char err[CLIENT_ERR_MAX];
+    bool welcomed = false;
+    uint64_t skipped = 0, first_skipped = 0;
+    long backoff = 100;
+    for (int attempt = 1;; attempt++) {
+        bool w = false;
+        enum outcome out = import_once(in, job, o->socket, &w, &skipped, err);
+        if (w && !welcomed)
+            first_skipped = skipped;
+        welcomed = welcomed || w;
+        switch (out) {
+        case OUT_DONE:
+            if (!o->quiet)
+                printf("%s: %llu events, job \"%s\" rank %lld of %lld, %s (%s): %llu sent, "
+                       "%llu already held, %llu rejected\n",
+                       in->arg, (unsigned long long)in->n_events, job, (long long)in->rank,
+                       (long long)in->world_size, fw_names[in->fw], in->format,
+                       (unsigned long long)(in->n_events - first_skipped),
+                       (unsigned long long)first_skipped, (unsigned long long)in->n_rejected);
+            return in->n_rejected ? IMPORT_EXIT_REJECTED : IMPORT_EXIT_OK;
+        case OUT_INPUT:
+            fprintf(stderr, "stepscope import: %s\n", err);
+            return IMPORT_EXIT_INPUT;
+        case OUT_REFUSED:
+            fprintf(stderr, "stepscope import: %s: %s\n", in->arg, err);
+            return IMPORT_EXIT_DAEMON;
+        case OUT_UNREACHABLE:
+            /* Only a daemon that was there before is worth waiting for (it may be restarting). */
+            if (!welcomed) {
+                fprintf(stderr, "stepscope import: %s\n", err);
+                return IMPORT_EXIT_DAEMON;
+            }
+            break;
+        case OUT_BROKEN:
+            break;
+        }
+        if (attempt == IMPORT_ATTEMPTS) {
+            fprintf(stderr, "stepscope import: %s: giving up after %d attempts: %s\n", in->arg,
+                    attempt, err);
+            return IMPORT_EXIT_DAEMON;
+        }
+        fprintf(stderr, "stepscope import: %s: %s; retrying in %ld ms\n", in->arg, err, backoff);
+        sleep_ms(backoff);
+        backoff *= 3;
+    }
+}
+
+int import_command(int argc, char **argv)
+{
+    struct opts o = {.rank = -1};
+    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    size_t n = 0;
+    int ret = IMPORT_EXIT_USAGE;
+    char sockbuf[4096];
+    char *job_owned = NULL;
+    struct input *ins = NULL;
+    if (!paths) {
+        fputs("stepscope import: out of memory\n", stderr);
+        return IMPORT_EXIT_USAGE;
+    }
+    bool opts_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (opts_done || a[0] != '-' || strcmp(a, "-") == 0) {
+            paths[n++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            opts_done = true;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            import_usage(stdout);
+            ret = IMPORT_EXIT_OK;
+            goto out;
+        }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o.quiet = true;
+            continue;
+        }
+        const char *names[] = {"--socket", "--job", "--rank"};
+        size_t k;
+        for (k = 0; k < 3; k++) {
+            size_t nl = strlen(names[k]);
+            if (strncmp(a, names[k], nl) == 0 && (a[nl] == '\0' || a[nl] == '=')) {
+                if (a[nl] == '=')
+                    val = a + nl + 1;
+                else if (i + 1 < argc)
+                    val = argv[++i];
+                break;
+            }
+        }
+        if (k == 3) {
+            usage_error("unknown option %s", a);
+            goto out;
+        }
+        if (!val) {
+            usage_error("%s needs a value", a);
+            goto out;
+        }
+        if (k == 0) {
+            o.socket = val;
+        } else if (k == 1) {
+            if (!job_ok(val)) {
+                usage_error("--job must be 1 to 256 bytes without control characters: %s", val);
+                goto out;
+            }
+            o.job = val;
+        } else if (!parse_rank(val, &o.rank)) {
+            usage_error("--rank must be an integer from 0 to 2147483647: %s", val);
+            goto out;
+        }
+    }
+    if (n == 0) {
+        usage_error("%s", "no file to import");
+        goto out;
+    }
+    if (n > 1 && o.rank >= 0) {
+        usage_error("%s", "--rank applies to a single file; with several files ranks come from "
+                          "distributedInfo or the order of the files");
+        goto out;
+    }
+    if (n > 1 && !o.job) {
+        usage_error("%s", "several files go into one job: name it with --job NAME");
+        goto out;
+    }
+    if (!o.socket)
+        o.socket = default_socket(sockbuf, sizeof sockbuf);
+
+    /* Pass 1: every file, completely, before anything is sent. */
+    ins = calloc(n, sizeof *ins);
+    if (!ins) {
+        fputs("stepscope import: out of memory\n", stderr);
+        goto out;
+    }
+    bool bad = false;
+    for (size_t i = 0; i < n; i++) {
+        ins[i].arg = paths[i];
+        if (validate(&ins[i]) < 0)
+            bad = true;
+    }
+    if (bad) {
+        ret = IMPORT_EXIT_INPUT;
+        goto out;
+    }
+    assign_ranks(ins, n, &o);
+    const char *job = o.job;
+    if (!job) {
+        job = job_owned = job_from_path(ins[0].arg);
+        if (!job) {
+            fputs("stepscope import: out of memory\n", stderr);
+            goto out;
+        }
+    }
+
+    /* Pass 2: send, one session per file. */
+    ret = IMPORT_EXIT_OK;
+    for (size_t i = 0; i < n; i++) {
+        int r = import_file(&ins[i], job, &o);
+        if (r == IMPORT_EXIT_REJECTED)
+            ret = r;
+        else if (r != IMPORT_EXIT_OK) {
+            ret = r;
+            break;
+        }
+    }
+out:
+    if (ins)
+        for (size_t i = 0; i < n; i++)
+            free(ins[i].abs);
+    free(ins);
+    free(job_owned);
+    free(paths);
+    return ret;
+}

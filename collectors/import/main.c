@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main: the `stepscope` command-line tool. It dispatches to one subcommand per module of this
+ * folder; `import` is the first (import.h), and later ones join the table below.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "import.h"
+#include "stepscope_build.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: stepscope COMMAND [ARGS...]\n"
+          "       stepscope --version\n"
+          "\n"
+          "commands:\n"
+          "  import FILE...   import Chrome-trace files (.json, .json.gz) into stepscoped\n"
+          "  help [COMMAND]   show this text, or a command's usage\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return IMPORT_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "import") == 0)
+        return import_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("stepscope %s\n", STEPSCOPE_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        if (argc > 2 && strcmp(argv[2], "import") == 0)
+            import_usage(stdout);
+        else
+            usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "stepscope: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return IMPORT_EXIT_USAGE;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of tscan, the importer's streaming scanner: which documents it takes, the events
+ * and facts it finds, the errors and their offsets, and that any split of the input into chunks
+ * gives the same result (the scanner is resumable anywhere, even inside an escape).
+ */
+#include "tscan.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Feeds doc in chunks of step bytes; writes "start-end;" per event into out, or "ERR@off:msg".
+ * Returns the number of events, or -1 on error. */
+static int run(const char *doc, size_t step, char *out, size_t outn, struct tscan *s)
+{
+    size_t n = strlen(doc), pos = 0, o = 0;
+    tscan_init(s);
+    out[0] = '\0';
+    while (pos < n) {
+        size_t len = n - pos < step ? n - pos : step;
+        size_t at = 0;
+        while (at < len) {
+            size_t used;
+            int r = tscan_feed(s, doc + pos + at, len - at, &used);
+            if (r < 0) {
+                snprintf(out, outn, "ERR@%llu:%s", (unsigned long long)s->err_off, s->err);
+                return -1;
+            }
+            at += used;
+            if (r == TSCAN_EVENT)
+                o += (size_t)snprintf(out + o, outn - o, "%llu-%llu;",
+                                      (unsigned long long)s->event.start,
+                                      (unsigned long long)s->event.end);
+        }
+        pos += len;
+    }
+    if (tscan_finish(s) < 0) {
+        snprintf(out, outn, "ERR@%llu:%s", (unsigned long long)s->err_off, s->err);
+        return -1;
+    }
+    return (int)s->meta.n_events;
+}
+
+static const char *kineto_doc =
+    "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 3, "
+    "\"world_size\": 8, \"pg\": [{\"rank\": 99}]},\n  \"traceEvents\": [\n  {\n    \"ph\": \"X\", "
+    "\"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 7,\n    \"ts\": 1.5, "
+    "\"dur\": 2e1, \"args\": {\"ph\": 1, \"s\": \"\\u00e9\\ud83d\\ude00\\\"\"}\n  },\n  {\"ph\": "
+    "\"M\", \"name\": \"process_name\", \"args\": {\"name\": \"caf\xc3\xa9\"}},\n  {\"ph\": \"i\", "
+    "\"ts\": -3, \"s\": \"t\", \"name\": null}\n  ],\n  \"displayTimeUnit\": \"ms\",\n  "
+    "\"baseTimeNanoseconds\": 1700000000000000000\n}\n";
+
+START_TEST(test_tscan_kineto_events_and_facts)
+{
+    struct tscan s;
+    char out[512];
+    ck_assert_int_eq(run(kineto_doc, 1u << 20, out, sizeof out, &s), 3);
+    ck_assert_int_eq(s.meta.dist_rank, 3);
+    ck_assert_int_eq(s.meta.dist_world_size, 8);
+    ck_assert_str_eq(s.meta.dist_backend, "\"nccl\"");
+    ck_assert_str_eq(s.meta.schema_version, "1");
+    ck_assert_str_eq(s.meta.display_time_unit, "\"ms\"");
+    ck_assert_str_eq(s.meta.base_time_ns, "1700000000000000000");
+    ck_assert(!s.meta.root_is_array);
+    ck_assert(s.meta.has_distributed_info);
+    /* Each event's bytes are exactly one object. */
+    const char *first = strstr(kineto_doc, "{\n    \"ph\"");
+    char want[64];
+    snprintf(want, sizeof want, "%ld-", (long)(first - kineto_doc));
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s vs %s", out, want);
+}
+END_TEST
+
+/* _i is the chunk size: every split gives the same events and facts as one big chunk. */
+START_TEST(test_tscan_output_independent_of_chunking)
+{
+    struct tscan s;
+    char want[512], got[512];
+    run(kineto_doc, 1u << 20, want, sizeof want, &s);
+    ck_assert_int_eq(run(kineto_doc, (size_t)_i, got, sizeof got, &s), 3);
+    ck_assert_str_eq(got, want);
+    ck_assert_int_eq(s.meta.dist_rank, 3);
+    ck_assert_str_eq(s.meta.base_time_ns, "1700000000000000000");
+}
+END_TEST
+
+START_TEST(test_tscan_bare_array)
+{
+    struct tscan s;
+    char out[256];
+    const char *doc = "[{\"name\": \"aten::t\", \"ph\": \"X\", \"ts\": 1, \"dur\": 0, \"tid\": 1, "
+                      "\"pid\": \"CPU functions\", \"args\": {}}, {\"ph\":\"B\",\"ts\":2}]";
+    ck_assert_int_eq(run(doc, 7, out, sizeof out, &s), 2);
+    ck_assert(s.meta.root_is_array);
+    ck_assert_str_eq(s.event.name, "");
+    ck_assert_int_eq(s.event.ph, 'B');
+}
+END_TEST
+
+static const struct {
+    const char *doc;
+    const char *err; /* "off:substring of the message" */
+} bad[] = {
+    {"", "0:empty file"},
+    {"   ", "3:empty file"},
+    {"{\"traceEvents\": [{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}", "53:truncated"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1},", "38:truncated"},
+    {"{\"a\": 1}", "8:no \"traceEvents\""},
+    {"\"x\"", "0:not a Chrome trace"},
+    {"[1]", "1:not a JSON object"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":01,\"dur\":1}]", "28:leading zero"},
+    {"[{\"ph\":\"X\",\"name\":\"a\xff\",\"ts\":1,\"dur\":1}]", "20:invalid UTF-8"},
+    {"[{\"ph\":\"X\",\"name\":\"\xc0\xaf\",\"ts\":1,\"dur\":1}]", "19:invalid UTF-8"},
+    {"[{\"ph\":\"X\",\"name\":\"\xed\xa0\x80\",\"ts\":1,\"dur\":1}]", "20:invalid UTF-8"},
+    {"[{\"ph\":\"X\",\"name\":\"a\nb\",\"ts\":1,\"dur\":1}]", "20:control character"},
+    {"[{\"ph\":\"X\",\"name\":\"\\ud800x\",\"ts\":1,\"dur\":1}]", "25:lone high surrogate"},
+    {"[{\"ph\":\"X\",\"name\":\"\\udc00\",\"ts\":1,\"dur\":1}]", "19:lone low surrogate"},
+    {"[{\"ph\":\"X\",\"name\":\"\\q\",\"ts\":1,\"dur\":1}]", "20:invalid escape"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1,}]", "37:expected a key"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}] x", "39:after the end"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":NaN,\"dur\":1}]", "27:expected a value"},
+    {"[{\"name\":\"a\",\"ts\":1}]", "1:no \"ph\""},
+    {"[{\"ph\":\"XX\",\"ts\":1}]", "1:one-letter"},
+    {"[{\"ph\":\"X\",\"ts\":1,\"dur\":1}]", "1:\"name\" must be a string"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"dur\":1}]", "1:missing \"ts\""},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]", "1:missing \"dur\""},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}]", "1:\"dur\" must be >= 0"},
+    {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"1\",\"dur\":1}]", "1:\"ts\" must be a number"},
+    {"[{\"ph\":\"i\",\"ts\":1e300}]", "1:out of range"},
+    {"{\"traceEvents\": {}}", "16:not an array"},
+    {"{\"traceEvents\": [], \"traceEvents\": []}", "35:a second"},
+};
+
+START_TEST(test_tscan_rejects_with_offset)
+{
+    struct tscan s;
+    char out[512];
+    for (size_t step = 1; step <= 64; step *= 4) {
+        ck_assert_int_eq(run(bad[_i].doc, step, out, sizeof out, &s), -1);
+        char off[24];
+        const char *colon = strchr(bad[_i].err, ':');
+        snprintf(off, sizeof off, "ERR@%.*s:", (int)(colon - bad[_i].err), bad[_i].err);
+        ck_assert_msg(strncmp(out, off, strlen(off)) == 0 && strstr(out, colon + 1),
+                      "doc %zu step %zu: got %s, want %s", (size_t)_i, step, out, bad[_i].err);
+    }
+}
+END_TEST
+
+START_TEST(test_tscan_accepts_edge_cases)
+{
+    struct tscan s;
+    char out[512];
+    /* M without ts; first occurrence of a key counts; escaped pair; deep args; -0 duration. */
+    const char *doc = "{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"n\"},"
+                      "{\"ph\":\"X\",\"ph\":7,\"name\":\"\\ud83d\\ude00\",\"ts\":1.25e3,\"dur\":-0,"
+                      "\"args\":{\"a\":[[[[{\"b\":[true,false,null]}]]]]}}],\"x\":{\"traceEvents\":1}}";
+    ck_assert_int_eq(run(doc, 3, out, sizeof out, &s), 2);
+}
+END_TEST
+
+START_TEST(test_tscan_event_depth_limit)
+{
+    struct tscan s;
+    char doc[512], out[512];
+    size_t o = (size_t)snprintf(doc, sizeof doc, "[{\"ph\":\"i\",\"ts\":1,\"a\":");
+    int deep = _i; /* nesting inside the event, the event itself excluded */
+    for (int k = 0; k < deep; k++)
+        doc[o++] = '[';
+    for (int k = 0; k < deep; k++)
+        doc[o++] = ']';
+    strcpy(doc + o, "}]");
+    int r = run(doc, 5, out, sizeof out, &s);
+    if (deep + 1 <= TSCAN_EVENT_DEPTH_MAX)
+        ck_assert_int_eq(r, 1);
+    else
+        ck_assert_msg(r == -1 && strstr(out, "deeper"), "%s", out);
+}
+END_TEST
+
+static Suite *tscan_suite(void)
+{
+    Suite *s = suite_create("tscan");
+    TCase *tc = tcase_create("tscan");
+    tcase_add_test(tc, test_tscan_kineto_events_and_facts);
+    tcase_add_loop_test(tc, test_tscan_output_independent_of_chunking, 1, 40);
+    tcase_add_test(tc, test_tscan_bare_array);
+    tcase_add_loop_test(tc, test_tscan_rejects_with_offset, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, test_tscan_accepts_edge_cases);
+    tcase_add_loop_test(tc, test_tscan_event_depth_limit, 62, 66);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(tscan_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tscan: the resumable, validating scanner behind `stepscope import` (contract in tscan.h).
+ *
+ * One state per "what may come next" (enum state); a chunk boundary can fall anywhere, even
+ * inside a \u escape or a UTF-8 sequence, because everything a token needs is in struct tscan.
+ * String bodies, which are most of a trace's bytes, go through a table-driven inner loop, and
+ * only the members the importer cares about (a few top-level keys, and ph/name/ts/dur/cat/pid of
+ * each event) are copied, bounded, into cap[]. The event checks mirror the daemon's decoder
+ * (daemon/ingest/decode.c, build_trace) so that a file this scanner passes is taken whole; the
+ * times are checked with the daemon's own num_us_to_ns().
+ */
+#include "tscan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "num.h"
+
+enum state {
+    ST_VALUE,      /* a value; after ':' or at the very start; next: the value's own state */
+    ST_OBJ_FIRST,  /* after '{': a key or '}' */
+    ST_OBJ_KEY,    /* after ',' in an object: a key */
+    ST_COLON,      /* after a key: ':' then ST_VALUE */
+    ST_OBJ_NEXT,   /* after a member: ',' (ST_OBJ_KEY) or '}' */
+    ST_ARR_FIRST,  /* after '[': a value or ']' */
+    ST_ARR_NEXT,   /* after an element: ',' (ST_VALUE) or ']' */
+    ST_STR,        /* inside a string; '"' ends it */
+    ST_STR_ESC,    /* after a backslash */
+    ST_STR_U,      /* reading the hex digits of \u (u_left more) */
+    ST_STR_UTF8,   /* reading the continuation bytes of a UTF-8 sequence (utf8_left more) */
+    ST_STR_LOW_BS, /* after a high surrogate: its low half's backslash */
+    ST_STR_LOW_U,  /* after that backslash: 'u' */
+    ST_NUM_MINUS,  /* after '-': a digit */
+    ST_NUM_ZERO,   /* after a leading 0: '.', 'e' or the end */
+    ST_NUM_INT,    /* in the integer digits */
+    ST_NUM_DOT,    /* after '.': a digit */
+    ST_NUM_FRAC,   /* in the fraction digits */
+    ST_NUM_E,      /* after 'e': a sign or a digit */
+    ST_NUM_ESIGN,  /* after the exponent's sign: a digit */
+    ST_NUM_EXP,    /* in the exponent digits */
+    ST_LIT,        /* matching true/false/null */
+    ST_END,        /* after the top-level value: blanks only */
+    ST_FAILED,     /* an error was reported; every call fails */
+};
+
+/* What a value is, when its key is one the importer watches. */
+enum slot {
+    SL_NONE,
+    SL_TRACE_EVENTS,
+    SL_SCHEMA,
+    SL_DTU,
+    SL_BASE_NS,
+    SL_TRACE_NAME,
+    SL_DIST,
+    SL_DEVPROPS,
+    SL_PADDLE,
+    SL_DIST_RANK,
+    SL_DIST_WS,
+    SL_DIST_BACKEND,
+    SL_EV_PH,
+    SL_EV_NAME,
+    SL_EV_TS,
+    SL_EV_DUR,
+    SL_EV_CAT,
+    SL_EV_PID,
+};
+
+enum jtype { JT_ABSENT, JT_STRING, JT_NUMBER, JT_OBJECT, JT_ARRAY, JT_LITERAL };
+
+/* 1 for the bytes a string body may hold as they are: not '"', '\\', controls or non-ASCII. */
+static const uint8_t plain[256] = {
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+    R16(0), R16(0),
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20: '"' is 0x22 */
+    R16(1), R16(1),
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50: '\\' is 0x5c */
+    R16(1), R16(1),
+    R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0),
+#undef R16
+};
+
+static int fail(struct tscan *s, uint64_t off, const char *fmt, ...) SS_PRINTF(3, 4);
+
+static int fail(struct tscan *s, uint64_t off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    s->err_off = off;
+    s->state = ST_FAILED;
+    return -EINVAL;
+}
+
+/* A byte as an error message shows it. */
+static const char *show(unsigned char c, char buf[8])
+{
+    if (c > 0x20 && c < 0x7f)
+        snprintf(buf, 8, "'%c'", c);
+    else
+        snprintf(buf, 8, "0x%02x", c);
+    return buf;
+}
+
+void tscan_init(struct tscan *s)
+{
+    memset(s, 0, sizeof *s);
+    s->state = ST_VALUE;
+    s->meta.dist_rank = -1;
+    s->meta.dist_world_size = -1;
+}
+
+static void cap_add(struct tscan *s, const char *p, size_t n)
+{
+    if (s->cap_len < TSCAN_CAP_MAX) {
+        size_t room = TSCAN_CAP_MAX - s->cap_len;
+        memcpy(s->cap + s->cap_len, p, n < room ? n : room);
+    }
+    s->cap_len += n;
+}
+
+static bool cap_cut(const struct tscan *s)
+{
+    return s->cap_len > TSCAN_CAP_MAX;
+}
+
+static bool cap_is(const struct tscan *s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return !s->cap_escaped && s->cap_len == n + 2 && memcmp(s->cap + 1, lit, n) == 0;
+}
+
+/* Copies the captured text into a NUL-terminated field of size n, cut to fit. */
+static void cap_copy(const struct tscan *s, char *dst, size_t n)
+{
+    size_t len = s->cap_len < TSCAN_CAP_MAX ? s->cap_len : TSCAN_CAP_MAX;
+    if (len >= n)
+        len = n - 1;
+    memcpy(dst, s->cap, len);
+    dst[len] = '\0';
+}
+
+/* An integer >= 0 from a captured number, else -1. */
+static int64_t cap_count(const struct tscan *s)
+{
+    if (cap_cut(s) || s->cap_len == 0 || s->cap_len > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < s->cap_len; i++) {
+        if (s->cap[i] < '0' || s->cap[i] > '9')
+            return -1;
+        v = v * 10 + (s->cap[i] - '0');
+    }
+    return v;
+}
+
+/* Which slot a just-read key names, given where it is. */
+static int key_slot(struct tscan *s)
+{
+    if (s->in_event && s->depth == s->events_depth + 1) {
+        static const struct {
+            const char *key;
+            int slot;
+        } ev_keys[] = {{"ph", SL_EV_PH},   {"name", SL_EV_NAME}, {"ts", SL_EV_TS},
+                       {"dur", SL_EV_DUR}, {"cat", SL_EV_CAT},   {"pid", SL_EV_PID}};
+        for (size_t i = 0; i < sizeof ev_keys / sizeof ev_keys[0]; i++) {
+            if (cap_is(s, ev_keys[i].key)) {
+                unsigned bit = 1u << ev_keys[i].slot;
+                if (s->ev_seen & bit)
+                    return SL_NONE; /* the first occurrence counts, as in the daemon */
+                s->ev_seen |= bit;
+                return ev_keys[i].slot;
+            }
+        }
+        return SL_NONE;
+    }
+    if (s->depth == 1 && s->stack[0] == 'o') {
+        if (cap_is(s, "traceEvents"))
+            return SL_TRACE_EVENTS;
+        if (cap_is(s, "schemaVersion"))
+            return SL_SCHEMA;
+        if (cap_is(s, "displayTimeUnit"))
+            return SL_DTU;
+        if (cap_is(s, "baseTimeNanoseconds"))
+            return SL_BASE_NS;
+        if (cap_is(s, "traceName"))
+            return SL_TRACE_NAME;
+        if (cap_is(s, "distributedInfo"))
+            return SL_DIST;
+        if (cap_is(s, "deviceProperties"))
+            return SL_DEVPROPS;
+        if (cap_is(s, "span_indx") || cap_is(s, "ExtraInfo"))
+            return SL_PADDLE;
+        return SL_NONE;
+    }
+    if (s->dist_depth && s->depth == s->dist_depth) {
+        if (cap_is(s, "rank"))
+            return SL_DIST_RANK;
+        if (cap_is(s, "world_size"))
+            return SL_DIST_WS;
+        if (cap_is(s, "backend"))
+            return SL_DIST_BACKEND;
+    }
+    return SL_NONE;
+}
+
+/* Whether a key starting now is at a depth where keys are watched. */
+static bool key_watched(const struct tscan *s)
+{
+    return (s->in_event && s->depth == s->events_depth + 1) ||
+           (s->depth == 1 && s->stack[0] == 'o') || (s->dist_depth && s->depth == s->dist_depth);
+}
+
+static void set_after_value(struct tscan *s)
+{
+    if (s->depth == 0)
+        s->state = ST_END;
+    else
+        s->state = s->stack[s->depth - 1] == 'o' ? ST_OBJ_NEXT : ST_ARR_NEXT;
+}
+
+/* A scalar value ended: file what was captured, then expect what follows a value. */
+static void scalar_done(struct tscan *s, int type)
+{
+    if (s->capture) {
+        s->cap[s->cap_len < TSCAN_CAP_MAX ? s->cap_len : TSCAN_CAP_MAX] = '\0';
+        struct tscan_meta *m = &s->meta;
+        switch (s->slot) {
+        case SL_SCHEMA:
+            cap_copy(s, m->schema_version, sizeof m->schema_version);
+            break;
+        case SL_DTU:
+            cap_copy(s, m->display_time_unit, sizeof m->display_time_unit);
+            break;
+        case SL_BASE_NS:
+            cap_copy(s, m->base_time_ns, sizeof m->base_time_ns);
+            break;
+        case SL_TRACE_NAME:
+            cap_copy(s, m->trace_name, sizeof m->trace_name);
+            break;
+        case SL_DIST_BACKEND:
+            cap_copy(s, m->dist_backend, sizeof m->dist_backend);
+            break;
+        case SL_DIST_RANK:
+            m->dist_rank = type == JT_NUMBER ? cap_count(s) : -1;
+            break;
+        case SL_DIST_WS:
+            m->dist_world_size = type == JT_NUMBER ? cap_count(s) : -1;
+            break;
+        case SL_EV_PH:
+            s->event.ph = (type == JT_STRING && s->cap_len == 3 && !s->cap_escaped) ? s->cap[1] : 0;
+            break;
+        case SL_EV_NAME:
+            cap_copy(s, s->event.name, sizeof s->event.name);
+            break;
+        case SL_EV_CAT:
+            cap_copy(s, s->event.cat, sizeof s->event.cat);
+            break;
+        case SL_EV_PID:
+            cap_copy(s, s->event.pid, sizeof s->event.pid);
+            break;
+        case SL_EV_TS:
+            cap_copy(s, s->ev_ts, sizeof s->ev_ts);
+            if (cap_cut(s))
+                s->ev_ts[0] = '\0';
+            break;
+        case SL_EV_DUR:
+            cap_copy(s, s->ev_dur, sizeof s->ev_dur);
+            if (cap_cut(s))
+                s->ev_dur[0] = '\0';
+            break;
+        default:
+            break;
+        }
+        s->capture = false;
+    }
+    s->slot = SL_NONE;
+    set_after_value(s);
+}
+
+static void note_type(struct tscan *s, int type)
+{
+    switch (s->slot) {
+    case SL_EV_PH:
+        s->ev_ph_type = type;
+        break;
+    case SL_EV_NAME:
+        s->ev_name_type = type;
+        break;
+    case SL_EV_TS:
+        s->ev_ts_type = type;
+        break;
+    case SL_EV_DUR:
+        s->ev_dur_type = type;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The checks the daemon's decoder makes of a trace event (PROTOCOL.md section 2). */
+static int check_event(struct tscan *s)
+{
+    uint64_t n = s->meta.n_events, at = s->event.start;
+    int64_t ns;
+    char ph = s->event.ph;
+    if (s->ev_ph_type == JT_ABSENT)
+        return fail(s, at, "event #%llu has no \"ph\"", (unsigned long long)n);
+    if (s->ev_ph_type != JT_STRING || ph == 0)
+        return fail(s, at, "event #%llu: \"ph\" must be a one-letter string", (unsigned long long)n);
+    if ((ph == 'X' || ph == 'M') && s->ev_name_type != JT_STRING)
+        return fail(s, at, "event #%llu (ph %c): \"name\" must be a string",
+                    (unsigned long long)n, ph);
+    if (s->ev_ts_type == JT_ABSENT) {
+        if (ph != 'M')
+            return fail(s, at, "event #%llu (ph %c): missing \"ts\"", (unsigned long long)n, ph);
+    } else if (s->ev_ts_type != JT_NUMBER) {
+        return fail(s, at, "event #%llu: \"ts\" must be a number", (unsigned long long)n);
+    } else if (num_us_to_ns(s->ev_ts, strlen(s->ev_ts), &ns) < 0) {
+        return fail(s, at, "event #%llu: \"ts\" is out of range", (unsigned long long)n);
+    }
+    if (ph == 'X') {
+        if (s->ev_dur_type == JT_ABSENT)
+            return fail(s, at, "event #%llu (ph X): missing \"dur\"", (unsigned long long)n);
+        if (s->ev_dur_type != JT_NUMBER)
+            return fail(s, at, "event #%llu: \"dur\" must be a number", (unsigned long long)n);
+        if (num_us_to_ns(s->ev_dur, strlen(s->ev_dur), &ns) < 0)
+            return fail(s, at, "event #%llu: \"dur\" is out of range", (unsigned long long)n);
+        if (ns < 0)
+            return fail(s, at, "event #%llu: \"dur\" must be >= 0", (unsigned long long)n);
+    }
+    return 0;
+}
+
+static void event_begin(struct tscan *s, uint64_t at)
+{
+    s->in_event = true;
+    s->ev_seen = 0;
+    s->ev_ph_type = s->ev_name_type = s->ev_ts_type = s->ev_dur_type = JT_ABSENT;
+    s->ev_ts[0] = s->ev_dur[0] = '\0';
+    s->event.start = at;
+    s->event.index = s->meta.n_events;
+    s->event.ph = 0;
+    s->event.cat[0] = s->event.name[0] = s->event.pid[0] = '\0';
+}
+
+/* Starts the value whose first byte is c at offset at. Returns 0 or -EINVAL. */
+static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
+{
+    char b[8];
+    if (s->depth == 0 && c != '{' && c != '[')
+        return fail(s, at, "not a Chrome trace: the document starts with %s, not '[' or '{'",
+                    show(c, b));
+    if (s->events_depth && s->depth == s->events_depth && c != '{')
+        return fail(s, at, "event #%llu is not a JSON object (starts with %s)",
+                    (unsigned long long)s->meta.n_events, show(c, b));
+    switch (c) {
+    case '{':
+    case '[':
+        if (s->depth == TSCAN_DEPTH_MAX)
+            return fail(s, at, "nesting deeper than %d", TSCAN_DEPTH_MAX);
+        if (s->in_event && s->depth + 1 - s->events_depth > TSCAN_EVENT_DEPTH_MAX)
+            return fail(s, at, "event #%llu nests deeper than %d (the daemon's limit)",
+                        (unsigned long long)s->meta.n_events, TSCAN_EVENT_DEPTH_MAX);
+        if (c == '{' && s->events_depth && s->depth == s->events_depth)
+            event_begin(s, at);
+        note_type(s, c == '{' ? JT_OBJECT : JT_ARRAY);
+        if (s->depth == 0 && c == '[') {
+            s->meta.root_is_array = true;
+            s->events_depth = 1;
+        }
+        s->stack[s->depth++] = c == '{' ? 'o' : 'a';
+        if (s->slot == SL_TRACE_EVENTS) {
+            if (c != '[')
+                return fail(s, at, "\"traceEvents\" is not an array");
+            if (s->events_done)
+                return fail(s, at, "a second \"traceEvents\" member");
+            s->events_depth = s->depth;
+        } else if (s->slot == SL_DIST && c == '{') {
+            s->dist_depth = s->depth;
+            s->meta.has_distributed_info = true;
+        } else if (s->slot == SL_DEVPROPS) {
+            s->meta.has_device_properties = true;
+        } else if (s->slot == SL_PADDLE) {
+            s->meta.has_paddle_marker = true;
+        }
+        s->slot = SL_NONE;
+        s->state = c == '{' ? ST_OBJ_FIRST : ST_ARR_FIRST;
+        return 0;
+    case '"':
+        note_type(s, JT_STRING);
+        if (s->slot == SL_PADDLE)
+            s->meta.has_paddle_marker = true;
+        s->key = false;
+        s->capture = s->slot != SL_NONE;
+        s->cap_len = 0;
+        s->cap_escaped = false;
+        if (s->capture)
+            cap_add(s, "\"", 1);
+        s->state = ST_STR;
+        return 0;
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+        note_type(s, JT_NUMBER);
+        if (s->slot == SL_PADDLE)
+            s->meta.has_paddle_marker = true;
+        s->capture = s->slot != SL_NONE;
+        s->cap_len = 0;
+        s->cap_escaped = false;
+        if (s->capture)
+            cap_add(s, (const char *)&c, 1);
+        s->state = c == '-' ? ST_NUM_MINUS : c == '0' ? ST_NUM_ZERO : ST_NUM_INT;
+        return 0;
+    case 't':
+    case 'f':
+    case 'n':
+        note_type(s, JT_LITERAL);
+        if (s->slot == SL_PADDLE)
+            s->meta.has_paddle_marker = true;
+        s->capture = s->slot != SL_NONE;
+        s->cap_len = 0;
+        s->cap_escaped = false;
+        if (s->capture)
+            cap_add(s, (const char *)&c, 1);
+        s->lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        s->lit_i = 1;
+        s->state = ST_LIT;
+        return 0;
+    default:
+        return fail(s, at, "expected a value, found %s", show(c, b));
+    }
+}
+
+/* Closes the container at the top with c ('}' or ']'). Returns 1 if that ended an event, 0 if
+ * not, -EINVAL on a mismatch or a bad event. */
+static int container_end(struct tscan *s, unsigned char c, uint64_t at)
+{
+    char want = c == '}' ? 'o' : 'a';
+    char b[8];
+    if (s->depth == 0 || s->stack[s->depth - 1] != want)
+        return fail(s, at, "unexpected %s", show(c, b));
+    bool ends_event = s->in_event && s->depth == s->events_depth + 1;
+    if (s->depth == s->events_depth) {
+        s->events_depth = 0;
+        s->events_done = true;
+    }
+    if (s->depth == s->dist_depth)
+        s->dist_depth = 0;
+    s->depth--;
+    s->slot = SL_NONE;
+    set_after_value(s);
+    if (!ends_event)
+        return 0;
+    s->in_event = false;
+    s->event.end = at + 1;
+    if (s->event.end - s->event.start > TSCAN_EVENT_BYTES_MAX)
+        return fail(s, s->event.start, "event #%llu is %llu bytes, longer than the daemon's line limit",
+                    (unsigned long long)s->meta.n_events,
+                    (unsigned long long)(s->event.end - s->event.start));
+    if (check_event(s) < 0)
+        return -EINVAL;
+    s->meta.n_events++;
+    return 1;
+}
+
+static bool is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Starts a UTF-8 sequence with lead byte c. Returns false if c cannot lead one. */
+static bool utf8_lead(struct tscan *s, unsigned char c)
+{
+    s->utf8_lo = 0x80;
+    s->utf8_hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+        s->utf8_left = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        s->utf8_left = 2;
+        if (c == 0xe0)
+            s->utf8_lo = 0xa0; /* no overlongs */
+        else if (c == 0xed)
+            s->utf8_hi = 0x9f; /* no surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        s->utf8_left = 3;
+        if (c == 0xf0)
+            s->utf8_lo = 0x90;
+        else if (c == 0xf4)
+            s->utf8_hi = 0x8f; /* nothing above U+10FFFF */
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
+{
+    const unsigned char *p = (const unsigned char *)buf, *end = p + len;
+    const unsigned char *b0 = p;
+    char sb[8];
+    int r;
+#define AT(q) (s->off + (uint64_t)((q) - b0))
+    if (s->state == ST_FAILED)
+        return -EINVAL;
+    while (p < end) {
+        unsigned char c = *p;
+        switch (s->state) {
+        case ST_VALUE:
+            if (is_blank(c)) {
+                p++;
+                break;
+            }
+            if (value_begin(s, c, AT(p)) < 0)
+                return -EINVAL;
+            p++;
+            break;
+        case ST_OBJ_FIRST:
+        case ST_OBJ_KEY:
+            if (is_blank(c)) {
+                p++;
+                break;
+            }
+            if (c == '}' && s->state == ST_OBJ_FIRST) {
+                r = container_end(s, c, AT(p));
+                p++;
+                if (r < 0)
+                    return -EINVAL;
+                if (r == 1)
+                    goto event;
+                break;
+            }
+            if (c != '"')
+                return fail(s, AT(p), "expected a key string, found %s", show(c, sb));
+            s->key = true;
+            s->capture = key_watched(s);
+            s->cap_len = 0;
+            s->cap_escaped = false;
+            if (s->capture)
+                cap_add(s, "\"", 1);
+            s->state = ST_STR;
+            p++;
+            break;
+        case ST_COLON:
+            if (is_blank(c)) {
+                p++;
+                break;
+            }
+            if (c != ':')
+                return fail(s, AT(p), "expected ':' after a key, found %s", show(c, sb));
+            s->slot = s->key_slot;
+            s->key_slot = SL_NONE;
+            s->state = ST_VALUE;
+            p++;
+            break;
+        case ST_OBJ_NEXT:
+        case ST_ARR_NEXT:
+            if (is_blank(c)) {
+                p++;
+                break;
+            }
+            if (c == ',') {
+                s->state = s->state == ST_OBJ_NEXT ? ST_OBJ_KEY : ST_VALUE;
+                s->slot = SL_NONE;
+                p++;
+                break;
+            }
+            if (c == '}' || c == ']') {
+                r = container_end(s, c, AT(p));
+                p++;
+                if (r < 0)
+                    return -EINVAL;
+                if (r == 1)
+                    goto event;
+                break;
+            }
+            return fail(s, AT(p), "expected ',' or '%c', found %s",
+                        s->state == ST_OBJ_NEXT ? '}' : ']', show(c, sb));
+        case ST_ARR_FIRST:
+            if (is_blank(c)) {
+                p++;
+                break;
+            }
+            if (c == ']') {
+                r = container_end(s, c, AT(p));
+                p++;
+                if (r < 0)
+                    return -EINVAL;
+                break;
+            }
+            s->slot = SL_NONE;
+            if (value_begin(s, c, AT(p)) < 0)
+                return -EINVAL;
+            p++;
+            break;
+        case ST_STR: {
+            const unsigned char *q = p;
+            while (q < end && plain[*q])
+                q++;
+            if (s->capture)
+                cap_add(s, (const char *)p, (size_t)(q - p));
+            p = q;
+            if (p == end)
+                break;
+            c = *p;
+            if (c == '"') {
+                if (s->capture)
+                    cap_add(s, "\"", 1);
+                p++;
+                if (s->key) {
+                    s->key_slot = s->capture ? key_slot(s) : SL_NONE;
+                    s->capture = false;
+                    s->state = ST_COLON;
+                } else {
+                    scalar_done(s, JT_STRING);
+                }
+            } else if (c == '\\') {
+                if (s->capture)
+                    cap_add(s, "\\", 1);
+                s->cap_escaped = true;
+                s->state = ST_STR_ESC;
+                p++;
+            } else if (c < 0x20) {
+                return fail(s, AT(p), "control character 0x%02x inside a string", c);
+            } else {
+                if (!utf8_lead(s, c))
+                    return fail(s, AT(p), "invalid UTF-8: byte 0x%02x cannot start a character",
+                                c);
+                if (s->capture)
+                    cap_add(s, (const char *)p, 1);
+                s->state = ST_STR_UTF8;
+                p++;
+            }
+            break;
+        }
+        case ST_STR_UTF8:
+            if (c < s->utf8_lo || c > s->utf8_hi)
+                return fail(s, AT(p), "invalid UTF-8: byte 0x%02x in a multi-byte character", c);
+            s->utf8_lo = 0x80;
+            s->utf8_hi = 0xbf;
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            if (--s->utf8_left == 0)
+                s->state = ST_STR;
+            p++;
+            break;
+        case ST_STR_ESC:
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            if (c == 'u') {
+                s->u_left = 4;
+                s->u_val = 0;
+                s->state = ST_STR_U;
+            } else if (strchr("\"\\/bfnrt", c) && c != '\0') {
+                s->state = ST_STR;
+            } else {
+                return fail(s, AT(p), "invalid escape \\%c in a string", c >= 0x20 && c < 0x7f ? c : '?');
+            }
+            p++;
+            break;
+        case ST_STR_U: {
+            int h = hexval(c);
+            if (h < 0)
+                return fail(s, AT(p), "invalid \\u escape: %s is not a hex digit", show(c, sb));
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            s->u_val = s->u_val << 4 | (uint32_t)h;
+            p++;
+            if (--s->u_left > 0)
+                break;
+            if (s->u_high) {
+                if (s->u_val < 0xdc00 || s->u_val > 0xdfff)
+                    return fail(s, AT(p) - 6, "lone high surrogate in a \\u escape");
+                s->u_high = 0;
+                s->state = ST_STR;
+            } else if (s->u_val >= 0xd800 && s->u_val <= 0xdbff) {
+                s->u_high = s->u_val;
+                s->state = ST_STR_LOW_BS;
+            } else if (s->u_val >= 0xdc00 && s->u_val <= 0xdfff) {
+                return fail(s, AT(p) - 6, "lone low surrogate in a \\u escape");
+            } else {
+                s->state = ST_STR;
+            }
+            break;
+        }
+        case ST_STR_LOW_BS:
+        case ST_STR_LOW_U:
+            if (c != (s->state == ST_STR_LOW_BS ? '\\' : 'u'))
+                return fail(s, AT(p), "lone high surrogate in a \\u escape");
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            if (s->state == ST_STR_LOW_BS) {
+                s->state = ST_STR_LOW_U;
+            } else {
+                s->u_left = 4;
+                s->u_val = 0;
+                s->state = ST_STR_U;
+            }
+            p++;
+            break;
+        case ST_NUM_MINUS:
+        case ST_NUM_DOT:
+        case ST_NUM_ESIGN:
+            if (c < '0' || c > '9')
+                return fail(s, AT(p), "invalid number: expected a digit, found %s", show(c, sb));
+            s->state = s->state == ST_NUM_MINUS ? (c == '0' ? ST_NUM_ZERO : ST_NUM_INT)
+                       : s->state == ST_NUM_DOT ? ST_NUM_FRAC
+                                                : ST_NUM_EXP;
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            p++;
+            break;
+        case ST_NUM_E:
+            if (c != '+' && c != '-' && (c < '0' || c > '9'))
+                return fail(s, AT(p), "invalid number: bad exponent %s", show(c, sb));
+            s->state = (c == '+' || c == '-') ? ST_NUM_ESIGN : ST_NUM_EXP;
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            p++;
+            break;
+        case ST_NUM_ZERO:
+        case ST_NUM_INT:
+        case ST_NUM_FRAC:
+        case ST_NUM_EXP:
+            if (c >= '0' && c <= '9') {
+                if (s->state == ST_NUM_ZERO)
+                    return fail(s, AT(p), "invalid number: leading zero");
+            } else if (c == '.' && (s->state == ST_NUM_ZERO || s->state == ST_NUM_INT)) {
+                s->state = ST_NUM_DOT;
+            } else if ((c == 'e' || c == 'E') && s->state != ST_NUM_EXP) {
+                s->state = ST_NUM_E;
+            } else {
+                /* The number ended; c belongs to what follows it. */
+                scalar_done(s, JT_NUMBER);
+                break;
+            }
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            p++;
+            break;
+        case ST_LIT:
+            if (c != (unsigned char)s->lit[s->lit_i])
+                return fail(s, AT(p), "invalid literal: expected \"%s\"", s->lit);
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            p++;
+            if (s->lit[++s->lit_i] == '\0')
+                scalar_done(s, JT_LITERAL);
+            break;
+        case ST_END:
+            if (!is_blank(c))
+                return fail(s, AT(p), "%s after the end of the document", show(c, sb));
+            p++;
+            break;
+        default:
+            return -EINVAL;
+        }
+    }
+    *ret_used = len;
+    s->off += len;
+    if (s->in_event && s->off - s->event.start > TSCAN_EVENT_BYTES_MAX)
+        return fail(s, s->event.start, "event #%llu is longer than %u bytes (the daemon's line limit)",
+                    (unsigned long long)s->meta.n_events, TSCAN_EVENT_BYTES_MAX);
+    return TSCAN_MORE;
+event:
+    *ret_used = (size_t)(p - b0);
+    s->off += *ret_used;
+    return TSCAN_EVENT;
+#undef AT
+}
+
+int tscan_finish(struct tscan *s)
+{
+    if (s->state == ST_FAILED)
+        return -EINVAL;
+    if (s->state != ST_END) {
+        const char *where = s->in_event ? "inside an event" : s->events_depth ? "inside the events array"
+                                                                              : "inside the document";
+        if (s->state == ST_VALUE && s->depth == 0)
+            return fail(s, s->off, "empty file: no JSON document");
+        return fail(s, s->off, "truncated: the input ends %s (after %llu complete events)", where,
+                    (unsigned long long)s->meta.n_events);
+    }
+    if (!s->meta.root_is_array && !s->events_done)
+        return fail(s, s->off, "not a Chrome trace: the top-level object has no \"traceEvents\" array");
+    return 0;
+}

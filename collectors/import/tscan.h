@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tscan: a strict, resumable JSON scanner that finds the trace events of a Chrome-trace file.
+ *
+ * The importer reads files of up to many gigabytes and must neither hold one in memory nor send
+ * a byte of it before the whole file is known to be good. tscan therefore takes the file in
+ * chunks of any size, keeps all its state in struct tscan (a stack of open containers, the
+ * state of the token being read), never looks at a byte twice, and validates everything as it
+ * goes: RFC 8259 grammar, UTF-8 (no overlongs, surrogates or code points above U+10FFFF), \u
+ * escapes with paired surrogates, no leading zeros, NaN, comments or trailing commas.
+ *
+ * Two layouts are understood: a top-level array of event objects (legacy torch, MindSpore
+ * timelines) and a top-level object whose "traceEvents" member is that array (Kineto, Paddle,
+ * Chrome). Every element of the events array must be an object that the daemon would take as a
+ * trace event (PROTOCOL.md section 2: "ph" a one-letter string; "name" a string for X and M;
+ * "ts" a number except for M; "dur" a number >= 0 for X; times that fit int64 nanoseconds; at
+ * most TSCAN_EVENT_DEPTH_MAX deep; at most TSCAN_EVENT_BYTES_MAX long), so that a file that
+ * passes will be taken whole. A few other top-level members (schemaVersion, displayTimeUnit,
+ * baseTimeNanoseconds, distributedInfo's rank/world_size/backend, Paddle's markers) are kept in
+ * struct tscan_meta. Pure: no I/O, no allocation.
+ */
+#ifndef STEPSCOPE_IMPORT_TSCAN_H
+#define STEPSCOPE_IMPORT_TSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TSCAN_DEPTH_MAX 128             /* deepest nesting in the whole file */
+#define TSCAN_EVENT_DEPTH_MAX 64        /* deepest nesting inside one event (the daemon's limit) */
+#define TSCAN_EVENT_BYTES_MAX 1048575u  /* longest event: its line plus '\n' fits 1 MiB */
+#define TSCAN_CAP_MAX 256               /* longest scalar kept for a check or for metadata */
+#define TSCAN_ERR_MAX 200               /* longest error message, NUL included */
+#define TSCAN_TEXT_MAX 64               /* longest cat/name/pid prefix kept per event */
+
+enum tscan_result {
+    TSCAN_MORE = 0,  /* the chunk is used up: feed the next one (or call tscan_finish) */
+    TSCAN_EVENT = 1, /* an event ended: *ret_used bytes were taken, the last one its '}' */
+};
+
+/* What the last completed event looked like; valid after TSCAN_EVENT until the next feed. */
+struct tscan_event {
+    uint64_t start;                /* absolute offset of its '{' */
+    uint64_t end;                  /* absolute offset one past its '}' */
+    uint64_t index;                /* 0-based among the file's events */
+    char ph;                       /* its phase letter */
+    char cat[TSCAN_TEXT_MAX];      /* "cat" string's raw text, cut to fit, NUL-terminated */
+    char name[TSCAN_TEXT_MAX];     /* "name" string's raw text, cut to fit */
+    char pid[TSCAN_TEXT_MAX];      /* "pid" value's raw JSON text (quotes kept), cut to fit */
+};
+
+/* Top-level facts, complete only after tscan_finish() returned 0. Texts are raw JSON values
+ * (a string keeps its quotes), "" when absent. */
+struct tscan_meta {
+    bool root_is_array;            /* a bare array of events, not an object */
+    char schema_version[TSCAN_CAP_MAX + 1];
+    char display_time_unit[TSCAN_CAP_MAX + 1];
+    char base_time_ns[TSCAN_CAP_MAX + 1];
+    char trace_name[TSCAN_CAP_MAX + 1];
+    char dist_backend[TSCAN_CAP_MAX + 1];
+    int64_t dist_rank;             /* distributedInfo.rank, -1 if absent or not an integer >= 0 */
+    int64_t dist_world_size;       /* distributedInfo.world_size, -1 likewise */
+    bool has_device_properties;
+    bool has_distributed_info;
+    bool has_paddle_marker;        /* "span_indx" or "ExtraInfo" at the top level (Paddle) */
+    uint64_t n_events;             /* events completed so far */
+};
+
+/* The scanner. Fields are private to tscan.c, except meta, event, err and err_off, which are
+ * read-only outside it. */
+struct tscan {
+    uint64_t off;                  /* absolute offset of the next byte to scan */
+    int state;                     /* what the next byte may be (enum in tscan.c) */
+    int depth;                     /* containers open */
+    uint8_t stack[TSCAN_DEPTH_MAX];/* 'o' or 'a' per open container, [0] the root */
+    int events_depth;              /* depth of the open events array, 0 if none is open */
+    bool events_done;              /* the events array has been closed */
+    int dist_depth;                /* depth of the open distributedInfo object, 0 if none */
+    bool in_event;                 /* an event object is open */
+    bool key;                      /* the string being read is an object key */
+    int key_slot;                  /* slot named by the last key at a watched depth */
+    int slot;                      /* slot of the value being read */
+    bool capture;                  /* the value being read is copied to cap[] */
+    bool cap_escaped;              /* cap[] holds a backslash escape */
+    char cap[TSCAN_CAP_MAX + 1];   /* the captured scalar's raw text */
+    size_t cap_len;                /* bytes in cap[]; > TSCAN_CAP_MAX means cut */
+    uint32_t u_val;                /* \u escape: code unit being read */
+    int u_left;                    /* \u escape: hex digits still to read */
+    uint32_t u_high;               /* a high surrogate waiting for its low half, else 0 */
+    int utf8_left;                 /* continuation bytes still to read */
+    uint8_t utf8_lo, utf8_hi;      /* range allowed for the next continuation byte */
+    const char *lit;               /* literal being matched ("true", "false", "null") */
+    int lit_i;                     /* bytes of it matched */
+    /* event checks, reset at each event's '{' */
+    unsigned ev_seen;              /* bitmask of event slots already seen (first occurrence wins) */
+    char ev_ts[TSCAN_CAP_MAX + 1], ev_dur[TSCAN_CAP_MAX + 1];
+    int ev_ts_type, ev_dur_type, ev_name_type, ev_ph_type; /* JSON types of those members */
+    struct tscan_event event;      /* read-only: the event in progress, then the last one */
+    struct tscan_meta meta;        /* read-only */
+    char err[TSCAN_ERR_MAX];       /* read-only: why the last call failed */
+    uint64_t err_off;              /* read-only: absolute offset of the offending byte */
+};
+
+/* Prepares s for a new file. */
+void tscan_init(struct tscan *s);
+
+/* Scans buf[0, len), the bytes at absolute offsets [s->off, s->off + len). Returns TSCAN_EVENT
+ * when an event ended, with *ret_used the bytes taken (the event's '}' the last of them; call
+ * again with the rest), TSCAN_MORE with *ret_used == len when all were taken, or -EINVAL when the
+ * input is not an acceptable trace (s->err says why, s->err_off where; every later call fails the
+ * same way). Never reads outside buf[0, len). */
+int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used);
+
+/* Call at the end of input. Returns 0 if the document was complete and held an events array,
+ * else -EINVAL with s->err and s->err_off (the end of input) set. */
+int tscan_finish(struct tscan *s);
+
+#endif
