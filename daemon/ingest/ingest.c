@@ -895,3 +895,57 @@ void ingest_close(struct ingest *in)
     (void)unlink(in->path);
     ingest_maybe_free(in);
 }
+
+/* ---- decoding stored lines ---- */
+
+struct ingest_line_decoder {
+    struct ingest_decoder *dec;
+    size_t max_line;
+    char *buf;                /* max_line + 1 + LBUF_PADDING bytes */
+    struct ingest_arena arena; /* max_line + 16 bytes: enough for any line */
+};
+
+struct ingest_line_decoder *ingest_line_decoder_new(size_t max_line)
+{
+    if (max_line == 0)
+        max_line = INGEST_LINE_MAX_DEFAULT;
+    struct ingest_line_decoder *ld = calloc(1, sizeof *ld);
+    if (!ld)
+        return NULL;
+    ld->max_line = max_line;
+    ld->dec = ingest__decoder_new(max_line);
+    ld->buf = malloc(max_line + 1 + LBUF_PADDING);
+    ld->arena.cap = max_line + 16;
+    ld->arena.data = malloc(ld->arena.cap);
+    if (!ld->dec || !ld->buf || !ld->arena.data) {
+        ingest_line_decoder_free(ld);
+        return NULL;
+    }
+    return ld;
+}
+
+void ingest_line_decoder_free(struct ingest_line_decoder *ld)
+{
+    if (!ld)
+        return;
+    ingest__decoder_free(ld->dec);
+    free(ld->buf);
+    free(ld->arena.data);
+    free(ld);
+}
+
+int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
+                       struct record *ret)
+{
+    if (len > ld->max_line)
+        return -EMSGSIZE;
+    memcpy(ld->buf, line, len);
+    memset(ld->buf + len, 0, 1 + LBUF_PADDING);
+    ld->arena.used = 0;
+    char msg[INGEST_DECODE_MSG_MAX];
+    int r = ingest__decode_record(ld->dec, ld->buf, len, &ld->arena, ret, msg);
+    if (r != INGEST_DECODE_OK)
+        return -EINVAL;
+    ret->seq = 0;
+    return 0;
+}

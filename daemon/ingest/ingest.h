@@ -95,4 +95,20 @@ void ingest_stop_reading(struct ingest *in);
  * (uv_run) to let the close callbacks free the memory. */
 void ingest_close(struct ingest *in);
 
+/* Decoding stored lines outside a connection (main.c replays the store into daemon/live at
+ * start-up). A stored line has no padding after it, so the decoder copies it into its own padded
+ * buffer first. Any thread, one decoder per thread. */
+struct ingest_line_decoder;
+
+/* A decoder for lines of up to max_line bytes (0: INGEST_LINE_MAX_DEFAULT). NULL on OOM. Free with
+ * ingest_line_decoder_free() (NULL-safe). */
+struct ingest_line_decoder *ingest_line_decoder_new(size_t max_line);
+void ingest_line_decoder_free(struct ingest_line_decoder *ld);
+
+/* Decodes one record line (no '\n'; need not be NUL-terminated) into *ret, whose pointers
+ * borrow ld's buffers until the next call on ld. ret->seq is 0. Returns 0; -EMSGSIZE for a line
+ * longer than max_line; -EINVAL for a line the protocol rejects (or a bye). */
+int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
+                       struct record *ret);
+
 #endif
