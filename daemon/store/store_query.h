@@ -82,4 +82,12 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
                            int64_t t1_ns, int64_t max,
                            int (*cb)(void *ud, const char *line, size_t len), void *ud);
 
+/* Calls cb with each stored step record of a job, every rank, ordered by rank and then as they
+ * were stored, until cb returns non-zero. *rec is a RECORD_STEP as ingest decoded it (step,
+ * ts_ns = begin, dur_ns = end - begin, samples, phases; seq, raw empty); its pointers are valid
+ * only during the call. Same transaction rule as store_query_events(). Returns the number given
+ * (the one cb stopped at included), or -ENOMEM, -EIO (an unknown job gives 0). */
+int64_t store_query_steps(struct store *st, int64_t job_id,
+                          int (*cb)(void *ud, int64_t rank, const struct record *rec), void *ud);
+
 #endif
