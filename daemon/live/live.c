@@ -1,0 +1,1033 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live: per-job, per-rank aggregates of the records main.c feeds on the loop thread, and the
+ * snapshots HTTP threads read (live.h has the contract, live_int.h the snapshot layout).
+ *
+ * Shape. live_feed() is the hot path: it interns (name, cat) per job and (pid, tid) per rank
+ * in open-addressing tables and appends a 32-byte span to the rank's batch. live_flush() sorts
+ * each batch by (thread, end, start descending) — the order in which a tracer that emits a span
+ * when it ends writes them, so a parent comes after its children — and keeps, per thread, the
+ * spans that have no parent yet (a stack ordered by end). A new span's direct children are the
+ * stack's tail entries that start inside it; its self time is its duration minus theirs, final
+ * at once (torch's rule, analyse.h ops section), and it replaces them on the stack. The result
+ * depends only on the spans and their per-thread end order, not on how they were cut into
+ * batches, which is what makes a replay after restart give the live numbers.
+ *
+ * Steps live in two lists per rank, one from step records and one from step spans, each with
+ * its own spans, so neither depends on whether a step's record came before or after its spans:
+ * a span that no step covers yet waits in the list's pending array until its step arrives. The
+ * snapshot shows the record list when it has steps, else the span list. FP/BP points of a step
+ * are recomputed whenever its spans change, and settle (spans freed) only when the rank keeps
+ * more than LIVE_RANK_SPANS_MAX spans.
+ */
+#include "live.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analyse/analyse.h"
+#include "../core/num.h"
+#include "live_int.h"
+
+/* ---- interning: (k1, k2) byte pairs to dense indexes ---- */
+
+struct kent {
+    uint64_t hash;
+    size_t off1; /* into ktab.text; k1 then k2, each followed by a NUL */
+    size_t len1;
+    size_t off2;
+    size_t len2;
+};
+
+struct ktab {
+    uint32_t *slots; /* index + 1; 0 = empty; cap_slots is a power of two */
+    size_t cap_slots;
+    struct kent *ents;
+    size_t n;
+    size_t cap;
+    char *text;
+    size_t text_len;
+    size_t text_cap;
+};
+
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
+{
+    const uint64_t m = 0x9e3779b97f4a7c15u;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w ^ ((uint64_t)n << 56)) * m;
+    h ^= h >> 32;
+    return h;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int ktab_rehash(struct ktab *t, size_t cap_slots)
+{
+    uint32_t *s = calloc(cap_slots, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t j = (size_t)t->ents[i].hash & (cap_slots - 1);
+        while (s[j])
+            j = (j + 1) & (cap_slots - 1);
+        s[j] = (uint32_t)i + 1;
+    }
+    free(t->slots);
+    t->slots = s;
+    t->cap_slots = cap_slots;
+    return 0;
+}
+
+/* Finds or adds (k1, k2). Returns 1 and sets *ret_idx; 0 if absent and the table holds max
+ * keys already; -ENOMEM. */
+static int ktab_get(struct ktab *t, const char *k1, size_t l1, const char *k2, size_t l2,
+                    size_t max, uint32_t *ret_idx)
+{
+    uint64_t h = hash_bytes(hash_bytes(0x1234567u, k1, l1), k2, l2);
+    if (t->cap_slots) {
+        size_t j = (size_t)h & (t->cap_slots - 1);
+        uint32_t v;
+        while ((v = t->slots[j]) != 0) {
+            const struct kent *e = &t->ents[v - 1];
+            if (e->hash == h && e->len1 == l1 && e->len2 == l2 &&
+                memcmp(t->text + e->off1, k1, l1) == 0 && memcmp(t->text + e->off2, k2, l2) == 0) {
+                *ret_idx = v - 1;
+                return 1;
+            }
+            j = (j + 1) & (t->cap_slots - 1);
+        }
+    }
+    if (t->n >= max)
+        return 0;
+    if ((t->n + 1) * 2 > t->cap_slots && ktab_rehash(t, t->cap_slots ? t->cap_slots * 2 : 64) < 0)
+        return -ENOMEM;
+    if (grow((void **)&t->ents, &t->cap, t->n + 1, sizeof *t->ents) < 0 ||
+        grow((void **)&t->text, &t->text_cap, t->text_len + l1 + l2 + 2, 1) < 0)
+        return -ENOMEM;
+    struct kent *e = &t->ents[t->n];
+    e->hash = h;
+    e->off1 = t->text_len;
+    e->len1 = l1;
+    if (l1)
+        memcpy(t->text + t->text_len, k1, l1);
+    t->text[t->text_len + l1] = '\0';
+    t->text_len += l1 + 1;
+    e->off2 = t->text_len;
+    e->len2 = l2;
+    if (l2)
+        memcpy(t->text + t->text_len, k2, l2);
+    t->text[t->text_len + l2] = '\0';
+    t->text_len += l2 + 1;
+    size_t j = (size_t)h & (t->cap_slots - 1);
+    while (t->slots[j])
+        j = (j + 1) & (t->cap_slots - 1);
+    t->slots[j] = (uint32_t)t->n + 1;
+    *ret_idx = (uint32_t)t->n++;
+    return 1;
+}
+
+static void ktab_done(struct ktab *t)
+{
+    free(t->slots);
+    free(t->ents);
+    free(t->text);
+}
+
+/* ---- state ---- */
+
+/* A span in a batch, under a step or pending. */
+struct live_span {
+    int64_t ts_ns;
+    int64_t end_ns;
+    uint32_t op;     /* job op index, or LIVE_OP_OTHER */
+    uint32_t thread; /* batch: rank thread index */
+    uint32_t order;  /* batch: arrival index */
+    uint8_t role;    /* enum analyse_role */
+};
+
+struct live_open {
+    int64_t ts_ns;
+    int64_t end_ns;
+};
+
+struct live_thread {
+    struct live_open *open; /* spans without a parent yet, by end */
+    size_t n;
+    size_t cap;
+};
+
+struct live_step {
+    int64_t step;
+    int64_t begin_ns;
+    int64_t end_ns;
+    int64_t samples;
+    bool from_record;
+    bool has_phases;
+    int64_t ph_data_ns;   /* phases.dataloader */
+    int64_t ph_fwdbwd_ns; /* phases.forward + phases.backward */
+    bool dirty;           /* spans changed since the points were computed */
+    bool settled;         /* spans freed; points final */
+    struct live_span *spans;
+    size_t n_spans;
+    size_t cap_spans;
+    bool has_trace;       /* trace points below are valid */
+    int64_t fp_ns;
+    int64_t bp_ns;
+    uint32_t fp_op;
+    uint32_t bp_op;
+    uint8_t fp_origin;
+    uint8_t bp_origin;
+};
+
+struct live_steplist {
+    struct live_step *steps; /* by begin_ns */
+    size_t n;
+    size_t cap;
+    size_t n_settled;        /* steps[0, n_settled) are settled */
+    size_t kept_spans;       /* spans held by unsettled steps */
+    struct live_span *pending;
+    size_t n_pending;
+    size_t cap_pending;
+};
+
+enum { LIST_RECORD, LIST_SPAN, LIST_COUNT };
+
+struct live_rank {
+    int64_t rank;
+    struct ktab threads;
+    struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
+    size_t cap_th;
+    struct live_thread shared;
+    struct live_span *batch;
+    size_t n_batch;
+    size_t cap_batch;
+    struct live_agg *agg;   /* by job op index */
+    size_t n_agg;
+    struct live_agg other;
+    struct live_steplist lists[LIST_COUNT];
+    struct live_counters c;
+};
+
+struct live_job {
+    int64_t id;
+    struct ktab ops;          /* (name, cat) */
+    uint8_t *roles;           /* [ops.n] */
+    size_t cap_roles;
+    size_t n_roles_done;      /* roles[0, n_roles_done) are classified */
+    struct live_rank **ranks;
+    size_t n_ranks;
+    size_t cap_ranks;
+    struct live_rank *last;   /* lookup cache */
+    bool dirty;               /* fed since the last publish */
+};
+
+struct pub {
+    int64_t job_id;
+    struct live_snapshot *snap;
+};
+
+struct live {
+    struct live_job **jobs;
+    size_t n_jobs;
+    size_t cap_jobs;
+    struct live_job *last;
+    int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
+    struct analyse_span *scratch; /* FP/BP derivation */
+    size_t cap_scratch;
+    pthread_mutex_t lock;     /* guards pub only */
+    struct pub *pub;
+    size_t n_pub;
+    size_t cap_pub;
+};
+
+struct live *live_new(void)
+{
+    struct live *lv = calloc(1, sizeof *lv);
+    if (!lv)
+        return NULL;
+    pthread_mutex_init(&lv->lock, NULL);
+    return lv;
+}
+
+static void steplist_done(struct live_steplist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->steps[i].spans);
+    free(l->steps);
+    free(l->pending);
+}
+
+static void rank_free(struct live_rank *rk)
+{
+    if (!rk)
+        return;
+    ktab_done(&rk->threads);
+    for (size_t i = 0; i < rk->threads.n && rk->th; i++)
+        free(rk->th[i].open);
+    free(rk->th);
+    free(rk->shared.open);
+    free(rk->batch);
+    free(rk->agg);
+    for (int i = 0; i < LIST_COUNT; i++)
+        steplist_done(&rk->lists[i]);
+    free(rk);
+}
+
+static void job_free(struct live_job *j)
+{
+    if (!j)
+        return;
+    ktab_done(&j->ops);
+    free(j->roles);
+    for (size_t i = 0; i < j->n_ranks; i++)
+        rank_free(j->ranks[i]);
+    free(j->ranks);
+    free(j);
+}
+
+void live_free(struct live *lv)
+{
+    if (!lv)
+        return;
+    for (size_t i = 0; i < lv->n_jobs; i++)
+        job_free(lv->jobs[i]);
+    free(lv->jobs);
+    for (size_t i = 0; i < lv->n_pub; i++)
+        live_snapshot_put(lv->pub[i].snap);
+    free(lv->pub);
+    free(lv->scratch);
+    pthread_mutex_destroy(&lv->lock);
+    free(lv);
+}
+
+static struct live_job *job_get(struct live *lv, int64_t id)
+{
+    if (lv->last && lv->last->id == id)
+        return lv->last;
+    for (size_t i = 0; i < lv->n_jobs; i++)
+        if (lv->jobs[i]->id == id)
+            return lv->last = lv->jobs[i];
+    if (lv->n_jobs >= LIVE_JOBS_MAX ||
+        grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0)
+        return NULL;
+    struct live_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->id = id;
+    lv->jobs[lv->n_jobs++] = j;
+    return lv->last = j;
+}
+
+static struct live_rank *rank_get(struct live_job *j, int64_t rank)
+{
+    if (j->last && j->last->rank == rank)
+        return j->last;
+    for (size_t i = 0; i < j->n_ranks; i++)
+        if (j->ranks[i]->rank == rank)
+            return j->last = j->ranks[i];
+    if (j->n_ranks >= LIVE_RANKS_MAX ||
+        grow((void **)&j->ranks, &j->cap_ranks, j->n_ranks + 1, sizeof *j->ranks) < 0)
+        return NULL;
+    struct live_rank *rk = calloc(1, sizeof *rk);
+    if (!rk)
+        return NULL;
+    rk->rank = rank;
+    /* Keep ranks ordered, so snapshots need no sort. */
+    size_t at = j->n_ranks;
+    while (at > 0 && j->ranks[at - 1]->rank > rank)
+        at--;
+    memmove(j->ranks + at + 1, j->ranks + at, (j->n_ranks - at) * sizeof *j->ranks);
+    j->ranks[at] = rk;
+    j->n_ranks++;
+    return j->last = rk;
+}
+
+/* ---- steps ---- */
+
+/* The step whose [begin, end) holds ts (a zero-length step holds its begin), or -1. */
+static ptrdiff_t step_find(const struct live_steplist *l, int64_t ts)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->steps[mid].begin_ns <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Steps may overlap (a late record); look back a little for one that holds ts. */
+    for (size_t k = lo, tries = 0; k > 0 && tries < 4; k--, tries++) {
+        const struct live_step *s = &l->steps[k - 1];
+        if (ts < s->end_ns || (ts == s->begin_ns && s->end_ns == s->begin_ns))
+            return (ptrdiff_t)(k - 1);
+    }
+    return -1;
+}
+
+/* Adds sp to step s. */
+static void step_add_span(struct live_steplist *l, struct live_step *s, const struct live_span *sp,
+                          struct live_counters *c)
+{
+    if (s->settled) {
+        c->late_spans++;
+        return;
+    }
+    if (s->n_spans >= LIVE_STEP_SPANS_MAX ||
+        grow((void **)&s->spans, &s->cap_spans, s->n_spans + 1, sizeof *s->spans) < 0) {
+        c->step_spans_dropped++;
+        return;
+    }
+    s->spans[s->n_spans++] = *sp;
+    s->dirty = true;
+    l->kept_spans++;
+}
+
+static void list_add_span(struct live_steplist *l, const struct live_span *sp,
+                          struct live_counters *c)
+{
+    ptrdiff_t k = step_find(l, sp->ts_ns);
+    if (k >= 0) {
+        step_add_span(l, &l->steps[k], sp, c);
+        return;
+    }
+    if (l->n_pending >= LIVE_PENDING_MAX) {
+        size_t drop = LIVE_PENDING_MAX / 2;
+        c->unassigned += (int64_t)drop;
+        memmove(l->pending, l->pending + drop, (l->n_pending - drop) * sizeof *l->pending);
+        l->n_pending -= drop;
+    }
+    if (grow((void **)&l->pending, &l->cap_pending, l->n_pending + 1, sizeof *l->pending) < 0) {
+        c->unassigned++;
+        return;
+    }
+    l->pending[l->n_pending++] = *sp;
+}
+
+static int cmp_span_exec(const void *a, const void *b)
+{
+    const struct live_span *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    if (x->end_ns != y->end_ns)
+        return x->end_ns > y->end_ns ? -1 : 1;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    return 0;
+}
+
+/* Recomputes the trace points of s from its spans. */
+static void step_points(struct live *lv, const struct live_job *j, struct live_step *s)
+{
+    s->dirty = false;
+    s->has_trace = false;
+    if (s->n_spans == 0)
+        return;
+    if (grow((void **)&lv->scratch, &lv->cap_scratch, s->n_spans, sizeof *lv->scratch) < 0)
+        return;
+    /* Execution order, made canonical so the points do not depend on arrival order. */
+    qsort(s->spans, s->n_spans, sizeof *s->spans, cmp_span_exec);
+    for (size_t i = 0; i < s->n_spans; i++) {
+        const struct live_span *sp = &s->spans[i];
+        struct analyse_span *a = &lv->scratch[i];
+        memset(a, 0, sizeof *a);
+        a->ts_ns = sp->ts_ns;
+        a->dur_ns = sp->end_ns - sp->ts_ns;
+        if (sp->op == LIVE_OP_OTHER) {
+            a->name = LIVE_OTHER_NAME;
+            a->name_len = sizeof LIVE_OTHER_NAME - 1;
+        } else {
+            const struct kent *e = &j->ops.ents[sp->op];
+            a->name = j->ops.text + e->off1;
+            a->name_len = e->len1;
+            a->cat = j->ops.text + e->off2;
+            a->cat_len = e->len2;
+        }
+        a->correlation = -1;
+        a->external_id = -1;
+        a->role = (enum analyse_role)sp->role;
+    }
+    struct analyse_st_points p;
+    if (analyse_steptrace_points(lv->scratch, s->n_spans, NULL, &p) < 0)
+        return;
+    s->has_trace = true;
+    s->fp_ns = p.fp_ns;
+    s->bp_ns = p.bp_ns;
+    s->fp_op = s->spans[p.fp_index].op;
+    s->bp_op = s->spans[p.bp_index].op;
+    s->fp_origin = (uint8_t)p.fp_origin;
+    s->bp_origin = (uint8_t)p.bp_origin;
+}
+
+/* Drops the oldest eighth of a full list. */
+static void list_drop_oldest(struct live_steplist *l, struct live_counters *c)
+{
+    size_t drop = LIVE_STEPS_MAX / 8;
+    for (size_t i = 0; i < drop; i++) {
+        if (!l->steps[i].settled)
+            l->kept_spans -= l->steps[i].n_spans;
+        free(l->steps[i].spans);
+    }
+    memmove(l->steps, l->steps + drop, (l->n - drop) * sizeof *l->steps);
+    l->n -= drop;
+    l->n_settled = l->n_settled > drop ? l->n_settled - drop : 0;
+    c->steps_dropped += (int64_t)drop;
+}
+
+/* Inserts a step (by begin) and takes the pending spans it covers. Returns it, or NULL. */
+static struct live_step *list_insert(struct live_steplist *l, const struct live_step *s,
+                                     struct live_counters *c)
+{
+    if (l->n >= LIVE_STEPS_MAX)
+        list_drop_oldest(l, c);
+    if (grow((void **)&l->steps, &l->cap, l->n + 1, sizeof *l->steps) < 0)
+        return NULL;
+    size_t at = l->n;
+    while (at > l->n_settled && l->steps[at - 1].begin_ns > s->begin_ns)
+        at--;
+    memmove(l->steps + at + 1, l->steps + at, (l->n - at) * sizeof *l->steps);
+    l->steps[at] = *s;
+    l->n++;
+    struct live_step *st = &l->steps[at];
+    size_t k = 0;
+    for (size_t i = 0; i < l->n_pending; i++) {
+        const struct live_span *sp = &l->pending[i];
+        bool in = sp->ts_ns >= st->begin_ns &&
+                  (sp->ts_ns < st->end_ns || (sp->ts_ns == st->begin_ns && st->end_ns == st->begin_ns));
+        if (in)
+            step_add_span(l, st, sp, c);
+        else
+            l->pending[k++] = *sp;
+    }
+    l->n_pending = k;
+    return st;
+}
+
+/* The step numbered num among the last few of l, or NULL. */
+static struct live_step *list_find_num(struct live_steplist *l, int64_t num)
+{
+    for (size_t i = l->n, tries = 0; i > 0 && tries < 256; i--, tries++)
+        if (l->steps[i - 1].step == num)
+            return &l->steps[i - 1];
+    return NULL;
+}
+
+/* Reads phases {"dataloader":us,"forward":us,...}: the sums the points need. */
+static void parse_phases(const char *p, size_t n, struct live_step *s)
+{
+    int64_t data = 0, fwd = 0, bwd = 0;
+    bool have = false;
+    size_t i = 0;
+    while (i < n) {
+        const char *q = memchr(p + i, '"', n - i);
+        if (!q)
+            break;
+        size_t ks = (size_t)(q - p) + 1;
+        const char *qe = memchr(p + ks, '"', n - ks);
+        if (!qe)
+            break;
+        size_t ke = (size_t)(qe - p);
+        size_t v = ke + 1;
+        while (v < n && (p[v] == ' ' || p[v] == ':' || p[v] == '\t'))
+            v++;
+        size_t ve = v;
+        while (ve < n && p[ve] != ',' && p[ve] != '}')
+            ve++;
+        int64_t ns;
+        if (num_us_to_ns(p + v, ve - v, &ns) == 0) {
+            const char *k = p + ks;
+            size_t kl = ke - ks;
+            if (kl == 10 && memcmp(k, "dataloader", 10) == 0) {
+                data = ns;
+                have = true;
+            } else if (kl == 7 && memcmp(k, "forward", 7) == 0) {
+                fwd = ns;
+                have = true;
+            } else if (kl == 8 && memcmp(k, "backward", 8) == 0) {
+                bwd = ns;
+                have = true;
+            }
+        }
+        i = ve + 1;
+    }
+    s->has_phases = have && (fwd > 0 || bwd > 0);
+    s->ph_data_ns = data;
+    s->ph_fwdbwd_ns = fwd + bwd;
+}
+
+static void feed_step_record(struct live_rank *rk, const struct record *r)
+{
+    struct live_steplist *l = &rk->lists[LIST_RECORD];
+    if (r->step < 0 || r->ts_ns == INT64_MIN)
+        return;
+    struct live_step s = {0};
+    s.step = r->step;
+    s.begin_ns = r->ts_ns;
+    s.end_ns = r->ts_ns + (r->dur_ns > 0 ? r->dur_ns : 0);
+    s.samples = r->samples;
+    s.from_record = true;
+    if (r->phases.len)
+        parse_phases(r->phases.ptr, r->phases.len, &s);
+    struct live_step *old = list_find_num(l, s.step);
+    if (old && old->begin_ns == s.begin_ns) {
+        /* A replayed duplicate or a correction: keep the spans, take the new figures. */
+        old->end_ns = s.end_ns;
+        old->samples = s.samples;
+        old->has_phases = s.has_phases;
+        old->ph_data_ns = s.ph_data_ns;
+        old->ph_fwdbwd_ns = s.ph_fwdbwd_ns;
+        return;
+    }
+    (void)list_insert(l, &s, &rk->c);
+}
+
+/* The number after '#' in "ProfilerStep#12", or -1. */
+static int64_t step_number(const char *name, size_t len)
+{
+    const char *h = memchr(name, '#', len);
+    if (!h || (size_t)(h - name) + 1 >= len)
+        return -1;
+    int64_t v;
+    size_t off = (size_t)(h - name) + 1;
+    if (num_parse_i64(name + off, len - off, &v) < 0 || v < 0)
+        return -1;
+    return v;
+}
+
+/* ---- feeding ---- */
+
+int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
+{
+    if (n == 0)
+        return 0;
+    struct live_job *j = job_get(lv, job_id);
+    struct live_rank *rk = j ? rank_get(j, rank) : NULL;
+    if (!rk) {
+        lv->dropped += (int64_t)n;
+        return -ENOMEM;
+    }
+    j->dirty = true;
+    if (grow((void **)&rk->batch, &rk->cap_batch, rk->n_batch + n, sizeof *rk->batch) < 0) {
+        rk->c.dropped += (int64_t)n;
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct record *r = &recs[i];
+        if (r->kind == RECORD_STEP) {
+            feed_step_record(rk, r);
+            continue;
+        }
+        if (r->kind != RECORD_TRACE || r->ph != 'X' || r->name.len == 0 ||
+            r->ts_ns == INT64_MIN || r->dur_ns < 0)
+            continue;
+        uint32_t op;
+        enum analyse_role role;
+        int k = ktab_get(&j->ops, r->name.ptr, r->name.len, r->cat.ptr, r->cat.len, LIVE_OPS_MAX,
+                         &op);
+        if (k < 0) {
+            rk->c.dropped++;
+            continue;
+        }
+        if (k == 1 && op >= j->cap_roles) {
+            if (grow((void **)&j->roles, &j->cap_roles, (size_t)op + 1, 1) < 0) {
+                rk->c.dropped++;
+                continue;
+            }
+        }
+        struct analyse_span a = {
+            .name = r->name.ptr,
+            .name_len = r->name.len,
+            .cat = r->cat.ptr,
+            .cat_len = r->cat.len,
+        };
+        if (k == 0) {
+            /* Past the cap: classify each span (slow, and counted). */
+            op = LIVE_OP_OTHER;
+            role = analyse_role_of(&a, NULL);
+            rk->c.ops_folded++;
+        } else if (op == j->ops.n - 1 && j->ops.n > j->n_roles_done) {
+            role = analyse_role_of(&a, NULL);
+            j->roles[op] = (uint8_t)role;
+            j->n_roles_done = j->ops.n;
+        } else {
+            role = (enum analyse_role)j->roles[op];
+        }
+        uint32_t th;
+        k = ktab_get(&rk->threads, r->pid.ptr, r->pid.len, r->tid.ptr, r->tid.len,
+                     LIVE_THREADS_MAX, &th);
+        if (k < 0) {
+            rk->c.dropped++;
+            continue;
+        }
+        if (k == 0) {
+            th = LIVE_THREADS_MAX;
+            rk->c.threads_shared++;
+        }
+        struct live_span *sp = &rk->batch[rk->n_batch];
+        sp->ts_ns = r->ts_ns;
+        sp->end_ns = r->ts_ns + r->dur_ns;
+        sp->op = op;
+        sp->thread = th;
+        sp->order = (uint32_t)rk->n_batch;
+        sp->role = (uint8_t)role;
+        rk->n_batch++;
+        rk->c.spans++;
+    }
+    return 0;
+}
+
+/* ---- flushing ---- */
+
+/* Batch order: by thread, then as a tracer emits complete spans (by end; a parent that ends
+ * with its child comes after it, and of two equal intervals the later-fed one is the child). */
+static int cmp_batch(const void *a, const void *b)
+{
+    const struct live_span *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->end_ns != y->end_ns)
+        return x->end_ns < y->end_ns ? -1 : 1;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns > y->ts_ns ? -1 : 1;
+    if (x->order != y->order)
+        return x->order > y->order ? -1 : 1;
+    return 0;
+}
+
+static bool role_nests(unsigned role)
+{
+    return (ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(role)) != 0;
+}
+
+/* The roles analyse_steptrace_points() looks at. */
+static bool role_for_steps(unsigned role)
+{
+    switch ((enum analyse_role)role) {
+    case ANALYSE_ROLE_HOST_OP:
+    case ANALYSE_ROLE_KERNEL:
+    case ANALYSE_ROLE_FORWARD:
+    case ANALYSE_ROLE_BACKWARD:
+    case ANALYSE_ROLE_OPTIMIZER:
+    case ANALYSE_ROLE_COMMUNICATION:
+    case ANALYSE_ROLE_OTHER:
+    case ANALYSE_ROLE_DATALOADER:
+    case ANALYSE_ROLE_STEP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void agg_add(struct live_agg *a, int64_t dur, int64_t self)
+{
+    if (a->calls == 0 || dur < a->min_ns)
+        a->min_ns = dur;
+    if (a->calls == 0 || dur > a->max_ns)
+        a->max_ns = dur;
+    a->calls++;
+    a->total_ns += dur;
+    a->self_ns += self;
+}
+
+/* Self time of sp on its thread t, which becomes an open span there. */
+static int64_t nest(struct live_thread *t, const struct live_span *sp, struct live_counters *c)
+{
+    int64_t children = 0;
+    while (t->n > 0) {
+        const struct live_open *o = &t->open[t->n - 1];
+        if (o->ts_ns < sp->ts_ns || o->end_ns > sp->end_ns || o->ts_ns >= sp->end_ns)
+            break;
+        children += o->end_ns - o->ts_ns;
+        t->n--;
+    }
+    if (t->n >= LIVE_STACK_MAX) {
+        size_t drop = LIVE_STACK_MAX / 2;
+        memmove(t->open, t->open + drop, (t->n - drop) * sizeof *t->open);
+        t->n -= drop;
+        c->stack_dropped += (int64_t)drop;
+    }
+    if (grow((void **)&t->open, &t->cap, t->n + 1, sizeof *t->open) == 0)
+        t->open[t->n++] = (struct live_open){sp->ts_ns, sp->end_ns};
+    else
+        c->stack_dropped++;
+    return sp->end_ns - sp->ts_ns - children;
+}
+
+static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    size_t old = *cap;
+    if (grow(p, cap, need, size) < 0)
+        return -ENOMEM;
+    if (*cap > old)
+        memset((char *)*p + old * size, 0, (*cap - old) * size);
+    return 0;
+}
+
+static void settle(struct live *lv, const struct live_job *j, struct live_steplist *l)
+{
+    while (l->kept_spans > LIVE_RANK_SPANS_MAX && l->n_settled < l->n) {
+        struct live_step *s = &l->steps[l->n_settled++];
+        if (s->dirty)
+            step_points(lv, j, s);
+        l->kept_spans -= s->n_spans;
+        free(s->spans);
+        s->spans = NULL;
+        s->n_spans = s->cap_spans = 0;
+        s->settled = true;
+    }
+}
+
+static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
+{
+    int r = 0;
+    if (rk->n_batch > 0) {
+        size_t n_agg = rk->n_agg;
+        if (zero_grow((void **)&rk->th, &rk->cap_th, rk->threads.n + 1, sizeof *rk->th) < 0 ||
+            zero_grow((void **)&rk->agg, &n_agg, j->ops.n + 1, sizeof *rk->agg) < 0) {
+            rk->c.dropped += (int64_t)rk->n_batch;
+            rk->n_batch = 0;
+            return -ENOMEM;
+        }
+        rk->n_agg = n_agg;
+        qsort(rk->batch, rk->n_batch, sizeof *rk->batch, cmp_batch);
+        /* Step spans first, so the spans of this batch find their step. */
+        struct live_steplist *spl = &rk->lists[LIST_SPAN];
+        for (size_t i = 0; i < rk->n_batch; i++) {
+            const struct live_span *sp = &rk->batch[i];
+            if (sp->role != ANALYSE_ROLE_STEP || sp->op == LIVE_OP_OTHER)
+                continue;
+            const struct kent *e = &j->ops.ents[sp->op];
+            int64_t num = step_number(j->ops.text + e->off1, e->len1);
+            if (num < 0 || list_find_num(spl, num))
+                continue;
+            struct live_step s = {0};
+            s.step = num;
+            s.begin_ns = sp->ts_ns;
+            s.end_ns = sp->end_ns;
+            s.samples = -1;
+            if (!list_insert(spl, &s, &rk->c))
+                r = -ENOMEM;
+        }
+        for (size_t i = 0; i < rk->n_batch; i++) {
+            const struct live_span *sp = &rk->batch[i];
+            int64_t dur = sp->end_ns - sp->ts_ns, self = dur;
+            if (role_nests(sp->role)) {
+                struct live_thread *t =
+                    sp->thread == LIVE_THREADS_MAX ? &rk->shared : &rk->th[sp->thread];
+                self = nest(t, sp, &rk->c);
+            }
+            agg_add(sp->op == LIVE_OP_OTHER ? &rk->other : &rk->agg[sp->op], dur, self);
+            if (role_for_steps(sp->role))
+                for (int k = 0; k < LIST_COUNT; k++)
+                    list_add_span(&rk->lists[k], sp, &rk->c);
+        }
+        rk->n_batch = 0;
+    }
+    for (int k = 0; k < LIST_COUNT; k++) {
+        struct live_steplist *l = &rk->lists[k];
+        for (size_t i = l->n_settled; i < l->n; i++)
+            if (l->steps[i].dirty)
+                step_points(lv, j, &l->steps[i]);
+        settle(lv, j, l);
+    }
+    return r;
+}
+
+int live_flush(struct live *lv)
+{
+    int r = 0;
+    for (size_t i = 0; i < lv->n_jobs; i++) {
+        struct live_job *j = lv->jobs[i];
+        if (!j->dirty)
+            continue;
+        for (size_t k = 0; k < j->n_ranks; k++)
+            if (rank_flush(lv, j, j->ranks[k]) < 0)
+                r = -ENOMEM;
+    }
+    return r;
+}
+
+/* ---- snapshots ---- */
+
+void live__snapshot_free(struct live_snapshot *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_ranks; i++) {
+        free(s->ranks[i].agg);
+        free(s->ranks[i].steps);
+    }
+    free(s->ranks);
+    free(s->ops);
+    free(s->text);
+    free(s);
+}
+
+static void counters_add(struct live_counters *a, const struct live_counters *b)
+{
+    a->spans += b->spans;
+    a->ops_folded += b->ops_folded;
+    a->threads_shared += b->threads_shared;
+    a->stack_dropped += b->stack_dropped;
+    a->steps_dropped += b->steps_dropped;
+    a->step_spans_dropped += b->step_spans_dropped;
+    a->unassigned += b->unassigned;
+    a->late_spans += b->late_spans;
+    a->dropped += b->dropped;
+}
+
+static struct live_snapshot *snapshot_build(const struct live_job *j)
+{
+    struct live_snapshot *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    atomic_init(&s->refs, 1);
+    s->job_id = j->id;
+    s->n_ops = j->ops.n;
+    s->ops = calloc(s->n_ops + 1, sizeof *s->ops);
+    s->text = malloc(j->ops.text_len + 1);
+    s->ranks = calloc(j->n_ranks + 1, sizeof *s->ranks);
+    if (!s->ops || !s->text || !s->ranks)
+        goto fail;
+    if (j->ops.text_len)
+        memcpy(s->text, j->ops.text, j->ops.text_len);
+    for (size_t i = 0; i < s->n_ops; i++) {
+        s->ops[i].name = s->text + j->ops.ents[i].off1;
+        s->ops[i].name_len = j->ops.ents[i].len1;
+        s->ops[i].role = i < j->n_roles_done ? (enum analyse_role)j->roles[i] : ANALYSE_ROLE_OTHER;
+    }
+    for (size_t k = 0; k < j->n_ranks; k++) {
+        const struct live_rank *rk = j->ranks[k];
+        struct live_snap_rank *sr = &s->ranks[s->n_ranks++];
+        sr->rank = rk->rank;
+        sr->n_agg = rk->n_agg < s->n_ops ? rk->n_agg : s->n_ops;
+        sr->agg = malloc((sr->n_agg + 1) * sizeof *sr->agg);
+        const struct live_steplist *l =
+            rk->lists[LIST_RECORD].n > 0 ? &rk->lists[LIST_RECORD] : &rk->lists[LIST_SPAN];
+        sr->steps = malloc((l->n + 1) * sizeof *sr->steps);
+        if (!sr->agg || !sr->steps)
+            goto fail;
+        if (sr->n_agg)
+            memcpy(sr->agg, rk->agg, sr->n_agg * sizeof *sr->agg);
+        sr->other = rk->other;
+        for (size_t i = 0; i < l->n; i++) {
+            const struct live_step *st = &l->steps[i];
+            struct live_snap_step *o = &sr->steps[sr->n_steps++];
+            memset(o, 0, sizeof *o);
+            o->step = st->step;
+            o->begin_ns = st->begin_ns;
+            o->end_ns = st->end_ns;
+            o->samples = st->samples;
+            o->from_record = st->from_record;
+            o->fp_op = o->bp_op = LIVE_OP_OTHER;
+            if (st->has_trace) {
+                o->source = LIVE_POINTS_TRACE;
+                o->fp_ns = st->fp_ns;
+                o->bp_ns = st->bp_ns;
+                o->fp_op = st->fp_op;
+                o->bp_op = st->bp_op;
+                o->fp_origin = (enum analyse_st_origin)st->fp_origin;
+                o->bp_origin = (enum analyse_st_origin)st->bp_origin;
+            } else if (st->has_phases) {
+                o->source = LIVE_POINTS_PHASES;
+                o->fp_ns = st->begin_ns + st->ph_data_ns;
+                o->bp_ns = o->fp_ns + st->ph_fwdbwd_ns;
+            } else {
+                o->source = LIVE_POINTS_NONE;
+            }
+        }
+        counters_add(&s->counters, &rk->c);
+    }
+    return s;
+fail:
+    live__snapshot_free(s);
+    return NULL;
+}
+
+int live_publish(struct live *lv)
+{
+    int r = live_flush(lv);
+    for (size_t i = 0; i < lv->n_jobs; i++) {
+        struct live_job *j = lv->jobs[i];
+        if (!j->dirty)
+            continue;
+        struct live_snapshot *s = snapshot_build(j);
+        if (!s) {
+            r = -ENOMEM;
+            continue;
+        }
+        struct live_snapshot *old = NULL;
+        pthread_mutex_lock(&lv->lock);
+        size_t k = 0;
+        while (k < lv->n_pub && lv->pub[k].job_id != j->id)
+            k++;
+        if (k == lv->n_pub) {
+            if (grow((void **)&lv->pub, &lv->cap_pub, lv->n_pub + 1, sizeof *lv->pub) < 0) {
+                pthread_mutex_unlock(&lv->lock);
+                live__snapshot_free(s);
+                r = -ENOMEM;
+                continue;
+            }
+            lv->pub[lv->n_pub++] = (struct pub){j->id, NULL};
+        }
+        old = lv->pub[k].snap;
+        lv->pub[k].snap = s;
+        pthread_mutex_unlock(&lv->lock);
+        live_snapshot_put(old);
+        j->dirty = false;
+    }
+    return r;
+}
+
+int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapshot **ret_snap)
+{
+    if (!lv)
+        return -EINVAL;
+    int r = -ENOENT;
+    pthread_mutex_lock(&lv->lock);
+    for (size_t k = 0; k < lv->n_pub; k++) {
+        if (lv->pub[k].job_id == job_id) {
+            atomic_fetch_add_explicit(&lv->pub[k].snap->refs, 1, memory_order_relaxed);
+            *ret_snap = lv->pub[k].snap;
+            r = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lv->lock);
+    return r;
+}
+
+void live_snapshot_put(const struct live_snapshot *snap)
+{
+    struct live_snapshot *s = (struct live_snapshot *)snap;
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        live__snapshot_free(s);
+}
+
+void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret)
+{
+    *ret = snap->counters;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live: the analyses of jobs that are still receiving data, kept in memory. This header is the
+ * writer's side (main.c only, loop thread); web/ reads through live_query.h.
+ *
+ * main.c hands every batch of decoded records to live_feed() right after store_append(), and
+ * at start-up replays what the store holds (steps first, then each rank's trace events in block
+ * order), so the numbers after a restart are the ones the daemon showed before it. live_feed()
+ * only appends: an X span costs two hash lookups ((name, cat) per job, (pid, tid) per rank) and
+ * a copy of 32 bytes into the rank's batch; nothing is sorted and nothing allocated per event.
+ * live_flush() does the per-batch work: it sorts each rank's batch by thread and end time and
+ * walks it with one stack of open spans per thread that survives across batches (torch's
+ * nesting rule for self time, given that a thread emits an X span when it ends, after its
+ * children), folds the spans into per-rank operator aggregates, and files the spans a step
+ * trace needs under their step. live_publish() flushes and rebuilds an immutable, refcounted
+ * snapshot for every job that changed; HTTP threads take a reference under a mutex held only
+ * for the pointer swap, so no query ever touches loop state.
+ *
+ * Steps come from step records ({"type":"step"}) and from step spans (role STEP, such as
+ * "ProfilerStep#5", numbered by the digits after '#'); a step record wins over a step span of
+ * the same number. A step's FP/BP points come from its spans (analyse_steptrace_points() over
+ * the spans that start inside [begin, end)), else from its "phases" (fp = begin + dataloader,
+ * bp = fp + forward + backward), else it has none.
+ *
+ * Every structure is capped (the LIVE_*_MAX below) and each cap has a counter in the snapshot.
+ * The numbers after a restart equal the live ones as long as no counter is non-zero and the
+ * store's retention has not evicted trace blocks.
+ */
+#ifndef STEPSCOPE_LIVE_H
+#define STEPSCOPE_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/record.h"
+
+#define LIVE_JOBS_MAX 4096          /* jobs tracked; records of later jobs are counted, ignored */
+#define LIVE_RANKS_MAX 4096         /* ranks per job */
+#define LIVE_OPS_MAX 8192           /* distinct (name, cat) per job; later ones fold into "Other" */
+#define LIVE_THREADS_MAX 4096       /* distinct (pid, tid) per rank; later ones share one stack */
+#define LIVE_STACK_MAX 4096         /* open (parentless so far) spans kept per thread */
+#define LIVE_STEPS_MAX 65536        /* steps kept per rank; the oldest eighth goes when full */
+#define LIVE_STEP_SPANS_MAX 65536   /* spans kept for one step's FP/BP points */
+#define LIVE_RANK_SPANS_MAX (1 << 20) /* spans kept under steps per rank; oldest steps settle */
+#define LIVE_PENDING_MAX 65536      /* spans waiting for their step record, per rank */
+
+struct live;
+
+/* A new, empty live state. Returns NULL on OOM. Free with live_free(). */
+struct live *live_new(void);
+
+/* Frees lv (NULL-safe). Snapshots still referenced stay valid until their last
+ * live_snapshot_put(). Call it after the HTTP threads have stopped. */
+void live_free(struct live *lv);
+
+/* Takes n decoded records of job_id's rank (records are borrowed for the call; what is kept is
+ * copied). Only TRACE "X" events with a name and STEP records are used; the rest are ignored.
+ * Loop thread; never blocks, never allocates per event (only when a table grows). Returns 0, or
+ * -ENOMEM (the records that did not fit are counted in the snapshot's dropped counter). */
+int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n);
+
+/* Processes everything fed since the last call (sorting, nesting, step assignment, FP/BP
+ * points of the steps that changed). Loop thread. Returns 0 or -ENOMEM. */
+int live_flush(struct live *lv);
+
+/* live_flush(), then replaces the published snapshot of every job that changed. Loop thread;
+ * takes the snapshot mutex only to swap pointers. Returns 0 or -ENOMEM (the old snapshot of a
+ * job that could not be rebuilt stays published). */
+int live_publish(struct live *lv);
+
+#endif

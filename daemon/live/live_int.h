@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live_int: the snapshot layout, shared by live.c (which builds snapshots on the loop thread)
+ * and live_query.c (which reads them on HTTP threads). Never included from outside daemon/live/.
+ * A snapshot is written once, before it is published, and only read afterwards; the refcount is
+ * its one mutable field.
+ */
+#ifndef STEPSCOPE_LIVE_INT_H
+#define STEPSCOPE_LIVE_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../analyse/analyse.h"
+#include "live_query.h"
+
+/* Operator aggregates of one (name, cat) on one rank. */
+struct live_agg {
+    int64_t calls;
+    int64_t total_ns;
+    int64_t self_ns;
+    int64_t min_ns;
+    int64_t max_ns;
+};
+
+struct live_snap_op {
+    const char *name; /* NUL-terminated, into live_snapshot.text */
+    size_t name_len;
+    enum analyse_role role;
+};
+
+struct live_snap_step {
+    int64_t step;
+    int64_t begin_ns;
+    int64_t end_ns;
+    int64_t samples;
+    bool from_record;
+    enum live_points_source source;
+    int64_t fp_ns;
+    int64_t bp_ns;
+    uint32_t fp_op; /* TRACE: index into live_snapshot.ops, or UINT32_MAX for "Other" */
+    uint32_t bp_op;
+    enum analyse_st_origin fp_origin;
+    enum analyse_st_origin bp_origin;
+};
+
+struct live_snap_rank {
+    int64_t rank;
+    size_t n_agg;             /* <= live_snapshot.n_ops */
+    struct live_agg *agg;     /* [n_agg], by op index; calls 0 = not seen on this rank */
+    struct live_agg other;    /* host spans of (name, cat) past LIVE_OPS_MAX */
+    size_t n_steps;
+    struct live_snap_step *steps; /* by begin */
+};
+
+struct live_snapshot {
+    atomic_int refs;
+    int64_t job_id;
+    size_t n_ops;
+    struct live_snap_op *ops; /* [n_ops] */
+    char *text;               /* the ops' names */
+    size_t n_ranks;
+    struct live_snap_rank *ranks; /* [n_ranks], by rank */
+    struct live_counters counters;
+};
+
+#define LIVE_OP_OTHER UINT32_MAX
+#define LIVE_OTHER_NAME "[other]" /* the row of the operators past LIVE_OPS_MAX */
+
+void live__snapshot_free(struct live_snapshot *s);
+
+#endif

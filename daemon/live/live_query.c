@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live_query: answers from one immutable snapshot (live_int.h), on any thread. Steps and step
+ * traces go through analyse's step-trace functions, the operator table through analyse's
+ * filter/sort/fold/page (analyse_ops_query()), so a live view and an imported trace share every
+ * formula. Nothing here touches the loop's state.
+ */
+#include "live_query.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "live_int.h"
+
+const char *const live_points_source_names[3] = {"none", "trace", "phases"};
+
+static const struct live_snap_rank *find_rank(const struct live_snapshot *s, int64_t rank)
+{
+    for (size_t i = 0; i < s->n_ranks; i++)
+        if (s->ranks[i].rank == rank)
+            return &s->ranks[i];
+    return NULL;
+}
+
+static const char *op_name(const struct live_snapshot *s, uint32_t op)
+{
+    return op < s->n_ops ? s->ops[op].name : LIVE_OTHER_NAME;
+}
+
+static void fill_row(const struct live_snapshot *s, int64_t rank, const struct live_snap_step *st,
+                     struct live_step_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->step = st->step;
+    row->rank = rank;
+    row->start_ns = st->begin_ns;
+    row->end_ns = st->end_ns;
+    row->total_ns = st->end_ns - st->begin_ns;
+    row->samples = st->samples;
+    row->from_record = st->from_record;
+    row->source = st->source;
+    row->fp_name = "";
+    row->bp_name = "";
+    if (st->source == LIVE_POINTS_NONE)
+        return;
+    struct analyse_st_step in = {
+        .step = st->step,
+        .rank = rank,
+        .start_ns = st->begin_ns,
+        .fp_ns = st->fp_ns,
+        .bp_ns = st->bp_ns,
+        .end_ns = st->end_ns,
+    };
+    struct analyse_st_stage out;
+    if (analyse_steptrace_stages(&in, 1, false, &out) == 0) {
+        row->interval_ns = out.interval_ns;
+        row->fp_bp_ns = out.fp_bp_ns;
+        row->tail_ns = out.tail_ns;
+    }
+    if (st->source == LIVE_POINTS_TRACE) {
+        row->fp_name = op_name(s, st->fp_op);
+        row->bp_name = op_name(s, st->bp_op);
+        row->fp_origin = st->fp_origin;
+        row->bp_origin = st->bp_origin;
+    }
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const struct live_step_row *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    return 0;
+}
+
+int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offset, size_t limit,
+                     struct live_step_row **ret_rows, size_t *ret_n, size_t *ret_total)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < snap->n_ranks; i++)
+        if (rank < 0 || snap->ranks[i].rank == rank)
+            total += snap->ranks[i].n_steps;
+    struct live_step_row *all = malloc((total + 1) * sizeof *all);
+    if (!all)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < snap->n_ranks; i++) {
+        const struct live_snap_rank *sr = &snap->ranks[i];
+        if (rank >= 0 && sr->rank != rank)
+            continue;
+        for (size_t j = 0; j < sr->n_steps; j++)
+            fill_row(snap, sr->rank, &sr->steps[j], &all[k++]);
+    }
+    qsort(all, total, sizeof *all, cmp_row);
+    if (limit == 0 || limit > LIVE_ROWS_MAX)
+        limit = LIVE_ROWS_MAX;
+    size_t from = offset < total ? offset : total;
+    size_t n = total - from < limit ? total - from : limit;
+    if (from > 0)
+        memmove(all, all + from, n * sizeof *all);
+    *ret_rows = all;
+    *ret_n = n;
+    *ret_total = total;
+    return 0;
+}
+
+int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
+                         int64_t first, int64_t last, struct analyse_st_trace **ret_trace,
+                         struct live_step_row *ret_points)
+{
+    const struct live_snap_rank *sr = find_rank(snap, rank);
+    if (!sr)
+        return -ENOENT;
+    struct analyse_st_step *in = malloc((sr->n_steps + 1) * sizeof *in);
+    if (!in)
+        return -ENOMEM;
+    size_t n = 0;
+    const struct live_snap_step *lastp = NULL;
+    for (size_t i = 0; i < sr->n_steps; i++) {
+        const struct live_snap_step *st = &sr->steps[i];
+        if (st->source == LIVE_POINTS_NONE)
+            continue;
+        in[n++] = (struct analyse_st_step){
+            .step = st->step,
+            .rank = rank,
+            .start_ns = st->begin_ns,
+            .fp_ns = st->fp_ns,
+            .bp_ns = st->bp_ns,
+            .end_ns = st->end_ns,
+        };
+        bool in_range = single ? st->step == step && !lastp : st->step >= first && st->step <= last;
+        if (in_range)
+            lastp = st;
+    }
+    int r = single ? analyse_steptrace_step(in, n, step, false, ret_trace)
+                   : analyse_steptrace_average(in, n, first, last, false, ret_trace);
+    free(in);
+    if (r == 0 && lastp)
+        fill_row(snap, rank, lastp, ret_points);
+    return r;
+}
+
+/* ---- operators ---- */
+
+struct key {
+    const char *p;
+    size_t len;
+    bool star; /* "ProfilerStep" + "*" */
+};
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* analyse's grouping keys (ops.c): MindSpore "Scope/Type-op<N>" has type "Type"; a step span
+ * "ProfilerStep#5" is named "ProfilerStep*". */
+static struct key type_of(const char *name, size_t len)
+{
+    size_t i = len;
+    while (i > 0 && is_digit(name[i - 1]))
+        i--;
+    if (i < len && i >= 3 && memcmp(name + i - 3, "-op", 3) == 0) {
+        size_t end = i - 3, start = end;
+        while (start > 0 && name[start - 1] != '/')
+            start--;
+        if (end > start)
+            return (struct key){name + start, end - start, false};
+    }
+    return (struct key){name, len, false};
+}
+
+static struct key name_of(const struct live_snap_op *op)
+{
+    if (op->role == ANALYSE_ROLE_STEP) {
+        const char *h = memchr(op->name, '#', op->name_len);
+        if (h)
+            return (struct key){op->name, (size_t)(h - op->name), true};
+    }
+    return (struct key){op->name, op->name_len, false};
+}
+
+struct item {
+    struct key k;
+    struct key type;
+    size_t first;
+    struct live_agg a;
+};
+
+static int cmp_item_key(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    size_t n = x->k.len < y->k.len ? x->k.len : y->k.len;
+    int c = memcmp(x->k.p, y->k.p, n);
+    if (c)
+        return c;
+    if (x->k.len != y->k.len)
+        return x->k.len < y->k.len ? -1 : 1;
+    if (x->k.star != y->k.star)
+        return x->k.star ? 1 : -1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int cmp_item_first(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static void merge(struct live_agg *a, const struct live_agg *b)
+{
+    if (b->calls == 0)
+        return;
+    if (a->calls == 0 || b->min_ns < a->min_ns)
+        a->min_ns = b->min_ns;
+    if (a->calls == 0 || b->max_ns > a->max_ns)
+        a->max_ns = b->max_ns;
+    a->calls += b->calls;
+    a->total_ns += b->total_ns;
+    a->self_ns += b->self_ns;
+}
+
+int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
+                   const struct analyse_op_query *q, struct analyse_op_table **ret_page)
+{
+    if (rank >= 0 && !find_rank(snap, rank))
+        return -ENOENT;
+    int r = -ENOMEM;
+    struct analyse_op_table *t = NULL;
+    struct item *it = malloc((snap->n_ops + 2) * sizeof *it);
+    if (!it)
+        goto out;
+    /* Sum the ranks per op, keep the host ops. */
+    size_t n = 0;
+    for (size_t i = 0; i <= snap->n_ops; i++) {
+        bool other = i == snap->n_ops;
+        struct live_agg a = {0};
+        for (size_t k = 0; k < snap->n_ranks; k++) {
+            const struct live_snap_rank *sr = &snap->ranks[k];
+            if (rank >= 0 && sr->rank != rank)
+                continue;
+            if (other)
+                merge(&a, &sr->other);
+            else if (i < sr->n_agg)
+                merge(&a, &sr->agg[i]);
+        }
+        if (a.calls == 0)
+            continue;
+        if (!other && !(ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(snap->ops[i].role)))
+            continue;
+        struct item *x = &it[n++];
+        x->first = i;
+        x->a = a;
+        if (other) {
+            x->k = (struct key){LIVE_OTHER_NAME, sizeof LIVE_OTHER_NAME - 1, false};
+            x->type = x->k;
+        } else {
+            x->type = type_of(snap->ops[i].name, snap->ops[i].name_len);
+            x->k = group == ANALYSE_OP_GROUP_TYPE ? x->type : name_of(&snap->ops[i]);
+        }
+    }
+    /* Merge equal keys (one name under several cats, or one type), keeping first appearance. */
+    qsort(it, n, sizeof *it, cmp_item_key);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && it[m - 1].k.len == it[i].k.len && it[m - 1].k.star == it[i].k.star &&
+            memcmp(it[m - 1].k.p, it[i].k.p, it[i].k.len) == 0) {
+            merge(&it[m - 1].a, &it[i].a);
+            continue;
+        }
+        it[m++] = it[i];
+    }
+    qsort(it, m, sizeof *it, cmp_item_first);
+    size_t text = 1;
+    for (size_t i = 0; i < m; i++)
+        text += it[i].k.len + it[i].k.star + 1 + it[i].type.len + 1;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        goto out;
+    t->rows = calloc(m + 1, sizeof *t->rows);
+    t->names = malloc(text);
+    if (!t->rows || !t->names)
+        goto out;
+    char *p = t->names;
+    for (size_t i = 0; i < m; i++) {
+        struct analyse_op_row *row = &t->rows[i];
+        row->name = p;
+        memcpy(p, it[i].k.p, it[i].k.len);
+        p += it[i].k.len;
+        if (it[i].k.star)
+            *p++ = '*';
+        *p++ = '\0';
+        row->type = p;
+        memcpy(p, it[i].type.p, it[i].type.len);
+        p += it[i].type.len;
+        *p++ = '\0';
+        row->calls = it[i].a.calls;
+        row->total_ns = it[i].a.total_ns;
+        row->self_ns = it[i].a.self_ns;
+        row->min_ns = it[i].a.min_ns;
+        row->max_ns = it[i].a.max_ns;
+        row->avg_ns = (double)it[i].a.total_ns / (double)it[i].a.calls;
+        row->first = i;
+        t->sum_self_ns += row->self_ns;
+        t->sum_total_ns += row->total_ns;
+    }
+    for (size_t i = 0; i < m; i++)
+        t->rows[i].percent =
+            t->sum_self_ns > 0 ? (double)t->rows[i].self_ns * 100.0 / (double)t->sum_self_ns : 0;
+    t->n_rows = m;
+    t->total = m;
+    r = analyse_ops_query(t, q, ret_page);
+out:
+    free(it);
+    analyse_op_table_free(t);
+    return r;
+}

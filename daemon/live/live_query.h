@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live_query: the reader's side of daemon/live, for web/ (HTTP threads). A snapshot is an
+ * immutable copy of one job's live aggregates that the loop published (live.h); a reader takes
+ * a reference, computes its answer from the snapshot alone with the pure analyses of
+ * daemon/analyse, and drops the reference. Nothing here touches loop state or blocks on ingest.
+ *
+ * Threading: any thread, concurrently.
+ */
+#ifndef STEPSCOPE_LIVE_QUERY_H
+#define STEPSCOPE_LIVE_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../analyse/analyse.h"
+
+#define LIVE_ROWS_MAX 100000 /* rows of one steps or operators page at most */
+
+struct live;
+struct live_snapshot;
+
+/* Takes a reference to job_id's latest snapshot. Returns 0 and sets *ret_snap (release it with
+ * live_snapshot_put()), -ENOENT if nothing of that job was published yet, -EINVAL for NULL lv. */
+int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapshot **ret_snap);
+
+/* Drops a reference; the last one frees the snapshot. NULL-safe. */
+void live_snapshot_put(const struct live_snapshot *snap);
+
+/* What the caps cut, over every rank of the snapshot (live.h lists the caps). */
+struct live_counters {
+    int64_t spans;          /* X spans taken */
+    int64_t ops_folded;     /* spans whose (name, cat) came after LIVE_OPS_MAX: in "Other" */
+    int64_t threads_shared; /* spans on threads past LIVE_THREADS_MAX */
+    int64_t stack_dropped;  /* open spans dropped past LIVE_STACK_MAX (a later parent's self
+                               time then includes them) */
+    int64_t steps_dropped;  /* oldest steps dropped past LIVE_STEPS_MAX */
+    int64_t step_spans_dropped; /* spans not kept for a step past LIVE_STEP_SPANS_MAX */
+    int64_t unassigned;     /* spans no step covered when they left the pending list */
+    int64_t late_spans;     /* spans of a step already settled (LIVE_RANK_SPANS_MAX) */
+    int64_t dropped;        /* records not taken for lack of memory */
+};
+
+void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret);
+
+/* Where a step's FP/BP points came from. */
+enum live_points_source {
+    LIVE_POINTS_NONE,   /* no spans in the step and no phases */
+    LIVE_POINTS_TRACE,  /* analyse_steptrace_points() over the step's spans */
+    LIVE_POINTS_PHASES, /* the step record's phases: dataloader, forward, backward */
+};
+
+/* "none", "trace", "phases". */
+extern const char *const live_points_source_names[3];
+
+/* One step of one rank, with its stages. */
+struct live_step_row {
+    int64_t step;
+    int64_t rank;
+    int64_t start_ns;     /* the step's begin */
+    int64_t end_ns;
+    int64_t total_ns;     /* end - begin */
+    int64_t samples;      /* -1 if unknown */
+    bool from_record;     /* a step record; false: a step span */
+    enum live_points_source source;
+    int64_t interval_ns;  /* fp - begin; only when source != NONE */
+    int64_t fp_bp_ns;     /* bp - fp */
+    int64_t tail_ns;      /* end - bp */
+    const char *fp_name;  /* TRACE: the FP operator (borrowed from the snapshot), else "" */
+    const char *bp_name;
+    enum analyse_st_origin fp_origin; /* TRACE only */
+    enum analyse_st_origin bp_origin;
+};
+
+/* The steps of rank (rank < 0: every rank) ordered by (step, rank), rows [offset, offset +
+ * limit) of them (limit 0: up to LIVE_ROWS_MAX). Sets *ret_rows (caller frees with free(); its
+ * names borrow from snap, so keep the reference while using them), *ret_n and *ret_total (rows
+ * before paging). Returns 0 or -ENOMEM. */
+int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offset, size_t limit,
+                     struct live_step_row **ret_rows, size_t *ret_n, size_t *ret_total);
+
+/* A step trace of one rank: the single step `step` when single is true, else the average over
+ * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound). Only steps
+ * with points count. Sets *ret_trace (free with analyse_steptrace_free(); no reduce lines) and
+ * *ret_points: the points of the last step behind the numbers (names borrowed from snap).
+ * Returns 0, -ENOENT (no such rank, or no step with points in range), -ENOMEM. */
+int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
+                         int64_t first, int64_t last, struct analyse_st_trace **ret_trace,
+                         struct live_step_row *ret_points);
+
+/* The operator table of rank (rank < 0: every rank merged), host spans only
+ * (ANALYSE_ROLES_HOST, as torch's key_averages() counts them), grouped as analyse_ops_aggregate()
+ * groups, then filtered, sorted, folded and paged by analyse_ops_query(q). Sets *ret_page (free
+ * with analyse_op_table_free()). Returns 0, -ENOENT (no such rank), -ENOMEM. */
+int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
+                   const struct analyse_op_query *q, struct analyse_op_table **ret_page);
+
+#endif

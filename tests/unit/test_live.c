@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of daemon/live: a fixed record set (a step record, nested X spans on one thread, a
+ * step with phases only) fed, flushed and published, then read back through live_query.h: step
+ * stages and their FP/BP sources, torch's self time, and that the numbers do not depend on how
+ * the records were cut into feeds and flushes (which is what makes a restart's replay equal).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemon/live/live.h"
+#include "../../daemon/live/live_query.h"
+
+#define US 1000LL
+#define T0 (1000000 * US)
+
+static struct record span(const char *name, int64_t ts_us, int64_t dur_us)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_TRACE;
+    r.ph = 'X';
+    r.ts_ns = T0 + ts_us * US;
+    r.dur_ns = dur_us * US;
+    r.name = (struct record_text){name, strlen(name)};
+    r.cat = (struct record_text){"cpu_op", 6};
+    r.pid = (struct record_text){"1", 1};
+    r.tid = (struct record_text){"1", 1};
+    r.step = -1;
+    return r;
+}
+
+static struct record step(int64_t n, int64_t begin_us, int64_t end_us, const char *phases)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_STEP;
+    r.step = n;
+    r.ts_ns = T0 + begin_us * US;
+    r.dur_ns = (end_us - begin_us) * US;
+    r.samples = 32;
+    if (phases)
+        r.phases = (struct record_text){phases, strlen(phases)};
+    return r;
+}
+
+#define N_RECS 7
+static void records(struct record *v)
+{
+    v[0] = span("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 20);
+    v[1] = span("aten::add", 40, 20);
+    v[2] = span("aten::mul", 70, 20);
+    v[3] = span("aten::conv2d", 30, 100);
+    v[4] = span("aten::sgd", 150, 30);
+    v[5] = step(1, 0, 200, NULL);
+    v[6] = step(2, 200, 400, "{\"dataloader\":10,\"forward\":50,\"backward\":100}");
+}
+
+/* Feeds the records in pieces of `chunk`, flushing after each, and publishes. */
+static struct live *fed(size_t chunk)
+{
+    struct record v[N_RECS];
+    records(v);
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    for (size_t i = 0; i < N_RECS; i += chunk) {
+        size_t n = N_RECS - i < chunk ? N_RECS - i : chunk;
+        ck_assert_int_eq(live_feed(lv, 7, 0, v + i, n), 0);
+        ck_assert_int_eq(live_flush(lv), 0);
+    }
+    ck_assert_int_eq(live_publish(lv), 0);
+    return lv;
+}
+
+static int64_t self_of(const struct analyse_op_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_rows; i++)
+        if (strcmp(t->rows[i].name, name) == 0)
+            return t->rows[i].self_ns;
+    return -1;
+}
+
+/* _i is the feed size. */
+START_TEST(test_live_numbers_independent_of_chunking)
+{
+    struct live *lv = fed((size_t)_i);
+    const struct live_snapshot *s;
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &s), 0);
+    const struct live_snapshot *none = NULL;
+    ck_assert_int_eq(live_snapshot_get(lv, 8, &none), -ENOENT);
+
+    struct live_step_row *rows;
+    size_t n, total;
+    ck_assert_int_eq(live_query_steps(s, -1, 0, 0, &rows, &n, &total), 0);
+    ck_assert_uint_eq(total, 2);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(rows[0].step, 1);
+    ck_assert_int_eq(rows[0].source, LIVE_POINTS_TRACE);
+    ck_assert_int_eq(rows[0].interval_ns, 30 * US);
+    ck_assert_int_eq(rows[0].fp_bp_ns, 150 * US);
+    ck_assert_int_eq(rows[0].tail_ns, 20 * US);
+    ck_assert_str_eq(rows[0].fp_name, "aten::conv2d");
+    ck_assert_str_eq(rows[0].bp_name, "aten::sgd");
+    ck_assert_int_eq(rows[1].source, LIVE_POINTS_PHASES);
+    ck_assert_int_eq(rows[1].interval_ns, 10 * US);
+    ck_assert_int_eq(rows[1].fp_bp_ns, 150 * US);
+    ck_assert_int_eq(rows[1].tail_ns, 40 * US);
+    free(rows);
+
+    struct analyse_st_trace *t;
+    struct live_step_row pts;
+    ck_assert_int_eq(live_query_steptrace(s, 0, false, 0, ANALYSE_ST_ALL_FIRST,
+                                          ANALYSE_ST_ALL_LAST, &t, &pts), 0);
+    ck_assert_int_eq(t->interval_ns, 20 * US);
+    ck_assert_int_eq(t->fp_bp_ns, 150 * US);
+    ck_assert_int_eq(t->tail_ns, 30 * US);
+    analyse_steptrace_free(t);
+
+    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE};
+    struct analyse_op_table *ops;
+    ck_assert_int_eq(live_query_ops(s, -1, ANALYSE_OP_GROUP_NAME, &q, &ops), 0);
+    ck_assert_uint_eq(ops->total, 5);
+    ck_assert_int_eq(self_of(ops, "aten::conv2d"), 60 * US);
+    ck_assert_int_eq(self_of(ops, "aten::add"), 20 * US);
+    ck_assert_int_eq(ops->sum_self_ns, 150 * US);
+    analyse_op_table_free(ops);
+    ck_assert_int_eq(live_query_ops(s, 3, ANALYSE_OP_GROUP_NAME, &q, &ops), -ENOENT);
+
+    struct live_counters c;
+    live_snapshot_counters(s, &c);
+    ck_assert_int_eq(c.spans, 5);
+    ck_assert_int_eq(c.unassigned + c.late_spans + c.dropped, 0);
+    live_snapshot_put(s);
+    live_free(lv);
+}
+END_TEST
+
+/* A reader's snapshot outlives a newer publish and live_free(). */
+START_TEST(test_live_snapshot_outlives_publish)
+{
+    struct live *lv = fed(N_RECS);
+    const struct live_snapshot *old;
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &old), 0);
+    struct record v[N_RECS];
+    records(v);
+    ck_assert_int_eq(live_feed(lv, 7, 0, v, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *now;
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &now), 0);
+    ck_assert_ptr_ne(old, now);
+    live_free(lv);
+    struct live_counters c;
+    live_snapshot_counters(old, &c);
+    ck_assert_int_eq(c.spans, 5);
+    live_snapshot_counters(now, &c);
+    ck_assert_int_eq(c.spans, 6);
+    live_snapshot_put(old);
+    live_snapshot_put(now);
+}
+END_TEST
+
+static Suite *live_suite(void)
+{
+    Suite *s = suite_create("live");
+    TCase *tc = tcase_create("feed_publish");
+    tcase_add_loop_test(tc, test_live_numbers_independent_of_chunking, 1, N_RECS + 1);
+    tcase_add_test(tc, test_live_snapshot_outlives_publish);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(live_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
