@@ -7,6 +7,10 @@
  *   ingest --on_hello/sink/on_close--> store --on_durable (writer thread)--> uv_async
  *          <------------- ingest_ack(stream, next_seq) <--- store_collect_durable
  *
+ * Every batch also goes to daemon/live (live_feed(), by the session's job and rank), whose
+ * snapshots the flush timer republishes for the HTTP threads; at start-up, before the loop runs
+ * and so before any client is served, the store's steps and trace events are replayed into it.
+ *
  * Backpressure closes the loop: when store_append() says the store is above its watermark,
  * ingest stops reading; each commit wakes the loop, which resumes reading once the backlog has
  * halved. Shutdown (SIGTERM/SIGINT) stops reading, commits what was accepted, sends the last
@@ -28,7 +32,9 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "ingest/ingest.h"
+#include "live/live.h"
 #include "store/store.h"
+#include "store/store_query.h"
 #include "stepscope_build.h"
 #include "../web/web.h"
 
@@ -45,6 +51,15 @@ enum {
 };
 
 #define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
+#define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
+#define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
+
+/* The job and rank of an open session, for live_feed(). */
+struct session_key {
+    int64_t session_id;
+    int64_t job_id;
+    int64_t rank;
+};
 
 struct daemon {
     uv_loop_t *loop;
@@ -53,6 +68,12 @@ struct daemon {
     struct store *store;
     struct ingest *ingest;
     struct web *web;
+    struct live *live;
+    struct session_key *sessions; /* open sessions, unordered */
+    size_t n_sessions;
+    size_t cap_sessions;
+    size_t last_session;      /* index of the last lookup's hit */
+    int64_t live_published_ns;
     uv_async_t durable_async; /* the writer thread's wake-up call */
     pthread_mutex_t async_lock; /* guards async_open against the writer thread */
     bool async_open;          /* durable_async may be sent to */
@@ -75,9 +96,38 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
     }
     char serr[STORE_ERR_MAX] = "";
     int r = store_session_open(d->store, hello, ret_welcome, serr);
-    if (r < 0)
+    if (r < 0) {
         snprintf(err, INGEST_ERR_MAX, "%s", serr[0] ? serr : strerror(-r));
-    return r;
+        return r;
+    }
+    if (d->n_sessions == d->cap_sessions) {
+        size_t cap = d->cap_sessions ? 2 * d->cap_sessions : 64;
+        struct session_key *v = realloc(d->sessions, cap * sizeof *v);
+        if (!v) {
+            /* The session is open in the store: close it again before refusing. */
+            store_session_close(d->store, ret_welcome->session_id, false);
+            snprintf(err, INGEST_ERR_MAX, "out of memory");
+            return -ENOMEM;
+        }
+        d->sessions = v;
+        d->cap_sessions = cap;
+    }
+    d->sessions[d->n_sessions++] =
+        (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank};
+    return 0;
+}
+
+static struct session_key *session_find(struct daemon *d, int64_t session_id)
+{
+    if (d->last_session < d->n_sessions && d->sessions[d->last_session].session_id == session_id)
+        return &d->sessions[d->last_session];
+    for (size_t i = 0; i < d->n_sessions; i++) {
+        if (d->sessions[i].session_id == session_id) {
+            d->last_session = i;
+            return &d->sessions[i];
+        }
+    }
+    return NULL;
 }
 
 static int on_records(void *ud, int64_t session_id, const struct record *recs, size_t n,
@@ -87,6 +137,12 @@ static int on_records(void *ud, int64_t session_id, const struct record *recs, s
     int r = store_append(d->store, session_id, recs, n, next_seq);
     if (r == -EAGAIN)
         d->paused = true;
+    /* Only what the store took goes live, so a restart's replay sees the same records. */
+    if ((r == 0 || r == -EAGAIN) && n > 0) {
+        const struct session_key *k = session_find(d, session_id);
+        if (k)
+            (void)live_feed(d->live, k->job_id, k->rank, recs, n);
+    }
     return r;
 }
 
@@ -94,6 +150,9 @@ static void on_session_closed(void *ud, int64_t session_id, bool clean)
 {
     struct daemon *d = ud;
     store_session_close(d->store, session_id, clean);
+    struct session_key *k = session_find(d, session_id);
+    if (k)
+        *k = d->sessions[--d->n_sessions];
 }
 
 /* Writer thread: only wake the loop. */
@@ -138,6 +197,96 @@ static void on_flush_timer(uv_timer_t *h)
 {
     struct daemon *d = h->data;
     store_flush(d->store);
+    int64_t now = clock_mono_ns();
+    if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
+        d->live_published_ns = now;
+        (void)live_publish(d->live);
+    } else {
+        (void)live_flush(d->live);
+    }
+}
+
+struct replay_ctx {
+    struct daemon *d;
+    struct ingest_line_decoder *ld;
+    int64_t job_id;
+    int64_t rank;
+    int64_t n_steps;
+    int64_t n_events;
+    int64_t n_bad;
+};
+
+static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
+{
+    struct replay_ctx *c = ud;
+    (void)live_feed(c->d->live, c->job_id, rank, rec, 1);
+    c->n_steps++;
+    return 0;
+}
+
+static int on_replay_event(void *ud, const char *line, size_t len)
+{
+    struct replay_ctx *c = ud;
+    struct record rec;
+    if (ingest_decode_line(c->ld, line, len, &rec) < 0) {
+        c->n_bad++;
+        return 0;
+    }
+    (void)live_feed(c->d->live, c->job_id, c->rank, &rec, 1);
+    if (++c->n_events % REPLAY_FLUSH_EVENTS == 0)
+        (void)live_flush(c->d->live);
+    return 0;
+}
+
+/* Feeds live with what the store holds: per job its steps, then each rank's trace events in
+ * block order (the order they arrived in), so the aggregates match those before the restart.
+ * Runs before the loop, so no client is served meanwhile. Returns 0 or a negative errno. */
+static int replay_live(struct daemon *d)
+{
+    int64_t t0 = clock_mono_ns();
+    struct store_job *jobs = NULL;
+    size_t n_jobs = 0;
+    struct replay_ctx c = {.d = d};
+    int r = store_query_jobs(d->store, &jobs, &n_jobs);
+    if (r < 0)
+        return r;
+    c.ld = ingest_line_decoder_new((size_t)d->cfg.max_line_bytes);
+    if (!c.ld) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n_jobs; i++) {
+        c.job_id = jobs[i].id;
+        int64_t n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
+        if (n < 0) {
+            r = (int)n;
+            goto out;
+        }
+        struct store_rank *ranks = NULL;
+        size_t n_ranks = 0;
+        r = store_query_ranks(d->store, c.job_id, &ranks, &n_ranks);
+        if (r < 0)
+            goto out;
+        for (size_t k = 0; k < n_ranks && r == 0; k++) {
+            c.rank = ranks[k].rank;
+            n = store_query_events(d->store, c.job_id, c.rank, INT64_MIN, INT64_MAX, -1,
+                                   on_replay_event, &c);
+            if (n < 0)
+                r = (int)n;
+        }
+        free(ranks);
+        if (r < 0)
+            goto out;
+    }
+    r = live_publish(d->live);
+    if (n_jobs > 0)
+        log_info("live: replayed %lld steps and %lld trace events of %zu jobs in %.3f s%s",
+                 (long long)c.n_steps, (long long)c.n_events, n_jobs,
+                 (double)(clock_mono_ns() - t0) / 1e9, c.n_bad ? " (some lines undecodable)" : "");
+out:
+    ingest_line_decoder_free(c.ld);
+    free(jobs);
+    return r;
 }
 
 static void close_handles(struct daemon *d)
@@ -367,6 +516,20 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    d.live = live_new();
+    if (!d.live) {
+        fprintf(stderr, "stepscoped: out of memory\n");
+        code = EXIT_RUNTIME;
+        goto out;
+    }
+    r = replay_live(&d);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: replaying the store into live analysis: %s\n",
+                d.cfg.data_dir, strerror(-r));
+        code = EXIT_DATA_DIR;
+        goto out;
+    }
+
     struct web_config wcfg = {
         .http = d.cfg.http,
         .static_dir = d.cfg.static_dir,
@@ -376,6 +539,7 @@ int main(int argc, char **argv)
         .max_response_bytes = (size_t)d.cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
         .store = d.store,
+        .live = d.live,
         .stats = &d.stats,
     };
     err[0] = '\0';
@@ -411,6 +575,9 @@ int main(int argc, char **argv)
     code = EXIT_OK;
     web_stop(d.web);
     d.web = NULL;
+    live_free(d.live);
+    d.live = NULL;
+    free(d.sessions);
     store_close(d.store);
     d.store = NULL;
     r = uv_loop_close(d.loop);
@@ -424,6 +591,7 @@ int main(int argc, char **argv)
 out:
     /* Start-up failed: undo what was started, in reverse order. */
     web_stop(d.web);
+    live_free(d.live);
     store_close(d.store);
     if (d.ingest)
         ingest_close(d.ingest);

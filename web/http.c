@@ -72,8 +72,8 @@ int web__queue(struct web *w, struct MHD_Connection *c, unsigned status, struct 
     return r;
 }
 
-static int send_bytes(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
-                      size_t len, const char *disposition)
+static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
+                      size_t len, const char *disposition, const char *type)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -81,13 +81,19 @@ static int send_bytes(struct web *w, struct MHD_Connection *c, unsigned status, 
         free(data);
         return web__queue(w, c, status, NULL);
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (disposition)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     return web__queue(w, c, status, resp);
+}
+
+static int send_bytes(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
+                      size_t len, const char *disposition)
+{
+    return send_typed(w, c, status, data, len, disposition, "application/json");
 }
 
 int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, const char *code,
@@ -104,8 +110,8 @@ int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, co
     return send_bytes(w, c, status, data, len, NULL);
 }
 
-int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
-                   const char *disposition)
+static int send_sbuf(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
+                     const char *disposition, const char *type)
 {
     if (b->error == -EMSGSIZE) {
         char msg[128];
@@ -119,7 +125,18 @@ int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, str
     sbuf_done(b);
     if (!data)
         return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    return send_bytes(w, c, status, data, len, disposition);
+    return send_typed(w, c, status, data, len, disposition, type);
+}
+
+int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
+                   const char *disposition)
+{
+    return send_sbuf(w, c, status, b, disposition, "application/json");
+}
+
+int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b)
+{
+    return send_sbuf(w, c, 200, b, NULL, "text/csv; charset=utf-8");
 }
 
 int web__send_store_error(struct web *w, struct MHD_Connection *c, int r, const char *what)
@@ -162,6 +179,12 @@ static int param_get(struct web *w, struct MHD_Connection *c, const char *name, 
 bad:
     *ret_mhd = web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
     return -1;
+}
+
+int web__param_str(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
+                   size_t size, size_t *ret_len, int *ret_mhd)
+{
+    return param_get(w, c, name, buf, size, ret_len, ret_mhd);
 }
 
 static int param_bad(struct web *w, struct MHD_Connection *c, const char *name, int r,
@@ -329,6 +352,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         goto fail;
     }
     w->store = cfg->store;
+    w->live = cfg->live;
     w->stats = cfg->stats;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");

@@ -78,6 +78,12 @@ int web__route_parse(const char *path, struct web_route *ret)
             id = WEB_ROUTE_JOB;
         else if (strcmp(slash, "/timeline") == 0)
             id = WEB_ROUTE_TIMELINE;
+        else if (strcmp(slash, "/steps") == 0)
+            id = WEB_ROUTE_STEPS;
+        else if (strcmp(slash, "/step-trace") == 0)
+            id = WEB_ROUTE_STEP_TRACE;
+        else if (strcmp(slash, "/operators") == 0)
+            id = WEB_ROUTE_OPERATORS;
         else
             goto out;
         /* Three encoded bytes per decoded one at most: anything longer cannot fit. */

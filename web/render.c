@@ -10,6 +10,7 @@
 #include "web_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static void key(struct sbuf *b, const char *k)
 {
@@ -209,4 +210,201 @@ void web__render_timeline_end(struct sbuf *b, const struct store_job *j, int64_t
     member_i64(b, "limit", limit);
     member_bool_last(b, "truncated", n_events >= limit);
     sbuf_adds(b, "}}");
+}
+
+/* ---- live documents (steps, step-trace, operators) ---- */
+
+/* A CSV field: quoted, with '"' doubled, when it holds a comma, a quote or a line break. */
+static void csv_str(struct sbuf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        sbuf_adds(b, s);
+        return;
+    }
+    sbuf_addc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            sbuf_addc(b, '"');
+        sbuf_addc(b, *s);
+    }
+    sbuf_addc(b, '"');
+}
+
+static void member_us_or_null(struct sbuf *b, const char *k, bool have, int64_t ns)
+{
+    key(b, k);
+    if (have)
+        sbuf_json_us(b, ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_addc(b, ',');
+}
+
+void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
+                            size_t total, bool csv)
+{
+    if (csv) {
+        sbuf_adds(b, "step,rank,start_us,end_us,total_us,interval_us,fp_bp_us,tail_us,samples,"
+                     "source,fp_start,bp_end\n");
+        for (size_t i = 0; i < n; i++) {
+            const struct live_step_row *r = &rows[i];
+            bool pts = r->source != LIVE_POINTS_NONE;
+            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", r->step, r->rank);
+            sbuf_json_us(b, r->start_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->end_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->total_ns);
+            sbuf_addc(b, ',');
+            if (pts) {
+                sbuf_json_us(b, r->interval_ns);
+                sbuf_addc(b, ',');
+                sbuf_json_us(b, r->fp_bp_ns);
+                sbuf_addc(b, ',');
+                sbuf_json_us(b, r->tail_ns);
+                sbuf_addc(b, ',');
+            } else {
+                sbuf_adds(b, ",,,");
+            }
+            if (r->samples >= 0)
+                sbuf_printf(b, "%" PRId64, r->samples);
+            sbuf_addc(b, ',');
+            sbuf_adds(b, live_points_source_names[r->source]);
+            sbuf_addc(b, ',');
+            csv_str(b, r->fp_name);
+            sbuf_addc(b, ',');
+            csv_str(b, r->bp_name);
+            sbuf_addc(b, '\n');
+        }
+        return;
+    }
+    sbuf_printf(b, "{\"total\":%zu,\"rows\":[", total);
+    for (size_t i = 0; i < n; i++) {
+        const struct live_step_row *r = &rows[i];
+        bool pts = r->source != LIVE_POINTS_NONE;
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "step", r->step);
+        member_i64(b, "rank", r->rank);
+        member_us(b, "start_us", r->start_ns);
+        member_us(b, "end_us", r->end_ns);
+        member_us(b, "total_us", r->total_ns);
+        member_us_or_null(b, "interval_us", pts, r->interval_ns);
+        member_us_or_null(b, "fp_bp_us", pts, r->fp_bp_ns);
+        member_us_or_null(b, "tail_us", pts, r->tail_ns);
+        key(b, "samples");
+        if (r->samples >= 0)
+            sbuf_printf(b, "%" PRId64 ",", r->samples);
+        else
+            sbuf_adds(b, "null,");
+        member_str(b, "from", r->from_record ? "record" : "span");
+        member_str(b, "source", live_points_source_names[r->source]);
+        member_str(b, "fp_start", r->fp_name);
+        key(b, "bp_end");
+        sbuf_json_strz(b, r->bp_name);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
+}
+
+static void stage(struct sbuf *b, const char *name, int64_t start_ns, int64_t dur_ns, double pct,
+                  bool last)
+{
+    sbuf_addc(b, '{');
+    member_str(b, "name", name);
+    member_us(b, "start_us", start_ns);
+    member_us(b, "dur_us", dur_ns);
+    key(b, "percent");
+    sbuf_printf(b, "%.4f}", pct);
+    if (!last)
+        sbuf_addc(b, ',');
+}
+
+void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
+                                const struct live_step_row *p)
+{
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", t->rank);
+    key(b, "step");
+    if (t->step == ANALYSE_ST_AVERAGE)
+        sbuf_adds(b, "\"average\",");
+    else
+        sbuf_printf(b, "%" PRId64 ",", t->step);
+    member_i64(b, "first_step", t->first_step);
+    member_i64(b, "last_step", t->last_step);
+    member_u64(b, "n_steps", t->n_steps);
+    key(b, "ordered");
+    sbuf_adds(b, t->ordered ? "true," : "false,");
+    member_us(b, "total_us", t->total_ns);
+    member_us(b, "interval_us", t->interval_ns);
+    member_us(b, "fp_bp_us", t->fp_bp_ns);
+    member_us(b, "tail_us", t->tail_ns);
+    key(b, "stages");
+    sbuf_addc(b, '[');
+    stage(b, "interval", 0, t->interval_ns, t->interval_pct, false);
+    stage(b, "fp_bp", t->fp_rel_ns, t->fp_bp_ns, t->fp_bp_pct, false);
+    stage(b, "tail", t->bp_rel_ns, t->tail_ns, t->tail_pct, true);
+    sbuf_adds(b, "],");
+    key(b, "points");
+    sbuf_addc(b, '{');
+    member_i64(b, "step", p->step);
+    member_str(b, "source", live_points_source_names[p->source]);
+    bool trace = p->source == LIVE_POINTS_TRACE;
+    member_str(b, "fp_start", p->fp_name);
+    member_str(b, "bp_end", p->bp_name);
+    member_str(b, "fp_origin", trace ? analyse_st_origin_names[p->fp_origin] : "");
+    key(b, "bp_origin");
+    sbuf_json_strz(b, trace ? analyse_st_origin_names[p->bp_origin] : "");
+    sbuf_adds(b, "}}");
+}
+
+static int64_t round_ns(double ns)
+{
+    return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
+void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, const char *group,
+                          bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n");
+    else
+        sbuf_printf(b, "{\"group\":\"%s\",\"total\":%zu,\"rows\":[", group, t->total);
+    for (size_t i = 0; i < t->n_rows; i++) {
+        const struct analyse_op_row *r = &t->rows[i];
+        if (csv) {
+            csv_str(b, r->name);
+            sbuf_addc(b, ',');
+            csv_str(b, r->type);
+            sbuf_printf(b, ",%" PRId64 ",", r->calls);
+            sbuf_json_us(b, r->total_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->self_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, round_ns(r->avg_ns));
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->min_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->max_ns);
+            sbuf_printf(b, ",%.4f\n", r->percent);
+            continue;
+        }
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_str(b, "name", r->name);
+        member_str(b, "type", r->type);
+        member_i64(b, "calls", r->calls);
+        member_us(b, "total_us", r->total_ns);
+        member_us(b, "self_us", r->self_ns);
+        member_us(b, "avg_us", round_ns(r->avg_ns));
+        member_us(b, "min_us", r->min_ns);
+        member_us(b, "max_us", r->max_ns);
+        key(b, "percent");
+        sbuf_printf(b, "%.4f", r->percent);
+        sbuf_addc(b, '}');
+    }
+    if (!csv)
+        sbuf_adds(b, "]}");
 }

@@ -150,6 +150,17 @@ static int get_timeline(struct web *w, struct MHD_Connection *c, const struct we
     return web__send_json(w, c, MHD_HTTP_OK, &b, disposition);
 }
 
+static int get_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
+{
+    if (!w->store)
+        return no_store(w, c);
+    struct store_job job;
+    int mhd;
+    if (find_job(w, c, rt, &job, &mhd) < 0)
+        return mhd;
+    return web__route_live(w, c, rt, &job);
+}
+
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r)
 {
     switch (r->id) {
@@ -163,6 +174,10 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
         return get_job(w, c, r);
     case WEB_ROUTE_TIMELINE:
         return get_timeline(w, c, r);
+    case WEB_ROUTE_STEPS:
+    case WEB_ROUTE_STEP_TRACE:
+    case WEB_ROUTE_OPERATORS:
+        return get_live(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:
         break;

@@ -17,6 +17,7 @@
 
 #define WEB_ERR_MAX 256
 
+struct live;
 struct store;
 struct web;
 
@@ -31,6 +32,8 @@ struct web_config {
     struct store *store;         /* borrowed; read through store_query.h. NULL: the routes that
                                     need it answer 503 "unavailable" (health and stats still
                                     answer, stats with "store":null) */
+    struct live *live;           /* borrowed; snapshots read through live_query.h. NULL: the
+                                    live routes (steps, step-trace, operators) answer 503 */
     struct stats *stats;         /* borrowed; read, plus http_requests/http_errors bumped */
 };
 

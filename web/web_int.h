@@ -26,6 +26,7 @@
 #include "../daemon/core/record.h"
 #include "../daemon/core/sbuf.h"
 #include "../daemon/core/stats.h"
+#include "../daemon/live/live_query.h"
 #include "../daemon/store/store_query.h"
 #include "web.h"
 
@@ -43,6 +44,9 @@ enum web_route_id {
     WEB_ROUTE_JOBS,        /* /api/v1/jobs */
     WEB_ROUTE_JOB,         /* /api/v1/jobs/{job}; job holds {job} decoded */
     WEB_ROUTE_TIMELINE,    /* /api/v1/jobs/{job}/timeline; likewise */
+    WEB_ROUTE_STEPS,       /* /api/v1/jobs/{job}/steps */
+    WEB_ROUTE_STEP_TRACE,  /* /api/v1/jobs/{job}/step-trace */
+    WEB_ROUTE_OPERATORS,   /* /api/v1/jobs/{job}/operators */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -119,6 +123,7 @@ struct web {
     struct MHD_Daemon *mhd;
     uint16_t port;                 /* bound port */
     struct store *store;           /* borrowed; NULL: API answers 503 */
+    struct live *live;             /* borrowed; NULL: live routes answer 503 */
     struct stats *stats;           /* borrowed */
     size_t max_response_bytes;
     char version[64];
@@ -152,6 +157,27 @@ int web__param_i64(struct web *w, struct MHD_Connection *c, const char *name, in
                    int64_t max, int64_t def, int64_t *ret, int *ret_mhd);
 int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int64_t min_ns,
                   int64_t max_ns, int64_t def_ns, int64_t *ret_ns, int *ret_mhd);
+
+/* Looks up query parameter name into buf (size bytes, NUL-terminated, percent-decoded).
+ * Returns 0 if absent, 1 if present (length in *ret_len), -1 if answered 400 (empty, too long,
+ * bad escape) with the MHD result in *ret_mhd. */
+int web__param_str(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
+                   size_t size, size_t *ret_len, int *ret_mhd);
+
+/* Queues a text/csv answer built in b (its bytes are taken), as web__send_json() does. */
+int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b);
+
+/* routes_live.c: steps, step-trace and operators from live snapshots. */
+int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *r,
+                    const struct store_job *job);
+
+/* render.c, live documents. csv selects CSV (a header line, then one line per row). */
+void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
+                            size_t total, bool csv);
+void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
+                                const struct live_step_row *points);
+void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *page, const char *group,
+                          bool csv);
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);

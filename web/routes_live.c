@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routes_live: /api/v1/jobs/{job}/steps, /step-trace and /operators, answered from the job's
+ * latest live snapshot (daemon/live/live_query.h), which the loop republishes every 100 ms and
+ * which the daemon rebuilds from the store at start-up. A handler takes a reference to the
+ * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
+ * reference: no handler touches loop state or the store's writer, and none waits for ingest.
+ * A job the store knows but live has not published yet answers an empty table (404 for a step
+ * trace, which has nothing to average).
+ */
+#include "web_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#define STEPS_LIMIT_DEFAULT 1000
+#define OPS_LIMIT_DEFAULT 100
+#define SEARCH_MAX 256 /* bytes of a search term */
+
+static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
+{
+    return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
+}
+
+/* ?format=json|csv. Returns 0 and sets *ret_csv, or -1 (answered). */
+static int param_format(struct web *w, struct MHD_Connection *c, bool *ret_csv, int *ret_mhd)
+{
+    char buf[8];
+    size_t len;
+    int r = web__param_str(w, c, "format", buf, sizeof buf, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    *ret_csv = false;
+    if (r == 0 || strcmp(buf, "json") == 0)
+        return 0;
+    if (strcmp(buf, "csv") == 0) {
+        *ret_csv = true;
+        return 0;
+    }
+    *ret_mhd = bad(w, c, "format: json or csv");
+    return -1;
+}
+
+static int send_doc(struct web *w, struct MHD_Connection *c, struct sbuf *b, bool csv)
+{
+    return csv ? web__send_csv(w, c, b) : web__send_json(w, c, MHD_HTTP_OK, b, NULL);
+}
+
+static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank, offset, limit;
+    bool csv;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
+        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, STEPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
+        param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    struct live_step_row *rows = NULL;
+    size_t n = 0, total = 0;
+    if (snap) {
+        int r = live_query_steps(snap, rank, (size_t)offset, (size_t)limit, &rows, &n, &total);
+        if (r < 0)
+            return web__send_store_error(w, c, r, "live_query_steps");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_steps(&b, rows, n, total, csv);
+    free(rows);
+    return send_doc(w, c, &b, csv);
+}
+
+static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank, step, from, to;
+    int mhd;
+    if (web__param_i64(w, c, "rank", 0, INT32_MAX, 0, &rank, &mhd) < 0 ||
+        web__param_i64(w, c, "step", INT64_MIN, INT64_MAX, INT64_MIN, &step, &mhd) < 0 ||
+        web__param_i64(w, c, "from", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_FIRST, &from, &mhd) < 0 ||
+        web__param_i64(w, c, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to, &mhd) < 0)
+        return mhd;
+    bool single = step != INT64_MIN;
+    if (single && (from != ANALYSE_ST_ALL_FIRST || to != ANALYSE_ST_ALL_LAST))
+        return bad(w, c, "step: not together with from/to");
+    if (to < from)
+        return bad(w, c, "to: below from");
+    if (!snap)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "no steps yet");
+    struct analyse_st_trace *t = NULL;
+    struct live_step_row pts;
+    memset(&pts, 0, sizeof pts);
+    pts.fp_name = pts.bp_name = "";
+    int r = live_query_steptrace(snap, rank, single, step, from, to, &t, &pts);
+    if (r == -ENOENT)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+                               single ? "no such step with FP/BP points on this rank"
+                                      : "no step with FP/BP points in range on this rank");
+    if (r < 0)
+        return web__send_store_error(w, c, r, "live_query_steptrace");
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_steptrace(&b, t, &pts);
+    analyse_steptrace_free(t);
+    return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+}
+
+static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank, offset, limit, top;
+    bool csv;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
+        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
+        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, &mhd) < 0 ||
+        param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    char group_s[8], sort_s[16], order_s[8], search[SEARCH_MAX + 1];
+    size_t len;
+    enum analyse_op_group group = ANALYSE_OP_GROUP_NAME;
+    int r = web__param_str(w, c, "group", group_s, sizeof group_s, &len, &mhd);
+    if (r < 0)
+        return mhd;
+    if (r == 1 && strcmp(group_s, "type") == 0)
+        group = ANALYSE_OP_GROUP_TYPE;
+    else if (r == 1 && strcmp(group_s, "name") != 0)
+        return bad(w, c, "group: name or type");
+    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE, .desc = true};
+    r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, &mhd);
+    if (r < 0)
+        return mhd;
+    if (r == 1 && analyse_op_col_parse(sort_s, &q.sort) < 0)
+        return bad(w, c, "sort: not a column (name, type, calls, total, self, avg, min, max, "
+                         "percent)");
+    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, &mhd);
+    if (r < 0)
+        return mhd;
+    if (r == 1 && strcmp(order_s, "asc") == 0)
+        q.desc = false;
+    else if (r == 1 && strcmp(order_s, "desc") != 0)
+        return bad(w, c, "order: asc or desc");
+    r = web__param_str(w, c, "search", search, sizeof search, &len, &mhd);
+    if (r < 0)
+        return mhd;
+    const char *terms[1] = {search};
+    if (r == 1) {
+        q.search = terms;
+        q.n_search = 1;
+    }
+    q.top_n = (size_t)top;
+    q.offset = (size_t)offset;
+    q.limit = (size_t)limit;
+    struct analyse_op_table empty = {0};
+    struct analyse_op_table *page = NULL;
+    if (snap) {
+        r = live_query_ops(snap, rank, group, &q, &page);
+        if (r == -ENOENT)
+            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        if (r < 0)
+            return web__send_store_error(w, c, r, "live_query_ops");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_ops(&b, page ? page : &empty,
+                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name", csv);
+    analyse_op_table_free(page);
+    return send_doc(w, c, &b, csv);
+}
+
+int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
+                    const struct store_job *job)
+{
+    if (!w->live)
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                               "no live analysis attached");
+    const struct live_snapshot *snap = NULL;
+    if (live_snapshot_get(w->live, job->id, &snap) < 0)
+        snap = NULL;
+    int mhd;
+    switch (rt->id) {
+    case WEB_ROUTE_STEPS:
+        mhd = get_steps(w, c, snap);
+        break;
+    case WEB_ROUTE_STEP_TRACE:
+        mhd = get_steptrace(w, c, snap);
+        break;
+    default:
+        mhd = get_operators(w, c, snap);
+        break;
+    }
+    live_snapshot_put(snap);
+    return mhd;
+}
