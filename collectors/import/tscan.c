@@ -355,6 +355,8 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
     if (s->depth == 0 && c != '{' && c != '[')
         return fail(s, at, "not a Chrome trace: the document starts with %s, not '[' or '{'",
                     show(c, b));
+    if (c == ']' || c == '}')
+        return fail(s, at, "expected a value, found %s (a trailing comma?)", show(c, b));
     if (s->events_depth && s->depth == s->events_depth && c != '{')
         return fail(s, at, "event #%llu is not a JSON object (starts with %s)",
                     (unsigned long long)s->meta.n_events, show(c, b));

@@ -1,0 +1,354 @@
+# SPDX-License-Identifier: MIT
+"""`stepscope import` against the real daemon.
+
+Every test starts its own stepscoped (conftest.py) and runs the built CLI
+(<BUILD_DIR>/collectors/import/stepscope). Expected event counts and event objects come from
+Python's json module reading the same files, never from the importer itself.
+"""
+import gzip
+import json
+import os
+import pathlib
+import subprocess
+import urllib.parse
+
+import pytest
+
+import integ_conftest as integ
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+DATA = REPO.parent / "shared" / "data"
+KINETO = sorted((DATA / "kineto").glob("*.json.gz"))
+MS_TIMELINES = sorted((DATA / "mindspore" / "11_timeline").glob("*_timeline_display_*.json"))
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch (torch without Kineto)
+
+
+def cli():
+    exe = integ.build_dir() / "collectors" / "import" / "stepscope"
+    if not exe.exists():
+        pytest.fail(f"{exe} is not built: ninja -C {integ.build_dir()}")
+    return exe
+
+
+def run(args, tmp, timeout=300):
+    env = integ.clean_env(tmp)
+    return subprocess.run([str(cli())] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def run_import(daemon, *args, timeout=300):
+    return run(["import", "--socket", daemon.socket, *args], daemon.tmp, timeout=timeout)
+
+
+def read_bytes(path):
+    raw = pathlib.Path(path).read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def trace_events(path):
+    doc = json.loads(read_bytes(path))
+    return doc if isinstance(doc, list) else doc["traceEvents"]
+
+
+def q(name):
+    return urllib.parse.quote(name, safe="")
+
+
+def job_or_none(daemon, name):
+    st, _, body = daemon.request(f"/api/v1/jobs/{q(name)}")
+    if st == 404:
+        return None
+    assert st == 200, body
+    return json.loads(body)
+
+
+def timeline(daemon, name, rank=None):
+    path = f"/api/v1/jobs/{q(name)}/timeline?limit=10000000"
+    if rank is not None:
+        path += f"&rank={rank}"
+    doc = daemon.get_json(path)
+    assert doc["otherData"]["truncated"] is False
+    return doc["traceEvents"]
+
+
+def assert_ok(p):
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+
+
+# -- formats ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", KINETO, ids=[p.name for p in KINETO])
+def test_kineto_file_exact_count_and_events(daemon, path):
+    events = trace_events(path)
+    job = path.name[:-len(".json.gz")]
+    p = run_import(daemon, path)
+    assert_ok(p)
+    # Exit 0 means acknowledged, i.e. durable: the count must be there at once, no waiting.
+    j = job_or_none(daemon, job)
+    assert j is not None, f"no job {job!r}"
+    assert j["events"] == len(events)
+    assert len(j["ranks_detail"]) == 1
+    assert j["ranks_detail"][0]["framework"] == "torch"
+    # The timeline gives back the same event objects, in the file's order.
+    assert timeline(daemon, job) == events
+    st = daemon.stats()
+    assert st["malformed"] == st["invalid"] == st["unknown"] == st["oversized"] == 0
+    assert st["records"]["trace"] == len(events)
+
+
+def test_kineto_rank_and_world_size_from_distributed_info(daemon):
+    path = DATA / "kineto" / "cpu_only_rank34.json.gz"
+    assert_ok(run_import(daemon, path))
+    j = job_or_none(daemon, "cpu_only_rank34")
+    assert [r["rank"] for r in j["ranks_detail"]] == [34]
+    assert j["world_size"] == 300
+
+
+def test_rank_option_and_job_option(daemon):
+    path = DATA / "kineto" / "rocm_minitoy_3steps.json.gz"
+    p = run_import(daemon, "--job", "team/rocm", "--rank", "5", path)
+    assert_ok(p)
+    j = job_or_none(daemon, "team/rocm")
+    assert [r["rank"] for r in j["ranks_detail"]] == [5]
+    assert j["world_size"] == 6
+    assert j["events"] == len(trace_events(path))
+
+
+def make_legacy_torch_trace(out):
+    """A trace from torch without Kineto (Debian's python3-torch): a bare JSON array of ph X."""
+    script = (
+        "import sys, torch\n"
+        "from torch.profiler import profile, ProfilerActivity\n"
+        "m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),\n"
+        "                        torch.nn.Linear(4 * 6 * 6, 2))\n"
+        "x = torch.randn(2, 3, 8, 8)\n"
+        "with profile(activities=[ProfilerActivity.CPU]) as prof:\n"
+        "    for _ in range(3):\n"
+        "        m(x).sum().backward()\n"
+        "prof.export_chrome_trace(sys.argv[1])\n")
+    try:
+        r = subprocess.run([SYSTEM_PYTHON, "-c", script, str(out)], capture_output=True, text=True,
+                           timeout=300)
+    except FileNotFoundError:
+        pytest.skip(f"{SYSTEM_PYTHON} not found")
+    if r.returncode != 0 and "No module named 'torch'" in r.stderr:
+        pytest.skip("Debian's python3-torch is not installed (apt-get install python3-torch)")
+    assert r.returncode == 0, r.stderr
+
+
+def test_legacy_torch_array(daemon, tmp):
+    path = tmp / "legacy.json"
+    make_legacy_torch_trace(path)
+    events = trace_events(path)
+    assert isinstance(json.loads(path.read_text()), list), "expected the legacy bare-array layout"
+    assert events and all(e["ph"] == "X" for e in events)
+    p = run_import(daemon, path)
+    assert_ok(p)
+    assert "torch-legacy" in p.stdout
+    j = job_or_none(daemon, "legacy")
+    assert j["events"] == len(events)
+    assert j["ranks_detail"][0]["framework"] == "torch"
+    assert timeline(daemon, "legacy") == events
+
+
+@pytest.mark.parametrize("path", MS_TIMELINES, ids=[p.name for p in MS_TIMELINES])
+def test_mindspore_timeline(daemon, path):
+    events = trace_events(path)
+    job = path.stem
+    p = run_import(daemon, path)
+    assert_ok(p)
+    assert "mindspore-timeline" in p.stdout
+    j = job_or_none(daemon, job)
+    assert j["events"] == len(events)
+    assert j["ranks_detail"][0]["framework"] == "mindspore"
+    assert timeline(daemon, job) == events
+
+
+def test_chrome_trace_of_unknown_origin(daemon, tmp):
+    """A generic Chrome trace (pretty-printed, newlines inside events) goes in as it is."""
+    events = [{"ph": "B", "name": "a", "ts": 1, "pid": 1, "tid": 1},
+              {"ph": "E", "ts": 2.5, "pid": 1, "tid": 1},
+              {"ph": "C", "name": "mem", "ts": 3, "pid": 1, "args": {"v": [1, {"x": "é\n"}]}},
+              {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}}]
+    path = tmp / "generic.json"
+    path.write_text(json.dumps({"traceEvents": events, "otherData": {"x": 1}}, indent=2,
+                               ensure_ascii=False))
+    p = run_import(daemon, path)
+    assert_ok(p)
+    j = job_or_none(daemon, "generic")
+    assert j["events"] == 4
+    assert j["ranks_detail"][0]["framework"] == "unknown"
+    assert timeline(daemon, "generic") == events
+
+
+# -- idempotence and several files ------------------------------------------------------------
+
+def test_reimport_adds_nothing(daemon):
+    path = DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
+    n = len(trace_events(path))
+    assert_ok(run_import(daemon, path))
+    before = daemon.stats()
+    p = run_import(daemon, path)
+    assert_ok(p)
+    assert f"0 sent, {n} already held" in p.stdout
+    j = job_or_none(daemon, "cpu_ops_rank_non_gpu")
+    assert j["events"] == n
+    after = daemon.stats()
+    assert after["records"]["trace"] == before["records"]["trace"]
+    assert after["duplicates"] == 0  # skipped by the importer, not even resent
+
+
+def test_two_files_one_job_ranks_in_file_order(daemon):
+    a = DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz"     # distributedInfo rank 0
+    b = DATA / "kineto" / "gpu_2steps_sampled_rank0.json.gz"  # distributedInfo rank 0 too
+    p = run_import(daemon, "--job", "two", a, b)
+    assert_ok(p)
+    j = job_or_none(daemon, "two")
+    assert [(r["rank"], r["events"]) for r in j["ranks_detail"]] == \
+        [(0, len(trace_events(a))), (1, len(trace_events(b)))]
+    assert j["ranks"] == 2
+    assert j["events"] == len(trace_events(a)) + len(trace_events(b))
+    assert timeline(daemon, "two", rank=1) == trace_events(b)
+
+
+def test_two_files_one_job_ranks_from_distributed_info(daemon):
+    a = DATA / "kineto" / "cpu_only_rank34.json.gz"           # rank 34 of 300
+    b = DATA / "kineto" / "gpu_2steps_sampled_rank0.json.gz"  # rank 0 of 128
+    assert_ok(run_import(daemon, "--job", "dist", a, b))
+    j = job_or_none(daemon, "dist")
+    assert [r["rank"] for r in j["ranks_detail"]] == [0, 34]
+    assert j["world_size"] == 300
+
+
+# -- invalid input: exit 3, a precise message, and nothing sent -------------------------------
+
+def assert_nothing_sent(daemon):
+    st = daemon.stats()
+    assert st["connections"]["accepted"] == 0, st
+    assert daemon.jobs() == []
+
+
+def test_truncated_gzip(daemon, tmp):
+    raw = (DATA / "kineto" / "gpu_2steps_sampled_rank0.json.gz").read_bytes()
+    path = tmp / "cut.json.gz"
+    path.write_bytes(raw[:len(raw) // 2])
+    p = run_import(daemon, path)
+    assert p.returncode == 3, p.stderr
+    assert str(path) in p.stderr and "truncated gzip" in p.stderr and "compressed byte" in p.stderr
+    assert job_or_none(daemon, "cut") is None
+    assert_nothing_sent(daemon)
+
+
+def test_truncated_json(daemon, tmp):
+    text = read_bytes(DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz")
+    cut = text[:len(text) * 3 // 5]
+    path = tmp / "cut.json"
+    path.write_bytes(cut)
+    p = run_import(daemon, path)
+    assert p.returncode == 3, p.stderr
+    assert f"{path}: byte {len(cut)} (line" in p.stderr and "truncated" in p.stderr
+    assert_nothing_sent(daemon)
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["json", "gz"])
+def test_bad_byte_in_the_middle(daemon, tmp, compress):
+    text = bytearray(read_bytes(DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz"))
+    pos = text.index(b'"aten::', len(text) // 2) + 3
+    text[pos] = 0xff  # invalid UTF-8 inside a name, in the middle of the file
+    line = text.count(b"\n", 0, pos) + 1
+    col = pos - (text.rfind(b"\n", 0, pos) + 1) + 1
+    path = tmp / ("bad.json.gz" if compress else "bad.json")
+    path.write_bytes(gzip.compress(bytes(text)) if compress else bytes(text))
+    p = run_import(daemon, path)
+    assert p.returncode == 3, p.stderr
+    assert f"{path}: byte {pos} (line {line}, column {col}): invalid UTF-8" in p.stderr, p.stderr
+    assert_nothing_sent(daemon)
+
+
+def test_corrupt_gzip_stream(daemon, tmp):
+    raw = bytearray((DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz").read_bytes())
+    for i in range(len(raw) // 2, len(raw) // 2 + 64):
+        raw[i] ^= 0x5a
+    path = tmp / "damaged.json.gz"
+    path.write_bytes(bytes(raw))
+    p = run_import(daemon, path)
+    assert p.returncode == 3, p.stderr
+    assert str(path) in p.stderr
+    assert_nothing_sent(daemon)
+
+
+@pytest.mark.parametrize("doc,reason", [
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}]}', 'missing "dur"'),
+    (b'{"traceEvents": [{"name": "a", "ts": 1}]}', 'has no "ph"'),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1},]}', "expected a value"),
+    (b'{"schemaVersion": 1}', 'no "traceEvents"'),
+    (b'', "empty file"),
+    (b'garbage', "not a Chrome trace"),
+])
+def test_invalid_documents(daemon, tmp, doc, reason):
+    path = tmp / "x.json"
+    path.write_bytes(doc)
+    p = run_import(daemon, path)
+    assert p.returncode == 3 and reason in p.stderr and str(path) in p.stderr, p.stderr
+    assert_nothing_sent(daemon)
+
+
+def test_one_bad_file_imports_none(daemon, tmp):
+    good = DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
+    bad = tmp / "bad.json"
+    bad.write_bytes(read_bytes(good)[:-10])
+    p = run_import(daemon, "--job", "pair", good, bad)
+    assert p.returncode == 3, p.stderr
+    assert str(bad) in p.stderr and str(good) not in p.stderr
+    assert_nothing_sent(daemon)
+
+
+def test_missing_file(daemon, tmp):
+    p = run_import(daemon, tmp / "nope.json")
+    assert p.returncode == 3 and "No such file" in p.stderr
+    assert_nothing_sent(daemon)
+
+
+# -- exit codes -------------------------------------------------------------------------------
+
+def test_daemon_unreachable_exits_1(tmp):
+    path = DATA / "kineto" / "cpu_only_rank34.json.gz"
+    p = run(["import", "--socket", tmp / "none.sock", path], tmp)
+    assert p.returncode == 1 and "cannot connect" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["--rank", "1", "a.json", "b.json"],
+    ["a.json", "b.json"],
+    ["--bogus", "a.json"],
+    ["--rank", "-1", "a.json"],
+    ["--rank"],
+    ["--job", "", "a.json"],
+])
+def test_usage_errors_exit_2(tmp, args):
+    p = run(["import", *args], tmp)
+    assert p.returncode == 2, (args, p.stderr)
+    assert "stepscope import:" in p.stderr
+
+
+def test_help_and_version(tmp):
+    p = run(["import", "--help"], tmp)
+    assert p.returncode == 0 and "usage: stepscope import" in p.stdout
+    p = run(["--version"], tmp)
+    assert p.returncode == 0 and p.stdout.startswith("stepscope ")
+    p = run(["frobnicate"], tmp)
+    assert p.returncode == 2
+
+
+def test_daemon_rejections_exit_4(daemons):
+    """Lines the daemon refuses (here: longer than its --max-line-bytes) are reported, exit 4."""
+    d = daemons("small", args=["--max-line-bytes", "400"])
+    path = DATA / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
+    events = trace_events(path)
+    p = run_import(d, path)
+    assert p.returncode == 4, p.stderr
+    assert "oversized" in p.stderr and "rejected event #" in p.stderr
+    st = d.stats()
+    assert st["oversized"] > 0
+    assert st["records"]["trace"] + st["oversized"] == len(events)
