@@ -222,6 +222,9 @@ struct live_rank {
     struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
     size_t cap_th;
     struct live_thread shared;
+    char last_key[32];      /* pid '\0' tid of the last span fed: most runs share one thread */
+    size_t last_key_len;
+    uint32_t last_th;
     struct live_span *batch;
     size_t n_batch;
     size_t cap_batch;
@@ -676,15 +679,29 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             role = (enum analyse_role)j->roles[op];
         }
         uint32_t th;
-        k = ktab_get(&rk->threads, r->pid.ptr, r->pid.len, r->tid.ptr, r->tid.len,
-                     LIVE_THREADS_MAX, &th);
-        if (k < 0) {
-            rk->c.dropped++;
-            continue;
-        }
-        if (k == 0) {
-            th = LIVE_THREADS_MAX;
-            rk->c.threads_shared++;
+        size_t kl = r->pid.len + 1 + r->tid.len;
+        if (kl == rk->last_key_len && memcmp(rk->last_key, r->pid.ptr, r->pid.len) == 0 &&
+            memcmp(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len) == 0) {
+            th = rk->last_th;
+        } else {
+            k = ktab_get(&rk->threads, r->pid.ptr, r->pid.len, r->tid.ptr, r->tid.len,
+                         LIVE_THREADS_MAX, &th);
+            if (k < 0) {
+                rk->c.dropped++;
+                continue;
+            }
+            if (k == 0) {
+                th = LIVE_THREADS_MAX;
+                rk->c.threads_shared++;
+            }
+            rk->last_key_len = 0;
+            if (kl <= sizeof rk->last_key) {
+                memcpy(rk->last_key, r->pid.ptr, r->pid.len);
+                rk->last_key[r->pid.len] = '\0';
+                memcpy(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len);
+                rk->last_key_len = kl;
+                rk->last_th = th;
+            }
         }
         struct live_span *sp = &rk->batch[rk->n_batch];
         sp->ts_ns = r->ts_ns;
