@@ -8,7 +8,8 @@
  * PAUSE_AT steps (if >= 0) it prints "paused" and waits for a line on stdin, so the test can
  * kill -9 and restart the daemon mid-stream. Then ss_flush() (60 s) and ss_client_free(), and
  * one line "done flush=<r> free=<r> records=<n> dropped=<n> acked=<n> reconnects=<n>
- * errors=<n>". Exit 0 only when the flush and the free succeeded and nothing was dropped.
+ * errors=<n>". INTEG_STEP_US=<us> sleeps that long after each step (default: 1 ms every 50
+ * steps), so that a test can kill the daemon while records are being made. Exit 0 only when the flush and the free succeeded and nothing was dropped.
  * Expected in the daemon: steps N, spans 3N, events 4N, queue_samples N.
  */
 #include "stepscope.h"
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
         return 2;
     }
     long n = atol(argv[3]), pause_at = atol(argv[4]);
+    const char *e = getenv("INTEG_STEP_US");
+    long step_us = e ? atol(e) : 0;
     struct ss_options o;
     ss_options_init(&o);
     o.socket_path = argv[1];
@@ -86,7 +89,9 @@ int main(int argc, char **argv)
         ss_counter(c, "loss", 1.0 / (double)(i + 1));
         ss_step_end(c, 32);
         atomic_store(&w.done_steps, i + 1);
-        if (i % 50 == 0)
+        if (step_us)
+            usleep((useconds_t)step_us);
+        else if (i % 50 == 0)
             usleep(1000);
     }
     pthread_join(th, NULL);
