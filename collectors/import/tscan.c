@@ -83,6 +83,18 @@ static const uint8_t plain[256] = {
 #undef R16
 };
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Whether one of the 8 bytes in x may end a plain run of string body: '"', '\\', a control
+ * character or a non-ASCII byte. A false positive only costs the byte loop that follows. */
+static inline bool has_special(uint64_t x)
+{
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+    uint64_t zq = (q - ONES) & ~q, zb = (b - ONES) & ~b, ctl = (x - ONES * 0x20) & ~x;
+    return ((x | zq | zb | ctl) & HIGHS) != 0;
+}
+
 static int fail(struct tscan *s, uint64_t off, const char *fmt, ...) SS_PRINTF(3, 4);
 
 static int fail(struct tscan *s, uint64_t off, const char *fmt, ...)
@@ -128,11 +140,10 @@ static bool cap_cut(const struct tscan *s)
     return s->cap_len > TSCAN_CAP_MAX;
 }
 
-static bool cap_is(const struct tscan *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return !s->cap_escaped && s->cap_len == n + 2 && memcmp(s->cap + 1, lit, n) == 0;
-}
+/* Whether the captured string is the key lit (a literal: its size is known at compile time). */
+#define cap_is(s, lit)                                                                         \
+    (!(s)->cap_escaped && (s)->cap_len == sizeof(lit) + 1 &&                                   \
+     memcmp((s)->cap + 1, (lit), sizeof(lit) - 1) == 0)
 
 /* Copies the captured text into a NUL-terminated field of size n, cut to fit. */
 static void cap_copy(const struct tscan *s, char *dst, size_t n)
@@ -162,21 +173,33 @@ static int64_t cap_count(const struct tscan *s)
 static int key_slot(struct tscan *s)
 {
     if (s->in_event && s->depth == s->events_depth + 1) {
-        static const struct {
-            const char *key;
-            int slot;
-        } ev_keys[] = {{"ph", SL_EV_PH},   {"name", SL_EV_NAME}, {"ts", SL_EV_TS},
-                       {"dur", SL_EV_DUR}, {"cat", SL_EV_CAT},   {"pid", SL_EV_PID}};
-        for (size_t i = 0; i < sizeof ev_keys / sizeof ev_keys[0]; i++) {
-            if (cap_is(s, ev_keys[i].key)) {
-                unsigned bit = 1u << ev_keys[i].slot;
-                if (s->ev_seen & bit)
-                    return SL_NONE; /* the first occurrence counts, as in the daemon */
-                s->ev_seen |= bit;
-                return ev_keys[i].slot;
-            }
+        /* Called for every member of every event: decide on the length first. */
+        int slot = SL_NONE;
+        if (s->cap_escaped)
+            return SL_NONE;
+        switch (s->cap_len) {
+        case 4:
+            slot = cap_is(s, "ph") ? SL_EV_PH : cap_is(s, "ts") ? SL_EV_TS : SL_NONE;
+            break;
+        case 5:
+            slot = cap_is(s, "dur")   ? SL_EV_DUR
+                   : cap_is(s, "cat") ? SL_EV_CAT
+                   : cap_is(s, "pid") ? SL_EV_PID
+                                      : SL_NONE;
+            break;
+        case 6:
+            slot = cap_is(s, "name") ? SL_EV_NAME : SL_NONE;
+            break;
+        default:
+            return SL_NONE;
         }
-        return SL_NONE;
+        if (slot == SL_NONE)
+            return SL_NONE;
+        unsigned bit = 1u << slot;
+        if (s->ev_seen & bit)
+            return SL_NONE; /* the first occurrence counts, as in the daemon */
+        s->ev_seen |= bit;
+        return slot;
     }
     if (s->depth == 1 && s->stack[0] == 'o') {
         if (cap_is(s, "traceEvents"))
@@ -483,6 +506,13 @@ static bool is_blank(unsigned char c)
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+static const unsigned char *skip_blanks(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end && is_blank(*p))
+        p++;
+    return p;
+}
+
 /* Starts a UTF-8 sequence with lead byte c. Returns false if c cannot lead one. */
 static bool utf8_lead(struct tscan *s, unsigned char c)
 {
@@ -533,7 +563,7 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
         switch (s->state) {
         case ST_VALUE:
             if (is_blank(c)) {
-                p++;
+                p = skip_blanks(p + 1, end);
                 break;
             }
             if (value_begin(s, c, AT(p)) < 0)
@@ -543,7 +573,7 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
         case ST_OBJ_FIRST:
         case ST_OBJ_KEY:
             if (is_blank(c)) {
-                p++;
+                p = skip_blanks(p + 1, end);
                 break;
             }
             if (c == '}' && s->state == ST_OBJ_FIRST) {
@@ -568,7 +598,7 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
             break;
         case ST_COLON:
             if (is_blank(c)) {
-                p++;
+                p = skip_blanks(p + 1, end);
                 break;
             }
             if (c != ':')
@@ -581,7 +611,7 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
         case ST_OBJ_NEXT:
         case ST_ARR_NEXT:
             if (is_blank(c)) {
-                p++;
+                p = skip_blanks(p + 1, end);
                 break;
             }
             if (c == ',') {
@@ -603,7 +633,7 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
                         s->state == ST_OBJ_NEXT ? '}' : ']', show(c, sb));
         case ST_ARR_FIRST:
             if (is_blank(c)) {
-                p++;
+                p = skip_blanks(p + 1, end);
                 break;
             }
             if (c == ']') {
@@ -620,6 +650,13 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
             break;
         case ST_STR: {
             const unsigned char *q = p;
+            while (end - q >= 8) {
+                uint64_t x;
+                memcpy(&x, q, 8);
+                if (has_special(x))
+                    break;
+                q += 8;
+            }
             while (q < end && plain[*q])
                 q++;
             if (s->capture)
@@ -747,6 +784,15 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
         case ST_NUM_INT:
         case ST_NUM_FRAC:
         case ST_NUM_EXP:
+            if (s->state != ST_NUM_ZERO && c >= '0' && c <= '9') {
+                const unsigned char *q = p + 1;
+                while (q < end && *q >= '0' && *q <= '9')
+                    q++;
+                if (s->capture)
+                    cap_add(s, (const char *)p, (size_t)(q - p));
+                p = q;
+                break;
+            }
             if (c >= '0' && c <= '9') {
                 if (s->state == ST_NUM_ZERO)
                     return fail(s, AT(p), "invalid number: leading zero");
