@@ -101,8 +101,11 @@ for round in $(seq 1 "$REPEAT"); do
     # Daemon round: a fresh daemon on a fresh data dir, so the job's count is this round's alone.
     data=$TMP/data.$round
     sock=$TMP/d.sock
+    # Truncate here: '>' on a background command truncates in the child, later, and a fast
+    # wait_line would read the previous round's line (and its dead daemon's port).
+    : >"$TMP/daemon.out"
     "$DAEMON" --socket "$sock" --http 127.0.0.1:0 --data-dir "$data" --log-level warn \
-        >"$TMP/daemon.out" 2>"$TMP/daemon.out.err" &
+        >>"$TMP/daemon.out" 2>"$TMP/daemon.out.err" &
     PID=$!
     line=$(wait_line "$TMP/daemon.out" '^stepscoped: listening on socket ')
     port=$(sed -n 's|.*dashboard http://[^ ]*:\([0-9][0-9]*\)/$|\1|p' <<<"$line")
@@ -121,7 +124,8 @@ for round in $(seq 1 "$REPEAT"); do
 
     # Raw round: the same bytes into a discard sink.
     sink=$TMP/s.sock
-    "$LOADGEN" --sink "$sink" >"$TMP/sink.out" 2>"$TMP/sink.out.err" &
+    : >"$TMP/sink.out"
+    "$LOADGEN" --sink "$sink" >>"$TMP/sink.out" 2>"$TMP/sink.out.err" &
     PID=$!
     wait_line "$TMP/sink.out" '^loadgen: sink listening' >/dev/null
     out=$("$LOADGEN" --socket "$sink" --mode raw --job "$JOB" --connections "$CONNECTIONS" \
