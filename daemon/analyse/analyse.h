@@ -166,6 +166,25 @@ struct analyse_op_table {
 int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
                           enum analyse_op_group group, struct analyse_op_table **ret_table);
 
+/* A pre-aggregated part of a row: what analyse_ops_from_parts() groups. name is borrowed. */
+struct analyse_op_part {
+    const char *name;
+    size_t name_len;
+    enum analyse_role role; /* a step role groups "ProfilerStep#N" as "ProfilerStep*" */
+    int64_t calls;
+    int64_t total_ns;
+    int64_t self_ns;
+    int64_t min_ns;         /* ignored when calls is 0 */
+    int64_t max_ns;
+};
+
+/* Groups parts[0, n) (per name, or per type, by the same rules as analyse_ops_aggregate()) into
+ * a table in order of first appearance, summing calls, totals and self times and keeping the
+ * extremes. For callers that aggregate incrementally (daemon/live). Strings are copied. Returns
+ * 0 and sets *ret_table (free with analyse_op_table_free()), or -ENOMEM. */
+int analyse_ops_from_parts(const struct analyse_op_part *parts, size_t n,
+                           enum analyse_op_group group, struct analyse_op_table **ret_table);
+
 enum analyse_op_col {
     ANALYSE_OP_COL_NONE, /* keep the table's order (first appearance) */
     ANALYSE_OP_COL_NAME,

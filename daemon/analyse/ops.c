@@ -156,49 +156,41 @@ static size_t pow2_at_least(size_t n)
     return c;
 }
 
-int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
-                          enum analyse_op_group group, struct analyse_op_table **ret_table)
+/* Name key of a part: as name_of(), from the part's fields. */
+static struct key part_name(const struct analyse_op_part *pt)
+{
+    struct analyse_span sp = {.name = pt->name, .name_len = pt->name_len, .role = pt->role};
+    return name_of(&sp);
+}
+
+int analyse_ops_from_parts(const struct analyse_op_part *parts, size_t n,
+                           enum analyse_op_group group, struct analyse_op_table **ret_table)
 {
     int r = -ENOMEM;
-    struct nest_ctx_item *items = NULL;
-    int64_t *self_ns = NULL;
     size_t *slot = NULL, *row_of = NULL;
     struct key *names = NULL, *types = NULL;
     struct analyse_op_table *t = calloc(1, sizeof *t);
     if (!t)
         goto fail;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
-            m++;
-    items = malloc((m ? m : 1) * sizeof *items);
-    self_ns = malloc((m ? m : 1) * sizeof *self_ns);
-    row_of = malloc((m ? m : 1) * sizeof *row_of);
-    names = malloc((m ? m : 1) * sizeof *names);
-    types = malloc((m ? m : 1) * sizeof *types);
-    size_t cap = pow2_at_least(2 * m);
+    row_of = malloc((n ? n : 1) * sizeof *row_of);
+    names = malloc((n ? n : 1) * sizeof *names);
+    types = malloc((n ? n : 1) * sizeof *types);
+    size_t cap = pow2_at_least(2 * n);
     slot = malloc(cap * sizeof *slot);
-    if (!items || !self_ns || !row_of || !names || !types || !slot)
+    if (!row_of || !names || !types || !slot)
         goto fail;
-    m = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
-            items[m++] = (struct nest_ctx_item){ &spans[i], i };
-    r = compute_self(items, m, self_ns);
-    if (r < 0)
-        goto fail;
-    r = -ENOMEM;
 
-    /* Group: open addressing over the keys of the rows seen so far. */
+    /* Group: open addressing over the keys of the rows seen so far, in order of appearance. */
     for (size_t s = 0; s < cap; s++)
         slot[s] = SIZE_MAX;
     size_t n_rows = 0;
-    for (size_t k = 0; k < m; k++) {
-        struct key nk = name_of(items[k].sp);
+    for (size_t k = 0; k < n; k++) {
+        struct key nk = part_name(&parts[k]);
         struct key tk = nk.star ? nk : type_of(nk.p, nk.len);
         struct key gk = group == ANALYSE_OP_GROUP_TYPE ? tk : nk;
         size_t s = (size_t)key_hash(gk) & (cap - 1);
-        while (slot[s] != SIZE_MAX && !key_eq(group == ANALYSE_OP_GROUP_TYPE ? types[slot[s]] : names[slot[s]], gk))
+        while (slot[s] != SIZE_MAX &&
+               !key_eq(group == ANALYSE_OP_GROUP_TYPE ? types[slot[s]] : names[slot[s]], gk))
             s = (s + 1) & (cap - 1);
         if (slot[s] == SIZE_MAX) {
             slot[s] = n_rows;
@@ -226,22 +218,24 @@ int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t r
         row->min_ns = INT64_MAX;
         row->max_ns = INT64_MIN;
     }
-    for (size_t k = 0; k < m; k++) {
+    for (size_t k = 0; k < n; k++) {
+        const struct analyse_op_part *pt = &parts[k];
         struct analyse_op_row *row = &t->rows[row_of[k]];
-        int64_t d = items[k].sp->dur_ns;
-        row->calls++;
-        row->total_ns += d;
-        row->self_ns += self_ns[k];
-        if (d < row->min_ns)
-            row->min_ns = d;
-        if (d > row->max_ns)
-            row->max_ns = d;
-        t->sum_self_ns += self_ns[k];
-        t->sum_total_ns += d;
+        row->calls += pt->calls;
+        row->total_ns += pt->total_ns;
+        row->self_ns += pt->self_ns;
+        if (pt->calls > 0 && pt->min_ns < row->min_ns)
+            row->min_ns = pt->min_ns;
+        if (pt->calls > 0 && pt->max_ns > row->max_ns)
+            row->max_ns = pt->max_ns;
+        t->sum_self_ns += pt->self_ns;
+        t->sum_total_ns += pt->total_ns;
     }
     for (size_t j = 0; j < n_rows; j++) {
         struct analyse_op_row *row = &t->rows[j];
-        row->avg_ns = (double)row->total_ns / (double)row->calls;
+        if (row->calls == 0)
+            row->min_ns = row->max_ns = 0;
+        row->avg_ns = row->calls ? (double)row->total_ns / (double)row->calls : 0.0;
         row->percent = t->sum_self_ns > 0 ? (double)row->self_ns * 100.0 / (double)t->sum_self_ns : 0.0;
     }
     t->n_rows = n_rows;
@@ -251,12 +245,46 @@ int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t r
     r = 0;
 fail:
     analyse_op_table_free(t);
-    free(items);
-    free(self_ns);
     free(slot);
     free(row_of);
     free(names);
     free(types);
+    return r;
+}
+
+int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                          enum analyse_op_group group, struct analyse_op_table **ret_table)
+{
+    int r = -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
+            m++;
+    struct nest_ctx_item *items = malloc((m ? m : 1) * sizeof *items);
+    int64_t *self_ns = malloc((m ? m : 1) * sizeof *self_ns);
+    struct analyse_op_part *parts = malloc((m ? m : 1) * sizeof *parts);
+    if (!items || !self_ns || !parts)
+        goto out;
+    m = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
+            items[m++] = (struct nest_ctx_item){ &spans[i], i };
+    r = compute_self(items, m, self_ns);
+    if (r < 0)
+        goto out;
+    /* One part per span; grouping is analyse_ops_from_parts()'s alone. */
+    for (size_t k = 0; k < m; k++) {
+        const struct analyse_span *sp = items[k].sp;
+        parts[k] = (struct analyse_op_part){
+            .name = sp->name ? sp->name : "", .name_len = sp->name ? sp->name_len : 0,
+            .role = sp->role, .calls = 1, .total_ns = sp->dur_ns, .self_ns = self_ns[k],
+            .min_ns = sp->dur_ns, .max_ns = sp->dur_ns};
+    }
+    r = analyse_ops_from_parts(parts, m, group, ret_table);
+out:
+    free(items);
+    free(self_ns);
+    free(parts);
     return r;
 }
 

@@ -147,71 +147,6 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
 
 /* ---- operators ---- */
 
-struct key {
-    const char *p;
-    size_t len;
-    bool star; /* "ProfilerStep" + "*" */
-};
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* analyse's grouping keys (ops.c): MindSpore "Scope/Type-op<N>" has type "Type"; a step span
- * "ProfilerStep#5" is named "ProfilerStep*". */
-static struct key type_of(const char *name, size_t len)
-{
-    size_t i = len;
-    while (i > 0 && is_digit(name[i - 1]))
-        i--;
-    if (i < len && i >= 3 && memcmp(name + i - 3, "-op", 3) == 0) {
-        size_t end = i - 3, start = end;
-        while (start > 0 && name[start - 1] != '/')
-            start--;
-        if (end > start)
-            return (struct key){name + start, end - start, false};
-    }
-    return (struct key){name, len, false};
-}
-
-static struct key name_of(const struct live_snap_op *op)
-{
-    if (op->role == ANALYSE_ROLE_STEP) {
-        const char *h = memchr(op->name, '#', op->name_len);
-        if (h)
-            return (struct key){op->name, (size_t)(h - op->name), true};
-    }
-    return (struct key){op->name, op->name_len, false};
-}
-
-struct item {
-    struct key k;
-    struct key type;
-    size_t first;
-    struct live_agg a;
-};
-
-static int cmp_item_key(const void *a, const void *b)
-{
-    const struct item *x = a, *y = b;
-    size_t n = x->k.len < y->k.len ? x->k.len : y->k.len;
-    int c = memcmp(x->k.p, y->k.p, n);
-    if (c)
-        return c;
-    if (x->k.len != y->k.len)
-        return x->k.len < y->k.len ? -1 : 1;
-    if (x->k.star != y->k.star)
-        return x->k.star ? 1 : -1;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
-
-static int cmp_item_first(const void *a, const void *b)
-{
-    const struct item *x = a, *y = b;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
-
 static void merge(struct live_agg *a, const struct live_agg *b)
 {
     if (b->calls == 0)
@@ -232,10 +167,11 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
         return -ENOENT;
     int r = -ENOMEM;
     struct analyse_op_table *t = NULL;
-    struct item *it = malloc((snap->n_ops + 2) * sizeof *it);
-    if (!it)
+    struct analyse_op_part *parts = malloc((snap->n_ops + 1) * sizeof *parts);
+    if (!parts)
         goto out;
-    /* Sum the ranks per op, keep the host ops. */
+    /* Sum the ranks per operator (host roles only, as key_averages() counts them), plus the row
+     * of the operators past the cap; grouping by name or type is analyse's. */
     size_t n = 0;
     for (size_t i = 0; i <= snap->n_ops; i++) {
         bool other = i == snap->n_ops;
@@ -253,70 +189,18 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
             continue;
         if (!other && !(ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(snap->ops[i].role)))
             continue;
-        struct item *x = &it[n++];
-        x->first = i;
-        x->a = a;
-        if (other) {
-            x->k = (struct key){LIVE_OTHER_NAME, sizeof LIVE_OTHER_NAME - 1, false};
-            x->type = x->k;
-        } else {
-            x->type = type_of(snap->ops[i].name, snap->ops[i].name_len);
-            x->k = group == ANALYSE_OP_GROUP_TYPE ? x->type : name_of(&snap->ops[i]);
-        }
+        parts[n++] = (struct analyse_op_part){
+            .name = other ? LIVE_OTHER_NAME : snap->ops[i].name,
+            .name_len = other ? sizeof LIVE_OTHER_NAME - 1 : snap->ops[i].name_len,
+            .role = other ? ANALYSE_ROLE_OTHER : snap->ops[i].role,
+            .calls = a.calls, .total_ns = a.total_ns, .self_ns = a.self_ns,
+            .min_ns = a.min_ns, .max_ns = a.max_ns};
     }
-    /* Merge equal keys (one name under several cats, or one type), keeping first appearance. */
-    qsort(it, n, sizeof *it, cmp_item_key);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m > 0 && it[m - 1].k.len == it[i].k.len && it[m - 1].k.star == it[i].k.star &&
-            memcmp(it[m - 1].k.p, it[i].k.p, it[i].k.len) == 0) {
-            merge(&it[m - 1].a, &it[i].a);
-            continue;
-        }
-        it[m++] = it[i];
-    }
-    qsort(it, m, sizeof *it, cmp_item_first);
-    size_t text = 1;
-    for (size_t i = 0; i < m; i++)
-        text += it[i].k.len + it[i].k.star + 1 + it[i].type.len + 1;
-    t = calloc(1, sizeof *t);
-    if (!t)
-        goto out;
-    t->rows = calloc(m + 1, sizeof *t->rows);
-    t->names = malloc(text);
-    if (!t->rows || !t->names)
-        goto out;
-    char *p = t->names;
-    for (size_t i = 0; i < m; i++) {
-        struct analyse_op_row *row = &t->rows[i];
-        row->name = p;
-        memcpy(p, it[i].k.p, it[i].k.len);
-        p += it[i].k.len;
-        if (it[i].k.star)
-            *p++ = '*';
-        *p++ = '\0';
-        row->type = p;
-        memcpy(p, it[i].type.p, it[i].type.len);
-        p += it[i].type.len;
-        *p++ = '\0';
-        row->calls = it[i].a.calls;
-        row->total_ns = it[i].a.total_ns;
-        row->self_ns = it[i].a.self_ns;
-        row->min_ns = it[i].a.min_ns;
-        row->max_ns = it[i].a.max_ns;
-        row->avg_ns = (double)it[i].a.total_ns / (double)it[i].a.calls;
-        row->first = i;
-        t->sum_self_ns += row->self_ns;
-        t->sum_total_ns += row->total_ns;
-    }
-    for (size_t i = 0; i < m; i++)
-        t->rows[i].percent =
-            t->sum_self_ns > 0 ? (double)t->rows[i].self_ns * 100.0 / (double)t->sum_self_ns : 0;
-    t->n_rows = m;
-    t->total = m;
-    r = analyse_ops_query(t, q, ret_page);
+    r = analyse_ops_from_parts(parts, n, group, &t);
+    if (r == 0)
+        r = analyse_ops_query(t, q, ret_page);
 out:
-    free(it);
+    free(parts);
     analyse_op_table_free(t);
     return r;
 }
