@@ -8,7 +8,8 @@
  * 8-aligned) into a thread-local 1 MiB array. The span loop calls ss_span() with the same
  * arguments on a client with the default 1 MiB rings and no daemon (the hot path never talks to
  * it). Both are timed in batches of 16384 calls with an untimed pause between batches (25 ms per
- * recording thread), in which the flush thread drains the rings, so nothing is dropped (drops are counted and printed).
+ * recording thread), in which the flush thread drains the rings, so nothing is dropped (drops
+ * are counted and printed).
  * Each figure is the median over RUNS of (timed loop time / calls), for 1 thread and for 2
  * threads recording at once (per thread). Prints
  * "threads=T span_ns=X baseline_ns=Y ratio=R dropped=D" per thread count, then the single-thread

@@ -698,7 +698,7 @@ int ss_span(struct ss_client *c, const char *name, const char *cat, int64_t begi
     if (!p)
         return -ENOBUFS;
     struct ss__rec_hdr h = {need, SS__REC_SPAN, (uint16_t)nl};
-    struct ss__rec_span f = {begin_ns, end_ns, (uint32_t)cl, 0};
+    struct ss__rec_span f = {begin_ns, end_ns, (uint32_t)cl, r->tid};
     memcpy(p, &h, sizeof h);
     memcpy(p + sizeof h, &f, sizeof f);
     memcpy(p + sizeof h + sizeof f, name, nl);
@@ -721,7 +721,7 @@ int ss_counter(struct ss_client *c, const char *name, double value)
     if (!p)
         return -ENOBUFS;
     struct ss__rec_hdr h = {need, SS__REC_COUNTER, (uint16_t)nl};
-    struct ss__rec_counter f = {ss_now_ns(), value};
+    struct ss__rec_counter f = {ss_now_ns(), value, r->tid, 0};
     memcpy(p, &h, sizeof h);
     memcpy(p + sizeof h, &f, sizeof f);
     memcpy(p + sizeof h + sizeof f, name, nl);

@@ -180,8 +180,7 @@ static char *put_key_str(char *p, const char *key, const char *s, size_t n)
     return ss__put_str(p, s, n);
 }
 
-size_t ss__encode_record(const struct ss_client *c, const struct ss__ring *r,
-                         const struct ss__rec_hdr *hdr, char *out)
+size_t ss__encode_record(const struct ss_client *c, const struct ss__rec_hdr *hdr, char *out)
 {
     const unsigned char *body = (const unsigned char *)(hdr + 1);
     char *p = out;
@@ -197,7 +196,7 @@ size_t ss__encode_record(const struct ss_client *c, const struct ss__ring *r,
         p = put_us(put_lit(p, ",\"ts\":"), f.begin_ns);
         p = put_us(put_lit(p, ",\"dur\":"), dur);
         p = put_i64(put_lit(p, ",\"pid\":"), c->pid);
-        p = put_i64(put_lit(p, ",\"tid\":"), r->tid);
+        p = put_i64(put_lit(p, ",\"tid\":"), f.tid);
         break;
     }
     case SS__REC_COUNTER: {
@@ -206,7 +205,7 @@ size_t ss__encode_record(const struct ss_client *c, const struct ss__ring *r,
         p = put_key_str(p, "{\"ph\":\"C\",\"name\":", (const char *)body + sizeof f, hdr->len1);
         p = put_us(put_lit(p, ",\"ts\":"), f.ts_ns);
         p = put_i64(put_lit(p, ",\"pid\":"), c->pid);
-        p = put_i64(put_lit(p, ",\"tid\":"), r->tid);
+        p = put_i64(put_lit(p, ",\"tid\":"), f.tid);
         p = put_double(put_lit(p, ",\"args\":{\"value\":"), f.value);
         *p++ = '}';
         break;

@@ -144,8 +144,7 @@ static void drain_ring(struct ss_client *c, struct ss__ring *r)
         if (hdr.kind != SS__REC_PAD) {
             if (held_room(c)) {
                 char *out = c->held.buf + (c->held.b_end - c->held.buf_base);
-                size_t n = ss__encode_record(c, r, (const struct ss__rec_hdr *)(const void *)p,
-                                             out);
+                size_t n = ss__encode_record(c, (const struct ss__rec_hdr *)(const void *)p, out);
                 if (n)
                     held_commit(c, n);
             } else {

@@ -45,16 +45,20 @@ struct ss__rec_hdr {
     uint16_t len1;     /* name length (span, counter, queue) or phase count (step) */
 };
 
+/* Records carry their thread id: a ring handed to a new thread may still hold the records of
+ * the thread that exited. */
 struct ss__rec_span {  /* followed by name[len1], cat[cat_len] */
     int64_t begin_ns;
     int64_t end_ns;
     uint32_t cat_len;
-    uint32_t pad;
+    int32_t tid;
 };
 
 struct ss__rec_counter { /* followed by name[len1] */
     int64_t ts_ns;
     double value;
+    int32_t tid;
+    uint32_t pad;
 };
 
 struct ss__rec_queue { /* followed by name[len1] */
@@ -87,7 +91,7 @@ struct ss__ring {
     uint64_t tail_cache;         /* last tail seen by the producer */
     _Atomic uint64_t n_records;  /* producer-written, read by ss_stats() */
     _Atomic uint64_t n_dropped;  /* producer-written: ring full */
-    int32_t tid;
+    int32_t tid;                 /* the owner's; copied into records */
     bool in_step;
     int64_t step, step_begin_ns;
     uint16_t n_phases, depth;
@@ -163,8 +167,8 @@ struct ss_client {
     bool rskip;                 /* discarding an over-long daemon line up to its '\n' */
 
     /* counters written by the flush thread, read by ss_stats() */
-    _Atomic uint64_t st_dropped_buffer, st_dropped_noring, st_acked, st_replayed, st_errors, st_connects,
-        st_connect_failures, st_control, st_bytes, st_writes, st_sent, st_held_lines,
+    _Atomic uint64_t st_dropped_buffer, st_dropped_noring, st_acked, st_replayed, st_errors,
+        st_connects, st_connect_failures, st_control, st_bytes, st_writes, st_sent, st_held_lines,
         st_held_bytes;
     _Atomic int st_connected;
 
@@ -173,8 +177,7 @@ struct ss_client {
 
 /* encode.c: appends the JSON line for the record at rec (contiguous, hdr->size bytes) to out,
  * which has room for SS__LINE_MAX bytes. Returns the line's length ('\n' included). */
-size_t ss__encode_record(const struct ss_client *c, const struct ss__ring *r,
-                         const struct ss__rec_hdr *hdr, char *out);
+size_t ss__encode_record(const struct ss_client *c, const struct ss__rec_hdr *hdr, char *out);
 /* Appends the hello line (with stream and seq) to out (size cap). Returns its length, 0 if too
  * long. */
 size_t ss__encode_hello(const struct ss_client *c, uint64_t seq, char *out, size_t cap);

@@ -9,7 +9,8 @@
  * kill -9 and restart the daemon mid-stream. Then ss_flush() (60 s) and ss_client_free(), and
  * one line "done flush=<r> free=<r> records=<n> dropped=<n> acked=<n> reconnects=<n>
  * errors=<n>". INTEG_STEP_US=<us> sleeps that long after each step (default: 1 ms every 50
- * steps), so that a test can kill the daemon while records are being made. Exit 0 only when the flush and the free succeeded and nothing was dropped.
+ * steps), so that a test can kill the daemon while records are being made. Exit 0 only when
+ * the flush and the free succeeded and nothing was dropped.
  * Expected in the daemon: steps N, spans 3N, events 4N, queue_samples N.
  */
 #include "stepscope.h"
