@@ -17,7 +17,7 @@ import pytest
 import integ_conftest as integ
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-DATA = REPO.parent / "shared" / "data"
+DATA = pathlib.Path(os.environ.get("SHARED_DATA", REPO.parent / "shared" / "data"))
 KINETO = sorted((DATA / "kineto").glob("*.json.gz"))
 MS_TIMELINES = sorted((DATA / "mindspore" / "11_timeline").glob("*_timeline_display_*.json"))
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch (torch without Kineto)
