@@ -64,10 +64,17 @@ static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
         n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, p, n);
+    if (n) /* p may be NULL for an absent field: memcpy(.., NULL, 0) is undefined */
+        memcpy(&w, p, n);
     h = (h ^ w ^ ((uint64_t)n << 56)) * m;
     h ^= h >> 32;
     return h;
+}
+
+/* memcmp() that accepts a NULL pointer with n == 0 (an absent pid, tid or cat). */
+static bool bytes_eq(const char *a, const char *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n) == 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -114,7 +121,7 @@ static int ktab_get(struct ktab *t, const char *k1, size_t l1, const char *k2, s
         while ((v = t->slots[j]) != 0) {
             const struct kent *e = &t->ents[v - 1];
             if (e->hash == h && e->len1 == l1 && e->len2 == l2 &&
-                memcmp(t->text + e->off1, k1, l1) == 0 && memcmp(t->text + e->off2, k2, l2) == 0) {
+                bytes_eq(t->text + e->off1, k1, l1) && bytes_eq(t->text + e->off2, k2, l2)) {
                 *ret_idx = v - 1;
                 return 1;
             }
@@ -680,8 +687,8 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
         }
         uint32_t th;
         size_t kl = r->pid.len + 1 + r->tid.len;
-        if (kl == rk->last_key_len && memcmp(rk->last_key, r->pid.ptr, r->pid.len) == 0 &&
-            memcmp(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len) == 0) {
+        if (kl == rk->last_key_len && bytes_eq(rk->last_key, r->pid.ptr, r->pid.len) &&
+            bytes_eq(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len)) {
             th = rk->last_th;
         } else {
             k = ktab_get(&rk->threads, r->pid.ptr, r->pid.len, r->tid.ptr, r->tid.len,
@@ -696,9 +703,11 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             }
             rk->last_key_len = 0;
             if (kl <= sizeof rk->last_key) {
-                memcpy(rk->last_key, r->pid.ptr, r->pid.len);
+                if (r->pid.len)
+                    memcpy(rk->last_key, r->pid.ptr, r->pid.len);
                 rk->last_key[r->pid.len] = '\0';
-                memcpy(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len);
+                if (r->tid.len)
+                    memcpy(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len);
                 rk->last_key_len = kl;
                 rk->last_th = th;
             }
