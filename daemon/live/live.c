@@ -838,7 +838,20 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
             return -ENOMEM;
         }
         rk->n_agg = n_agg;
-        qsort(rk->batch, rk->n_batch, sizeof *rk->batch, cmp_batch);
+        /* Only spans that nest (host operators, torch's self-time rule) need the thread order;
+         * kernels and the like, most of a GPU trace, are aggregated as they came. */
+        size_t n_nest = 0;
+        for (size_t i = 0; i < rk->n_batch; i++) {
+            if (!role_nests(rk->batch[i].role))
+                continue;
+            if (i != n_nest) {
+                struct live_span tmp = rk->batch[n_nest];
+                rk->batch[n_nest] = rk->batch[i];
+                rk->batch[i] = tmp;
+            }
+            n_nest++;
+        }
+        qsort(rk->batch, n_nest, sizeof *rk->batch, cmp_batch);
         /* Step spans first, so the spans of this batch find their step. */
         struct live_steplist *spl = &rk->lists[LIST_SPAN];
         for (size_t i = 0; i < rk->n_batch; i++) {
