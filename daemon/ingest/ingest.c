@@ -2,7 +2,7 @@
 /*
  * The ingest socket (see ingest.h): a libuv pipe server whose connections each own an lbuf that
  * reads land in directly, a batch of decoded records, an arena for their unescaped strings and a
- * pair of reply buffers. This file is the loop side of the module; decode.cc turns one line into
+ * pair of reply buffers. This file is the loop side of the module; decode.c turns one line into
  * one record and knows nothing about connections.
  *
  * One read is one unit of work: every whole line in it is numbered, decoded and either batched or

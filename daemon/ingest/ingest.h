@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ingest: the Unix socket that training processes write to. It owns framing (core/lbuf),
- * decoding (simdjson, in decode.cc behind an extern "C" wall), per-connection sequence numbers,
+ * decoding (decode.c over jscan.c, a strict single-pass JSON scanner), per-connection sequence numbers,
  * error replies and backpressure. It never includes a store header: decoded records leave through
  * the callbacks below, which main.c points at the store.
  *

@@ -4,7 +4,7 @@
  * come from the input's first byte, so framing splits are fuzzed too) exactly as a connection
  * would; the first line goes through the hello decoder, every line through the record decoder.
  * Each line is also decoded from its own exact-size copy with exactly LBUF_PADDING + 1 bytes after
- * it, so ASan catches any read past the padding simdjson is allowed.
+ * it, so ASan catches any read past the padding the decoder is allowed.
  *
  * Invariants checked: a decode returns a known result and leaves the arena as it was on failure;
  * a record's kind is valid, its raw text is the line, its borrowed strings lie inside the line or
