@@ -617,4 +617,212 @@ int analyse_pipe_bottlenecks(const struct analyse_pipe_op *ops, size_t n, double
                              size_t *ret_n);
 
 
+/* ===== Section C: helper suggestions and ranks (helper.c ranks.c) ===== */
+
+/* --- Ranks (ranks.c) -----------------------------------------------------------------------
+ * Per-rank step statistics and straggler flags (issue 3 item 9). A rank is a straggler when its
+ * mean step time is strictly greater than the mean of the ranks' means times (1 + ratio), the
+ * strict '>' of MindInsight's cluster proposer (interval / avg - 1 > 0.2). docs/ANALYSIS.md,
+ * "Helper and ranks". */
+
+#define ANALYSE_STRAGGLER_RATIO 0.2 /* rank mean > mean of ranks * (1 + 0.2) */
+
+/* The series of one rank, as the step trace gives them. All arrays are borrowed, [n]. */
+struct analyse_rank_steps {
+    int64_t rank;
+    int64_t stage;              /* pipeline stage; -1 when unknown (all such ranks form stage -1) */
+    const int64_t *step_ns;     /* total step time per step; required when n > 0 */
+    const int64_t *interval_ns; /* NULL when not given */
+    const int64_t *fp_bp_ns;    /* NULL when not given */
+    const int64_t *tail_ns;     /* NULL when not given */
+    size_t n;
+};
+
+enum analyse_rank_metric {
+    ANALYSE_RANK_STEP,
+    ANALYSE_RANK_INTERVAL,
+    ANALYSE_RANK_FP_BP,
+    ANALYSE_RANK_TAIL,
+    ANALYSE_RANK_METRIC_COUNT,
+};
+
+/* "step", "interval", "fp_bp", "tail". */
+extern const char *const analyse_rank_metric_names[ANALYSE_RANK_METRIC_COUNT];
+
+/* Statistics of one series; count 0 (all zero) when the series was not given or is empty.
+ * median and p90 interpolate linearly between order statistics (numpy's default percentile:
+ * position q * (count - 1)); std is the population standard deviation (numpy's ddof = 0). */
+struct analyse_dist {
+    size_t count;
+    double mean_ns;
+    double median_ns;
+    double p90_ns;
+    double std_ns;
+    int64_t min_ns;
+    int64_t max_ns;
+};
+
+struct analyse_rank_row {
+    int64_t rank;
+    int64_t stage;
+    struct analyse_dist stat[ANALYSE_RANK_METRIC_COUNT];
+    bool straggler;    /* stat[STEP].mean_ns > threshold_ns of the result */
+    double excess_pct; /* 100 * (mean / mean of ranks - 1); 0 when the rank has no steps */
+};
+
+/* One pipeline stage (or stage -1: ranks without one). */
+struct analyse_rank_stage {
+    int64_t stage;
+    size_t n_ranks;        /* ranks of the stage that have steps */
+    int64_t slowest_rank;  /* largest mean step time; the first in input order on a tie; -1 if none */
+    double slowest_mean_ns;
+    double mean_ns;        /* mean of the stage's rank means */
+};
+
+/* Read-only outside ranks.c. */
+struct analyse_ranks {
+    size_t n_ranks;
+    struct analyse_rank_row *rows;      /* [n_ranks], in input order */
+    double mean_of_ranks_ns;            /* mean of the rank means over ranks with steps; 0 if none */
+    double straggler_ratio;             /* echoed */
+    double threshold_ns;                /* mean_of_ranks_ns * (1 + straggler_ratio) */
+    size_t n_stragglers;
+    size_t n_stages;
+    struct analyse_rank_stage *stages;  /* [n_stages], by stage ascending */
+};
+
+/* Statistics of v[0..n) into *ret (n may be 0). Returns 0, -EINVAL if v is NULL with n > 0 or
+ * ret is NULL, -ENOMEM (it sorts a copy). Pure. */
+int analyse_dist_compute(const int64_t *v, size_t n, struct analyse_dist *ret);
+
+/* Per-rank statistics, stragglers and the slowest rank per stage of in[0..n). straggler_ratio
+ * < 0 or NaN is -EINVAL. Ranks with no steps are listed but neither averaged nor flagged.
+ * Returns 0 and sets *ret_ranks (caller frees with analyse_ranks_free()), -EINVAL, -ENOMEM. */
+int analyse_ranks_compute(const struct analyse_rank_steps *in, size_t n, double straggler_ratio,
+                          struct analyse_ranks **ret_ranks);
+
+/* Frees a result; NULL is accepted. */
+void analyse_ranks_free(struct analyse_ranks *ranks);
+
+/* --- Helper (helper.c) ---------------------------------------------------------------------
+ * A rule table over evidence gathered by the caller (issue 3 item 8): MindInsight's proposer
+ * (mindinsight.md §4.1, §4.3), torch-tb-profiler's recommendations (peers.md §1.4), TF's
+ * input-bound classes (peers.md §4.2) and stragglers. Each suggestion carries the numbers that
+ * triggered it and the dashboard view to open. Missing evidence never triggers a rule. The rule
+ * table, thresholds and wording are in docs/ANALYSIS.md, "Helper and ranks". */
+
+/* Thresholds; analyse_helper_rules_default() gives the peers' values. Ratios are fractions. */
+struct analyse_helper_rules {
+    double step_interval_ms;       /* 0.5: MindInsight, average step interval > 0.5 ms */
+    double queue_empty_ratio;      /* 0.3: host queue empty in > 30 % of steps */
+    double cpu_pct;                /* 80: system CPU use, round(mean) > 80 % */
+    double pipe_high;              /* 0.8, 0.6, 0.1: pipeline usage thresholds (§1.4) */
+    double pipe_low;
+    double pipe_diff;
+    bool mindinsight_gate;         /* true: MindInsight's post-filter (docs) */
+    double dataloader_ratio;       /* 0.05: tb-profiler, dataloader / total > 0.05 */
+    double communication_ratio;    /* 0.1: tb-profiler, communication / total > 0.1 */
+    double gpu_util;               /* 0.5: tb-profiler, a GPU's utilisation < 0.5 */
+    double input_high_pct;         /* 20: TF, input % >= 20: HIGHLY input-bound */
+    double input_moderate_pct;     /* 5: TF, input % >= 5: MODERATELY */
+    double all_other_pct;          /* 3: TF, else all-other % >= 3: POTENTIALLY */
+    double straggler_ratio;        /* 0.2: rank mean step > mean of ranks * 1.2 */
+    double cluster_interval_ratio; /* 0.2: MindInsight cluster, rank interval / avg - 1 > 0.2 */
+};
+
+/* Fills *ret with the defaults above. */
+void analyse_helper_rules_default(struct analyse_helper_rules *ret);
+
+/* Applies `key = value` overrides, one a line, to *rules (which the caller has initialised,
+ * usually with the defaults). Keys are the field names above; values are finite numbers >= 0
+ * (mindinsight_gate: 0, 1, true or false). Blank lines and lines whose first non-blank character
+ * is '#' are skipped; a key given twice takes the last value. text need not be NUL-terminated.
+ * Returns 0; -EINVAL on an unknown key, a bad value or a line without '=', whose 1-based number
+ * is stored in *bad_line when bad_line is not NULL (rules is then left unchanged). Pure. */
+int analyse_helper_rules_parse(const char *text, size_t len, struct analyse_helper_rules *rules,
+                               size_t *bad_line);
+
+/* The evidence for the rules. Every part is optional: NaN for a missing number, NULL or 0 for a
+ * missing array. Pointers are borrowed for the duration of analyse_helper_run(). */
+struct analyse_helper_input {
+    /* Step-trace average (analyse_steptrace_average()), ns; NaN = no step trace. */
+    double st_interval_ns;
+    double st_fp_bp_ns;
+    double st_tail_ns;
+    double st_total_ns;
+    /* Breakdown averages (struct analyse_breakdown avg_ns / avg_total_ns); has_breakdown false
+     * = none. */
+    bool has_breakdown;
+    double bd_avg_ns[ANALYSE_BD_COUNT];
+    double bd_total_ns;
+    /* GPU utilisation in [0, 1] per device (struct analyse_bd_gpu), [n_gpus]. */
+    const struct analyse_bd_gpu *gpus;
+    size_t n_gpus;
+    /* Data queues (analyse_queue_stats()); NULL = that queue was not recorded. */
+    const struct analyse_queue_stats *host_queue;
+    const struct analyse_queue_stats *device_queue;
+    /* Mean whole-system CPU utilisation in percent (100 - mean idle); NaN = no samples. */
+    double host_cpu_pct;
+    /* Dataset pipeline ops (the helper runs analyse_pipe_bottlenecks()), [n_pipe_ops]. */
+    const struct analyse_pipe_op *pipe_ops;
+    size_t n_pipe_ops;
+    /* TF's input pipeline analysis: percent of step time waiting for input and "all other"
+     * time; NaN = not measured. */
+    double input_pct;
+    double all_other_pct;
+    /* Per-rank statistics (analyse_ranks_compute()); NULL = single rank or unknown. Only its
+     * rows are read: the helper re-applies its own straggler_ratio. */
+    const struct analyse_ranks *ranks;
+};
+
+/* Fills *ret with "no evidence at all": every number NaN, every pointer NULL. */
+void analyse_helper_input_init(struct analyse_helper_input *ret);
+
+enum analyse_helper_severity {
+    ANALYSE_HELPER_INFO,
+    ANALYSE_HELPER_WARNING,
+    ANALYSE_HELPER_CRITICAL,
+};
+
+/* "info", "warning", "critical". */
+extern const char *const analyse_helper_severity_names[3];
+
+#define ANALYSE_HELPER_EVIDENCE_MAX 4
+#define ANALYSE_HELPER_MESSAGE_MAX 512
+
+/* One number behind a suggestion: name op threshold held (e.g. "interval_ms" 0.8 > 0.5). */
+struct analyse_helper_evidence {
+    const char *name; /* static */
+    double value;
+    const char *op;   /* static: ">", ">=", "<", "=" (a fact, threshold 0) */
+    double threshold;
+};
+
+struct analyse_helper_suggestion {
+    const char *code;     /* static, stable id: "step_interval_long", ... */
+    enum analyse_helper_severity severity;
+    const char *title;    /* static, short */
+    char message[ANALYSE_HELPER_MESSAGE_MAX]; /* the peer's wording, numbers filled in */
+    const char *source;   /* static citation: "MindInsight step_trace-iter_interval", ... */
+    const char *view;     /* static dashboard view: "step-trace", "overview", "queues",
+                             "pipeline", "ranks", "gpu" */
+    int64_t subject;      /* the rank or GPU pid the suggestion is about; -1 for the job */
+    size_t n_evidence;
+    struct analyse_helper_evidence evidence[ANALYSE_HELPER_EVIDENCE_MAX];
+};
+
+/* Read-only outside helper.c. */
+struct analyse_helper_result {
+    size_t n;
+    struct analyse_helper_suggestion *s; /* [n], in rule-table order, then by subject order */
+};
+
+/* Runs every rule of the table on in. Returns 0 and sets *ret_result (caller frees with
+ * analyse_helper_result_free(); n may be 0), -EINVAL on NULL arguments, -ENOMEM. Pure. */
+int analyse_helper_run(const struct analyse_helper_input *in, const struct analyse_helper_rules *rules,
+                       struct analyse_helper_result **ret_result);
+
+/* Frees a result; NULL is accepted. */
+void analyse_helper_result_free(struct analyse_helper_result *result);
+
 #endif

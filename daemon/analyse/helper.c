@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helper: the rule table that turns the other analyses' numbers into suggestions. The caller
+ * gathers the evidence (step-trace and breakdown averages, queue statistics, CPU utilisation,
+ * pipeline ops, per-rank statistics) into struct analyse_helper_input; every rule reads only
+ * its own evidence and stays silent when that evidence is missing, so a job without a data
+ * queue never hears about one. It feeds the web route helper; no I/O.
+ *
+ * Rules run in a fixed order (the table in docs/ANALYSIS.md) and emit in that order, so two
+ * runs on the same evidence give the same list. Wording is the peers' own where they have one
+ * (MindInsight's proposer, torch-tb-profiler's data.py, TF's input pipeline analysis), each
+ * suggestion citing its source.
+ */
+#include "analyse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const analyse_helper_severity_names[3] = {"info", "warning", "critical"};
+
+void analyse_helper_rules_default(struct analyse_helper_rules *ret)
+{
+    *ret = (struct analyse_helper_rules){
+        .step_interval_ms = 0.5,
+        .queue_empty_ratio = ANALYSE_QUEUE_EMPTY_THRESHOLD,
+        .cpu_pct = 80,
+        .pipe_high = ANALYSE_PIPE_HIGH,
+        .pipe_low = ANALYSE_PIPE_LOW,
+        .pipe_diff = ANALYSE_PIPE_DIFF,
+        .mindinsight_gate = true,
+        .dataloader_ratio = 0.05,
+        .communication_ratio = 0.1,
+        .gpu_util = 0.5,
+        .input_high_pct = 20,
+        .input_moderate_pct = 5,
+        .all_other_pct = 3,
+        .straggler_ratio = ANALYSE_STRAGGLER_RATIO,
+        .cluster_interval_ratio = 0.2,
+    };
+}
+
+void analyse_helper_input_init(struct analyse_helper_input *ret)
+{
+    *ret = (struct analyse_helper_input){
+        .st_interval_ns = NAN,
+        .st_fp_bp_ns = NAN,
+        .st_tail_ns = NAN,
+        .st_total_ns = NAN,
+        .bd_total_ns = NAN,
+        .host_cpu_pct = NAN,
+        .input_pct = NAN,
+        .all_other_pct = NAN,
+    };
+    for (int i = 0; i < ANALYSE_BD_COUNT; i++)
+        ret->bd_avg_ns[i] = NAN;
+}
+
+/* ===== Overrides =========================================================================== */
+
+#define RULE(f) {#f, offsetof(struct analyse_helper_rules, f)}
+static const struct {
+    const char *name;
+    size_t off;
+} rule_keys[] = {
+    RULE(step_interval_ms),  RULE(queue_empty_ratio), RULE(cpu_pct),
+    RULE(pipe_high),         RULE(pipe_low),          RULE(pipe_diff),
+    RULE(dataloader_ratio),  RULE(communication_ratio), RULE(gpu_util),
+    RULE(input_high_pct),    RULE(input_moderate_pct), RULE(all_other_pct),
+    RULE(straggler_ratio),   RULE(cluster_interval_ratio),
+};
+#undef RULE
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static bool word_eq(const char *w, size_t n, const char *lit)
+{
+    return strlen(lit) == n && memcmp(w, lit, n) == 0;
+}
+
+/* Parses one non-comment line [p, e) into *rules. Returns 0 or -EINVAL. */
+static int parse_line(const char *p, const char *e, struct analyse_helper_rules *rules)
+{
+    const char *eq = memchr(p, '=', (size_t)(e - p));
+    if (!eq)
+        return -EINVAL;
+    const char *k = p, *ke = eq;
+    while (ke > k && is_blank(ke[-1]))
+        ke--;
+    const char *v = eq + 1, *ve = e;
+    while (v < ve && is_blank(*v))
+        v++;
+    while (ve > v && is_blank(ve[-1]))
+        ve--;
+    size_t kn = (size_t)(ke - k), vn = (size_t)(ve - v);
+    if (kn == 0 || vn == 0 || vn >= 64)
+        return -EINVAL;
+    if (word_eq(k, kn, "mindinsight_gate")) {
+        if (word_eq(v, vn, "1") || word_eq(v, vn, "true"))
+            rules->mindinsight_gate = true;
+        else if (word_eq(v, vn, "0") || word_eq(v, vn, "false"))
+            rules->mindinsight_gate = false;
+        else
+            return -EINVAL;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof rule_keys / sizeof rule_keys[0]; i++) {
+        if (!word_eq(k, kn, rule_keys[i].name))
+            continue;
+        char buf[64];
+        memcpy(buf, v, vn);
+        buf[vn] = '\0';
+        char *end;
+        double d = strtod(buf, &end);
+        if (*end != '\0' || !isfinite(d) || d < 0)
+            return -EINVAL;
+        memcpy((char *)rules + rule_keys[i].off, &d, sizeof d);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int analyse_helper_rules_parse(const char *text, size_t len, struct analyse_helper_rules *rules,
+                               size_t *bad_line)
+{
+    if (!rules || (!text && len > 0))
+        return -EINVAL;
+    /* Work on a copy so that a bad line leaves the caller's rules as they were. */
+    struct analyse_helper_rules tmp = *rules;
+    const char *p = text, *end = text + len;
+    size_t line = 0;
+    while (p && p < end) {
+        line++;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        const char *q = p;
+        while (q < e && is_blank(*q))
+            q++;
+        if (q < e && *q != '#' && parse_line(q, e, &tmp) < 0) {
+            if (bad_line)
+                *bad_line = line;
+            return -EINVAL;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    *rules = tmp;
+    return 0;
+}
+
+/* ===== Suggestions ========================================================================= */
+
+struct out {
+    struct analyse_helper_suggestion *s;
+    size_t n, cap;
+};
+
+/* Appends a suggestion and returns it, or NULL on OOM. */
+static struct analyse_helper_suggestion *add(struct out *o, const char *code,
+                                             enum analyse_helper_severity sev, const char *title,
+                                             const char *source, const char *view, int64_t subject)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 8;
+        struct analyse_helper_suggestion *s = realloc(o->s, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        o->s = s;
+        o->cap = cap;
+    }
+    struct analyse_helper_suggestion *g = &o->s[o->n++];
+    memset(g, 0, sizeof *g);
+    g->code = code;
+    g->severity = sev;
+    g->title = title;
+    g->source = source;
+    g->view = view;
+    g->subject = subject;
+    return g;
+}
+
+static void evidence(struct analyse_helper_suggestion *g, const char *name, double value,
+                     const char *op, double threshold)
+{
+    if (g->n_evidence < ANALYSE_HELPER_EVIDENCE_MAX)
+        g->evidence[g->n_evidence++] =
+            (struct analyse_helper_evidence){.name = name, .value = value, .op = op,
+                                             .threshold = threshold};
+}
+
+__attribute__((format(printf, 2, 3))) static void say(struct analyse_helper_suggestion *g,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(g->message, sizeof g->message, fmt, ap);
+    va_end(ap);
+}
+
+/* Python's round(): half to even, which rint() does in the default rounding mode. */
+static double round_half_even(double x)
+{
+    return rint(x);
+}
+
+/* MindInsight's step interval, queue, CPU and pipeline rules (mindinsight.md §4.1), in the
+ * proposer's order, then its post-filter. */
+static int rules_mindinsight(const struct analyse_helper_input *in,
+                             const struct analyse_helper_rules *ru, struct out *o)
+{
+    int r = 0;
+    size_t first = o->n;
+    bool interval_fired = false, pipe_general = false, have_minddata = false;
+    struct analyse_helper_suggestion *g;
+
+    if (!isnan(in->st_interval_ns)) {
+        double ms = in->st_interval_ns / 1e6;
+        if (ms > ru->step_interval_ms) {
+            g = add(o, "step_interval_long", ANALYSE_HELPER_WARNING, "Long step interval",
+                    "MindInsight step_trace-iter_interval", "step-trace", -1);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "interval_ms", ms, ">", ru->step_interval_ms);
+            say(g,
+                "After the graph mode and dataset sink mode are enabled, if the average step "
+                "interval is greater than %g ms, the process from data processing to "
+                "computational graph execution can be optimized. The average step interval is "
+                "%.4f ms.",
+                ru->step_interval_ms, ms);
+            interval_fired = true;
+        }
+    }
+
+    const struct analyse_queue_stats *hq = in->host_queue, *dq = in->device_queue;
+    bool has_host = hq && hq->n_samples > 0, has_dev = dq && dq->n_samples > 0;
+    struct analyse_queue_verdict v;
+    analyse_queue_verdict(has_host ? hq : NULL, has_dev ? dq : NULL, ru->queue_empty_ratio, &v);
+    if (has_host || has_dev)
+        have_minddata = true;
+    if (v.status == ANALYSE_QUEUE_STATUS_DATA_PROCESS) {
+        g = add(o, "queue_host_empty", ANALYSE_HELPER_WARNING, "Host queue often empty",
+                "MindInsight minddata_device_queue_rate", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, ">",
+                 ru->queue_empty_ratio);
+        evidence(g, "host_empty", (double)v.host_empty, "=", 0);
+        evidence(g, "host_total", (double)v.host_total, "=", 0);
+        say(g,
+            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. The data "
+            "processing stage can be optimized.",
+            v.empty_rate_pct, ru->queue_empty_ratio * 100);
+    } else if (v.status == ANALYSE_QUEUE_STATUS_TRANSMISSION) {
+        g = add(o, "queue_device_empty", ANALYSE_HELPER_WARNING, "Chip queue empty",
+                "MindInsight minddata_device_queue_rate", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "device_empty", (double)v.device_empty, ">", 0);
+        evidence(g, "device_total", (double)v.device_total, "=", 0);
+        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, "<=",
+                 ru->queue_empty_ratio);
+        say(g,
+            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. There are "
+            "empty queues on a chip (%zu/%zu). The data transmission stage can be optimized.",
+            v.empty_rate_pct, ru->queue_empty_ratio * 100, v.device_empty, v.device_total);
+    } else if (v.status == ANALYSE_QUEUE_STATUS_DEVICE_QUEUE) {
+        g = add(o, "queue_ok", ANALYSE_HELPER_INFO, "Data queues not empty",
+                "MindInsight device_queue_warning", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, "<=",
+                 ru->queue_empty_ratio);
+        say(g, "You can optimize the script based on the data processing performance "
+               "optimization suggestions.");
+    }
+
+    if (!isnan(in->host_cpu_pct)) {
+        have_minddata = true;
+        /* MindInsight compares 100 - round(mean idle), which is round(mean use) under Python's
+         * half-to-even rounding. */
+        double pct = round_half_even(in->host_cpu_pct);
+        if (pct > ru->cpu_pct) {
+            g = add(o, "cpu_high", ANALYSE_HELPER_WARNING, "High CPU utilisation",
+                    "MindInsight minddata_cpu_utilization", "queues", -1);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "cpu_pct", pct, ">", ru->cpu_pct);
+            say(g,
+                "The average CPU usage of the entire system is %g%%, which may affect the data "
+                "processing performance.",
+                pct);
+        }
+    }
+
+    if (in->pipe_ops && in->n_pipe_ops > 0) {
+        have_minddata = true;
+        struct analyse_pipe_finding *f = NULL;
+        size_t nf = 0;
+        r = analyse_pipe_bottlenecks(in->pipe_ops, in->n_pipe_ops, ru->pipe_high, ru->pipe_low,
+                                     ru->pipe_diff, &f, &nf);
+        if (r < 0)
+            return r;
+        /* MindInsight drops every pipeline proposal when the root is flagged (all queues full:
+         * the pipeline keeps up). */
+        if (nf > 0 && f[0].reason != ANALYSE_PIPE_ALL_HIGH) {
+            static const struct {
+                enum analyse_pipe_advice advice;
+                const char *code, *source, *pre, *post; /* message = pre ops post */
+            } kinds[] = {
+                {ANALYSE_PIPE_ADVICE_GENERAL, "pipeline_bottleneck",
+                 "MindInsight minddata_pipeline-general",
+                 "The ", " operator in the pipeline may have performance bottlenecks."},
+                {ANALYSE_PIPE_ADVICE_DATASET_OP, "pipeline_dataset_op",
+                 "MindInsight minddata_pipeline-dataset_op",
+                 "For operator ",
+                 ", you can try to increase or decrease the num_parallel_workers parameter."},
+                {ANALYSE_PIPE_ADVICE_GENERATOR_OP, "pipeline_generator_op",
+                 "MindInsight minddata_pipeline-generator_op",
+                 "For operator ",
+                 ", you can try to increase or decrease the num_parallel_workers "
+                 "parameter, optimize the training script, or replace it with MindRecordDataset."},
+                {ANALYSE_PIPE_ADVICE_MAP_OP, "pipeline_map_op", "MindInsight minddata_pipeline-map_op",
+                 "For operator ",
+                 ", you can try to increase or decrease the num_parallel_workers "
+                 "parameter. If the Python operator is used, you can optimize the training "
+                 "script."},
+                {ANALYSE_PIPE_ADVICE_BATCH_OP, "pipeline_batch_op",
+                 "MindInsight minddata_pipeline-batch_op",
+                 "For operator ", ", you can increase the prefetch_size value."},
+            };
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                /* "OpType_id/OpType_id", flagged ops in reversed order as MindInsight lists them. */
+                char ops[256] = "";
+                size_t len = 0, n_ops = 0;
+                double worst = 0, thr = 0;
+                for (size_t j = nf; j-- > 0;) {
+                    if (k > 0 && f[j].advice != kinds[k].advice)
+                        continue;
+                    const struct analyse_pipe_op *op = &in->pipe_ops[f[j].op];
+                    int w = snprintf(ops + len, sizeof ops - len, "%s%s_%lld", n_ops ? "/" : "",
+                                     op->op_type ? op->op_type : "Op", (long long)op->op_id);
+                    if (w > 0 && (size_t)w < sizeof ops - len)
+                        len += (size_t)w;
+                    if (n_ops++ == 0) {
+                        worst = f[j].usage;
+                        thr = f[j].threshold;
+                    }
+                }
+                if (n_ops == 0)
+                    continue;
+                g = add(o, kinds[k].code, ANALYSE_HELPER_WARNING,
+                        k == 0 ? "Dataset pipeline bottleneck" : "Dataset operator tuning",
+                        kinds[k].source, "pipeline", -1);
+                if (!g) {
+                    free(f);
+                    return -ENOMEM;
+                }
+                evidence(g, "flagged_ops", (double)n_ops, ">", 0);
+                evidence(g, "queue_usage", worst, "=", thr);
+                say(g, "%s%s%s", kinds[k].pre, ops, kinds[k].post);
+                if (k == 0)
+                    pipe_general = true;
+            }
+        }
+        free(f);
+    }
+
+    /* MindInsight's post-filter (show_result_condition): without a long step interval and a
+     * pipeline bottleneck, all of the above is hidden; with a host queue that is not often
+     * empty, the pipeline proposals are. Applied only when there is MindData evidence at all,
+     * so a job without a data pipeline still hears about its step interval. */
+    if (ru->mindinsight_gate && have_minddata) {
+        if (!interval_fired || !pipe_general) {
+            o->n = first;
+        } else if (v.status != ANALYSE_QUEUE_STATUS_NONE &&
+                   !(v.empty_rate_pct > ru->queue_empty_ratio * 100)) {
+            size_t w = first;
+            for (size_t i = first; i < o->n; i++)
+                if (strncmp(o->s[i].code, "pipeline_", 9) != 0)
+                    o->s[w++] = o->s[i];
+            o->n = w;
+        }
+    }
+    return 0;
+}
+
+/* torch-tb-profiler's data.py::analyze (peers.md §1.4). */
+static int rules_tb(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                    struct out *o)
+{
+    struct analyse_helper_suggestion *g;
+    double total = in->bd_total_ns;
+    if (in->has_breakdown && total > 0) {
+        double dl = in->bd_avg_ns[ANALYSE_BD_DATALOADER];
+        if (!isnan(dl) && dl / total > ru->dataloader_ratio) {
+            g = add(o, "dataloader_high", ANALYSE_HELPER_WARNING, "Input data loading is slow",
+                    "torch-tb-profiler DataLoader", "overview", -1);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "dataloader_ratio", dl / total, ">", ru->dataloader_ratio);
+            say(g,
+                "This run has high time cost on input data loading. %.1f%% of the step time is "
+                "in DataLoader. You could try to set num_workers on DataLoader's construction "
+                "and enable multi-processes on data loading.",
+                100 * dl / total);
+        }
+        double cm = in->bd_avg_ns[ANALYSE_BD_COMMUNICATION];
+        if (!isnan(cm) && cm / total > ru->communication_ratio) {
+            g = add(o, "communication_high", ANALYSE_HELPER_WARNING, "Communication is slow",
+                    "torch-tb-profiler Communication", "overview", -1);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "communication_ratio", cm / total, ">", ru->communication_ratio);
+            say(g,
+                "This run has high time cost on communication. %.1f%% of the step time is in "
+                "communication. You could try Gradient Compression or Gradient Accumulation or "
+                "increase the batch size.",
+                100 * cm / total);
+        }
+    }
+    for (size_t i = 0; in->gpus && i < in->n_gpus; i++) {
+        double u = in->gpus[i].utilization;
+        if (isnan(u) || !(u < ru->gpu_util))
+            continue;
+        g = add(o, "gpu_util_low", ANALYSE_HELPER_WARNING, "Low GPU utilisation",
+                "torch-tb-profiler Low GPU util", "gpu", in->gpus[i].pid);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "gpu_utilization", u, "<", ru->gpu_util);
+        say(g,
+            "GPU %lld has low utilization (%.1f%%). You could try to increase batch size to "
+            "improve. Note: Increasing batch size may affect the speed and stability of model "
+            "convergence.",
+            (long long)in->gpus[i].pid, 100 * u);
+    }
+    return 0;
+}
+
+/* TF's input-bound classes (peers.md §4.2); the "device" class (not input-bound) is no
+ * suggestion. */
+static int rules_tf(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                    struct out *o)
+{
+    struct analyse_helper_suggestion *g;
+    double x = in->input_pct;
+    if (!isnan(x) && x >= ru->input_high_pct) {
+        g = add(o, "input_bound_high", ANALYSE_HELPER_CRITICAL, "Highly input-bound",
+                "TF input pipeline analysis (host)", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "input_pct", x, ">=", ru->input_high_pct);
+        say(g,
+            "Your program is HIGHLY input-bound because %.1f%% of the total step time sampled is "
+            "waiting for input. Therefore, you should first focus on reducing the input time.",
+            x);
+    } else if (!isnan(x) && x >= ru->input_moderate_pct) {
+        g = add(o, "input_bound_moderate", ANALYSE_HELPER_WARNING, "Moderately input-bound",
+                "TF input pipeline analysis (both)", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "input_pct", x, ">=", ru->input_moderate_pct);
+        say(g,
+            "Your program is MODERATELY input-bound because %.1f%% of the total step time "
+            "sampled is waiting for input. Therefore, you would need to reduce both the input "
+            "time and other time.",
+            x);
+    } else if (!isnan(x) && !isnan(in->all_other_pct) && in->all_other_pct >= ru->all_other_pct) {
+        g = add(o, "input_bound_potential", ANALYSE_HELPER_INFO, "Potentially input-bound",
+                "TF input pipeline analysis (both)", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "input_pct", x, "<", ru->input_moderate_pct);
+        evidence(g, "all_other_pct", in->all_other_pct, ">=", ru->all_other_pct);
+        say(g,
+            "Your program is POTENTIALLY input-bound because %.1f%% of the total step time "
+            "sampled is spent on 'All Others' time (which could be due to I/O or Python "
+            "execution or both).",
+            in->all_other_pct);
+    }
+    return 0;
+}
+
+/* Stragglers (rank mean step > mean of ranks * (1 + ratio)) and MindInsight's cluster step
+ * interval rule (mindinsight.md §4.3: the rank with the largest interval / avg - 1 > 0.2). */
+static int rules_ranks(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                       struct out *o)
+{
+    const struct analyse_ranks *rk = in->ranks;
+    if (!rk || rk->n_ranks < 2)
+        return 0;
+    struct analyse_helper_suggestion *g;
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < rk->n_ranks; i++)
+        if (rk->rows[i].stat[ANALYSE_RANK_STEP].count) {
+            sum += rk->rows[i].stat[ANALYSE_RANK_STEP].mean_ns;
+            n++;
+        }
+    if (n >= 2 && sum > 0) {
+        double avg = sum / (double)n, thr = avg * (1 + ru->straggler_ratio);
+        for (size_t i = 0; i < rk->n_ranks; i++) {
+            const struct analyse_rank_row *row = &rk->rows[i];
+            double m = row->stat[ANALYSE_RANK_STEP].mean_ns;
+            if (!row->stat[ANALYSE_RANK_STEP].count || !(m > thr))
+                continue;
+            g = add(o, "rank_straggler", ANALYSE_HELPER_WARNING, "Straggler rank",
+                    "stepscope (issue 3: rank > mean + 20 %)", "ranks", row->rank);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "rank_mean_step_ms", m / 1e6, ">", thr / 1e6);
+            evidence(g, "ranks_mean_step_ms", avg / 1e6, "=", 0);
+            say(g,
+                "Rank %lld is a straggler: its mean step time is %.4f ms, %.2f%% above the mean "
+                "of all ranks (%.4f ms; threshold +%g%%).",
+                (long long)row->rank, m / 1e6, 100 * (m / avg - 1), avg / 1e6,
+                100 * ru->straggler_ratio);
+        }
+    }
+    sum = 0;
+    n = 0;
+    for (size_t i = 0; i < rk->n_ranks; i++)
+        if (rk->rows[i].stat[ANALYSE_RANK_INTERVAL].count) {
+            sum += rk->rows[i].stat[ANALYSE_RANK_INTERVAL].mean_ns;
+            n++;
+        }
+    if (n >= 2 && sum > 0) {
+        double avg = sum / (double)n, best = 0;
+        size_t at = 0;
+        bool found = false;
+        for (size_t i = 0; i < rk->n_ranks; i++) {
+            const struct analyse_rank_row *row = &rk->rows[i];
+            if (!row->stat[ANALYSE_RANK_INTERVAL].count)
+                continue;
+            double ex = row->stat[ANALYSE_RANK_INTERVAL].mean_ns / avg - 1;
+            if (ex > ru->cluster_interval_ratio && (!found || ex > best)) {
+                best = ex;
+                at = i;
+                found = true;
+            }
+        }
+        if (found) {
+            const struct analyse_rank_row *row = &rk->rows[at];
+            double val = row->stat[ANALYSE_RANK_INTERVAL].mean_ns / 1e6;
+            g = add(o, "rank_step_interval_high", ANALYSE_HELPER_WARNING,
+                    "Step interval of a rank is high", "MindInsight cluster-propose step_interval",
+                    "ranks", row->rank);
+            if (!g)
+                return -ENOMEM;
+            evidence(g, "interval_excess_ratio", best, ">", ru->cluster_interval_ratio);
+            evidence(g, "interval_ms", val, "=", 0);
+            say(g,
+                "The step interval of the device %lld is %.4f ms, which is %.2f%% higher than "
+                "the average.",
+                (long long)row->rank, val, 100 * best);
+        }
+    }
+    return 0;
+}
+
+void analyse_helper_result_free(struct analyse_helper_result *result)
+{
+    if (!result)
+        return;
+    free(result->s);
+    free(result);
+}
+
+int analyse_helper_run(const struct analyse_helper_input *in, const struct analyse_helper_rules *rules,
+                       struct analyse_helper_result **ret_result)
+{
+    if (!in || !rules || !ret_result)
+        return -EINVAL;
+    struct out o = {0};
+    int r = rules_mindinsight(in, rules, &o);
+    if (r >= 0)
+        r = rules_tb(in, rules, &o);
+    if (r >= 0)
+        r = rules_tf(in, rules, &o);
+    if (r >= 0)
+        r = rules_ranks(in, rules, &o);
+    struct analyse_helper_result *res = r >= 0 ? calloc(1, sizeof *res) : NULL;
+    if (!res) {
+        free(o.s);
+        return r < 0 ? r : -ENOMEM;
+    }
+    res->n = o.n;
+    res->s = o.s;
+    *ret_result = res;
+    return 0;
+}
