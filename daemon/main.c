@@ -212,6 +212,7 @@ struct replay_ctx {
     int64_t job_id;
     int64_t rank;
     int64_t n_steps;
+    int64_t n_queue;
     int64_t n_events;
     int64_t n_bad;
 };
@@ -221,6 +222,14 @@ static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
     struct replay_ctx *c = ud;
     (void)live_feed(c->d->live, c->job_id, rank, rec, 1);
     c->n_steps++;
+    return 0;
+}
+
+static int on_replay_queue(void *ud, int64_t rank, const struct record *rec)
+{
+    struct replay_ctx *c = ud;
+    (void)live_feed(c->d->live, c->job_id, rank, rec, 1);
+    c->n_queue++;
     return 0;
 }
 
@@ -258,6 +267,8 @@ static int replay_live(struct daemon *d)
     for (size_t i = 0; i < n_jobs; i++) {
         c.job_id = jobs[i].id;
         int64_t n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
+        if (n >= 0)
+            n = store_query_queue_samples(d->store, c.job_id, on_replay_queue, &c);
         if (n < 0) {
             r = (int)n;
             goto out;
@@ -280,8 +291,9 @@ static int replay_live(struct daemon *d)
     }
     r = live_publish(d->live);
     if (n_jobs > 0)
-        log_info("live: replayed %lld steps and %lld trace events of %zu jobs in %.3f s%s",
-                 (long long)c.n_steps, (long long)c.n_events, n_jobs,
+        log_info("live: replayed %lld steps, %lld queue samples and %lld trace events of %zu jobs "
+                 "in %.3f s%s",
+                 (long long)c.n_steps, (long long)c.n_queue, (long long)c.n_events, n_jobs,
                  (double)(clock_mono_ns() - t0) / 1e9, c.n_bad ? " (some lines undecodable)" : "");
 out:
     ingest_line_decoder_free(c.ld);

@@ -223,8 +223,22 @@ struct live_steplist {
 
 enum { LIST_RECORD, LIST_SPAN, LIST_COUNT };
 
+/* One queue's series on the loop side. */
+struct live_queue {
+    char *name;                           /* NUL-terminated, owned; at most LIVE_QUEUE_NAME_MAX */
+    size_t name_len;
+    struct analyse_queue_sample *samples; /* arrival order */
+    size_t n;
+    size_t cap;
+};
+
 struct live_rank {
     int64_t rank;
+    struct live_queue *queues; /* [n_queues], by first appearance */
+    size_t n_queues;
+    size_t cap_queues;
+    bool queues_dirty;         /* a sample arrived since qset was built */
+    struct live_qset *qset;    /* the last published set (a reference), NULL before any */
     struct ktab threads;
     struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
     size_t cap_th;
@@ -304,6 +318,12 @@ static void rank_free(struct live_rank *rk)
     free(rk->agg);
     for (int i = 0; i < LIST_COUNT; i++)
         steplist_done(&rk->lists[i]);
+    for (size_t i = 0; i < rk->n_queues; i++) {
+        free(rk->queues[i].name);
+        free(rk->queues[i].samples);
+    }
+    free(rk->queues);
+    live__qset_put(rk->qset);
     free(rk);
 }
 
@@ -629,6 +649,51 @@ static int64_t step_number(const char *name, size_t len)
 
 /* ---- feeding ---- */
 
+/* Queue samples are rare (one per queue and step), so a linear search over the rank's few
+ * queues and an occasional allocation cost nothing next to the trace events. */
+static void feed_queue(struct live_rank *rk, const struct record *r)
+{
+    size_t len = r->name.len < LIVE_QUEUE_NAME_MAX ? r->name.len : LIVE_QUEUE_NAME_MAX;
+    struct live_queue *q = NULL;
+    for (size_t i = 0; i < rk->n_queues; i++) {
+        if (rk->queues[i].name_len == len && bytes_eq(rk->queues[i].name, r->name.ptr, len)) {
+            q = &rk->queues[i];
+            break;
+        }
+    }
+    if (!q) {
+        if (rk->n_queues >= LIVE_QUEUES_MAX) {
+            rk->c.queues_dropped++;
+            return;
+        }
+        char *name = malloc(len + 1);
+        if (!name || grow((void **)&rk->queues, &rk->cap_queues, rk->n_queues + 1,
+                          sizeof *rk->queues) < 0) {
+            free(name);
+            rk->c.dropped++;
+            return;
+        }
+        if (len)
+            memcpy(name, r->name.ptr, len);
+        name[len] = '\0';
+        q = &rk->queues[rk->n_queues++];
+        *q = (struct live_queue){.name = name, .name_len = len};
+    }
+    if (q->n >= LIVE_QUEUE_SAMPLES_MAX) {
+        size_t half = q->n / 2;
+        memmove(q->samples, q->samples + half, (q->n - half) * sizeof *q->samples);
+        q->n -= half;
+        rk->c.queue_samples_dropped += (int64_t)half;
+    }
+    if (grow((void **)&q->samples, &q->cap, q->n + 1, sizeof *q->samples) < 0) {
+        rk->c.dropped++;
+        return;
+    }
+    q->samples[q->n++] = (struct analyse_queue_sample){
+        .step = r->step, .size = r->size, .capacity = r->capacity};
+    rk->queues_dirty = true;
+}
+
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
 {
     if (n == 0)
@@ -646,11 +711,14 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
     }
     for (size_t i = 0; i < n; i++) {
         const struct record *r = &recs[i];
-        if (r->kind == RECORD_STEP) {
-            feed_step_record(rk, r);
+        if (r->kind != RECORD_TRACE) {
+            if (r->kind == RECORD_STEP)
+                feed_step_record(rk, r);
+            else if (r->kind == RECORD_QUEUE)
+                feed_queue(rk, r);
             continue;
         }
-        if (r->kind != RECORD_TRACE || r->ph != 'X' || r->name.len == 0 ||
+        if (r->ph != 'X' || r->name.len == 0 ||
             r->ts_ns == INT64_MIN || r->dur_ns < 0)
             continue;
         uint32_t op;
@@ -918,6 +986,7 @@ void live__snapshot_free(struct live_snapshot *s)
     for (size_t i = 0; i < s->n_ranks; i++) {
         free(s->ranks[i].agg);
         free(s->ranks[i].steps);
+        live__qset_put(s->ranks[i].queues);
     }
     free(s->ranks);
     free(s->ops);
@@ -936,9 +1005,71 @@ static void counters_add(struct live_counters *a, const struct live_counters *b)
     a->unassigned += b->unassigned;
     a->late_spans += b->late_spans;
     a->dropped += b->dropped;
+    a->queues_dropped += b->queues_dropped;
+    a->queue_samples_dropped += b->queue_samples_dropped;
 }
 
-static struct live_snapshot *snapshot_build(const struct live_job *j)
+void live__qset_put(struct live_qset *qs)
+{
+    if (!qs || atomic_fetch_sub_explicit(&qs->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < qs->n; i++) {
+        free(qs->q[i].name);
+        free(qs->q[i].samples);
+    }
+    free(qs->q);
+    free(qs);
+}
+
+/* A copy of the rank's queues, or NULL on OOM. */
+static struct live_qset *qset_build(const struct live_rank *rk)
+{
+    struct live_qset *qs = calloc(1, sizeof *qs);
+    if (!qs)
+        return NULL;
+    atomic_init(&qs->refs, 1);
+    qs->q = calloc(rk->n_queues + 1, sizeof *qs->q);
+    if (!qs->q)
+        goto fail;
+    for (size_t i = 0; i < rk->n_queues; i++) {
+        const struct live_queue *q = &rk->queues[i];
+        struct live_snap_queue *o = &qs->q[qs->n++];
+        o->name = malloc(q->name_len + 1);
+        o->samples = malloc((q->n + 1) * sizeof *o->samples);
+        if (!o->name || !o->samples)
+            goto fail;
+        memcpy(o->name, q->name, q->name_len + 1);
+        if (q->n)
+            memcpy(o->samples, q->samples, q->n * sizeof *o->samples);
+        o->n = q->n;
+    }
+    return qs;
+fail:
+    live__qset_put(qs);
+    return NULL;
+}
+
+/* The rank's current queue set as a new reference (rebuilt only when a sample arrived since the
+ * last one), NULL when the rank has no queues. *ret_oom is set when a rebuild failed. */
+static struct live_qset *qset_get(struct live_rank *rk, bool *ret_oom)
+{
+    if (rk->n_queues == 0)
+        return NULL;
+    if (rk->queues_dirty || !rk->qset) {
+        struct live_qset *qs = qset_build(rk);
+        if (!qs) {
+            *ret_oom = true;
+            return NULL;
+        }
+        live__qset_put(rk->qset);
+        rk->qset = qs;
+        rk->queues_dirty = false;
+    }
+    atomic_fetch_add_explicit(&rk->qset->refs, 1, memory_order_relaxed);
+    return rk->qset;
+}
+
+static struct live_snapshot *snapshot_build(struct live_job *j)
 {
     struct live_snapshot *s = calloc(1, sizeof *s);
     if (!s)
@@ -959,9 +1090,13 @@ static struct live_snapshot *snapshot_build(const struct live_job *j)
         s->ops[i].role = i < j->n_roles_done ? (enum analyse_role)j->roles[i] : ANALYSE_ROLE_OTHER;
     }
     for (size_t k = 0; k < j->n_ranks; k++) {
-        const struct live_rank *rk = j->ranks[k];
+        struct live_rank *rk = j->ranks[k];
         struct live_snap_rank *sr = &s->ranks[s->n_ranks++];
         sr->rank = rk->rank;
+        bool oom = false;
+        sr->queues = qset_get(rk, &oom);
+        if (oom)
+            goto fail;
         sr->n_agg = rk->n_agg < s->n_ops ? rk->n_agg : s->n_ops;
         sr->agg = malloc((sr->n_agg + 1) * sizeof *sr->agg);
         const struct live_steplist *l =

@@ -43,6 +43,9 @@
 #define LIVE_STEP_SPANS_MAX 65536   /* spans kept for one step's FP/BP points */
 #define LIVE_RANK_SPANS_MAX (1 << 20) /* spans kept under steps per rank; oldest steps settle */
 #define LIVE_PENDING_MAX 65536      /* spans waiting for their step record, per rank */
+#define LIVE_QUEUES_MAX 64          /* distinct queue names per rank; samples of later ones counted */
+#define LIVE_QUEUE_SAMPLES_MAX 65536 /* samples kept per queue; the oldest half goes when full */
+#define LIVE_QUEUE_NAME_MAX 256     /* bytes of a queue name kept; longer names are cut */
 
 struct live;
 
@@ -54,7 +57,9 @@ struct live *live_new(void);
 void live_free(struct live *lv);
 
 /* Takes n decoded records of job_id's rank (records are borrowed for the call; what is kept is
- * copied). Only TRACE "X" events with a name and STEP records are used; the rest are ignored.
+ * copied). Only TRACE "X" events with a name, STEP and QUEUE records are used; the rest are
+ * ignored. A QUEUE record (rare: one per queue and step) appends (step, size, capacity) to the
+ * rank's series of that queue name.
  * Loop thread; never blocks, never allocates per event (only when a table grows). Returns 0, or
  * -ENOMEM (the records that did not fit are counted in the snapshot's dropped counter). */
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n);

@@ -46,6 +46,23 @@ struct live_snap_step {
     enum analyse_st_origin bp_origin;
 };
 
+/* One queue's series as published; shared by the snapshots that show the same version. */
+struct live_snap_queue {
+    char *name;                          /* NUL-terminated, owned */
+    size_t n;
+    struct analyse_queue_sample *samples; /* [n], arrival order, owned */
+};
+
+/* A rank's queues at one instant, refcounted: a snapshot of a job whose queues did not change
+ * since the last publish shares the previous set instead of copying the series again. */
+struct live_qset {
+    atomic_int refs;
+    size_t n;
+    struct live_snap_queue *q; /* [n], by first appearance */
+};
+
+void live__qset_put(struct live_qset *qs);
+
 struct live_snap_rank {
     int64_t rank;
     size_t n_agg;             /* <= live_snapshot.n_ops */
@@ -53,6 +70,7 @@ struct live_snap_rank {
     struct live_agg other;    /* host spans of (name, cat) past LIVE_OPS_MAX */
     size_t n_steps;
     struct live_snap_step *steps; /* by begin */
+    struct live_qset *queues;     /* a reference; NULL when the rank sent no queue samples */
 };
 
 struct live_snapshot {

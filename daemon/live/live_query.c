@@ -160,8 +160,11 @@ static void merge(struct live_agg *a, const struct live_agg *b)
     a->self_ns += b->self_ns;
 }
 
-int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
-                   const struct analyse_op_query *q, struct analyse_op_table **ret_page)
+/* The table of the ops whose role is in mask; the row of the ops past the cap (whose roles are
+ * mixed) only with the host table. */
+static int query_table(const struct live_snapshot *snap, int64_t rank, uint32_t mask,
+                       bool with_other, enum analyse_op_group group,
+                       const struct analyse_op_query *q, struct analyse_op_table **ret_page)
 {
     if (rank >= 0 && !find_rank(snap, rank))
         return -ENOENT;
@@ -175,6 +178,8 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
     size_t n = 0;
     for (size_t i = 0; i <= snap->n_ops; i++) {
         bool other = i == snap->n_ops;
+        if (other && !with_other)
+            break;
         struct live_agg a = {0};
         for (size_t k = 0; k < snap->n_ranks; k++) {
             const struct live_snap_rank *sr = &snap->ranks[k];
@@ -187,7 +192,7 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
         }
         if (a.calls == 0)
             continue;
-        if (!other && !(ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(snap->ops[i].role)))
+        if (!other && !(mask & ANALYSE_ROLE_BIT(snap->ops[i].role)))
             continue;
         parts[n++] = (struct analyse_op_part){
             .name = other ? LIVE_OTHER_NAME : snap->ops[i].name,
@@ -203,4 +208,93 @@ out:
     free(parts);
     analyse_op_table_free(t);
     return r;
+}
+
+int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
+                   const struct analyse_op_query *q, struct analyse_op_table **ret_page)
+{
+    return query_table(snap, rank, ANALYSE_ROLES_HOST, true, group, q, ret_page);
+}
+
+int live_query_kernels(const struct live_snapshot *snap, int64_t rank,
+                       const struct analyse_op_query *q, struct analyse_op_table **ret_page)
+{
+    return query_table(snap, rank, ANALYSE_ROLES_KERNEL, false, ANALYSE_OP_GROUP_NAME, q,
+                       ret_page);
+}
+
+/* ---- data queues ---- */
+
+const char *const live_queue_role_names[3] = {"other", "host", "device"};
+
+static bool name_is(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        if (x != *b)
+            return false;
+    }
+    return *a == *b;
+}
+
+enum live_queue_role live_queue_role_of(const char *name)
+{
+    static const char *const host[] = {"device_queue", "host_queue", "host", "dataloader"};
+    static const char *const device[] = {"get_next", "device"};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        if (name_is(name, host[i]))
+            return LIVE_QUEUE_HOST;
+    for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
+        if (name_is(name, device[i]))
+            return LIVE_QUEUE_DEVICE;
+    return LIVE_QUEUE_OTHER;
+}
+
+void live_queue_rows_free(struct live_queue_row *rows, size_t n)
+{
+    if (!rows)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(rows[i].samples);
+    free(rows);
+}
+
+int live_query_queues(const struct live_snapshot *snap, int64_t rank,
+                      struct live_queue_row **ret_rows, size_t *ret_n)
+{
+    if (rank >= 0 && !find_rank(snap, rank))
+        return -ENOENT;
+    size_t total = 0;
+    for (size_t k = 0; k < snap->n_ranks; k++)
+        if ((rank < 0 || snap->ranks[k].rank == rank) && snap->ranks[k].queues)
+            total += snap->ranks[k].queues->n;
+    struct live_queue_row *rows = calloc(total + 1, sizeof *rows);
+    if (!rows)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < snap->n_ranks; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        if ((rank >= 0 && sr->rank != rank) || !sr->queues)
+            continue;
+        for (size_t i = 0; i < sr->queues->n; i++) {
+            const struct live_snap_queue *q = &sr->queues->q[i];
+            struct live_queue_row *o = &rows[n++];
+            o->rank = sr->rank;
+            o->name = q->name;
+            o->role = live_queue_role_of(q->name);
+            o->capacity = q->n ? q->samples[q->n - 1].capacity : -1;
+            o->samples = malloc((q->n + 1) * sizeof *o->samples);
+            if (!o->samples || analyse_queue_sort(memcpy(o->samples, q->samples,
+                                                         q->n * sizeof *o->samples),
+                                                  q->n) < 0) {
+                live_queue_rows_free(rows, n);
+                return -ENOMEM;
+            }
+            o->n_samples = q->n;
+            analyse_queue_stats(o->samples, o->n_samples, &o->stats);
+        }
+    }
+    *ret_rows = rows;
+    *ret_n = n;
+    return 0;
 }

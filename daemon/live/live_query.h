@@ -40,6 +40,8 @@ struct live_counters {
     int64_t unassigned;     /* spans no step covered when they left the pending list */
     int64_t late_spans;     /* spans of a step already settled (LIVE_RANK_SPANS_MAX) */
     int64_t dropped;        /* records not taken for lack of memory */
+    int64_t queues_dropped; /* queue samples of names past LIVE_QUEUES_MAX, not kept */
+    int64_t queue_samples_dropped; /* oldest queue samples dropped past LIVE_QUEUE_SAMPLES_MAX */
 };
 
 void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret);
@@ -95,5 +97,51 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
  * with analyse_op_table_free()). Returns 0, -ENOENT (no such rank), -ENOMEM. */
 int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
                    const struct analyse_op_query *q, struct analyse_op_table **ret_page);
+
+/* The kernel table of rank (rank < 0: every rank merged): the spans whose role is
+ * ANALYSE_ROLE_KERNEL, grouped by name; self equals total for kernels, so percent is the share
+ * of kernel time. Filtered, sorted, folded and paged by analyse_ops_query(q). Sets *ret_page
+ * (free with analyse_op_table_free()). Returns 0, -ENOENT (no such rank), -ENOMEM. */
+int live_query_kernels(const struct live_snapshot *snap, int64_t rank,
+                       const struct analyse_op_query *q, struct analyse_op_table **ret_page);
+
+/* Which side of the input pipeline a queue is, by its name (exact, ASCII case ignored), in
+ * MindInsight's terms (analyse.h, "Data queues and pipeline"):
+ *   host:   "device_queue" (MindInsight's name for the host-side connector that feeds the
+ *           device), "host_queue", "host", "dataloader"
+ *   device: "get_next" (the queue GetNext reads on the device), "device"
+ *   other:  any other name (listed, but not part of the verdict). */
+enum live_queue_role {
+    LIVE_QUEUE_OTHER,
+    LIVE_QUEUE_HOST,
+    LIVE_QUEUE_DEVICE,
+};
+
+/* "other", "host", "device". */
+extern const char *const live_queue_role_names[3];
+
+enum live_queue_role live_queue_role_of(const char *name);
+
+/* One queue of one rank: its samples sorted by step (stably, so equal steps keep arrival
+ * order) and their statistics. */
+struct live_queue_row {
+    int64_t rank;
+    const char *name;                   /* NUL-terminated, borrowed from the snapshot */
+    enum live_queue_role role;
+    int64_t capacity;                   /* of the latest sample; -1 if unknown */
+    struct analyse_queue_stats stats;
+    size_t n_samples;
+    struct analyse_queue_sample *samples; /* [n_samples], owned by the row set */
+};
+
+/* The queues of rank (rank < 0: every rank), ordered by rank and then by first appearance.
+ * Sets *ret_rows (free with live_queue_rows_free(); names borrow from snap, so keep the
+ * reference while using them) and *ret_n. Returns 0, -ENOENT (rank >= 0 and no such rank),
+ * -ENOMEM. */
+int live_query_queues(const struct live_snapshot *snap, int64_t rank,
+                      struct live_queue_row **ret_rows, size_t *ret_n);
+
+/* Frees rows from live_query_queues(); NULL-safe. */
+void live_queue_rows_free(struct live_queue_row *rows, size_t n);
 
 #endif

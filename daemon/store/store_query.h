@@ -90,4 +90,13 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
 int64_t store_query_steps(struct store *st, int64_t job_id,
                           int (*cb)(void *ud, int64_t rank, const struct record *rec), void *ud);
 
+/* Calls cb with each stored queue sample of a job, every rank, ordered by rank and then as they
+ * were stored, until cb returns non-zero. *rec is a RECORD_QUEUE as ingest decoded it (name,
+ * ts_ns, step, size, capacity; seq, raw empty); its pointers are valid only during the call.
+ * Same transaction rule as store_query_events(). Returns the number given (the one cb stopped
+ * at included), or -ENOMEM, -EIO (an unknown job gives 0). */
+int64_t store_query_queue_samples(struct store *st, int64_t job_id,
+                                  int (*cb)(void *ud, int64_t rank, const struct record *rec),
+                                  void *ud);
+
 #endif
