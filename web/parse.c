@@ -48,9 +48,25 @@ int web__pct_decode(const char *src, size_t n, char *dst, size_t *ret_len)
     return 0;
 }
 
+const struct web_route_def web__routes[] = {
+    {WEB_ROUTE_HEALTH, "/api/v1/health"},
+    {WEB_ROUTE_STATS, "/api/v1/stats"},
+    {WEB_ROUTE_OPENAPI, "/api/v1/openapi.json"},
+    {WEB_ROUTE_JOBS, "/api/v1/jobs"},
+    {WEB_ROUTE_JOB, "/api/v1/jobs/{job}"},
+    {WEB_ROUTE_TIMELINE, "/api/v1/jobs/{job}/timeline"},
+    {WEB_ROUTE_STEPS, "/api/v1/jobs/{job}/steps"},
+    {WEB_ROUTE_STEP_TRACE, "/api/v1/jobs/{job}/step-trace"},
+    {WEB_ROUTE_OPERATORS, "/api/v1/jobs/{job}/operators"},
+    {WEB_ROUTE_KERNELS, "/api/v1/jobs/{job}/kernels"},
+    {WEB_ROUTE_QUEUES, "/api/v1/jobs/{job}/queues"},
+};
+const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
+
 int web__route_parse(const char *path, struct web_route *ret)
 {
-    static const char v1[] = "/api/v1/";
+    static const char jobs[] = "/api/v1/jobs/";
+    static const char job_tpl[] = "/api/v1/jobs/{job}";
     struct web_route r;
     r.id = WEB_ROUTE_STATIC;
     r.job[0] = '\0';
@@ -58,48 +74,40 @@ int web__route_parse(const char *path, struct web_route *ret)
     if (strcmp(path, "/api") != 0 && strncmp(path, "/api/", 5) != 0)
         goto out;
     r.id = WEB_ROUTE_API_UNKNOWN;
-    if (strncmp(path, v1, sizeof v1 - 1) != 0)
+    if (strncmp(path, jobs, sizeof jobs - 1) != 0) {
+        for (size_t i = 0; i < web__n_routes; i++)
+            if (!strstr(web__routes[i].path, "{job}") && strcmp(path, web__routes[i].path) == 0)
+                r.id = web__routes[i].id;
         goto out;
-    const char *rest = path + sizeof v1 - 1;
-    if (strcmp(rest, "health") == 0) {
-        r.id = WEB_ROUTE_HEALTH;
-    } else if (strcmp(rest, "stats") == 0) {
-        r.id = WEB_ROUTE_STATS;
-    } else if (strcmp(rest, "jobs") == 0) {
-        r.id = WEB_ROUTE_JOBS;
-    } else if (strncmp(rest, "jobs/", 5) == 0) {
-        const char *seg = rest + 5;
-        const char *slash = strchr(seg, '/');
-        size_t seg_len = slash ? (size_t)(slash - seg) : strlen(seg);
-        enum web_route_id id;
-        if (seg_len == 0)
-            goto out;
-        if (!slash)
-            id = WEB_ROUTE_JOB;
-        else if (strcmp(slash, "/timeline") == 0)
-            id = WEB_ROUTE_TIMELINE;
-        else if (strcmp(slash, "/steps") == 0)
-            id = WEB_ROUTE_STEPS;
-        else if (strcmp(slash, "/step-trace") == 0)
-            id = WEB_ROUTE_STEP_TRACE;
-        else if (strcmp(slash, "/operators") == 0)
-            id = WEB_ROUTE_OPERATORS;
-        else
-            goto out;
-        /* Three encoded bytes per decoded one at most: anything longer cannot fit. */
-        char tmp[3 * RECORD_NAME_MAX + 1];
-        if (seg_len > 3 * RECORD_NAME_MAX)
-            return -ENAMETOOLONG;
-        size_t len;
-        int err = web__pct_decode(seg, seg_len, tmp, &len);
-        if (err < 0)
-            return err;
-        if (len == 0 || len > RECORD_NAME_MAX)
-            return -ENAMETOOLONG;
-        memcpy(r.job, tmp, len + 1);
-        r.job_len = len;
-        r.id = id;
     }
+    const char *seg = path + sizeof jobs - 1;
+    const char *slash = strchr(seg, '/');
+    size_t seg_len = slash ? (size_t)(slash - seg) : strlen(seg);
+    if (seg_len == 0)
+        goto out;
+    const char *suffix = slash ? slash : "";
+    enum web_route_id id = WEB_ROUTE_API_UNKNOWN;
+    for (size_t i = 0; i < web__n_routes; i++) {
+        const char *p = web__routes[i].path;
+        if (strncmp(p, job_tpl, sizeof job_tpl - 1) == 0 &&
+            strcmp(p + sizeof job_tpl - 1, suffix) == 0)
+            id = web__routes[i].id;
+    }
+    if (id == WEB_ROUTE_API_UNKNOWN)
+        goto out;
+    /* Three encoded bytes per decoded one at most: anything longer cannot fit. */
+    char tmp[3 * RECORD_NAME_MAX + 1];
+    if (seg_len > 3 * RECORD_NAME_MAX)
+        return -ENAMETOOLONG;
+    size_t len;
+    int err = web__pct_decode(seg, seg_len, tmp, &len);
+    if (err < 0)
+        return err;
+    if (len == 0 || len > RECORD_NAME_MAX)
+        return -ENAMETOOLONG;
+    memcpy(r.job, tmp, len + 1);
+    r.job_len = len;
+    r.id = id;
 out:
     *ret = r;
     return 0;

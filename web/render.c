@@ -117,6 +117,44 @@ static void render_rank(struct sbuf *b, const struct store_rank *r)
     sbuf_addc(b, '}');
 }
 
+void web__render_jobs_csv(struct sbuf *b, const struct store_job *jobs, size_t n)
+{
+    sbuf_adds(b, "id,name,ranks,world_size,sessions,steps,spans,events,queue_samples,"
+                 "host_samples,pipelines,stored_bytes,evicted_events,first_seen_us,last_seen_us,"
+                 "live\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct store_job *j = &jobs[i];
+        sbuf_printf(b, "%" PRId64 ",", j->id);
+        web__csv_str(b, j->name);
+        sbuf_printf(b,
+                    ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                    ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",",
+                    j->ranks, j->world_size, j->sessions, j->steps, j->spans, j->events,
+                    j->queue_samples, j->host_samples, j->pipelines, j->stored_bytes,
+                    j->evicted_events);
+        sbuf_json_us(b, j->first_seen_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, j->last_seen_ns);
+        sbuf_adds(b, j->live ? ",true\n" : ",false\n");
+    }
+}
+
+void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n)
+{
+    sbuf_adds(b, "rank,host,framework,framework_version,pid,sessions,events,steps,live\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct store_rank *r = &ranks[i];
+        sbuf_printf(b, "%" PRId64 ",", r->rank);
+        web__csv_str(b, r->host);
+        sbuf_addc(b, ',');
+        web__csv_str(b, r->framework);
+        sbuf_addc(b, ',');
+        web__csv_str(b, r->framework_version);
+        sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s\n", r->pid,
+                    r->sessions, r->events, r->steps, r->live ? "true" : "false");
+    }
+}
+
 void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
                      size_t n_ranks)
 {
@@ -214,8 +252,7 @@ void web__render_timeline_end(struct sbuf *b, const struct store_job *j, int64_t
 
 /* ---- live documents (steps, step-trace, operators) ---- */
 
-/* A CSV field: quoted, with '"' doubled, when it holds a comma, a quote or a line break. */
-static void csv_str(struct sbuf *b, const char *s)
+void web__csv_str(struct sbuf *b, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
         sbuf_adds(b, s);
@@ -271,9 +308,9 @@ void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, si
             sbuf_addc(b, ',');
             sbuf_adds(b, live_points_source_names[r->source]);
             sbuf_addc(b, ',');
-            csv_str(b, r->fp_name);
+            web__csv_str(b, r->fp_name);
             sbuf_addc(b, ',');
-            csv_str(b, r->bp_name);
+            web__csv_str(b, r->bp_name);
             sbuf_addc(b, '\n');
         }
         return;
@@ -374,9 +411,9 @@ void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, cons
     for (size_t i = 0; i < t->n_rows; i++) {
         const struct analyse_op_row *r = &t->rows[i];
         if (csv) {
-            csv_str(b, r->name);
+            web__csv_str(b, r->name);
             sbuf_addc(b, ',');
-            csv_str(b, r->type);
+            web__csv_str(b, r->type);
             sbuf_printf(b, ",%" PRId64 ",", r->calls);
             sbuf_json_us(b, r->total_ns);
             sbuf_addc(b, ',');
@@ -407,4 +444,163 @@ void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, cons
     }
     if (!csv)
         sbuf_adds(b, "]}");
+}
+
+void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "name,calls,total_us,avg_us,min_us,max_us,percent\n");
+    else
+        sbuf_printf(b, "{\"total\":%zu,\"rows\":[", t->total);
+    for (size_t i = 0; i < t->n_rows; i++) {
+        const struct analyse_op_row *r = &t->rows[i];
+        if (csv) {
+            web__csv_str(b, r->name);
+            sbuf_printf(b, ",%" PRId64 ",", r->calls);
+            sbuf_json_us(b, r->total_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, round_ns(r->avg_ns));
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->min_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->max_ns);
+            sbuf_printf(b, ",%.4f\n", r->percent);
+            continue;
+        }
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_str(b, "name", r->name);
+        member_i64(b, "calls", r->calls);
+        member_us(b, "total_us", r->total_ns);
+        member_us(b, "avg_us", round_ns(r->avg_ns));
+        member_us(b, "min_us", r->min_ns);
+        member_us(b, "max_us", r->max_ns);
+        key(b, "percent");
+        sbuf_printf(b, "%.4f}", r->percent);
+    }
+    if (!csv)
+        sbuf_adds(b, "]}");
+}
+
+/* ---- data queues ---- */
+
+static void member_f(struct sbuf *b, const char *k, double v)
+{
+    key(b, k);
+    sbuf_printf(b, "%.10g,", v);
+}
+
+/* Up to WEB_QUEUE_POINTS_MAX points: consecutive samples are bucketed evenly and each bucket
+ * shows its emptiest sample (its first on ties), so an empty queue never vanishes from the
+ * chart. */
+static void queue_series(struct sbuf *b, const struct live_queue_row *q)
+{
+    size_t n = q->n_samples, pts = n < WEB_QUEUE_POINTS_MAX ? n : WEB_QUEUE_POINTS_MAX;
+    sbuf_addc(b, '[');
+    for (size_t p = 0; p < pts; p++) {
+        size_t lo = p * n / pts, hi = (p + 1) * n / pts, best = lo;
+        for (size_t i = lo + 1; i < hi; i++)
+            if (q->samples[i].size < q->samples[best].size)
+                best = i;
+        const struct analyse_queue_sample *s = &q->samples[best];
+        sbuf_printf(b, "%s{\"step\":%" PRId64 ",\"size\":%" PRId64 ",\"capacity\":", p ? "," : "",
+                    s->step, s->size);
+        if (s->capacity >= 0)
+            sbuf_printf(b, "%" PRId64 "}", s->capacity);
+        else
+            sbuf_adds(b, "null}");
+    }
+    sbuf_addc(b, ']');
+}
+
+static void verdict(struct sbuf *b, int64_t rank, const struct live_queue_row *rows, size_t n)
+{
+    const struct analyse_queue_stats *host = NULL, *device = NULL;
+    const char *host_name = "", *device_name = "";
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].rank != rank)
+            continue;
+        if (rows[i].role == LIVE_QUEUE_HOST && !host) {
+            host = &rows[i].stats;
+            host_name = rows[i].name;
+        } else if (rows[i].role == LIVE_QUEUE_DEVICE && !device) {
+            device = &rows[i].stats;
+            device_name = rows[i].name;
+        }
+    }
+    struct analyse_queue_verdict v;
+    analyse_queue_verdict(host, device, ANALYSE_QUEUE_EMPTY_THRESHOLD, &v);
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", rank);
+    member_str(b, "status", v.code);
+    member_str(b, "message", v.message);
+    member_str(b, "host_queue", host_name);
+    member_str(b, "device_queue", device_name);
+    member_u64(b, "host_empty", v.host_empty);
+    member_u64(b, "host_full", v.host_full);
+    member_u64(b, "host_total", v.host_total);
+    member_u64(b, "device_empty", v.device_empty);
+    member_u64(b, "device_total", v.device_total);
+    member_f(b, "host_empty_percent", v.host_empty_pct);
+    key(b, "threshold");
+    sbuf_printf(b, "%.10g}", v.threshold);
+}
+
+void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n,
+                             bool csv)
+{
+    if (csv) {
+        sbuf_adds(b, "rank,queue,role,step,size,capacity\n");
+        for (size_t i = 0; i < n; i++) {
+            const struct live_queue_row *q = &rows[i];
+            for (size_t k = 0; k < q->n_samples; k++) {
+                const struct analyse_queue_sample *s = &q->samples[k];
+                sbuf_printf(b, "%" PRId64 ",", q->rank);
+                web__csv_str(b, q->name);
+                sbuf_printf(b, ",%s,%" PRId64 ",%" PRId64 ",", live_queue_role_names[q->role],
+                            s->step, s->size);
+                if (s->capacity >= 0)
+                    sbuf_printf(b, "%" PRId64, s->capacity);
+                sbuf_addc(b, '\n');
+            }
+        }
+        return;
+    }
+    sbuf_adds(b, "{\"verdicts\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && rows[i - 1].rank == rows[i].rank)
+            continue;
+        if (i)
+            sbuf_addc(b, ',');
+        verdict(b, rows[i].rank, rows, n);
+    }
+    sbuf_adds(b, "],\"queues\":[");
+    for (size_t i = 0; i < n; i++) {
+        const struct live_queue_row *q = &rows[i];
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "rank", q->rank);
+        member_str(b, "name", q->name);
+        member_str(b, "role", live_queue_role_names[q->role]);
+        member_u64(b, "samples", q->stats.n_samples);
+        member_u64(b, "empty", q->stats.n_empty);
+        member_u64(b, "full", q->stats.n_full);
+        member_f(b, "empty_ratio", q->stats.empty_ratio);
+        member_f(b, "full_ratio", q->stats.full_ratio);
+        member_f(b, "avg_size", q->stats.avg_size);
+        member_i64(b, "max_size", q->stats.max_size);
+        key(b, "capacity");
+        if (q->capacity >= 0)
+            sbuf_printf(b, "%" PRId64 ",", q->capacity);
+        else
+            sbuf_adds(b, "null,");
+        member_u64(b, "points", q->n_samples < WEB_QUEUE_POINTS_MAX ? q->n_samples
+                                                                      : WEB_QUEUE_POINTS_MAX);
+        key(b, "series");
+        queue_series(b, q);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
 }

@@ -46,10 +46,23 @@ static int get_stats(struct web *w, struct MHD_Connection *c)
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
+/* The document is compiled in (openapi_json.c), so it always matches the binary's routes. */
+static int get_openapi(struct web *w, struct MHD_Connection *c)
+{
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    sbuf_add(&b, web__openapi_json, web__openapi_json_len);
+    return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+}
+
 static int get_jobs(struct web *w, struct MHD_Connection *c)
 {
     if (!w->store)
         return no_store(w, c);
+    bool csv;
+    int mhd;
+    if (web__param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
     struct store_job *jobs = NULL;
     size_t n = 0;
     int r = store_query_jobs(w->store, &jobs, &n);
@@ -57,9 +70,12 @@ static int get_jobs(struct web *w, struct MHD_Connection *c)
         return web__send_store_error(w, c, r, "store_query_jobs");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_jobs(&b, jobs, n);
+    if (csv)
+        web__render_jobs_csv(&b, jobs, n);
+    else
+        web__render_jobs(&b, jobs, n);
     free(jobs);
-    return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    return csv ? web__send_csv(w, c, &b) : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
 /* Finds the job of the route; answers 404 naming it (escaped by the renderer) if there is none.
@@ -86,8 +102,9 @@ static int get_job(struct web *w, struct MHD_Connection *c, const struct web_rou
     if (!w->store)
         return no_store(w, c);
     struct store_job job;
+    bool csv;
     int mhd;
-    if (find_job(w, c, rt, &job, &mhd) < 0)
+    if (web__param_format(w, c, &csv, &mhd) < 0 || find_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
     struct store_rank *ranks = NULL;
     size_t n = 0;
@@ -96,9 +113,13 @@ static int get_job(struct web *w, struct MHD_Connection *c, const struct web_rou
         return web__send_store_error(w, c, r, "store_query_ranks");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_job(&b, &job, ranks, n);
+    /* The CSV form is the job's one table, ranks_detail. */
+    if (csv)
+        web__render_ranks_csv(&b, ranks, n);
+    else
+        web__render_job(&b, &job, ranks, n);
     free(ranks);
-    return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    return csv ? web__send_csv(w, c, &b) : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
 struct timeline_ctx {
@@ -168,6 +189,8 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
         return get_health(w, c);
     case WEB_ROUTE_STATS:
         return get_stats(w, c);
+    case WEB_ROUTE_OPENAPI:
+        return get_openapi(w, c);
     case WEB_ROUTE_JOBS:
         return get_jobs(w, c);
     case WEB_ROUTE_JOB:
@@ -177,6 +200,8 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_STEPS:
     case WEB_ROUTE_STEP_TRACE:
     case WEB_ROUTE_OPERATORS:
+    case WEB_ROUTE_KERNELS:
+    case WEB_ROUTE_QUEUES:
         return get_live(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:

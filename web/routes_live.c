@@ -27,8 +27,7 @@ static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
     return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
 }
 
-/* ?format=json|csv. Returns 0 and sets *ret_csv, or -1 (answered). */
-static int param_format(struct web *w, struct MHD_Connection *c, bool *ret_csv, int *ret_mhd)
+int web__param_format(struct web *w, struct MHD_Connection *c, bool *ret_csv, int *ret_mhd)
 {
     char buf[8];
     size_t len;
@@ -59,7 +58,7 @@ static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_
     if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
         web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
         web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, STEPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
-        param_format(w, c, &csv, &mhd) < 0)
+        web__param_format(w, c, &csv, &mhd) < 0)
         return mhd;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
@@ -118,7 +117,7 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
         web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
         web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
         web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, &mhd) < 0 ||
-        param_format(w, c, &csv, &mhd) < 0)
+        web__param_format(w, c, &csv, &mhd) < 0)
         return mhd;
     char group_s[8], sort_s[16], order_s[8], search[SEARCH_MAX + 1];
     size_t len;
@@ -172,6 +171,101 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
     return send_doc(w, c, &b, csv);
 }
 
+/* sort, order and search of the operator and kernel tables into *q (search borrowed from
+ * search_buf). Returns 0 or -1 (answered). */
+static int param_table(struct web *w, struct MHD_Connection *c, struct analyse_op_query *q,
+                       const char **terms, char *search_buf, size_t search_size, int *ret_mhd)
+{
+    char sort_s[16], order_s[8];
+    size_t len;
+    int r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1 && analyse_op_col_parse(sort_s, &q->sort) < 0) {
+        *ret_mhd = bad(w, c, "sort: not a column (name, calls, total, avg, min, max, percent)");
+        return -1;
+    }
+    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1 && strcmp(order_s, "asc") == 0) {
+        q->desc = false;
+    } else if (r == 1 && strcmp(order_s, "desc") != 0) {
+        *ret_mhd = bad(w, c, "order: asc or desc");
+        return -1;
+    }
+    r = web__param_str(w, c, "search", search_buf, search_size, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1) {
+        terms[0] = search_buf;
+        q->search = terms;
+        q->n_search = 1;
+    }
+    return 0;
+}
+
+static int get_kernels(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank, offset, limit, top;
+    bool csv;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
+        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
+        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, &mhd) < 0 ||
+        web__param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    char search[SEARCH_MAX + 1];
+    const char *terms[1];
+    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE, .desc = true};
+    if (param_table(w, c, &q, terms, search, sizeof search, &mhd) < 0)
+        return mhd;
+    if (q.sort == ANALYSE_OP_COL_TYPE || q.sort == ANALYSE_OP_COL_SELF)
+        return bad(w, c, "sort: not a column (name, calls, total, avg, min, max, percent)");
+    q.top_n = (size_t)top;
+    q.offset = (size_t)offset;
+    q.limit = (size_t)limit;
+    struct analyse_op_table empty = {0};
+    struct analyse_op_table *page = NULL;
+    if (snap) {
+        int r = live_query_kernels(snap, rank, &q, &page);
+        if (r == -ENOENT)
+            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        if (r < 0)
+            return web__send_store_error(w, c, r, "live_query_kernels");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_kernels(&b, page ? page : &empty, csv);
+    analyse_op_table_free(page);
+    return send_doc(w, c, &b, csv);
+}
+
+static int get_queues(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank;
+    bool csv;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    struct live_queue_row *rows = NULL;
+    size_t n = 0;
+    if (snap) {
+        int r = live_query_queues(snap, rank, &rows, &n);
+        if (r == -ENOENT)
+            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        if (r < 0)
+            return web__send_store_error(w, c, r, "live_query_queues");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_queues(&b, rows, n, csv);
+    live_queue_rows_free(rows, n);
+    return send_doc(w, c, &b, csv);
+}
+
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
                     const struct store_job *job)
 {
@@ -188,6 +282,12 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         break;
     case WEB_ROUTE_STEP_TRACE:
         mhd = get_steptrace(w, c, snap);
+        break;
+    case WEB_ROUTE_KERNELS:
+        mhd = get_kernels(w, c, snap);
+        break;
+    case WEB_ROUTE_QUEUES:
+        mhd = get_queues(w, c, snap);
         break;
     default:
         mhd = get_operators(w, c, snap);

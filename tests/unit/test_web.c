@@ -189,6 +189,71 @@ START_TEST(test_route_parse_table)
 }
 END_TEST
 
+/* Every route of the router's table is a path of web/openapi.json, and every path of the
+ * document is a route: each "/api/v1/..." key of "paths" is found in the table. */
+START_TEST(test_openapi_documents_every_route)
+{
+    const char *doc = web__openapi_json;
+    ck_assert_uint_eq(strlen(doc), web__openapi_json_len);
+    ck_assert_ptr_nonnull(strstr(doc, "\"openapi\": \"3.0"));
+    for (size_t i = 0; i < web__n_routes; i++) {
+        char k[128];
+        snprintf(k, sizeof k, "\"%s\": {", web__routes[i].path);
+        ck_assert_msg(strstr(doc, k), "%s is not in openapi.json", web__routes[i].path);
+        /* The path routes to its own id ({job} as a job name). */
+        char path[128];
+        const char *tpl = web__routes[i].path, *at = strstr(tpl, "{job}");
+        if (at)
+            snprintf(path, sizeof path, "%.*sj%s", (int)(at - tpl), tpl, at + 5);
+        else
+            snprintf(path, sizeof path, "%s", tpl);
+        struct web_route r;
+        ck_assert_int_eq(web__route_parse(path, &r), 0);
+        ck_assert_msg(r.id == web__routes[i].id, "%s routes elsewhere", path);
+    }
+    size_t n_paths = 0;
+    for (const char *p = strstr(doc, "\n  \"/api/"); p; p = strstr(p + 1, "\n  \"/api/")) {
+        const char *start = p + 4, *end = strchr(start, '"');
+        ck_assert_ptr_nonnull(end);
+        bool known = false;
+        for (size_t i = 0; i < web__n_routes; i++)
+            known |= strlen(web__routes[i].path) == (size_t)(end - start) &&
+                     memcmp(web__routes[i].path, start, (size_t)(end - start)) == 0;
+        ck_assert_msg(known, "openapi.json documents %.*s, which no route serves",
+                      (int)(end - start), start);
+        n_paths++;
+    }
+    ck_assert_uint_eq(n_paths, web__n_routes);
+}
+END_TEST
+
+/* RFC 4180: a field with a comma, a quote, CR or LF is quoted with quotes doubled; others are
+ * written as they are. */
+static const struct {
+    const char *in, *out;
+} csv_cases[] = {
+    {"plain", "plain"},
+    {"", ""},
+    {"a,b", "\"a,b\""},
+    {"say \"hi\"", "\"say \"\"hi\"\"\""},
+    {"two\nlines", "\"two\nlines\""},
+    {"cr\rhere", "\"cr\rhere\""},
+    {"\"", "\"\"\"\""},
+    {",\",\n", "\",\"\",\n\""},
+    {"caf\xc3\xa9 ; 'x'", "caf\xc3\xa9 ; 'x'"},
+};
+
+START_TEST(test_csv_str_hostile)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1024);
+    web__csv_str(&b, csv_cases[_i].in);
+    ck_assert_int_eq(b.error, 0);
+    ck_assert_str_eq(b.data ? b.data : "", csv_cases[_i].out);
+    sbuf_done(&b);
+}
+END_TEST
+
 START_TEST(test_route_parse_job_name_length)
 {
     char path[1200];
@@ -1158,6 +1223,8 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_static_path_too_long);
     tcase_add_loop_test(tc, test_route_parse_table, 0, N(route_cases));
     tcase_add_test(tc, test_route_parse_job_name_length);
+    tcase_add_test(tc, test_openapi_documents_every_route);
+    tcase_add_loop_test(tc, test_csv_str_hostile, 0, N(csv_cases));
     tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
     tcase_add_loop_test(tc, test_parse_us_table, 0, N(us_cases));
     tcase_add_test(tc, test_parse_us_range);
