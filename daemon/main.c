@@ -225,6 +225,7 @@ static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
     return 0;
 }
 
+/* Queue samples and pipeline records: rare records fed one at a time. */
 static int on_replay_queue(void *ud, int64_t rank, const struct record *rec)
 {
     struct replay_ctx *c = ud;
@@ -269,6 +270,8 @@ static int replay_live(struct daemon *d)
         int64_t n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
         if (n >= 0)
             n = store_query_queue_samples(d->store, c.job_id, on_replay_queue, &c);
+        if (n >= 0)
+            n = store_query_pipelines(d->store, c.job_id, on_replay_queue, &c);
         if (n < 0) {
             r = (int)n;
             goto out;
@@ -291,7 +294,7 @@ static int replay_live(struct daemon *d)
     }
     r = live_publish(d->live);
     if (n_jobs > 0)
-        log_info("live: replayed %lld steps, %lld queue samples and %lld trace events of %zu jobs "
+        log_info("live: replayed %lld steps, %lld queue and pipeline records and %lld trace events of %zu jobs "
                  "in %.3f s%s",
                  (long long)c.n_steps, (long long)c.n_queue, (long long)c.n_events, n_jobs,
                  (double)(clock_mono_ns() - t0) / 1e9, c.n_bad ? " (some lines undecodable)" : "");

@@ -239,6 +239,7 @@ struct live_rank {
     size_t cap_queues;
     bool queues_dirty;         /* a sample arrived since qset was built */
     struct live_qset *qset;    /* the last published set (a reference), NULL before any */
+    struct live_pipe *pipe;    /* the latest pipeline record (a reference), NULL before any */
     struct ktab threads;
     struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
     size_t cap_th;
@@ -324,6 +325,7 @@ static void rank_free(struct live_rank *rk)
     }
     free(rk->queues);
     live__qset_put(rk->qset);
+    live__pipe_put(rk->pipe);
     free(rk);
 }
 
@@ -694,6 +696,22 @@ static void feed_queue(struct live_rank *rk, const struct record *r)
     rk->queues_dirty = true;
 }
 
+static void feed_pipeline(struct live_rank *rk, const struct record *r)
+{
+    struct live_pipe *pl = NULL;
+    int e = live__pipe_parse(r->raw, r->raw_len, &pl);
+    if (e == -ENOMEM) {
+        rk->c.dropped++;
+        return;
+    }
+    if (e < 0) {
+        rk->c.pipelines_bad++;
+        return;
+    }
+    live__pipe_put(rk->pipe);
+    rk->pipe = pl;
+}
+
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
 {
     if (n == 0)
@@ -716,6 +734,8 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
                 feed_step_record(rk, r);
             else if (r->kind == RECORD_QUEUE)
                 feed_queue(rk, r);
+            else if (r->kind == RECORD_PIPELINE)
+                feed_pipeline(rk, r);
             continue;
         }
         if (r->ph != 'X' || r->name.len == 0 ||
@@ -987,6 +1007,7 @@ void live__snapshot_free(struct live_snapshot *s)
         free(s->ranks[i].agg);
         free(s->ranks[i].steps);
         live__qset_put(s->ranks[i].queues);
+        live__pipe_put(s->ranks[i].pipe);
     }
     free(s->ranks);
     free(s->ops);
@@ -1007,6 +1028,7 @@ static void counters_add(struct live_counters *a, const struct live_counters *b)
     a->dropped += b->dropped;
     a->queues_dropped += b->queues_dropped;
     a->queue_samples_dropped += b->queue_samples_dropped;
+    a->pipelines_bad += b->pipelines_bad;
 }
 
 void live__qset_put(struct live_qset *qs)
@@ -1097,6 +1119,10 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
         sr->queues = qset_get(rk, &oom);
         if (oom)
             goto fail;
+        if (rk->pipe) {
+            atomic_fetch_add_explicit(&rk->pipe->refs, 1, memory_order_relaxed);
+            sr->pipe = rk->pipe;
+        }
         sr->n_agg = rk->n_agg < s->n_ops ? rk->n_agg : s->n_ops;
         sr->agg = malloc((sr->n_agg + 1) * sizeof *sr->agg);
         const struct live_steplist *l =

@@ -46,6 +46,8 @@
 #define LIVE_QUEUES_MAX 64          /* distinct queue names per rank; samples of later ones counted */
 #define LIVE_QUEUE_SAMPLES_MAX 65536 /* samples kept per queue; the oldest half goes when full */
 #define LIVE_QUEUE_NAME_MAX 256     /* bytes of a queue name kept; longer names are cut */
+#define LIVE_PIPE_OPS_MAX 256       /* operators of one pipeline record; a bigger one is refused */
+#define LIVE_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
 
 struct live;
 
@@ -59,7 +61,8 @@ void live_free(struct live *lv);
 /* Takes n decoded records of job_id's rank (records are borrowed for the call; what is kept is
  * copied). Only TRACE "X" events with a name, STEP and QUEUE records are used; the rest are
  * ignored. A QUEUE record (rare: one per queue and step) appends (step, size, capacity) to the
- * rank's series of that queue name.
+ * rank's series of that queue name; a PIPELINE record (rarer still) replaces the rank's
+ * topology (docs/PROTOCOL.md); one it cannot read is counted in pipelines_bad.
  * Loop thread; never blocks, never allocates per event (only when a table grows). Returns 0, or
  * -ENOMEM (the records that did not fit are counted in the snapshot's dropped counter). */
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n);

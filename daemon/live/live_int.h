@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../analyse/analyse.h"
+#include "live.h"
 #include "live_query.h"
 
 /* Operator aggregates of one (name, cat) on one rank. */
@@ -63,6 +64,21 @@ struct live_qset {
 
 void live__qset_put(struct live_qset *qs);
 
+/* A parsed pipeline record (pipeline.c), immutable once built and shared by reference between
+ * the rank that holds it and the snapshots that show it. */
+struct live_pipe {
+    atomic_int refs;
+    size_t n_ops;
+    struct live_pipe_op ops[LIVE_PIPE_OPS_MAX];
+    size_t n_children;
+    int64_t children[LIVE_PIPE_CHILDREN_MAX];
+};
+
+/* Parses the verbatim record json[0, len). Returns 0 and sets *ret_pipe (one reference; drop it
+ * with live__pipe_put()), -EINVAL for a shape it cannot read, -ENOMEM. */
+int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe);
+void live__pipe_put(struct live_pipe *pl);
+
 struct live_snap_rank {
     int64_t rank;
     size_t n_agg;             /* <= live_snapshot.n_ops */
@@ -71,6 +87,7 @@ struct live_snap_rank {
     size_t n_steps;
     struct live_snap_step *steps; /* by begin */
     struct live_qset *queues;     /* a reference; NULL when the rank sent no queue samples */
+    struct live_pipe *pipe;       /* a reference; NULL when the rank sent no pipeline record */
 };
 
 struct live_snapshot {

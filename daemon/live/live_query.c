@@ -250,6 +250,22 @@ enum live_queue_role live_queue_role_of(const char *name)
     return LIVE_QUEUE_OTHER;
 }
 
+int live_query_pipeline(const struct live_snapshot *snap, int64_t rank,
+                        struct live_pipeline_view *ret)
+{
+    for (size_t k = 0; k < snap->n_ranks; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        if (!sr->pipe || (rank >= 0 && sr->rank != rank))
+            continue;
+        *ret = (struct live_pipeline_view){.rank = sr->rank,
+                                           .n_ops = sr->pipe->n_ops,
+                                           .ops = sr->pipe->ops,
+                                           .children = sr->pipe->children};
+        return 0;
+    }
+    return -ENOENT;
+}
+
 void live_queue_rows_free(struct live_queue_row *rows, size_t n)
 {
     if (!rows)

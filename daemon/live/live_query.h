@@ -42,6 +42,7 @@ struct live_counters {
     int64_t dropped;        /* records not taken for lack of memory */
     int64_t queues_dropped; /* queue samples of names past LIVE_QUEUES_MAX, not kept */
     int64_t queue_samples_dropped; /* oldest queue samples dropped past LIVE_QUEUE_SAMPLES_MAX */
+    int64_t pipelines_bad;  /* pipeline records not read (shape, or past LIVE_PIPE_*_MAX) */
 };
 
 void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret);
@@ -140,6 +141,32 @@ struct live_queue_row {
  * -ENOMEM. */
 int live_query_queues(const struct live_snapshot *snap, int64_t rank,
                       struct live_queue_row **ret_rows, size_t *ret_n);
+
+/* One operator of a pipeline topology, as the record gave it. */
+struct live_pipe_op {
+    int64_t id;
+    char type[64];       /* "name" (or "type") of the op, cut to fit; "" if absent */
+    int64_t num_workers; /* -1 if absent */
+    int64_t parent_id;   /* the op listing this one among its children; -1: a root */
+    size_t first_child;  /* into live_pipeline_view.children */
+    size_t n_children;
+    double usage;        /* output queue usage in [0, 1]: queue_usage, or mean(queue_sizes or
+                            queue_size) / queue_capacity; < 0 when the op has no queue figures */
+    int64_t capacity;    /* queue_capacity, -1 if absent */
+};
+
+/* The latest pipeline topology of one rank, borrowed from the snapshot. */
+struct live_pipeline_view {
+    int64_t rank;
+    size_t n_ops;
+    const struct live_pipe_op *ops;
+    const int64_t *children;
+};
+
+/* The latest pipeline record of rank (rank < 0: the lowest rank that sent one). Fills *ret
+ * (borrowing from snap). Returns 0 or -ENOENT (no pipeline record there). */
+int live_query_pipeline(const struct live_snapshot *snap, int64_t rank,
+                        struct live_pipeline_view *ret);
 
 /* Frees rows from live_query_queues(); NULL-safe. */
 void live_queue_rows_free(struct live_queue_row *rows, size_t n);

@@ -577,3 +577,51 @@ out:
         reader_put(st, rd);
     return r;
 }
+
+int64_t store_query_pipelines(struct store *st, int64_t job_id,
+                              int (*cb)(void *ud, int64_t rank, const struct record *rec),
+                              void *ud)
+{
+    struct store_reader *rd = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t given = 0;
+    int64_t r = reader_get(st, &rd);
+    if (r < 0)
+        goto out;
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT rank, ts_ns, json FROM pipelines WHERE job_id = ?1 "
+                                "ORDER BY rank, rowid",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        sqlite3_bind_int64(s, 1, job_id);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct record rec;
+        memset(&rec, 0, sizeof rec);
+        rec.kind = RECORD_PIPELINE;
+        rec.ts_ns = sqlite3_column_int64(s, 1);
+        const unsigned char *json = sqlite3_column_text(s, 2);
+        rec.raw = json ? (const char *)json : "";
+        rec.raw_len = json ? (size_t)sqlite3_column_bytes(s, 2) : 0;
+        rec.step = -1;
+        rec.samples = -1;
+        rec.size = -1;
+        rec.capacity = -1;
+        rec.cpu_percent = -1;
+        rec.sys_cpu_percent = -1;
+        rec.rss_bytes = -1;
+        given++;
+        if (cb(ud, sqlite3_column_int64(s, 0), &rec) != 0)
+            break;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        r = sql_errno(rc);
+        goto out;
+    }
+    r = given;
+out:
+    sqlite3_finalize(s);
+    if (rd)
+        reader_put(st, rd);
+    return r;
+}

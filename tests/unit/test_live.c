@@ -161,12 +161,104 @@ START_TEST(test_live_snapshot_outlives_publish)
 }
 END_TEST
 
+static struct record qrec(const char *name, int64_t step, int64_t size, int64_t cap)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_QUEUE;
+    r.name.ptr = name;
+    r.name.len = strlen(name);
+    r.step = step;
+    r.size = size;
+    r.capacity = cap;
+    r.ts_ns = INT64_MIN;
+    return r;
+}
+
+static struct record prec(const char *json)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_PIPELINE;
+    r.raw = json;
+    r.raw_len = strlen(json);
+    return r;
+}
+
+/* Queue series sorted by step with exact statistics and roles; a snapshot keeps its own queue
+ * set when later samples arrive; pipeline records replace each other and a bad one is counted. */
+START_TEST(test_live_queues_and_pipeline)
+{
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    struct record v[] = {
+        qrec("device_queue", 2, 0, 4), qrec("device_queue", 0, 4, 4), qrec("GET_NEXT", 1, 0, -1),
+        qrec("device_queue", 1, 2, 4), qrec("other", 0, 1, 2),
+        prec("{\"type\":\"pipeline\",\"ops\":[{\"id\":5,\"name\":\"Old\"}]}"),
+        prec("{\"type\":\"pipeline\",\"ops\":[{\"id\":0,\"name\":\"B\\u0041tch\","
+             "\"children\":[1],\"x\":{\"y\":[true,null,-1.5e3]}},{\"id\":1,\"name\":\"Map\","
+             "\"queue_sizes\":[2,4],\"queue_capacity\":4}]}"),
+        prec("{\"type\":\"pipeline\",\"ops\":[{\"id\":0,\"children\":{}}]}"),
+    };
+    ck_assert_int_eq(live_feed(lv, 1, 3, v, sizeof v / sizeof v[0]), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *snap;
+    ck_assert_int_eq(live_snapshot_get(lv, 1, &snap), 0);
+    struct live_queue_row *rows;
+    size_t n;
+    ck_assert_int_eq(live_query_queues(snap, -1, &rows, &n), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(rows[0].name, "device_queue");
+    ck_assert_int_eq(rows[0].role, LIVE_QUEUE_HOST);
+    ck_assert_int_eq(rows[1].role, LIVE_QUEUE_DEVICE);
+    ck_assert_int_eq(rows[2].role, LIVE_QUEUE_OTHER);
+    ck_assert_uint_eq(rows[0].n_samples, 3);
+    for (int64_t i = 0; i < 3; i++)
+        ck_assert_int_eq(rows[0].samples[i].step, i);
+    ck_assert_uint_eq(rows[0].stats.n_empty, 1);
+    ck_assert_uint_eq(rows[0].stats.n_full, 1);
+    ck_assert_int_eq(rows[0].capacity, 4);
+    ck_assert_int_eq(rows[1].capacity, -1);
+    live_queue_rows_free(rows, n);
+    ck_assert_int_eq(live_query_queues(snap, 9, &rows, &n), -ENOENT);
+    struct live_pipeline_view pv;
+    ck_assert_int_eq(live_query_pipeline(snap, -1, &pv), 0);
+    ck_assert_int_eq(pv.rank, 3);
+    ck_assert_uint_eq(pv.n_ops, 2);
+    ck_assert_str_eq(pv.ops[0].type, "BAtch");
+    ck_assert_int_eq(pv.ops[0].parent_id, -1);
+    ck_assert_int_eq(pv.ops[1].parent_id, 0);
+    ck_assert_uint_eq(pv.ops[0].n_children, 1);
+    ck_assert_int_eq(pv.children[pv.ops[0].first_child], 1);
+    ck_assert(pv.ops[0].usage < 0);
+    ck_assert(pv.ops[1].usage == 0.75);
+    struct live_counters c;
+    live_snapshot_counters(snap, &c);
+    ck_assert_int_eq(c.pipelines_bad, 1);
+    /* A later sample does not change the published snapshot's series. */
+    struct record more = qrec("device_queue", 3, 0, 4);
+    ck_assert_int_eq(live_feed(lv, 1, 3, &more, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_int_eq(live_query_queues(snap, 3, &rows, &n), 0);
+    ck_assert_uint_eq(rows[0].n_samples, 3);
+    live_queue_rows_free(rows, n);
+    live_snapshot_put(snap);
+    ck_assert_int_eq(live_snapshot_get(lv, 1, &snap), 0);
+    ck_assert_int_eq(live_query_queues(snap, 3, &rows, &n), 0);
+    ck_assert_uint_eq(rows[0].n_samples, 4);
+    live_queue_rows_free(rows, n);
+    live_snapshot_put(snap);
+    live_free(lv);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
     Suite *s = suite_create("live");
     TCase *tc = tcase_create("feed_publish");
     tcase_add_loop_test(tc, test_live_numbers_independent_of_chunking, 1, N_RECS + 1);
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
+    tcase_add_test(tc, test_live_queues_and_pipeline);
     suite_add_tcase(s, tc);
     return s;
 }
