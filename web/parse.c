@@ -60,6 +60,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_OPERATORS, "/api/v1/jobs/{job}/operators"},
     {WEB_ROUTE_KERNELS, "/api/v1/jobs/{job}/kernels"},
     {WEB_ROUTE_QUEUES, "/api/v1/jobs/{job}/queues"},
+    {WEB_ROUTE_PIPELINE, "/api/v1/jobs/{job}/pipeline"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 

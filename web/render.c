@@ -604,3 +604,79 @@ void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, 
     }
     sbuf_adds(b, "]}");
 }
+
+/* ---- pipeline ---- */
+
+static const char *const pipe_reasons[] = {"child_fuller", "leaf_low", "all_high"};
+
+void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
+                               const struct analyse_pipe_finding *f, size_t nf, bool csv)
+{
+    if (csv) {
+        sbuf_adds(b, "id,type,num_workers,parent,children,queue_usage,queue_capacity\n");
+        for (size_t i = 0; i < p->n_ops; i++) {
+            const struct live_pipe_op *o = &p->ops[i];
+            sbuf_printf(b, "%" PRId64 ",", o->id);
+            web__csv_str(b, o->type);
+            sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",", o->num_workers, o->parent_id);
+            for (size_t c = 0; c < o->n_children; c++)
+                sbuf_printf(b, "%s%" PRId64, c ? " " : "", p->children[o->first_child + c]);
+            sbuf_addc(b, ',');
+            if (o->usage >= 0)
+                sbuf_printf(b, "%.10g", o->usage);
+            sbuf_addc(b, ',');
+            if (o->capacity >= 0)
+                sbuf_printf(b, "%" PRId64, o->capacity);
+            sbuf_addc(b, '\n');
+        }
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", p->rank);
+    key(b, "ops");
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const struct live_pipe_op *o = &p->ops[i];
+        sbuf_adds(b, i ? ",{" : "{");
+        member_i64(b, "id", o->id);
+        member_str(b, "type", o->type);
+        member_i64(b, "num_workers", o->num_workers);
+        member_i64(b, "parent", o->parent_id);
+        key(b, "children");
+        sbuf_addc(b, '[');
+        for (size_t c = 0; c < o->n_children; c++)
+            sbuf_printf(b, "%s%" PRId64, c ? "," : "", p->children[o->first_child + c]);
+        sbuf_adds(b, "],");
+        key(b, "queue_usage");
+        if (o->usage >= 0)
+            sbuf_printf(b, "%.10g,", o->usage);
+        else
+            sbuf_adds(b, "null,");
+        key(b, "queue_capacity");
+        if (o->capacity >= 0)
+            sbuf_printf(b, "%" PRId64 "}", o->capacity);
+        else
+            sbuf_adds(b, "null}");
+    }
+    sbuf_adds(b, "],");
+    key(b, "bottlenecks");
+    if (!analysed) {
+        sbuf_adds(b, "null}");
+        return;
+    }
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < nf; i++) {
+        const struct live_pipe_op *o = &p->ops[f[i].op];
+        sbuf_adds(b, i ? ",{" : "{");
+        member_i64(b, "op_id", o->id);
+        member_str(b, "type", o->type);
+        member_str(b, "reason", pipe_reasons[f[i].reason]);
+        member_str(b, "code", f[i].code);
+        member_str(b, "message", f[i].message);
+        member_f(b, "usage", f[i].usage);
+        member_f(b, "child_usage", f[i].child_usage);
+        key(b, "threshold");
+        sbuf_printf(b, "%.10g}", f[i].threshold);
+    }
+    sbuf_adds(b, "]}");
+}

@@ -202,6 +202,7 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_OPERATORS:
     case WEB_ROUTE_KERNELS:
     case WEB_ROUTE_QUEUES:
+    case WEB_ROUTE_PIPELINE:
         return get_live(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:

@@ -266,6 +266,48 @@ static int get_queues(struct web *w, struct MHD_Connection *c, const struct live
     return send_doc(w, c, &b, csv);
 }
 
+static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank;
+    bool csv;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    struct live_pipeline_view v;
+    if (!snap || live_query_pipeline(snap, rank, &v) < 0)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+                               rank >= 0 ? "no pipeline record on this rank"
+                                         : "no pipeline record");
+    /* analyse wants its own op array; the ids of children point into the view. */
+    struct analyse_pipe_op *ops = calloc(v.n_ops + 1, sizeof *ops);
+    if (!ops)
+        return web__send_store_error(w, c, -ENOMEM, "pipeline");
+    bool analysed = false;
+    for (size_t i = 0; i < v.n_ops; i++) {
+        const struct live_pipe_op *o = &v.ops[i];
+        ops[i] = (struct analyse_pipe_op){.op_id = o->id, .op_type = o->type,
+                                          .num_workers = o->num_workers,
+                                          .parent_id = o->parent_id,
+                                          .children = v.children + o->first_child,
+                                          .n_children = o->n_children, .usage = o->usage};
+        analysed |= o->usage >= 0;
+    }
+    struct analyse_pipe_finding *f = NULL;
+    size_t nf = 0;
+    if (analysed && analyse_pipe_bottlenecks(ops, v.n_ops, ANALYSE_PIPE_HIGH, ANALYSE_PIPE_LOW,
+                                             ANALYSE_PIPE_DIFF, &f, &nf) < 0) {
+        free(ops);
+        return web__send_store_error(w, c, -ENOMEM, "analyse_pipe_bottlenecks");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_pipeline(&b, &v, analysed, f, nf, csv);
+    free(f);
+    free(ops);
+    return send_doc(w, c, &b, csv);
+}
+
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
                     const struct store_job *job)
 {
@@ -288,6 +330,9 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         break;
     case WEB_ROUTE_QUEUES:
         mhd = get_queues(w, c, snap);
+        break;
+    case WEB_ROUTE_PIPELINE:
+        mhd = get_pipeline(w, c, snap);
         break;
     default:
         mhd = get_operators(w, c, snap);

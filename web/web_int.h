@@ -49,6 +49,7 @@ enum web_route_id {
     WEB_ROUTE_OPERATORS,   /* /api/v1/jobs/{job}/operators */
     WEB_ROUTE_KERNELS,     /* /api/v1/jobs/{job}/kernels */
     WEB_ROUTE_QUEUES,      /* /api/v1/jobs/{job}/queues */
+    WEB_ROUTE_PIPELINE,    /* /api/v1/jobs/{job}/pipeline */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
@@ -217,6 +218,13 @@ void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *pag
  * queue (rank, queue, role, step, size, capacity), not downsampled. */
 void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n,
                              bool csv);
+
+/* The latest pipeline topology of a rank and, when any op has queue figures (findings not NULL
+ * or n_findings 0 with analysed true), MindInsight's bottleneck findings. csv: one line per op
+ * (id, type, num_workers, parent, children space-separated, queue_usage, queue_capacity). */
+void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
+                               const struct analyse_pipe_finding *findings, size_t n_findings,
+                               bool csv);
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);

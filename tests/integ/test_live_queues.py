@@ -40,8 +40,31 @@ RANK0 = ([queue("device_queue", s, v) for s, v in reversed(list(enumerate(HOST0)
             kernel('relu,"fused"\nkernel', 200, 20),
             {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 0, "tid": 1, "ts": T0,
              "dur": 500}])
+# A pipeline whose BatchOp's output queue (0.2) is much emptier than its child MapOp's (0.9):
+# MindInsight flags the BatchOp (child usage - own > 0.1). Usage three ways: queue_sizes and
+# queue_capacity, queue_usage, queue_size and queue_capacity; the root has none.
+PIPELINE = {"type": "pipeline", "extra": {"x": [1, {"y": None}], "s": "a\"b"}, "ops": [
+    {"id": 0, "name": "DeviceQueueOp", "children": [1], "num_workers": 1},
+    {"id": 1, "name": "BatchOp", "children": [2], "num_workers": 4, "queue_sizes": [1, 3],
+     "queue_capacity": 10, "note": "skip me"},
+    {"id": 2, "name": "MapOp", "children": [3], "num_workers": 8, "queue_usage": 0.9},
+    {"id": 3, "name": "GeneratorOp", "children": [], "num_workers": 1, "queue_size": 9,
+     "queue_capacity": 10},
+]}
+PIPE_OPS = [
+    {"id": 0, "type": "DeviceQueueOp", "num_workers": 1, "parent": -1, "children": [1],
+     "queue_usage": None, "queue_capacity": None},
+    {"id": 1, "type": "BatchOp", "num_workers": 4, "parent": 0, "children": [2],
+     "queue_usage": 0.2, "queue_capacity": 10},
+    {"id": 2, "type": "MapOp", "num_workers": 8, "parent": 1, "children": [3],
+     "queue_usage": 0.9, "queue_capacity": None},
+    {"id": 3, "type": "GeneratorOp", "num_workers": 1, "parent": 2, "children": [],
+     "queue_usage": 0.9, "queue_capacity": 10},
+]
+
 RANK1 = ([queue("device_queue", s, v) for s, v in enumerate(HOST1)]
-         + [queue("get_next", s, v, cap=4) for s, v in enumerate(DEV1)])
+         + [queue("get_next", s, v, cap=4) for s, v in enumerate(DEV1)]
+         + [{"type": "pipeline", "ops": [{"id": 0, "name": "Old"}]}, PIPELINE])
 
 
 def base(d, job):
@@ -83,6 +106,15 @@ def check_queues(doc):
     assert v[0]["host_queue"] == "device_queue" and v[0]["device_queue"] == "get_next"
     assert v[1]["status"] == "data_transmission"
     assert (v[1]["device_empty"], v[1]["device_total"]) == (1, 4)
+
+
+def check_pipeline(doc):
+    assert doc["rank"] == 1 and doc["ops"] == PIPE_OPS
+    f = doc["bottlenecks"]
+    assert len(f) == 1
+    assert (f[0]["op_id"], f[0]["type"], f[0]["reason"], f[0]["code"]) == (
+        1, "BatchOp", "child_fuller", "minddata_pipeline-batch_op")
+    assert (f[0]["usage"], f[0]["child_usage"], f[0]["threshold"]) == (0.2, 0.9, 0.1)
 
 
 def test_queues_kernels_csv_and_restart(daemon):
@@ -132,6 +164,15 @@ def test_queues_kernels_csv_and_restart(daemon):
             err = daemon.get_json(b + q, status=400)["error"]
             assert err["code"] == "bad_request" and err["message"].startswith(name), (q, err)
         assert daemon.get_json(b + "/queues?rank=9", status=404)["error"]["code"] == "not_found"
+        pipe = daemon.get_json(b + "/pipeline")
+        check_pipeline(pipe)
+        assert daemon.get_json(b + "/pipeline?rank=1") == pipe
+        assert daemon.get_json(b + "/pipeline?rank=0", status=404)["error"]["code"] == "not_found"
+        st, hdr, body = daemon.request(b + "/pipeline?format=csv")
+        rows = list(csv.DictReader(io.StringIO(body.decode(), newline="")))
+        assert [(r["id"], r["type"], r["parent"], r["children"], r["queue_usage"]) for r in rows] == [
+            ("0", "DeviceQueueOp", "-1", "1", ""), ("1", "BatchOp", "0", "2", "0.2"),
+            ("2", "MapOp", "1", "3", "0.9"), ("3", "GeneratorOp", "2", "", "0.9")]
         live_q, live_k = doc, kern
     finally:
         for c in cs:
@@ -143,6 +184,25 @@ def test_queues_kernels_csv_and_restart(daemon):
     daemon.kill9()
     daemon.start()
     assert daemon.get_json(b + "/queues") == live_q
+
+
+def test_pipeline_without_queue_figures_and_bad_records(daemon):
+    c = Client(daemon.socket)
+    c.hello("pl", rank=0)
+    recs = [{"type": "pipeline", "ops": [{"id": 0, "name": "Batch", "children": [1]},
+                                         {"id": 1, "name": "Map,\"x\"", "children": []}]},
+            {"type": "pipeline", "ops": [{"id": 0, "children": "nope"}]}]
+    c.send_lines(recs)
+    c.wait_ack(len(recs))
+    c.close()
+    b = base(daemon, "pl")
+    daemon.wait_for("pipeline", lambda: daemon.request(b + "/pipeline")[0] == 200)
+    doc = daemon.get_json(b + "/pipeline")
+    assert doc["bottlenecks"] is None and [o["type"] for o in doc["ops"]] == ["Batch", 'Map,"x"']
+    rows = list(csv.DictReader(io.StringIO(daemon.request(b + "/pipeline?format=csv")[2].decode(),
+                                           newline="")))
+    assert [r["type"] for r in rows] == ["Batch", 'Map,"x"']
+    assert daemon.get_json(b + "/pipeline?rank=x", status=400)["error"]["message"].startswith("rank")
 
 
 def test_queue_series_downsampled(daemon):
@@ -165,7 +225,7 @@ def test_queue_series_downsampled(daemon):
 def test_openapi_lists_every_route(daemon):
     c = Client(daemon.socket)
     c.hello("api", rank=0)
-    recs = RANK0 + [{"type": "step", "step": 0, "begin_us": T0, "end_us": T0 + 600}]
+    recs = RANK0 + [{"type": "step", "step": 0, "begin_us": T0, "end_us": T0 + 600}, PIPELINE]
     c.send_lines(recs)
     c.wait_ack(len(recs))
     c.close()
@@ -179,7 +239,7 @@ def test_openapi_lists_every_route(daemon):
         "/api/v1/health", "/api/v1/stats", "/api/v1/openapi.json", "/api/v1/jobs",
         "/api/v1/jobs/{job}", "/api/v1/jobs/{job}/timeline", "/api/v1/jobs/{job}/steps",
         "/api/v1/jobs/{job}/step-trace", "/api/v1/jobs/{job}/operators",
-        "/api/v1/jobs/{job}/kernels", "/api/v1/jobs/{job}/queues"}
+        "/api/v1/jobs/{job}/kernels", "/api/v1/jobs/{job}/queues", "/api/v1/jobs/{job}/pipeline"}
     for p in paths:
         url = p.replace("{job}", urllib.parse.quote("api", safe=""))
         st, _, _ = daemon.request(url)
