@@ -44,8 +44,9 @@ char *lbuf_space(struct lbuf *b, size_t *ret_len)
     if (b->start == b->end) {
         /* Nothing unread: restart at the front, which also gives a discarding reader full room. */
         b->start = b->end = b->scanned = 0;
-    } else if (b->capacity - b->end < b->capacity / 4) {
-        /* Compacting is only safe here: the lines handed out before this call are dead now. */
+    } else if (b->end == b->capacity || b->capacity - b->end < b->capacity / 4) {
+        /* Compacting is only safe here: the lines handed out before this call are dead now.
+         * The first test matters for tiny buffers, where capacity / 4 is 0. */
         compact(b);
     }
     *ret_len = b->capacity - b->end;

@@ -58,6 +58,28 @@ START_TEST(test_lbuf_output_independent_of_chunking)
 }
 END_TEST
 
+/* Found by libFuzzer: with max_line 1 the buffer holds 2 bytes, a quarter of that is 0, and a
+ * full buffer with an unread byte offered no room at all. */
+START_TEST(test_lbuf_tiny_buffer_always_has_room)
+{
+    struct lbuf b;
+    ck_assert_int_eq(lbuf_init(&b, 1), 0);
+    const char *in = "\n\n)\r";
+    for (const char *p = in; *p; p++) {
+        size_t room;
+        char *dst = lbuf_space(&b, &room);
+        ck_assert_uint_gt(room, 0);
+        *dst = *p;
+        lbuf_commit(&b, 1);
+        char *line;
+        size_t len;
+        while (lbuf_next(&b, &line, &len) != 0)
+            ;
+    }
+    lbuf_done(&b);
+}
+END_TEST
+
 START_TEST(test_lbuf_counts_lines_and_pending)
 {
     struct lbuf b;
@@ -352,6 +374,7 @@ static Suite *core_suite(void)
     TCase *tc = tcase_create("lbuf");
     tcase_add_loop_test(tc, test_lbuf_output_independent_of_chunking, 1, 40);
     tcase_add_test(tc, test_lbuf_counts_lines_and_pending);
+    tcase_add_test(tc, test_lbuf_tiny_buffer_always_has_room);
     tcase_add_test(tc, test_lbuf_padding_follows_every_line);
     suite_add_tcase(s, tc);
     tc = tcase_create("num");
