@@ -476,8 +476,66 @@ out:
     return r;
 }
 
-int64_t store_query_steps(struct store *st, int64_t job_id,
-                          int (*cb)(void *ud, int64_t rank, const struct record *rec), void *ud)
+/* A record with every optional field "absent", as the decoder leaves it. */
+static void record_blank(struct record *rec, enum record_kind kind)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->kind = kind;
+    rec->raw = "";
+    rec->step = -1;
+    rec->samples = -1;
+    rec->size = -1;
+    rec->capacity = -1;
+    rec->cpu_percent = -1;
+    rec->sys_cpu_percent = -1;
+    rec->rss_bytes = -1;
+}
+
+/* Text column col as a record_text (empty when NULL); borrowed until the next step. */
+static struct record_text column_text(sqlite3_stmt *s, int col)
+{
+    const unsigned char *p = sqlite3_column_text(s, col);
+    if (!p)
+        return (struct record_text){NULL, 0};
+    return (struct record_text){(const char *)p, (size_t)sqlite3_column_bytes(s, col)};
+}
+
+static void fill_step(sqlite3_stmt *s, struct record *rec)
+{
+    record_blank(rec, RECORD_STEP);
+    rec->step = sqlite3_column_int64(s, 1);
+    rec->ts_ns = sqlite3_column_int64(s, 2);
+    rec->dur_ns = sqlite3_column_int64(s, 3) - rec->ts_ns;
+    rec->samples = sqlite3_column_int64(s, 4);
+    rec->phases = column_text(s, 5);
+}
+
+static void fill_queue(sqlite3_stmt *s, struct record *rec)
+{
+    record_blank(rec, RECORD_QUEUE);
+    rec->name = column_text(s, 1);
+    rec->ts_ns = sqlite3_column_int64(s, 2);
+    rec->step = sqlite3_column_int64(s, 3);
+    rec->size = sqlite3_column_int64(s, 4);
+    rec->capacity = sqlite3_column_int64(s, 5);
+}
+
+static void fill_pipeline(sqlite3_stmt *s, struct record *rec)
+{
+    record_blank(rec, RECORD_PIPELINE);
+    rec->ts_ns = sqlite3_column_int64(s, 1);
+    struct record_text json = column_text(s, 2);
+    if (json.ptr) {
+        rec->raw = json.ptr;
+        rec->raw_len = json.len;
+    }
+}
+
+/* Runs sql (job_id bound as ?1; column 0 is the rank) on a reader and hands each row, made a
+ * record by fill(), to cb until cb returns non-zero. Returns the number given, or -errno. */
+static int64_t replay_rows(struct store *st, int64_t job_id, const char *sql,
+                           void (*fill)(sqlite3_stmt *s, struct record *rec),
+                           int (*cb)(void *ud, int64_t rank, const struct record *rec), void *ud)
 {
     struct store_reader *rd = NULL;
     sqlite3_stmt *s = NULL;
@@ -485,31 +543,12 @@ int64_t store_query_steps(struct store *st, int64_t job_id,
     int64_t r = reader_get(st, &rd);
     if (r < 0)
         goto out;
-    int rc = sqlite3_prepare_v2(rd->db,
-                                "SELECT rank, step, begin_ns, end_ns, samples, phases FROM steps "
-                                "WHERE job_id = ?1 ORDER BY rank, rowid",
-                                -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(rd->db, sql, -1, &s, NULL);
     if (rc == SQLITE_OK)
         sqlite3_bind_int64(s, 1, job_id);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct record rec;
-        memset(&rec, 0, sizeof rec);
-        rec.kind = RECORD_STEP;
-        rec.raw = "";
-        rec.step = sqlite3_column_int64(s, 1);
-        rec.ts_ns = sqlite3_column_int64(s, 2);
-        rec.dur_ns = sqlite3_column_int64(s, 3) - rec.ts_ns;
-        rec.samples = sqlite3_column_int64(s, 4);
-        rec.size = -1;
-        rec.capacity = -1;
-        rec.cpu_percent = -1;
-        rec.sys_cpu_percent = -1;
-        rec.rss_bytes = -1;
-        const unsigned char *ph = sqlite3_column_text(s, 5);
-        if (ph) {
-            rec.phases.ptr = (const char *)ph;
-            rec.phases.len = (size_t)sqlite3_column_bytes(s, 5);
-        }
+        fill(s, &rec);
         given++;
         if (cb(ud, sqlite3_column_int64(s, 0), &rec) != 0)
             break;
@@ -525,103 +564,33 @@ out:
     if (rd)
         reader_put(st, rd);
     return r;
+}
+
+int64_t store_query_steps(struct store *st, int64_t job_id,
+                          int (*cb)(void *ud, int64_t rank, const struct record *rec), void *ud)
+{
+    return replay_rows(st, job_id,
+                       "SELECT rank, step, begin_ns, end_ns, samples, phases FROM steps "
+                       "WHERE job_id = ?1 ORDER BY rank, rowid",
+                       fill_step, cb, ud);
 }
 
 int64_t store_query_queue_samples(struct store *st, int64_t job_id,
                                   int (*cb)(void *ud, int64_t rank, const struct record *rec),
                                   void *ud)
 {
-    struct store_reader *rd = NULL;
-    sqlite3_stmt *s = NULL;
-    int64_t given = 0;
-    int64_t r = reader_get(st, &rd);
-    if (r < 0)
-        goto out;
-    int rc = sqlite3_prepare_v2(rd->db,
-                                "SELECT rank, name, ts_ns, step, size, capacity FROM queue_samples "
-                                "WHERE job_id = ?1 ORDER BY rank, rowid",
-                                -1, &s, NULL);
-    if (rc == SQLITE_OK)
-        sqlite3_bind_int64(s, 1, job_id);
-    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct record rec;
-        memset(&rec, 0, sizeof rec);
-        rec.kind = RECORD_QUEUE;
-        rec.raw = "";
-        const unsigned char *name = sqlite3_column_text(s, 1);
-        if (name) {
-            rec.name.ptr = (const char *)name;
-            rec.name.len = (size_t)sqlite3_column_bytes(s, 1);
-        }
-        rec.ts_ns = sqlite3_column_int64(s, 2);
-        rec.step = sqlite3_column_int64(s, 3);
-        rec.size = sqlite3_column_int64(s, 4);
-        rec.capacity = sqlite3_column_int64(s, 5);
-        rec.samples = -1;
-        rec.cpu_percent = -1;
-        rec.sys_cpu_percent = -1;
-        rec.rss_bytes = -1;
-        given++;
-        if (cb(ud, sqlite3_column_int64(s, 0), &rec) != 0)
-            break;
-        rc = SQLITE_OK;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        r = sql_errno(rc);
-        goto out;
-    }
-    r = given;
-out:
-    sqlite3_finalize(s);
-    if (rd)
-        reader_put(st, rd);
-    return r;
+    return replay_rows(st, job_id,
+                       "SELECT rank, name, ts_ns, step, size, capacity FROM queue_samples "
+                       "WHERE job_id = ?1 ORDER BY rank, rowid",
+                       fill_queue, cb, ud);
 }
 
 int64_t store_query_pipelines(struct store *st, int64_t job_id,
                               int (*cb)(void *ud, int64_t rank, const struct record *rec),
                               void *ud)
 {
-    struct store_reader *rd = NULL;
-    sqlite3_stmt *s = NULL;
-    int64_t given = 0;
-    int64_t r = reader_get(st, &rd);
-    if (r < 0)
-        goto out;
-    int rc = sqlite3_prepare_v2(rd->db,
-                                "SELECT rank, ts_ns, json FROM pipelines WHERE job_id = ?1 "
-                                "ORDER BY rank, rowid",
-                                -1, &s, NULL);
-    if (rc == SQLITE_OK)
-        sqlite3_bind_int64(s, 1, job_id);
-    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct record rec;
-        memset(&rec, 0, sizeof rec);
-        rec.kind = RECORD_PIPELINE;
-        rec.ts_ns = sqlite3_column_int64(s, 1);
-        const unsigned char *json = sqlite3_column_text(s, 2);
-        rec.raw = json ? (const char *)json : "";
-        rec.raw_len = json ? (size_t)sqlite3_column_bytes(s, 2) : 0;
-        rec.step = -1;
-        rec.samples = -1;
-        rec.size = -1;
-        rec.capacity = -1;
-        rec.cpu_percent = -1;
-        rec.sys_cpu_percent = -1;
-        rec.rss_bytes = -1;
-        given++;
-        if (cb(ud, sqlite3_column_int64(s, 0), &rec) != 0)
-            break;
-        rc = SQLITE_OK;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        r = sql_errno(rc);
-        goto out;
-    }
-    r = given;
-out:
-    sqlite3_finalize(s);
-    if (rd)
-        reader_put(st, rd);
-    return r;
+    return replay_rows(st, job_id,
+                       "SELECT rank, ts_ns, json FROM pipelines WHERE job_id = ?1 "
+                       "ORDER BY rank, rowid",
+                       fill_pipeline, cb, ud);
 }
