@@ -18,6 +18,7 @@
 
 #include <zstd.h>
 
+#include "../core/num.h"
 #include "store_int.h"
 
 /* ---- the pool ---- */
@@ -474,6 +475,287 @@ out:
     ZSTD_freeDCtx(dctx);
     free(buf);
     return r;
+}
+
+/* ---- store_event_iter ---- */
+
+struct store_event_iter {
+    struct store *st;       /* borrowed */
+    int64_t t0_ns, t1_ns;
+    int64_t *ids;           /* the overlapping blocks, in id order */
+    size_t n_ids, next_id;  /* ids[next_id..] not read yet */
+    ZSTD_DCtx *dctx;
+    char *buf;              /* the current block's lines, a copy */
+    size_t buf_cap, buf_len, pos; /* buf[pos, buf_len) not given yet */
+};
+
+static size_t skip_ws(const char *p, size_t n, size_t i)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* p[i] is '"': returns the index just past the closing quote (n if unterminated). */
+static size_t skip_string(const char *p, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (p[i] == '\\')
+            i++;
+        else if (p[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
+/* Skips one JSON value starting at p[i] (no leading blanks): a string, an object or array with
+ * everything nested in it, or a scalar up to the next delimiter. Returns the index past it. */
+static size_t skip_value(const char *p, size_t n, size_t i)
+{
+    if (i >= n)
+        return n;
+    if (p[i] == '"')
+        return skip_string(p, n, i);
+    if (p[i] == '{' || p[i] == '[') {
+        size_t depth = 0;
+        while (i < n) {
+            char ch = p[i];
+            if (ch == '"') {
+                i = skip_string(p, n, i);
+                continue;
+            }
+            if (ch == '{' || ch == '[')
+                depth++;
+            else if ((ch == '}' || ch == ']') && --depth == 0)
+                return i + 1;
+            i++;
+        }
+        return n;
+    }
+    while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' ' && p[i] != '\t' &&
+           p[i] != '\r' && p[i] != '\n')
+        i++;
+    return i;
+}
+
+/* Reads the top-level "ts", "dur" and "pid" of a stored line. The lines were validated by
+ * ingest when they arrived, so this scan only has to find members, not judge the syntax; on
+ * anything unexpected it stops and keeps what it found. Keys are compared as raw text (the
+ * first occurrence wins). */
+static void scan_event(const char *p, size_t n, struct store_event *ev)
+{
+    const char *ts = NULL, *dur = NULL;
+    size_t ts_n = 0, dur_n = 0;
+    ev->pid = NULL;
+    ev->pid_len = 0;
+    size_t i = skip_ws(p, n, 0);
+    if (i < n && p[i] == '{') {
+        i++;
+        for (;;) {
+            i = skip_ws(p, n, i);
+            if (i >= n || p[i] != '"')
+                break;
+            size_t k0 = i + 1;
+            i = skip_string(p, n, i);
+            size_t klen = i > k0 ? i - k0 - 1 : 0;
+            i = skip_ws(p, n, i);
+            if (i >= n || p[i] != ':')
+                break;
+            i = skip_ws(p, n, i + 1);
+            size_t v0 = i;
+            i = skip_value(p, n, i);
+            const char *k = p + k0;
+            if (klen == 2 && memcmp(k, "ts", 2) == 0 && !ts) {
+                ts = p + v0;
+                ts_n = i - v0;
+            } else if (klen == 3 && memcmp(k, "dur", 3) == 0 && !dur) {
+                dur = p + v0;
+                dur_n = i - v0;
+            } else if (klen == 3 && memcmp(k, "pid", 3) == 0 && !ev->pid) {
+                ev->pid = p + v0;
+                ev->pid_len = i - v0;
+            }
+            i = skip_ws(p, n, i);
+            if (i >= n || p[i] != ',')
+                break;
+            i++;
+        }
+    }
+    if (!ts || num_us_to_ns(ts, ts_n, &ev->ts_ns) < 0)
+        ev->ts_ns = INT64_MIN;
+    if (!dur || num_us_to_ns(dur, dur_n, &ev->dur_ns) < 0 || ev->dur_ns < 0)
+        ev->dur_ns = 0;
+}
+
+static int job_exists(sqlite3 *db, int64_t job_id)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM jobs WHERE id = ?1", -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, job_id);
+        rc = sqlite3_step(s);
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
+}
+
+void store_event_iter_free(struct store_event_iter *it)
+{
+    if (!it)
+        return;
+    free(it->ids);
+    ZSTD_freeDCtx(it->dctx);
+    free(it->buf);
+    free(it);
+}
+
+int store_event_iter_new(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
+                         int64_t t1_ns, struct store_event_iter **ret_it)
+{
+    struct store_reader *rd = NULL;
+    sqlite3_stmt *s = NULL;
+    struct store_event_iter *it = calloc(1, sizeof *it);
+    int r = -ENOMEM;
+    if (!it)
+        goto fail;
+    it->st = st;
+    it->t0_ns = t0_ns;
+    it->t1_ns = t1_ns;
+    r = reader_get(st, &rd);
+    if (r < 0)
+        goto fail;
+    r = job_exists(rd->db, job_id);
+    if (r < 0)
+        goto fail;
+    /* Two statements rather than "rank = ?2 OR ?2 < 0", which would hide the index. */
+    const char *sql = rank < 0 ? "SELECT id FROM blocks WHERE job_id = ?1 "
+                                 "AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id"
+                               : "SELECT id FROM blocks WHERE job_id = ?1 "
+                                 "AND rank = ?2 AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id";
+    int rc = sqlite3_prepare_v2(rd->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, job_id);
+        if (rank >= 0)
+            sqlite3_bind_int64(s, 2, rank);
+        sqlite3_bind_int64(s, 3, t0_ns);
+        sqlite3_bind_int64(s, 4, t1_ns);
+    }
+    size_t cap = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (store__reserve((void **)&it->ids, &cap, it->n_ids + 1, sizeof *it->ids) < 0) {
+            r = -ENOMEM;
+            goto fail;
+        }
+        it->ids[it->n_ids++] = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = sql_errno(rc);
+        goto fail;
+    }
+    sqlite3_finalize(s);
+    reader_put(st, rd);
+    *ret_it = it;
+    return 0;
+fail:
+    sqlite3_finalize(s);
+    if (rd)
+        reader_put(st, rd);
+    store_event_iter_free(it);
+    return r;
+}
+
+/* Copies block id out into it->buf (decompressed). Returns 1, 0 if the block is gone (evicted
+ * since _new()), or -ENOMEM / -EIO. */
+static int load_block(struct store_event_iter *it, int64_t id)
+{
+    struct store_reader *rd = NULL;
+    sqlite3_stmt *s = NULL;
+    int r = reader_get(it->st, &rd);
+    if (r < 0)
+        return r;
+    int rc = sqlite3_prepare_v2(rd->db, "SELECT raw_bytes, codec, data FROM blocks WHERE id = ?1",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        rc = sqlite3_step(s);
+    }
+    if (rc == SQLITE_DONE) {
+        r = 0;
+        goto out;
+    }
+    if (rc != SQLITE_ROW) {
+        r = sql_errno(rc);
+        goto out;
+    }
+    int64_t raw_bytes = sqlite3_column_int64(s, 0);
+    int codec = sqlite3_column_int(s, 1);
+    const void *data = sqlite3_column_blob(s, 2);
+    size_t len = (size_t)sqlite3_column_bytes(s, 2);
+    r = -EIO;
+    if (codec == STORE_CODEC_ZSTD) {
+        if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2)
+            goto out;
+        r = -ENOMEM;
+        if (!it->dctx && !(it->dctx = ZSTD_createDCtx()))
+            goto out;
+        if (store__reserve((void **)&it->buf, &it->buf_cap, (size_t)raw_bytes, 1) < 0)
+            goto out;
+        r = -EIO;
+        size_t z = ZSTD_decompressDCtx(it->dctx, it->buf, (size_t)raw_bytes, data, len);
+        if (ZSTD_isError(z) || z != (size_t)raw_bytes)
+            goto out;
+        it->buf_len = z;
+    } else if (codec == STORE_CODEC_NONE) {
+        r = -ENOMEM;
+        if (len > 0 && store__reserve((void **)&it->buf, &it->buf_cap, len, 1) < 0)
+            goto out;
+        if (len > 0)
+            memcpy(it->buf, data, len);
+        it->buf_len = len;
+    } else {
+        goto out;
+    }
+    it->pos = 0;
+    r = 1;
+out:
+    sqlite3_finalize(s);
+    reader_put(it->st, rd);
+    return r;
+}
+
+int store_event_iter_next(struct store_event_iter *it, struct store_event *ret)
+{
+    for (;;) {
+        while (it->pos < it->buf_len) {
+            const char *p = it->buf + it->pos;
+            const char *nl = memchr(p, '\n', it->buf_len - it->pos);
+            size_t len = nl ? (size_t)(nl - p) : it->buf_len - it->pos;
+            it->pos += len + 1;
+            if (len == 0)
+                continue;
+            struct store_event ev = {.line = p, .len = len};
+            scan_event(p, len, &ev);
+            if (ev.ts_ns != INT64_MIN) {
+                int64_t end = ev.dur_ns > 0 && ev.ts_ns > INT64_MAX - ev.dur_ns
+                                  ? INT64_MAX
+                                  : ev.ts_ns + ev.dur_ns;
+                if (ev.ts_ns > it->t1_ns || end < it->t0_ns)
+                    continue;
+            }
+            *ret = ev;
+            return 1;
+        }
+        if (it->next_id >= it->n_ids)
+            return 0;
+        it->buf_len = it->pos = 0;
+        int r = load_block(it, it->ids[it->next_id++]);
+        if (r < 0) {
+            it->buf_len = it->pos = 0;
+            it->next_id = it->n_ids;
+            return r;
+        }
+    }
 }
 
 /* A record with every optional field "absent", as the decoder leaves it. */

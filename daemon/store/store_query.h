@@ -82,6 +82,41 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
                            int64_t t1_ns, int64_t max,
                            int (*cb)(void *ud, const char *line, size_t len), void *ud);
 
+/* One trace event given by store_event_iter_next(): the stored line verbatim and what the store
+ * reads of it (the top-level "ts", "dur" and "pid" of the line, found by a scan that skips
+ * strings and nested values, so an "args" member never answers for them). */
+struct store_event {
+    const char *line;   /* not NUL-terminated; valid until the next call on the iterator */
+    size_t len;
+    int64_t ts_ns;      /* "ts"; INT64_MIN when absent or not a number (metadata events) */
+    int64_t dur_ns;     /* "dur"; 0 when absent, negative or not a number */
+    const char *pid;    /* the raw JSON text of "pid" (a number or a quoted string), inside
+                           line; NULL when absent */
+    size_t pid_len;
+};
+
+struct store_event_iter;
+
+/* An iterator over the stored trace events of a job's rank (rank < 0: every rank) that lie in
+ * [t0_ns, t1_ns] exactly: an event is given when ts_ns <= t1_ns and ts_ns + dur_ns >= t0_ns, or
+ * when it has no ts (metadata belongs to every window). Events come in block order.
+ *
+ * Made for long exports: it holds no SQLite connection between calls. _new() lists the ids of
+ * the overlapping blocks once (8 bytes each); each _next() that needs a block borrows a read
+ * connection just long enough to copy that one block out (at most STORE_BLOCK_RAW_MAX raw bytes
+ * held), so a slow reader never pins a read transaction. A block evicted by retention meanwhile
+ * is skipped. Returns 0 and sets *ret_it (free with store_event_iter_free()), or -ENOENT (no
+ * such job), -ENOMEM, -EIO. Any thread; one iterator is used by one thread at a time. */
+int store_event_iter_new(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
+                         int64_t t1_ns, struct store_event_iter **ret_it);
+
+/* The next event in the window: returns 1 and fills *ret (borrowed until the next call or the
+ * free), 0 at the end, -ENOMEM or -EIO (the iterator is then at its end). */
+int store_event_iter_next(struct store_event_iter *it, struct store_event *ret);
+
+/* Frees the iterator; NULL-safe. */
+void store_event_iter_free(struct store_event_iter *it);
+
 /* Calls cb with each stored step record of a job, every rank, ordered by rank and then as they
  * were stored, until cb returns non-zero. *rec is a RECORD_STEP as ingest decoded it (step,
  * ts_ns = begin, dur_ns = end - begin, samples, phases; seq, raw empty); its pointers are valid

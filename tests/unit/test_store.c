@@ -831,6 +831,75 @@ START_TEST(test_store_on_durable_wakes)
 }
 END_TEST
 
+START_TEST(test_store_event_iter_exact_window)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome w = session(st, "iter", 0, "s0");
+    /* ts/dur the store reads from the line itself; the args members must not answer for them. */
+    static const char *const lines[] = {
+        "{\"ph\":\"X\",\"args\":{\"ts\":1,\"pid\":9,\"s\":\"}\\\"{\"},\"ts\":1000,\"dur\":50,"
+        "\"pid\":\"GPU 0\"}",
+        "{\"ph\":\"X\",\"ts\":2000,\"dur\":10,\"pid\":3}",
+        "{\"ph\":\"i\",\"ts\":3000.5,\"pid\":3,\"dur\":-4}",
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":3,\"args\":{\"name\":\"p\"}}",
+    };
+    int64_t ts[] = {1000000, 2000000, 3000500, INT64_MIN};
+    int64_t dur[] = {50000, 10000, 0, 0};
+    char ph[] = {'X', 'X', 'i', 'M'};
+    struct record recs[4];
+    for (size_t i = 0; i < 4; i++)
+        recs[i] = trace(lines[i], ph[i], ts[i], dur[i], i);
+    ck_assert_int_eq(store_append(st, w.session_id, recs, 4, 4), 0);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    static const struct {
+        int64_t t0, t1;
+        const char *want; /* the first char of each name given: X, x (second X), i, M */
+    } cases[] = {
+        {INT64_MIN, INT64_MAX, "XxiM"},
+        {1040000, 1999999, "XM"},  /* overlaps the first span's tail only */
+        {1050001, 1999999, "M"},   /* between the spans: metadata only */
+        {2010000, 3000500, "xiM"}, /* touching ends count */
+        {3000501, 9000000, "M"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct store_event_iter *it = NULL;
+        ck_assert_int_eq(store_event_iter_new(st, w.job_id, 0, cases[c].t0, cases[c].t1, &it), 0);
+        char got[8] = "";
+        size_t n = 0;
+        struct store_event ev;
+        int r;
+        while ((r = store_event_iter_next(it, &ev)) == 1 && n < 7) {
+            if (ev.len == strlen(lines[0]) && memcmp(ev.line, lines[0], ev.len) == 0) {
+                got[n++] = 'X';
+                ck_assert_int_eq(ev.ts_ns, 1000000);
+                ck_assert_int_eq(ev.dur_ns, 50000);
+                ck_assert_uint_eq(ev.pid_len, 7);
+                ck_assert_int_eq(memcmp(ev.pid, "\"GPU 0\"", 7), 0);
+            } else if (ev.ts_ns == 2000000) {
+                got[n++] = 'x';
+                ck_assert_int_eq(ev.dur_ns, 10000);
+            } else if (ev.ts_ns == 3000500) {
+                got[n++] = 'i';
+                ck_assert_int_eq(ev.dur_ns, 0); /* a negative dur reads as none */
+            } else {
+                ck_assert_int_eq(ev.ts_ns, INT64_MIN);
+                ck_assert_uint_eq(ev.pid_len, 1);
+                got[n++] = 'M';
+            }
+        }
+        ck_assert_int_eq(r, 0);
+        got[n] = '\0';
+        ck_assert_msg(strcmp(got, cases[c].want) == 0, "case %zu: %s", c, got);
+        store_event_iter_free(it);
+    }
+    struct store_event_iter *it = NULL;
+    ck_assert_int_eq(store_event_iter_new(st, w.job_id + 99, -1, 0, 1, &it), -ENOENT);
+    ck_assert_ptr_null(it);
+    store_event_iter_free(NULL);
+    store_close(st);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -856,6 +925,7 @@ static Suite *store_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, test_store_append_roundtrip);
+    tcase_add_test(tc, test_store_event_iter_exact_window);
     tcase_add_test(tc, test_store_reopen_persists);
     tcase_add_test(tc, test_store_append_seq_only);
     tcase_add_test(tc, test_store_append_eagain_over_limit);
