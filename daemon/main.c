@@ -27,6 +27,7 @@
 
 #include <uv.h>
 
+#include "analyse/analyse.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -53,6 +54,7 @@ enum {
 #define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
 #define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
 #define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
+#define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
 
 /* The job and rank of an open session, for live_feed(). */
 struct session_key {
@@ -69,6 +71,7 @@ struct daemon {
     struct ingest *ingest;
     struct web *web;
     struct live *live;
+    struct analyse_helper_rules helper_rules; /* the defaults, overridden by cfg.helper_rules */
     struct session_key *sessions; /* open sessions, unordered */
     size_t n_sessions;
     size_t cap_sessions;
@@ -367,7 +370,7 @@ static void usage(FILE *f)
             env[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
         env[k] = '\0';
         fprintf(f, "  --%-18s %s\n  %20s (env STEPSCOPE_%s; default %s)\n", flag, o->doc, "", env,
-                o->def ? o->def : "see below");
+                !o->def ? "see below" : o->def[0] ? o->def : "none");
     }
     fprintf(f,
             "\n"
@@ -461,6 +464,43 @@ static int check_config(const struct config *cfg)
     return EXIT_OK;
 }
 
+/* Fills *ret with the helper's defaults overridden by the file at path ("": none). Returns
+ * EXIT_OK, or EXIT_USAGE after saying on stderr what is wrong (a bad line by its number). */
+static int load_helper_rules(const char *path, struct analyse_helper_rules *ret)
+{
+    analyse_helper_rules_default(ret);
+    if (!path[0])
+        return EXIT_OK;
+    int code = EXIT_USAGE;
+    char *text = malloc(HELPER_RULES_MAX_BYTES + 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || !text) {
+        fprintf(stderr, "stepscoped: helper_rules %s: %s\n", path,
+                strerror(text ? errno : ENOMEM));
+        goto out;
+    }
+    size_t n = fread(text, 1, HELPER_RULES_MAX_BYTES + 1, f);
+    if (ferror(f) || n > HELPER_RULES_MAX_BYTES) {
+        fprintf(stderr, "stepscoped: helper_rules %s: %s\n", path,
+                ferror(f) ? "read error" : "longer than 1 MiB");
+        goto out;
+    }
+    size_t bad_line = 0;
+    if (analyse_helper_rules_parse(text, n, ret, &bad_line) < 0) {
+        fprintf(stderr,
+                "stepscoped: helper_rules %s: line %zu: unknown key, bad value or no '=' (keys "
+                "and values: docs/ANALYSIS.md, \"Helper and ranks\")\n",
+                path, bad_line);
+        goto out;
+    }
+    code = EXIT_OK;
+out:
+    if (f)
+        fclose(f);
+    free(text);
+    return code;
+}
+
 static int store_exit_code(int r)
 {
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
@@ -475,6 +515,9 @@ int main(int argc, char **argv)
     if (code != EXIT_OK)
         return code < 0 ? EXIT_OK : code;
     code = check_config(&d.cfg);
+    if (code != EXIT_OK)
+        return code;
+    code = load_helper_rules(d.cfg.helper_rules, &d.helper_rules);
     if (code != EXIT_OK)
         return code;
     enum log_level level = LOG_LEVEL_INFO;
@@ -555,6 +598,7 @@ int main(int argc, char **argv)
         .version = STEPSCOPE_VERSION,
         .store = d.store,
         .live = d.live,
+        .helper_rules = &d.helper_rules,
         .stats = &d.stats,
     };
     err[0] = '\0';

@@ -353,6 +353,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     }
     w->store = cfg->store;
     w->live = cfg->live;
+    if (cfg->helper_rules)
+        w->helper_rules = *cfg->helper_rules;
+    else
+        analyse_helper_rules_default(&w->helper_rules);
     w->stats = cfg->stats;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");

@@ -61,6 +61,8 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_KERNELS, "/api/v1/jobs/{job}/kernels"},
     {WEB_ROUTE_QUEUES, "/api/v1/jobs/{job}/queues"},
     {WEB_ROUTE_PIPELINE, "/api/v1/jobs/{job}/pipeline"},
+    {WEB_ROUTE_RANKS, "/api/v1/jobs/{job}/ranks"},
+    {WEB_ROUTE_HELPER, "/api/v1/jobs/{job}/helper"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 

@@ -10,6 +10,7 @@
 #include "web_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 static void key(struct sbuf *b, const char *k)
@@ -677,6 +678,161 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
         member_f(b, "child_usage", f[i].child_usage);
         key(b, "threshold");
         sbuf_printf(b, "%.10g}", f[i].threshold);
+    }
+    sbuf_adds(b, "]}");
+}
+
+/* ---- ranks and helper ---- */
+
+/* A duration in ns (a double: a mean) as microseconds, or null when absent or not finite. */
+static void dus(struct sbuf *b, bool have, double ns)
+{
+    if (have && isfinite(ns))
+        sbuf_printf(b, "%.12g", ns / 1000.0);
+    else
+        sbuf_adds(b, "null");
+}
+
+static void member_dus(struct sbuf *b, const char *k, bool have, double ns)
+{
+    key(b, k);
+    dus(b, have, ns);
+    sbuf_addc(b, ',');
+}
+
+static void num_or_null(struct sbuf *b, double v)
+{
+    if (isfinite(v))
+        sbuf_printf(b, "%.10g", v);
+    else
+        sbuf_adds(b, "null");
+}
+
+void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, bool csv)
+{
+    if (csv) {
+        sbuf_adds(b, "rank,steps,mean_us,median_us,p90_us,min_us,max_us,std_us,"
+                     "interval_mean_us,fp_bp_mean_us,tail_mean_us,straggler,excess_pct\n");
+    } else {
+        sbuf_adds(b, "{\"ranks\":[");
+    }
+    for (size_t i = 0; i < ranks->n_ranks; i++) {
+        const struct analyse_rank_row *row = &ranks->rows[i];
+        const struct analyse_dist *st = &row->stat[ANALYSE_RANK_STEP];
+        const struct analyse_dist *iv = &row->stat[ANALYSE_RANK_INTERVAL];
+        const struct analyse_dist *fb = &row->stat[ANALYSE_RANK_FP_BP];
+        const struct analyse_dist *tl = &row->stat[ANALYSE_RANK_TAIL];
+        bool have = st->count > 0;
+        if (csv) {
+            /* An absent number is an empty field, which pandas reads as NaN. */
+            sbuf_printf(b, "%" PRId64 ",%zu,", row->rank, st->count);
+            const double v[] = {st->mean_ns, st->median_ns, st->p90_ns, (double)st->min_ns,
+                                (double)st->max_ns, st->std_ns};
+            for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+                if (have)
+                    dus(b, true, v[k]);
+                sbuf_addc(b, ',');
+            }
+            const struct analyse_dist *parts[] = {iv, fb, tl};
+            for (size_t k = 0; k < 3; k++) {
+                if (parts[k]->count)
+                    dus(b, true, parts[k]->mean_ns);
+                sbuf_addc(b, ',');
+            }
+            sbuf_printf(b, "%s,", row->straggler ? "true" : "false");
+            if (have)
+                sbuf_printf(b, "%.10g", row->excess_pct);
+            sbuf_addc(b, '\n');
+            continue;
+        }
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "rank", row->rank);
+        member_u64(b, "steps", st->count);
+        member_dus(b, "mean_us", have, st->mean_ns);
+        member_dus(b, "median_us", have, st->median_ns);
+        member_dus(b, "p90_us", have, st->p90_ns);
+        member_dus(b, "min_us", have, (double)st->min_ns);
+        member_dus(b, "max_us", have, (double)st->max_ns);
+        member_dus(b, "std_us", have, st->std_ns);
+        member_dus(b, "interval_mean_us", iv->count > 0, iv->mean_ns);
+        member_dus(b, "fp_bp_mean_us", fb->count > 0, fb->mean_ns);
+        member_dus(b, "tail_mean_us", tl->count > 0, tl->mean_ns);
+        key(b, "excess_pct");
+        num_or_null(b, have ? row->excess_pct : NAN);
+        sbuf_addc(b, ',');
+        member_bool_last(b, "straggler", row->straggler);
+        sbuf_addc(b, '}');
+    }
+    if (csv)
+        return;
+    sbuf_adds(b, "],");
+    size_t with_steps = 0;
+    for (size_t i = 0; i < ranks->n_ranks; i++)
+        with_steps += ranks->rows[i].stat[ANALYSE_RANK_STEP].count > 0;
+    member_dus(b, "mean_us", with_steps > 0, ranks->mean_of_ranks_ns);
+    member_dus(b, "threshold_us", with_steps > 0, ranks->threshold_ns);
+    member_f(b, "straggler_ratio", ranks->straggler_ratio);
+    key(b, "stragglers");
+    sbuf_printf(b, "%zu}", ranks->n_stragglers);
+}
+
+void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
+                             const struct analyse_helper_result *res)
+{
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", rank);
+    /* What the rules had to go on: a rule whose evidence is absent stays silent. */
+    sbuf_adds(b, "\"inputs\":{");
+    key(b, "step_interval_us");
+    dus(b, !isnan(in->st_interval_ns), in->st_interval_ns);
+    sbuf_addc(b, ',');
+    key(b, "host_queue_empty_ratio");
+    num_or_null(b, in->host_queue ? in->host_queue->empty_ratio : NAN);
+    sbuf_addc(b, ',');
+    key(b, "device_queue_empty_ratio");
+    num_or_null(b, in->device_queue ? in->device_queue->empty_ratio : NAN);
+    sbuf_addc(b, ',');
+    key(b, "host_cpu_percent");
+    num_or_null(b, in->host_cpu_pct);
+    sbuf_addc(b, ',');
+    member_u64(b, "pipeline_ops", in->n_pipe_ops);
+    key(b, "ranks");
+    sbuf_printf(b, "%zu},", in->ranks ? in->ranks->n_ranks : (size_t)0);
+    sbuf_adds(b, "\"suggestions\":[");
+    for (size_t i = 0; res && i < res->n; i++) {
+        const struct analyse_helper_suggestion *sg = &res->s[i];
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_str(b, "code", sg->code);
+        member_str(b, "severity", analyse_helper_severity_names[sg->severity]);
+        member_str(b, "title", sg->title);
+        member_str(b, "message", sg->message);
+        member_str(b, "source", sg->source);
+        member_str(b, "view", sg->view);
+        key(b, "subject");
+        if (sg->subject >= 0)
+            sbuf_printf(b, "%" PRId64 ",", sg->subject);
+        else
+            sbuf_adds(b, "null,");
+        sbuf_adds(b, "\"evidence\":[");
+        for (size_t k = 0; k < sg->n_evidence; k++) {
+            const struct analyse_helper_evidence *e = &sg->evidence[k];
+            if (k)
+                sbuf_addc(b, ',');
+            sbuf_addc(b, '{');
+            member_str(b, "name", e->name);
+            key(b, "value");
+            num_or_null(b, e->value);
+            sbuf_addc(b, ',');
+            member_str(b, "op", e->op);
+            key(b, "threshold");
+            num_or_null(b, e->threshold);
+            sbuf_addc(b, '}');
+        }
+        sbuf_adds(b, "]}");
     }
     sbuf_adds(b, "]}");
 }

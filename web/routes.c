@@ -203,6 +203,8 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_KERNELS:
     case WEB_ROUTE_QUEUES:
     case WEB_ROUTE_PIPELINE:
+    case WEB_ROUTE_RANKS:
+    case WEB_ROUTE_HELPER:
         return get_live(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:

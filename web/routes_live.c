@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * routes_live: /api/v1/jobs/{job}/steps, /step-trace and /operators, answered from the job's
- * latest live snapshot (daemon/live/live_query.h), which the loop republishes every 100 ms and
- * which the daemon rebuilds from the store at start-up. A handler takes a reference to the
+ * routes_live: /api/v1/jobs/{job}/steps, /step-trace, /operators, /kernels, /queues, /pipeline,
+ * /ranks and /helper, answered from the job's latest live snapshot (daemon/live/live_query.h),
+ * which the loop republishes every 100 ms and which the daemon rebuilds from the store at
+ * start-up. A handler takes a reference to the
  * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
  * reference: no handler touches loop state or the store's writer, and none waits for ingest.
  * A job the store knows but live has not published yet answers an empty table (404 for a step
@@ -266,6 +267,27 @@ static int get_queues(struct web *w, struct MHD_Connection *c, const struct live
     return send_doc(w, c, &b, csv);
 }
 
+/* analyse's op array of a pipeline view (children borrowed from the view), or NULL on OOM;
+ * *ret_analysed says whether any op has queue figures to judge. Caller frees. */
+static struct analyse_pipe_op *pipe_ops(const struct live_pipeline_view *v, bool *ret_analysed)
+{
+    struct analyse_pipe_op *ops = calloc(v->n_ops + 1, sizeof *ops);
+    if (!ops)
+        return NULL;
+    bool analysed = false;
+    for (size_t i = 0; i < v->n_ops; i++) {
+        const struct live_pipe_op *o = &v->ops[i];
+        ops[i] = (struct analyse_pipe_op){.op_id = o->id, .op_type = o->type,
+                                          .num_workers = o->num_workers,
+                                          .parent_id = o->parent_id,
+                                          .children = v->children + o->first_child,
+                                          .n_children = o->n_children, .usage = o->usage};
+        analysed |= o->usage >= 0;
+    }
+    *ret_analysed = analysed;
+    return ops;
+}
+
 static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     int64_t rank;
@@ -279,20 +301,10 @@ static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct li
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                rank >= 0 ? "no pipeline record on this rank"
                                          : "no pipeline record");
-    /* analyse wants its own op array; the ids of children point into the view. */
-    struct analyse_pipe_op *ops = calloc(v.n_ops + 1, sizeof *ops);
+    bool analysed;
+    struct analyse_pipe_op *ops = pipe_ops(&v, &analysed);
     if (!ops)
         return web__send_store_error(w, c, -ENOMEM, "pipeline");
-    bool analysed = false;
-    for (size_t i = 0; i < v.n_ops; i++) {
-        const struct live_pipe_op *o = &v.ops[i];
-        ops[i] = (struct analyse_pipe_op){.op_id = o->id, .op_type = o->type,
-                                          .num_workers = o->num_workers,
-                                          .parent_id = o->parent_id,
-                                          .children = v.children + o->first_child,
-                                          .n_children = o->n_children, .usage = o->usage};
-        analysed |= o->usage >= 0;
-    }
     struct analyse_pipe_finding *f = NULL;
     size_t nf = 0;
     if (analysed && analyse_pipe_bottlenecks(ops, v.n_ops, ANALYSE_PIPE_HIGH, ANALYSE_PIPE_LOW,
@@ -306,6 +318,125 @@ static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct li
     free(f);
     free(ops);
     return send_doc(w, c, &b, csv);
+}
+
+static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    bool csv;
+    int mhd;
+    if (web__param_format(w, c, &csv, &mhd) < 0)
+        return mhd;
+    struct analyse_ranks empty = {.straggler_ratio = w->helper_rules.straggler_ratio};
+    struct analyse_ranks *ranks = NULL;
+    if (snap) {
+        int r = live_query_ranks(snap, w->helper_rules.straggler_ratio, &ranks);
+        if (r < 0)
+            return web__send_store_error(w, c, r, "live_query_ranks");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_ranks(&b, ranks ? ranks : &empty, csv);
+    analyse_ranks_free(ranks);
+    return send_doc(w, c, &b, csv);
+}
+
+/* The helper's evidence for one rank, from what live keeps: the rank's step-trace average, its
+ * host and device queues, its pipeline's queue figures, its mean system CPU, and the per-rank
+ * statistics of the job (when it has more than one rank). The breakdown, GPU utilisation and
+ * TF's input percentages are not kept live, so their rules stay silent. */
+static int get_helper(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank;
+    int mhd;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0)
+        return mhd;
+    struct analyse_helper_input in;
+    analyse_helper_input_init(&in);
+    struct analyse_ranks *ranks = NULL;
+    struct analyse_st_trace *t = NULL;
+    struct live_queue_row *qrows = NULL;
+    size_t nq = 0;
+    struct analyse_pipe_op *ops = NULL;
+    struct analyse_helper_result *res = NULL;
+    const char *what = "live_query_ranks";
+    int r = 0;
+    if (snap) {
+        r = live_query_ranks(snap, w->helper_rules.straggler_ratio, &ranks);
+        if (r < 0)
+            goto fail;
+        /* No rank given: the lowest one, as the job's ranks are listed. */
+        if (rank < 0 && ranks->n_ranks > 0)
+            rank = ranks->rows[0].rank;
+        bool known = false;
+        for (size_t i = 0; i < ranks->n_ranks; i++)
+            known |= ranks->rows[i].rank == rank;
+        if (!known && rank >= 0) {
+            analyse_ranks_free(ranks);
+            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        }
+        if (ranks->n_ranks > 1)
+            in.ranks = ranks;
+    }
+    if (rank < 0)
+        rank = 0;
+    if (snap) {
+        what = "live_query_steptrace";
+        struct live_step_row pts;
+        r = live_query_steptrace(snap, rank, false, 0, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
+                                 &t, &pts);
+        if (r < 0 && r != -ENOENT)
+            goto fail;
+        if (t) {
+            in.st_interval_ns = (double)t->interval_ns;
+            in.st_fp_bp_ns = (double)t->fp_bp_ns;
+            in.st_tail_ns = (double)t->tail_ns;
+            in.st_total_ns = (double)t->total_ns;
+        }
+        what = "live_query_queues";
+        r = live_query_queues(snap, rank, &qrows, &nq);
+        if (r < 0)
+            goto fail;
+        for (size_t i = 0; i < nq; i++) {
+            if (qrows[i].role == LIVE_QUEUE_HOST && !in.host_queue)
+                in.host_queue = &qrows[i].stats;
+            else if (qrows[i].role == LIVE_QUEUE_DEVICE && !in.device_queue)
+                in.device_queue = &qrows[i].stats;
+        }
+        what = "pipeline";
+        struct live_pipeline_view v;
+        if (live_query_pipeline(snap, rank, &v) == 0) {
+            bool analysed;
+            r = -ENOMEM;
+            ops = pipe_ops(&v, &analysed);
+            if (!ops)
+                goto fail;
+            if (analysed) {
+                in.pipe_ops = ops;
+                in.n_pipe_ops = v.n_ops;
+            }
+        }
+        struct live_host_row h;
+        if (live_query_host(snap, rank, &h) == 0)
+            in.host_cpu_pct = h.sys_cpu_pct;
+    }
+    what = "analyse_helper_run";
+    r = analyse_helper_run(&in, &w->helper_rules, &res);
+    if (r < 0)
+        goto fail;
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_helper(&b, rank, &in, res);
+    mhd = web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    goto out;
+fail:
+    mhd = web__send_store_error(w, c, r, what);
+out:
+    analyse_helper_result_free(res);
+    free(ops);
+    live_queue_rows_free(qrows, nq);
+    analyse_steptrace_free(t);
+    analyse_ranks_free(ranks);
+    return mhd;
 }
 
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
@@ -333,6 +464,12 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         break;
     case WEB_ROUTE_PIPELINE:
         mhd = get_pipeline(w, c, snap);
+        break;
+    case WEB_ROUTE_RANKS:
+        mhd = get_ranks(w, c, snap);
+        break;
+    case WEB_ROUTE_HELPER:
+        mhd = get_helper(w, c, snap);
         break;
     default:
         mhd = get_operators(w, c, snap);

@@ -17,6 +17,7 @@
 
 #define WEB_ERR_MAX 256
 
+struct analyse_helper_rules;
 struct live;
 struct store;
 struct web;
@@ -34,6 +35,8 @@ struct web_config {
                                     answer, stats with "store":null) */
     struct live *live;           /* borrowed; snapshots read through live_query.h. NULL: the
                                     live routes (steps, step-trace, operators) answer 503 */
+    const struct analyse_helper_rules *helper_rules; /* thresholds of /helper and /ranks;
+                                    copied at start; NULL: analyse_helper_rules_default() */
     struct stats *stats;         /* borrowed; read, plus http_requests/http_errors bumped */
 };
 

@@ -34,6 +34,12 @@
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */
 #define WEB_TIMELINE_LIMIT_MAX 10000000    /* largest ?limit= accepted */
 #define WEB_ERROR_BODY_MAX 4096            /* an error document always fits in this */
+#define WEB_TIMELINE_BYTES_DEFAULT 20971520 /* timeline export cap unless ?max_bytes= says */
+#define WEB_TIMELINE_BYTES_MIN 4096        /* smallest ?max_bytes= accepted */
+#define WEB_TIMELINE_RANKS_MAX 4096        /* ranks in one ?ranks= list */
+#define WEB_TIMELINE_PIDS_MAX 4096         /* (rank, pid) pairs named by "M" events per export */
+#define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
+#define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
 
 /* ---- parse.c: pure, no MHD ---- */
 
@@ -50,6 +56,8 @@ enum web_route_id {
     WEB_ROUTE_KERNELS,     /* /api/v1/jobs/{job}/kernels */
     WEB_ROUTE_QUEUES,      /* /api/v1/jobs/{job}/queues */
     WEB_ROUTE_PIPELINE,    /* /api/v1/jobs/{job}/pipeline */
+    WEB_ROUTE_RANKS,       /* /api/v1/jobs/{job}/ranks */
+    WEB_ROUTE_HELPER,      /* /api/v1/jobs/{job}/helper */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
@@ -150,6 +158,7 @@ struct web {
     uint16_t port;                 /* bound port */
     struct store *store;           /* borrowed; NULL: API answers 503 */
     struct live *live;             /* borrowed; NULL: live routes answer 503 */
+    struct analyse_helper_rules helper_rules; /* copied from the config, or the defaults */
     struct stats *stats;           /* borrowed */
     size_t max_response_bytes;
     char version[64];
@@ -225,6 +234,15 @@ void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, 
 void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
                                const struct analyse_pipe_finding *findings, size_t n_findings,
                                bool csv);
+
+/* Per-rank step statistics and stragglers: {"ranks":[...],"mean_us",...}; csv: one line per
+ * rank. */
+void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, bool csv);
+
+/* The helper's suggestions for rank with their evidence, and which evidence the daemon had
+ * (in: what was given to analyse_helper_run()). */
+void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
+                             const struct analyse_helper_result *res);
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);

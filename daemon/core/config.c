@@ -31,6 +31,7 @@ const struct config_option config_options[] = {
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
+    {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
     {NULL, NULL, NULL},
 };
 
@@ -122,6 +123,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         }
         return 0;
     }
+    if (strcmp(key, "helper_rules") == 0)
+        return STR(helper_rules);
 #undef STR
 #undef U64
     snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);

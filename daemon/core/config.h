@@ -36,6 +36,8 @@ struct config {
     uint64_t http_timeout_s;          /* idle HTTP connections are closed after this */
     uint64_t max_response_bytes;      /* cap on one HTTP answer */
     enum config_durability durability;
+    char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse.h);
+                                           "" keeps the peers' defaults */
 };
 
 struct config_option {

@@ -240,6 +240,7 @@ struct live_rank {
     bool queues_dirty;         /* a sample arrived since qset was built */
     struct live_qset *qset;    /* the last published set (a reference), NULL before any */
     struct live_pipe *pipe;    /* the latest pipeline record (a reference), NULL before any */
+    struct live_host host;     /* running sums of the host records' CPU figures */
     struct ktab threads;
     struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
     size_t cap_th;
@@ -712,6 +713,19 @@ static void feed_pipeline(struct live_rank *rk, const struct record *r)
     rk->pipe = pl;
 }
 
+/* Host records are rare (one a second or so): a running sum per figure is all the helper needs. */
+static void feed_host(struct live_rank *rk, const struct record *r)
+{
+    if (r->cpu_percent >= 0) {
+        rk->host.cpu_sum += r->cpu_percent;
+        rk->host.n_cpu++;
+    }
+    if (r->sys_cpu_percent >= 0) {
+        rk->host.sys_cpu_sum += r->sys_cpu_percent;
+        rk->host.n_sys_cpu++;
+    }
+}
+
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
 {
     if (n == 0)
@@ -736,6 +750,8 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
                 feed_queue(rk, r);
             else if (r->kind == RECORD_PIPELINE)
                 feed_pipeline(rk, r);
+            else if (r->kind == RECORD_HOST)
+                feed_host(rk, r);
             continue;
         }
         if (r->ph != 'X' || r->name.len == 0 ||
@@ -1123,6 +1139,7 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
             atomic_fetch_add_explicit(&rk->pipe->refs, 1, memory_order_relaxed);
             sr->pipe = rk->pipe;
         }
+        sr->host = rk->host;
         sr->n_agg = rk->n_agg < s->n_ops ? rk->n_agg : s->n_ops;
         sr->agg = malloc((sr->n_agg + 1) * sizeof *sr->agg);
         const struct live_steplist *l =

@@ -59,10 +59,11 @@ struct live *live_new(void);
 void live_free(struct live *lv);
 
 /* Takes n decoded records of job_id's rank (records are borrowed for the call; what is kept is
- * copied). Only TRACE "X" events with a name, STEP and QUEUE records are used; the rest are
- * ignored. A QUEUE record (rare: one per queue and step) appends (step, size, capacity) to the
+ * copied). Only TRACE "X" events with a name, STEP, QUEUE, PIPELINE and HOST records are used;
+ * the rest are ignored. A QUEUE record (rare: one per queue and step) appends (step, size, capacity) to the
  * rank's series of that queue name; a PIPELINE record (rarer still) replaces the rank's
- * topology (docs/PROTOCOL.md); one it cannot read is counted in pipelines_bad.
+ * topology (docs/PROTOCOL.md); one it cannot read is counted in pipelines_bad. A HOST record
+ * adds its cpu_percent and sys_cpu_percent to the rank's running means (live_query_host()).
  * Loop thread; never blocks, never allocates per event (only when a table grows). Returns 0, or
  * -ENOMEM (the records that did not fit are counted in the snapshot's dropped counter). */
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n);

@@ -79,6 +79,14 @@ struct live_pipe {
 int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe);
 void live__pipe_put(struct live_pipe *pl);
 
+/* Running sums of a rank's host records (RECORD_HOST); a figure a record lacks is not counted. */
+struct live_host {
+    double cpu_sum;     /* cpu_percent: the process, percent of one core */
+    int64_t n_cpu;
+    double sys_cpu_sum; /* sys_cpu_percent: the whole system, percent */
+    int64_t n_sys_cpu;
+};
+
 struct live_snap_rank {
     int64_t rank;
     size_t n_agg;             /* <= live_snapshot.n_ops */
@@ -88,6 +96,7 @@ struct live_snap_rank {
     struct live_snap_step *steps; /* by begin */
     struct live_qset *queues;     /* a reference; NULL when the rank sent no queue samples */
     struct live_pipe *pipe;       /* a reference; NULL when the rank sent no pipeline record */
+    struct live_host host;
 };
 
 struct live_snapshot {

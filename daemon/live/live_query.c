@@ -8,6 +8,7 @@
 #include "live_query.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,4 +314,70 @@ int live_query_queues(const struct live_snapshot *snap, int64_t rank,
     *ret_rows = rows;
     *ret_n = n;
     return 0;
+}
+
+/* ---- host samples and ranks ---- */
+
+int live_query_host(const struct live_snapshot *snap, int64_t rank, struct live_host_row *ret)
+{
+    if (rank >= 0 && !find_rank(snap, rank))
+        return -ENOENT;
+    struct live_host h = {0};
+    for (size_t k = 0; k < snap->n_ranks; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        if (rank >= 0 && sr->rank != rank)
+            continue;
+        h.cpu_sum += sr->host.cpu_sum;
+        h.n_cpu += sr->host.n_cpu;
+        h.sys_cpu_sum += sr->host.sys_cpu_sum;
+        h.n_sys_cpu += sr->host.n_sys_cpu;
+    }
+    ret->n_cpu = h.n_cpu;
+    ret->cpu_pct = h.n_cpu ? h.cpu_sum / (double)h.n_cpu : NAN;
+    ret->n_sys_cpu = h.n_sys_cpu;
+    ret->sys_cpu_pct = h.n_sys_cpu ? h.sys_cpu_sum / (double)h.n_sys_cpu : NAN;
+    return 0;
+}
+
+int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
+                     struct analyse_ranks **ret_ranks)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < snap->n_ranks; k++)
+        total += snap->ranks[k].n_steps;
+    int r = -ENOMEM;
+    struct analyse_rank_steps *in = calloc(snap->n_ranks + 1, sizeof *in);
+    int64_t *v = malloc((4 * total + 1) * sizeof *v);
+    if (!in || !v)
+        goto out;
+    int64_t *step = v, *interval = v + total, *fp_bp = v + 2 * total, *tail = v + 3 * total;
+    size_t off = 0;
+    for (size_t k = 0; k < snap->n_ranks; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        bool points = sr->n_steps > 0;
+        for (size_t j = 0; j < sr->n_steps; j++) {
+            struct live_step_row row;
+            fill_row(snap, sr->rank, &sr->steps[j], &row);
+            step[off + j] = row.total_ns;
+            interval[off + j] = row.interval_ns;
+            fp_bp[off + j] = row.fp_bp_ns;
+            tail[off + j] = row.tail_ns;
+            points &= row.source != LIVE_POINTS_NONE;
+        }
+        in[k] = (struct analyse_rank_steps){
+            .rank = sr->rank,
+            .stage = -1,
+            .step_ns = step + off,
+            .interval_ns = points ? interval + off : NULL,
+            .fp_bp_ns = points ? fp_bp + off : NULL,
+            .tail_ns = points ? tail + off : NULL,
+            .n = sr->n_steps,
+        };
+        off += sr->n_steps;
+    }
+    r = analyse_ranks_compute(in, snap->n_ranks, straggler_ratio, ret_ranks);
+out:
+    free(v);
+    free(in);
+    return r;
 }

@@ -171,4 +171,24 @@ int live_query_pipeline(const struct live_snapshot *snap, int64_t rank,
 /* Frees rows from live_query_queues(); NULL-safe. */
 void live_queue_rows_free(struct live_queue_row *rows, size_t n);
 
+/* The mean CPU figures of the host records ({"type":"host"}) of rank (rank < 0: every rank's
+ * records together). A mean is NaN when no record carried that figure. */
+struct live_host_row {
+    int64_t n_cpu;      /* records with cpu_percent */
+    double cpu_pct;     /* mean cpu_percent: the process, percent of one core */
+    int64_t n_sys_cpu;  /* records with sys_cpu_percent */
+    double sys_cpu_pct; /* mean sys_cpu_percent: the whole system, percent */
+};
+
+/* Fills *ret. Returns 0 or -ENOENT (rank >= 0 and no such rank). */
+int live_query_host(const struct live_snapshot *snap, int64_t rank, struct live_host_row *ret);
+
+/* Per-rank step statistics and stragglers (analyse_ranks_compute()) of every rank of the
+ * snapshot, in rank order, over the steps live_query_steps() lists. The step time is every
+ * step's total; interval, FP+BP and tail are given for a rank only when every one of its steps
+ * has FP/BP points (else their statistics have count 0). Sets *ret_ranks (free with
+ * analyse_ranks_free()). Returns 0, -EINVAL (bad straggler_ratio), -ENOMEM. */
+int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
+                     struct analyse_ranks **ret_ranks);
+
 #endif
