@@ -292,6 +292,21 @@ START_TEST(test_config_precedence)
 }
 END_TEST
 
+/* helper_rules is a path: empty by default (the helper's own defaults), set from the file. */
+START_TEST(test_config_helper_rules_path)
+{
+    struct config c;
+    char err[CONFIG_ERR_MAX];
+    config_init(&c, test_env, 0, "");
+    ck_assert_str_eq(c.helper_rules, "");
+    const char *file = "helper_rules = /etc/stepscope/helper.conf\n";
+    ck_assert_int_eq(config_load_text(&c, file, strlen(file), err), 0);
+    ck_assert_str_eq(c.helper_rules, "/etc/stepscope/helper.conf");
+    ck_assert_int_eq(config_set(&c, "helper_rules", "", err), 0);
+    ck_assert_str_eq(c.helper_rules, "");
+}
+END_TEST
+
 START_TEST(test_config_errors_name_the_line)
 {
     struct config c;
@@ -391,6 +406,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_config_defaults_from_xdg);
     tcase_add_test(tc, test_config_precedence);
     tcase_add_test(tc, test_config_errors_name_the_line);
+    tcase_add_test(tc, test_config_helper_rules_path);
     tcase_add_test(tc, test_config_hostport);
     tcase_add_test(tc, test_config_sample_file_documents_every_option);
     suite_add_tcase(s, tc);

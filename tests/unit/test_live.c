@@ -252,6 +252,93 @@ START_TEST(test_live_queues_and_pipeline)
 }
 END_TEST
 
+static struct record hrec(double cpu, double sys)
+{
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.kind = RECORD_HOST;
+    r.ts_ns = INT64_MIN;
+    r.cpu_percent = cpu;
+    r.sys_cpu_percent = sys;
+    r.rss_bytes = -1;
+    return r;
+}
+
+/* Host records: per-rank running means of each figure, a figure a record lacks (-1) left out;
+ * every rank together for rank -1; a rank that sent none has NaN means. */
+START_TEST(test_live_query_host_means)
+{
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    struct record r0[] = {hrec(100, 80), hrec(300, -1), hrec(-1, 90)};
+    struct record r1[] = {hrec(50, 20), step(1, 0, 100, NULL)};
+    struct record r2[] = {step(1, 0, 100, NULL)};
+    ck_assert_int_eq(live_feed(lv, 1, 0, r0, 3), 0);
+    ck_assert_int_eq(live_feed(lv, 1, 1, r1, 2), 0);
+    ck_assert_int_eq(live_feed(lv, 1, 2, r2, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *snap;
+    ck_assert_int_eq(live_snapshot_get(lv, 1, &snap), 0);
+    struct live_host_row h;
+    ck_assert_int_eq(live_query_host(snap, 0, &h), 0);
+    ck_assert_int_eq(h.n_cpu, 2);
+    ck_assert_double_eq(h.cpu_pct, 200);
+    ck_assert_int_eq(h.n_sys_cpu, 2);
+    ck_assert_double_eq(h.sys_cpu_pct, 85);
+    ck_assert_int_eq(live_query_host(snap, -1, &h), 0);
+    ck_assert_int_eq(h.n_cpu, 3);
+    ck_assert_double_eq(h.cpu_pct, 150);
+    ck_assert_int_eq(h.n_sys_cpu, 3);
+    ck_assert_double_eq(h.sys_cpu_pct, 190.0 / 3);
+    ck_assert_int_eq(live_query_host(snap, 2, &h), 0);
+    ck_assert_int_eq(h.n_cpu + h.n_sys_cpu, 0);
+    ck_assert(h.cpu_pct != h.cpu_pct && h.sys_cpu_pct != h.sys_cpu_pct);
+    ck_assert_int_eq(live_query_host(snap, 9, &h), -ENOENT);
+    live_snapshot_put(snap);
+    live_free(lv);
+}
+END_TEST
+
+/* Rank statistics over the steps live_query_steps() lists: rank 1 (mean 160 us against 100)
+ * is a straggler; stages are given for a rank whose every step has points, and not for one
+ * with a step without any; a rank without steps is listed but not averaged. */
+START_TEST(test_live_query_ranks_stragglers)
+{
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    const char *ph = "{\"dataloader\":10,\"forward\":30,\"backward\":40}";
+    struct record r0[] = {step(1, 0, 90, ph), step(2, 90, 200, ph)};
+    struct record r1[] = {step(1, 0, 160, ph), step(2, 160, 320, NULL)};
+    struct record r2[] = {hrec(1, 1)};
+    ck_assert_int_eq(live_feed(lv, 1, 0, r0, 2), 0);
+    ck_assert_int_eq(live_feed(lv, 1, 1, r1, 2), 0);
+    ck_assert_int_eq(live_feed(lv, 1, 2, r2, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *snap;
+    ck_assert_int_eq(live_snapshot_get(lv, 1, &snap), 0);
+    struct analyse_ranks *rk = NULL;
+    ck_assert_int_eq(live_query_ranks(snap, -1, &rk), -EINVAL);
+    ck_assert_int_eq(live_query_ranks(snap, 0.2, &rk), 0);
+    ck_assert_uint_eq(rk->n_ranks, 3);
+    const struct analyse_rank_row *a = &rk->rows[0], *b = &rk->rows[1], *c = &rk->rows[2];
+    ck_assert_int_eq(a->rank, 0);
+    ck_assert_uint_eq(a->stat[ANALYSE_RANK_STEP].count, 2);
+    ck_assert_double_eq(a->stat[ANALYSE_RANK_STEP].mean_ns, 100 * US);
+    ck_assert_double_eq(a->stat[ANALYSE_RANK_INTERVAL].mean_ns, 10 * US);
+    ck_assert_double_eq(a->stat[ANALYSE_RANK_FP_BP].mean_ns, 70 * US);
+    ck_assert_double_eq(a->stat[ANALYSE_RANK_TAIL].mean_ns, 20 * US);
+    ck_assert_double_eq(b->stat[ANALYSE_RANK_STEP].mean_ns, 160 * US);
+    ck_assert_uint_eq(b->stat[ANALYSE_RANK_INTERVAL].count, 0);
+    ck_assert_uint_eq(c->stat[ANALYSE_RANK_STEP].count, 0);
+    ck_assert_double_eq(rk->mean_of_ranks_ns, 130 * US);
+    ck_assert(!a->straggler && b->straggler && !c->straggler);
+    ck_assert_uint_eq(rk->n_stragglers, 1);
+    analyse_ranks_free(rk);
+    live_snapshot_put(snap);
+    live_free(lv);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
     Suite *s = suite_create("live");
@@ -259,6 +346,8 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_numbers_independent_of_chunking, 1, N_RECS + 1);
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
     tcase_add_test(tc, test_live_queues_and_pipeline);
+    tcase_add_test(tc, test_live_query_host_means);
+    tcase_add_test(tc, test_live_query_ranks_stragglers);
     suite_add_tcase(s, tc);
     return s;
 }
