@@ -695,6 +695,29 @@ fail:
     return -1;
 }
 
+/* A chunked body (streamed answers: the timeline) decoded in place: the chunks' sizes and CRLFs
+ * dropped, the terminating zero chunk checked. Other bodies are left alone. */
+static void dechunk(struct reply *rep)
+{
+    if (!strstr(rep->head, "\r\nTransfer-Encoding: chunked")) /* as MHD writes it */
+        return;
+    size_t in = 0, out = 0;
+    for (;;) {
+        char *end;
+        unsigned long n = strtoul(rep->body + in, &end, 16);
+        ck_assert_msg(end != rep->body + in && strncmp(end, "\r\n", 2) == 0, "bad chunk");
+        in = (size_t)(end - rep->body) + 2;
+        if (n == 0)
+            break;
+        ck_assert_uint_le(in + n + 2, rep->body_len);
+        memmove(rep->body + out, rep->body + in, n);
+        out += n;
+        in += n + 2;
+    }
+    rep->body_len = out;
+    rep->body[out] = '\0';
+}
+
 static struct reply *http_req(const char *method, const char *path)
 {
     static struct reply rep;
@@ -704,6 +727,7 @@ static struct reply *http_req(const char *method, const char *path)
              method, path, post ? "Content-Length: 2\r\n" : "", post ? "{}" : "");
     memset(&rep, 0, sizeof rep);
     ck_assert_msg(http_raw(server_port, raw, &rep) == 0, "%s %s: no valid answer", method, path);
+    dechunk(&rep);
     return &rep;
 }
 
@@ -894,6 +918,17 @@ static const struct {
     {"/api/v1/jobs/1/timeline?start_us=10&end_us=5", "end_us"},
     {"/api/v1/jobs/1/timeline?limit=0", "limit"},
     {"/api/v1/jobs/1/timeline?limit=10000001", "limit"},
+    {"/api/v1/jobs/1/timeline?ranks=", "ranks"},
+    {"/api/v1/jobs/1/timeline?ranks=0,,1", "ranks"},
+    {"/api/v1/jobs/1/timeline?ranks=0,x", "ranks"},
+    {"/api/v1/jobs/1/timeline?ranks=-1", "ranks"},
+    {"/api/v1/jobs/1/timeline?ranks=0&rank=1", "rank"},
+    {"/api/v1/jobs/1/timeline?step=-1", "step"},
+    {"/api/v1/jobs/1/timeline?step=x", "step"},
+    {"/api/v1/jobs/1/timeline?step=1&start_us=5", "step"},
+    {"/api/v1/jobs/1/timeline?max_bytes=4095", "max_bytes"},
+    {"/api/v1/jobs/1/timeline?remap_pids=2", "remap_pids"},
+    {"/api/v1/jobs/1/timeline?max_bytes=99999999999", "max_bytes"},
     {"/api/v1/jobs/a%00b/timeline", "job"},
     {"/api/v1/jobs/a%zz", "job"},
 };
@@ -1108,24 +1143,73 @@ START_TEST(test_store_timeline)
     assert_header(r, "Content-Disposition", disp);
     ck_assert_msg(strncmp(r->body, "{\"traceEvents\":[", 16) == 0, "%s", r->body);
     ck_assert_ptr_nonnull(strstr(r->body, EV1 "," EV2));
-    ck_assert_ptr_nonnull(strstr(r->body, EV3));
+    /* Rank 1 used pid 1 too, which rank 0 has: verbatim by default, the pid counted shared. */
+    ck_assert_ptr_nonnull(strstr(r->body, EV2 "," EV3 "]"));
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
+                                          "\"tid\":0,\"args\":{\"name\":\"rank 0\"}}"));
     ck_assert_ptr_nonnull(strstr(r->body, "],\"displayTimeUnit\":\"ms\",\"otherData\":{"));
-    ck_assert_ptr_nonnull(strstr(r->body, "\"events\":3,\"limit\":200000,\"truncated\":false}}"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"ranks\":[0,1],\"step\":null,\"start_us\":null,"
+                                          "\"end_us\":null,\"events\":3,\"metadata_events\":2,"
+                                          "\"remapped_pids\":0,\"shared_pids\":1,"
+                                          "\"limit\":10000000,"
+                                          "\"max_bytes\":1048576,\"truncated\":false,"
+                                          "\"cut_events\":0}}"));
+
+    /* remap_pids=1: rank 1's events get pid "rank 1 1", named. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?remap_pids=1",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":3000,"
+                                          "\"pid\":\"rank 1 1\",\"tid\":2}"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"metadata_events\":4,\"remapped_pids\":1,"
+                                          "\"shared_pids\":0,"));
 
     /* One rank only. */
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?rank=1", (long long)job_id_evil);
     r = http_req("GET", path);
     ck_assert_int_eq(r->status, 200);
     ck_assert_ptr_null(strstr(r->body, EV1));
-    ck_assert_ptr_nonnull(strstr(r->body, EV3));
+    ck_assert_ptr_nonnull(strstr(r->body, EV3)); /* alone, rank 1 keeps its pid */
 
     /* A limit truncates, and says so. */
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?rank=0&limit=1",
              (long long)job_id_evil);
     r = http_req("GET", path);
     ck_assert_int_eq(r->status, 200);
-    ck_assert_ptr_nonnull(strstr(r->body, "{\"traceEvents\":[" EV1 "],"));
-    ck_assert_ptr_nonnull(strstr(r->body, "\"events\":1,\"limit\":1,\"truncated\":true}}"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"args\":{\"sort_index\":0}}," EV1 "],"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"events\":1,\"metadata_events\":2,"
+                                          "\"remapped_pids\":0,\"shared_pids\":0,\"limit\":1,"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"truncated\":true,\"cut_events\":1}}"));
+
+    /* Exact windows: [1005, 1500] overlaps fwd (1000.5 + 10) only; [1011, 1999] nothing. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?start_us=1005&end_us=1500",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, EV1 "],"));
+    ck_assert_ptr_null(strstr(r->body, EV2));
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?start_us=1011&end_us=1999",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_ptr_nonnull(strstr(r->body, "{\"traceEvents\":[],"));
+
+    /* A set of ranks, deduplicated; a rank the job lacks is 404 naming it. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?ranks=1,0,1",
+             (long long)job_id_evil);
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
+    ck_assert_ptr_nonnull(strstr(r->body, "\"ranks\":[0,1],"));
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?ranks=0,7", (long long)job_id_evil);
+    r = http_req("GET", path);
+    assert_json_error(r, 404, "not_found");
+    ck_assert_ptr_nonnull(strstr(r->body, "ranks: job has no rank 7"));
+
+    /* max_bytes too small for the tail alone. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?max_bytes=4096&ranks=%s",
+             (long long)job_id_evil, "0");
+    r = http_req("GET", path);
+    ck_assert_int_eq(r->status, 200);
 
     /* A window after every event. */
     snprintf(path, sizeof path, "/api/v1/jobs/%lld/timeline?start_us=5000&end_us=6000",
