@@ -837,8 +837,8 @@ START_TEST(test_store_event_iter_exact_window)
     struct record_welcome w = session(st, "iter", 0, "s0");
     /* ts/dur the store reads from the line itself; the args members must not answer for them. */
     static const char *const lines[] = {
-        "{\"ph\":\"X\",\"args\":{\"ts\":1,\"pid\":9,\"s\":\"}\\\"{\"},\"ts\":1000,\"dur\":50,"
-        "\"pid\":\"GPU 0\"}",
+        ("{\"ph\":\"X\",\"args\":{\"ts\":1,\"pid\":9,\"s\":\"}\\\"{\"},\"ts\":1000,\"dur\":50,"
+         "\"pid\":\"GPU 0\"}"),
         "{\"ph\":\"X\",\"ts\":2000,\"dur\":10,\"pid\":3}",
         "{\"ph\":\"i\",\"ts\":3000.5,\"pid\":3,\"dur\":-4}",
         "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":3,\"args\":{\"name\":\"p\"}}",
