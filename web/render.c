@@ -227,30 +227,6 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     sbuf_printf(b, "%" PRId64 "}}", info->block_raw_bytes);
 }
 
-void web__render_timeline_begin(struct sbuf *b)
-{
-    sbuf_adds(b, "{\"traceEvents\":[");
-}
-
-void web__render_timeline_event(struct sbuf *b, const char *line, size_t len, bool first)
-{
-    if (!first)
-        sbuf_addc(b, ',');
-    sbuf_add(b, line, len);
-}
-
-void web__render_timeline_end(struct sbuf *b, const struct store_job *j, int64_t n_events,
-                              int64_t limit)
-{
-    sbuf_adds(b, "],\"displayTimeUnit\":\"ms\",\"otherData\":{");
-    member_i64(b, "job_id", j->id);
-    member_str(b, "job", j->name);
-    member_i64(b, "events", n_events);
-    member_i64(b, "limit", limit);
-    member_bool_last(b, "truncated", n_events >= limit);
-    sbuf_adds(b, "}}");
-}
-
 /* ---- live documents (steps, step-trace, operators) ---- */
 
 void web__csv_str(struct sbuf *b, const char *s)

@@ -132,13 +132,6 @@ void web__render_job(struct sbuf *b, const struct store_job *j, const struct sto
 /* info NULL renders "store":null (no store attached). */
 void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info);
 
-/* A Chrome-trace document: _begin, then _event per stored line (verbatim; the first one given
- * first), then _end with what the caller knows about it. */
-void web__render_timeline_begin(struct sbuf *b);
-void web__render_timeline_event(struct sbuf *b, const char *line, size_t len, bool first);
-void web__render_timeline_end(struct sbuf *b, const struct store_job *j, int64_t n_events,
-                              int64_t limit);
-
 /* Appends s as one CSV field (RFC 4180): as it is, or in double quotes with '"' doubled when it
  * holds a comma, a quote, CR or LF. */
 void web__csv_str(struct sbuf *b, const char *s);

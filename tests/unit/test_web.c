@@ -529,23 +529,6 @@ START_TEST(test_render_stats_all_counters)
 }
 END_TEST
 
-START_TEST(test_render_timeline)
-{
-    struct store_job j = sample_job();
-    struct sbuf b;
-    sbuf_init(&b, 1 << 16);
-    web__render_timeline_begin(&b);
-    web__render_timeline_event(&b, "{\"ph\":\"X\"}", 10, true);
-    web__render_timeline_event(&b, "{\"ph\":\"i\"}", 10, false);
-    web__render_timeline_end(&b, &j, 2, 2);
-    ck_assert_str_eq(b.data,
-                     "{\"traceEvents\":[{\"ph\":\"X\"},{\"ph\":\"i\"}],\"displayTimeUnit\":\"ms\","
-                     "\"otherData\":{\"job_id\":7,\"job\":\"\\u003cscript\\u003e\\\"q\\\"\\ufffd\","
-                     "\"events\":2,\"limit\":2,\"truncated\":true}}");
-    sbuf_done(&b);
-}
-END_TEST
-
 START_TEST(test_render_respects_cap)
 {
     struct store_job j = sample_job();
@@ -1321,7 +1304,6 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_render_job_with_ranks);
     tcase_add_test(tc, test_render_error_escapes_message);
     tcase_add_test(tc, test_render_stats_all_counters);
-    tcase_add_test(tc, test_render_timeline);
     tcase_add_test(tc, test_render_respects_cap);
     suite_add_tcase(s, tc);
 
