@@ -228,7 +228,7 @@ static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
     return 0;
 }
 
-/* Queue samples and pipeline records: rare records fed one at a time. */
+/* Queue samples, pipeline records and host samples: rare records fed one at a time. */
 static int on_replay_queue(void *ud, int64_t rank, const struct record *rec)
 {
     struct replay_ctx *c = ud;
@@ -275,6 +275,8 @@ static int replay_live(struct daemon *d)
             n = store_query_queue_samples(d->store, c.job_id, on_replay_queue, &c);
         if (n >= 0)
             n = store_query_pipelines(d->store, c.job_id, on_replay_queue, &c);
+        if (n >= 0)
+            n = store_query_host_samples(d->store, c.job_id, on_replay_queue, &c);
         if (n < 0) {
             r = (int)n;
             goto out;

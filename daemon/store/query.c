@@ -802,6 +802,15 @@ static void fill_queue(sqlite3_stmt *s, struct record *rec)
     rec->capacity = sqlite3_column_int64(s, 5);
 }
 
+static void fill_host(sqlite3_stmt *s, struct record *rec)
+{
+    record_blank(rec, RECORD_HOST);
+    rec->ts_ns = sqlite3_column_int64(s, 1);
+    rec->cpu_percent = sqlite3_column_double(s, 2);
+    rec->sys_cpu_percent = sqlite3_column_double(s, 3);
+    rec->rss_bytes = sqlite3_column_int64(s, 4);
+}
+
 static void fill_pipeline(sqlite3_stmt *s, struct record *rec)
 {
     record_blank(rec, RECORD_PIPELINE);
@@ -865,6 +874,16 @@ int64_t store_query_queue_samples(struct store *st, int64_t job_id,
                        "SELECT rank, name, ts_ns, step, size, capacity FROM queue_samples "
                        "WHERE job_id = ?1 ORDER BY rank, rowid",
                        fill_queue, cb, ud);
+}
+
+int64_t store_query_host_samples(struct store *st, int64_t job_id,
+                                 int (*cb)(void *ud, int64_t rank, const struct record *rec),
+                                 void *ud)
+{
+    return replay_rows(st, job_id,
+                       "SELECT rank, ts_ns, cpu_percent, sys_cpu_percent, rss_bytes "
+                       "FROM host_samples WHERE job_id = ?1 ORDER BY rank, rowid",
+                       fill_host, cb, ud);
 }
 
 int64_t store_query_pipelines(struct store *st, int64_t job_id,

@@ -134,6 +134,13 @@ int64_t store_query_queue_samples(struct store *st, int64_t job_id,
                                   int (*cb)(void *ud, int64_t rank, const struct record *rec),
                                   void *ud);
 
+/* Calls cb with each stored host sample of a job, every rank, ordered by rank and then as they
+ * were stored: a RECORD_HOST (ts_ns, cpu_percent, sys_cpu_percent, rss_bytes). Same rules and
+ * returns as store_query_queue_samples(). */
+int64_t store_query_host_samples(struct store *st, int64_t job_id,
+                                 int (*cb)(void *ud, int64_t rank, const struct record *rec),
+                                 void *ud);
+
 /* Calls cb with each stored pipeline record of a job, every rank, ordered by rank and then as
  * they were stored, until cb returns non-zero. *rec is a RECORD_PIPELINE whose raw/raw_len is
  * the record verbatim; valid only during the call. Same transaction rule and returns as

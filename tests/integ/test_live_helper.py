@@ -210,12 +210,13 @@ def test_ranks_and_helper_live_csv_rules_and_restart(daemons, tmp):
         e = d.get_json(base(d, "ranks") + "/ranks?format=xml", status=400)
         assert e["error"]["message"].startswith("format")
         keep = {job: (d.get_json(base(d, job) + "/ranks"), d.get_json(base(d, job) + "/helper"))
-                for job in ("ranks", "ranks50", "quiet", "queues", "gated")}
+                for job in ("ranks", "ranks50", "quiet", "queues", "gated", "cpu")}
     finally:
         for c in cs:
             c.close()
 
-    # The numbers after a restart (steps, queues and pipelines are replayed from the store).
+    # The numbers after a restart (steps, queues, pipelines and host samples are replayed from
+    # the store), cpu_high included.
     d.stop(signal.SIGTERM)
     d.start()
     for job, doc in keep.items():
