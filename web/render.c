@@ -378,23 +378,24 @@ static int64_t round_ns(double ns)
     return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
 
-void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, const char *group,
-                          bool csv)
+/* The rows of an operator or kernel table, as CSV lines or JSON objects; operator tables also
+ * have the type and self-time columns (kernels do not nest, so self equals total there). */
+static void render_op_rows(struct sbuf *b, const struct analyse_op_table *t, bool csv, bool ops)
 {
-    if (csv)
-        sbuf_adds(b, "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n");
-    else
-        sbuf_printf(b, "{\"group\":\"%s\",\"total\":%zu,\"rows\":[", group, t->total);
     for (size_t i = 0; i < t->n_rows; i++) {
         const struct analyse_op_row *r = &t->rows[i];
         if (csv) {
             web__csv_str(b, r->name);
-            sbuf_addc(b, ',');
-            web__csv_str(b, r->type);
+            if (ops) {
+                sbuf_addc(b, ',');
+                web__csv_str(b, r->type);
+            }
             sbuf_printf(b, ",%" PRId64 ",", r->calls);
             sbuf_json_us(b, r->total_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, r->self_ns);
+            if (ops) {
+                sbuf_addc(b, ',');
+                sbuf_json_us(b, r->self_ns);
+            }
             sbuf_addc(b, ',');
             sbuf_json_us(b, round_ns(r->avg_ns));
             sbuf_addc(b, ',');
@@ -408,48 +409,12 @@ void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, cons
             sbuf_addc(b, ',');
         sbuf_addc(b, '{');
         member_str(b, "name", r->name);
-        member_str(b, "type", r->type);
+        if (ops)
+            member_str(b, "type", r->type);
         member_i64(b, "calls", r->calls);
         member_us(b, "total_us", r->total_ns);
-        member_us(b, "self_us", r->self_ns);
-        member_us(b, "avg_us", round_ns(r->avg_ns));
-        member_us(b, "min_us", r->min_ns);
-        member_us(b, "max_us", r->max_ns);
-        key(b, "percent");
-        sbuf_printf(b, "%.4f", r->percent);
-        sbuf_addc(b, '}');
-    }
-    if (!csv)
-        sbuf_adds(b, "]}");
-}
-
-void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t, bool csv)
-{
-    if (csv)
-        sbuf_adds(b, "name,calls,total_us,avg_us,min_us,max_us,percent\n");
-    else
-        sbuf_printf(b, "{\"total\":%zu,\"rows\":[", t->total);
-    for (size_t i = 0; i < t->n_rows; i++) {
-        const struct analyse_op_row *r = &t->rows[i];
-        if (csv) {
-            web__csv_str(b, r->name);
-            sbuf_printf(b, ",%" PRId64 ",", r->calls);
-            sbuf_json_us(b, r->total_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, round_ns(r->avg_ns));
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, r->min_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, r->max_ns);
-            sbuf_printf(b, ",%.4f\n", r->percent);
-            continue;
-        }
-        if (i)
-            sbuf_addc(b, ',');
-        sbuf_addc(b, '{');
-        member_str(b, "name", r->name);
-        member_i64(b, "calls", r->calls);
-        member_us(b, "total_us", r->total_ns);
+        if (ops)
+            member_us(b, "self_us", r->self_ns);
         member_us(b, "avg_us", round_ns(r->avg_ns));
         member_us(b, "min_us", r->min_ns);
         member_us(b, "max_us", r->max_ns);
@@ -458,6 +423,25 @@ void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t, 
     }
     if (!csv)
         sbuf_adds(b, "]}");
+}
+
+void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, const char *group,
+                          bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n");
+    else
+        sbuf_printf(b, "{\"group\":\"%s\",\"total\":%zu,\"rows\":[", group, t->total);
+    render_op_rows(b, t, csv, true);
+}
+
+void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "name,calls,total_us,avg_us,min_us,max_us,percent\n");
+    else
+        sbuf_printf(b, "{\"total\":%zu,\"rows\":[", t->total);
+    render_op_rows(b, t, csv, false);
 }
 
 /* ---- data queues ---- */
