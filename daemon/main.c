@@ -72,6 +72,7 @@ struct daemon {
     struct web *web;
     struct live *live;
     struct analyse_helper_rules helper_rules; /* the defaults, overridden by cfg.helper_rules */
+    struct analyse_rules *role_rules;         /* cfg.role_rules parsed; NULL: none */
     struct session_key *sessions; /* open sessions, unordered */
     size_t n_sessions;
     size_t cap_sessions;
@@ -117,6 +118,16 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
     }
     d->sessions[d->n_sessions++] =
         (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank};
+    /* The job's own FP/BP points (the hello's "env"); they beat the daemon's fp_point/bp_point.
+     * A failure only loses the override, never the session. */
+    struct live_job_env env = {
+        .stepscope_fp = hello->stepscope_fp_point, .stepscope_bp = hello->stepscope_bp_point,
+        .profiling_fp = hello->profiling_fp_start, .profiling_bp = hello->profiling_bp_end,
+        .mindspore_fp = hello->fp_point_env, .mindspore_bp = hello->bp_point_env,
+    };
+    if (live_job_env(d->live, ret_welcome->job_id, &env) < 0)
+        log_warn("live: job %lld: the hello's FP/BP points were not kept (out of memory)",
+                 (long long)ret_welcome->job_id);
     return 0;
 }
 
@@ -503,6 +514,47 @@ out:
     return code;
 }
 
+/* Parses the role rules file at path ("": none, *ret = NULL) into *ret. Returns EXIT_OK, or
+ * EXIT_USAGE after saying on stderr what is wrong (a bad line by its number). */
+static int load_role_rules(const char *path, struct analyse_rules **ret)
+{
+    *ret = NULL;
+    if (!path[0])
+        return EXIT_OK;
+    int code = EXIT_USAGE;
+    char *text = malloc(HELPER_RULES_MAX_BYTES + 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || !text) {
+        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path, strerror(text ? errno : ENOMEM));
+        goto out;
+    }
+    size_t n = fread(text, 1, HELPER_RULES_MAX_BYTES + 1, f);
+    if (ferror(f) || n > HELPER_RULES_MAX_BYTES) {
+        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path,
+                ferror(f) ? "read error" : "longer than 1 MiB");
+        goto out;
+    }
+    size_t bad_line = 0;
+    int r = analyse_rules_parse(text, n, ret, &bad_line);
+    if (r == -ENOMEM) {
+        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path, strerror(ENOMEM));
+        goto out;
+    }
+    if (r < 0) {
+        fprintf(stderr,
+                "stepscoped: role_rules %s: line %zu: bad rule (syntax: docs/ANALYSIS.md, "
+                "\"Rules syntax\")\n",
+                path, bad_line);
+        goto out;
+    }
+    code = EXIT_OK;
+out:
+    if (f)
+        fclose(f);
+    free(text);
+    return code;
+}
+
 static int store_exit_code(int r)
 {
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
@@ -520,6 +572,9 @@ int main(int argc, char **argv)
     if (code != EXIT_OK)
         return code;
     code = load_helper_rules(d.cfg.helper_rules, &d.helper_rules);
+    if (code != EXIT_OK)
+        return code;
+    code = load_role_rules(d.cfg.role_rules, &d.role_rules);
     if (code != EXIT_OK)
         return code;
     enum log_level level = LOG_LEVEL_INFO;
@@ -576,7 +631,12 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    d.live = live_new();
+    struct live_config lcfg = {
+        .rules = d.role_rules,
+        .fp_point = d.cfg.fp_point,
+        .bp_point = d.cfg.bp_point,
+    };
+    d.live = live_new_config(&lcfg);
     if (!d.live) {
         fprintf(stderr, "stepscoped: out of memory\n");
         code = EXIT_RUNTIME;
@@ -638,6 +698,8 @@ int main(int argc, char **argv)
     d.web = NULL;
     live_free(d.live);
     d.live = NULL;
+    analyse_rules_free(d.role_rules);
+    d.role_rules = NULL;
     free(d.sessions);
     store_close(d.store);
     d.store = NULL;
@@ -653,6 +715,7 @@ out:
     /* Start-up failed: undo what was started, in reverse order. */
     web_stop(d.web);
     live_free(d.live);
+    analyse_rules_free(d.role_rules);
     store_close(d.store);
     if (d.ingest)
         ingest_close(d.ingest);

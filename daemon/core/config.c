@@ -32,6 +32,9 @@ const struct config_option config_options[] = {
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
     {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
+    {"role_rules", "", "file of extra role rules, tried before the built-in ones (empty: none)"},
+    {"fp_point", "", "FP start operator name for every job (empty: detected per step)"},
+    {"bp_point", "", "BP end operator name for every job (empty: detected per step)"},
     {NULL, NULL, NULL},
 };
 
@@ -125,6 +128,12 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
     }
     if (strcmp(key, "helper_rules") == 0)
         return STR(helper_rules);
+    if (strcmp(key, "role_rules") == 0)
+        return STR(role_rules);
+    if (strcmp(key, "fp_point") == 0)
+        return STR(fp_point);
+    if (strcmp(key, "bp_point") == 0)
+        return STR(bp_point);
 #undef STR
 #undef U64
     snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);

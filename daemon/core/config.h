@@ -14,6 +14,7 @@
 
 #define CONFIG_PATH_MAX 4096
 #define CONFIG_ERR_MAX 256
+#define CONFIG_POINT_MAX 1024 /* fp_point, bp_point: longest operator name + 1 */
 
 enum config_durability {
     CONFIG_DURABILITY_NORMAL, /* survives a daemon crash (kill -9): WAL, synchronous=NORMAL */
@@ -38,6 +39,10 @@ struct config {
     enum config_durability durability;
     char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse.h);
                                            "" keeps the peers' defaults */
+    char role_rules[CONFIG_PATH_MAX];   /* file of extra role rules (analyse_rules_parse()),
+                                           tried before the built-in table; "" = none */
+    char fp_point[CONFIG_POINT_MAX];    /* daemon-wide FP start operator name; "" = automatic */
+    char bp_point[CONFIG_POINT_MAX];    /* daemon-wide BP end operator name; "" = automatic */
 };
 
 struct config_option {

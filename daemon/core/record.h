@@ -66,6 +66,15 @@ struct record_hello {
     int64_t pid;                   /* -1 if absent */
     bool has_seq;                  /* the client numbered its records from seq */
     uint64_t seq;
+    /* The job's step-trace points from the hello's "env" object ("" when absent, not a string,
+     * empty, longer than RECORD_NAME_MAX or holding a NUL: such an entry is ignored, never an
+     * error). NUL-terminated, in the arena like the strings above. */
+    const char *stepscope_fp_point; /* env STEPSCOPE_FP_POINT */
+    const char *stepscope_bp_point; /* env STEPSCOPE_BP_POINT */
+    const char *profiling_fp_start; /* env PROFILING_FP_START (MindSpore) */
+    const char *profiling_bp_end;   /* env PROFILING_BP_END */
+    const char *fp_point_env;       /* env FP_POINT (MindSpore r0.5) */
+    const char *bp_point_env;       /* env BP_POINT */
     const char *raw;               /* the hello line verbatim (kept: it carries FP/BP points) */
     size_t raw_len;
 };

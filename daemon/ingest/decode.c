@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/lbuf.h"
 #include "../core/num.h"
 #include "jscan.h"
 
@@ -66,7 +67,28 @@ enum hello_id {
     H_CLOCK,
     H_STREAM,
     H_SEQ,
+    H_ENV,
     H_COUNT,
+};
+
+/* The members of the hello's "env" object the daemon reads (step-trace points). */
+enum env_id {
+    E_STEPSCOPE_FP,
+    E_STEPSCOPE_BP,
+    E_PROFILING_FP,
+    E_PROFILING_BP,
+    E_FP_POINT,
+    E_BP_POINT,
+    E_COUNT,
+};
+
+static const struct jscan_key env_keys[] = {
+    {"STEPSCOPE_FP_POINT", E_STEPSCOPE_FP, 0},
+    {"STEPSCOPE_BP_POINT", E_STEPSCOPE_BP, 0},
+    {"PROFILING_FP_START", E_PROFILING_FP, 0},
+    {"PROFILING_BP_END", E_PROFILING_BP, 0},
+    {"FP_POINT", E_FP_POINT, 0},
+    {"BP_POINT", E_BP_POINT, 0},
 };
 
 static const struct jscan_key record_keys[] = {
@@ -105,11 +127,13 @@ static const struct jscan_key hello_keys[] = {
     {"clock", H_CLOCK, 0},
     {"stream", H_STREAM, 0},
     {"seq", H_SEQ, 0},
+    {"env", H_ENV, 0},
 };
 
 struct ingest_decoder {
     struct jscan_keys record; /* record_keys, indexed */
     struct jscan_keys hello;  /* hello_keys, indexed */
+    struct jscan_keys env;    /* env_keys, indexed */
 };
 
 struct ctx {
@@ -399,6 +423,54 @@ static bool hello_int(struct ctx *c, const struct jscan_slot *s, const char *key
     return true;
 }
 
+/* Sets the six env point strings of *h from the hello's "env" slot: each is "" unless env is an
+ * object whose member is a string of 1..RECORD_NAME_MAX bytes without NUL, copied into the arena.
+ * Anything else is ignored (env was free-form before the daemon read it). Returns false only
+ * when the arena is full. */
+static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct jscan_slot *env,
+                      struct record_hello *h)
+{
+    const char **dst[E_COUNT] = {
+        [E_STEPSCOPE_FP] = &h->stepscope_fp_point, [E_STEPSCOPE_BP] = &h->stepscope_bp_point,
+        [E_PROFILING_FP] = &h->profiling_fp_start, [E_PROFILING_BP] = &h->profiling_bp_end,
+        [E_FP_POINT] = &h->fp_point_env,           [E_BP_POINT] = &h->bp_point_env,
+    };
+    for (size_t i = 0; i < E_COUNT; i++)
+        *dst[i] = "";
+    if (env->type != JSCAN_OBJECT)
+        return true;
+    /* jscan wants a NUL and LBUF_PADDING readable bytes after its input: scan a copy (a hello
+     * is one line per connection, so the allocation is off the record path). */
+    char *copy = malloc(env->n + 1 + LBUF_PADDING);
+    if (!copy)
+        return fail(c, INGEST_DECODE_NOSPACE, "out of memory");
+    memcpy(copy, env->p, env->n);
+    memset(copy + env->n, 0, 1 + LBUF_PADDING);
+    struct jscan_slot s[E_COUNT];
+    char msg[INGEST_DECODE_MSG_MAX];
+    size_t mark = c->a->used;
+    int r = ingest__jscan_object(copy, env->n, &d->env, s, c->a, msg);
+    bool ok = true;
+    if (r == INGEST_DECODE_OK) {
+        for (size_t i = 0; i < E_COUNT && ok; i++) {
+            if (s[i].type != JSCAN_STRING || s[i].n == 0 || s[i].n > RECORD_NAME_MAX ||
+                memchr(s[i].p, '\0', s[i].n))
+                continue;
+            char *v = arena_put(c->a, s[i].p, s[i].n, true);
+            if (!v)
+                ok = fail(c, INGEST_DECODE_NOSPACE, "arena full");
+            else
+                *dst[i] = v;
+        }
+    } else {
+        c->a->used = mark;
+        if (r == INGEST_DECODE_NOSPACE)
+            ok = fail(c, INGEST_DECODE_NOSPACE, "arena full");
+    }
+    free(copy);
+    return ok;
+}
+
 static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
                         struct ingest_arena *a, struct record_hello *ret, char *msg)
 {
@@ -429,7 +501,7 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
               hello_int(&c, &s[H_RANK], "rank", 0, &h.rank) &&
               hello_int(&c, &s[H_WORLD_SIZE], "world_size", 1, &h.world_size) &&
               hello_int(&c, &s[H_PID], "pid", 0, &h.pid) &&
-              hello_int(&c, &s[H_SEQ], "seq", 0, &seq);
+              hello_int(&c, &s[H_SEQ], "seq", 0, &seq) && hello_env(d, &c, &s[H_ENV], &h);
     if (!ok)
         return c.status;
     if (h.job[0] == '\0') {
@@ -456,6 +528,7 @@ struct ingest_decoder *ingest__decoder_new(size_t max_line)
         return NULL;
     ingest__jscan_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0]);
     ingest__jscan_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
+    ingest__jscan_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
     return d;
 }
 

@@ -269,6 +269,7 @@ struct live_job {
     size_t cap_ranks;
     struct live_rank *last;   /* lookup cache */
     bool dirty;               /* fed since the last publish */
+    char env[6][RECORD_NAME_MAX + 1]; /* live_job_env()'s fields, in its order; "" = not set */
 };
 
 struct pub {
@@ -288,15 +289,48 @@ struct live {
     struct pub *pub;
     size_t n_pub;
     size_t cap_pub;
+    const struct analyse_rules *rules; /* live_config.rules, borrowed */
+    char *fp_point;                    /* live_config's, owned; NULL = none */
+    char *bp_point;
 };
 
-struct live *live_new(void)
+static char *dup_nonempty(const char *s, bool *ret_oom)
+{
+    if (!s || !s[0])
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (!d)
+        *ret_oom = true;
+    else
+        memcpy(d, s, n);
+    return d;
+}
+
+struct live *live_new_config(const struct live_config *cfg)
 {
     struct live *lv = calloc(1, sizeof *lv);
     if (!lv)
         return NULL;
+    bool oom = false;
+    if (cfg) {
+        lv->rules = cfg->rules;
+        lv->fp_point = dup_nonempty(cfg->fp_point, &oom);
+        lv->bp_point = dup_nonempty(cfg->bp_point, &oom);
+    }
+    if (oom) {
+        free(lv->fp_point);
+        free(lv->bp_point);
+        free(lv);
+        return NULL;
+    }
     pthread_mutex_init(&lv->lock, NULL);
     return lv;
+}
+
+struct live *live_new(void)
+{
+    return live_new_config(NULL);
 }
 
 static void steplist_done(struct live_steplist *l)
@@ -353,6 +387,8 @@ void live_free(struct live *lv)
         live_snapshot_put(lv->pub[i].snap);
     free(lv->pub);
     free(lv->scratch);
+    free(lv->fp_point);
+    free(lv->bp_point);
     pthread_mutex_destroy(&lv->lock);
     free(lv);
 }
@@ -503,8 +539,14 @@ static void step_points(struct live *lv, const struct live_job *j, struct live_s
         a->external_id = -1;
         a->role = (enum analyse_role)sp->role;
     }
+    struct analyse_st_overrides o = {
+        .stepscope_fp = j->env[0], .stepscope_bp = j->env[1],
+        .profiling_fp = j->env[2], .profiling_bp = j->env[3],
+        .mindspore_fp = j->env[4], .mindspore_bp = j->env[5],
+        .config_fp = lv->fp_point, .config_bp = lv->bp_point,
+    };
     struct analyse_st_points p;
-    if (analyse_steptrace_points(lv->scratch, s->n_spans, NULL, &p) < 0)
+    if (analyse_steptrace_points(lv->scratch, s->n_spans, &o, &p) < 0)
         return;
     s->has_trace = true;
     s->fp_ns = p.fp_ns;
@@ -780,10 +822,10 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
         if (k == 0) {
             /* Past the cap: classify each span (slow, and counted). */
             op = LIVE_OP_OTHER;
-            role = analyse_role_of(&a, NULL);
+            role = analyse_role_of(&a, lv->rules);
             rk->c.ops_folded++;
         } else if (op == j->ops.n - 1 && j->ops.n > j->n_roles_done) {
-            role = analyse_role_of(&a, NULL);
+            role = analyse_role_of(&a, lv->rules);
             j->roles[op] = (uint8_t)role;
             j->n_roles_done = j->ops.n;
         } else {
@@ -826,6 +868,38 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
         rk->n_batch++;
         rk->c.spans++;
     }
+    return 0;
+}
+
+int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env)
+{
+    const char *v[6] = {env->stepscope_fp, env->stepscope_bp, env->profiling_fp,
+                        env->profiling_bp, env->mindspore_fp, env->mindspore_bp};
+    for (size_t i = 0; i < 6; i++)
+        if (v[i] && strlen(v[i]) > RECORD_NAME_MAX)
+            return -ENAMETOOLONG;
+    struct live_job *j = NULL;
+    bool changed = false;
+    for (size_t i = 0; i < 6; i++) {
+        if (!v[i] || !v[i][0])
+            continue;
+        if (!j && !(j = job_get(lv, job_id)))
+            return -ENOMEM;
+        if (strcmp(j->env[i], v[i]) != 0) {
+            memcpy(j->env[i], v[i], strlen(v[i]) + 1);
+            changed = true;
+        }
+    }
+    if (!changed)
+        return 0;
+    /* Settled steps have dropped their spans; their points stay as they were. */
+    for (size_t k = 0; k < j->n_ranks; k++)
+        for (int m = 0; m < LIST_COUNT; m++) {
+            struct live_steplist *l = &j->ranks[k]->lists[m];
+            for (size_t i = l->n_settled; i < l->n; i++)
+                l->steps[i].dirty = true;
+        }
+    j->dirty = true;
     return 0;
 }
 

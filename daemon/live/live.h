@@ -50,9 +50,39 @@
 #define LIVE_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
 
 struct live;
+struct analyse_rules;
 
-/* A new, empty live state. Returns NULL on OOM. Free with live_free(). */
+/* What live classifies and points with, fixed at creation. */
+struct live_config {
+    const struct analyse_rules *rules; /* user role rules, tried before the built-in table;
+                                          borrowed, must outlive lv; NULL: built-in only */
+    const char *fp_point;              /* daemon-wide FP/BP override (config fp_point/bp_point,
+                                          origin "config"); copied; NULL or "" = none */
+    const char *bp_point;
+};
+
+/* A job's own FP/BP overrides, from its hello's "env" (record_hello). NULL or "" = not set. */
+struct live_job_env {
+    const char *stepscope_fp, *stepscope_bp; /* STEPSCOPE_FP_POINT / STEPSCOPE_BP_POINT */
+    const char *profiling_fp, *profiling_bp; /* PROFILING_FP_START / PROFILING_BP_END */
+    const char *mindspore_fp, *mindspore_bp; /* FP_POINT / BP_POINT */
+};
+
+/* A new, empty live state. cfg may be NULL (built-in rules, no overrides); it is read during the
+ * call only (rules excepted, see above). Returns NULL on OOM. Free with live_free(). */
+struct live *live_new_config(const struct live_config *cfg);
+
+/* live_new_config(NULL). */
 struct live *live_new(void);
+
+/* Records job_id's overrides from a hello. Each set (non-empty) field replaces the job's value
+ * for that source; fields not set keep what an earlier hello of the job gave, so the ranks of a
+ * job share one set. A change makes the job's unsettled steps recompute their points at the
+ * next flush. The FP/BP of a step picks, by analyse_steptrace_pick_override()'s precedence:
+ * the job's STEPSCOPE_*, then PROFILING_*, then FP_POINT/BP_POINT, then live_config's
+ * fp_point/bp_point, then automatic detection. Loop thread. Returns 0, -ENOMEM, or
+ * -ENAMETOOLONG for a name longer than RECORD_NAME_MAX (nothing is changed then). */
+int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env);
 
 /* Frees lv (NULL-safe). Snapshots still referenced stay valid until their last
  * live_snapshot_put(). Call it after the HTTP threads have stopped. */

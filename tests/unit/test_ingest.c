@@ -452,6 +452,65 @@ START_TEST(test_decode_hello_table)
 }
 END_TEST
 
+/* The hello's "env" points: the six names in record_hello's order, "" when not taken. */
+struct hello_env_case {
+    const char *env; /* the "env" value's JSON text, NULL: no "env" */
+    const char *want[6]; /* STEPSCOPE_FP/BP, PROFILING_FP/BP, FP_POINT, BP_POINT */
+};
+
+static const struct hello_env_case hello_env_cases[] = {
+    {NULL, {"", "", "", "", "", ""}},
+    {"{}", {"", "", "", "", "", ""}},
+    {"{\"FP_POINT\":\"Default/Conv2D-op1\",\"BP_POINT\":\"Default/Sgd\"}",
+     {"", "", "", "", "Default/Conv2D-op1", "Default/Sgd"}},
+    {"{\"PROFILING_FP_START\":\"a\",\"PROFILING_BP_END\":\"b\",\"PATH\":\"/bin\"}",
+     {"", "", "a", "b", "", ""}},
+    {"{\"STEPSCOPE_FP_POINT\":\"x\\u00e9\",\"STEPSCOPE_BP_POINT\":\"y\\\"q\"}",
+     {"x\xc3\xa9", "y\"q", "", "", "", ""}},
+    /* first occurrence wins, as for every key */
+    {"{\"FP_POINT\":\"first\",\"FP_POINT\":\"second\"}", {"", "", "", "", "first", ""}},
+    /* ignored, never an error: non-strings, empty, a NUL, nested objects, env not an object */
+    {"{\"FP_POINT\":7,\"BP_POINT\":\"\",\"PROFILING_FP_START\":\"a\\u0000b\","
+     "\"PROFILING_BP_END\":{\"x\":1},\"STEPSCOPE_FP_POINT\":[\"a\"],\"STEPSCOPE_BP_POINT\":null}",
+     {"", "", "", "", "", ""}},
+    {"\"FP_POINT=x\"", {"", "", "", "", "", ""}},
+    {"[1,2]", {"", "", "", "", "", ""}},
+};
+
+START_TEST(test_decode_hello_env)
+{
+    const struct hello_env_case *tc = &hello_env_cases[_i];
+    char line[512];
+    if (tc->env)
+        snprintf(line, sizeof line, "{\"hello\":\"stepscope/1\",\"env\":%s,\"job\":\"j\"}",
+                 tc->env);
+    else
+        snprintf(line, sizeof line, "{\"hello\":\"stepscope/1\",\"job\":\"j\"}");
+    struct record_hello h;
+    char msg[INGEST_DECODE_MSG_MAX] = "";
+    size_t n = strlen(line);
+    arena.used = 0;
+    ck_assert_int_eq(ingest__decode_hello(dec, place(line, n), n, &arena, &h, msg),
+                     INGEST_DECODE_OK);
+    ck_assert_str_eq(h.job, "j");
+    const char *got[6] = {h.stepscope_fp_point, h.stepscope_bp_point, h.profiling_fp_start,
+                          h.profiling_bp_end,   h.fp_point_env,       h.bp_point_env};
+    for (int k = 0; k < 6; k++)
+        ck_assert_msg(got[k] && strcmp(got[k], tc->want[k]) == 0, "case %d field %d: \"%s\"",
+                      _i, k, got[k] ? got[k] : "(null)");
+
+    /* A name longer than RECORD_NAME_MAX is ignored too. */
+    char big[RECORD_NAME_MAX + 128];
+    int k = snprintf(big, sizeof big, "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"env\":{\"FP_POINT\":\"");
+    memset(big + k, 'o', RECORD_NAME_MAX + 1);
+    strcpy(big + k + RECORD_NAME_MAX + 1, "\"}}");
+    n = strlen(big);
+    ck_assert_int_eq(ingest__decode_hello(dec, place(big, n), n, &arena, &h, msg),
+                     INGEST_DECODE_OK);
+    ck_assert_str_eq(h.fp_point_env, "");
+}
+END_TEST
+
 START_TEST(test_decode_hello_fields)
 {
     struct record_hello h;
@@ -1090,6 +1149,8 @@ static Suite *ingest_suite(void)
     tcase_add_loop_test(tc, test_decode_hello_table, 0,
                         (int)(sizeof hello_cases / sizeof hello_cases[0]));
     tcase_add_test(tc, test_decode_hello_fields);
+    tcase_add_loop_test(tc, test_decode_hello_env, 0,
+                        (int)(sizeof hello_env_cases / sizeof hello_env_cases[0]));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("server");
