@@ -63,12 +63,28 @@ def job_or_none(daemon, name):
 
 
 def timeline(daemon, name, rank=None):
-    path = f"/api/v1/jobs/{q(name)}/timeline?limit=10000000"
+    # max_bytes up to max_response_bytes (64 MiB): the default 20 MB cap would cut the largest trace.
+    path = f"/api/v1/jobs/{q(name)}/timeline?limit=10000000&max_bytes=67108864"
     if rank is not None:
         path += f"&rank={rank}"
     doc = daemon.get_json(path)
     assert doc["otherData"]["truncated"] is False
-    return doc["traceEvents"]
+    # The export names each rank's processes ("M" process_name "rank r" and process_sort_index r,
+    # docs/API.md); drop exactly those and check their count, so what remains is what was sent.
+    added = [e for e in doc["traceEvents"] if is_rank_metadata(e)]
+    assert len(added) == doc["otherData"]["metadata_events"], added[:4]
+    return [e for e in doc["traceEvents"] if not is_rank_metadata(e)]
+
+
+def is_rank_metadata(e):
+    """Exactly the shape the export writes (web/routes.c tl_name_pid): no ts, tid 0, args naming
+    the rank. Metadata events of the trace itself (Kineto's carry a ts) never match."""
+    if e.get("ph") != "M" or set(e) != {"ph", "name", "pid", "tid", "args"} or e["tid"] != 0:
+        return False
+    args = e["args"]
+    if e["name"] == "process_name":
+        return set(args) == {"name"} and str(args["name"]).startswith("rank ")
+    return e["name"] == "process_sort_index" and set(args) == {"sort_index"}
 
 
 def assert_ok(p):
