@@ -109,18 +109,71 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
+/* The parameters of the operator and kernel tables. q.search points into search. */
+struct table_params {
+    int64_t rank;
+    bool csv;
+    struct analyse_op_query q;
+    const char *terms[1];
+    char search[SEARCH_MAX + 1];
+};
+
+/* rank, offset, limit, top, format, sort, order and search into *p. Kernel tables (ops false)
+ * have no type or self column to sort by. Returns 0 or -1 (answered; *ret_mhd set). */
+static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct table_params *p,
+                       int *ret_mhd)
+{
+    const char *cols = ops ? "sort: not a column (name, type, calls, total, self, avg, min, max, "
+                             "percent)"
+                           : "sort: not a column (name, calls, total, avg, min, max, percent)";
+    int64_t offset, limit, top;
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &p->rank, ret_mhd) < 0 ||
+        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, ret_mhd) < 0 ||
+        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, ret_mhd) < 0 ||
+        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, ret_mhd) < 0 ||
+        web__param_format(w, c, &p->csv, ret_mhd) < 0)
+        return -1;
+    p->q = (struct analyse_op_query){.sort = ANALYSE_OP_COL_NONE, .desc = true,
+                                     .top_n = (size_t)top, .offset = (size_t)offset,
+                                     .limit = (size_t)limit};
+    char sort_s[16], order_s[8];
+    size_t len;
+    int r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1 && (analyse_op_col_parse(sort_s, &p->q.sort) < 0 ||
+                   (!ops && (p->q.sort == ANALYSE_OP_COL_TYPE ||
+                             p->q.sort == ANALYSE_OP_COL_SELF)))) {
+        *ret_mhd = bad(w, c, cols);
+        return -1;
+    }
+    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1 && strcmp(order_s, "asc") == 0) {
+        p->q.desc = false;
+    } else if (r == 1 && strcmp(order_s, "desc") != 0) {
+        *ret_mhd = bad(w, c, "order: asc or desc");
+        return -1;
+    }
+    r = web__param_str(w, c, "search", p->search, sizeof p->search, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1) {
+        p->terms[0] = p->search;
+        p->q.search = p->terms;
+        p->q.n_search = 1;
+    }
+    return 0;
+}
+
 static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    int64_t rank, offset, limit, top;
-    bool csv;
+    struct table_params p;
     int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
-        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
-        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, &mhd) < 0 ||
-        web__param_format(w, c, &csv, &mhd) < 0)
+    if (param_table(w, c, true, &p, &mhd) < 0)
         return mhd;
-    char group_s[8], sort_s[16], order_s[8], search[SEARCH_MAX + 1];
+    char group_s[8];
     size_t len;
     enum analyse_op_group group = ANALYSE_OP_GROUP_NAME;
     int r = web__param_str(w, c, "group", group_s, sizeof group_s, &len, &mhd);
@@ -130,35 +183,10 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
         group = ANALYSE_OP_GROUP_TYPE;
     else if (r == 1 && strcmp(group_s, "name") != 0)
         return bad(w, c, "group: name or type");
-    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE, .desc = true};
-    r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, &mhd);
-    if (r < 0)
-        return mhd;
-    if (r == 1 && analyse_op_col_parse(sort_s, &q.sort) < 0)
-        return bad(w, c, "sort: not a column (name, type, calls, total, self, avg, min, max, "
-                         "percent)");
-    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, &mhd);
-    if (r < 0)
-        return mhd;
-    if (r == 1 && strcmp(order_s, "asc") == 0)
-        q.desc = false;
-    else if (r == 1 && strcmp(order_s, "desc") != 0)
-        return bad(w, c, "order: asc or desc");
-    r = web__param_str(w, c, "search", search, sizeof search, &len, &mhd);
-    if (r < 0)
-        return mhd;
-    const char *terms[1] = {search};
-    if (r == 1) {
-        q.search = terms;
-        q.n_search = 1;
-    }
-    q.top_n = (size_t)top;
-    q.offset = (size_t)offset;
-    q.limit = (size_t)limit;
     struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
-        r = live_query_ops(snap, rank, group, &q, &page);
+        r = live_query_ops(snap, p.rank, group, &p.q, &page);
         if (r == -ENOENT)
             return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
@@ -167,70 +195,21 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_ops(&b, page ? page : &empty,
-                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name", csv);
+                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name", p.csv);
     analyse_op_table_free(page);
-    return send_doc(w, c, &b, csv);
-}
-
-/* sort, order and search of the operator and kernel tables into *q (search borrowed from
- * search_buf). Returns 0 or -1 (answered). */
-static int param_table(struct web *w, struct MHD_Connection *c, struct analyse_op_query *q,
-                       const char **terms, char *search_buf, size_t search_size, int *ret_mhd)
-{
-    char sort_s[16], order_s[8];
-    size_t len;
-    int r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 1 && analyse_op_col_parse(sort_s, &q->sort) < 0) {
-        *ret_mhd = bad(w, c, "sort: not a column (name, calls, total, avg, min, max, percent)");
-        return -1;
-    }
-    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 1 && strcmp(order_s, "asc") == 0) {
-        q->desc = false;
-    } else if (r == 1 && strcmp(order_s, "desc") != 0) {
-        *ret_mhd = bad(w, c, "order: asc or desc");
-        return -1;
-    }
-    r = web__param_str(w, c, "search", search_buf, search_size, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 1) {
-        terms[0] = search_buf;
-        q->search = terms;
-        q->n_search = 1;
-    }
-    return 0;
+    return send_doc(w, c, &b, p.csv);
 }
 
 static int get_kernels(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    int64_t rank, offset, limit, top;
-    bool csv;
+    struct table_params p;
     int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
-        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
-        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, &mhd) < 0 ||
-        web__param_format(w, c, &csv, &mhd) < 0)
+    if (param_table(w, c, false, &p, &mhd) < 0)
         return mhd;
-    char search[SEARCH_MAX + 1];
-    const char *terms[1];
-    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE, .desc = true};
-    if (param_table(w, c, &q, terms, search, sizeof search, &mhd) < 0)
-        return mhd;
-    if (q.sort == ANALYSE_OP_COL_TYPE || q.sort == ANALYSE_OP_COL_SELF)
-        return bad(w, c, "sort: not a column (name, calls, total, avg, min, max, percent)");
-    q.top_n = (size_t)top;
-    q.offset = (size_t)offset;
-    q.limit = (size_t)limit;
     struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
-        int r = live_query_kernels(snap, rank, &q, &page);
+        int r = live_query_kernels(snap, p.rank, &p.q, &page);
         if (r == -ENOENT)
             return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
@@ -238,9 +217,9 @@ static int get_kernels(struct web *w, struct MHD_Connection *c, const struct liv
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_kernels(&b, page ? page : &empty, csv);
+    web__render_live_kernels(&b, page ? page : &empty, p.csv);
     analyse_op_table_free(page);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, p.csv);
 }
 
 static int get_queues(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
