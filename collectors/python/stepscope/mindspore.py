@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""stepscope.mindspore: a MindSpore training callback (see docs/PYTHON.md, section "MindSpore").
+
+    from stepscope.mindspore import StepscopeCallback
+    model = mindspore.train.Model(net, loss_fn, optimizer)
+    model.train(epochs, dataset, callbacks=[StepscopeCallback()])
+
+One step record per ``on_train_step_begin``/``on_train_step_end`` pair. Importing this module
+works without MindSpore installed (the class then derives from object); no callback raises into
+training: internal failures are counted in the client's stats (``internal_errors``).
+"""
+import time
+
+from . import get_client
+from ._client import _count_internal
+from ._hooks import StepHook, batch_size
+
+try:  # mindspore.train.Callback; absent without MindSpore
+    from mindspore.train import Callback as _CallbackBase
+except Exception:  # ImportError, or a broken install
+    _CallbackBase = object
+
+__all__ = ["StepscopeCallback"]
+
+_now = time.time_ns
+
+
+def _param(run_context, name):
+    """cb_params.name, or None (cb_params is a dict whose attribute access raises KeyError)."""
+    try:
+        p = run_context.original_args()
+        return p.get(name) if hasattr(p, "get") else getattr(p, name, None)
+    except Exception:
+        return None
+
+
+def _pynative():
+    try:
+        import mindspore
+        return mindspore.get_context("mode") == mindspore.PYNATIVE_MODE
+    except Exception:
+        return False
+
+
+class StepscopeCallback(_CallbackBase):
+    """Sends a step record per training step of ``Model.train``.
+
+    The step runs from the end of the previous step (or the epoch's start) to
+    ``on_train_step_end``. Phases: ``dataloader``, from there to ``on_train_step_begin`` (the
+    dataset iterator's time); in PyNative mode (MindSpore's default) ``forward`` (the loss
+    network's forward hooks), ``backward`` (from the forward's end to the optimizer's start) and
+    ``optimizer`` (the optimizer Cell's forward hooks); in graph mode, where the whole train step
+    is one compiled graph and Cell hooks do not run, ``compute`` (begin to end of the step).
+    ``samples``: the batch's leading dimension; in sink mode, the dataset's batch size times the
+    steps the callback step covers. The step number is ``cur_step_num - 1`` (from 0, across
+    epochs). In sink mode, the device queue's depth (``get_mbuf_queue_size()``) is sent as queue
+    ``get_next`` at each step end.
+    """
+
+    def __init__(self, client=None, hooks=True):
+        if _CallbackBase is not object:
+            super().__init__()
+        self._client = client
+        self._hooks = hooks
+        self._hook = None
+        self._fetch_t0 = None
+        self._last_step_num = 0
+        self._open_num = None
+        self._cb_t = None
+
+    def _h(self):
+        if self._hook is None:
+            self._hook = StepHook(client=self._client if self._client is not None
+                                  else get_client(), close_on_optimizer=False)
+        return self._hook
+
+    def _fail(self, e):
+        try:
+            _count_internal(self._h().client, e)
+        except Exception:
+            pass
+
+    def on_train_begin(self, run_context):
+        try:
+            h = self._h()
+            if not self._hooks or not _pynative():
+                return
+            net = _param(run_context, "train_network")
+            loss_net = getattr(net, "network", None) if net is not None else None
+            fwd = loss_net if loss_net is not None else _param(run_context, "network")
+            if fwd is not None:
+                h.watch_model(fwd)
+            opt = _param(run_context, "optimizer")
+            if opt is not None:
+                h.watch_optimizer_cell(opt)
+        except Exception as e:
+            self._fail(e)
+
+    def on_train_epoch_begin(self, run_context):
+        self._fetch_t0 = _now()
+
+    def on_train_step_begin(self, run_context):
+        try:
+            t = _now()
+            num = _param(run_context, "cur_step_num")
+            if num is not None and num == self._open_num:
+                return                                  # called twice for one step
+            h = self._h()
+            t0 = self._fetch_t0 if self._fetch_t0 is not None else t
+            h.end(t0)
+            s = h.begin(t0)
+            if num is not None:
+                s.step = max(0, int(num) - 1)
+            self._open_num = num
+            h._add("dataloader", t - t0)
+            s.samples = batch_size(_param(run_context, "train_dataset_element"))
+            self._cb_t = t
+        except Exception as e:
+            self._fail(e)
+
+    def on_train_step_end(self, run_context):
+        try:
+            t = _now()
+            h = self._h()
+            s = h._step
+            if s is None:
+                return
+            if not s.phases.keys() - {"dataloader"} and self._cb_t is not None:
+                h._add("compute", t - self._cb_t)       # no hook ran (graph mode)
+            num = _param(run_context, "cur_step_num")
+            if _param(run_context, "dataset_sink_mode"):
+                self._sink_step(run_context, s, num)
+            if num is not None:
+                self._last_step_num = int(num)
+            h.end(t)
+            self._open_num = None
+            self._fetch_t0 = t
+        except Exception as e:
+            self._fail(e)
+
+    def _sink_step(self, run_context, s, num):
+        ds = _param(run_context, "train_dataset")
+        if s.samples is None and ds is not None and num is not None:
+            n = int(num) - self._last_step_num
+            bs = ds.get_batch_size()
+            if n > 0 and bs:
+                s.samples = int(bs) * n
+        helper = getattr(ds, "_dataset_helper", None)
+        if helper is not None and hasattr(helper, "get_mbuf_queue_size"):
+            self._h().client.queue("get_next", int(helper.get_mbuf_queue_size()), step=s.step)
+
+    def on_train_epoch_end(self, run_context):
+        self._fetch_t0 = None
+
+    def on_train_end(self, run_context):
+        if self._hook is not None:
+            self._hook.detach()

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: MIT
+"""stepscope.paddle: PaddlePaddle hooks (see docs/PYTHON.md, section "Paddle").
+
+    import stepscope.paddle as ssp
+
+    hook = ssp.attach(model, optimizer)             # always-on step records
+    for x, y in hook.loader(train_loader):          # times the reader, counts samples
+        loss = loss_fn(model(x), y)                 # forward: the model's forward hooks
+        loss.backward()                             # backward: forward end -> optimizer start
+        optimizer.step()                            # optimizer: the wrapped step(); ends the step
+        optimizer.clear_grad()
+
+    model.fit(data, callbacks=[ssp.StepscopeCallback()])   # paddle.Model (hapi) instead
+
+    prof = paddle.profiler.Profiler(scheduler=(2, 5), on_trace_ready=ssp.trace_handler())
+
+Importing this module works without Paddle installed (StepscopeCallback then derives from
+object); nothing here raises into the training loop: internal failures are counted in the
+client's stats (``internal_errors``, ``last_error``).
+"""
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+
+from . import get_client
+from ._client import _count_internal
+from ._encode import encode_line, us
+from ._hooks import StepHook, batch_size
+
+try:  # paddle.Model's callback base; absent without Paddle
+    from paddle.callbacks import Callback as _CallbackBase
+except Exception:  # ImportError, or a broken install
+    _CallbackBase = object
+
+__all__ = ["StepHook", "attach", "StepscopeCallback", "trace_handler", "stream_chrome_trace"]
+
+_now = time.time_ns
+
+
+def attach(model=None, optimizer=None, client=None):
+    """A StepHook watching model (a paddle.nn.Layer) and optimizer; wrap the loader with its
+    ``loader()`` to time the reader."""
+    return StepHook(model, optimizer, client)
+
+
+class StepscopeCallback(_CallbackBase):
+    """A ``paddle.callbacks.Callback`` for ``paddle.Model.fit``: one step record per train batch.
+
+    The step starts where the previous batch ended (or at the epoch's start), so ``dataloader``
+    is the reader's time; ``forward``, ``backward`` and ``optimizer`` come from hooks on the
+    model's network and optimizer (installed at ``on_train_begin``, removed at
+    ``on_train_end``); ``samples`` is hapi's ``logs["batch_size"]``.
+    """
+
+    def __init__(self, client=None):
+        if _CallbackBase is not object:
+            super().__init__()
+        self._client = client
+        self._hook = None
+        self._fetch_t0 = None
+
+    def _ensure_hook(self):
+        if self._hook is None:
+            self._hook = StepHook(client=self._client if self._client is not None
+                                  else get_client(), close_on_optimizer=False)
+        return self._hook
+
+    def on_train_begin(self, logs=None):
+        try:
+            h = self._ensure_hook()
+            m = getattr(self, "model", None)
+            net = getattr(m, "network", None)
+            if net is not None:
+                h.watch_model(net)
+            opt = getattr(m, "_optimizer", None)
+            if opt is not None:
+                h.watch_optimizer(opt)
+        except Exception as e:
+            _count_internal(self._ensure_hook().client, e)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._fetch_t0 = _now()
+
+    def on_train_batch_begin(self, step, logs=None):
+        try:
+            t = _now()
+            h = self._ensure_hook()
+            t0 = self._fetch_t0 if self._fetch_t0 is not None else t
+            h.end(t0)
+            h.begin(t0)
+            h._add("dataloader", t - t0)
+        except Exception as e:
+            _count_internal(self._ensure_hook().client, e)
+
+    def on_train_batch_end(self, step, logs=None):
+        try:
+            t = _now()
+            h = self._ensure_hook()
+            s = h._step
+            if s is not None and logs:
+                n = logs.get("batch_size")
+                if n is not None:
+                    s.samples = int(n)
+            h.end(t)
+            self._fetch_t0 = t
+        except Exception as e:
+            _count_internal(self._ensure_hook().client, e)
+
+    def on_train_end(self, logs=None):
+        if self._hook is not None:
+            self._hook.detach()
+        self._fetch_t0 = None
+
+
+# -- the profiler window ------------------------------------------------------------------------
+
+_SUFFIX = re.compile(r"^(.*)\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", re.S)
+_UNIT_NS = {"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
+
+
+def _offset_ns(text):
+    """'917.229 us' -> 917229, or None."""
+    try:
+        num, unit = str(text).split()
+        if "." in num:
+            whole, frac = num.split(".", 1)
+        else:
+            whole, frac = num, ""
+        f = _UNIT_NS[unit]
+        digits = len(str(f)) - 1
+        frac = (frac + "0" * digits)[:digits]
+        sign = -1 if whole.startswith("-") else 1
+        return sign * (abs(int(whole)) * f + (int(frac) if frac else 0))
+    except Exception:
+        return None
+
+
+def _ts_ns(ts):
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+        return None
+    return ts * 1000 if isinstance(ts, int) else int(round(ts * 1000))
+
+
+def stream_chrome_trace(doc, client):
+    """Sends the events of a Paddle chrome trace document (``prof.export(path, "json")``) to
+    client: names lose Paddle's ``[12.345 us]`` duration suffix, and timestamps, which Paddle
+    writes truncated to whole µs, are rebuilt to the ns from each event's ``args.start_time``
+    (its offset from the window's start). Returns the number of events sent."""
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        return 0
+    base = None  # the window's start in ns: the largest ts - start_time (ts is truncated)
+    offs = []
+    for ev in events:
+        off = None
+        if isinstance(ev, dict):
+            args = ev.get("args")
+            t = _ts_ns(ev.get("ts"))
+            if isinstance(args, dict) and "start_time" in args and t is not None:
+                off = _offset_ns(args["start_time"])
+                if off is not None and (base is None or t - off > base):
+                    base = t - off
+        offs.append(off)
+    n = 0
+    for ev, off in zip(events, offs):
+        if not isinstance(ev, dict) or "ph" not in ev:
+            continue
+        ev = dict(ev)
+        name = ev.get("name")
+        if isinstance(name, str):
+            m = _SUFFIX.match(name)
+            if m:
+                ev["name"] = m.group(1)
+        if off is not None and base is not None:
+            ts = base + off
+            del ev["ts"]
+            b = encode_line(ev)
+            if b is None:
+                continue
+            client._put(b'{"ts":' + us(ts).encode() + b"," + b[1:])
+        else:
+            client.event(ev)
+        n += 1
+    return n
+
+
+def trace_handler(client=None, dir_name=None):
+    """An ``on_trace_ready`` for ``paddle.profiler.Profiler``: exports the window just captured
+    as a chrome trace into a temporary directory (under dir_name, default the system's), sends
+    its events to the daemon (stream_chrome_trace) and removes the file. Runs in the training
+    thread when the window closes, like Paddle's own export_chrome_tracing."""
+    def handler(prof):
+        c = client if client is not None else get_client()
+        d = None
+        try:
+            d = tempfile.mkdtemp(prefix="stepscope-paddle-", dir=dir_name)
+            path = os.path.join(d, "window.json")
+            prof.export(path=path, format="json")
+            with open(path, "rb") as f:
+                doc = json.load(f)
+            handler.events = stream_chrome_trace(doc, c)
+        except Exception as e:
+            _count_internal(c, e)
+        finally:
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
+    handler.events = 0
+    return handler

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+"""Shared by test_paddle.py and test_mindspore.py: run a training script against the daemon and
+read its steps back."""
+import json
+import pathlib
+import sys
+
+from conftest import run_script, script_env
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def train(daemon, tmp, script, mode, job, timeout=900):
+    """Runs HERE/script MODE OUT.json as job; returns OUT.json's content, after checking that
+    the client had everything acknowledged and dropped nothing."""
+    out = tmp / f"{job}.json"
+    r = run_script(sys.executable, HERE / script, [mode, out], script_env(daemon, job),
+                   timeout=timeout)
+    info = json.loads(out.read_text())
+    assert info["acked"] is True, f"not everything was acknowledged: {info['stats']}\n{r.stderr[-2000:]}"
+    st = info["stats"]
+    assert st["dropped"] == 0 and st["internal_errors"] == 0 and st["errors"] == 0, st
+    return info
+
+
+def steps_of(daemon, job, n):
+    """The job's /steps rows, once there are n."""
+    daemon.wait_for(f"{n} steps of {job}",
+                    lambda: daemon.get_json(f"/api/v1/jobs/{job}/steps?limit=1000")["total"] == n)
+    return daemon.get_json(f"/api/v1/jobs/{job}/steps?limit=1000")["rows"]
