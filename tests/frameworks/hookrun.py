@@ -28,3 +28,13 @@ def steps_of(daemon, job, n):
     daemon.wait_for(f"{n} steps of {job}",
                     lambda: daemon.get_json(f"/api/v1/jobs/{job}/steps?limit=1000")["total"] == n)
     return daemon.get_json(f"/api/v1/jobs/{job}/steps?limit=1000")["rows"]
+
+
+def run_inline(daemon, tmp, text, job):
+    """Runs the script text with python3 as job (OUT.json its one argument); returns OUT.json's
+    content."""
+    script = tmp / f"{job}.py"
+    script.write_text(text)
+    out = tmp / f"{job}.json"
+    run_script("python3", script, [out], script_env(daemon, job))
+    return json.loads(out.read_text())

@@ -276,3 +276,22 @@ class StepHook:
             self.end()
         except Exception as e:
             _count_internal(self.client, e)
+
+
+class NoFrameworkCallback:
+    """The callback base when the framework is not installed: every ``on_*`` hook the class does
+    not define is a no-op, and set_model/set_params keep what they get (as paddle.Model's
+    callbacks expect)."""
+    model = None
+    params = None
+
+    def set_model(self, model):
+        self.model = model
+
+    def set_params(self, params):
+        self.params = params
+
+    def __getattr__(self, name):
+        if name.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)

@@ -6,19 +6,19 @@
     model.train(epochs, dataset, callbacks=[StepscopeCallback()])
 
 One step record per ``on_train_step_begin``/``on_train_step_end`` pair. Importing this module
-works without MindSpore installed (the class then derives from object); no callback raises into
-training: internal failures are counted in the client's stats (``internal_errors``).
+works without MindSpore installed (the class then derives from
+stepscope._hooks.NoFrameworkCallback); no callback raises into training: internal failures are counted in the client's stats (``internal_errors``).
 """
 import time
 
 from . import get_client
 from ._client import _count_internal
-from ._hooks import StepHook, batch_size
+from ._hooks import NoFrameworkCallback, StepHook, batch_size
 
 try:  # mindspore.train.Callback; absent without MindSpore
     from mindspore.train import Callback as _CallbackBase
 except Exception:  # ImportError, or a broken install
-    _CallbackBase = object
+    _CallbackBase = NoFrameworkCallback
 
 __all__ = ["StepscopeCallback"]
 
@@ -58,8 +58,7 @@ class StepscopeCallback(_CallbackBase):
     """
 
     def __init__(self, client=None, hooks=True):
-        if _CallbackBase is not object:
-            super().__init__()
+        super().__init__()
         self._client = client
         self._hooks = hooks
         self._hook = None

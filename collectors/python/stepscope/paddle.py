@@ -15,8 +15,9 @@
     prof = paddle.profiler.Profiler(scheduler=(2, 5), on_trace_ready=ssp.trace_handler())
 
 Importing this module works without Paddle installed (StepscopeCallback then derives from
-object); nothing here raises into the training loop: internal failures are counted in the
-client's stats (``internal_errors``, ``last_error``).
+stepscope._hooks.NoFrameworkCallback, whose ``on_*`` hooks do nothing); nothing here raises into
+the training loop: internal failures are counted in the client's stats (``internal_errors``,
+``last_error``).
 """
 import json
 import os
@@ -28,12 +29,12 @@ import time
 from . import get_client
 from ._client import _count_internal
 from ._encode import encode_line, us
-from ._hooks import StepHook, batch_size
+from ._hooks import NoFrameworkCallback, StepHook, batch_size
 
 try:  # paddle.Model's callback base; absent without Paddle
     from paddle.callbacks import Callback as _CallbackBase
 except Exception:  # ImportError, or a broken install
-    _CallbackBase = object
+    _CallbackBase = NoFrameworkCallback
 
 __all__ = ["StepHook", "attach", "StepscopeCallback", "trace_handler", "stream_chrome_trace"]
 
@@ -56,8 +57,7 @@ class StepscopeCallback(_CallbackBase):
     """
 
     def __init__(self, client=None):
-        if _CallbackBase is not object:
-            super().__init__()
+        super().__init__()
         self._client = client
         self._hook = None
         self._fetch_t0 = None
