@@ -50,6 +50,10 @@ struct record {
     double cpu_percent;        /* HOST: process CPU utilisation, percent of one core (-1 if absent) */
     double sys_cpu_percent;    /* HOST: whole-system CPU utilisation, percent (-1 if absent) */
     int64_t rss_bytes;         /* HOST: resident memory (-1 if absent) */
+    int64_t correlation;       /* TRACE: args.correlation, an integer >= 0 that links a device
+                                  event to its runtime call (-1 if absent or not such an integer) */
+    int64_t external_id;       /* TRACE: args["External id"], which links a device event to its
+                                  host operator, likewise (-1 if absent) */
 };
 
 /* The first line of every connection. */

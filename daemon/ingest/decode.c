@@ -27,7 +27,7 @@
 /* decode_record() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 192, "struct record changed: update decode_record()");
+_Static_assert(sizeof(struct record) == 208, "struct record changed: update decode_record()");
 #endif
 
 enum field_id {
@@ -51,7 +51,21 @@ enum field_id {
     F_SYS_CPU_PERCENT,
     F_RSS_BYTES,
     F_OPS,
+    F_ARGS,
     F_RECORD_COUNT,
+};
+
+/* The members of a trace event's "args" object the daemon reads (Kineto's links between a
+ * device event, its runtime call and its host operator). */
+enum args_id {
+    A_CORRELATION,
+    A_EXTERNAL_ID,
+    A_COUNT,
+};
+
+static const struct jscan_key args_keys[] = {
+    {"correlation", A_CORRELATION, 0},
+    {"External id", A_EXTERNAL_ID, 0},
 };
 
 enum hello_id {
@@ -112,6 +126,7 @@ static const struct jscan_key record_keys[] = {
     {"sys_cpu_percent", F_SYS_CPU_PERCENT, JSCAN_F_DOUBLE},
     {"rss_bytes", F_RSS_BYTES, 0},
     {"ops", F_OPS, 0},
+    {"args", F_ARGS, 0},
 };
 
 static const struct jscan_key hello_keys[] = {
@@ -134,6 +149,7 @@ struct ingest_decoder {
     struct jscan_keys record; /* record_keys, indexed */
     struct jscan_keys hello;  /* hello_keys, indexed */
     struct jscan_keys env;    /* env_keys, indexed */
+    struct jscan_keys args;   /* args_keys, indexed */
 };
 
 struct ctx {
@@ -276,6 +292,34 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
     return true;
 }
 
+/* An integer >= 0 from a slot, or -1. */
+static int64_t link_id(const struct jscan_slot *s)
+{
+    int64_t v;
+    if (s->type != JSCAN_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
+        return -1;
+    return v;
+}
+
+/* Reads args.correlation and args["External id"] of a trace event. The args object was
+ * validated by the line's scan and lies inside the line, so the line's NUL and padding follow
+ * it and a second scan of just its bytes is safe; args is small (a few members), so this costs
+ * little next to the line's own pass. Members of other types are ignored, never an error. */
+static void trace_links(struct ingest_decoder *d, struct ctx *c, const struct jscan_slot *args,
+                        struct record *r)
+{
+    if (args->type != JSCAN_OBJECT)
+        return;
+    struct jscan_slot s[A_COUNT];
+    char msg[INGEST_DECODE_MSG_MAX];
+    size_t mark = c->a->used;
+    if (ingest__jscan_object(args->p, args->n, &d->args, s, c->a, msg) == INGEST_DECODE_OK) {
+        r->correlation = link_id(&s[A_CORRELATION]);
+        r->external_id = link_id(&s[A_EXTERNAL_ID]);
+    }
+    c->a->used = mark; /* numbers only: nothing of the arena is kept */
+}
+
 static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record *r)
 {
     r->kind = RECORD_STEP;
@@ -359,9 +403,13 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
     ret->cpu_percent = -1;
     ret->sys_cpu_percent = -1;
     ret->rss_bytes = -1;
+    ret->correlation = -1;
+    ret->external_id = -1;
     bool ok;
     if (s[F_PH].type != JSCAN_ABSENT) {
         ok = build_trace(&c, s, ret);
+        if (ok)
+            trace_links(d, &c, &s[F_ARGS], ret);
     } else if (s[F_TYPE].type == JSCAN_STRING) {
         const struct jscan_slot *t = &s[F_TYPE];
         if (TEXT_IS(t, "step"))
@@ -529,6 +577,7 @@ struct ingest_decoder *ingest__decoder_new(size_t max_line)
     ingest__jscan_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0]);
     ingest__jscan_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
     ingest__jscan_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
+    ingest__jscan_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0]);
     return d;
 }
 

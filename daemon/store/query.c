@@ -771,6 +771,8 @@ static void record_blank(struct record *rec, enum record_kind kind)
     rec->cpu_percent = -1;
     rec->sys_cpu_percent = -1;
     rec->rss_bytes = -1;
+    rec->correlation = -1;
+    rec->external_id = -1;
 }
 
 /* Text column col as a record_text (empty when NULL); borrowed until the next step. */

@@ -685,6 +685,8 @@ int decode_record(oracle_decoder *d, const char *line, size_t len, struct ingest
     ret->cpu_percent = -1;
     ret->sys_cpu_percent = -1;
     ret->rss_bytes = -1;
+    ret->correlation = -1;
+    ret->external_id = -1;
     bool ok;
     if (s[F_PH].present) {
         ok = build_trace(c, s, ret);

@@ -261,6 +261,41 @@ START_TEST(test_decode_record_step)
 }
 END_TEST
 
+/* args.correlation and args["External id"]: rows of {line, correlation, external_id}. */
+START_TEST(test_decode_record_trace_links)
+{
+    static const struct {
+        const char *line;
+        int64_t correlation, external_id;
+    } cases[] = {
+        {"{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,\"args\":{\"External id\":7,"
+         "\"device\":0,\"correlation\":99,\"grid\":[1,2,{\"correlation\":5}]}}",
+         99, 7},
+        {"{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2}", -1, -1},
+        {"{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,\"args\":[1]}", -1, -1},
+        {"{\"args\":{\"correlation\":\"12\",\"External id\":-3},\"ph\":\"X\",\"name\":\"k\","
+         "\"ts\":1,\"dur\":2}", -1, -1},
+        {"{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,\"args\":{\"correlation\":1.5,"
+         "\"External\\u0020id\":0}}", -1, 0},
+        {"{\"ph\":\"i\",\"ts\":1,\"args\":{ \"correlation\" : 4 , \"correlation\":6 }}", 4, -1},
+        {"{\"type\":\"host\",\"ts_us\":1,\"args\":{\"correlation\":4}}", -1, -1},
+    };
+    struct record r;
+    char msg[INGEST_DECODE_MSG_MAX];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_msg(decode(cases[i].line, &r, msg) == INGEST_DECODE_OK, "case %zu: %s", i, msg);
+        ck_assert_msg(r.correlation == cases[i].correlation, "case %zu: correlation %lld", i,
+                      (long long)r.correlation);
+        ck_assert_msg(r.external_id == cases[i].external_id, "case %zu: external id %lld", i,
+                      (long long)r.external_id);
+    }
+    /* The args object is still validated by the line's own scan. */
+    ck_assert_int_eq(decode("{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,"
+                            "\"args\":{\"correlation\":01}}", &r, msg),
+                     INGEST_DECODE_MALFORMED);
+}
+END_TEST
+
 START_TEST(test_decode_record_queue_host)
 {
     struct record r;
@@ -1143,6 +1178,7 @@ static Suite *ingest_suite(void)
                         (int)(sizeof decode_cases / sizeof decode_cases[0]));
     tcase_add_test(tc, test_decode_record_step);
     tcase_add_test(tc, test_decode_record_queue_host);
+    tcase_add_test(tc, test_decode_record_trace_links);
     tcase_add_test(tc, test_decode_record_deep_nesting);
     tcase_add_test(tc, test_decode_record_scanner_edges);
     tcase_add_test(tc, test_decode_record_arena_full);
