@@ -63,6 +63,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_PIPELINE, "/api/v1/jobs/{job}/pipeline"},
     {WEB_ROUTE_RANKS, "/api/v1/jobs/{job}/ranks"},
     {WEB_ROUTE_HELPER, "/api/v1/jobs/{job}/helper"},
+    {WEB_ROUTE_BREAKDOWN, "/api/v1/jobs/{job}/breakdown"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 

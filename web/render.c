@@ -796,3 +796,107 @@ void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_
     }
     sbuf_adds(b, "]}");
 }
+
+/* ---- step-time breakdown ---- */
+
+static void bd_costs(struct sbuf *b, const int64_t *cost_ns, bool csv)
+{
+    for (size_t c = 0; c < ANALYSE_BD_COUNT; c++) {
+        if (csv) {
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, cost_ns[c]);
+        } else {
+            sbuf_printf(b, ",\"%s_us\":", analyse_bd_cat_names[c]);
+            sbuf_json_us(b, cost_ns[c]);
+        }
+    }
+}
+
+void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
+                                size_t limit, bool csv)
+{
+    const struct analyse_breakdown *bd = v->bd;
+    size_t n = bd ? bd->n_steps : 0;
+    size_t from = offset < n ? offset : n;
+    size_t to = limit && limit < n - from ? from + limit : n;
+    if (csv) {
+        sbuf_adds(b, "step,rank,start_us,end_us,total_us");
+        for (size_t c = 0; c < ANALYSE_BD_COUNT; c++)
+            sbuf_printf(b, ",%s_us", analyse_bd_cat_names[c]);
+        sbuf_adds(b, ",device_events\n");
+        for (size_t i = from; i < to; i++) {
+            const struct analyse_bd_step *st = &bd->steps[i];
+            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", st->step, v->rank);
+            sbuf_json_us(b, st->start_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, st->end_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, st->end_ns - st->start_ns);
+            bd_costs(b, st->cost_ns, true);
+            sbuf_printf(b, ",%" PRId64 "\n", st->n_device);
+        }
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", v->rank);
+    member_u64(b, "total", n);
+    member_u64(b, "steps_dropped", bd ? bd->n_dropped : 0);
+    key(b, "device_stretched");
+    sbuf_adds(b, bd && bd->device_stretched ? "true," : "false,");
+    sbuf_adds(b, "\"rows\":[");
+    for (size_t i = from; i < to; i++) {
+        const struct analyse_bd_step *st = &bd->steps[i];
+        if (i > from)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "step", st->step);
+        member_i64(b, "rank", v->rank);
+        member_us(b, "start_us", st->start_ns);
+        member_us(b, "end_us", st->end_ns);
+        member_us(b, "host_start_us", st->host_start_ns);
+        member_us(b, "host_end_us", st->host_end_ns);
+        member_i64(b, "device_events", st->n_device);
+        key(b, "total_us");
+        sbuf_json_us(b, st->end_ns - st->start_ns);
+        bd_costs(b, st->cost_ns, false);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "],\"average\":");
+    if (n == 0) {
+        sbuf_adds(b, "null");
+    } else {
+        sbuf_adds(b, "{\"total_us\":");
+        dus(b, true, bd->avg_total_ns);
+        for (size_t c = 0; c < ANALYSE_BD_COUNT; c++) {
+            sbuf_printf(b, ",\"%s_us\":", analyse_bd_cat_names[c]);
+            dus(b, true, bd->avg_ns[c]);
+        }
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, ",\"window\":");
+    if (n == 0) {
+        sbuf_adds(b, "null");
+    } else {
+        sbuf_adds(b, "{\"start_us\":");
+        sbuf_json_us(b, bd->window_start_ns);
+        sbuf_adds(b, ",\"end_us\":");
+        sbuf_json_us(b, bd->window_end_ns);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, ",\"gpus\":[");
+    for (size_t i = 0; bd && i < bd->n_gpus; i++) {
+        const struct analyse_bd_gpu *g = &bd->gpus[i];
+        if (i)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "device", g->pid);
+        member_us(b, "busy_us", g->busy_ns);
+        key(b, "utilization");
+        num_or_null(b, g->utilization);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "],");
+    member_i64(b, "spans", v->n_spans);
+    key(b, "spans_evicted");
+    sbuf_printf(b, "%" PRId64 "}", v->n_evicted);
+}

@@ -783,6 +783,7 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_PIPELINE:
     case WEB_ROUTE_RANKS:
     case WEB_ROUTE_HELPER:
+    case WEB_ROUTE_BREAKDOWN:
         return get_live(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:

@@ -51,15 +51,25 @@ static int send_doc(struct web *w, struct MHD_Connection *c, struct sbuf *b, boo
     return csv ? web__send_csv(w, c, b) : web__send_json(w, c, MHD_HTTP_OK, b, NULL);
 }
 
+/* rank (-1 when absent), offset, limit and format of a paged per-step table. Returns 0, or -1
+ * (answered; *ret_mhd set). */
+static int param_page(struct web *w, struct MHD_Connection *c, int64_t *rank, int64_t *offset,
+                      int64_t *limit, bool *csv, int *ret_mhd)
+{
+    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, rank, ret_mhd) < 0 ||
+        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, offset, ret_mhd) < 0 ||
+        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, STEPS_LIMIT_DEFAULT, limit, ret_mhd) < 0 ||
+        web__param_format(w, c, csv, ret_mhd) < 0)
+        return -1;
+    return 0;
+}
+
 static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     int64_t rank, offset, limit;
     bool csv;
     int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, &mhd) < 0 ||
-        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, STEPS_LIMIT_DEFAULT, &limit, &mhd) < 0 ||
-        web__param_format(w, c, &csv, &mhd) < 0)
+    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0)
         return mhd;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
@@ -418,6 +428,27 @@ out:
     return mhd;
 }
 
+static int get_breakdown(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+{
+    int64_t rank, offset, limit;
+    bool csv;
+    int mhd;
+    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0)
+        return mhd;
+    struct live_breakdown_view v = {.rank = rank < 0 ? 0 : rank};
+    if (snap) {
+        int r = live_query_breakdown(snap, rank, &v);
+        if (r == -ENOENT && rank >= 0)
+            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        if (r < 0 && r != -ENOENT)
+            return web__send_store_error(w, c, r, "live_query_breakdown");
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_live_breakdown(&b, &v, (size_t)offset, (size_t)limit, csv);
+    return send_doc(w, c, &b, csv);
+}
+
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
                     const struct store_job *job)
 {
@@ -449,6 +480,9 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         break;
     case WEB_ROUTE_HELPER:
         mhd = get_helper(w, c, snap);
+        break;
+    case WEB_ROUTE_BREAKDOWN:
+        mhd = get_breakdown(w, c, snap);
         break;
     default:
         mhd = get_operators(w, c, snap);

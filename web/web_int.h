@@ -58,6 +58,7 @@ enum web_route_id {
     WEB_ROUTE_PIPELINE,    /* /api/v1/jobs/{job}/pipeline */
     WEB_ROUTE_RANKS,       /* /api/v1/jobs/{job}/ranks */
     WEB_ROUTE_HELPER,      /* /api/v1/jobs/{job}/helper */
+    WEB_ROUTE_BREAKDOWN,   /* /api/v1/jobs/{job}/breakdown */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
@@ -236,6 +237,10 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, b
  * (in: what was given to analyse_helper_run()). */
 void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
                              const struct analyse_helper_result *res);
+/* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
+ * and GPU utilisation (JSON only), or the step rows as CSV. */
+void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
+                                size_t limit, bool csv);
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);

@@ -255,6 +255,7 @@ struct live_rank {
     size_t n_agg;
     struct live_agg other;
     struct live_steplist lists[LIST_COUNT];
+    struct live_bd bd;      /* the spans of the step-time breakdown (live_breakdown.c) */
     struct live_counters c;
 };
 
@@ -361,6 +362,7 @@ static void rank_free(struct live_rank *rk)
     free(rk->queues);
     live__qset_put(rk->qset);
     live__pipe_put(rk->pipe);
+    live__bd_done(&rk->bd);
     free(rk);
 }
 
@@ -425,6 +427,7 @@ static struct live_rank *rank_get(struct live_job *j, int64_t rank)
     if (!rk)
         return NULL;
     rk->rank = rank;
+    rk->bd.horizon_ns = INT64_MIN;
     /* Keep ranks ordered, so snapshots need no sort. */
     size_t at = j->n_ranks;
     while (at > 0 && j->ranks[at - 1]->rank > rank)
@@ -768,6 +771,24 @@ static void feed_host(struct live_rank *rk, const struct record *r)
     }
 }
 
+/* Keeps what the breakdown needs of a span; a device span's numeric pid is its device. */
+static void feed_bd(struct live_rank *rk, const struct record *r, enum analyse_role role,
+                    uint32_t op)
+{
+    int64_t dev = -1;
+    if (role == ANALYSE_ROLE_KERNEL || role == ANALYSE_ROLE_MEMCPY ||
+        role == ANALYSE_ROLE_MEMSET) {
+        if (num_parse_i64(r->pid.ptr, r->pid.len, &dev) < 0 || dev < 0 || dev > INT16_MAX)
+            dev = -1;
+    }
+    struct live_bd_span sp = {
+        .ts_ns = r->ts_ns, .end_ns = r->ts_ns + r->dur_ns, .correlation = r->correlation,
+        .external_id = r->external_id, .op = op, .device = (int16_t)dev, .role = (uint8_t)role,
+    };
+    if (live__bd_add(&rk->bd, &sp) < 0)
+        rk->c.dropped++;
+}
+
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
 {
     if (n == 0)
@@ -867,6 +888,8 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
         sp->role = (uint8_t)role;
         rk->n_batch++;
         rk->c.spans++;
+        if (role != ANALYSE_ROLE_OTHER && role != ANALYSE_ROLE_PYTHON)
+            feed_bd(rk, r, role, op);
     }
     return 0;
 }
@@ -1098,7 +1121,9 @@ void live__snapshot_free(struct live_snapshot *s)
         free(s->ranks[i].steps);
         live__qset_put(s->ranks[i].queues);
         live__pipe_put(s->ranks[i].pipe);
+        live__snap_bd_done(&s->ranks[i].bd);
     }
+    pthread_mutex_destroy(&s->bd_lock);
     free(s->ranks);
     free(s->ops);
     free(s->text);
@@ -1187,6 +1212,7 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
     if (!s)
         return NULL;
     atomic_init(&s->refs, 1);
+    pthread_mutex_init(&s->bd_lock, NULL);
     s->job_id = j->id;
     s->n_ops = j->ops.n;
     s->ops = calloc(s->n_ops + 1, sizeof *s->ops);
@@ -1214,6 +1240,8 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
             sr->pipe = rk->pipe;
         }
         sr->host = rk->host;
+        if (live__bd_snap(&rk->bd, &sr->bd) < 0)
+            goto fail;
         sr->n_agg = rk->n_agg < s->n_ops ? rk->n_agg : s->n_ops;
         sr->agg = malloc((sr->n_agg + 1) * sizeof *sr->agg);
         const struct live_steplist *l =

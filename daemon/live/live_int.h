@@ -8,6 +8,7 @@
 #ifndef STEPSCOPE_LIVE_INT_H
 #define STEPSCOPE_LIVE_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,6 +88,60 @@ struct live_host {
     int64_t n_sys_cpu;
 };
 
+/* A span the step-time breakdown needs (breakdown.c): 40 bytes. */
+struct live_bd_span {
+    int64_t ts_ns;
+    int64_t end_ns;
+    int64_t correlation; /* record.correlation, -1 when absent */
+    int64_t external_id; /* record.external_id, -1 when absent */
+    uint32_t op;         /* job op index (the step number of a STEP span), or LIVE_OP_OTHER */
+    int16_t device;      /* device events: the numeric pid (Kineto's GPU id), else -1 */
+    uint8_t role;        /* enum analyse_role */
+};
+
+/* LIVE_BD_CHUNK spans, appended on the loop thread and never changed below n: a snapshot that
+ * saw n spans reads [0, n) while the loop appends after them, and keeps its own reference, so a
+ * chunk the loop evicts stays valid for the snapshots that show it. */
+struct live_bd_chunk {
+    atomic_int refs;
+    size_t n; /* loop thread only; snapshots keep the count they saw */
+    struct live_bd_span v[LIVE_BD_CHUNK];
+};
+
+void live__bd_chunk_put(struct live_bd_chunk *ch);
+
+/* A rank's breakdown spans (loop side): the newest LIVE_BD_SPANS_MAX at most, oldest first. */
+struct live_bd {
+    struct live_bd_chunk **chunks;
+    size_t n_chunks;
+    size_t cap_chunks;
+    int64_t horizon_ns; /* latest start among evicted spans; INT64_MIN before any eviction */
+    int64_t n_spans;    /* spans taken */
+    int64_t n_evicted;  /* spans evicted past LIVE_BD_SPANS_MAX */
+};
+
+/* Appends sp to bd, evicting the oldest chunk when full. Returns 0 or -ENOMEM. */
+int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp);
+void live__bd_done(struct live_bd *bd);
+
+/* A rank's breakdown spans as one snapshot shows them, and the breakdown computed from them on
+ * first use (under live_snapshot.bd_lock). */
+struct live_snap_bd {
+    struct live_bd_chunk **chunks; /* references */
+    size_t n_chunks;
+    size_t last_n;                 /* spans of the last chunk this snapshot shows */
+    int64_t horizon_ns;
+    int64_t n_spans;
+    int64_t n_evicted;
+    bool done;                     /* result and err are set */
+    int err;
+    struct analyse_breakdown *result;
+};
+
+/* Fills *ret with references to bd's chunks. Returns 0 or -ENOMEM. */
+int live__bd_snap(const struct live_bd *bd, struct live_snap_bd *ret);
+void live__snap_bd_done(struct live_snap_bd *sb);
+
 struct live_snap_rank {
     int64_t rank;
     size_t n_agg;             /* <= live_snapshot.n_ops */
@@ -97,6 +152,7 @@ struct live_snap_rank {
     struct live_qset *queues;     /* a reference; NULL when the rank sent no queue samples */
     struct live_pipe *pipe;       /* a reference; NULL when the rank sent no pipeline record */
     struct live_host host;
+    struct live_snap_bd bd;
 };
 
 struct live_snapshot {
@@ -108,6 +164,7 @@ struct live_snapshot {
     size_t n_ranks;
     struct live_snap_rank *ranks; /* [n_ranks], by rank */
     struct live_counters counters;
+    pthread_mutex_t bd_lock;      /* guards ranks[].bd.done/err/result, computed on first use */
 };
 
 #define LIVE_OP_OTHER UINT32_MAX

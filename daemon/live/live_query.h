@@ -191,4 +191,22 @@ int live_query_host(const struct live_snapshot *snap, int64_t rank, struct live_
 int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
                      struct analyse_ranks **ret_ranks);
 
+/* The step-time breakdown of one rank (analyse_breakdown_compute(), torch-tb-profiler's
+ * overview) over the spans live keeps for it (live.h, LIVE_BD_SPANS_MAX): step, kernel, memcpy,
+ * memset, runtime, dataloader, communication and host-operator spans with their correlation and
+ * External id links. */
+struct live_breakdown_view {
+    int64_t rank;
+    const struct analyse_breakdown *bd; /* borrowed from the snapshot: keep the reference */
+    int64_t n_spans;    /* spans the rank gave the breakdown since the start (or the replay) */
+    int64_t n_evicted;  /* the oldest of them, dropped past LIVE_BD_SPANS_MAX */
+    int64_t horizon_ns; /* steps starting at or before this are left out; INT64_MIN: none */
+};
+
+/* The breakdown of rank (rank < 0: the lowest rank). Computed from the snapshot on the first
+ * call and kept in it, so later calls on the same snapshot cost nothing; concurrent first calls
+ * wait for one computation. Fills *ret. Returns 0, -ENOENT (no such rank), -ENOMEM. */
+int live_query_breakdown(const struct live_snapshot *snap, int64_t rank,
+                         struct live_breakdown_view *ret);
+
 #endif
