@@ -179,12 +179,25 @@ struct live_span {
 struct live_open {
     int64_t ts_ns;
     int64_t end_ns;
+    uint32_t op; /* spine: the span's op, whose self time its children take away */
 };
 
+/* Self time follows torch's walk (profiler_util.py _populate_cpu_children): spans sorted by
+ * (start, -end, arrival), a span's parent is the nearest earlier span in that order that still
+ * contains it. A thread's spans that arrive in that order (torch's legacy export, stepscope's
+ * streams) are walked forward across flushes with the walk's stack kept in `spine`; spans that
+ * arrive before an earlier-starting container (tracers that emit a span when it ends) are walked
+ * backwards, each container taking its children from `open`, the spans that had no parent yet. */
 struct live_thread {
-    struct live_open *open; /* spans without a parent yet, by end */
+    struct live_open *open; /* spans without a parent yet */
     size_t n;
     size_t cap;
+    struct live_open *spine; /* torch's walk stack after the latest span in sort order */
+    size_t n_spine;
+    size_t cap_spine;
+    bool seen;               /* last_ts/last_end hold the latest (start, -end) walked */
+    int64_t last_ts;
+    int64_t last_end;
 };
 
 struct live_step {
@@ -347,10 +360,13 @@ static void rank_free(struct live_rank *rk)
     if (!rk)
         return;
     ktab_done(&rk->threads);
-    for (size_t i = 0; i < rk->threads.n && rk->th; i++)
+    for (size_t i = 0; i < rk->threads.n && rk->th; i++) {
         free(rk->th[i].open);
+        free(rk->th[i].spine);
+    }
     free(rk->th);
     free(rk->shared.open);
+    free(rk->shared.spine);
     free(rk->batch);
     free(rk->agg);
     for (int i = 0; i < LIST_COUNT; i++)
@@ -928,19 +944,19 @@ int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env
 
 /* ---- flushing ---- */
 
-/* Batch order: by thread, then as a tracer emits complete spans (by end; a parent that ends
- * with its child comes after it, and of two equal intervals the later-fed one is the child). */
+/* Batch order: by thread, then torch's nesting order: start ascending, end descending, arrival
+ * (of two equal intervals the earlier-fed one is the parent). */
 static int cmp_batch(const void *a, const void *b)
 {
     const struct live_span *x = a, *y = b;
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
-    if (x->end_ns != y->end_ns)
-        return x->end_ns < y->end_ns ? -1 : 1;
     if (x->ts_ns != y->ts_ns)
-        return x->ts_ns > y->ts_ns ? -1 : 1;
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    if (x->end_ns != y->end_ns)
+        return x->end_ns > y->end_ns ? -1 : 1;
     if (x->order != y->order)
-        return x->order > y->order ? -1 : 1;
+        return x->order < y->order ? -1 : 1;
     return 0;
 }
 
@@ -979,6 +995,50 @@ static void agg_add(struct live_agg *a, int64_t dur, int64_t self)
     a->self_ns += self;
 }
 
+static struct live_agg *agg_of(struct live_rank *rk, uint32_t op)
+{
+    return op == LIVE_OP_OTHER ? &rk->other : &rk->agg[op];
+}
+
+/* Pushes o on a bounded stack (past LIVE_STACK_MAX its older half goes, counted). */
+static void stack_push(struct live_open **v, size_t *n, size_t *cap, struct live_open o,
+                       struct live_counters *c)
+{
+    if (*n >= LIVE_STACK_MAX) {
+        size_t drop = LIVE_STACK_MAX / 2;
+        memmove(*v, *v + drop, (*n - drop) * sizeof **v);
+        *n -= drop;
+        c->stack_dropped += (int64_t)drop;
+    }
+    if (grow((void **)v, cap, *n + 1, sizeof **v) == 0)
+        (*v)[(*n)++] = o;
+    else
+        c->stack_dropped++;
+}
+
+/* Torch's walk, forward: sp comes after every span walked on t so far. Its parent is the top of
+ * the spine once the spans that cannot contain it are popped; the parent's self time loses sp's
+ * duration. A span without a parent waits in `open` for a container that arrives later. */
+static void nest_forward(struct live_rank *rk, struct live_thread *t, const struct live_span *sp)
+{
+    int64_t dur = sp->end_ns - sp->ts_ns;
+    while (t->n_spine > 0) {
+        const struct live_open *p = &t->spine[t->n_spine - 1];
+        /* torch: "if event.start >= parent.end or event.end > parent.end: pop". */
+        if (sp->ts_ns >= p->end_ns || sp->end_ns > p->end_ns)
+            t->n_spine--;
+        else
+            break;
+    }
+    if (t->n_spine > 0)
+        agg_of(rk, t->spine[t->n_spine - 1].op)->self_ns -= dur;
+    else
+        stack_push(&t->open, &t->n, &t->cap, (struct live_open){sp->ts_ns, sp->end_ns, sp->op}, &rk->c);
+    stack_push(&t->spine, &t->n_spine, &t->cap_spine, (struct live_open){sp->ts_ns, sp->end_ns, sp->op},
+               &rk->c);
+    agg_add(agg_of(rk, sp->op), dur, dur);
+}
+
 /* Self time of sp on its thread t, which becomes an open span there. */
 static int64_t nest(struct live_thread *t, const struct live_span *sp, struct live_counters *c)
 {
@@ -990,17 +1050,50 @@ static int64_t nest(struct live_thread *t, const struct live_span *sp, struct li
         children += o->end_ns - o->ts_ns;
         t->n--;
     }
-    if (t->n >= LIVE_STACK_MAX) {
-        size_t drop = LIVE_STACK_MAX / 2;
-        memmove(t->open, t->open + drop, (t->n - drop) * sizeof *t->open);
-        t->n -= drop;
-        c->stack_dropped += (int64_t)drop;
-    }
-    if (grow((void **)&t->open, &t->cap, t->n + 1, sizeof *t->open) == 0)
-        t->open[t->n++] = (struct live_open){sp->ts_ns, sp->end_ns};
-    else
-        c->stack_dropped++;
+    stack_push(&t->open, &t->n, &t->cap, (struct live_open){sp->ts_ns, sp->end_ns, sp->op}, c);
     return sp->end_ns - sp->ts_ns - children;
+}
+
+/* The order a tracer emits complete spans in: by end (a parent that ends with its child comes
+ * after it), of two equal intervals the later-fed one first (it is the child). */
+static int cmp_end_order(const void *a, const void *b)
+{
+    const struct live_span *x = a, *y = b;
+    if (x->end_ns != y->end_ns)
+        return x->end_ns < y->end_ns ? -1 : 1;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns > y->ts_ns ? -1 : 1;
+    if (x->order != y->order)
+        return x->order > y->order ? -1 : 1;
+    return 0;
+}
+
+/* Walks the nesting spans batch[a, b) of one thread (in cmp_batch order) and adds them to the
+ * aggregates. In order after what t walked before: torch's walk, forward. Otherwise by end, each
+ * span taking as children the open spans it contains (exact for spans that nest properly). */
+static void nest_thread(struct live_rank *rk, struct live_thread *t, struct live_span *batch,
+                        size_t a, size_t b)
+{
+    const struct live_span *first = &batch[a];
+    struct live_span last = batch[b - 1];
+    bool in_order = !t->seen || first->ts_ns > t->last_ts ||
+                    (first->ts_ns == t->last_ts && first->end_ns <= t->last_end);
+    if (in_order) {
+        for (size_t i = a; i < b; i++)
+            nest_forward(rk, t, &batch[i]);
+    } else {
+        qsort(batch + a, b - a, sizeof *batch, cmp_end_order);
+        for (size_t i = a; i < b; i++) {
+            const struct live_span *sp = &batch[i];
+            agg_add(agg_of(rk, sp->op), sp->end_ns - sp->ts_ns, nest(t, sp, &rk->c));
+        }
+        t->n_spine = 0; /* the walk's stack is no longer known: later spans start afresh */
+    }
+    if (in_order || last.ts_ns > t->last_ts || (last.ts_ns == t->last_ts && last.end_ns < t->last_end)) {
+        t->last_ts = last.ts_ns;
+        t->last_end = last.end_ns;
+    }
+    t->seen = true;
 }
 
 static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
@@ -1071,15 +1164,16 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
             if (!list_insert(spl, &s, &rk->c))
                 r = -ENOMEM;
         }
+        for (size_t a = 0, b; a < n_nest; a = b) {
+            uint32_t th = rk->batch[a].thread;
+            for (b = a + 1; b < n_nest && rk->batch[b].thread == th; b++)
+                ;
+            nest_thread(rk, th == LIVE_THREADS_MAX ? &rk->shared : &rk->th[th], rk->batch, a, b);
+        }
         for (size_t i = 0; i < rk->n_batch; i++) {
             const struct live_span *sp = &rk->batch[i];
-            int64_t dur = sp->end_ns - sp->ts_ns, self = dur;
-            if (role_nests(sp->role)) {
-                struct live_thread *t =
-                    sp->thread == LIVE_THREADS_MAX ? &rk->shared : &rk->th[sp->thread];
-                self = nest(t, sp, &rk->c);
-            }
-            agg_add(sp->op == LIVE_OP_OTHER ? &rk->other : &rk->agg[sp->op], dur, self);
+            if (!role_nests(sp->role))
+                agg_add(agg_of(rk, sp->op), sp->end_ns - sp->ts_ns, sp->end_ns - sp->ts_ns);
             if (role_for_steps(sp->role))
                 for (int k = 0; k < LIST_COUNT; k++)
                     list_add_span(&rk->lists[k], sp, &rk->c);

@@ -1,0 +1,559 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch integration: always-on step records through hooks, and a profiler trace handler.
+
+    import stepscope.torch
+    att = stepscope.torch.attach(model, optimizer, loader)     # before the training loop
+    for x, y in loader:                                        # unchanged
+        ...
+
+    prof = torch.profiler.profile(..., on_trace_ready=stepscope.torch.trace_handler())
+
+Importing this module does not import torch: ``attach`` and ``trace_handler`` import it when
+called. Nothing here raises into the training loop: every hook catches its own failures and
+counts them in the client's ``stats["internal_errors"]``. See docs/PYTHON.md.
+"""
+import atexit
+import json
+import os
+import sys
+import tempfile
+import time
+import weakref
+
+from ._client import _count_internal
+
+__all__ = ["attach", "trace_handler", "Attachment"]
+
+_time_ns = time.time_ns
+
+_attachments = weakref.WeakSet()
+_iter_classes = {}  # DataLoader iterator class -> its timed subclass
+
+
+def _client_or_default(client):
+    if client is not None:
+        return client
+    import stepscope
+    return stepscope.get_client()
+
+
+def _warn(msg):
+    try:
+        sys.stderr.write("stepscope.torch: %s\n" % msg)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _first(obj, pick, depth=0):
+    """pick(x) for the first x in obj (itself, or inside its lists, tuples and dict values, three
+    levels deep, eight items per level) for which it is not None."""
+    v = pick(obj)
+    if v is not None or depth >= 3:
+        return v
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        for x in obj[:8]:
+            v = _first(x, pick, depth + 1)
+            if v is not None:
+                return v
+    return None
+
+
+def _leading_dim(x):
+    shape = getattr(x, "shape", None)
+    try:
+        return int(shape[0]) if shape is not None and len(shape) > 0 else None
+    except Exception:
+        return None
+
+
+def _batch_size(b):
+    """The first dimension of the first tensor (or array) found in a batch; None if none."""
+    return _first(b, _leading_dim)
+
+
+def _first_grad_tensor(out, torch):
+    """The first tensor in a module's output that autograd will differentiate, or None."""
+    return _first(out, lambda x: x if isinstance(x, torch.Tensor) and x.requires_grad else None)
+
+
+def _prefetch_depth(it):
+    """(ready batches, capacity) of a multi-process DataLoader iterator, or None.
+
+    Ready = batches the workers have finished that the loop has not taken yet: those waiting in
+    the result queue plus those received out of order and parked in _task_info."""
+    if getattr(it, "_num_workers", 0) <= 0:
+        return None
+    q = getattr(it, "_data_queue", None)
+    if q is None:
+        return None
+    try:
+        size = q.qsize()
+    except (NotImplementedError, OSError):
+        return None
+    info = getattr(it, "_task_info", None)
+    if info:
+        size += sum(1 for v in info.values() if len(v) == 2)
+    cap = getattr(it, "_prefetch_factor", 2) * it._num_workers
+    return size, cap
+
+
+def _timed_iter_class(cls):
+    """A subclass of a DataLoader iterator class whose __next__ reports to its attachment."""
+    sub = _iter_classes.get(cls)
+    if sub is not None:
+        return sub
+    base_next = cls.__next__
+    base_del = getattr(cls, "__del__", None)
+
+    def __next__(self):
+        att = self.__dict__.get("_stepscope_att")
+        if att is None or not att.active:
+            return base_next(self)
+        t0 = att._before_next(self)
+        try:
+            data = base_next(self)
+        except StopIteration:
+            att._loader_done(t0)
+            raise
+        att._after_next(t0, data)
+        return data
+
+    def __del__(self):
+        att = self.__dict__.get("_stepscope_att")
+        if att is not None:
+            att._loader_dropped()
+        if base_del is not None:
+            base_del(self)
+
+    sub = type(cls.__name__, (cls,), {"__next__": __next__, "__del__": __del__,
+                                      "__module__": cls.__module__,
+                                      "__qualname__": cls.__qualname__})
+    _iter_classes[cls] = sub
+    return sub
+
+
+class Attachment:
+    """What ``attach()`` returns: the hooks on one model, optimizer and DataLoader.
+
+    A step runs from the DataLoader's ``next()`` that yields its batch to the next ``next()``
+    (or to the end of the loader; if the loop breaks out, to the end of the step's last
+    optimizer step or backward). Without a DataLoader, a step opens at the model's forward and
+    closes at the end of the optimizer step. Phases: ``dataloader`` (time in ``next()``),
+    ``forward`` (the model's top-level forward), ``backward`` (from the gradient reaching the
+    model's output to the end of the autograd pass), ``optimizer`` (``optimizer.step()``).
+    """
+
+    def __init__(self, client, samples=None, host_interval=1.0, queue_name="dataloader"):
+        self.client = client
+        self.active = False
+        self._samples_fn = samples
+        self._host_interval_ns = int(host_interval * 1e9) if host_interval else 0
+        self._queue_name = queue_name
+        self._handles = []
+        self._restore = []
+        self._torch = None
+        self._engine_cb = None
+        self._loader_mode = False
+        self._step = None        # the open _Step
+        self._prev = None        # the client's current step before ours opened
+        self._last_ns = 0        # end of the latest hooked activity in the open step
+        self._fwd_depth = 0
+        self._fwd_t0 = 0
+        self._bw_t0 = None
+        self._opt_t0 = 0
+        self._next_host = 0
+        self._depth = None       # the prefetch queue depth seen by the latest next()
+        self._pid = os.getpid()
+        self.steps = 0           # step records made
+
+    # -- step bookkeeping ------------------------------------------------------------------
+
+    def _open(self, t, samples):
+        c = self.client
+        s = c.step(samples=samples)
+        s.begin = t
+        self._prev = c._step
+        c._step = s
+        self._step = s
+        self._last_ns = t
+        self._fwd_depth = 0
+        self._bw_t0 = None
+        return s
+
+    def _close(self, end):
+        s = self._step
+        if s is None:
+            return
+        self._step = None
+        c = self.client
+        if c._step is s:
+            c._step = self._prev
+        self._prev = None
+        c._emit_step(s, end)
+        self.steps += 1
+        if self._host_interval_ns and end >= self._next_host:
+            self._next_host = end + self._host_interval_ns
+            c.host_sample()
+
+    def _add(self, name, d):
+        s = self._step
+        if s is not None:
+            ph = s.phases
+            ph[name] = ph.get(name, 0) + d
+
+    # -- DataLoader ------------------------------------------------------------------------
+
+    def _before_next(self, it):
+        t0 = _time_ns()
+        try:
+            if os.getpid() != self._pid:
+                return t0
+            self._depth = _prefetch_depth(it)
+            if self._step is not None:
+                self._close(t0)
+        except Exception as e:
+            _count_internal(self.client, e)
+        return t0
+
+    def _after_next(self, t0, data):
+        t1 = _time_ns()
+        try:
+            if os.getpid() != self._pid:
+                return
+            fn = self._samples_fn
+            n = fn(data) if fn is not None else _batch_size(data)
+            s = self._open(t0, n)
+            s.phases["dataloader"] = t1 - t0
+            self._last_ns = t1
+            d = self._depth
+            if d is not None:
+                self.client.queue(self._queue_name, d[0], d[1])
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _loader_done(self, t0):
+        try:
+            if self._step is not None and os.getpid() == self._pid:
+                self._close(t0)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _loader_dropped(self):
+        try:
+            if self._step is not None and os.getpid() == self._pid:
+                self._close(self._last_ns)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _adopt(self, it):
+        """Makes a DataLoader iterator report to this attachment (swaps in the timed subclass)."""
+        try:
+            if self.active and os.getpid() == self._pid:
+                if it.__class__ not in _iter_classes.values():
+                    it.__class__ = _timed_iter_class(it.__class__)
+                it.__dict__["_stepscope_att"] = self
+        except Exception as e:
+            _count_internal(self.client, e)
+        return it
+
+    def _get_iterator(self, orig):
+        def get_iterator():
+            return self._adopt(orig())
+        return get_iterator
+
+    # -- model -----------------------------------------------------------------------------
+
+    def _fwd_pre(self, module, inputs):
+        try:
+            if self._fwd_depth == 0:
+                t = _time_ns()
+                if self._step is None and not self._loader_mode and os.getpid() == self._pid:
+                    self._open(t, _batch_size(inputs))
+                self._fwd_t0 = t
+            self._fwd_depth += 1
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _fwd_post(self, module, inputs, output):
+        try:
+            self._fwd_depth -= 1
+            if self._fwd_depth > 0:
+                return
+            self._fwd_depth = 0
+            if self._step is None:
+                return
+            t = _time_ns()
+            self._add("forward", t - self._fwd_t0)
+            self._last_ns = t
+            torch = self._torch
+            if self._engine_cb is not None and torch.is_grad_enabled():
+                out = _first_grad_tensor(output, torch)
+                if out is not None:
+                    out.register_hook(self._grad_at_output)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _grad_at_output(self, grad):
+        try:
+            if self._step is not None and self._bw_t0 is None:
+                self._bw_t0 = _time_ns()
+                self._engine_cb(self._backward_done)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _backward_done(self):
+        try:
+            t0 = self._bw_t0
+            if t0 is not None:
+                self._bw_t0 = None
+                t = _time_ns()
+                self._add("backward", t - t0)
+                self._last_ns = t
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    # -- optimizer -------------------------------------------------------------------------
+
+    def _opt_pre(self, *args):
+        try:
+            self._opt_t0 = _time_ns()
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _opt_post(self, *args):
+        try:
+            t = _time_ns()
+            if self._step is not None:
+                self._add("optimizer", t - self._opt_t0)
+                self._last_ns = t
+                if not self._loader_mode:
+                    self._close(t)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def _hook_optimizer(self, optimizer):
+        if hasattr(optimizer, "register_step_pre_hook") and hasattr(optimizer, "register_step_post_hook"):
+            self._handles.append(optimizer.register_step_pre_hook(self._opt_pre))
+            self._handles.append(optimizer.register_step_post_hook(self._opt_post))
+            return
+        # torch < 2.0: a bound method in the instance, so that LR schedulers (which wrap
+        # optimizer.step through its __func__ and __self__) keep working.
+        import types
+        orig = optimizer.step
+        att = self
+
+        def step(self_, *a, **kw):
+            att._opt_pre()
+            try:
+                return orig(*a, **kw)
+            finally:
+                att._opt_post()
+
+        for a in ("_with_counter", "_wrapped_by_lr_sched"):  # an LR scheduler's marks
+            if getattr(orig, a, None):
+                setattr(step, a, getattr(orig, a))
+        had = "step" in optimizer.__dict__
+        optimizer.step = types.MethodType(step, optimizer)
+
+        def restore():
+            if had:
+                optimizer.step = orig
+            else:
+                optimizer.__dict__.pop("step", None)
+        self._restore.append(restore)
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def _install(self, torch, model, optimizer, dataloader):
+        self._torch = torch
+        try:
+            self._engine_cb = torch.autograd.Variable._execution_engine.queue_callback
+        except AttributeError:
+            self._engine_cb = None
+        self.active = True
+        if model is not None:
+            self._handles.append(model.register_forward_pre_hook(self._fwd_pre))
+            self._handles.append(model.register_forward_hook(self._fwd_post))
+        if optimizer is not None:
+            self._hook_optimizer(optimizer)
+        if dataloader is not None and callable(getattr(dataloader, "_get_iterator", None)):
+            orig = dataloader._get_iterator
+            dataloader._get_iterator = self._get_iterator(orig)
+            self._loader_mode = True
+
+            def restore():
+                dataloader.__dict__.pop("_get_iterator", None)
+                it = getattr(dataloader, "_iterator", None)  # persistent workers
+                if it is not None:
+                    it.__dict__.pop("_stepscope_att", None)
+            self._restore.append(restore)
+            it = getattr(dataloader, "_iterator", None)  # persistent workers, already started
+            if it is not None:
+                self._adopt(it)
+        elif dataloader is not None:
+            _warn("%s is not a torch DataLoader: steps follow the optimizer, no dataloader phase"
+                  % type(dataloader).__name__)
+        _attachments.add(self)
+
+    def close_step(self):
+        """Records the open step now (ending at its last hooked activity). Called by detach()
+        and at exit; useful before leaving a loop that will not ask the loader again."""
+        try:
+            if self._step is not None and os.getpid() == self._pid:
+                self._close(self._last_ns)
+        except Exception as e:
+            _count_internal(self.client, e)
+
+    def detach(self):
+        """Records the open step, removes every hook and restores the optimizer and DataLoader."""
+        self.close_step()
+        self.active = False
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._handles = []
+        for r in self._restore:
+            try:
+                r()
+            except Exception:
+                pass
+        self._restore = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.detach()
+        return False
+
+
+def attach(model, optimizer, dataloader, client=None, samples=None, host_interval=1.0):
+    """Step records with dataloader, forward, backward and optimizer phases and samples, from
+    hooks on ``model`` (forward pre/post hooks, a gradient hook on its output), ``optimizer``
+    (step pre/post hooks, or a wrapper on torch < 2.0) and ``dataloader`` (its iterators' next()),
+    sent by ``client`` (default: ``stepscope.get_client()``). Any of the three may be None.
+
+    ``samples(batch) -> int`` overrides the batch size (default: the first dimension of the first
+    tensor in the batch). A host CPU sample is taken at most every ``host_interval`` seconds at a
+    step's end (0: none). With ``num_workers > 0`` every step also records the DataLoader's
+    prefetch queue depth (``queue`` records named ``dataloader``). Returns an ``Attachment``
+    (``detach()`` undoes everything). Never raises: on failure it warns on stderr and returns an
+    inactive Attachment."""
+    att = None
+    try:
+        client = _client_or_default(client)
+        att = Attachment(client, samples=samples, host_interval=host_interval)
+        import torch
+        if client._meta.get("framework") is None:
+            client._meta["framework"] = "torch"
+            client._meta["framework_version"] = torch.__version__
+        att._install(torch, model, optimizer, dataloader)
+    except Exception as e:
+        _warn("attach failed, training continues without step records: %r" % (e,))
+        if att is not None:
+            try:
+                att.detach()
+            except Exception:
+                pass
+    return att
+
+
+# -- profiler traces ----------------------------------------------------------------------------
+
+def _trace_events(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    if isinstance(doc, list):
+        return doc, True
+    if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        return doc["traceEvents"], False
+    raise ValueError("not a Chrome trace")
+
+
+def _rebase_legacy(events):
+    """torch without Kineto writes ts in whole microseconds from the profiler's start. Shifts them
+    by a whole number of microseconds so that the window ends now on the wall clock: windows then
+    follow each other in time (no overlap, so spans of different windows never nest), and
+    durations and nesting stay exactly as torch measured them."""
+    last = None
+    for ev in events:
+        ts = ev.get("ts") if isinstance(ev, dict) else None
+        if ts.__class__ is not int:
+            if ts is None or isinstance(ts, bool):
+                continue
+            return  # not whole microseconds: leave as written
+        d = ev.get("dur", 0)
+        end = ts + (d if d.__class__ is int else 0)
+        if last is None or end > last:
+            last = end
+    if last is None:
+        return
+    shift = _time_ns() // 1000 - last
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ts").__class__ is int:
+            ev["ts"] += shift
+
+
+def trace_handler(client=None, keep_dir=None):
+    """An ``on_trace_ready`` for ``torch.profiler.profile`` that streams the captured window to
+    the daemon through ``client`` (default: ``stepscope.get_client()``, looked up at the call).
+
+    The window is exported with the profiler's own ``export_chrome_trace`` (a temp file, removed
+    afterwards unless ``keep_dir`` names a directory to keep it in) and every event is sent
+    as written, so the daemon holds the same trace as ``stepscope import`` of that file would.
+    Legacy traces (torch without Kineto) have their timestamps shifted to the wall clock (see
+    _rebase_legacy). Also callable with a finished ``torch.autograd.profiler.profile``. Returns
+    the number of events sent; never raises."""
+
+    def handler(prof):
+        c = None
+        try:
+            c = _client_or_default(client)
+            d = keep_dir or tempfile.gettempdir()
+            fd, path = tempfile.mkstemp(prefix="stepscope-trace-", suffix=".json", dir=d)
+            os.close(fd)
+            try:
+                prof.export_chrome_trace(path)
+                events, legacy = _trace_events(path)
+            finally:
+                if not keep_dir:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+            if legacy:
+                _rebase_legacy(events)
+            n = 0
+            for ev in events:
+                if isinstance(ev, dict) and "ph" in ev:
+                    c.event(ev)
+                    n += 1
+            handler.last_path = path if keep_dir else None
+            handler.events_sent += n
+            return n
+        except Exception as e:
+            if c is not None:
+                _count_internal(c, e)
+            _warn("trace_handler could not stream the profiler window: %r" % (e,))
+            return 0
+
+    handler.events_sent = 0
+    handler.last_path = None
+    return handler
+
+
+def _atexit():
+    for a in list(_attachments):
+        a.close_step()
+
+
+atexit.register(_atexit)

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+"""Real PyTorch through stepscope.torch, against the real daemon.
+
+Debian's python3-torch 1.13 (torch without Kineto) under /usr/bin/python3 runs torch_train.py; the
+test itself runs under the PATH python3 and reads the HTTP API. Expected numbers come from what
+the training script measured or what torch itself computed (prof.key_averages()), never from the
+collector's own records.
+"""
+import json
+import subprocess
+import urllib.parse
+
+import pytest
+
+from fwutil import HERE, SYSTEM_PYTHON, import_cli, integ, run_script, script_env
+
+SCRIPT = HERE / "torch_train.py"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def torch_available():
+    r = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("Debian's python3-torch is needed for /usr/bin/python3 (scripts/deps test "
+                    "installs it): " + r.stderr[-500:])
+
+
+def q(name):
+    return urllib.parse.quote(name, safe="")
+
+
+def steps_of(daemon, job):
+    return daemon.get_json(f"/api/v1/jobs/{q(job)}/steps?limit=100000")["rows"]
+
+
+def operators_of(daemon, job):
+    doc = daemon.get_json(f"/api/v1/jobs/{q(job)}/operators?limit=100000")
+    assert doc["total"] == len(doc["rows"])
+    return {r["name"]: r for r in doc["rows"]}
+
+
+def train(daemon, job, out, steps, workers):
+    run_script(SYSTEM_PYTHON, SCRIPT, ["attach", out, steps, workers], script_env(daemon, job))
+    res = json.loads(out.read_text())
+    assert res["flushed"], "the client's flush was not acknowledged in time"
+    assert res["internal_errors"] == 0 and res["dropped"] == 0, res
+    return res
+
+
+def check_steps(daemon, job, res, floors):
+    """Every step the loop ran is in /steps, in order, with its samples and its phases: each
+    phase is at least the sleep the script put in it and at most what the loop measured around
+    it. /steps shows the phases as interval = dataloader, fp_bp = forward + backward, and tail =
+    the rest of the step (optimizer included)."""
+    outer = res["steps"]
+    assert res["recorded"] == len(outer)
+    rows = daemon.wait_for("every step in /steps",
+                           lambda: (lambda r: r if len(r) == len(outer) else None)(steps_of(daemon, job)))
+    load_floor, fwd_floor, bwd_floor, opt_floor = floors
+    for i, (o, r) in enumerate(zip(outer, rows)):
+        assert r["step"] == i and r["rank"] == 0
+        assert r["from"] == "record" and r["source"] == "phases", r
+        assert r["samples"] == o["samples"], (i, r, o)
+        us = lambda ns: ns / 1000.0  # noqa: E731
+        # dataloader: the wait inside next(), which the loop's own timing brackets
+        assert load_floor(o["samples"]) <= r["interval_us"] <= us(o["dataloader"]) + 1, (i, r, o)
+        assert fwd_floor + bwd_floor <= r["fp_bp_us"] <= us(o["forward"] + o["backward"]) + 1, (i, r, o)
+        assert r["tail_us"] >= opt_floor, (i, r, o)
+        # the step starts inside the loop's next() call and runs to the next one
+        assert us(o["begin"]) <= r["start_us"] <= us(o["begin"] + o["dataloader"]), (i, r, o)
+        if i + 1 < len(outer):
+            assert r["end_us"] == rows[i + 1]["start_us"]
+            assert r["end_us"] <= us(outer[i + 1]["begin"] + outer[i + 1]["dataloader"])
+        total_outer = us(o["dataloader"] + o["forward"] + o["backward"] + o["optimizer"])
+        assert r["total_us"] >= total_outer - us(o["dataloader"]) * 0.05 - 1000, (i, r, o)
+    return rows
+
+
+SLEEP = {"load": 0.004, "forward": 0.006, "backward": 0.008, "opt": 0.003}  # torch_train.py's
+
+
+def test_attach_records_every_step_with_phases_and_samples(daemon, tmp):
+    """30 steps of a 65-batch epoch, leaving the loop early (break): 30 steps, no more."""
+    res = train(daemon, "cnn", tmp / "attach.json", 30, 0)
+    assert len(res["steps"]) == 30
+    assert res["torch"].startswith("1.13"), "expected Debian's torch 1.13 under /usr/bin/python3"
+    rows = check_steps(daemon, "cnn", res, (lambda n: n * SLEEP["load"] * 1e6,
+                                            SLEEP["forward"] * 1e6, SLEEP["backward"] * 1e6,
+                                            SLEEP["opt"] * 1e6))
+    job = daemon.job("cnn")
+    assert job["steps"] == 30
+    assert job["host_samples"] >= 1, "attach() takes host CPU samples"
+    # samples/s: the daemon has samples and durations for every step
+    assert all(r["samples"] == 8 for r in rows)
+    assert daemon.get_json(f"/api/v1/jobs/cnn/queues")["queues"] == [], \
+        "no prefetch queue without workers"
+
+
+def test_attach_with_workers_records_prefetch_queue_depth(daemon, tmp):
+    """A whole epoch with num_workers=2: 65 steps (the last one of 3 samples, ended by the loader
+    running dry) and one prefetch-queue sample per step, bounded by prefetch_factor x workers."""
+    res = train(daemon, "cnn-workers", tmp / "attach.json", 1000, 2)
+    outer = res["steps"]
+    assert len(outer) == 65 and outer[-1]["samples"] == 3
+    # with workers the loader's wait has no floor: the workers load while the loop trains
+    check_steps(daemon, "cnn-workers", res, (lambda n: 0, SLEEP["forward"] * 1e6,
+                                             SLEEP["backward"] * 1e6, SLEEP["opt"] * 1e6))
+    doc = daemon.wait_for("the dataloader queue", lambda: (lambda d: d if d["queues"] and d["queues"][0]["samples"] == 65 else None)(
+        daemon.get_json("/api/v1/jobs/cnn-workers/queues")))
+    qd = doc["queues"][0]
+    assert qd["name"] == "dataloader" and qd["role"] == "host"
+    assert qd["capacity"] == 4
+    assert 0 <= qd["max_size"] <= 4
+    assert [p["step"] for p in qd["series"]] == list(range(65))
+
+
+def compare_with_key_averages(table, averages, what):
+    assert set(table) == {a["name"] for a in averages}, what
+    for a in averages:
+        r = table[a["name"]]
+        assert r["calls"] == a["calls"], (what, a, r)
+        # legacy traces and key_averages() both hold whole microseconds: exact equality
+        assert abs(r["self_us"] - a["self_cpu_total_us"]) < 1e-6, (what, a, r)
+        assert abs(r["total_us"] - a["cpu_total_us"]) < 1e-6, (what, a, r)
+
+
+def streamed_and_imported(daemon, tmp, mode, args):
+    """Runs a profiler mode of torch_train.py into job mode-stream, imports the file the handler
+    kept into job mode-import with `stepscope import`, returns (result, stream table, import table)."""
+    out = tmp / mode
+    out.mkdir()
+    run_script(SYSTEM_PYTHON, SCRIPT, [mode, out] + args, script_env(daemon, mode + "-stream"))
+    res = json.loads((out / "result.json").read_text())
+    assert res["flushed"] and res["internal_errors"] == 0 and res["dropped"] == 0, res
+    assert len(res["windows"]) == 1
+    w = res["windows"][0]
+    trace = json.loads(open(w["path"]).read())
+    assert isinstance(trace, list), "torch without Kineto writes the legacy bare array"
+    assert w["events"] == len(trace) > 100
+    r = subprocess.run([str(import_cli()), "import", "--quiet", "--socket", daemon.socket,
+                        "--job", mode + "-import", w["path"]], capture_output=True, text=True,
+                       timeout=120, env=integ.clean_env(tmp))
+    assert r.returncode == 0, r.stderr
+    tables = []
+    for job in (mode + "-stream", mode + "-import"):
+        daemon.wait_for(f"{job}: every event", lambda: daemon.job(job)["events"] == len(trace))
+        tables.append(daemon.wait_for(f"{job}: operators", lambda: operators_of(daemon, job)))
+    return res, w, trace, tables
+
+
+def test_trace_handler_and_import_equal_key_averages(daemon, tmp):
+    """torch.profiler.profile (schedule wait=1 warmup=1 active=4) with on_trace_ready =
+    stepscope.torch.trace_handler(): the streamed window and the same trace imported from its
+    file both give torch's own key_averages() (Calls, Self CPU total, CPU total), row for row."""
+    res, w, trace, (streamed, imported) = streamed_and_imported(daemon, tmp, "profile", [4])
+    assert res["api"] == "torch.profiler.profile" and res["kineto"] is False
+    names = {a["name"] for a in w["averages"]}
+    assert {"ProfilerStep*", "train_step_body", "aten::conv2d"} <= names
+    compare_with_key_averages(streamed, w["averages"], "streamed by trace_handler")
+    compare_with_key_averages(imported, w["averages"], "stepscope import")
+    # the active window's 4 steps, numbered as torch numbered its ProfilerStep#N spans
+    numbers = sorted(int(e["name"][len("ProfilerStep#"):]) for e in trace
+                     if e["name"].startswith("ProfilerStep#"))
+    assert len(numbers) == 4
+    for job in ("profile-stream", "profile-import"):
+        assert [s["step"] for s in steps_of(daemon, job)] == numbers, job
+
+
+def test_trace_handler_with_autograd_profiler(daemon, tmp):
+    """torch.autograd.profiler.profile (the API torch without Kineto has always had), the
+    handler called with the finished profiler: the same equality."""
+    res, w, _, (streamed, imported) = streamed_and_imported(daemon, tmp, "autograd", [])
+    assert res["api"] == "torch.autograd.profiler.profile"
+    compare_with_key_averages(streamed, w["averages"], "streamed by trace_handler")
+    compare_with_key_averages(imported, w["averages"], "stepscope import")
