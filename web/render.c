@@ -758,6 +758,18 @@ void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_
     num_or_null(b, in->host_cpu_pct);
     sbuf_addc(b, ',');
     member_u64(b, "pipeline_ops", in->n_pipe_ops);
+    bool bd = in->has_breakdown && in->bd_total_ns > 0;
+    key(b, "dataloader_ratio");
+    num_or_null(b, bd ? in->bd_avg_ns[ANALYSE_BD_DATALOADER] / in->bd_total_ns : NAN);
+    sbuf_addc(b, ',');
+    key(b, "communication_ratio");
+    num_or_null(b, bd ? in->bd_avg_ns[ANALYSE_BD_COMMUNICATION] / in->bd_total_ns : NAN);
+    sbuf_adds(b, ",\"gpu_utilization\":{");
+    for (size_t i = 0; in->gpus && i < in->n_gpus; i++) {
+        sbuf_printf(b, "%s\"%" PRId64 "\":", i ? "," : "", in->gpus[i].pid);
+        num_or_null(b, in->gpus[i].utilization);
+    }
+    sbuf_adds(b, "},");
     key(b, "ranks");
     sbuf_printf(b, "%zu},", in->ranks ? in->ranks->n_ranks : (size_t)0);
     sbuf_adds(b, "\"suggestions\":[");

@@ -330,9 +330,9 @@ static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_
 }
 
 /* The helper's evidence for one rank, from what live keeps: the rank's step-trace average, its
- * host and device queues, its pipeline's queue figures, its mean system CPU, and the per-rank
- * statistics of the job (when it has more than one rank). The breakdown, GPU utilisation and
- * TF's input percentages are not kept live, so their rules stay silent. */
+ * host and device queues, its pipeline's queue figures, its mean system CPU, its step-time
+ * breakdown and GPU utilisation, and the per-rank statistics of the job (when it has more than
+ * one rank). TF's input percentages are not kept live, so their rules stay silent. */
 static int get_helper(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     int64_t rank;
@@ -407,6 +407,20 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
         struct live_host_row h;
         if (live_query_host(snap, rank, &h) == 0)
             in.host_cpu_pct = h.sys_cpu_pct;
+        /* torch-tb-profiler's rules: the rank's breakdown averages and GPU utilisation. */
+        what = "live_query_breakdown";
+        struct live_breakdown_view bv;
+        r = live_query_breakdown(snap, rank, &bv);
+        if (r < 0 && r != -ENOENT)
+            goto fail;
+        if (r == 0 && bv.bd->n_steps > 0) {
+            in.has_breakdown = true;
+            for (size_t k = 0; k < ANALYSE_BD_COUNT; k++)
+                in.bd_avg_ns[k] = bv.bd->avg_ns[k];
+            in.bd_total_ns = bv.bd->avg_total_ns;
+            in.gpus = bv.bd->gpus;
+            in.n_gpus = bv.bd->n_gpus;
+        }
     }
     what = "analyse_helper_run";
     r = analyse_helper_run(&in, &w->helper_rules, &res);

@@ -147,3 +147,112 @@ def test_breakdown_live_paging_csv(daemon):
         daemon.get_json(p + "?rank=3", status=404)
     finally:
         c.close()
+
+
+def launch(t, corr, kernel_at, kernel_us, name="gemm", ext=None):
+    """A runtime launch at t and its kernel on GPU 0."""
+    ext = corr if ext is None else ext
+    return [x("cudaLaunchKernel", "cuda_runtime", t, 10, correlation=corr,
+              **{"External id": ext}),
+            x(name, "kernel", kernel_at, kernel_us, pid=0, tid=7, correlation=corr, device=0,
+              **{"External id": ext})]
+
+
+def helper_steps(kind, n=4):
+    """n 1000 us steps that trip exactly one of torch-tb-profiler's rules:
+    loader: a 100 us DataLoader span per step, 89 us of it not hidden by a launch or a kernel
+      (8.9 % > 5 %), kernels 60 % busy;
+    comm: an nccl:all_reduce host op (200-300 us) whose kernel (300-500 us) is communication,
+      plus a 400 us compute kernel: communication 30 % > 10 %, GPU 60 % busy;
+    idle: one 200 us kernel per step: GPU utilisation 20 % < 50 %."""
+    ev = []
+    for k in range(n):
+        t, c = k * 1000, 100 * k
+        ev.append(x("ProfilerStep#%d" % (k + 1), "user_annotation", t, 1000))
+        if kind == "loader":
+            ev.append(x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "cpu_op",
+                        t + 1, 100))
+            ev += launch(t + 60, c + 1, t + 100, 600)
+        elif kind == "comm":
+            ev.append(x("nccl:all_reduce", "user_annotation", t + 200, 100,
+                        **{"External id": c + 2}))
+            ev += launch(t + 210, c + 2, t + 300, 200, name="ncclKernel_AllReduce", ext=c + 2)
+            ev += launch(t + 400, c + 3, t + 500, 400)
+        else:
+            ev += launch(t + 60, c + 1, t + 100, 200)
+    return ev
+
+
+def test_helper_fires_tb_rules_from_the_breakdown(daemon):
+    want = {"loader": "dataloader_high", "comm": "communication_high", "idle": "gpu_util_low"}
+    clients = []
+    try:
+        for kind in want:
+            ev = helper_steps(kind)
+            c = Client(daemon.socket)
+            c.hello("tb-" + kind)
+            c.send_lines(ev)
+            c.wait_ack(len(ev))
+            clients.append(c)  # the jobs stay connected: the helper answers live
+        for kind, code in want.items():
+            ref = tb.breakdown([{**e, "ts": Decimal(e["ts"]), "dur": Decimal(e["dur"])}
+                                for e in helper_steps(kind)])
+            avg = ref["average"]
+            p = base(daemon, "tb-" + kind)
+            settled(daemon, p + "/breakdown")
+            doc = daemon.get_json(p + "/helper")
+            tb_codes = [s["code"] for s in doc["suggestions"]
+                        if s["source"].startswith("torch-tb-profiler")]
+            assert tb_codes == [code], (kind, doc)
+            sg = next(s for s in doc["suggestions"] if s["code"] == code)
+            ev = sg["evidence"][0]
+            if kind == "loader":
+                assert avg["dataloader"] / avg["total"] == pytest.approx(0.089)
+                assert ev == {"name": "dataloader_ratio", "op": ">", "threshold": 0.05,
+                              "value": pytest.approx(0.089)}
+                assert sg["view"] == "overview" and sg["subject"] is None
+                assert "8.9% of the step time is in DataLoader" in sg["message"]
+            elif kind == "comm":
+                assert avg["communication"] / avg["total"] == pytest.approx(0.3)
+                assert ev == {"name": "communication_ratio", "op": ">", "threshold": 0.1,
+                              "value": pytest.approx(0.3)}
+                assert "30.0% of the step time is in communication" in sg["message"]
+            else:
+                assert ref["gpus"] == {0: pytest.approx(0.2)}
+                assert ev == {"name": "gpu_utilization", "op": "<", "threshold": 0.5,
+                              "value": pytest.approx(0.2)}
+                assert sg["view"] == "gpu" and sg["subject"] == 0
+            inputs = doc["inputs"]
+            assert inputs["dataloader_ratio"] == pytest.approx(avg["dataloader"] / avg["total"])
+            assert inputs["communication_ratio"] == pytest.approx(
+                avg["communication"] / avg["total"])
+            assert inputs["gpu_utilization"] == {"0": pytest.approx(ref["gpus"][0])}
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_helper_thresholds_from_the_rules_file(daemons, tmp):
+    """A rules file moves the tb thresholds: 10 % dataloader no longer fires, GPU 0.1 neither."""
+    rules = tmp / "helper.conf"
+    rules.write_text("dataloader_ratio = 0.1\ngpu_util = 0.1\n")
+    d = daemons("t", args=["--helper-rules", str(rules)])
+    cs = []
+    try:
+        for kind in ("loader", "idle"):
+            ev = helper_steps(kind)
+            c = Client(d.socket)
+            c.hello("th-" + kind)
+            c.send_lines(ev)
+            c.wait_ack(len(ev))
+            cs.append(c)
+        for kind in ("loader", "idle"):
+            p = base(d, "th-" + kind)
+            settled(d, p + "/breakdown")
+            doc = d.get_json(p + "/helper")
+            assert doc["inputs"]["dataloader_ratio"] is not None  # evidence there, below threshold
+            assert not [s for s in doc["suggestions"]
+                        if s["source"].startswith("torch-tb-profiler")], doc
+    finally:
+        for c in cs:
+            c.close()
