@@ -464,8 +464,21 @@ static int parse_args(int argc, char **argv, struct config *cfg)
     return EXIT_OK;
 }
 
-static int check_config(const struct config *cfg)
+static int check_config(struct config *cfg)
 {
+    char err[CONFIG_ERR_MAX];
+    if (config_load_token(cfg, err) < 0) {
+        fprintf(stderr, "stepscoped: auth_token_file: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (!cfg->auth_token[0] && !config_http_is_loopback(cfg->http)) {
+        fprintf(stderr,
+                "stepscoped: http %s is not a loopback address: serving it needs an auth token "
+                "(--auth-token-file FILE, $STEPSCOPE_AUTH_TOKEN or auth_token_file in the "
+                "config file); refusing to start\n",
+                cfg->http);
+        return EXIT_USAGE;
+    }
     /* sun_path is 108 bytes on Linux, NUL included; libuv 1.44 would truncate silently. */
     if (strlen(cfg->socket) >= 108) {
         fprintf(stderr,
@@ -662,9 +675,12 @@ int main(int argc, char **argv)
         .live = d.live,
         .helper_rules = &d.helper_rules,
         .stats = &d.stats,
+        .auth_token = d.cfg.auth_token,
+        .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
     };
     err[0] = '\0';
     r = web_start(&wcfg, &d.web, err);
+    explicit_bzero(d.cfg.auth_token, sizeof d.cfg.auth_token); /* web keeps its own copy */
     if (r < 0) {
         fprintf(stderr, "stepscoped: http %s: %s\n", d.cfg.http, err[0] ? err : strerror(-r));
         code = EXIT_HTTP;

@@ -9,6 +9,10 @@
  * would turn "%00" into a NUL that silently cuts the path short. An identity unescape callback
  * keeps the bytes as sent, and parse.c decodes them once, rejecting NUL and bad escapes.
  *
+ * With an auth token configured, every request but /api/v1/health must carry
+ * "Authorization: Bearer <token>"; the comparison takes the same time wherever the given token
+ * differs. Without one, web_start() binds loopback addresses only.
+ *
  * Every answer leaves through web__queue(), which adds the headers all answers carry and counts
  * the errors, so no handler can forget either. Handlers run on MHD's threads and only read: the
  * store through store_query.h, the counters with relaxed atomic loads.
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,6 +92,9 @@ static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"stepscope\"");
     return web__queue(w, c, status, resp);
 }
 
@@ -137,6 +145,11 @@ int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, str
 int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b)
 {
     return send_sbuf(w, c, 200, b, NULL, "text/csv; charset=utf-8");
+}
+
+int web__send_text(struct web *w, struct MHD_Connection *c, struct sbuf *b, const char *type)
+{
+    return send_sbuf(w, c, MHD_HTTP_OK, b, NULL, type);
 }
 
 int web__send_store_error(struct web *w, struct MHD_Connection *c, int r, const char *what)
@@ -233,6 +246,38 @@ int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int
     return 0;
 }
 
+/* Compares in time that depends on the token's length only: every byte of the token is read
+ * whatever the given bytes are and wherever they first differ. */
+static bool token_equal(const char *given, size_t n, const char *token, size_t len)
+{
+    volatile unsigned char diff = (unsigned char)(n != len);
+    for (size_t i = 0; i < len; i++)
+        diff |= (unsigned char)(token[i] ^ (i < n ? given[i] : 0));
+    return diff == 0;
+}
+
+/* True when the request may go on: no token configured, the health route, or an Authorization
+ * header "Bearer <token>" (scheme in any case, blanks after it skipped) with the token. */
+static bool authorized(const struct web *w, struct MHD_Connection *c, const char *url)
+{
+    static const char scheme[] = "bearer ";
+    if (w->auth_token_len == 0 || strcmp(url, "/api/v1/health") == 0)
+        return true;
+    const char *v;
+    size_t n;
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION,
+                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &v, &n) != MHD_YES ||
+        !v || n < sizeof scheme - 1 || strncasecmp(v, scheme, sizeof scheme - 1) != 0)
+        return false;
+    v += sizeof scheme - 1;
+    n -= sizeof scheme - 1;
+    while (n > 0 && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    return token_equal(v, n, w->auth_token, w->auth_token_len);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -243,6 +288,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)upload_data;
     if (!*con_cls) {
         STATS_ADD(w->stats, http_requests, 1);
+        /* Before anything else, so an unauthenticated client learns nothing, not even which
+         * methods or paths exist. */
+        if (!authorized(w, c, url))
+            return (enum MHD_Result)web__send_error(
+                w, c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+                "this daemon needs \"Authorization: Bearer <token>\" (its auth_token)");
         /* Other methods are refused at once: answering before the body is read makes MHD drop
          * the body and close the connection afterwards, which suits a request we will not
          * serve. */
@@ -341,6 +392,17 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     r = parse_addr(cfg->http, &addr, &addr_len, err);
     if (r < 0)
         return r;
+    size_t token_len = cfg->auth_token ? strlen(cfg->auth_token) : 0;
+    if (token_len >= WEB_TOKEN_MAX) {
+        snprintf(err, WEB_ERR_MAX, "http: auth token longer than %d bytes", WEB_TOKEN_MAX - 1);
+        return -EINVAL;
+    }
+    if (token_len == 0 && !config_http_is_loopback(cfg->http)) {
+        snprintf(err, WEB_ERR_MAX,
+                 "http: %.64s is not a loopback address; serving it needs an auth token "
+                 "(auth_token or auth_token_file)", cfg->http);
+        return -EPERM;
+    }
     r = probe_bind(&addr, addr_len, cfg->http, err);
     if (r < 0)
         return r;
@@ -358,6 +420,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     else
         analyse_helper_rules_default(&w->helper_rules);
     w->stats = cfg->stats;
+    if (token_len)
+        memcpy(w->auth_token, cfg->auth_token, token_len + 1);
+    w->auth_token_len = token_len;
+    w->metrics_max_ranks = cfg->metrics_max_ranks;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
     if (cfg->static_dir && cfg->static_dir[0]) {
@@ -422,5 +488,6 @@ void web_stop(struct web *w)
         return;
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
+    explicit_bzero(w->auth_token, sizeof w->auth_token);
     free(w);
 }

@@ -64,6 +64,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_RANKS, "/api/v1/jobs/{job}/ranks"},
     {WEB_ROUTE_HELPER, "/api/v1/jobs/{job}/helper"},
     {WEB_ROUTE_BREAKDOWN, "/api/v1/jobs/{job}/breakdown"},
+    {WEB_ROUTE_METRICS, "/metrics"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 
@@ -75,6 +76,10 @@ int web__route_parse(const char *path, struct web_route *ret)
     r.id = WEB_ROUTE_STATIC;
     r.job[0] = '\0';
     r.job_len = 0;
+    if (strcmp(path, "/metrics") == 0) {
+        r.id = WEB_ROUTE_METRICS;
+        goto out;
+    }
     if (strcmp(path, "/api") != 0 && strncmp(path, "/api/", 5) != 0)
         goto out;
     r.id = WEB_ROUTE_API_UNKNOWN;

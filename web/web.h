@@ -38,6 +38,10 @@ struct web_config {
     const struct analyse_helper_rules *helper_rules; /* thresholds of /helper and /ranks;
                                     copied at start; NULL: analyse_helper_rules_default() */
     struct stats *stats;         /* borrowed; read, plus http_requests/http_errors bumped */
+    const char *auth_token;      /* NULL or "": no authentication, and only a loopback address
+                                    may be bound. Else every request but /api/v1/health needs
+                                    "Authorization: Bearer <token>" (401 otherwise); copied */
+    size_t metrics_max_ranks;    /* (job, rank) pairs GET /metrics exports at most */
 };
 
 /* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts
@@ -45,7 +49,8 @@ struct web_config {
  * leave MHD's defaults; zero max_response_bytes means no cap. cfg->stats is required; cfg itself
  * is not kept, its strings are copied; store and stats must outlive w. A static_dir that cannot
  * be resolved is logged and no files are served (the API still answers). Returns 0 and sets
- * *ret_web; -EINVAL (bad address, or no stats), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES (from the
+ * *ret_web; -EINVAL (bad address, token too long, or no stats), -EPERM (a non-loopback address
+ * without auth_token), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES (from the
  * bind), -ENOMEM, or -EIO (MHD would not start); err (WEB_ERR_MAX) gets the reason. *ret_web is
  * untouched on failure. */
 int web_start(const struct web_config *cfg, struct web **ret_web, char *err);

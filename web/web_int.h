@@ -40,6 +40,7 @@
 #define WEB_TIMELINE_PIDS_MAX 4096         /* (rank, pid) pairs named by "M" events per export */
 #define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
 #define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
+#define WEB_TOKEN_MAX 256                  /* bytes of an auth token, NUL included */
 
 /* ---- parse.c: pure, no MHD ---- */
 
@@ -60,6 +61,7 @@ enum web_route_id {
     WEB_ROUTE_HELPER,      /* /api/v1/jobs/{job}/helper */
     WEB_ROUTE_BREAKDOWN,   /* /api/v1/jobs/{job}/breakdown */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
+    WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -158,6 +160,9 @@ struct web {
     char version[64];
     char static_root[PATH_MAX];    /* realpath() of static_dir; "" serves no files */
     size_t static_root_len;
+    char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */
+    size_t auth_token_len;
+    size_t metrics_max_ranks;
 };
 
 /* Queues a JSON answer built in b (its bytes are taken; b is left empty). A failed b becomes
@@ -196,6 +201,10 @@ int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int
  * bad escape) with the MHD result in *ret_mhd. */
 int web__param_str(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
                    size_t size, size_t *ret_len, int *ret_mhd);
+
+/* Queues a 200 answer of Content-Type type built in b (its bytes are taken), as
+ * web__send_json() does. */
+int web__send_text(struct web *w, struct MHD_Connection *c, struct sbuf *b, const char *type);
 
 /* Queues a text/csv answer built in b (its bytes are taken), as web__send_json() does. */
 int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b);
@@ -244,6 +253,13 @@ void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);
+
+/* metrics.c: answers GET /metrics (Prometheus text). */
+int web__route_metrics(struct web *w, struct MHD_Connection *c);
+
+/* Appends s[0, n) as the inside of a Prometheus label value: backslash, double quote and line
+ * feed escaped, invalid UTF-8 replaced by U+FFFD, every other byte as it is. */
+void web__prom_label_value(struct sbuf *b, const char *s, size_t n);
 
 /* static.c: answers a dashboard file request for the undecoded path. */
 int web__route_static(struct web *w, struct MHD_Connection *c, const char *path);

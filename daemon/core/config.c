@@ -6,8 +6,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,9 @@ const struct config_option config_options[] = {
     {"role_rules", "", "file of extra role rules, tried before the built-in ones (empty: none)"},
     {"fp_point", "", "FP start operator name for every job (empty: detected per step)"},
     {"bp_point", "", "BP end operator name for every job (empty: detected per step)"},
+    {"auth_token", "", "HTTP bearer token; required to bind a non-loopback address"},
+    {"auth_token_file", "", "file holding the HTTP bearer token (instead of auth_token)"},
+    {"metrics_max_ranks", "1024", "(job, rank) pairs GET /metrics exports; the rest are counted"},
     {NULL, NULL, NULL},
 };
 
@@ -66,6 +71,25 @@ bad:
     snprintf(err, CONFIG_ERR_MAX, "%s: \"%.64s\" is not a whole number in [%llu, %llu]", key, value,
              (unsigned long long)min, (unsigned long long)max);
     return -EINVAL;
+}
+
+/* A token travels in an HTTP header, so it is visible ASCII only; a short one is guessable. */
+static int set_token(struct config *c, const char *value, char *err)
+{
+    size_t n = strlen(value);
+    for (size_t i = 0; i < n; i++) {
+        if (value[i] < 0x21 || value[i] > 0x7e) {
+            snprintf(err, CONFIG_ERR_MAX,
+                     "auth_token: byte %zu is not visible ASCII (no blanks or control bytes)", i);
+            return -EINVAL;
+        }
+    }
+    if (n > 0 && n < CONFIG_TOKEN_MIN) {
+        snprintf(err, CONFIG_ERR_MAX, "auth_token: %zu bytes; at least %d required", n,
+                 CONFIG_TOKEN_MIN);
+        return -EINVAL;
+    }
+    return set_str(c->auth_token, sizeof c->auth_token, "auth_token", value, err);
 }
 
 int config_set(struct config *c, const char *key, const char *value, char *err)
@@ -134,6 +158,12 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return STR(fp_point);
     if (strcmp(key, "bp_point") == 0)
         return STR(bp_point);
+    if (strcmp(key, "auth_token") == 0)
+        return set_token(c, value, err);
+    if (strcmp(key, "auth_token_file") == 0)
+        return STR(auth_token_file);
+    if (strcmp(key, "metrics_max_ranks") == 0)
+        return U64(metrics_max_ranks, 0, 1000000);
 #undef STR
 #undef U64
     snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);
@@ -184,6 +214,52 @@ static char *trim(char *s, char *end)
     return s;
 }
 
+/* Reads at most max bytes of path into a fresh NUL-terminated buffer (*ret_buf, *ret_n).
+ * Returns 0, -errno, or -EFBIG when the file is longer; err says which. */
+static int read_file(const char *path, size_t max, char **ret_buf, size_t *ret_n, char *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(e));
+        return -e;
+    }
+    size_t n = 0;
+    char *buf = malloc(max + 1);
+    int r = -ENOMEM;
+    if (!buf) {
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: out of memory", path);
+        goto fail;
+    }
+    for (;;) {
+        if (n == max + 1) {
+            snprintf(err, CONFIG_ERR_MAX, "%.200s: larger than %zu bytes", path, max);
+            r = -EFBIG;
+            goto fail;
+        }
+        ssize_t k = read(fd, buf + n, max + 1 - n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *ret_buf = buf;
+    *ret_n = n;
+    return 0;
+fail:
+    free(buf);
+    close(fd);
+    return r;
+}
+
 int config_load_text(struct config *c, const char *buf, size_t n, char *err)
 {
     char line[CONFIG_PATH_MAX + 128];
@@ -229,45 +305,61 @@ int config_load_text(struct config *c, const char *buf, size_t n, char *err)
 
 int config_load_file(struct config *c, const char *path, char *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(e));
-        return -e;
-    }
-    size_t cap = 1u << 20, n = 0;
-    char *buf = malloc(cap);
-    int r = -ENOMEM;
-    if (!buf) {
-        snprintf(err, CONFIG_ERR_MAX, "%.200s: out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        if (n == cap) {
-            snprintf(err, CONFIG_ERR_MAX, "%.200s: larger than 1 MiB", path);
-            r = -EFBIG;
-            goto out;
-        }
-        ssize_t k = read(fd, buf + n, cap - n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            snprintf(err, CONFIG_ERR_MAX, "%.200s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (k == 0)
-            break;
-        n += (size_t)k;
-    }
+    char *buf;
+    size_t n;
+    int r = read_file(path, (1u << 20) - 1, &buf, &n, err);
+    if (r < 0)
+        return r;
     char sub[CONFIG_ERR_MAX];
     r = config_load_text(c, buf, n, sub);
     if (r < 0)
         snprintf(err, CONFIG_ERR_MAX, "%.40s: %.200s", path, sub);
-out:
     free(buf);
-    close(fd);
     return r;
+}
+
+int config_load_token(struct config *c, char *err)
+{
+    if (!c->auth_token_file[0])
+        return 0;
+    if (c->auth_token[0]) {
+        snprintf(err, CONFIG_ERR_MAX, "give auth_token or auth_token_file, not both");
+        return -EINVAL;
+    }
+    char *buf;
+    size_t n;
+    int r = read_file(c->auth_token_file, CONFIG_TOKEN_MAX + 2, &buf, &n, err);
+    if (r < 0)
+        return r;
+    bool nul = memchr(buf, '\0', n) != NULL;
+    char *nl = memchr(buf, '\n', n);
+    char *token = trim(buf, nl ? nl : buf + n);
+    char sub[CONFIG_ERR_MAX];
+    r = -EINVAL;
+    if (nul)
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: contains a NUL byte", c->auth_token_file);
+    else if (!token[0])
+        snprintf(err, CONFIG_ERR_MAX, "%.200s: empty", c->auth_token_file);
+    else if ((r = set_token(c, token, sub)) < 0)
+        snprintf(err, CONFIG_ERR_MAX, "%.40s: %.200s", c->auth_token_file, sub);
+    explicit_bzero(buf, n);
+    free(buf);
+    return r;
+}
+
+bool config_http_is_loopback(const char *http)
+{
+    char host[64];
+    uint16_t port;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (config_parse_hostport(http, host, sizeof host, &port) < 0)
+        return false;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) != 1)
+        return false;
+    return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
 }
 
 int config_load_env(struct config *c, char *const *envp, char *err)

@@ -15,6 +15,8 @@
 #define CONFIG_PATH_MAX 4096
 #define CONFIG_ERR_MAX 256
 #define CONFIG_POINT_MAX 1024 /* fp_point, bp_point: longest operator name + 1 */
+#define CONFIG_TOKEN_MIN 16    /* shortest auth_token accepted, in bytes */
+#define CONFIG_TOKEN_MAX 256   /* auth_token: longest token + 1 */
 
 enum config_durability {
     CONFIG_DURABILITY_NORMAL, /* survives a daemon crash (kill -9): WAL, synchronous=NORMAL */
@@ -43,6 +45,10 @@ struct config {
                                            tried before the built-in table; "" = none */
     char fp_point[CONFIG_POINT_MAX];    /* daemon-wide FP start operator name; "" = automatic */
     char bp_point[CONFIG_POINT_MAX];    /* daemon-wide BP end operator name; "" = automatic */
+    char auth_token[CONFIG_TOKEN_MAX];  /* HTTP bearer token; "" = no authentication (loopback
+                                           only). Visible ASCII, CONFIG_TOKEN_MIN bytes or more */
+    char auth_token_file[CONFIG_PATH_MAX]; /* file holding the token (config_load_token()) */
+    uint64_t metrics_max_ranks;         /* (job, rank) pairs GET /metrics exports at most */
 };
 
 struct config_option {
@@ -83,5 +89,15 @@ const char *config_env_get(char *const *envp, const char *name);
 /* Splits "ADDR:PORT" ("[v6]:PORT" accepted) into addr (at least 64 bytes) and port.
  * Returns 0 or -EINVAL. */
 int config_parse_hostport(const char *s, char *addr, size_t addr_size, uint16_t *ret_port);
+
+/* Resolves auth_token_file: when set, reads the token from that file (its first line; a
+ * trailing newline and blanks are dropped) into c->auth_token, checked as config_set() checks
+ * auth_token. Giving both auth_token and auth_token_file is an error. Returns 0 (nothing to do
+ * included), -EINVAL, or -errno from reading; err says why. */
+int config_load_token(struct config *c, char *err);
+
+/* True when http ("ADDR:PORT") names a loopback address: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z.
+ * False for anything else, unparsable text included. */
+bool config_http_is_loopback(const char *http);
 
 #endif

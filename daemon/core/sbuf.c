@@ -103,9 +103,9 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not valid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t sbuf_utf8_len(const void *p, size_t n)
 {
+    const unsigned char *s = p;
     unsigned char c = s[0];
     size_t len;
     uint32_t cp;
@@ -136,48 +136,25 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
+void sbuf_add_escaped(struct sbuf *b, const char *s, size_t n, sbuf_escape_cb esc_of,
+                      const char *bad_utf8)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    sbuf_addc(b, '"');
     size_t run = 0; /* bytes at p[i - run, i) that need no escaping */
     size_t i = 0;
     while (i < n) {
         unsigned char c = p[i];
-        size_t l = 1;
-        const char *esc = NULL;
-        char ubuf[7];
+        const char *esc;
+        char ubuf[SBUF_ESCAPE_MAX];
         if (c >= 0x80) {
-            l = utf8_len(p + i, n - i);
+            size_t l = sbuf_utf8_len(p + i, n - i);
             if (l > 0) {
                 run += l;
                 i += l;
                 continue;
             }
-            esc = "\\ufffd";
-            l = 1;
-        } else if (c == '"') {
-            esc = "\\\"";
-        } else if (c == '\\') {
-            esc = "\\\\";
-        } else if (c == '\n') {
-            esc = "\\n";
-        } else if (c == '\r') {
-            esc = "\\r";
-        } else if (c == '\t') {
-            esc = "\\t";
-        } else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
-            ubuf[0] = '\\';
-            ubuf[1] = 'u';
-            ubuf[2] = '0';
-            ubuf[3] = '0';
-            ubuf[4] = hex[c >> 4];
-            ubuf[5] = hex[c & 15];
-            ubuf[6] = '\0';
-            esc = ubuf;
-        }
-        if (!esc) {
+            esc = bad_utf8;
+        } else if (!(esc = esc_of(c, ubuf))) {
             run++;
             i++;
             continue;
@@ -185,9 +162,38 @@ void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
         sbuf_add(b, p + i - run, run);
         run = 0;
         sbuf_adds(b, esc);
-        i += l;
+        i++;
     }
     sbuf_add(b, p + i - run, run);
+}
+
+static const char *json_escape(unsigned char c, char *ubuf)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (c >= 0x20 && c != 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&')
+        return NULL; /* the common case first */
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        break;
+    }
+    snprintf(ubuf, SBUF_ESCAPE_MAX, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+    return ubuf;
+}
+
+void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
+{
+    sbuf_addc(b, '"');
+    sbuf_add_escaped(b, s, n, json_escape, "\\ufffd");
     sbuf_addc(b, '"');
 }
 

@@ -37,6 +37,20 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...) SS_PRINTF(2, 3);
 /* A JSON string literal, quotes included, of n bytes at s (see above). */
 void sbuf_json_str(struct sbuf *b, const char *s, size_t n);
 void sbuf_json_strz(struct sbuf *b, const char *s);
+/* Length of the valid UTF-8 sequence at p (1-4 bytes, n > 0 available), or 0 when it is not
+ * valid: a bad lead or continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut
+ * short by n. */
+size_t sbuf_utf8_len(const void *p, size_t n);
+#define SBUF_ESCAPE_MAX 8 /* room an sbuf_escape_cb may write into */
+
+/* For an ASCII byte c: its escape as a string (static, or written into buf, SBUF_ESCAPE_MAX
+ * bytes), or NULL to copy c as it is. */
+typedef const char *(*sbuf_escape_cb)(unsigned char c, char *buf);
+
+/* Appends s[0, n) with every ASCII byte replaced as esc_of says, valid UTF-8 sequences copied,
+ * and every byte of invalid UTF-8 replaced by bad_utf8. */
+void sbuf_add_escaped(struct sbuf *b, const char *s, size_t n, sbuf_escape_cb esc_of,
+                      const char *bad_utf8);
 /* A JSON number for nanoseconds given in microseconds: "1234.567", exact, no trailing zeros. */
 void sbuf_json_us(struct sbuf *b, int64_t ns);
 

@@ -240,7 +240,8 @@ def test_openapi_lists_every_route(daemon):
         "/api/v1/jobs/{job}", "/api/v1/jobs/{job}/timeline", "/api/v1/jobs/{job}/steps",
         "/api/v1/jobs/{job}/step-trace", "/api/v1/jobs/{job}/operators",
         "/api/v1/jobs/{job}/kernels", "/api/v1/jobs/{job}/queues", "/api/v1/jobs/{job}/pipeline",
-        "/api/v1/jobs/{job}/ranks", "/api/v1/jobs/{job}/helper"}
+        "/api/v1/jobs/{job}/ranks", "/api/v1/jobs/{job}/helper", "/api/v1/jobs/{job}/breakdown",
+        "/metrics"}
     for p in paths:
         url = p.replace("{job}", urllib.parse.quote("api", safe=""))
         st, _, _ = daemon.request(url)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "lbuf.h"
@@ -353,6 +354,66 @@ START_TEST(test_config_hostport)
 }
 END_TEST
 
+/* auth_token: empty (off), or CONFIG_TOKEN_MIN+ bytes of visible ASCII; the token file gives
+ * its first line, trimmed; both at once, an empty file or a bad token are refused. */
+START_TEST(test_config_auth_token)
+{
+    struct config c;
+    char err[CONFIG_ERR_MAX];
+    config_init(&c, NULL, 0, "");
+    ck_assert_str_eq(c.auth_token, "");
+    ck_assert_int_eq(config_set(&c, "auth_token", "0123456789abcdef", err), 0);
+    ck_assert_str_eq(c.auth_token, "0123456789abcdef");
+    ck_assert_int_eq(config_set(&c, "auth_token", "short", err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "at least 16"));
+    ck_assert_int_eq(config_set(&c, "auth_token", "0123456789 abcdef", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "auth_token", "0123456789abcdef\x7f", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "auth_token", "0123456789abcde\xc3\xa9", err), -EINVAL);
+    ck_assert_str_eq(c.auth_token, "0123456789abcdef"); /* failures leave it */
+    ck_assert_int_eq(config_set(&c, "auth_token", "", err), 0);
+    ck_assert_int_eq(config_load_token(&c, err), 0); /* no file: nothing to do */
+
+    char path[] = "/tmp/ss-token-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    static const char good[] = "  s3cr3t-t0ken-0123456789 \r\nsecond line ignored\n";
+    ck_assert_int_eq(write(fd, good, sizeof good - 1), (ssize_t)(sizeof good - 1));
+    ck_assert_int_eq(config_set(&c, "auth_token_file", path, err), 0);
+    ck_assert_int_eq(config_load_token(&c, err), 0);
+    ck_assert_str_eq(c.auth_token, "s3cr3t-t0ken-0123456789");
+    /* Both given: refused. */
+    ck_assert_int_eq(config_load_token(&c, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "not both"));
+    c.auth_token[0] = '\0';
+    ck_assert_int_eq(ftruncate(fd, 0), 0);
+    ck_assert_int_eq(config_load_token(&c, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "empty"));
+    ck_assert_int_eq(pwrite(fd, "tooshort\n", 9, 0), 9);
+    ck_assert_int_eq(config_load_token(&c, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "at least"));
+    close(fd);
+    unlink(path);
+    ck_assert_int_eq(config_load_token(&c, err), -ENOENT);
+    ck_assert_str_eq(c.auth_token, "");
+}
+END_TEST
+
+START_TEST(test_config_http_is_loopback)
+{
+    ck_assert(config_http_is_loopback("127.0.0.1:8080"));
+    ck_assert(config_http_is_loopback("127.1.2.3:0"));
+    ck_assert(config_http_is_loopback("[::1]:80"));
+    ck_assert(config_http_is_loopback("[::ffff:127.0.0.1]:80"));
+    ck_assert(!config_http_is_loopback("0.0.0.0:8080"));
+    ck_assert(!config_http_is_loopback("128.0.0.1:8080"));
+    ck_assert(!config_http_is_loopback("10.0.0.1:8080"));
+    ck_assert(!config_http_is_loopback("[::]:8080"));
+    ck_assert(!config_http_is_loopback("[::ffff:10.0.0.1]:80"));
+    ck_assert(!config_http_is_loopback("localhost:8080"));
+    ck_assert(!config_http_is_loopback("nonsense"));
+}
+END_TEST
+
 /* config/stepscoped.conf documents every option with its default: the file is the manual, so
  * an option added to the table without a line there fails here. */
 START_TEST(test_config_sample_file_documents_every_option)
@@ -409,6 +470,8 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_config_helper_rules_path);
     tcase_add_test(tc, test_config_hostport);
     tcase_add_test(tc, test_config_sample_file_documents_every_option);
+    tcase_add_test(tc, test_config_auth_token);
+    tcase_add_test(tc, test_config_http_is_loopback);
     suite_add_tcase(s, tc);
     return s;
 }

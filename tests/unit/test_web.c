@@ -190,7 +190,7 @@ START_TEST(test_route_parse_table)
 END_TEST
 
 /* Every route of the router's table is a path of web/openapi.json, and every path of the
- * document is a route: each "/api/v1/..." key of "paths" is found in the table. */
+ * document is a route: each "/..." key of "paths" is found in the table. */
 START_TEST(test_openapi_documents_every_route)
 {
     const char *doc = web__openapi_json;
@@ -212,7 +212,7 @@ START_TEST(test_openapi_documents_every_route)
         ck_assert_msg(r.id == web__routes[i].id, "%s routes elsewhere", path);
     }
     size_t n_paths = 0;
-    for (const char *p = strstr(doc, "\n  \"/api/"); p; p = strstr(p + 1, "\n  \"/api/")) {
+    for (const char *p = strstr(doc, "\n  \"/"); p; p = strstr(p + 1, "\n  \"/")) {
         const char *start = p + 4, *end = strchr(start, '"');
         ck_assert_ptr_nonnull(end);
         bool known = false;
@@ -250,6 +250,37 @@ START_TEST(test_csv_str_hostile)
     web__csv_str(&b, csv_cases[_i].in);
     ck_assert_int_eq(b.error, 0);
     ck_assert_str_eq(b.data ? b.data : "", csv_cases[_i].out);
+    sbuf_done(&b);
+}
+END_TEST
+
+/* Prometheus label values: backslash, quote and line feed escaped; other bytes, control ones
+ * included, kept; invalid UTF-8 (bad lead, cut short, overlong, surrogate) becomes U+FFFD. */
+static const struct {
+    const char *in;
+    size_t n;
+    const char *out;
+} prom_cases[] = {
+    {"plain", 5, "plain"},
+    {"a\"b", 3, "a\\\"b"},
+    {"a\\b", 3, "a\\\\b"},
+    {"l1\nl2", 5, "l1\\nl2"},
+    {"tab\tcr\r", 7, "tab\tcr\r"},
+    {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+    {"\xff\xfe", 2, "\xef\xbf\xbd\xef\xbf\xbd"},
+    {"cut\xe2\x82", 5, "cut\xef\xbf\xbd\xef\xbf\xbd"},
+    {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},
+    {"\xed\xa0\x80x", 4, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx"},
+    {"\"\\\n\xf0\x9f\x98\x80", 7, "\\\"\\\\\\n\xf0\x9f\x98\x80"},
+};
+
+START_TEST(test_prom_label_value_hostile)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1024);
+    web__prom_label_value(&b, prom_cases[_i].in, prom_cases[_i].n);
+    ck_assert_int_eq(b.error, 0);
+    ck_assert_str_eq(b.data ? b.data : "", prom_cases[_i].out);
     sbuf_done(&b);
 }
 END_TEST
@@ -1254,6 +1285,18 @@ START_TEST(test_web_start_errors)
     ck_assert_int_eq(web_start(&cfg, &w, err), -EADDRINUSE);
     ck_assert_ptr_nonnull(strstr(err, "in use"));
     ck_assert_ptr_null(w);
+
+    /* No token: only loopback addresses, refused before anything is bound. */
+    const char *open_addrs[] = {"0.0.0.0:0", "[::]:0", "10.1.2.3:0", "[::ffff:10.0.0.1]:0"};
+    for (size_t i = 0; i < sizeof open_addrs / sizeof open_addrs[0]; i++) {
+        cfg.http = open_addrs[i];
+        ck_assert_int_eq(web_start(&cfg, &w, err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err, "auth token"));
+        cfg.auth_token = "";
+        ck_assert_int_eq(web_start(&cfg, &w, err), -EPERM);
+        cfg.auth_token = NULL;
+    }
+    ck_assert_ptr_null(w);
 }
 END_TEST
 
@@ -1290,6 +1333,7 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_static_path_too_long);
     tcase_add_loop_test(tc, test_route_parse_table, 0, N(route_cases));
     tcase_add_test(tc, test_route_parse_job_name_length);
+    tcase_add_loop_test(tc, test_prom_label_value_hostile, 0, N(prom_cases));
     tcase_add_test(tc, test_openapi_documents_every_route);
     tcase_add_loop_test(tc, test_csv_str_hostile, 0, N(csv_cases));
     tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
