@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: MIT
 """Cost of the Paddle step hook (stepscope.paddle.attach + loader()), two ways.
 
-    python3 collectors/python/bench/hook_overhead.py [--socket PATH] [--runs 7] [--paddle-steps 300]
+    python3 collectors/python/bench/hook_overhead.py [--socket PATH] [--runs 7] [--paddle-blocks 100]
 
 1. hook_overhead_us: the hook's own cost per step, A/B against the same loop without it, on
    stand-ins that follow Paddle's call order (a Layer calling its forward pre/post hooks, an
    optimizer step, a list as the loader), 50 000 steps per run; no framework needed.
 2. paddle_overhead_percent (when Paddle imports): a real Paddle CPU loop (small CNN, batch 32,
-   paddle.seed(0), a fresh model per run), timed without the hook (A) and with it (B),
-   alternately; the median over runs of (B - A) / A.
+   paddle.seed(0)), timed in alternating blocks of 20 steps on one model without the hook (A)
+   and with it (B, attached before the block, detached after); the median over blocks of
+   (B - A) / A, so both sides see the same machine load. paddle_hook_us_per_step: the median of
+   (B - A) per step.
 
 The records go to the daemon at --socket, else to step_overhead.py's protocol sink process.
 """
@@ -70,26 +72,33 @@ def fake_loop(n, client):
     return time.perf_counter_ns() - t0
 
 
-def paddle_loop(n, client):
+def paddle_blocks(blocks, n, client):
+    """A real Paddle loop, timed in alternating blocks of n steps without (A) and with (B) the
+    hook, on one model; returns the per-block lists of A and B times (ns)."""
     import paddle
     paddle.seed(0)
     net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 8, 3, padding=1), paddle.nn.ReLU(),
                                paddle.nn.Flatten(), paddle.nn.Linear(8 * 16 * 16, 10))
     opt = paddle.optimizer.SGD(learning_rate=0.01, parameters=net.parameters())
     loss_fn = paddle.nn.CrossEntropyLoss()
-    x = paddle.randn([32, 3, 16, 16])
-    y = paddle.randint(0, 10, [32, 1])
-    batches = [(x, y)] * n
-    it = batches
-    if client is not None:
-        it = ssp.attach(net, opt, client=client).loader(batches)
-    t0 = time.perf_counter_ns()
-    for bx, by in it:
-        loss = loss_fn(net(bx), by)
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-    return time.perf_counter_ns() - t0
+    batches = [(paddle.randn([32, 3, 16, 16]), paddle.randint(0, 10, [32, 1]))] * n
+
+    def run(it):
+        t0 = time.perf_counter_ns()
+        for bx, by in it:
+            loss = loss_fn(net(bx), by)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+        return time.perf_counter_ns() - t0
+
+    a_ns, b_ns = [], []
+    for _ in range(blocks):
+        a_ns.append(run(batches))
+        hook = ssp.attach(net, opt, client=client)
+        b_ns.append(run(hook.loader(batches)))
+        hook.detach()
+    return a_ns, b_ns
 
 
 def main():
@@ -97,7 +106,7 @@ def main():
     ap.add_argument("--socket", help="a running stepscoped (default: a protocol sink process)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--fake-steps", type=int, default=50000)
-    ap.add_argument("--paddle-steps", type=int, default=300)
+    ap.add_argument("--paddle-blocks", type=int, default=100)
     a = ap.parse_args()
     sink = None
     path = a.socket
@@ -123,18 +132,14 @@ def main():
         except Exception as e:
             print("paddle not importable (%s): no real-loop A/B" % e)
             return
-        paddle_loop(20, None)
-        paddle_loop(20, c)
-        ratios, base_ms, hooked_ms = [], [], []
-        for _ in range(a.runs):
-            base = paddle_loop(a.paddle_steps, None)
-            hooked = paddle_loop(a.paddle_steps, c)
-            c.flush(timeout=30)
-            ratios.append((hooked - base) / base)
-            base_ms.append(base / a.paddle_steps / 1e6)
-            hooked_ms.append(hooked / a.paddle_steps / 1e6)
-        print("paddle: runs=%d steps=%d step_ms median A=%.3f B=%.3f" % (
-            a.runs, a.paddle_steps, statistics.median(base_ms), statistics.median(hooked_ms)))
+        paddle_blocks(3, 20, c)                        # warm up
+        a_ns, b_ns = paddle_blocks(a.paddle_blocks, 20, c)
+        c.flush(timeout=30)
+        ratios = [(y - x) / x for x, y in zip(a_ns, b_ns)]
+        print("paddle: blocks=%d steps_per_block=20 step_ms median A=%.3f B=%.3f" % (
+            a.paddle_blocks, statistics.median(a_ns) / 20e6, statistics.median(b_ns) / 20e6))
+        print("paddle_hook_us_per_step=%.2f" % (
+            statistics.median([y - x for x, y in zip(a_ns, b_ns)]) / 20e3))
         print("paddle_overhead_percent=%.2f" % (100 * statistics.median(ratios)))
         st = c.stats
         print("records=%d dropped=%d" % (st["records"], st["dropped"]))
