@@ -3,7 +3,7 @@
  * loadgen: the ingest benchmark's client, and its baseline.
  *
  *   loadgen --socket PATH [--connections 8] [--events N] [--event-bytes 240] [--mode daemon|raw]
- *           [--job NAME] [--batch-bytes 65536] [--timeout S]
+ *           [--job NAME] [--batch-bytes 65536] [--timeout S] [--step-every K] [--rate R]
  *   loadgen --sink PATH
  *
  * Each connection's whole byte stream (a hello line, then its share of N Chrome-trace "X" events
@@ -16,6 +16,10 @@
  * In raw mode the peer is `loadgen --sink`, which reads and discards, then answers with the byte
  * count it read and closes; the clock stops when every connection has that answer. Raw mode is
  * the ceiling the same machine, kernel and socket buffers allow, measured with the same bytes.
+ *
+ * --step-every K adds a "ProfilerStep#N" span covering every K events of a connection (the API
+ * benchmark's steps); --rate R paces the writes to about R events per second over all
+ * connections (the API benchmark's background ingest). Both are off by default.
  *
  * Prints one line on stdout: events=N seconds=S events_per_s=R. Exits 0 on success, 1 when a
  * connection failed (error lines, early close, short ack, timeout), 2 on bad usage.
@@ -56,11 +60,14 @@ struct options {
     enum mode mode;
     const char *job;
     int timeout_s;       /* a connection with no progress for this long fails */
+    uint64_t step_every; /* a step span every this many events; 0: none */
+    uint64_t rate;       /* events per second over all connections; 0: as fast as possible */
 };
 
 struct conn {
     unsigned index;      /* also the rank in the hello */
-    uint64_t events;     /* record lines in buf (the hello excluded) */
+    uint64_t events;     /* trace events in buf */
+    uint64_t lines;      /* record lines in buf (the hello excluded): events and step spans */
     char *buf;           /* the whole stream, malloc'd */
     size_t len;
     int fd;
@@ -106,6 +113,7 @@ static void usage(FILE *f)
 {
     fputs("usage: loadgen --socket PATH [--connections 8] [--events 2000000] [--event-bytes 240]\n"
           "               [--mode daemon|raw] [--job NAME] [--batch-bytes 65536] [--timeout S]\n"
+          "               [--step-every K] [--rate EVENTS_PER_S]\n"
           "       loadgen --sink PATH\n",
           f);
 }
@@ -195,6 +203,8 @@ static void gen_event(char *buf, size_t *off, unsigned conn, uint64_t i)
 static void gen_stream(struct conn *c)
 {
     size_t cap = 1024 + (size_t)c->events * (opt.event_bytes + 512);
+    if (opt.step_every)
+        cap += (size_t)(c->events / opt.step_every + 1) * 256;
     size_t off = 0;
     c->buf = malloc(cap);
     if (!c->buf)
@@ -205,8 +215,22 @@ static void gen_stream(struct conn *c)
                             "\"world_size\":%u,\"host\":\"loadgen\",\"pid\":%ld,"
                             "\"framework\":\"loadgen\"}\n",
                             opt.job, c->index, opt.connections, (long)getpid());
-    for (uint64_t i = 0; i < c->events; i++)
+    for (uint64_t i = 0; i < c->events; i++) {
+        if (opt.step_every && i % opt.step_every == 0) {
+            /* The step span starts with its first event and ends 1 ns before the next step's. */
+            uint64_t ts_ns = 1700000000000000000ull + (uint64_t)c->index * 1000000000ull + i * 1375ull;
+            uint64_t dur_ns = opt.step_every * 1375ull - 1;
+            off += (size_t)sprintf(c->buf + off,
+                                   "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%" PRIu64
+                                   "\",\"pid\":0,\"tid\":%u,\"ts\":%" PRIu64 ".%03" PRIu64
+                                   ",\"dur\":%" PRIu64 ".%03" PRIu64 "}\n",
+                                   i / opt.step_every, 7 + c->index, ts_ns / 1000, ts_ns % 1000,
+                                   dur_ns / 1000, dur_ns % 1000);
+            c->lines++;
+        }
         gen_event(c->buf, &off, c->index, i);
+        c->lines++;
+    }
     c->len = off;
 }
 
@@ -256,15 +280,24 @@ static void run_conn(struct conn *c)
     size_t rlen = 0;
     size_t sent = 0;
     bool wr_closed = false;
+    double t_start = now_s();
+    /* --rate: this connection's share, in bytes per second of its own stream. */
+    double pace_bps = opt.rate ? (double)opt.rate / opt.connections * ((double)c->len / (double)c->lines) : 0;
     int fl = fcntl(c->fd, F_GETFL);
     fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
 
     for (;;) {
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        int timeout_ms = opt.timeout_s * 1000;
+        bool paced = pace_bps > 0 && (double)sent >= (now_s() - t_start) * pace_bps;
         int r;
-        if (sent < c->len)
+        if (sent < c->len && !paced)
             pfd.events |= POLLOUT;
-        r = poll(&pfd, 1, opt.timeout_s * 1000);
+        if (sent < c->len && paced)
+            timeout_ms = 2;
+        r = poll(&pfd, 1, timeout_ms);
+        if (r == 0 && paced)
+            continue;
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -273,7 +306,7 @@ static void run_conn(struct conn *c)
         }
         if (r == 0) {
             fail(c, "no progress for %d s (sent %zu of %zu bytes, ack %" PRIu64 " of %" PRIu64
-                 ")", opt.timeout_s, sent, c->len, c->last_ack, c->events);
+                 ")", opt.timeout_s, sent, c->len, c->last_ack, c->lines);
             return;
         }
         if ((pfd.revents & POLLOUT) && sent < c->len) {
@@ -281,6 +314,8 @@ static void run_conn(struct conn *c)
             ssize_t w;
             if (n > opt.batch_bytes)
                 n = opt.batch_bytes;
+            if (pace_bps > 0 && n > 16384)
+                n = 16384; /* smooth pacing: small writes */
             w = write(c->fd, c->buf + sent, n);
             if (w < 0 && errno != EAGAIN && errno != EINTR) {
                 fail(c, "write after %zu bytes: %s", sent, strerror(errno));
@@ -311,7 +346,7 @@ static void run_conn(struct conn *c)
                         fail(c, "sink read %" PRIu64 " bytes, we sent %zu", got, c->len);
                 } else {
                     fail(c, "peer closed after %zu of %zu bytes, ack %" PRIu64 " of %" PRIu64,
-                         sent, c->len, c->last_ack, c->events);
+                         sent, c->len, c->last_ack, c->lines);
                 }
                 return;
             }
@@ -320,7 +355,7 @@ static void run_conn(struct conn *c)
                 scan_replies(c, rbuf, &rlen);
                 if (rlen == sizeof rbuf - 1)
                     rlen = 0; /* an absurdly long reply line: drop it rather than stall */
-                if (c->last_ack >= c->events && sent == c->len)
+                if (c->last_ack >= c->lines && sent == c->len)
                     return;
             } else if (rlen == sizeof rbuf - 1) {
                 fail(c, "sink sent too much");
@@ -518,6 +553,10 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--timeout") == 0) {
             uint64_t t = parse_u64(a, v);
             opt.timeout_s = t < 1 ? 1 : t > 86400 ? 86400 : (int)t;
+        } else if (strcmp(a, "--step-every") == 0) {
+            opt.step_every = parse_u64(a, v);
+        } else if (strcmp(a, "--rate") == 0) {
+            opt.rate = parse_u64(a, v);
         } else if (strcmp(a, "--job") == 0) {
             if (strlen(v) < 1 || strlen(v) > 256 || strpbrk(v, "\"\\")) {
                 fprintf(stderr, "loadgen: --job must be 1..256 bytes without quotes or '\\'\n");
