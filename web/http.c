@@ -95,6 +95,13 @@ static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, 
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"stepscope\"");
+    struct web_capture *cap = web__capture;
+    if (cap && cap->armed && status == MHD_HTTP_OK && len <= WEB_CACHE_BODY_MAX && w->cache) {
+        web__capture = NULL; /* one answer per request */
+        /* The headers web__queue() adds, added once: a kept response is shared by threads. */
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        return web__cache_store(w, c, cap, resp);
+    }
     return web__queue(w, c, status, resp);
 }
 
@@ -415,6 +422,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     }
     w->store = cfg->store;
     w->live = cfg->live;
+    if (w->live && web__cache_new(&w->cache) < 0) {
+        snprintf(err, WEB_ERR_MAX, "http: out of memory");
+        goto fail;
+    }
     if (cfg->helper_rules)
         w->helper_rules = *cfg->helper_rules;
     else
@@ -489,5 +500,6 @@ void web_stop(struct web *w)
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     explicit_bzero(w->auth_token, sizeof w->auth_token);
+    web__cache_free(w->cache); /* after the threads: no answer is being queued any more */
     free(w);
 }

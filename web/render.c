@@ -211,8 +211,10 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, evicted_bytes));
     sbuf_adds(b, "\"http\":{");
     member_u64(b, "requests", STATS_GET(s, http_requests));
-    key(b, "errors");
-    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_errors));
+    member_u64(b, "errors", STATS_GET(s, http_errors));
+    member_u64(b, "cache_hits", STATS_GET(s, http_cache_hits));
+    key(b, "cache_misses");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_cache_misses));
     key(b, "store");
     if (!info) {
         sbuf_adds(b, "null}");

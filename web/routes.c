@@ -749,15 +749,26 @@ out:
     return mhd;
 }
 
+/* A live route: served from the answer cache (cache.c) while the job's snapshot is unchanged,
+ * else computed by routes_live.c, whose 200 answer is then kept. */
 static int get_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
 {
     if (!w->store)
         return no_store(w, c);
-    struct store_job job;
+    char key[WEB_CACHE_KEY_MAX];
+    size_t key_len;
+    bool cacheable = web__cache_key(c, (int)rt->id, rt->job, key, sizeof key, &key_len) == 0;
     int mhd;
+    if (cacheable && web__cache_serve(w, c, key, key_len, &mhd))
+        return mhd;
+    struct store_job job;
     if (find_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
-    return web__route_live(w, c, rt, &job);
+    struct web_capture cap = {key, key_len, job.id, 0, false};
+    web__capture = cacheable ? &cap : NULL;
+    mhd = web__route_live(w, c, rt, &job);
+    web__capture = NULL;
+    return mhd;
 }
 
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r)

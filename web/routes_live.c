@@ -472,6 +472,10 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
     const struct live_snapshot *snap = NULL;
     if (live_snapshot_get(w->live, job->id, &snap) < 0)
         snap = NULL;
+    if (snap && web__capture) { /* the answer may be cached under this snapshot (cache.c) */
+        web__capture->serial = live_snapshot_serial(snap);
+        web__capture->armed = true;
+    }
     int mhd;
     switch (rt->id) {
     case WEB_ROUTE_STEPS:

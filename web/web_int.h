@@ -163,7 +163,44 @@ struct web {
     char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */
     size_t auth_token_len;
     size_t metrics_max_ranks;
+    struct web_cache *cache;       /* live answers (cache.c); NULL: none */
 };
+
+/* --- cache.c: live answers kept while the job's snapshot is unchanged ------------------------ */
+#define WEB_CACHE_SLOTS 128
+#define WEB_CACHE_BODY_MAX (512 * 1024) /* bytes of a body kept at most */
+#define WEB_CACHE_KEY_MAX 2048
+
+struct web_cache;
+
+/* A request being computed whose 200 answer should be kept: set in web__capture by the route
+ * around its handler; send_typed() hands the answer to web__cache_store() instead of queueing. */
+struct web_capture {
+    const char *key;
+    size_t key_len;
+    int64_t job_id;
+    uint64_t serial; /* of the snapshot the handler answers from; set by web__route_live() */
+    bool armed;      /* serial is set: the answer may be kept */
+};
+extern _Thread_local struct web_capture *web__capture;
+
+int web__cache_new(struct web_cache **ret);
+void web__cache_free(struct web_cache *k);
+
+/* Builds the key of the request (route, job as written, query arguments as sent) in buf.
+ * Returns 0, or -ENAMETOOLONG when it does not fit (the request is then not cached). */
+int web__cache_key(struct MHD_Connection *c, int route_id, const char *job, char *buf, size_t size,
+                   size_t *ret_len);
+
+/* Queues the kept answer of key if the job's current snapshot is still the one it came from:
+ * returns 1 with the MHD result in *ret_mhd; 0 on a miss (nothing queued). */
+int web__cache_serve(struct web *w, struct MHD_Connection *c, const char *key, size_t len,
+                     int *ret_mhd);
+
+/* Keeps resp (a 200 answer with all its headers; its creation reference passes to the cache)
+ * under cap's key and queues it. Returns the MHD result. */
+int web__cache_store(struct web *w, struct MHD_Connection *c, struct web_capture *cap,
+                     struct MHD_Response *resp);
 
 /* Queues a JSON answer built in b (its bytes are taken; b is left empty). A failed b becomes
  * 413 response_too_large (-EMSGSIZE) or 500 internal. Counts errors. Returns the MHD result as

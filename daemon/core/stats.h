@@ -37,6 +37,8 @@ struct stats {
     _Atomic uint64_t evicted_bytes;
     _Atomic uint64_t http_requests;
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
+    _Atomic uint64_t http_cache_hits;     /* live answers served again from web/cache.c */
+    _Atomic uint64_t http_cache_misses;   /* live answers computed and kept there */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

@@ -302,6 +302,7 @@ struct live {
     pthread_mutex_t lock;     /* guards pub only */
     struct pub *pub;
     size_t n_pub;
+    uint64_t pub_serial;  /* serials handed to published snapshots (under lock) */
     size_t cap_pub;
     const struct analyse_rules *rules; /* live_config.rules, borrowed */
     char *fp_point;                    /* live_config's, owned; NULL = none */
@@ -1407,6 +1408,7 @@ int live_publish(struct live *lv)
             lv->pub[lv->n_pub++] = (struct pub){j->id, NULL};
         }
         old = lv->pub[k].snap;
+        s->serial = ++lv->pub_serial;
         lv->pub[k].snap = s;
         pthread_mutex_unlock(&lv->lock);
         live_snapshot_put(old);
@@ -1438,6 +1440,11 @@ void live_snapshot_put(const struct live_snapshot *snap)
     struct live_snapshot *s = (struct live_snapshot *)snap;
     if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         live__snapshot_free(s);
+}
+
+uint64_t live_snapshot_serial(const struct live_snapshot *snap)
+{
+    return snap->serial;
 }
 
 void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret)

@@ -158,6 +158,7 @@ struct live_snap_rank {
 struct live_snapshot {
     atomic_int refs;
     int64_t job_id;
+    uint64_t serial;          /* live_snapshot_serial() */
     size_t n_ops;
     struct live_snap_op *ops; /* [n_ops] */
     char *text;               /* the ops' names */

@@ -47,6 +47,10 @@ struct live_counters {
 
 void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret);
 
+/* The snapshot's publication number: unique for the life of the live instance and rising, so two
+ * snapshots of a job with the same serial are the same snapshot (web/ caches answers by it). */
+uint64_t live_snapshot_serial(const struct live_snapshot *snap);
+
 /* Where a step's FP/BP points came from. */
 enum live_points_source {
     LIVE_POINTS_NONE,   /* no spans in the step and no phases */

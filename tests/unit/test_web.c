@@ -537,6 +537,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.evicted_bytes, 35);
     atomic_store(&s.http_requests, 36);
     atomic_store(&s.http_errors, 37);
+    atomic_store(&s.http_cache_hits, 38);
+    atomic_store(&s.http_cache_misses, 39);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
                               .block_bytes = 44};
     struct sbuf b;
@@ -550,7 +552,7 @@ START_TEST(test_render_stats_all_counters)
         "\"invalid\":25,\"duplicates\":26,\"partial_lines\":27,\"acknowledged\":28,"
         "\"commits\":29,\"commit_errors\":30,\"buffered_bytes\":31,\"pauses\":32,"
         "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
-        "\"http\":{\"requests\":36,\"errors\":37},"
+        "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43}}");
     sbuf_reset(&b);
@@ -898,7 +900,7 @@ START_TEST(test_http_stats_and_counters)
     ck_assert_ptr_nonnull(strstr(r->body, "\"step\":22,"));
     ck_assert_ptr_nonnull(strstr(r->body, "\"evicted\":{\"blocks\":0,\"events\":0,\"bytes\":33}"));
     /* The stats request counts itself; the two errors before it are in. */
-    ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2}"));
+    ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2,\"cache_hits\":0,\"cache_misses\":0}"));
     ck_assert_ptr_nonnull(strstr(r->body, "\"store\":null}"));
     ck_assert_uint_eq(atomic_load(&http_stats.http_requests), 4);
     ck_assert_uint_eq(atomic_load(&http_stats.http_errors), 2);

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""The live routes' answer cache (web/cache.c): a repeated request is served from it, byte for
+byte the same; it never serves an answer older than the job's current snapshot; different query
+arguments, jobs and formats get their own answers; error answers are not kept."""
+from ssclient import Client
+
+T0 = 2000000  # us
+
+
+def step(n, samples=8):
+    return {"type": "step", "step": n, "begin_us": T0 + 100 * n, "end_us": T0 + 100 * n + 90,
+            "samples": samples,
+            "phases": {"dataloader": 10, "forward": 30, "backward": 40, "optimizer": 10}}
+
+
+def op(name, n):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+            "ts": T0 + 100 * n + 20, "dur": 5}
+
+
+def http(d):
+    return d.stats()["http"]
+
+
+def get(d, path):
+    st, hdr, body = d.request(path)
+    assert st == 200, (path, st, body[:300])
+    return hdr, body
+
+
+def test_repeat_is_a_hit_and_new_data_is_never_stale(daemon):
+    c = Client(daemon.socket)
+    c.hello("cache", rank=0)
+    c.send_lines([step(1), op("aten::mm", 1)])
+    c.wait_ack(2)
+    daemon.wait_for("step 1", lambda: daemon.get_json("/api/v1/jobs/cache/steps")["total"] == 1)
+
+    path = "/api/v1/jobs/cache/steps?limit=10"
+    h0 = http(daemon)
+    hdr1, first = get(daemon, path)
+    h1 = http(daemon)
+    hdr2, second = get(daemon, path)
+    h2 = http(daemon)
+    assert second == first
+    assert hdr2["content-type"] == hdr1["content-type"] == "application/json"
+    assert hdr2["x-content-type-options"] == "nosniff"
+    # The first computed and kept its answer, the second was served from the cache.
+    assert (h1["cache_misses"] - h0["cache_misses"], h1["cache_hits"] - h0["cache_hits"]) == (1, 0)
+    assert (h2["cache_misses"] - h1["cache_misses"], h2["cache_hits"] - h1["cache_hits"]) == (0, 1)
+
+    # New data: once the job's next snapshot is out, the same request shows it.
+    c.send_lines([step(2), op("aten::mm", 2)])
+    c.wait_ack(4)
+    doc = daemon.wait_for("step 2", lambda: (lambda d: d if d["total"] == 2 else None)(
+        daemon.get_json(path)))
+    assert [r["step"] for r in doc["rows"]] == [1, 2]
+    ops = daemon.get_json("/api/v1/jobs/cache/operators")
+    assert {r["name"]: r["calls"] for r in ops["rows"]} == {"aten::mm": 2}
+    c.close()
+
+
+def test_arguments_jobs_and_formats_are_separate_answers(daemon):
+    for job, n in (("ca", 3), ("cb", 5)):
+        c = Client(daemon.socket)
+        c.hello(job, rank=0)
+        c.send_lines([step(i) for i in range(1, n + 1)])
+        c.wait_ack(n)
+        c.close()
+    daemon.wait_for("both jobs", lambda: daemon.get_json("/api/v1/jobs/cb/steps")["total"] == 5
+                    and daemon.get_json("/api/v1/jobs/ca/steps")["total"] == 3)
+    for _ in range(2):  # the second round is served from the cache, and must still differ
+        a = daemon.get_json("/api/v1/jobs/ca/steps")
+        b = daemon.get_json("/api/v1/jobs/cb/steps")
+        assert (a["total"], b["total"]) == (3, 5)
+        lim = daemon.get_json("/api/v1/jobs/cb/steps?limit=2")
+        off = daemon.get_json("/api/v1/jobs/cb/steps?limit=2&offset=2")
+        assert [r["step"] for r in lim["rows"]] == [1, 2]
+        assert [r["step"] for r in off["rows"]] == [3, 4]
+        hdr, body = get(daemon, "/api/v1/jobs/cb/steps?format=csv")
+        assert hdr["content-type"].startswith("text/csv")
+        assert len(body.decode().strip().splitlines()) == 6  # header and 5 rows
+        # The job by id and by name: the same numbers.
+        jid = daemon.job("ca")["id"]
+        assert daemon.get_json(f"/api/v1/jobs/{jid}/steps") == a
+
+
+def test_errors_are_not_kept(daemon):
+    c = Client(daemon.socket)
+    c.hello("cerr", rank=0)
+    c.send_lines([step(1)])
+    c.wait_ack(1)
+    c.close()
+    daemon.wait_for("step", lambda: daemon.get_json("/api/v1/jobs/cerr/steps")["total"] == 1)
+    before = http(daemon)
+    for _ in range(3):
+        daemon.get_json("/api/v1/jobs/cerr/steps?limit=0", status=400)
+    after = http(daemon)
+    assert after["cache_hits"] == before["cache_hits"]
+    assert after["cache_misses"] == before["cache_misses"]
+    assert after["errors"] - before["errors"] == 3

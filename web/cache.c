@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache: rendered answers of the live routes, served again while the job's live snapshot is the
+ * one they were computed from.
+ *
+ * A snapshot is immutable and has a serial (live_snapshot_serial()), so an answer computed from it
+ * stays exact until the loop publishes the job's next snapshot (at most every 100 ms, and only
+ * when the job got data). Under a dashboard or a notebook polling the same views, and under the
+ * API benchmark's 200 connections, most requests then cost a hash and a serial check instead of
+ * a store lookup, an analysis and a render.
+ *
+ * The key is the route, the {job} as written and the query arguments in the order sent; a hit
+ * re-checks the serial of the job's current snapshot, so a stale answer is never served. Slots
+ * are direct-mapped by the key's hash: a colliding key replaces the slot's answer. Only 200
+ * answers of at most WEB_CACHE_BODY_MAX bytes are kept, so the cache holds at most
+ * WEB_CACHE_SLOTS * WEB_CACHE_BODY_MAX bytes of bodies.
+ *
+ * libmicrohttpd responses are reference-counted and may be queued on many connections at once:
+ * a slot owns one reference (the one from creation), each MHD_queue_response() takes another,
+ * and replacing a slot drops the slot's. Queueing happens under the cache lock, so a slot's
+ * response cannot be destroyed between the lookup and the queue.
+ *
+ * Threading: any MHD thread; one mutex.
+ */
+#include "web_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "../daemon/live/live_query.h"
+
+struct cache_slot {
+    char *key; /* NULL: empty */
+    size_t key_len;
+    int64_t job_id;
+    uint64_t serial;
+    struct MHD_Response *resp;
+};
+
+struct web_cache {
+    pthread_mutex_t lock;
+    struct cache_slot slots[WEB_CACHE_SLOTS];
+};
+
+_Thread_local struct web_capture *web__capture;
+
+int web__cache_new(struct web_cache **ret)
+{
+    struct web_cache *k = calloc(1, sizeof *k);
+    if (!k)
+        return -ENOMEM;
+    if (pthread_mutex_init(&k->lock, NULL) != 0) {
+        free(k);
+        return -ENOMEM;
+    }
+    *ret = k;
+    return 0;
+}
+
+void web__cache_free(struct web_cache *k)
+{
+    if (!k)
+        return;
+    for (size_t i = 0; i < WEB_CACHE_SLOTS; i++) {
+        free(k->slots[i].key);
+        if (k->slots[i].resp)
+            MHD_destroy_response(k->slots[i].resp);
+    }
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+}
+
+struct key_ctx {
+    char *buf;
+    size_t size, len;
+    bool overflow;
+};
+
+static void key_put(struct key_ctx *x, const char *s, size_t n)
+{
+    if (x->overflow || n >= x->size - x->len) {
+        x->overflow = true;
+        return;
+    }
+    memcpy(x->buf + x->len, s, n);
+    x->len += n;
+}
+
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                              size_t key_size, const char *value, size_t value_size)
+{
+    struct key_ctx *x = cls;
+    (void)kind;
+    /* '\x1f' cannot come from a query (the unescape callback keeps the bytes as sent, and a raw
+     * control byte in a URL is refused by MHD), so the parts cannot run into each other. */
+    key_put(x, "\x1f", 1);
+    key_put(x, key, key_size);
+    key_put(x, "=", 1);
+    if (value)
+        key_put(x, value, value_size);
+    return MHD_YES;
+}
+
+int web__cache_key(struct MHD_Connection *c, int route_id, const char *job, char *buf, size_t size,
+                   size_t *ret_len)
+{
+    struct key_ctx x = {buf, size, 0, false};
+    char head[16];
+    int n = snprintf(head, sizeof head, "%d\x1f", route_id);
+    key_put(&x, head, (size_t)n);
+    key_put(&x, job, strlen(job));
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, on_arg, &x);
+    if (x.overflow)
+        return -ENAMETOOLONG;
+    *ret_len = x.len;
+    return 0;
+}
+
+static uint64_t key_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static struct cache_slot *slot_of(struct web_cache *k, const char *key, size_t len)
+{
+    return &k->slots[key_hash(key, len) % WEB_CACHE_SLOTS];
+}
+
+static bool slot_is(const struct cache_slot *s, const char *key, size_t len)
+{
+    return s->key && s->key_len == len && memcmp(s->key, key, len) == 0;
+}
+
+int web__cache_serve(struct web *w, struct MHD_Connection *c, const char *key, size_t len,
+                     int *ret_mhd)
+{
+    struct web_cache *k = w->cache;
+    if (!k || !w->live)
+        return 0;
+    struct cache_slot *s = slot_of(k, key, len);
+    int64_t job_id;
+    uint64_t serial;
+    pthread_mutex_lock(&k->lock);
+    bool found = slot_is(s, key, len);
+    job_id = s->job_id;
+    serial = s->serial;
+    pthread_mutex_unlock(&k->lock);
+    if (!found)
+        return 0;
+
+    const struct live_snapshot *snap;
+    if (live_snapshot_get(w->live, job_id, &snap) < 0)
+        return 0;
+    uint64_t now = live_snapshot_serial(snap);
+    live_snapshot_put(snap);
+    if (now != serial)
+        return 0;
+
+    int served = 0;
+    pthread_mutex_lock(&k->lock);
+    if (slot_is(s, key, len) && s->serial == serial && s->job_id == job_id) {
+        *ret_mhd = MHD_queue_response(c, MHD_HTTP_OK, s->resp);
+        served = 1;
+    }
+    pthread_mutex_unlock(&k->lock);
+    if (served)
+        STATS_ADD(w->stats, http_cache_hits, 1);
+    return served;
+}
+
+int web__cache_store(struct web *w, struct MHD_Connection *c, struct web_capture *cap,
+                     struct MHD_Response *resp)
+{
+    struct web_cache *k = w->cache;
+    char *key = malloc(cap->key_len);
+    if (!key) {
+        /* Not kept: answer as if there were no cache. */
+        enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        return r;
+    }
+    memcpy(key, cap->key, cap->key_len);
+    struct cache_slot *s = slot_of(k, key, cap->key_len);
+    struct MHD_Response *old;
+    pthread_mutex_lock(&k->lock);
+    free(s->key);
+    old = s->resp;
+    *s = (struct cache_slot){key, cap->key_len, cap->job_id, cap->serial, resp};
+    enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    pthread_mutex_unlock(&k->lock);
+    if (old)
+        MHD_destroy_response(old);
+    STATS_ADD(w->stats, http_cache_misses, 1);
+    return r;
+}
