@@ -806,6 +806,23 @@ static void feed_bd(struct live_rank *rk, const struct record *r, enum analyse_r
         rk->c.dropped++;
 }
 
+/* Files the step of a step span named name (ProfilerStep#N) in the rank's span-step list, once
+ * per number. Returns 0 (also for a name without a number), -ENOMEM. */
+static int add_span_step(struct live_rank *rk, const char *name, size_t len, int64_t begin_ns,
+                         int64_t end_ns)
+{
+    struct live_steplist *spl = &rk->lists[LIST_SPAN];
+    int64_t num = step_number(name, len);
+    if (num < 0 || list_find_num(spl, num))
+        return 0;
+    struct live_step s = {0};
+    s.step = num;
+    s.begin_ns = begin_ns;
+    s.end_ns = end_ns;
+    s.samples = -1;
+    return list_insert(spl, &s, &rk->c) ? 0 : -ENOMEM;
+}
+
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
 {
     if (n == 0)
@@ -862,6 +879,11 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             op = LIVE_OP_OTHER;
             role = analyse_role_of(&a, lv->rules);
             rk->c.ops_folded++;
+            /* Each step span has a name of its own (ProfilerStep#N), so a long job fills the cap
+             * with them; the batch reads step numbers from op names, which these lack, so file
+             * the step now (before the batch's spans, as the batch would). */
+            if (role == ANALYSE_ROLE_STEP)
+                add_span_step(rk, r->name.ptr, r->name.len, r->ts_ns, r->ts_ns + r->dur_ns);
         } else if (op == j->ops.n - 1 && j->ops.n > j->n_roles_done) {
             role = analyse_role_of(&a, lv->rules);
             j->roles[op] = (uint8_t)role;
@@ -1148,21 +1170,12 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
         }
         qsort(rk->batch, n_nest, sizeof *rk->batch, cmp_batch);
         /* Step spans first, so the spans of this batch find their step. */
-        struct live_steplist *spl = &rk->lists[LIST_SPAN];
         for (size_t i = 0; i < rk->n_batch; i++) {
             const struct live_span *sp = &rk->batch[i];
             if (sp->role != ANALYSE_ROLE_STEP || sp->op == LIVE_OP_OTHER)
                 continue;
             const struct kent *e = &j->ops.ents[sp->op];
-            int64_t num = step_number(j->ops.text + e->off1, e->len1);
-            if (num < 0 || list_find_num(spl, num))
-                continue;
-            struct live_step s = {0};
-            s.step = num;
-            s.begin_ns = sp->ts_ns;
-            s.end_ns = sp->end_ns;
-            s.samples = -1;
-            if (!list_insert(spl, &s, &rk->c))
+            if (add_span_step(rk, j->ops.text + e->off1, e->len1, sp->ts_ns, sp->end_ns) < 0)
                 r = -ENOMEM;
         }
         for (size_t a = 0, b; a < n_nest; a = b) {

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +187,14 @@ START_TEST(test_live_snapshot_outlives_publish)
     const struct live_snapshot *now;
     ck_assert_int_eq(live_snapshot_get(lv, 7, &now), 0);
     ck_assert_ptr_ne(old, now);
+    /* Serials rise with each publication, and a job without new data keeps its snapshot. */
+    ck_assert_uint_gt(live_snapshot_serial(now), live_snapshot_serial(old));
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *same;
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &same), 0);
+    ck_assert_ptr_eq(same, now);
+    ck_assert_uint_eq(live_snapshot_serial(same), live_snapshot_serial(now));
+    live_snapshot_put(same);
     live_free(lv);
     struct live_counters c;
     live_snapshot_counters(old, &c);
@@ -375,6 +384,45 @@ START_TEST(test_live_query_ranks_stragglers)
 }
 END_TEST
 
+/* Every ProfilerStep#N is a distinct name: past LIVE_OPS_MAX of them, steps must still count. */
+START_TEST(test_live_step_spans_past_the_ops_cap)
+{
+    enum { N = LIVE_OPS_MAX + 500 };
+    static char names[N][32];
+    struct record *v = calloc(2 * N, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "ProfilerStep#%d", i);
+        v[2 * i] = span(names[i], 100 * i, 90);
+        v[2 * i].cat = (struct record_text){"user_annotation", 15};
+        v[2 * i + 1] = span("aten::mm", 100 * i + 10, 50);
+    }
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    for (int i = 0; i < 2 * N; i += 1000) {
+        ck_assert_int_eq(live_feed(lv, 3, 0, v + i, 2 * N - i < 1000 ? 2 * N - i : 1000), 0);
+        ck_assert_int_eq(live_flush(lv), 0);
+    }
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *s;
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s), 0);
+    struct live_step_row *rows;
+    size_t n, total;
+    ck_assert_int_eq(live_query_steps(s, -1, N - 2, 2, &rows, &n, &total), 0);
+    ck_assert_uint_eq(total, N);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(rows[1].step, N - 1);
+    ck_assert_int_eq(rows[1].total_ns, 90 * US);
+    free(rows);
+    struct live_counters c;
+    live_snapshot_counters(s, &c);
+    ck_assert_int_gt(c.ops_folded, 0);
+    live_snapshot_put(s);
+    live_free(lv);
+    free(v);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
     Suite *s = suite_create("live");
@@ -382,6 +430,7 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_numbers_independent_of_chunking, 1, N_RECS + 1);
     tcase_add_loop_test(tc, test_live_self_follows_torch_walk_across_flushes, 1, N_LEGACY + 1);
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
+    tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_queues_and_pipeline);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
