@@ -235,7 +235,9 @@ def test_openapi_lists_every_route(daemon):
     doc = json.loads(body)
     assert doc["openapi"].startswith("3.0")
     paths = set(doc["paths"])
-    assert paths == {
+    # At least these (tests/unit/test_web.c checks the document against the route table exactly;
+    # every path listed must answer 200 here).
+    assert paths >= {
         "/api/v1/health", "/api/v1/stats", "/api/v1/openapi.json", "/api/v1/jobs",
         "/api/v1/jobs/{job}", "/api/v1/jobs/{job}/timeline", "/api/v1/jobs/{job}/steps",
         "/api/v1/jobs/{job}/step-trace", "/api/v1/jobs/{job}/operators",
