@@ -90,6 +90,18 @@ struct daemon {
     int64_t stop_deadline_ns;
 };
 
+/* The job's own FP/BP points (the hello's "env"); they beat the daemon's fp_point/bp_point.
+ * Called for each hello, live and replayed at start-up, in the order the sessions opened. */
+static int job_env_from_hello(struct daemon *d, int64_t job_id, const struct record_hello *hello)
+{
+    struct live_job_env env = {
+        .stepscope_fp = hello->stepscope_fp_point, .stepscope_bp = hello->stepscope_bp_point,
+        .profiling_fp = hello->profiling_fp_start, .profiling_bp = hello->profiling_bp_end,
+        .mindspore_fp = hello->fp_point_env, .mindspore_bp = hello->bp_point_env,
+    };
+    return live_job_env(d->live, job_id, &env);
+}
+
 static int on_hello(void *ud, const struct record_hello *hello, struct record_welcome *ret_welcome,
                     char *err)
 {
@@ -118,14 +130,8 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
     }
     d->sessions[d->n_sessions++] =
         (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank};
-    /* The job's own FP/BP points (the hello's "env"); they beat the daemon's fp_point/bp_point.
-     * A failure only loses the override, never the session. */
-    struct live_job_env env = {
-        .stepscope_fp = hello->stepscope_fp_point, .stepscope_bp = hello->stepscope_bp_point,
-        .profiling_fp = hello->profiling_fp_start, .profiling_bp = hello->profiling_bp_end,
-        .mindspore_fp = hello->fp_point_env, .mindspore_bp = hello->bp_point_env,
-    };
-    if (live_job_env(d->live, ret_welcome->job_id, &env) < 0)
+    /* A failure only loses the override, never the session. */
+    if (job_env_from_hello(d, ret_welcome->job_id, hello) < 0)
         log_warn("live: job %lld: the hello's FP/BP points were not kept (out of memory)",
                  (long long)ret_welcome->job_id);
     return 0;
@@ -231,6 +237,18 @@ struct replay_ctx {
     int64_t n_bad;
 };
 
+/* A stored hello: its env points apply again, before the job's steps and spans come back. */
+static int on_replay_hello(void *ud, int64_t rank, const char *line, size_t len)
+{
+    struct replay_ctx *c = ud;
+    (void)rank;
+    struct record_hello h;
+    if (ingest_decode_hello_line(c->ld, line, len, &h) < 0 ||
+        job_env_from_hello(c->d, c->job_id, &h) < 0)
+        c->n_bad++;
+    return 0;
+}
+
 static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
 {
     struct replay_ctx *c = ud;
@@ -264,7 +282,9 @@ static int on_replay_event(void *ud, const char *line, size_t len)
 
 /* Feeds live with what the store holds: per job its steps, then each rank's trace events in
  * block order (the order they arrived in), so the aggregates match those before the restart.
- * Runs before the loop, so no client is served meanwhile. Returns 0 or a negative errno. */
+ * Each job's hellos come first, so that the FP/BP points their "env" set are in place before any
+ * step's points are computed. Runs before the loop, so no client is served meanwhile. Returns 0
+ * or a negative errno. */
 static int replay_live(struct daemon *d)
 {
     int64_t t0 = clock_mono_ns();
@@ -281,7 +301,9 @@ static int replay_live(struct daemon *d)
     }
     for (size_t i = 0; i < n_jobs; i++) {
         c.job_id = jobs[i].id;
-        int64_t n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
+        int64_t n = store_query_hellos(d->store, c.job_id, on_replay_hello, &c);
+        if (n >= 0)
+            n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
         if (n >= 0)
             n = store_query_queue_samples(d->store, c.job_id, on_replay_queue, &c);
         if (n >= 0)

@@ -934,16 +934,37 @@ void ingest_line_decoder_free(struct ingest_line_decoder *ld)
     free(ld);
 }
 
-int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
-                       struct record *ret)
+/* Copies line into ld's buffer as lbuf would leave it (NUL, then padding). */
+static int line_place(struct ingest_line_decoder *ld, const char *line, size_t len)
 {
     if (len > ld->max_line)
         return -EMSGSIZE;
     memcpy(ld->buf, line, len);
     memset(ld->buf + len, 0, 1 + LBUF_PADDING);
     ld->arena.used = 0;
+    return 0;
+}
+
+int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, size_t len,
+                             struct record_hello *ret)
+{
+    int r = line_place(ld, line, len);
+    if (r < 0)
+        return r;
     char msg[INGEST_DECODE_MSG_MAX];
-    int r = ingest__decode_record(ld->dec, ld->buf, len, &ld->arena, ret, msg);
+    if (ingest__decode_hello(ld->dec, ld->buf, len, &ld->arena, ret, msg) != INGEST_DECODE_OK)
+        return -EINVAL;
+    return 0;
+}
+
+int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
+                       struct record *ret)
+{
+    int r = line_place(ld, line, len);
+    if (r < 0)
+        return r;
+    char msg[INGEST_DECODE_MSG_MAX];
+    r = ingest__decode_record(ld->dec, ld->buf, len, &ld->arena, ret, msg);
     if (r != INGEST_DECODE_OK)
         return -EINVAL;
     ret->seq = 0;

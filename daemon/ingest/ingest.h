@@ -111,4 +111,10 @@ void ingest_line_decoder_free(struct ingest_line_decoder *ld);
 int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
                        struct record *ret);
 
+/* Decodes one hello line (as a session's hello is stored) into *ret, with the same rules as a
+ * connection's first line; its strings borrow ld's buffers until the next call on ld. Returns 0;
+ * -EMSGSIZE for a line longer than max_line; -EINVAL for a line that is not a valid hello. */
+int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, size_t len,
+                             struct record_hello *ret);
+
 #endif

@@ -897,3 +897,34 @@ int64_t store_query_pipelines(struct store *st, int64_t job_id,
                        "ORDER BY rank, rowid",
                        fill_pipeline, cb, ud);
 }
+
+/* A session row as a record whose raw is its hello line (record_blank() otherwise). */
+static void fill_hello(sqlite3_stmt *s, struct record *rec)
+{
+    record_blank(rec, RECORD_PIPELINE);
+    struct record_text hello = column_text(s, 1);
+    if (hello.ptr) {
+        rec->raw = hello.ptr;
+        rec->raw_len = hello.len;
+    }
+}
+
+struct hello_cb {
+    int (*cb)(void *ud, int64_t rank, const char *line, size_t len);
+    void *ud;
+};
+
+static int on_hello_row(void *ud, int64_t rank, const struct record *rec)
+{
+    const struct hello_cb *h = ud;
+    return h->cb(h->ud, rank, rec->raw, rec->raw_len);
+}
+
+int64_t store_query_hellos(struct store *st, int64_t job_id,
+                           int (*cb)(void *ud, int64_t rank, const char *line, size_t len),
+                           void *ud)
+{
+    struct hello_cb h = {cb, ud};
+    return replay_rows(st, job_id, "SELECT rank, hello FROM sessions WHERE job_id = ?1 ORDER BY id",
+                       fill_hello, on_hello_row, &h);
+}

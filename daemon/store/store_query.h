@@ -149,4 +149,12 @@ int64_t store_query_pipelines(struct store *st, int64_t job_id,
                               int (*cb)(void *ud, int64_t rank, const struct record *rec),
                               void *ud);
 
+/* Calls cb with the hello line of each session of a job (as the client sent it, without its
+ * '\n'), every rank, in the order the sessions opened, until cb returns non-zero. line is valid
+ * only during the call. For replaying what a hello configured (its "env" points) at start-up.
+ * Same transaction rule and returns as store_query_queue_samples(). */
+int64_t store_query_hellos(struct store *st, int64_t job_id,
+                           int (*cb)(void *ud, int64_t rank, const char *line, size_t len),
+                           void *ud);
+
 #endif

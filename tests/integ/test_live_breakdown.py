@@ -6,7 +6,7 @@
   algorithm (tb_breakdown.py, from peers.md §1.3/§1.5), the same trimmed steps, the same average
   and the same GPU utilisation; every step's categories sum exactly to the step.
 - Live: a job whose connection stays open gets new steps in its breakdown as they arrive.
-- Paging, CSV and bad parameters.
+- Paging, CSV and bad parameters; the same breakdown after kill -9 and restart.
 """
 import csv
 import io
@@ -147,6 +147,10 @@ def test_breakdown_live_paging_csv(daemon):
         daemon.get_json(p + "?rank=3", status=404)
     finally:
         c.close()
+    # After kill -9 the stored events are replayed: the same breakdown, link for link.
+    before = daemon.get_json(p)
+    daemon.restart()
+    assert settled(daemon, p) == before
 
 
 def launch(t, corr, kernel_at, kernel_us, name="gemm", ext=None):

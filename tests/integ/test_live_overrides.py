@@ -149,3 +149,32 @@ def test_bad_role_rules_file(daemons, tmp):
     m = daemons("m", start=False, config="role_rules = %s\n" % (tmp / "nope.conf"))
     p = m.run_to_exit()
     assert p.returncode == 2 and b"nope.conf" in p.stderr
+
+
+def test_hello_env_survives_restart(daemons):
+    """The points a job's hello env chose are replayed at start-up (sessions keep their hello):
+    after kill -9 and after a clean stop the steps still use the overridden points, with their
+    origin, and of two hellos of one job the later one's value still wins."""
+    d = daemons("rs")
+    cs = [feed(d, "auto"),
+          feed(d, "ss", {"STEPSCOPE_FP_POINT": "aten::conv2d", "PROFILING_FP_START": "aten::relu",
+                         "BP_POINT": "aten::linear"}),
+          feed(d, "prof", {"PROFILING_FP_START": "aten::relu", "PROFILING_BP_END": "aten::relu"})]
+    # A second session of job "prof" moves FP again; BP keeps the first hello's value.
+    later = Client(d.socket)
+    later.hello("prof", env={"PROFILING_FP_START": "aten::linear"})
+    later.send_lines([])
+    cs.append(later)
+    SS = ("aten::conv2d", "env_stepscope", "aten::linear", "env_mindspore", 30, 100, 70)
+    PROF = ("aten::linear", "env_profiling", "aten::relu", "env_profiling", 110, 35, 55)
+    d.wait_for("prof moved", lambda: points(d, "prof") == PROF)
+    before = {job: points(d, job) for job in ("auto", "ss", "prof")}
+    assert before == {"auto": AUTO, "ss": SS, "prof": PROF}
+    for c in cs:
+        c.close()
+    for how in ("kill9", "stop"):
+        if how == "stop":
+            d.stop()
+        d.restart()
+        for job in ("auto", "ss", "prof"):
+            d.wait_for(job + " replayed", lambda job=job: points(d, job) == before[job])

@@ -296,6 +296,34 @@ START_TEST(test_decode_record_trace_links)
 }
 END_TEST
 
+/* The public line decoders of ingest.h, as the daemon's start-up replay uses them. */
+START_TEST(test_decode_hello_line_public)
+{
+    struct ingest_line_decoder *ld = ingest_line_decoder_new(256);
+    ck_assert_ptr_nonnull(ld);
+    const char *line = "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"rank\":1,\"world_size\":2,"
+                       "\"env\":{\"FP_POINT\":\"aten::linear\",\"PROFILING_BP_END\":\"a\\u0062\"}}";
+    struct record_hello h;
+    /* Not NUL-terminated: the decoder copies the line. */
+    char buf[256];
+    size_t n = strlen(line);
+    memcpy(buf, line, n);
+    buf[n] = 'x';
+    ck_assert_int_eq(ingest_decode_hello_line(ld, buf, n, &h), 0);
+    ck_assert_str_eq(h.job, "j");
+    ck_assert_int_eq(h.rank, 1);
+    ck_assert_str_eq(h.fp_point_env, "aten::linear");
+    ck_assert_str_eq(h.profiling_bp_end, "ab");
+    ck_assert_str_eq(h.stepscope_fp_point, "");
+    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\"}", 23, &h), -EINVAL);
+    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"ph\":\"X\"}", 10, &h), -EINVAL);
+    char big[300];
+    memset(big, ' ', sizeof big);
+    ck_assert_int_eq(ingest_decode_hello_line(ld, big, sizeof big, &h), -EMSGSIZE);
+    ingest_line_decoder_free(ld);
+}
+END_TEST
+
 START_TEST(test_decode_record_queue_host)
 {
     struct record r;
@@ -1179,6 +1207,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_decode_record_step);
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_trace_links);
+    tcase_add_test(tc, test_decode_hello_line_public);
     tcase_add_test(tc, test_decode_record_deep_nesting);
     tcase_add_test(tc, test_decode_record_scanner_edges);
     tcase_add_test(tc, test_decode_record_arena_full);

@@ -607,6 +607,51 @@ START_TEST(test_store_reopen_persists)
 }
 END_TEST
 
+struct hellos {
+    int n;
+    int64_t rank[4];
+    char line[4][128];
+};
+
+static int on_hello_line(void *ud, int64_t rank, const char *line, size_t len)
+{
+    struct hellos *h = ud;
+    ck_assert_int_lt(h->n, 4);
+    ck_assert_uint_lt(len, sizeof h->line[0]);
+    h->rank[h->n] = rank;
+    memcpy(h->line[h->n], line, len);
+    h->line[h->n][len] = '\0';
+    return ++h->n == 3; /* stop after the third, as a callback may */
+}
+
+/* Hellos are kept with their sessions and come back, verbatim and in session order, after a
+ * reopen (the daemon replays their env points from them). */
+START_TEST(test_store_query_hellos_after_reopen)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome a = session(st, "hj", 2, "");
+    (void)session(st, "other", 0, "");
+    (void)session(st, "hj", 0, "s");
+    (void)session(st, "hj", 1, "");
+    (void)session(st, "hj", 0, "");
+    store_close(st);
+    st = open_ok(0);
+    struct hellos h = {0};
+    ck_assert_int_eq(store_query_hellos(st, a.job_id, on_hello_line, &h), 3);
+    ck_assert_int_eq(h.n, 3);
+    int64_t want_rank[3] = {2, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "{\"hello\":1,\"job\":\"hj\",\"rank\":%" PRId64 "}",
+                 want_rank[i]);
+        ck_assert_int_eq(h.rank[i], want_rank[i]);
+        ck_assert_str_eq(h.line[i], want);
+    }
+    ck_assert_int_eq(store_query_hellos(st, a.job_id + 1000, on_hello_line, &h), 0);
+    store_close(st);
+}
+END_TEST
+
 START_TEST(test_store_append_seq_only)
 {
     struct store *st = open_ok(0);
@@ -916,6 +961,7 @@ static Suite *store_suite(void)
     tc = tcase_create("session");
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, test_store_session_open_welcome);
+    tcase_add_test(tc, test_store_query_hellos_after_reopen);
     tcase_add_test(tc, test_store_session_stream_busy);
     tcase_add_test(tc, test_store_append_unknown_session);
     tcase_add_test(tc, test_store_names_exact);
