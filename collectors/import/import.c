@@ -28,6 +28,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "msdir.h"
 #include "sbuf.h"
 #include "tfile.h"
 #include "tscan.h"
@@ -60,6 +61,9 @@ struct input {
     int64_t rank;
     int64_t world_size;
     uint64_t n_rejected;      /* error replies from the daemon, all sessions */
+    int64_t fixed_rank;       /* from a MindSpore folder's file names; -1: none */
+    const struct msdir_rank *ms; /* converted MindSpore files (lines in memory), or NULL */
+    char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
 };
 
 struct opts {
@@ -270,6 +274,12 @@ static void classify(struct input *in, const struct detect *d)
 /* Pass 1 on one file. Returns 0, or -1 after printing why the file is unusable. */
 static int validate(struct input *in)
 {
+    if (in->ms) {
+        in->n_events = in->ms->n_lines;
+        in->fw = FW_MINDSPORE;
+        in->format = "mindspore-profiler";
+        return 0;
+    }
     struct stat st;
     char err[TFILE_ERR_MAX];
     if (stat(in->arg, &st) < 0) {
@@ -318,6 +328,28 @@ static int validate(struct input *in)
 /* Ranks and world sizes for all files (see usage). */
 static void assign_ranks(struct input *ins, size_t n, const struct opts *o)
 {
+    bool folder = false;
+    for (size_t i = 0; i < n; i++)
+        folder = folder || ins[i].fixed_rank >= 0;
+    if (folder) {
+        /* Ranks from the folders' file names (--rank: one path with one rank); files named
+         * next to them take 0, 1, ... in order, or their distributedInfo rank. */
+        int64_t ws = 1;
+        for (size_t i = 0, k = 0; i < n; i++) {
+            struct input *in = &ins[i];
+            if (in->fixed_rank >= 0)
+                in->rank = o->rank >= 0 ? o->rank : in->fixed_rank;
+            else
+                in->rank = in->meta.dist_rank >= 0 ? in->meta.dist_rank : (int64_t)k++;
+            if (in->rank + 1 > ws)
+                ws = in->rank + 1;
+            if (!in->ms && in->meta.dist_world_size > ws)
+                ws = in->meta.dist_world_size;
+        }
+        for (size_t i = 0; i < n; i++)
+            ins[i].world_size = ws;
+        return;
+    }
     if (n == 1) {
         struct input *in = &ins[0];
         in->rank = o->rank >= 0 ? o->rank : in->meta.dist_rank >= 0 ? in->meta.dist_rank : 0;
@@ -354,8 +386,54 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+/* The hello's members every input has: job, rank, framework, stream, source, format, file. */
+static void hello_head(struct sbuf *b, const struct input *in, const char *job, const char *key,
+                       const char *file)
+{
+    sbuf_adds(b, "{\"hello\":\"stepscope/1\",\"job\":");
+    sbuf_json_strz(b, job);
+    sbuf_printf(b, ",\"rank\":%lld,\"world_size\":%lld,\"framework\":\"%s\",\"stream\":",
+                (long long)in->rank, (long long)in->world_size, fw_names[in->fw]);
+    sbuf_json_strz(b, key);
+    sbuf_adds(b, ",\"source\":\"import\",\"format\":\"");
+    sbuf_adds(b, in->format);
+    sbuf_adds(b, "\",\"file\":");
+    sbuf_json_strz(b, file);
+    sbuf_printf(b, ",\"file_events\":%llu", (unsigned long long)in->n_events);
+}
+
+/* The hello of a converted MindSpore folder rank: its stream is the folder, the rank and a hash
+ * of the converted lines, so the same files import once and changed files import again. */
+static void build_ms_hello(struct sbuf *b, const struct input *in, const char *job)
+{
+    const struct msdir_rank *r = in->ms;
+    char key[IMPORT_STREAM_MAX + 64];
+    snprintf(key, sizeof key, "import:%s:rank%lld:fnv1a64=%016llx", in->dir, (long long)r->rank,
+             (unsigned long long)r->hash);
+    if (strlen(key) > IMPORT_STREAM_MAX)
+        snprintf(key, sizeof key, "import:fnv1a64=%016llx:rank%lld:fnv1a64=%016llx",
+                 (unsigned long long)fnv1a(in->dir), (long long)r->rank,
+                 (unsigned long long)r->hash);
+    hello_head(b, in, job, key, in->dir);
+    sbuf_adds(b, ",\"files\":");
+    sbuf_json_strz(b, r->files);
+    if (r->fp && r->bp) {
+        /* The step-trace markers carry these names: the daemon's FP/BP override finds them. */
+        sbuf_adds(b, ",\"env\":{\"STEPSCOPE_FP_POINT\":");
+        sbuf_json_strz(b, r->fp);
+        sbuf_adds(b, ",\"STEPSCOPE_BP_POINT\":");
+        sbuf_json_strz(b, r->bp);
+        sbuf_addc(b, '}');
+    }
+    sbuf_addc(b, '}');
+}
+
 static void build_hello(struct sbuf *b, const struct input *in, const char *job)
 {
+    if (in->ms) {
+        build_ms_hello(b, in, job);
+        return;
+    }
     char key[IMPORT_STREAM_MAX + 64];
     snprintf(key, sizeof key, "import:%s:%llu:%lld.%09ld", in->abs, (unsigned long long)in->size,
              (long long)in->mtime.tv_sec, (long)in->mtime.tv_nsec);
@@ -366,16 +444,7 @@ static void build_hello(struct sbuf *b, const struct input *in, const char *job)
     const struct tscan_meta *m = &in->meta;
     /* No "seq": the daemon then numbers the first line by its next_seq, which is where this
      * session starts sending (lines below it are already held). */
-    sbuf_adds(b, "{\"hello\":\"stepscope/1\",\"job\":");
-    sbuf_json_strz(b, job);
-    sbuf_printf(b, ",\"rank\":%lld,\"world_size\":%lld,\"framework\":\"%s\",\"stream\":",
-                (long long)in->rank, (long long)in->world_size, fw_names[in->fw]);
-    sbuf_json_strz(b, key);
-    sbuf_adds(b, ",\"source\":\"import\",\"format\":\"");
-    sbuf_adds(b, in->format);
-    sbuf_adds(b, "\",\"file\":");
-    sbuf_json_strz(b, in->abs);
-    sbuf_printf(b, ",\"file_events\":%llu", (unsigned long long)in->n_events);
+    hello_head(b, in, job, key, in->abs);
     /* Top-level facts of the trace, as the raw JSON values they were (already validated). */
     sbuf_adds(b, ",\"trace\":{");
     const char *sep = "";
@@ -456,6 +525,22 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
         goto done;
     *ret_welcomed = true;
     *ret_skipped = next_seq < in->n_events ? next_seq : in->n_events;
+    if (in->ms) {
+        /* Converted lines, in memory: send those past next_seq. */
+        const char *p = in->ms->lines, *end = p + in->ms->len;
+        for (uint64_t i = 0; p < end; i++) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            if (i >= next_seq && client_send(c, p, (size_t)(le - p), err) < 0)
+                goto done;
+            p = nl ? nl + 1 : end;
+        }
+        uint64_t bye = next_seq > in->n_events ? next_seq : in->n_events;
+        if (client_finish(c, bye + 1, err) < 0)
+            goto done;
+        out = OUT_DONE;
+        goto done;
+    }
     char ferr[TFILE_ERR_MAX];
     if (tfile_open(in->arg, &f, ferr) < 0) {
         snprintf(err, CLIENT_ERR_MAX, "%s", ferr);
@@ -511,7 +596,14 @@ static int import_file(struct input *in, const char *job, const struct opts *o)
         welcomed = welcomed || w;
         switch (out) {
         case OUT_DONE:
-            if (!o->quiet)
+            if (!o->quiet && in->ms)
+                printf("%s (%s): %llu records, job \"%s\" rank %lld of %lld, mindspore "
+                       "(mindspore-profiler): %llu sent, %llu already held, %llu rejected\n",
+                       in->arg, in->ms->files, (unsigned long long)in->n_events, job,
+                       (long long)in->rank, (long long)in->world_size,
+                       (unsigned long long)(in->n_events - first_skipped),
+                       (unsigned long long)first_skipped, (unsigned long long)in->n_rejected);
+            else if (!o->quiet)
                 printf("%s: %llu events, job \"%s\" rank %lld of %lld, %s (%s): %llu sent, "
                        "%llu already held, %llu rejected\n",
                        in->arg, (unsigned long long)in->n_events, job, (long long)in->rank,
@@ -546,6 +638,74 @@ static int import_file(struct input *in, const char *job, const struct opts *o)
     }
 }
 
+/* One input per file argument; a folder argument becomes one input per rank of its MindSpore
+ * files plus one per timeline it holds. Returns 0, or -1 after printing why. */
+static int expand(const char **paths, size_t n, struct msdir **dirs, struct input **ret_ins,
+                  size_t *ret_n)
+{
+    size_t cap = n, k = 0;
+    int ret = 0;
+    struct input *ins = calloc(cap, sizeof *ins);
+    if (!ins) {
+        fputs("stepscope import: out of memory\n", stderr);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        size_t need = 1;
+        if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (msdir_scan(paths[i], &dirs[i]) < 0) {
+                ret = -1;
+                continue;
+            }
+            need = dirs[i]->n_ranks + dirs[i]->n_timelines;
+        }
+        if (k + need > cap) {
+            size_t nc = (k + need) * 2;
+            struct input *ni = realloc(ins, nc * sizeof *ni);
+            if (!ni) {
+                fputs("stepscope import: out of memory\n", stderr);
+                ret = -1;
+                break;
+            }
+            memset(ni + cap, 0, (nc - cap) * sizeof *ni);
+            ins = ni;
+            cap = nc;
+        }
+        if (!dirs[i]) {
+            ins[k].arg = paths[i];
+            ins[k++].fixed_rank = -1;
+            continue;
+        }
+        char *abs = realpath(paths[i], NULL);
+        for (size_t r = 0; abs && r < dirs[i]->n_ranks; r++) {
+            ins[k].arg = paths[i];
+            ins[k].ms = &dirs[i]->ranks[r];
+            ins[k].fixed_rank = dirs[i]->ranks[r].rank;
+            ins[k++].dir = strdup(abs);
+        }
+        for (size_t r = 0; abs && r < dirs[i]->n_timelines; r++) {
+            ins[k].arg = dirs[i]->timelines[r].path;
+            ins[k].fixed_rank = dirs[i]->timelines[r].rank;
+            ins[k++].dir = strdup(abs);
+        }
+        if (!abs) {
+            fprintf(stderr, "stepscope import: %s: %s\n", paths[i], strerror(errno));
+            ret = -1;
+        }
+        free(abs);
+    }
+    for (size_t i = 0; i < k; i++)
+        if (ins[i].fixed_rank >= 0 && !ins[i].dir) {
+            fputs("stepscope import: out of memory\n", stderr);
+            ret = -1;
+            break;
+        }
+    *ret_ins = ins;
+    *ret_n = k;
+    return ret;
+}
+
 int import_command(int argc, char **argv)
 {
     struct opts o = {.rank = -1};
@@ -555,6 +715,8 @@ int import_command(int argc, char **argv)
     char sockbuf[4096];
     char *job_owned = NULL;
     struct input *ins = NULL;
+    size_t n_in = 0;
+    struct msdir **dirs = NULL;
     if (!paths) {
         fputs("stepscope import: out of memory\n", stderr);
         return IMPORT_EXIT_USAGE;
@@ -630,25 +792,34 @@ int import_command(int argc, char **argv)
         o.socket = default_socket(sockbuf, sizeof sockbuf);
 
     /* Pass 1: every file, completely, before anything is sent. */
-    ins = calloc(n, sizeof *ins);
-    if (!ins) {
+    dirs = calloc(n, sizeof *dirs);
+    if (!dirs) {
         fputs("stepscope import: out of memory\n", stderr);
         goto out;
     }
     bool bad = false;
-    for (size_t i = 0; i < n; i++) {
-        ins[i].arg = paths[i];
+    if (expand(paths, n, dirs, &ins, &n_in) < 0) {
+        ret = IMPORT_EXIT_INPUT;
+        goto out;
+    }
+    if (o.rank >= 0) {
+        for (size_t i = 0; i < n_in; i++)
+            if (ins[i].fixed_rank >= 0 && ins[i].fixed_rank != ins[0].fixed_rank) {
+                usage_error("--rank applies to a folder of one rank; %s holds several", paths[0]);
+                goto out;
+            }
+    }
+    for (size_t i = 0; i < n_in; i++)
         if (validate(&ins[i]) < 0)
             bad = true;
-    }
     if (bad) {
         ret = IMPORT_EXIT_INPUT;
         goto out;
     }
-    assign_ranks(ins, n, &o);
+    assign_ranks(ins, n_in, &o);
     const char *job = o.job;
     if (!job) {
-        job = job_owned = job_from_path(ins[0].arg);
+        job = job_owned = job_from_path(ins[0].dir ? ins[0].dir : ins[0].arg);
         if (!job) {
             fputs("stepscope import: out of memory\n", stderr);
             goto out;
@@ -657,7 +828,7 @@ int import_command(int argc, char **argv)
 
     /* Pass 2: send, one session per file. */
     ret = IMPORT_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n_in; i++) {
         int r = import_file(&ins[i], job, &o);
         if (r == IMPORT_EXIT_REJECTED)
             ret = r;
@@ -667,10 +838,14 @@ int import_command(int argc, char **argv)
         }
     }
 out:
-    if (ins)
-        for (size_t i = 0; i < n; i++)
-            free(ins[i].abs);
+    for (size_t i = 0; i < n_in; i++) {
+        free(ins[i].abs);
+        free(ins[i].dir);
+    }
     free(ins);
+    for (size_t i = 0; dirs && i < n; i++)
+        msdir_free(dirs[i]);
+    free(dirs);
     free(job_owned);
     free(paths);
     return ret;

@@ -475,6 +475,7 @@ static int container_end(struct tscan *s, unsigned char c, uint64_t at)
 {
     char want = c == '}' ? 'o' : 'a';
     char b[8];
+    bool empty = s->state == ST_OBJ_FIRST;
     if (s->depth == 0 || s->stack[s->depth - 1] != want)
         return fail(s, at, "unexpected %s", show(c, b));
     bool ends_event = s->in_event && s->depth == s->events_depth + 1;
@@ -491,6 +492,11 @@ static int container_end(struct tscan *s, unsigned char c, uint64_t at)
         return 0;
     s->in_event = false;
     s->event.end = at + 1;
+    if (empty) {
+        /* Paddle ends its traceEvents with "{}": nothing to send, not an error. */
+        s->meta.n_empty_events++;
+        return 0;
+    }
     if (s->event.end - s->event.start > TSCAN_EVENT_BYTES_MAX)
         return fail(s, s->event.start, "event #%llu is %llu bytes, longer than the daemon's line limit",
                     (unsigned long long)s->meta.n_events,

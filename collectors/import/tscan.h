@@ -64,6 +64,7 @@ struct tscan_meta {
     bool has_distributed_info;
     bool has_paddle_marker;        /* "span_indx" or "ExtraInfo" at the top level (Paddle) */
     uint64_t n_events;             /* events completed so far */
+    uint64_t n_empty_events;       /* "{}" elements of the event array, skipped (Paddle's last) */
 };
 
 /* The scanner. Fields are private to tscan.c, except meta, event, err and err_off, which are

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * msparse: MindSpore's profiler files (the MindInsight-era intermediate CSV/TXT/JSON files and
+ * MindSpore 2.x's CPU op timestamps) turned into protocol lines (docs/PROTOCOL.md), one rank at a
+ * time. Pure: bytes in, lines out, no I/O. Formats, units and the mapping are in
+ * collectors/import/README.md ("MindSpore folders").
+ *
+ * A rank's files are fed one by one, in enum order (the lookup tables first: point info,
+ * framework_raw, flops; then the files that produce lines). Every file is checked completely;
+ * the first problem stops it with its line, column and reason, and the caller then sends
+ * nothing. The lines are always valid JSON the daemon takes (names go through sbuf_json_str(),
+ * times are exact int64 nanoseconds written as microseconds).
+ */
+#ifndef STEPSCOPE_IMPORT_MSPARSE_H
+#define STEPSCOPE_IMPORT_MSPARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSF_REASON_MAX 256          /* longest reason, NUL included */
+#define MSF_FIELDS_MAX 4096         /* columns in one CSV row */
+#define MSF_TABLE_MAX 1000000       /* rows kept from framework_raw / flops */
+#define MSF_EVENTS_MAX 50000000ull  /* lines one rank may produce */
+#define MSF_NAME_MAX 256            /* longest FP/BP point name (the protocol's env value limit) */
+
+enum msf_kind {
+    MSF_POINT_INFO,      /* step_trace_point_info[_<r>].json */
+    MSF_FRAMEWORK,       /* framework_raw_<r>.csv */
+    MSF_FLOPS,           /* flops_<r>.txt */
+    MSF_STEP_TRACE,      /* step_trace_raw_<r>_detail_time.csv */
+    MSF_AICORE_DETAIL,   /* aicore_intermediate_<r>_detail.csv */
+    MSF_AICORE_TYPE,     /* aicore_intermediate_<r>_type.csv (checked; derived from the detail) */
+    MSF_AICPU,           /* aicpu_intermediate_<r>.csv */
+    MSF_PIPELINE,        /* minddata_pipeline_raw_<r>.csv */
+    MSF_DEVICE_QUEUE,    /* device_queue_profiling_<r>.txt or dataset_iterator_profiling_<r>.txt */
+    MSF_GETNEXT_US,      /* minddata_aicpu_<r>.txt (µs) */
+    MSF_GETNEXT_NS,      /* minddata_getnext_profiling_<r>.txt (ns, GPU) */
+    MSF_CPU_UTIL,        /* minddata_cpu_utilization_<r>.json */
+    MSF_CPU_OP_TS,       /* cpu_op_execute_timestamp_<r>.txt (MindSpore 2.x on the CPU) */
+    MSF_KIND_COUNT,
+};
+
+/* Where a file went wrong: line and column from 1 (0 when the whole file is at fault). */
+struct msf_err {
+    uint64_t line;
+    uint64_t col;
+    char reason[MSF_REASON_MAX];
+};
+
+struct msf;
+
+/* A converter for one rank whose lines may take up to max_bytes. NULL when out of memory. */
+struct msf *msf_new(size_t max_bytes);
+void msf_free(struct msf *m);
+
+/* Converts one file of the given kind; data[0, len) may be modified (quoted CSV fields are
+ * unescaped in place). Returns 0, or -EINVAL with *err filled (bad input), -EMSGSIZE (more
+ * than max_bytes or MSF_EVENTS_MAX of output) or -ENOMEM, also with *err. Lines produced before
+ * a failure stay in the buffer: the caller must drop the whole converter. */
+int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct msf_err *err);
+
+/* The lines so far: '\n'-terminated, *ret_n of them (borrowed). */
+const char *msf_lines(const struct msf *m, size_t *ret_len, uint64_t *ret_n);
+
+/* The FP and BP point names the step-trace markers carry, for the hello's STEPSCOPE_FP_POINT and
+ * STEPSCOPE_BP_POINT; NULL when no step trace was fed. */
+const char *msf_fp_name(const struct msf *m);
+const char *msf_bp_name(const struct msf *m);
+
+/* The kind's file name pattern, for messages ("step_trace_raw_<r>_detail_time.csv"). */
+const char *msf_kind_pattern(enum msf_kind kind);
+
+#endif
