@@ -343,3 +343,118 @@ def test_pipeline_and_cpu_utilization(daemon, tmp):
     helper = wait_json(daemon, "/api/v1/jobs/md/helper?rank=0",
                        lambda d: d["inputs"]["host_cpu_percent"] is not None)
     assert close(helper["inputs"]["host_cpu_percent"], 42.25, 1e-9)
+
+
+# -- what current PyPI MindSpore and Paddle write on the CPU (generated here) -------------------------
+
+MS_SCRIPT = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+ms.set_seed(0)
+net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 2)])
+loss_fn = nn.MSELoss()
+opt = nn.SGD(net.trainable_params(), 0.01)
+
+
+def forward(x, y):
+    return loss_fn(net(x), y)
+
+
+grad = ms.value_and_grad(forward, None, opt.parameters)
+
+@ms.jit
+def step(x, y):
+    loss, g = grad(x, y)
+    opt(g)
+    return loss
+
+prof = ms.Profiler(output_path=sys.argv[1])
+for _ in range(5):
+    step(ms.Tensor(np.random.randn(4, 8).astype(np.float32)),
+         ms.Tensor(np.random.randn(4, 2).astype(np.float32)))
+prof.analyse()
+"""
+
+PADDLE_SCRIPT = """
+import sys, paddle, paddle.profiler as profiler
+paddle.seed(0)
+m = paddle.nn.Sequential(paddle.nn.Linear(8, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
+opt = paddle.optimizer.SGD(parameters=m.parameters())
+p = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], scheduler=(1, 4),
+                      on_trace_ready=profiler.export_chrome_tracing(sys.argv[1]))
+p.start()
+for _ in range(5):
+    loss = m(paddle.randn([4, 8])).mean()
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+    p.step()
+p.stop()
+"""
+
+
+def generate(tmp_path_factory, module, script):
+    """Runs script with the python3 on PATH (where pip put the frameworks) into a fresh folder."""
+    probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{module} is not installed")
+    out = tmp_path_factory.mktemp(module)
+    (out / "train.py").write_text(script)  # MindSpore's graph mode reads the source file
+    p = subprocess.run([sys.executable, str(out / "train.py"), str(out / "prof")],
+                       capture_output=True, text=True, timeout=600, cwd=out)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out / "prof"
+
+
+@pytest.fixture(scope="module")
+def mindspore_output(tmp_path_factory):
+    return generate(tmp_path_factory, "mindspore", MS_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def paddle_output(tmp_path_factory):
+    return generate(tmp_path_factory, "paddle", PADDLE_SCRIPT)
+
+
+def test_mindspore_profiler_cpu_output(daemon, mindspore_output):
+    """mindspore.Profiler (2.x) on the CPU writes <out>/<host>_<pid>_<time>_ascend_ms/ with
+    FRAMEWORK/cpu_op_execute_timestamp_0.txt (every op execution) and the op tables MindSpore
+    derives from it: the imported operator table must equal those tables."""
+    framework = next(mindspore_output.glob("*_ascend_ms/FRAMEWORK"))
+    p = run_import(daemon, "--job", "ms2", mindspore_output)
+    assert_ok(p)
+    assert "cpu_op_execute_timestamp_0.txt" in p.stdout and "0 rejected" in p.stdout
+    types = list(csv.DictReader(open(framework / "cpu_op_type_info_0.csv")))
+    doc = wait_json(daemon, "/api/v1/jobs/ms2/operators?group=type&limit=100000",
+                    lambda d: d["total"] >= len(types))
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert len(types) > 3
+    for t in types:
+        r = rows[t["op_type"]]
+        assert r["calls"] == int(t["type_occurrences"]), t
+        # MindSpore prints its tables with 6 significant digits.
+        assert math.isclose(r["total_us"], float(t["total_compute_time"]) * 1000,
+                            rel_tol=1e-5, abs_tol=2e-3), (t, r)
+    detail = list(csv.DictReader(open(framework / "cpu_op_detail_info_0.csv")))
+    by_name = {r["name"]: r for r in daemon.get_json(
+        "/api/v1/jobs/ms2/operators?limit=100000")["rows"]}
+    for d in detail:
+        r = by_name[d["full_op_name"]]
+        assert r["calls"] == int(d["op_occurrences"]), d
+        assert math.isclose(r["total_us"], float(d["op_total_time(ms)"]) * 1000,
+                            rel_tol=1e-5, abs_tol=2e-3), (d, r)
+
+
+def test_paddle_profiler_chrome_output(daemon, paddle_output):
+    """paddle.profiler's export_chrome_tracing (3.x) ends traceEvents with an empty "{}": it is
+    skipped, and every real event arrives as it was written."""
+    path = next(paddle_output.glob("*.json"))
+    events = json.loads(path.read_text())["traceEvents"]
+    real = [e for e in events if e != {}]
+    assert len(real) < len(events)
+    p = run_import(daemon, "--job", "pd", path)
+    assert_ok(p)
+    assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
+    got = timeline(daemon, "pd")
+    assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, real))

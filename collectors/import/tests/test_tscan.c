@@ -160,6 +160,24 @@ START_TEST(test_tscan_accepts_edge_cases)
 }
 END_TEST
 
+/* Paddle's export_chrome_tracing ends traceEvents with "{}": skipped and counted, not an event. */
+START_TEST(test_tscan_skips_empty_events)
+{
+    struct tscan s;
+    char out[512];
+    const char *doc = "{\"traceEvents\":[{\"ph\":\"i\",\"ts\":1,\"args\":{}}, { }, "
+                      "{\"ph\":\"i\",\"ts\":2},\n  {}\n  ],\"ExtraInfo\":{}}";
+    ck_assert_int_eq(run(doc, 4, out, sizeof out, &s), 2);
+    ck_assert_int_eq(s.meta.n_empty_events, 2);
+    const char *second = strstr(doc, "{\"ph\":\"i\",\"ts\":2}");
+    char want[64];
+    snprintf(want, sizeof want, "%ld-%ld;%ld-%ld;", (long)(strstr(doc, "{\"ph\"") - doc),
+             (long)(strstr(doc, "}, { }") - doc + 1), (long)(second - doc),
+             (long)(second - doc) + 17);
+    ck_assert_str_eq(out, want);
+}
+END_TEST
+
 START_TEST(test_tscan_event_depth_limit)
 {
     struct tscan s;
@@ -188,6 +206,7 @@ static Suite *tscan_suite(void)
     tcase_add_test(tc, test_tscan_bare_array);
     tcase_add_loop_test(tc, test_tscan_rejects_with_offset, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_tscan_accepts_edge_cases);
+    tcase_add_test(tc, test_tscan_skips_empty_events);
     tcase_add_loop_test(tc, test_tscan_event_depth_limit, 62, 66);
     suite_add_tcase(s, tc);
     return s;

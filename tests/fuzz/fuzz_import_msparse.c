@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target for the importer's MindSpore file converters (collectors/import/msparse.c: the CSV
+ * reader, the JSON walker, every file kind). The first input byte picks the kind; the second
+ * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) are fed
+ * first, so the joins run too; the rest is the file.
+ *
+ * Invariants: a feed returns 0 or -EINVAL/-EMSGSIZE with a NUL-terminated reason, and a line
+ * and column only inside the input; the output is exactly n '\n'-terminated lines; and every
+ * line is one the daemon takes: its own record decoder (daemon/ingest/decode.c) answers OK for
+ * each (a converted file never makes the daemon reject a line).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../collectors/import/msparse.h"
+#include "../../daemon/core/lbuf.h"
+#include "../../daemon/ingest/decode.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define OUT_MAX (1u << 20)
+#define LINE_MAX_BYTES (1u << 20)
+
+static struct ingest_decoder *dec;
+
+static void feed_text(struct msf *m, enum msf_kind k, const char *text)
+{
+    size_t n = strlen(text);
+    char *b = malloc(n + 1);
+    assert(b);
+    memcpy(b, text, n + 1);
+    struct msf_err e;
+    int r = msf_feed(m, k, b, n, &e);
+    assert(r == 0);
+    free(b);
+}
+
+static void check_lines(const char *p, size_t len, uint64_t n)
+{
+    static char arena_buf[LINE_MAX_BYTES + 64];
+    uint64_t seen = 0;
+    const char *end = p + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        assert(nl); /* every line is terminated */
+        size_t ll = (size_t)(nl - p);
+        assert(ll > 0 && ll <= LINE_MAX_BYTES);
+        char *copy = malloc(ll + 1 + LBUF_PADDING);
+        assert(copy);
+        memcpy(copy, p, ll);
+        memset(copy + ll, 0, 1 + LBUF_PADDING);
+        struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
+        struct record r;
+        char msg[INGEST_DECODE_MSG_MAX];
+        int res = ingest__decode_record(dec, copy, ll, &a, &r, msg);
+        if (res != INGEST_DECODE_OK) {
+            /* Report the line before failing, so a saved crash explains itself. */
+            fprintf(stderr, "rejected (%s): %.*s\n", msg, (int)(ll > 300 ? 300 : ll), copy);
+            abort();
+        }
+        free(copy);
+        seen++;
+        p = nl + 1;
+    }
+    assert(seen == n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!dec) {
+        dec = ingest__decoder_new(LINE_MAX_BYTES);
+        assert(dec);
+    }
+    if (size < 2 || size > (1u << 16))
+        return 0;
+    enum msf_kind kind = (enum msf_kind)(data[0] % MSF_KIND_COUNT);
+    struct msf *m = msf_new(OUT_MAX);
+    assert(m);
+    if (data[1] & 1) {
+        feed_text(m, MSF_POINT_INFO, "{\"fp_start\": \"Default/a-op1\", \"bp_end\": [\"b\", \"c\"]}");
+        feed_text(m, MSF_FRAMEWORK,
+                  "task_id,stream_id,block_dim,full_kernel_name,op_name,kernel_name,kernel_type,"
+                  "subgraph,op_info\n1,0,1,Default/a-op1,Default/a-op1,a-op1,A,Default,"
+                  "\"{\"\"input_0\"\": {\"\"shape\"\": \"\"1\"\"}}\",7\n");
+        feed_text(m, MSF_FLOPS, "full_kernel_name, MFLOPs(10^6 cube), GFLOPS(10^9 cube)\n"
+                                "Default/a-op1, 1.5, 2e3\n");
+    }
+    size_t n = size - 2;
+    char *buf = malloc(n + 1);
+    assert(buf);
+    memcpy(buf, data + 2, n);
+    buf[n] = '\0';
+    struct msf_err e;
+    int r = msf_feed(m, kind, buf, n, &e);
+    assert(r == 0 || r == -EINVAL || r == -EMSGSIZE);
+    if (r < 0) {
+        assert(memchr(e.reason, '\0', sizeof e.reason) && e.reason[0]);
+        uint64_t lines = 1;
+        for (size_t i = 0; i < n; i++)
+            lines += buf[i] == '\n';
+        assert(e.line <= lines);
+    } else {
+        size_t len;
+        uint64_t nl;
+        const char *out = msf_lines(m, &len, &nl);
+        check_lines(out, len, nl);
+        const char *fp = msf_fp_name(m), *bp = msf_bp_name(m);
+        assert(!fp == !bp);
+        assert(!fp || (strcmp(fp, bp) != 0 && strlen(fp) <= MSF_NAME_MAX));
+    }
+    free(buf);
+    msf_free(m);
+    return 0;
+}
