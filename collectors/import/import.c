@@ -75,10 +75,12 @@ struct opts {
 
 void import_usage(FILE *f)
 {
-    fputs("usage: stepscope import [--socket PATH] [--job NAME] [--rank R] [--quiet] FILE...\n"
+    fputs("usage: stepscope import [--socket PATH] [--job NAME] [--rank R] [--quiet] PATH...\n"
           "\n"
           "Imports Chrome-trace files (.json or .json.gz; Kineto, legacy torch, Paddle\n"
-          "export_chrome_tracing, MindSpore timelines) into stepscoped, one file per rank.\n"
+          "export_chrome_tracing, MindSpore timelines) into stepscoped, one file per rank, and\n"
+          "MindSpore profiler folders (MindInsight-era profiler/ intermediate files, MindSpore\n"
+          "2.x *_ascend_ms/), one rank per <r> in their file names.\n"
           "Every file is validated completely before anything is sent; the command exits 0 only\n"
           "when the daemon has acknowledged every event. Importing the same file again adds\n"
           "nothing.\n"

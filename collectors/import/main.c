@@ -15,7 +15,8 @@ static void usage(FILE *f)
           "       stepscope --version\n"
           "\n"
           "commands:\n"
-          "  import FILE...   import Chrome-trace files (.json, .json.gz) into stepscoped\n"
+          "  import PATH...   import Chrome-trace files (.json, .json.gz) and MindSpore\n"
+          "                   profiler folders into stepscoped\n"
           "  help [COMMAND]   show this text, or a command's usage\n",
           f);
 }
