@@ -447,7 +447,8 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         w->static_root_len = strlen(w->static_root);
     }
 
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* Suspend/resume: /api/v1/events parks idle streams (events.c). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL
                                                                     : MHD_USE_POLL;
     if (addr.sa.sa_family == AF_INET6)
@@ -468,6 +469,11 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
             (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
     opts[n_opts] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
+    if (w->live && web__events_start(w, WEB_EVENTS_MAX_STREAMS) < 0) {
+        r = -ENOMEM;
+        snprintf(err, WEB_ERR_MAX, "http: cannot start the event stream");
+        goto fail;
+    }
     w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_SOCK_ADDR, &addr.sa,
@@ -497,9 +503,11 @@ void web_stop(struct web *w)
 {
     if (!w)
         return;
+    web__events_quiesce(w);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     explicit_bzero(w->auth_token, sizeof w->auth_token);
     web__cache_free(w->cache); /* after the threads: no answer is being queued any more */
+    web__events_free(w);
     free(w);
 }

@@ -52,6 +52,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_HEALTH, "/api/v1/health"},
     {WEB_ROUTE_STATS, "/api/v1/stats"},
     {WEB_ROUTE_OPENAPI, "/api/v1/openapi.json"},
+    {WEB_ROUTE_EVENTS, "/api/v1/events"},
     {WEB_ROUTE_JOBS, "/api/v1/jobs"},
     {WEB_ROUTE_JOB, "/api/v1/jobs/{job}"},
     {WEB_ROUTE_TIMELINE, "/api/v1/jobs/{job}/timeline"},

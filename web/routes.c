@@ -782,6 +782,8 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
         return get_openapi(w, c);
     case WEB_ROUTE_METRICS:
         return web__route_metrics(w, c);
+    case WEB_ROUTE_EVENTS:
+        return web__route_events(w, c);
     case WEB_ROUTE_JOBS:
         return get_jobs(w, c);
     case WEB_ROUTE_JOB:

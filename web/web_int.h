@@ -62,6 +62,7 @@ enum web_route_id {
     WEB_ROUTE_BREAKDOWN,   /* /api/v1/jobs/{job}/breakdown */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
+    WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -148,6 +149,7 @@ void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_
 struct MHD_Connection;
 struct MHD_Daemon;
 struct MHD_Response;
+struct web_events;
 
 struct web {
     struct MHD_Daemon *mhd;
@@ -164,6 +166,7 @@ struct web {
     size_t auth_token_len;
     size_t metrics_max_ranks;
     struct web_cache *cache;       /* live answers (cache.c); NULL: none */
+    struct web_events *events;     /* events.c's hub; NULL until web__events_start() */
 };
 
 /* --- cache.c: live answers kept while the job's snapshot is unchanged ------------------------ */
@@ -297,6 +300,17 @@ int web__route_metrics(struct web *w, struct MHD_Connection *c);
 /* Appends s[0, n) as the inside of a Prometheus label value: backslash, double quote and line
  * feed escaped, invalid UTF-8 replaced by U+FFFD, every other byte as it is. */
 void web__prom_label_value(struct sbuf *b, const char *s, size_t n);
+
+/* events.c: the Server-Sent Events hub of /api/v1/events. _start creates it and its watcher
+ * thread (w->live read from then on; at most max_subs streams at once); returns 0, -ENOMEM or
+ * -EAGAIN (w->events may then be set: web__events_free() it). _quiesce stops the watcher and
+ * ends every stream; call it before MHD_stop_daemon(). _free frees the hub after MHD stopped.
+ * web__route_events() answers the route: 200 text/event-stream, or 503 (no live, too many). */
+#define WEB_EVENTS_MAX_STREAMS 64
+int web__events_start(struct web *w, size_t max_subs);
+void web__events_quiesce(struct web *w);
+void web__events_free(struct web *w);
+int web__route_events(struct web *w, struct MHD_Connection *c);
 
 /* static.c: answers a dashboard file request for the undecoded path. */
 int web__route_static(struct web *w, struct MHD_Connection *c, const char *path);

@@ -289,6 +289,7 @@ struct live_job {
 struct pub {
     int64_t job_id;
     struct live_snapshot *snap;
+    uint64_t seq;             /* live.pub_seq when snap was published */
 };
 
 struct live {
@@ -299,7 +300,8 @@ struct live {
     int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
     struct analyse_span *scratch; /* FP/BP derivation */
     size_t cap_scratch;
-    pthread_mutex_t lock;     /* guards pub only */
+    pthread_mutex_t lock;     /* guards pub and pub_seq only */
+    uint64_t pub_seq;         /* publications so far (live_query_changed()) */
     struct pub *pub;
     size_t n_pub;
     uint64_t pub_serial;  /* serials handed to published snapshots (under lock) */
@@ -1418,11 +1420,12 @@ int live_publish(struct live *lv)
                 r = -ENOMEM;
                 continue;
             }
-            lv->pub[lv->n_pub++] = (struct pub){j->id, NULL};
+            lv->pub[lv->n_pub++] = (struct pub){j->id, NULL, 0};
         }
         old = lv->pub[k].snap;
         s->serial = ++lv->pub_serial;
         lv->pub[k].snap = s;
+        lv->pub[k].seq = ++lv->pub_seq;
         pthread_mutex_unlock(&lv->lock);
         live_snapshot_put(old);
         j->dirty = false;
@@ -1446,6 +1449,20 @@ int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapsho
     }
     pthread_mutex_unlock(&lv->lock);
     return r;
+}
+
+size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap)
+{
+    size_t n = 0;
+    if (!lv)
+        return 0;
+    pthread_mutex_lock(&lv->lock);
+    for (size_t k = 0; k < lv->n_pub && n < cap; k++)
+        if (lv->pub[k].seq > *cursor)
+            ret_ids[n++] = lv->pub[k].job_id;
+    *cursor = lv->pub_seq;
+    pthread_mutex_unlock(&lv->lock);
+    return n;
 }
 
 void live_snapshot_put(const struct live_snapshot *snap)

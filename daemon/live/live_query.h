@@ -25,6 +25,12 @@ struct live_snapshot;
  * live_snapshot_put()), -ENOENT if nothing of that job was published yet, -EINVAL for NULL lv. */
 int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapshot **ret_snap);
 
+/* The jobs whose snapshot was published after *cursor (0 at first, then the value this call
+ * left): writes up to cap job ids to ret_ids and returns their number, sets *cursor to the
+ * latest publication. Changes past cap are not reported (web/'s event stream passes
+ * LIVE_JOBS_MAX). Cheap: one mutex, one pass over the published jobs. NULL lv: 0. */
+size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap);
+
 /* Drops a reference; the last one frees the snapshot. NULL-safe. */
 void live_snapshot_put(const struct live_snapshot *snap);
 

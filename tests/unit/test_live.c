@@ -232,6 +232,34 @@ static struct record prec(const char *json)
 
 /* Queue series sorted by step with exact statistics and roles; a snapshot keeps its own queue
  * set when later samples arrive; pipeline records replace each other and a bad one is counted. */
+/* live_query_changed() names each job republished since the caller's cursor, once. */
+START_TEST(test_live_query_changed)
+{
+    struct live *lv = fed(N_RECS);
+    uint64_t cursor = 0;
+    int64_t ids[4];
+    ck_assert_uint_eq(live_query_changed(lv, &cursor, ids, 4), 1);
+    ck_assert_int_eq(ids[0], 7);
+    ck_assert_uint_eq(live_query_changed(lv, &cursor, ids, 4), 0);
+    ck_assert_int_eq(live_publish(lv), 0); /* nothing fed: nothing republished */
+    ck_assert_uint_eq(live_query_changed(lv, &cursor, ids, 4), 0);
+    struct record v[N_RECS];
+    records(v);
+    ck_assert_int_eq(live_feed(lv, 9, 0, v, 2), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_uint_eq(live_query_changed(lv, &cursor, ids, 4), 1);
+    ck_assert_int_eq(ids[0], 9);
+    ck_assert_int_eq(live_feed(lv, 7, 0, v, 1), 0);
+    ck_assert_int_eq(live_feed(lv, 9, 0, v, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    uint64_t again = 0; /* a new reader sees both */
+    ck_assert_uint_eq(live_query_changed(lv, &cursor, ids, 1), 1); /* capped at 1 */
+    ck_assert_uint_eq(live_query_changed(lv, &again, ids, 4), 2);
+    ck_assert_uint_eq(live_query_changed(NULL, &again, ids, 4), 0);
+    live_free(lv);
+}
+END_TEST
+
 START_TEST(test_live_queues_and_pipeline)
 {
     struct live *lv = live_new();
@@ -432,6 +460,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_queues_and_pipeline);
+    tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
     suite_add_tcase(s, tc);

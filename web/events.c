@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * events: GET /api/v1/events, a Server-Sent Events stream that tells the dashboard when a job's
+ * live snapshot was republished, so open views refetch at once instead of polling.
+ *
+ * One watcher thread polls live_query_changed() every WEB_EVENTS_POLL_MS (a mutex and a pass
+ * over the published jobs) and appends "event: job" to the buffer of every subscriber; every
+ * WEB_EVENTS_HEARTBEAT_S it appends "event: ping" so a client (and any proxy) sees the stream is
+ * alive. A subscriber is one MHD callback response of unknown size. The callback copies out what
+ * its buffer holds; when the buffer is empty it suspends the connection (MHD_suspend_connection()
+ * from the content reader, as microhttpd.h prescribes) and returns 0, so no HTTP thread ever
+ * waits or spins on a stream. The watcher resumes a suspended subscriber after appending to it.
+ *
+ * Locking: the hub's mutex guards the list; each subscriber's mutex guards its buffer and its
+ * suspended flag. The callback suspends while holding the subscriber's mutex, so the watcher,
+ * which reads and clears the flag under that mutex, never resumes a connection that is not
+ * suspended; it calls MHD_resume_connection() after dropping the mutex (a suspended connection
+ * cannot go away meanwhile). MHD's free callback only marks the subscriber closed; the watcher
+ * unlinks it, so no MHD callback ever takes the hub's mutex. A subscriber is freed by whichever
+ * of the two lets go last (refs).
+ *
+ * A slow client whose buffer is full misses events (counted in dropped; the next event or ping
+ * still gets through once it reads), never blocks the watcher. web_stop() stops the watcher and
+ * resumes every subscriber before MHD_stop_daemon(); the callback then ends each stream.
+ */
+#include "web_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "../daemon/live/live.h"
+
+#define WEB_EVENTS_POLL_MS 100
+#define WEB_EVENTS_HEARTBEAT_S 10
+#define WEB_EVENTS_BUF 8192 /* bytes queued per subscriber at most */
+#define WEB_EVENTS_BLOCK 4096
+
+struct web_sub {
+    pthread_mutex_t lock;
+    struct MHD_Connection *conn;
+    struct web_events *hub;
+    atomic_int refs;  /* the hub's list and MHD's response */
+    bool suspended;   /* the callback suspended conn and nobody resumed it yet */
+    bool closed;      /* MHD freed the response: unlink */
+    size_t len;
+    char buf[WEB_EVENTS_BUF];
+    struct web_sub *next;
+};
+
+struct web_events {
+    pthread_mutex_t lock; /* subs, n_subs, stop, wake */
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool thread_started;
+    atomic_bool stop;
+    struct live *live;
+    struct web_sub *subs;
+    size_t n_subs;
+    size_t max_subs;
+    uint64_t cursor;
+    int64_t dropped;
+    int64_t ids[LIVE_JOBS_MAX]; /* the watcher's live_query_changed() answer */
+};
+
+static void sub_unref(struct web_sub *s)
+{
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+    }
+}
+
+/* Appends msg to s; resumes its connection if the callback had suspended it. Returns false if
+ * it did not fit. Hub lock held. */
+static bool sub_push(struct web_sub *s, const char *msg, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    bool fits = !s->closed && s->len + n <= sizeof s->buf;
+    if (fits) {
+        memcpy(s->buf + s->len, msg, n);
+        s->len += n;
+    }
+    bool resume = s->suspended;
+    s->suspended = false;
+    pthread_mutex_unlock(&s->lock);
+    if (resume)
+        MHD_resume_connection(s->conn);
+    return fits;
+}
+
+/* Unlinks closed subscribers, then pushes msg to the others. Hub lock held. */
+static void broadcast(struct web_events *h, const char *msg, size_t n)
+{
+    struct web_sub **pp = &h->subs;
+    while (*pp) {
+        struct web_sub *s = *pp;
+        pthread_mutex_lock(&s->lock);
+        bool closed = s->closed;
+        pthread_mutex_unlock(&s->lock);
+        if (closed) {
+            *pp = s->next;
+            h->n_subs--;
+            sub_unref(s);
+            continue;
+        }
+        if (msg && !sub_push(s, msg, n))
+            h->dropped++;
+        pp = &s->next;
+    }
+}
+
+static void *watch(void *arg)
+{
+    struct web_events *h = arg;
+    int64_t *ids = h->ids;
+    struct timespec last_ping;
+    clock_gettime(CLOCK_MONOTONIC, &last_ping);
+    pthread_mutex_lock(&h->lock);
+    while (!atomic_load(&h->stop)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WEB_EVENTS_POLL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->wake, &h->lock, &until);
+        if (atomic_load(&h->stop))
+            break;
+        size_t n = live_query_changed(h->live, &h->cursor, ids, LIVE_JOBS_MAX);
+        char msg[96];
+        for (size_t i = 0; i < n; i++) {
+            int m = snprintf(msg, sizeof msg, "event: job\ndata: {\"job\":%" PRId64 "}\n\n",
+                             ids[i]);
+            broadcast(h, msg, (size_t)m);
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - last_ping.tv_sec >= WEB_EVENTS_HEARTBEAT_S) {
+            last_ping = now;
+            static const char ping[] = "event: ping\ndata: {}\n\n";
+            broadcast(h, ping, sizeof ping - 1);
+        } else if (n == 0) {
+            broadcast(h, NULL, 0); /* unlink closed subscribers */
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+int web__events_start(struct web *w, size_t max_subs)
+{
+    struct web_events *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->wake, NULL);
+    atomic_init(&h->stop, false);
+    h->live = w->live;
+    h->max_subs = max_subs;
+    w->events = h;
+    if (pthread_create(&h->thread, NULL, watch, h) != 0)
+        return -EAGAIN;
+    h->thread_started = true;
+    return 0;
+}
+
+void web__events_quiesce(struct web *w)
+{
+    struct web_events *h = w->events;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    atomic_store(&h->stop, true);
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    if (h->thread_started)
+        pthread_join(h->thread, NULL);
+    h->thread_started = false;
+    /* Wake every stream so its callback sees stop and ends it. */
+    pthread_mutex_lock(&h->lock);
+    for (struct web_sub *s = h->subs; s; s = s->next)
+        (void)sub_push(s, "", 0);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void web__events_free(struct web *w)
+{
+    struct web_events *h = w->events;
+    if (!h)
+        return;
+    while (h->subs) {
+        struct web_sub *s = h->subs;
+        h->subs = s->next;
+        sub_unref(s);
+    }
+    pthread_cond_destroy(&h->wake);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+    w->events = NULL;
+}
+
+static ssize_t on_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct web_sub *s = cls;
+    pthread_mutex_lock(&s->lock);
+    if (atomic_load(&s->hub->stop)) {
+        pthread_mutex_unlock(&s->lock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    size_t n = s->len < max ? s->len : max;
+    if (n > 0) {
+        memcpy(buf, s->buf, n);
+        memmove(s->buf, s->buf + n, s->len - n);
+        s->len -= n;
+    } else {
+        s->suspended = true;
+        MHD_suspend_connection(s->conn);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return (ssize_t)n;
+}
+
+static void on_free(void *cls)
+{
+    struct web_sub *s = cls;
+    pthread_mutex_lock(&s->lock);
+    s->closed = true;
+    s->suspended = false;
+    pthread_mutex_unlock(&s->lock);
+    sub_unref(s);
+}
+
+int web__route_events(struct web *w, struct MHD_Connection *c)
+{
+    struct web_events *h = w->events;
+    if (!h || !w->live)
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                               "no live state attached");
+    struct web_sub *s = calloc(1, sizeof *s);
+    if (!s)
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    pthread_mutex_init(&s->lock, NULL);
+    s->conn = c;
+    s->hub = h;
+    atomic_init(&s->refs, 2);
+    /* The client reconnects 2 s after a lost stream; "hello" says the stream is up. */
+    static const char hello[] = "retry: 2000\nevent: hello\ndata: {}\n\n";
+    memcpy(s->buf, hello, sizeof hello - 1);
+    s->len = sizeof hello - 1;
+
+    pthread_mutex_lock(&h->lock);
+    bool full = h->n_subs >= h->max_subs || atomic_load(&h->stop);
+    if (!full) {
+        s->next = h->subs;
+        h->subs = s;
+        h->n_subs++;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (full) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                               "too many event streams");
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, WEB_EVENTS_BLOCK, on_read, s, on_free);
+    if (!resp) {
+        on_free(s); /* the hub's reference goes at the next pass */
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    return web__queue(w, c, MHD_HTTP_OK, resp);
+}
