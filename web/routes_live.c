@@ -64,12 +64,54 @@ static int param_page(struct web *w, struct MHD_Connection *c, int64_t *rank, in
     return 0;
 }
 
+/* Folds rows[0, n) into max_points even buckets of consecutive rows, in place: each bucket keeps
+ * its first row's step, rank, start, names and source, ends at its last row's end, and has the
+ * mean total and samples and the mean stages (over the rows with points; a bucket without any
+ * keeps source NONE). Returns the new row count. */
+static size_t downsample_steps(struct live_step_row *rows, size_t n, size_t max_points)
+{
+    if (max_points == 0 || n <= max_points)
+        return n;
+    for (size_t k = 0; k < max_points; k++) {
+        size_t lo = n * k / max_points, hi = n * (k + 1) / max_points;
+        struct live_step_row out = rows[lo];
+        double total = 0, samples = 0, iv = 0, fb = 0, tail = 0;
+        size_t n_samples = 0, n_points = 0;
+        for (size_t i = lo; i < hi; i++) {
+            const struct live_step_row *r = &rows[i];
+            total += (double)r->total_ns;
+            if (r->samples >= 0) {
+                samples += (double)r->samples;
+                n_samples++;
+            }
+            if (r->source != LIVE_POINTS_NONE) {
+                iv += (double)r->interval_ns;
+                fb += (double)r->fp_bp_ns;
+                tail += (double)r->tail_ns;
+                if (n_points++ == 0)
+                    out.source = r->source;
+            }
+        }
+        out.end_ns = rows[hi - 1].end_ns;
+        out.total_ns = (int64_t)(total / (double)(hi - lo));
+        out.samples = n_samples ? (int64_t)(samples / (double)n_samples) : -1;
+        if (n_points) {
+            out.interval_ns = (int64_t)(iv / (double)n_points);
+            out.fp_bp_ns = (int64_t)(fb / (double)n_points);
+            out.tail_ns = (int64_t)(tail / (double)n_points);
+        }
+        rows[k] = out;
+    }
+    return max_points;
+}
+
 static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    int64_t rank, offset, limit;
+    int64_t rank, offset, limit, max_points;
     bool csv;
     int mhd;
-    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0)
+    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0 ||
+        web__param_i64(w, c, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points, &mhd) < 0)
         return mhd;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
@@ -77,6 +119,7 @@ static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_
         int r = live_query_steps(snap, rank, (size_t)offset, (size_t)limit, &rows, &n, &total);
         if (r < 0)
             return web__send_store_error(w, c, r, "live_query_steps");
+        n = downsample_steps(rows, n, (size_t)max_points);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
