@@ -1,88 +1,211 @@
 // SPDX-License-Identifier: MIT
-// stepscope dashboard (placeholder): fetches /api/v1/jobs and fills the jobs table. Every value
-// from the API goes into the page through textContent or element properties, never innerHTML, so
-// a job or host name cannot become markup. Refreshes every 5 seconds.
+// The stepscope dashboard: a hash router over plain ES-module views, live updates from the
+// daemon's Server-Sent Events (/api/v1/events), and the page state in the URL hash so a view can
+// be shared or reloaded:
+//
+//   #/jobs?q=bert                       the jobs list (search)
+//   #/job/3/overview?rank=0             a view of job 3 (overview, step-trace, operators,
+//                                       queues, timeline, ranks, summary, benchmark)
+//
+// A view module exports render(ctx) → Node (async); ctx.params is the hash's query, and
+// ctx.set(params) updates it without a reload. When the stream says the open job changed, the
+// view is rendered again off-screen and swapped in (at most once a second), unless the module
+// exports live = false (the timeline keeps its zoom).
+import { getJSON, ApiError } from './api.js';
+import { el, note } from './dom.js';
+import { destroyCharts, mountCharts } from './charts.js';
+import * as jobs from './views/jobs.js';
+import * as overview from './views/overview.js';
+import * as steptrace from './views/steptrace.js';
+import * as operators from './views/operators.js';
+import * as queues from './views/queues.js';
+import * as timeline from './views/timeline.js';
+import * as ranks from './views/ranks.js';
+import * as extra from './views/extra.js';
 
-const REFRESH_MS = 5000;
+const VIEWS = [
+  ['overview', 'Overview', overview],
+  ['step-trace', 'Step trace', steptrace],
+  ['operators', 'Operators', operators],
+  ['queues', 'Data queues', queues],
+  ['timeline', 'Timeline', timeline],
+  ['ranks', 'Ranks', ranks],
+  ['summary', 'Summaries', extra.summary],
+  ['benchmark', 'Benchmark', extra.benchmark],
+];
+const REFRESH_MIN_MS = 1000;
 
-function formatBytes(n) {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
+const viewRoot = document.getElementById('view');
+const nav = document.getElementById('nav');
+const crumb = document.getElementById('crumb');
+const rankBox = document.getElementById('rank-box');
+const liveDot = document.getElementById('live');
+const updated = document.getElementById('updated');
+
+let token = 0;          // the latest render; older ones are dropped when they finish
+let current = null;     // {route, job, jobInfo}
+let lastRefresh = 0;
+let refreshTimer = null;
+let refreshes = 0;
+
+export function parseHash(hash) {
+  const h = (hash || '').replace(/^#\/?/, '');
+  const [path, query] = h.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const params = Object.fromEntries(new URLSearchParams(query || ''));
+  if (parts[0] === 'job' && parts[1]) {
+    return { kind: 'job', job: parts[1], view: parts[2] || 'overview', params };
   }
-  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+  return { kind: 'jobs', params };
 }
 
-function formatTime(us) {
-  if (!us) return '';
-  return new Date(us / 1000).toLocaleString();
+export function makeHash(route, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) if (v !== undefined && v !== null && v !== '') q.set(k, v);
+  const qs = q.toString();
+  const path = route.kind === 'job'
+    ? `#/job/${encodeURIComponent(route.job)}/${route.view}` : '#/jobs';
+  return qs ? `${path}?${qs}` : path;
 }
 
-function cell(row, text, cls) {
-  const td = document.createElement('td');
-  td.textContent = String(text);
-  if (cls) td.className = cls;
-  row.appendChild(td);
-  return td;
+function setParams(route, params) {
+  // replaceState: typing in a search box should not flood the history.
+  const hash = makeHash(route, params);
+  if (hash !== location.hash) history.replaceState(null, '', hash);
+  route.params = params;
 }
 
-function renderJobs(jobs) {
-  const table = document.getElementById('jobs');
-  const tbody = table.tBodies[0];
-  const status = document.getElementById('status');
-  tbody.replaceChildren();
-  for (const job of jobs) {
-    const tr = document.createElement('tr');
-    cell(tr, job.id, 'num');
-    cell(tr, job.name);
-    cell(tr, job.ranks, 'num');
-    cell(tr, job.world_size, 'num');
-    cell(tr, job.steps, 'num');
-    cell(tr, job.events, 'num');
-    cell(tr, formatBytes(job.stored_bytes), 'num');
-    cell(tr, formatTime(job.last_seen_us));
-    cell(tr, job.live ? 'live' : '', job.live ? 'live' : '');
-    const td = cell(tr, '');
-    const a = document.createElement('a');
-    a.href = `/api/v1/jobs/${encodeURIComponent(job.id)}/timeline`;
-    a.textContent = 'download';
-    td.appendChild(a);
-    tbody.appendChild(tr);
+function renderNav(route, jobInfo) {
+  if (route.kind !== 'job') {
+    nav.replaceChildren();
+    crumb.replaceChildren(el('span', null, 'Jobs'));
+    rankBox.replaceChildren();
+    return;
   }
-  table.hidden = jobs.length === 0;
-  status.textContent = jobs.length === 0 ? 'No jobs yet.' : '';
-}
-
-async function getJSON(path) {
-  const res = await fetch(path, { headers: { Accept: 'application/json' } });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) {
-    const msg = body && body.error ? body.error.message : res.statusText;
-    throw new Error(`${res.status} ${msg}`);
+  const keep = route.params.rank !== undefined ? { rank: route.params.rank } : {};
+  nav.replaceChildren(...VIEWS.map(([key, label]) => el('a.nav-item', {
+    href: makeHash({ kind: 'job', job: route.job, view: key }, keep),
+    'aria-current': key === route.view ? 'page' : null, dataset: { view: key },
+  }, label)));
+  crumb.replaceChildren(
+    el('a', { href: '#/jobs' }, 'Jobs'), ' / ',
+    el('span.job-name', { title: `job ${jobInfo ? jobInfo.id : route.job}` }, jobInfo ? jobInfo.name : route.job),
+    jobInfo ? el(`span.badge.${jobInfo.live ? 'on' : 'off'}`, null, jobInfo.live ? 'running' : 'finished') : null);
+  const rankList = jobInfo && jobInfo.ranks_detail ? jobInfo.ranks_detail.map((r) => r.rank) : [];
+  if (rankList.length > 1) {
+    const sel = el('select#rank', { 'aria-label': 'rank', onchange: () => {
+      location.hash = makeHash(route, { ...route.params, rank: sel.value });
+    } }, rankList.map((r) => el('option', { value: r, selected: String(r) === String(route.params.rank ?? rankList[0]) }, `rank ${r}`)));
+    rankBox.replaceChildren(el('label', null, 'Rank ', sel));
+  } else {
+    rankBox.replaceChildren(rankList.length ? el('span.muted', null, `rank ${rankList[0]}`) : '');
   }
-  return body;
 }
 
-async function refresh() {
+async function render({ quiet = false } = {}) {
+  const my = ++token;
+  const route = parseHash(location.hash);
+  let jobInfo = null;
+  let module = jobs;
+  if (route.kind === 'job') {
+    const entry = VIEWS.find(([k]) => k === route.view);
+    if (!entry) {
+      route.view = 'overview';
+    }
+    module = (entry || VIEWS[0])[2];
+  }
+  if (!quiet) {
+    viewRoot.setAttribute('aria-busy', 'true');
+    if (!current || current.route.kind !== route.kind || current.route.view !== route.view || current.route.job !== route.job) {
+      destroyCharts();
+      viewRoot.replaceChildren(note('loading', 'Loading…'));
+    }
+  }
+  let node;
   try {
-    const data = await getJSON('/api/v1/jobs');
-    renderJobs(Array.isArray(data.jobs) ? data.jobs : []);
-  } catch (err) {
-    document.getElementById('status').textContent = `Cannot load jobs: ${err.message}`;
+    if (route.kind === 'job') {
+      jobInfo = await getJSON(`/api/v1/jobs/${encodeURIComponent(route.job)}`);
+      if (route.params.rank === undefined && jobInfo.ranks_detail && jobInfo.ranks_detail.length) {
+        route.params.rank = String(jobInfo.ranks_detail[0].rank);
+      }
+    }
+    const ctx = {
+      route,
+      job: jobInfo ? String(jobInfo.id) : null,
+      jobInfo,
+      params: { ...route.params },
+      rank: route.params.rank,
+      set: (p) => setParams(route, p),
+      go: (hash) => { location.hash = hash; },
+      hashFor: (view, params) => makeHash({ kind: 'job', job: route.job, view }, params),
+      refresh: () => render({ quiet: true }),
+    };
+    node = await module.render(ctx);
+  } catch (e) {
+    const msg = e instanceof ApiError && e.status === 404 && route.kind === 'job'
+      ? `No job "${route.job}".` : `Cannot load this view: ${e.message}`;
+    node = note('error', msg);
+    console.warn(e);
   }
+  if (my !== token) return; // a newer render started meanwhile
+  renderNav(route, jobInfo);
+  destroyCharts();
+  viewRoot.replaceChildren(node);
+  viewRoot.removeAttribute('aria-busy');
+  viewRoot.dataset.view = route.kind === 'job' ? route.view : 'jobs';
+  viewRoot.dataset.renders = String(++refreshes);
+  mountCharts();
+  current = { route, jobInfo, module };
+  lastRefresh = Date.now();
+  updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+}
+
+// A live event: refresh the open view if it shows that job (or the jobs list), at most once
+// per REFRESH_MIN_MS.
+function onJobChanged(jobId) {
+  if (!current) return;
+  const { route, jobInfo, module } = current;
+  const mine = route.kind === 'jobs' || (jobInfo && String(jobInfo.id) === String(jobId));
+  if (!mine || module.live === false) return;
+  if (refreshTimer) return;
+  const wait = Math.max(0, REFRESH_MIN_MS - (Date.now() - lastRefresh));
+  refreshTimer = setTimeout(() => {
+    refreshTimer = null;
+    render({ quiet: true });
+  }, wait);
+}
+
+function connectEvents() {
+  if (typeof EventSource !== 'function') return;
+  const es = new EventSource('/api/v1/events');
+  const state = (s, text) => {
+    liveDot.dataset.state = s;
+    liveDot.textContent = text;
+    liveDot.title = s === 'on' ? 'Live: the page updates as the daemon receives data' : 'Not connected to the live stream; retrying';
+  };
+  es.addEventListener('hello', () => state('on', 'live'));
+  es.addEventListener('ping', () => state('on', 'live'));
+  es.addEventListener('job', (ev) => {
+    state('on', 'live');
+    try {
+      onJobChanged(JSON.parse(ev.data).job);
+    } catch (e) {
+      console.warn('bad event', e);
+    }
+  });
+  es.onerror = () => state('off', 'offline');
 }
 
 async function showVersion() {
   try {
     const h = await getJSON('/api/v1/health');
     document.getElementById('version').textContent = `v${h.version}`;
-  } catch {
-    // The version is decoration; the jobs table reports errors.
+  } catch (e) {
+    document.getElementById('version').textContent = 'daemon unreachable';
   }
 }
 
+window.addEventListener('hashchange', () => render());
 showVersion();
-refresh();
-setInterval(refresh, REFRESH_MS);
+connectEvents();
+render();

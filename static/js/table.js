@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// A table with search, sort by any column, paging and CSV download, all on the rows it was
+// given (the views fetch whole tables; the daemon caps them). State (search, sort, order, page)
+// comes from and goes to the caller, which keeps it in the URL hash.
+import { el, download, toCsv } from './dom.js';
+
+// opts: {id, columns: [{key, label, num, fmt(v, row)}], rows, state: {q, sort, order, page},
+//        onState(newState), pageSize, onRow(row), csv: file name, searchKeys: [keys]}
+export function dataTable(opts) {
+  const pageSize = opts.pageSize || 20;
+  const st = { q: '', sort: '', order: 'desc', page: 0, ...opts.state };
+  const keys = opts.searchKeys || opts.columns.filter((c) => !c.num).map((c) => c.key);
+  const root = el('div.table-wrap', { dataset: { table: opts.id } });
+
+  const search = el('input.search', {
+    type: 'search', placeholder: 'Search', value: st.q, 'aria-label': 'search',
+    oninput: () => { st.q = search.value; st.page = 0; changed(); },
+  });
+  const csvBtn = el('button.btn', { type: 'button', dataset: { csv: opts.id },
+    onclick: () => download(opts.csv || `${opts.id}.csv`, toCsv(opts.columns, filtered())) },
+  'CSV');
+  const info = el('span.muted.count');
+  const table = el('table.data');
+  const pager = el('div.pager');
+  root.append(el('div.table-tools', null, search, info, csvBtn), table, pager);
+
+  function filtered() {
+    const q = st.q.trim().toLowerCase();
+    let rows = opts.rows;
+    if (q) rows = rows.filter((r) => keys.some((k) => String(r[k] ?? '').toLowerCase().includes(q)));
+    if (st.sort) {
+      const col = opts.columns.find((c) => c.key === st.sort);
+      const dir = st.order === 'asc' ? 1 : -1;
+      rows = [...rows].sort((a, b) => {
+        const x = a[st.sort];
+        const y = b[st.sort];
+        if (x === y) return 0;
+        if (x === null || x === undefined) return 1;
+        if (y === null || y === undefined) return -1;
+        if (col && col.num) return (x - y) * dir;
+        return String(x).localeCompare(String(y)) * dir;
+      });
+    }
+    return rows;
+  }
+
+  function changed() {
+    draw();
+    if (opts.onState) opts.onState({ q: st.q, sort: st.sort, order: st.order, page: st.page });
+  }
+
+  function draw() {
+    const rows = filtered();
+    const pages = Math.max(1, Math.ceil(rows.length / pageSize));
+    if (st.page >= pages) st.page = pages - 1;
+    const head = el('tr', null, opts.columns.map((c) => {
+      const arrow = st.sort === c.key ? (st.order === 'asc' ? ' ▲' : ' ▼') : '';
+      return el(`th${c.num ? '.num' : ''}`, {
+        dataset: { sort: c.key }, tabindex: 0, 'aria-sort': st.sort === c.key ? (st.order === 'asc' ? 'ascending' : 'descending') : null,
+        onclick: () => {
+          if (st.sort === c.key) st.order = st.order === 'asc' ? 'desc' : 'asc';
+          else { st.sort = c.key; st.order = c.num ? 'desc' : 'asc'; }
+          st.page = 0;
+          changed();
+        },
+      }, c.label + arrow);
+    }));
+    const body = el('tbody');
+    for (const r of rows.slice(st.page * pageSize, (st.page + 1) * pageSize)) {
+      const tr = el('tr', opts.onRow ? { class: 'clickable', onclick: () => opts.onRow(r) } : null,
+        opts.columns.map((c) => {
+          const td = el(`td${c.num ? '.num' : ''}`, null, c.fmt ? c.fmt(r[c.key], r) : (r[c.key] ?? '—'));
+          if (c.cell) c.cell(td, r);
+          return td;
+        }));
+      body.appendChild(tr);
+    }
+    if (rows.length === 0) {
+      body.appendChild(el('tr', null, el('td.empty', { colspan: opts.columns.length },
+        opts.rows.length ? 'No row matches the search.' : (opts.empty || 'No rows yet.'))));
+    }
+    table.replaceChildren(el('thead', null, head), body);
+    info.textContent = `${rows.length} of ${opts.rows.length} rows`;
+    const go = (p) => { st.page = p; changed(); };
+    pager.replaceChildren(
+      el('button.btn', { type: 'button', disabled: st.page === 0, dataset: { page: 'prev' }, onclick: () => go(st.page - 1) }, '‹ Prev'),
+      el('span.page-no', null, `Page ${st.page + 1} of ${pages}`),
+      el('button.btn', { type: 'button', disabled: st.page >= pages - 1, dataset: { page: 'next' }, onclick: () => go(st.page + 1) }, 'Next ›'));
+  }
+
+  draw();
+  return root;
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+// Data queues (seed 001, Figures 5 and 6). Step-gap tab: the rank's verdict, its host and device
+// queue sizes per step, and every queue's statistics. Data-process tab: the pipeline graph
+// (sources on the left, the op feeding the device on the right) with each op's output-queue
+// usage; the bottleneck is highlighted with its suggestion; a click on an op shows its queue's
+// usage over time and the operators on both sides of it.
+import { getOptional, jobPath } from '../api.js';
+import { el, card, note, fmtNum, fmtPct, tabs } from '../dom.js';
+import { chart, PALETTE } from '../charts.js';
+import { dataTable } from '../table.js';
+import { kpi } from './overview.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+// Usage of each pipeline queue as this page saw it, per job/rank/op: the daemon keeps only the
+// latest pipeline record, so the history is what live updates brought while the page was open.
+const usageHistory = new Map();
+
+function svg(tag, attrs, ...children) {
+  const n = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v));
+  for (const c of children) n.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+  return n;
+}
+
+const pct = (u) => (u === null || u === undefined ? 'n/a' : `${Math.round(u * 100)} %`);
+
+function stepGap(ctx, doc) {
+  if (!doc || !doc.queues.length) return note('empty', 'No queue records for this rank.');
+  const v = (doc.verdicts || [])[0];
+  const host = doc.queues.find((q) => v && q.name === v.host_queue) || doc.queues.find((q) => q.role === 'host');
+  const dev = doc.queues.find((q) => v && q.name === v.device_queue) || doc.queues.find((q) => q.role === 'device');
+  const shown = [host, dev].filter(Boolean);
+  const steps = [...new Set(shown.flatMap((q) => q.series.map((p) => p.step)))].sort((a, b) => a - b);
+  const datasets = shown.map((q, i) => {
+    const by = new Map(q.series.map((p) => [p.step, p.size]));
+    return { label: `${q.name} (${q.role})`, data: steps.map((s) => by.get(s) ?? null), borderColor: PALETTE[i], backgroundColor: PALETTE[i], pointRadius: 0, stepped: true, spanGaps: true };
+  });
+  const cols = [
+    { key: 'name', label: 'queue' }, { key: 'role', label: 'role' },
+    { key: 'samples', label: 'samples', num: true, fmt: fmtNum },
+    { key: 'empty', label: 'empty', num: true, fmt: fmtNum },
+    { key: 'empty_ratio', label: 'empty %', num: true, fmt: (x) => fmtPct(x * 100) },
+    { key: 'full_ratio', label: 'full %', num: true, fmt: (x) => fmtPct(x * 100) },
+    { key: 'avg_size', label: 'avg size', num: true, fmt: fmtNum },
+    { key: 'max_size', label: 'max size', num: true, fmt: fmtNum },
+    { key: 'capacity', label: 'capacity', num: true, fmt: fmtNum },
+  ];
+  return [
+    v && v.status ? el(`div.verdict.v-${v.status}`, { dataset: { verdict: v.status } }, el('strong', null, v.status.replace(/_/g, ' ')), el('p', null, v.message)) : note('empty', 'No host queue: no verdict.'),
+    v && v.status ? el('div.kpis', null,
+      kpi('host queue empty', `${v.host_empty} / ${v.host_total}`, 'host-empty'),
+      kpi('device queue empty', `${v.device_empty} / ${v.device_total}`, 'device-empty'),
+      kpi('host empty %', fmtPct(v.host_empty_percent), 'host-empty-pct')) : null,
+    shown.length ? chart({
+      type: 'line', data: { labels: steps, datasets },
+      options: { scales: { x: { title: { display: true, text: 'step' }, ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true, title: { display: true, text: 'queue size' } } } },
+    }, { id: 'queue-sizes' }) : null,
+    dataTable({ id: 'queues', columns: cols, rows: doc.queues, csv: `job${ctx.job}-queues.csv` }),
+  ];
+}
+
+function layout(ops) {
+  const byId = new Map(ops.map((o) => [o.id, o]));
+  const depth = new Map();
+  const depthOf = (o, seen = new Set()) => {
+    if (depth.has(o.id)) return depth.get(o.id);
+    if (seen.has(o.id) || o.parent === -1 || !byId.has(o.parent)) return 0;
+    seen.add(o.id);
+    const d = depthOf(byId.get(o.parent), seen) + 1;
+    depth.set(o.id, d);
+    return d;
+  };
+  for (const o of ops) depth.set(o.id, depthOf(o));
+  const maxDepth = Math.max(0, ...depth.values());
+  const rows = new Map();
+  const pos = new Map();
+  for (const o of ops) {
+    const d = depth.get(o.id);
+    const r = rows.get(d) || 0;
+    rows.set(d, r + 1);
+    pos.set(o.id, { x: (maxDepth - d) * 210 + 10, y: r * 90 + 10 });
+  }
+  return { pos, width: (maxDepth + 1) * 210 + 10, height: Math.max(...rows.values(), 1) * 90 + 10 };
+}
+
+function pipelineGraph(ctx, doc, selected, onPick) {
+  const { pos, width, height } = layout(doc.ops);
+  const flagged = new Map((doc.bottlenecks || []).map((b) => [b.op_id, b]));
+  const g = svg('svg', { viewBox: `0 0 ${width} ${height}`, width, height, class: 'pipeline', role: 'img', 'aria-label': 'pipeline graph' });
+  for (const o of doc.ops) {
+    if (o.parent === -1 || !pos.has(o.parent)) continue;
+    const a = pos.get(o.id);
+    const b = pos.get(o.parent);
+    g.appendChild(svg('line', { x1: a.x + 160, y1: a.y + 30, x2: b.x, y2: b.y + 30, class: 'edge' }));
+    const qx = (a.x + 160 + b.x) / 2;
+    const qy = (a.y + b.y) / 2 + 30;
+    const q = svg('g', { class: `queue${selected === o.id ? ' selected' : ''}`, 'data-queue': o.id, tabindex: 0 },
+      svg('rect', { x: qx - 22, y: qy - 11, width: 44, height: 22, rx: 4 }),
+      svg('text', { x: qx, y: qy + 4, 'text-anchor': 'middle' }, pct(o.queue_usage)));
+    q.addEventListener('click', () => onPick(o.id));
+    g.appendChild(q);
+  }
+  for (const o of doc.ops) {
+    const p = pos.get(o.id);
+    const cls = ['op', flagged.has(o.id) ? 'bottleneck' : '', selected === o.id ? 'selected' : ''].join(' ');
+    const node = svg('g', { class: cls, 'data-op': o.id, tabindex: 0 },
+      svg('rect', { x: p.x, y: p.y, width: 160, height: 60, rx: 6 }),
+      svg('text', { x: p.x + 80, y: p.y + 24, 'text-anchor': 'middle', class: 'op-type' }, String(o.type)),
+      svg('text', { x: p.x + 80, y: p.y + 44, 'text-anchor': 'middle', class: 'op-sub' }, `#${o.id} · ${o.num_workers} workers · ${pct(o.queue_usage)}`));
+    node.addEventListener('click', () => onPick(o.id));
+    g.appendChild(node);
+  }
+  return el('div.graph-scroll', null, g);
+}
+
+function opDetail(ctx, doc, id) {
+  const o = doc.ops.find((x) => x.id === id);
+  if (!o) return note('info', 'Click an operator or a queue to see its queue over time and its neighbours.');
+  const key = `${ctx.job}/${ctx.rank}/${o.id}`;
+  const hist = usageHistory.get(key) || [];
+  const name = (x) => (x ? `${x.type} #${x.id}` : '—');
+  const parent = doc.ops.find((x) => x.id === o.parent);
+  const kids = o.children.map((c) => doc.ops.find((x) => x.id === c)).filter(Boolean);
+  const b = (doc.bottlenecks || []).find((x) => x.op_id === o.id);
+  return el('div.op-detail', { dataset: { detail: o.id } },
+    el('h4', null, `${o.type} #${o.id}: output queue`),
+    el('dl.points', null,
+      el('dt', null, 'usage'), el('dd', { dataset: { field: 'usage' } }, pct(o.queue_usage)),
+      el('dt', null, 'capacity'), el('dd', null, o.queue_capacity ?? 'n/a'),
+      el('dt', null, 'workers'), el('dd', null, o.num_workers),
+      el('dt', null, 'input side (children)'), el('dd', { dataset: { field: 'inputs' } }, kids.length ? kids.map(name).join(', ') : 'none (a source)'),
+      el('dt', null, 'output side (parent)'), el('dd', { dataset: { field: 'output' } }, parent ? name(parent) : 'none (the root)')),
+    b ? el('div.verdict.v-data_process', null, el('strong', null, 'Bottleneck'), el('p', null, b.message)) : null,
+    hist.length > 1 ? chart({
+      type: 'line',
+      data: { labels: hist.map((h) => new Date(h.t).toLocaleTimeString()), datasets: [{ label: 'usage %', data: hist.map((h) => (h.u === null ? null : h.u * 100)), borderColor: PALETTE[3], pointRadius: 2 }] },
+      options: { scales: { y: { beginAtZero: true, max: 100 } } },
+    }, { id: 'queue-usage', height: 160 }) : el('p.muted', null, 'Usage over time: the daemon keeps the latest pipeline record; this page charts each new one as it arrives.'));
+}
+
+function dataProcess(ctx, doc) {
+  if (!doc) return note('empty', 'No pipeline record for this rank (MindSpore\'s dataset pipeline sends one).');
+  for (const o of doc.ops) {
+    const key = `${ctx.job}/${ctx.rank}/${o.id}`;
+    const h = usageHistory.get(key) || [];
+    if (!h.length || h[h.length - 1].u !== o.queue_usage) h.push({ t: Date.now(), u: o.queue_usage });
+    usageHistory.set(key, h.slice(-500));
+  }
+  const selected = ctx.params.op !== undefined ? Number(ctx.params.op) : null;
+  const detail = el('div.detail-slot', null, opDetail(ctx, doc, selected));
+  const wrap = el('div');
+  const pick = (id) => ctx.go(ctx.hashFor('queues', { rank: ctx.rank, tab: 'process', op: id }));
+  wrap.append(pipelineGraph(ctx, doc, selected, pick));
+  const findings = doc.bottlenecks === null
+    ? note('info', 'No op carries queue figures: no bottleneck analysis.')
+    : doc.bottlenecks.length
+      ? el('ul.findings', null, doc.bottlenecks.map((b) => el('li', { dataset: { bottleneck: b.op_id } }, el('strong', null, `${b.type} #${b.op_id}`), `: ${b.message}`)))
+      : note('empty', 'No bottleneck found.');
+  return [wrap, findings, detail];
+}
+
+export async function render(ctx) {
+  const tab = ctx.params.tab === 'process' ? 'process' : 'gap';
+  const bar = tabs([['gap', 'Step gap'], ['process', 'Data process']], tab, (t) => ctx.go(ctx.hashFor('queues', { rank: ctx.rank, tab: t })));
+  const body = tab === 'gap'
+    ? stepGap(ctx, await getOptional(jobPath(ctx.job, 'queues', { rank: ctx.rank })))
+    : dataProcess(ctx, await getOptional(jobPath(ctx.job, 'pipeline', { rank: ctx.rank })));
+  return el('div.page', null, card(tab === 'gap' ? 'Step gap: data queues' : 'Data process: pipeline', { id: `queues-${tab}`, cls: 'wide', actions: bar }, body));
+}

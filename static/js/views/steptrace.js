@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// Step trace (seed 001, Figure 2): the average over the steps or one chosen step, with the
+// stages as bars from their start to their finish, the FP/BP points used, charts of interval,
+// FP+BP and tail over the steps (downsampled by the API to MAX_POINTS), the steps table (a click
+// chooses that step) and the torch-style breakdown when the daemon has that route.
+import { getJSON, getOptional, hasRoute, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtNum, fmtPct } from '../dom.js';
+import { chart, PALETTE, msAxis } from '../charts.js';
+import { dataTable } from '../table.js';
+import { MAX_POINTS, kpi } from './overview.js';
+import { genericDoc } from './extra.js';
+
+const TABLE_ROWS_MAX = 20000;
+const STAGE_LABEL = { interval: 'Step interval', fp_bp: 'Forward + backward', tail: 'Step tail' };
+
+function stageBars(t) {
+  const total = t.total_us || 1;
+  return el('div.stages', null, t.stages.map((s, i) => {
+    const bar = el(`div.stage-bar.c${i}`);
+    // Position and width from the numbers (CSSOM, allowed by the CSP).
+    bar.style.marginLeft = `${(100 * s.start_us) / total}%`;
+    bar.style.width = `${Math.max(0.5, (100 * s.dur_us) / total)}%`;
+    return el('div.stage', { dataset: { stage: s.name } },
+      el('div.stage-label', null, STAGE_LABEL[s.name] || s.name),
+      el('div.stage-track', null, bar),
+      el('div.stage-num', null, `${fmtUs(s.dur_us)} (${fmtPct(s.percent)})`),
+      el('div.stage-range.muted', null, `${fmtUs(s.start_us)} → ${fmtUs(s.start_us + s.dur_us)}`));
+  }));
+}
+
+function pointsBox(t) {
+  const p = t.points || {};
+  const rows = [['source', p.source], ['FP start', p.fp_start || '—'], ['FP origin', p.fp_origin || '—'],
+    ['BP end', p.bp_end || '—'], ['BP origin', p.bp_origin || '—'], ['from step', p.step]];
+  return el('dl.points', null, rows.map(([k, v]) => [el('dt', null, k), el('dd', { dataset: { point: k } }, v ?? '—')]));
+}
+
+function lineChart(rows, key, label, color, id) {
+  return chart({
+    type: 'line',
+    data: { labels: rows.map((r) => r.step), datasets: [{ label, data: rows.map((r) => (r[key] === null ? null : r[key] / 1000)), borderColor: color, backgroundColor: color, pointRadius: 0, borderWidth: 1.5 }] },
+    options: { scales: { x: { title: { display: true, text: 'step' }, ticks: { maxTicksLimit: 10 } }, y: msAxis('ms') }, plugins: { legend: { display: false } } },
+  }, { id, height: 180 });
+}
+
+export async function render(ctx) {
+  const { rank } = ctx;
+  const step = ctx.params.step;
+  const [trace, series, breakdown] = await Promise.all([
+    getOptional(jobPath(ctx.job, 'step-trace', { rank, step })),
+    getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 })),
+    hasRoute('/api/v1/jobs/{job}/breakdown')
+      .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank })) : null))
+      .catch((e) => ({ error: e })),
+  ]);
+  const total = series.total;
+  const offset = Math.max(0, total - TABLE_ROWS_MAX);
+  const table = total > MAX_POINTS
+    ? await getJSON(jobPath(ctx.job, 'steps', { rank, offset, limit: TABLE_ROWS_MAX }))
+    : series;
+
+  const input = el('input#step-input', { type: 'number', min: 0, placeholder: 'step', value: step || '', 'aria-label': 'step' });
+  const choose = (v) => ctx.go(ctx.hashFor('step-trace', { rank, step: v }));
+  const controls = el('form.controls', { onsubmit: (e) => { e.preventDefault(); choose(input.value); } },
+    el('button.btn', { type: 'button', 'aria-pressed': step ? 'false' : 'true', dataset: { choose: 'average' }, onclick: () => choose('') }, 'Average'),
+    el('label', null, 'Step ', input), el('button.btn', { type: 'submit' }, 'Show'));
+
+  let head;
+  if (!trace) {
+    head = note('empty', step ? `Step ${step} has no FP/BP points on rank ${rank} (or does not exist).` : 'No step with FP/BP points yet.');
+  } else {
+    const title = trace.step === 'average'
+      ? `Average of ${fmtNum(trace.n_steps)} steps (${trace.first_step}–${trace.last_step})`
+      : `Step ${trace.step}`;
+    head = [
+      el('div.kpis', null, kpi('step', fmtUs(trace.total_us), 'total'), kpi('interval', fmtUs(trace.interval_us), 'interval'),
+        kpi('FP+BP', fmtUs(trace.fp_bp_us), 'fp_bp'), kpi('tail', fmtUs(trace.tail_us), 'tail')),
+      el('h4#trace-title', null, title),
+      stageBars(trace),
+    ];
+  }
+  const tableCols = [
+    { key: 'step', label: 'step', num: true },
+    { key: 'total_us', label: 'total', num: true, fmt: fmtUs },
+    { key: 'interval_us', label: 'interval', num: true, fmt: fmtUs },
+    { key: 'fp_bp_us', label: 'FP+BP', num: true, fmt: fmtUs },
+    { key: 'tail_us', label: 'tail', num: true, fmt: fmtUs },
+    { key: 'samples', label: 'samples', num: true, fmt: fmtNum },
+    { key: 'source', label: 'points' },
+    { key: 'fp_start', label: 'FP start' },
+    { key: 'bp_end', label: 'BP end' },
+  ];
+  let bd;
+  if (breakdown && breakdown.error) bd = note('error', `Cannot load the breakdown: ${breakdown.error.message}`);
+  else if (!breakdown) bd = note('unavailable', 'Breakdown unavailable: this daemon has no /breakdown route.');
+  else bd = genericDoc(breakdown, 'breakdown');
+
+  return el('div.page', null,
+    card('Step trace', { id: 'trace', cls: 'wide', actions: controls }, head,
+      trace ? el('div.two', null, el('div', null, el('h4', null, 'FP/BP points'), pointsBox(trace))) : null),
+    series.rows.length ? el('div.grid3', null,
+      card('Step interval', { id: 'c-interval' }, lineChart(series.rows, 'interval_us', 'interval', PALETTE[0], 'chart-interval')),
+      card('Forward + backward', { id: 'c-fpbp' }, lineChart(series.rows, 'fp_bp_us', 'FP+BP', PALETTE[1], 'chart-fpbp')),
+      card('Step tail', { id: 'c-tail' }, lineChart(series.rows, 'tail_us', 'tail', PALETTE[2], 'chart-tail'))) : null,
+    card('Steps', { id: 'steps', cls: 'wide' },
+      offset ? note('info', `The last ${fmtNum(TABLE_ROWS_MAX)} of ${fmtNum(total)} steps; the CSV of all: `) : null,
+      offset ? el('a', { href: jobPath(ctx.job, 'steps', { rank, limit: 100000, format: 'csv' }) }, 'steps.csv') : null,
+      dataTable({ id: 'steps', columns: tableCols, rows: table.rows, csv: `job${ctx.job}-rank${rank}-steps.csv`,
+        state: { q: ctx.params.q || '', sort: ctx.params.sort || '', order: ctx.params.order || 'desc', page: Number(ctx.params.page || 0) },
+        onState: (s) => ctx.set({ ...ctx.params, ...s }),
+        onRow: (r) => choose(String(r.step)) })),
+    card('Breakdown per step', { id: 'breakdown', cls: 'wide' }, bd));
+}

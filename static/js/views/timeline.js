@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+// Timeline (seed 001, Figure 7): the download of the whole job (a Chrome trace Perfetto and
+// chrome://tracing load), and an in-page view of one step of one rank: each (process, thread)
+// is a row of the canvas, nested spans stack inside it; W/S zoom in and out, A/D pan (as in
+// chrome://tracing), the mouse wheel zooms too; a click on a span shows its name, times and
+// args. The step's trace comes from /timeline?ranks=R&step=N, capped at MAX_BYTES.
+import { getJSON, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtNum } from '../dom.js';
+
+export const live = false; // a live refresh would reset the zoom; the step's data is fixed
+
+const MAX_BYTES = 16 * 1024 * 1024;
+const LANE = 18;
+const ROW_GAP = 6;
+const LABEL_W = 150;
+const AXIS_H = 22;
+
+function colorFor(name) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return `hsl(${h % 360}, 55%, 62%)`;
+}
+
+// Rows of spans by (pid, tid) with their nesting depth, from a Chrome trace document.
+export function buildRows(doc) {
+  const names = new Map();
+  const spans = new Map();
+  for (const e of doc.traceEvents || []) {
+    const key = `${e.pid}\u0000${e.tid}`;
+    if (e.ph === 'M') {
+      if (e.name === 'thread_name' && e.args) names.set(key, String(e.args.name));
+      if (e.name === 'process_name' && e.args) names.set(`${e.pid}\u0000`, String(e.args.name));
+      continue;
+    }
+    if (e.ph !== 'X' || typeof e.ts !== 'number') continue;
+    if (!spans.has(key)) spans.set(key, []);
+    spans.get(key).push({ name: String(e.name ?? ''), cat: e.cat, ts: e.ts, dur: Number(e.dur) || 0, pid: e.pid, tid: e.tid, args: e.args });
+  }
+  const rows = [];
+  for (const [key, list] of spans) {
+    list.sort((a, b) => a.ts - b.ts || b.dur - a.dur);
+    const ends = [];
+    let depth = 0;
+    for (const s of list) {
+      while (ends.length && ends[ends.length - 1] <= s.ts) ends.pop();
+      s.depth = ends.length;
+      ends.push(s.ts + s.dur);
+      depth = Math.max(depth, s.depth + 1);
+    }
+    const [pid, tid] = key.split('\u0000');
+    const proc = names.get(`${pid}\u0000`);
+    rows.push({ pid, tid, label: `${proc || `pid ${pid}`} · ${names.get(key) || `tid ${tid}`}`, spans: list, depth });
+  }
+  rows.sort((a, b) => String(a.pid).localeCompare(String(b.pid), 'en', { numeric: true }) || String(a.tid).localeCompare(String(b.tid), 'en', { numeric: true }));
+  return rows;
+}
+
+function viewer(rows, info) {
+  let top = AXIS_H;
+  for (const r of rows) {
+    r.top = top;
+    top += r.depth * LANE + ROW_GAP;
+  }
+  const height = top + 4;
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const r of rows) for (const s of r.spans) { t0 = Math.min(t0, s.ts); t1 = Math.max(t1, s.ts + s.dur); }
+  if (!(t1 > t0)) t1 = t0 + 1;
+  const full = [t0, t1];
+  const canvas = el('canvas#timeline-canvas', { tabindex: 0, 'aria-label': 'timeline: W/S zoom, A/D pan, click a span' });
+  const details = el('div.span-details', { dataset: { details: '' } }, note('info', 'Click a span to see its name, times and args.'));
+  const hint = el('p.muted.small', null, 'W/S zoom · A/D pan · wheel zooms · click a span for details');
+  let selected = null;
+
+  function draw() {
+    const dpr = window.devicePixelRatio || 1;
+    const width = Math.max(400, canvas.parentElement ? canvas.parentElement.clientWidth : 900);
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    canvas.dataset.t0 = String(t0);
+    canvas.dataset.t1 = String(t1);
+    const g = canvas.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const css = getComputedStyle(document.documentElement);
+    const fg = css.getPropertyValue('--fg').trim() || '#222';
+    const grid = css.getPropertyValue('--line').trim() || '#ccc';
+    g.clearRect(0, 0, width, height);
+    g.font = '11px system-ui, sans-serif';
+    const w = width - LABEL_W;
+    const x = (t) => LABEL_W + ((t - t0) / (t1 - t0)) * w;
+    // Axis: five ticks relative to the step's start.
+    g.fillStyle = fg;
+    g.strokeStyle = grid;
+    for (let i = 0; i <= 5; i++) {
+      const t = t0 + ((t1 - t0) * i) / 5;
+      const px = x(t);
+      g.beginPath();
+      g.moveTo(px, AXIS_H - 4);
+      g.lineTo(px, height);
+      g.stroke();
+      g.fillText(`+${fmtUs(t - full[0])}`, Math.min(px + 2, width - 60), 12);
+    }
+    let drawn = 0;
+    for (const r of rows) {
+      g.fillStyle = fg;
+      g.fillText(r.label.slice(0, 24), 4, r.top + 13);
+      g.save();
+      g.beginPath();
+      g.rect(LABEL_W, r.top, w, r.depth * LANE);
+      g.clip();
+      for (const s of r.spans) {
+        if (s.ts > t1 || s.ts + s.dur < t0) continue;
+        const x0 = x(s.ts);
+        const sw = Math.max(1, x(s.ts + s.dur) - x0);
+        const y = r.top + s.depth * LANE;
+        g.fillStyle = s === selected ? '#222' : colorFor(s.name);
+        g.fillRect(x0, y, sw, LANE - 2);
+        drawn++;
+        if (sw > 30) {
+          g.fillStyle = s === selected ? '#fff' : '#111';
+          g.save();
+          g.beginPath();
+          g.rect(x0, y, sw, LANE - 2);
+          g.clip();
+          g.fillText(s.name, Math.max(x0, LABEL_W) + 3, y + 12);
+          g.restore();
+        }
+      }
+      g.restore();
+    }
+    canvas.dataset.drawn = String(drawn);
+  }
+
+  function zoom(factor, at) {
+    const c = at ?? (t0 + t1) / 2;
+    const span = Math.max(0.01, (t1 - t0) * factor);
+    const frac = (c - t0) / (t1 - t0);
+    t0 = c - span * frac;
+    t1 = t0 + span;
+    draw();
+  }
+
+  function pan(frac) {
+    const d = (t1 - t0) * frac;
+    t0 += d;
+    t1 += d;
+    draw();
+  }
+
+  function show(s) {
+    selected = s;
+    draw();
+    if (!s) {
+      details.replaceChildren(note('info', 'No span there.'));
+      return;
+    }
+    details.replaceChildren(el('h4', { dataset: { span: s.name } }, s.name),
+      el('dl.points', null,
+        el('dt', null, 'start'), el('dd', null, `+${fmtUs(s.ts - full[0])} (ts ${s.ts} µs)`),
+        el('dt', null, 'duration'), el('dd', { dataset: { field: 'dur' } }, fmtUs(s.dur)),
+        el('dt', null, 'end'), el('dd', null, `+${fmtUs(s.ts + s.dur - full[0])}`),
+        el('dt', null, 'category'), el('dd', null, s.cat ?? '—'),
+        el('dt', null, 'pid / tid'), el('dd', null, `${s.pid} / ${s.tid}`)),
+      el('pre.args', null, s.args === undefined ? 'no args' : JSON.stringify(s.args, null, 2)));
+  }
+
+  canvas.addEventListener('click', (ev) => {
+    const rect = canvas.getBoundingClientRect();
+    const px = ev.clientX - rect.left;
+    const py = ev.clientY - rect.top;
+    if (px < LABEL_W) return;
+    const t = t0 + ((px - LABEL_W) / (rect.width - LABEL_W)) * (t1 - t0);
+    const tol = ((t1 - t0) / (rect.width - LABEL_W)) * 2;
+    const r = rows.find((row) => py >= row.top && py < row.top + row.depth * LANE);
+    if (!r) return show(null);
+    const depth = Math.floor((py - r.top) / LANE);
+    return show(r.spans.find((s) => s.depth === depth && s.ts - tol <= t && t <= s.ts + s.dur + tol) || null);
+  });
+  canvas.addEventListener('wheel', (ev) => {
+    ev.preventDefault();
+    const rect = canvas.getBoundingClientRect();
+    const at = t0 + ((ev.clientX - rect.left - LABEL_W) / (rect.width - LABEL_W)) * (t1 - t0);
+    zoom(ev.deltaY < 0 ? 0.8 : 1.25, at);
+  }, { passive: false });
+  const onKey = (ev) => {
+    if (!canvas.isConnected) {
+      document.removeEventListener('keydown', onKey);
+      window.removeEventListener('resize', draw);
+      return;
+    }
+    if (ev.target instanceof HTMLInputElement || ev.target instanceof HTMLSelectElement || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const k = ev.key.toLowerCase();
+    if (k === 'w') zoom(0.7);
+    else if (k === 's') zoom(1 / 0.7);
+    else if (k === 'a') pan(-0.15);
+    else if (k === 'd') pan(0.15);
+    else if (k === '0') { [t0, t1] = full; draw(); }
+    else return;
+    ev.preventDefault();
+  };
+  document.addEventListener('keydown', onKey);
+  window.addEventListener('resize', draw);
+  // First draw once the canvas is in the page (its width comes from the card).
+  requestAnimationFrame(() => { if (canvas.isConnected) draw(); });
+  const reset = el('button.btn', { type: 'button', onclick: () => { [t0, t1] = full; draw(); } }, 'Reset zoom');
+  return el('div.timeline', null, el('div.timeline-bar', null, hint, reset, info), el('div.canvas-wrap', null, canvas), details);
+}
+
+export async function render(ctx) {
+  const { rank } = ctx;
+  let step = ctx.params.step;
+  if (!step) {
+    const first = await getJSON(jobPath(ctx.job, 'steps', { rank, limit: 1 }));
+    if (first.total) {
+      const last = await getJSON(jobPath(ctx.job, 'steps', { rank, offset: first.total - 1, limit: 1 }));
+      step = last.rows.length ? String(last.rows[0].step) : '';
+    }
+  }
+  const input = el('input#tl-step', { type: 'number', min: 0, value: step || '', 'aria-label': 'step' });
+  const controls = el('form.controls', { onsubmit: (e) => { e.preventDefault(); ctx.go(ctx.hashFor('timeline', { rank, step: input.value })); } },
+    el('label', null, 'Step ', input), el('button.btn', { type: 'submit' }, 'Show'));
+  const dl = el('p', null,
+    el('a.btn', { href: jobPath(ctx.job, 'timeline'), download: `${ctx.job}.trace.json`, dataset: { download: 'timeline' } }, 'Download the whole trace'), ' ',
+    step ? el('a.btn', { href: jobPath(ctx.job, 'timeline', { ranks: rank, step }), download: `${ctx.job}.step${step}.trace.json` }, `Download step ${step}`) : null, ' ',
+    el('span.muted', null, 'Chrome trace JSON for ui.perfetto.dev or chrome://tracing.'));
+  let body;
+  if (!step) {
+    body = note('empty', 'No steps yet: choose a step once the job has some.');
+  } else {
+    let doc = null;
+    try {
+      doc = await getJSON(jobPath(ctx.job, 'timeline', { ranks: rank, step, max_bytes: MAX_BYTES }));
+    } catch (e) {
+      if (e.status !== 404) throw e;
+    }
+    const rows = doc ? buildRows(doc) : [];
+    if (!rows.length) {
+      body = note('empty', `No spans in step ${step} of rank ${rank}.`);
+    } else {
+      const od = doc.otherData || {};
+      const count = rows.reduce((n, r) => n + r.spans.length, 0);
+      const info = el('span.muted.small', { dataset: { spans: count } },
+        `${fmtNum(count)} spans on ${rows.length} threads${od.truncated ? `; cut at ${fmtNum(MAX_BYTES)} bytes (${fmtNum(od.cut_events)} events left out)` : ''}`);
+      body = viewer(rows, info);
+    }
+  }
+  return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, body));
+}

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+// The dashboard in a real browser: playwright-core drives Debian's /usr/bin/chromium (headless)
+// against a real stepscoped built in $BUILD_DIR, fed by real clients (feed.py: the integration
+// tests' protocol client and the Python collector). Every page is checked against the numbers
+// the API gives, the interactions are exercised, a live update must show within 2 s, the hostile
+// operator name must stay text, and no page may log a console error or reach another host.
+// Writes JUnit XML to $JUNIT and a PNG of every page to $BUILD_DIR/e2e-screenshots/.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const BUILD = path.resolve(ROOT, process.env.BUILD_DIR || 'build');
+const JUNIT = process.env.JUNIT || path.join(BUILD, 'e2e-junit.xml');
+const SHOTS = path.join(BUILD, 'e2e-screenshots');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const HOSTILE = '<img src=x onerror=alert(1)>';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stepscope-e2e-'));
+const children = [];
+let base = '';
+
+function fail(msg) {
+  throw new Error(msg);
+}
+
+function expectEq(got, want, what) {
+  if (JSON.stringify(got) !== JSON.stringify(want)) fail(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+// Starts the daemon; resolves with its HTTP base URL from the start line.
+function startDaemon() {
+  const sock = path.join(tmp, 'ss.sock');
+  const proc = spawn(path.join(BUILD, 'daemon', 'stepscoped'), ['--socket', sock, '--http', '127.0.0.1:0',
+    '--data-dir', path.join(tmp, 'data'), '--static-dir', path.join(BUILD, 'static', 'static')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(proc);
+  proc.stderr.on('data', (d) => fs.appendFileSync(path.join(tmp, 'daemon.log'), d));
+  return new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: proc.stdout });
+    rl.once('line', (line) => {
+      const m = /(http:\/\/[0-9.]+:\d+)\/?/.exec(line);
+      if (!m) reject(new Error(`no URL in the start line: ${line}`));
+      else resolve({ url: m[1], sock });
+    });
+    proc.once('exit', (code) => reject(new Error(`daemon exited ${code}`)));
+  });
+}
+
+function runFeed(sock, mode) {
+  const proc = spawn('python3', [path.join(HERE, 'feed.py'), sock, mode], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(proc);
+  const rl = readline.createInterface({ input: proc.stdout });
+  const lines = [];
+  let waiter = null;
+  rl.on('line', (l) => {
+    lines.push(l);
+    if (waiter) waiter();
+  });
+  return {
+    proc,
+    // Resolves when the feeder has printed n lines ("ok ...").
+    async waitLines(n, timeoutMs = 30000) {
+      const t0 = Date.now();
+      while (lines.length < n) {
+        if (Date.now() - t0 > timeoutMs) fail(`feeder ${mode}: ${lines.length} of ${n} lines`);
+        await new Promise((r) => { waiter = r; setTimeout(r, 100); });
+      }
+      return lines[n - 1];
+    },
+  };
+}
+
+async function api(p) {
+  const res = await fetch(base + p);
+  if (!res.ok) fail(`GET ${p}: ${res.status}`);
+  return res.json();
+}
+
+async function waitFor(what, pred, timeoutMs = 15000) {
+  const t0 = Date.now();
+  let last;
+  while (Date.now() - t0 < timeoutMs) {
+    try {
+      last = await pred();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  fail(`timed out waiting for ${what} (last: ${last})`);
+}
+
+// ---- the tests ----------------------------------------------------------------------------
+
+// page.waitForFunction() evaluates a string in the page, which the dashboard's CSP refuses
+// (no 'unsafe-eval'); page.evaluate() of a function is not affected, so poll with it.
+async function until(page, fn, arg, { timeout = 10000 } = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    if (await page.evaluate(fn, arg)) return;
+    if (Date.now() - t0 > timeout) fail(`timed out after ${timeout} ms waiting for ${String(fn).slice(0, 160)} (${JSON.stringify(arg)})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const fmtUsText = (page, us) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtUs(v), us);
+
+async function open(page, hash) {
+  await page.goto(`${base}/${hash}`);
+  await until(page, () => {
+    const v = document.getElementById('view');
+    return v && v.dataset.renders && !v.hasAttribute('aria-busy');
+  }, null);
+}
+
+async function shot(page, name) {
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+const rowsText = (page, table) => page.$$eval(`[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+const countText = (page, table) => page.$eval(`[data-table="${table}"] .count`, (n) => n.textContent);
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+let main;
+let live;
+
+test('jobs list: states, numbers, search, sort, URL state', async (page) => {
+  await open(page, '#/jobs');
+  const jobs = (await api('/api/v1/jobs')).jobs;
+  const rows = await rowsText(page, 'jobs');
+  expectEq(rows.length, jobs.length, 'job rows');
+  const m = rows.find((r) => r[1] === 'e2e-main');
+  const jm = jobs.find((j) => j.name === 'e2e-main');
+  expectEq(m[0], String(jm.id), 'main id');
+  expectEq(m[3], String(jm.ranks), 'main ranks');
+  expectEq(m[4], jm.steps.toLocaleString('en-US'), 'main steps');
+  expectEq(m[2], jm.live ? 'running' : 'finished', 'main state');
+  const l = rows.find((r) => r[1] === 'e2e-live');
+  expectEq(l[2], 'running', 'live job state');
+  await shot(page, 'jobs');
+  await page.fill('[data-table="jobs"] input.search', 'main');
+  expectEq((await rowsText(page, 'jobs')).map((r) => r[1]), ['e2e-main'], 'search result');
+  if (!page.url().includes('q=main')) fail(`search not in the URL: ${page.url()}`);
+  await page.reload();
+  await page.waitForSelector('[data-table="jobs"] tbody tr');
+  expectEq(await page.inputValue('[data-table="jobs"] input.search'), 'main', 'search restored from the URL');
+  expectEq((await rowsText(page, 'jobs')).length, 1, 'rows after reload');
+});
+
+test('overview: step trace, operator pie, queue verdict, timeline card, helper', async (page) => {
+  await open(page, `#/job/${main.id}/overview?rank=0`);
+  const st = await api(`/api/v1/jobs/${main.id}/step-trace?rank=0`);
+  const steps = await api(`/api/v1/jobs/${main.id}/steps?rank=0&limit=1`);
+  expectEq(await page.textContent('[data-kpi="kpi-total"] .kpi-v'), await fmtUsText(page, st.total_us), 'mean step');
+  expectEq(await page.textContent('[data-kpi="kpi-steps"] .kpi-v'), steps.total.toLocaleString('en-US'), 'steps');
+  const q = await api(`/api/v1/jobs/${main.id}/queues?rank=0`);
+  expectEq(await page.getAttribute('[data-card="queues"] .verdict', 'data-verdict'), q.verdicts[0].status, 'verdict');
+  expectEq(await page.textContent('[data-kpi="host-empty"] .kpi-v'), `${q.verdicts[0].host_empty} / ${q.verdicts[0].host_total}`, 'host empty');
+  const ops = await api(`/api/v1/jobs/${main.id}/operators?rank=0&group=type&sort=self&top=5&limit=6`);
+  expectEq(await page.$$eval('[data-card="operators"] .legend-list li .name', (n) => n.map((x) => x.textContent)), ops.rows.map((r) => r.name), 'pie legend');
+  if (ops.rows.length !== 6 || ops.rows[5].name !== 'Other') fail(`top 5 + Other expected: ${ops.rows.map((r) => r.name)}`);
+  const pieSlices = await page.$eval('[data-chart="overview-ops"] canvas', (c) => c.chart.data.datasets[0].data.length);
+  expectEq(pieSlices, 6, 'pie slices');
+  const bars = await page.$eval('[data-chart="overview-steps"] canvas', (c) => c.chart.data.labels.length);
+  expectEq(bars, steps.total, 'step-trace bars');
+  const job = await api(`/api/v1/jobs/${main.id}`);
+  expectEq(await page.textContent('[data-kpi="events"] .kpi-v'), job.events.toLocaleString('en-US'), 'timeline events');
+  const href = await page.getAttribute('[data-card="timeline"] [data-download="timeline"]', 'href');
+  expectEq(href, `/api/v1/jobs/${main.id}/timeline`, 'download link');
+  const helper = await api(`/api/v1/jobs/${main.id}/helper?rank=0`);
+  const codes = await page.$$eval('.helper li[data-code]', (n) => n.map((x) => x.dataset.code));
+  expectEq(codes, helper.suggestions.map((s) => s.code), 'helper suggestions');
+  await shot(page, 'overview');
+  if (codes.length) {
+    await page.click('.helper li[data-code] a.sug-link');
+    await until(page, () => document.getElementById('view').dataset.view !== 'overview');
+  }
+  // Rank selector: rank 1's numbers.
+  await open(page, `#/job/${main.id}/overview?rank=0`);
+  await page.selectOption('#rank', '1');
+  await until(page, () => location.hash.includes('rank=1'));
+  const st1 = await api(`/api/v1/jobs/${main.id}/step-trace?rank=1`);
+  await until(page, (t) => document.querySelector('[data-kpi="kpi-total"] .kpi-v')?.textContent === t, await fmtUsText(page, st1.total_us));
+});
+
+test('step trace: average, chosen step, stage bars, charts, row click', async (page) => {
+  await open(page, `#/job/${main.id}/step-trace?rank=0`);
+  const avg = await api(`/api/v1/jobs/${main.id}/step-trace?rank=0`);
+  expectEq(await page.textContent('#trace-title'), `Average of ${avg.n_steps} steps (${avg.first_step}–${avg.last_step})`, 'title');
+  expectEq(await page.$$eval('.stage', (n) => n.map((x) => x.dataset.stage)), avg.stages.map((s) => s.name), 'stages');
+  expectEq(await page.textContent('[data-point="FP start"]'), avg.points.fp_start || '—', 'FP start');
+  for (const id of ['chart-interval', 'chart-fpbp', 'chart-tail']) {
+    const n = await page.$eval(`[data-chart="${id}"] canvas`, (c) => c.chart.data.labels.length);
+    expectEq(n, avg.n_steps, `${id} points`);
+  }
+  await shot(page, 'step-trace');
+  await page.fill('#step-input', '7');
+  await page.click('form.controls button[type="submit"]');
+  await until(page, () => document.querySelector('#trace-title')?.textContent === 'Step 7');
+  const one = await api(`/api/v1/jobs/${main.id}/step-trace?rank=0&step=7`);
+  expectEq(await page.textContent('[data-kpi="fp_bp"] .kpi-v'), await fmtUsText(page, one.fp_bp_us), 'step 7 FP+BP');
+  expectEq(await page.textContent('[data-kpi="tail"] .kpi-v'), await fmtUsText(page, one.tail_us), 'step 7 tail');
+  // A click on a row of the steps table chooses that step.
+  await page.click('[data-table="steps"] th[data-sort="step"]');
+  await page.click('[data-table="steps"] th[data-sort="step"]'); // ascending
+  await page.click('[data-table="steps"] tbody tr:nth-child(3)');
+  await until(page, () => document.querySelector('#trace-title')?.textContent === 'Step 2');
+});
+
+test('operators: types chart, All/Type, search, sort, paging, hostile name is text, CSV', async (page) => {
+  await open(page, `#/job/${main.id}/operators?rank=0`);
+  const all = await api(`/api/v1/jobs/${main.id}/operators?rank=0&limit=100000`);
+  expectEq(await countText(page, 'operators'), `${all.total} of ${all.total} rows`, 'row count');
+  const top = await api(`/api/v1/jobs/${main.id}/operators?rank=0&group=type&sort=self&top=20&limit=21`);
+  expectEq(await page.$$eval('.top-types li .name', (n) => n.map((x) => x.textContent)), top.rows.map((r) => r.name), 'top types');
+  // The hostile name: a cell with exactly that text, and no <img> anywhere.
+  await page.fill('[data-table="operators"] input.search', 'onerror');
+  const cells = await page.$$eval('[data-table="operators"] tbody td:first-child', (n) => n.map((x) => x.textContent));
+  expectEq(cells, [HOSTILE], 'hostile row');
+  expectEq(await page.$$eval('img', (n) => n.length), 0, 'img elements');
+  expectEq(await page.$$eval('[data-table="operators"] tbody td:first-child *', (n) => n.length), 0, 'elements inside the name cell');
+  await shot(page, 'operators-hostile');
+  // Search and sort.
+  await page.fill('[data-table="operators"] input.search', 'conv');
+  expectEq((await rowsText(page, 'operators')).map((r) => r[0]), ['aten::conv2d'], 'search conv');
+  await page.fill('[data-table="operators"] input.search', '');
+  await page.click('[data-table="operators"] th[data-sort="calls"]');
+  const calls = (await rowsText(page, 'operators')).map((r) => Number(r[2].replace(/,/g, '')));
+  expectEq(calls, [...calls].sort((a, b) => b - a), 'sorted by calls, descending');
+  expectEq(calls[0], Math.max(...all.rows.map((r) => r.calls)), 'largest calls first');
+  // Paging: 20 rows a page.
+  const first = await rowsText(page, 'operators');
+  expectEq(first.length, 20, 'page size');
+  await page.click('[data-table="operators"] [data-page="next"]');
+  const second = await rowsText(page, 'operators');
+  expectEq(second.length, all.total - 20, 'second page rows');
+  if (second.some((r) => first.some((f) => f[0] === r[0]))) fail('pages overlap');
+  expectEq(await page.textContent('[data-table="operators"] .page-no'), `Page 2 of ${Math.ceil(all.total / 20)}`, 'page label');
+  // CSV of the table.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-csv="operators"]')]);
+  const csv = fs.readFileSync(await dl.path(), 'utf8').split('\r\n');
+  expectEq(csv[0], 'name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent', 'CSV header');
+  expectEq(csv.filter(Boolean).length, all.total + 1, 'CSV lines');
+  if (!csv.includes(`${HOSTILE},${HOSTILE},${all.rows.find((r) => r.name === HOSTILE).calls},${all.rows.find((r) => r.name === HOSTILE).total_us},${all.rows.find((r) => r.name === HOSTILE).self_us},${all.rows.find((r) => r.name === HOSTILE).avg_us},${all.rows.find((r) => r.name === HOSTILE).min_us},${all.rows.find((r) => r.name === HOSTILE).max_us},${all.rows.find((r) => r.name === HOSTILE).percent}`)) fail('hostile row missing from the CSV');
+  // Type mode, then a click on a type lists its operators.
+  await page.click('[data-card="op-table"] [data-tab="type"]');
+  await page.waitForSelector('[data-table="op-types-table"]');
+  const types = await api(`/api/v1/jobs/${main.id}/operators?rank=0&group=type&limit=100000`);
+  expectEq(await countText(page, 'op-types-table'), `${types.total} of ${types.total} rows`, 'type rows');
+  await page.fill('[data-table="op-types-table"] input.search', 'conv');
+  await page.click('[data-table="op-types-table"] tbody tr:first-child');
+  await page.waitForSelector('.type-filter');
+  const typeName = await page.textContent('.type-filter');
+  const ofType = all.rows.filter((r) => r.type === typeName).map((r) => r.name).sort();
+  expectEq((await rowsText(page, 'operators')).map((r) => r[0]).sort(), ofType, 'operators of the type');
+  await shot(page, 'operators');
+  // Pie ↔ bar.
+  await page.click('[data-card="types"] [data-tab="bar"]');
+  await until(page, () => document.querySelector('[data-chart="op-types"] canvas')?.chart?.config.type === 'bar');
+  // Kernels tab.
+  await open(page, `#/job/${main.id}/operators?rank=0&tab=kernels`);
+  const k = await api(`/api/v1/jobs/${main.id}/kernels?rank=0&limit=100000`);
+  expectEq((await rowsText(page, 'kernels')).map((r) => r[0]).sort(), k.rows.map((r) => r.name).sort(), 'kernels');
+  await shot(page, 'kernels');
+});
+
+test('data queues: step gap and data process with a queue click', async (page) => {
+  await open(page, `#/job/${main.id}/queues?rank=0`);
+  const q = await api(`/api/v1/jobs/${main.id}/queues?rank=0`);
+  expectEq(await page.getAttribute('.verdict', 'data-verdict'), q.verdicts[0].status, 'verdict');
+  expectEq((await rowsText(page, 'queues')).map((r) => r[0]).sort(), q.queues.map((x) => x.name).sort(), 'queues');
+  const dev = q.queues.find((x) => x.name === 'device_queue');
+  const row = (await rowsText(page, 'queues')).find((r) => r[0] === 'device_queue');
+  expectEq(row[4], `${(dev.empty_ratio * 100).toFixed(2)} %`, 'empty ratio');
+  const n = await page.$eval('[data-chart="queue-sizes"] canvas', (c) => c.chart.data.datasets.length);
+  expectEq(n, 2, 'host and device series');
+  await shot(page, 'queues-step-gap');
+  await page.click('[data-tab="process"]');
+  await page.waitForSelector('svg.pipeline');
+  const p = await api(`/api/v1/jobs/${main.id}/pipeline?rank=0`);
+  expectEq(await page.$$eval('svg.pipeline g.op', (x) => x.length), p.ops.length, 'ops drawn');
+  const flagged = await page.$$eval('svg.pipeline g.op.bottleneck', (x) => x.map((g) => Number(g.dataset.op)));
+  expectEq(flagged.sort(), (p.bottlenecks || []).map((b) => b.op_id).sort(), 'bottlenecks highlighted');
+  if (!flagged.length) fail('the fixture should have a bottleneck');
+  // A click on the MapOp's queue shows both sides.
+  const map = p.ops.find((o) => o.type === 'MapOp');
+  await page.click(`svg.pipeline g.queue[data-queue="${map.id}"]`);
+  await page.waitForSelector(`[data-detail="${map.id}"]`);
+  expectEq(await page.textContent('[data-detail] [data-field="output"]'), `BatchOp #${map.parent}`, 'output side');
+  expectEq(await page.textContent('[data-detail] [data-field="inputs"]'), `GeneratorOp #${map.children[0]}`, 'input side');
+  expectEq(await page.textContent('[data-detail] [data-field="usage"]'), `${Math.round(map.queue_usage * 100)} %`, 'usage');
+  await shot(page, 'queues-data-process');
+});
+
+test('timeline: a step on the canvas, W/S zoom, A/D pan, click shows the span', async (page) => {
+  await open(page, `#/job/${main.id}/timeline?rank=0&step=3`);
+  const doc = await api(`/api/v1/jobs/${main.id}/timeline?ranks=0&step=3`);
+  const x = doc.traceEvents.filter((e) => e.ph === 'X').length;
+  expectEq(Number(await page.getAttribute('[data-spans]', 'data-spans')), x, 'spans loaded');
+  await until(page, () => document.querySelector('#timeline-canvas')?.dataset.t0);
+  const win = () => page.$eval('#timeline-canvas', (c) => [Number(c.dataset.t0), Number(c.dataset.t1)]);
+  const [a0, a1] = await win();
+  await page.click('#timeline-canvas', { position: { x: 5, y: 5 } }); // focus, on the labels
+  await page.keyboard.press('w');
+  const [b0, b1] = await win();
+  if (!(b1 - b0 < (a1 - a0) * 0.75)) fail(`W did not zoom in: ${a1 - a0} → ${b1 - b0}`);
+  await page.keyboard.press('d');
+  const [c0] = await win();
+  if (!(c0 > b0)) fail('D did not pan right');
+  await page.keyboard.press('a');
+  await page.keyboard.press('a');
+  const [d0] = await win();
+  if (!(d0 < c0)) fail('A did not pan left');
+  await page.keyboard.press('s');
+  await page.keyboard.press('s');
+  const [e0, e1] = await win();
+  if (!(e1 - e0 > b1 - b0)) fail('S did not zoom out');
+  await page.click('.timeline .btn');  // reset zoom
+  // Click the middle of conv2d (1500 + 1500 us into the step) on the first row.
+  const conv = doc.traceEvents.find((e) => e.name === 'aten::conv2d');
+  const box = await page.$eval('#timeline-canvas', (c) => { const r = c.getBoundingClientRect(); return { w: r.width, t0: Number(c.dataset.t0), t1: Number(c.dataset.t1) }; });
+  const px = 150 + ((conv.ts + conv.dur / 2 - box.t0) / (box.t1 - box.t0)) * (box.w - 150);
+  await page.click('#timeline-canvas', { position: { x: px, y: 22 + 2 } });
+  await page.waitForSelector('[data-details] h4');
+  expectEq(await page.textContent('[data-details] h4'), 'aten::conv2d', 'clicked span');
+  if (!(await page.textContent('[data-details] pre.args')).includes('Input Dims')) fail('args not shown');
+  await shot(page, 'timeline');
+});
+
+test('ranks: heatmap with the straggler marked', async (page) => {
+  await open(page, `#/job/${main.id}/ranks`);
+  const r = await api(`/api/v1/jobs/${main.id}/ranks`);
+  const rows = await rowsText(page, 'ranks');
+  expectEq(rows.map((x) => x[0]), r.ranks.map((x) => String(x.rank)), 'ranks');
+  expectEq(rows.map((x) => x[1] === 'straggler'), r.ranks.map((x) => x.straggler), 'stragglers');
+  if (!r.ranks.some((x) => x.straggler)) fail('rank 1 should be a straggler');
+  const colored = await page.$$eval('[data-table="ranks"] td', (n) => n.filter((td) => td.style.backgroundColor).length);
+  if (colored < 2) fail('no heatmap colours');
+  await shot(page, 'ranks');
+});
+
+test('summaries and benchmark: content or an "unavailable" note', async (page) => {
+  for (const view of ['summary', 'benchmark']) {
+    await open(page, `#/job/${main.id}/${view}?rank=0`);
+    const route = view === 'summary' ? 'summary/operators' : 'benchmark';
+    const res = await fetch(`${base}/api/v1/jobs/${main.id}/${route}?rank=0`);
+    const unavailable = await page.$$eval('.note.unavailable', (n) => n.length);
+    if (res.status === 404 && !unavailable) fail(`${view}: 404 but no unavailable note`);
+    if (res.ok && unavailable) fail(`${view}: route answers but the page says unavailable`);
+    await shot(page, view);
+  }
+});
+
+test('live: a new step shows within 2 s without a reload; live indicator', async (page) => {
+  await open(page, `#/job/${live.id}/overview`);
+  await until(page, () => document.getElementById('live').dataset.state === 'on');
+  const before = (await api(`/api/v1/jobs/${live.id}/steps?limit=1`)).total;
+  await until(page, (n) => document.querySelector('[data-kpi="kpi-steps"] .kpi-v')?.textContent === String(n), before);
+  const renders = Number(await page.getAttribute('#view', 'data-renders'));
+  liveFeed.proc.stdin.write('step\n');
+  const t0 = Date.now();
+  await liveFeed.waitLines(2);
+  await until(page, (n) => document.querySelector('[data-kpi="kpi-steps"] .kpi-v')?.textContent === String(n), before + 1, { timeout: 5000 });
+  const took = Date.now() - t0;
+  console.log(`live update shown ${took} ms after the step was sent`);
+  if (took > 2000) fail(`live update took ${took} ms`);
+  if (Number(await page.getAttribute('#view', 'data-renders')) <= renders) fail('no re-render');
+  await shot(page, 'live-overview');
+});
+
+// ---- runner --------------------------------------------------------------------------------
+
+let liveFeed;
+
+function xmlEscape(s) {
+  return String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' }[c]));
+}
+
+async function main_() {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const { url, sock } = await startDaemon();
+  base = url;
+  const feed = runFeed(sock, 'main');
+  await feed.waitLines(1, 60000);
+  liveFeed = runFeed(sock, 'live');
+  await liveFeed.waitLines(1, 60000);
+  const jobs = (await api('/api/v1/jobs')).jobs;
+  main = jobs.find((j) => j.name === 'e2e-main');
+  live = jobs.find((j) => j.name === 'e2e-live');
+  await waitFor('live numbers', async () => (await api(`/api/v1/jobs/${main.id}/steps?rank=1&limit=1`)).total === 60
+    && (await api(`/api/v1/jobs/${live.id}/steps?limit=1`)).total === 1);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--disable-default-apps', '--no-first-run', '--disable-domain-reliability',
+      '--disable-features=Translate,OptimizationHints,MediaRouter'],
+  });
+  const results = [];
+  for (const t of tests) {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+    const page = await context.newPage();
+    const problems = [];
+    page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('dialog', (d) => { problems.push(`dialog opened: ${d.message()}`); d.dismiss(); });
+    await page.route('**/*', (route) => {
+      const u = new URL(route.request().url());
+      if (u.origin !== base && u.protocol !== 'blob:' && u.protocol !== 'data:') {
+        problems.push(`request left the host: ${u.href}`);
+        return route.abort();
+      }
+      return route.continue();
+    });
+    const t0 = Date.now();
+    let error = null;
+    try {
+      await t.fn(page);
+      if (problems.length) fail(problems.join('; '));
+    } catch (e) {
+      error = e;
+      await page.screenshot({ path: path.join(SHOTS, `FAILED-${results.length}.png`), fullPage: true }).catch(() => {});
+    }
+    const secs = (Date.now() - t0) / 1000;
+    results.push({ name: t.name, secs, error });
+    console.log(`${error ? 'FAIL' : 'ok  '} ${t.name} (${secs.toFixed(1)} s)${error ? `\n     ${error.message.split('\n')[0]}` : ''}`);
+    await context.close();
+  }
+  await browser.close();
+  const failures = results.filter((r) => r.error).length;
+  const xml = ['<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites><testsuite name="e2e" tests="${results.length}" failures="${failures}" errors="0">`,
+    ...results.map((r) => `<testcase classname="e2e.dashboard" name="${xmlEscape(r.name)}" time="${r.secs}">${r.error ? `<failure message="${xmlEscape(r.error.message.split('\n')[0])}">${xmlEscape(r.error.stack || r.error.message)}</failure>` : ''}</testcase>`),
+    '</testsuite></testsuites>', ''];
+  fs.writeFileSync(JUNIT, xml.join('\n'));
+  console.log(`${results.length - failures} passed, ${failures} failed; screenshots in ${SHOTS}`);
+  return failures;
+}
+
+let code = 1;
+try {
+  code = (await main_()) ? 1 : 0;
+} catch (e) {
+  console.error(`e2e: ${e.stack || e}`);
+  try {
+    console.error(fs.readFileSync(path.join(tmp, 'daemon.log'), 'utf8').slice(-3000));
+  } catch { /* no log */ }
+  fs.writeFileSync(JUNIT, `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="e2e" tests="1" failures="1" errors="0"><testcase classname="e2e.dashboard" name="setup"><failure message="${xmlEscape(String(e.message))}">${xmlEscape(e.stack || e)}</failure></testcase></testsuite></testsuites>\n`);
+} finally {
+  if (liveFeed) liveFeed.proc.stdin.end();
+  for (const c of children.reverse()) if (c.exitCode === null) c.kill('SIGTERM');
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(code);
