@@ -44,12 +44,18 @@ TMP=$(mktemp -d /tmp/ssapi.XXXXXX)
 PID=
 BG=
 cleanup() {
-    [ -n "$BG" ] && kill "$BG" 2>/dev/null && wait "$BG" 2>/dev/null
+    local rc=$?
+    if [ -n "$BG" ]; then
+        pkill -P "$BG" 2>/dev/null || true
+        kill "$BG" 2>/dev/null || true
+        wait "$BG" 2>/dev/null || true
+    fi
     if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
         kill "$PID" 2>/dev/null || true
         wait "$PID" 2>/dev/null || true
     fi
     rm -rf "$TMP"
+    exit "$rc"
 }
 trap cleanup EXIT
 
