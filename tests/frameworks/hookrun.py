@@ -17,7 +17,8 @@ def train(daemon, tmp, script, mode, job, timeout=900):
     r = run_script(sys.executable, HERE / script, [mode, out], script_env(daemon, job),
                    timeout=timeout)
     info = json.loads(out.read_text())
-    assert info["acked"] is True, f"not everything was acknowledged: {info['stats']}\n{r.stderr[-2000:]}"
+    assert info["acked"] is True, \
+        f"not everything was acknowledged: {info['stats']}\n{r.stderr[-2000:]}"
     st = info["stats"]
     assert st["dropped"] == 0 and st["internal_errors"] == 0 and st["errors"] == 0, st
     return info
@@ -38,3 +39,12 @@ def run_inline(daemon, tmp, text, job):
     out = tmp / f"{job}.json"
     run_script("python3", script, [out], script_env(daemon, job))
     return json.loads(out.read_text())
+
+
+def check_job_meta(daemon, job, framework, version):
+    """The hello named the framework, and host CPU samples arrived (one at the first step's end,
+    then at most one a second)."""
+    j = daemon.get_json(f"/api/v1/jobs/{job}")
+    r0 = j["ranks_detail"][0]
+    assert (r0["framework"], r0["framework_version"]) == (framework, version), j
+    daemon.wait_for(f"host samples of {job}", lambda: daemon.job(job)["host_samples"] >= 1)

@@ -72,7 +72,7 @@ def main(mode, out):
     client = stepscope.get_client()
     acked = client.close(timeout=60)
     sizes = ([BATCH] * (N // BATCH) + ([N % BATCH] if N % BATCH else [])) * EPOCHS
-    json.dump({"sizes": sizes, "acked": acked, "stats": client.stats,
+    json.dump({"version": ms.__version__, "sizes": sizes, "acked": acked, "stats": client.stats,
                "floors_us": {"dataloader": READER_S * 1e6, "forward": FORWARD_S * 1e6,
                              "optimizer": OPTIMIZER_S * 1e6}},
               open(out, "w"), default=str)

@@ -133,9 +133,10 @@ def run_loop(out):
     qhook.detach()
 
     acked = client.close(timeout=60) and qclient.close(timeout=60)
-    json.dump({"sizes": sizes, "window_steps": [10, 14], "window_events": handler.events,
+    json.dump({"version": paddle.__version__, "sizes": sizes, "window_steps": [10, 14], "window_events": handler.events,
                "operators": ops, "queue_steps": qsteps, "acked": acked,
-               "floors_us": FLOORS_US, "stats": client.stats, "qstats": qclient.stats}, open(out, "w"), default=str)
+               "floors_us": FLOORS_US, "stats": client.stats, "qstats": qclient.stats},
+              open(out, "w"), default=str)
 
 
 def run_hapi(out):
@@ -148,7 +149,7 @@ def run_hapi(out):
     model.fit(Data(92), batch_size=BATCH, epochs=2, shuffle=False, verbose=0, callbacks=[cb])
     client = stepscope.get_client()
     acked = client.close(timeout=60)
-    json.dump({"sizes": ([BATCH] * 11 + [4]) * 2, "acked": acked, "floors_us": FLOORS_US,
+    json.dump({"version": paddle.__version__, "sizes": ([BATCH] * 11 + [4]) * 2, "acked": acked, "floors_us": FLOORS_US,
                "stats": client.stats},
               open(out, "w"), default=str)
 

@@ -4,11 +4,12 @@
 mindspore_train.py runs Model.train in a child process; the tests compare the daemon's /steps
 with what the script knows: the batch sizes, and the floor of the phases it slowed down.
 """
-from hookrun import steps_of, train
+from hookrun import check_job_meta, steps_of, train
 
 
 def test_pynative_steps_phases_samples(daemon, tmp):
     info = train(daemon, tmp, "mindspore_train.py", "pynative", "ms-pynative")
+    check_job_meta(daemon, "ms-pynative", "mindspore", info["version"])
     sizes, floors = info["sizes"], info["floors_us"]
     assert len(sizes) == 24 and sizes[11] == 4
     rows = steps_of(daemon, "ms-pynative", len(sizes))
@@ -32,6 +33,7 @@ def test_pynative_steps_phases_samples(daemon, tmp):
 
 def test_graph_mode_steps_and_samples(daemon, tmp):
     info = train(daemon, tmp, "mindspore_train.py", "graph", "ms-graph")
+    check_job_meta(daemon, "ms-graph", "mindspore", info["version"])
     sizes = info["sizes"]
     rows = steps_of(daemon, "ms-graph", len(sizes))
     assert [r["step"] for r in rows] == list(range(len(sizes)))

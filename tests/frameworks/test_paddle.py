@@ -6,7 +6,7 @@ shows and compare it with what the script knows independently: the batch sizes, 
 every phase (each phase sleeps a known time), and Paddle's own operator summary of the profiler
 window (StatisticData, the numbers behind Profiler.summary()).
 """
-from hookrun import steps_of, train
+from hookrun import check_job_meta, steps_of, train
 
 
 def check_phase_floors(row, floors, interval=True):
@@ -22,6 +22,7 @@ def check_phase_floors(row, floors, interval=True):
 
 def test_loop_steps_phases_samples_and_profiler_window(daemon, tmp):
     info = train(daemon, tmp, "paddle_train.py", "loop", "paddle-loop")
+    check_job_meta(daemon, "paddle-loop", "paddle", info["version"])
     sizes, floors = info["sizes"], info["floors_us"]
     assert len(sizes) == 40 and sizes[-1] == 4
 
@@ -70,6 +71,7 @@ def test_loop_steps_phases_samples_and_profiler_window(daemon, tmp):
 
 def test_model_fit_callback(daemon, tmp):
     info = train(daemon, tmp, "paddle_train.py", "hapi", "paddle-hapi")
+    check_job_meta(daemon, "paddle-hapi", "paddle", info["version"])
     sizes, floors = info["sizes"], info["floors_us"]
     rows = steps_of(daemon, "paddle-hapi", len(sizes))
     assert [r["step"] for r in rows] == list(range(len(sizes)))  # numbered across both epochs

@@ -113,8 +113,10 @@ class BadProf:
     def export(self, path, format):
         raise RuntimeError("export failed")
 ssp.trace_handler(client=c4)(BadProf())
-out["garbage_sent"] = ssp.stream_chrome_trace({"traceEvents": [None, 5, {"ph": "X"}, {"name": "x"}]}, c4)
-out["not_a_doc"] = ssp.stream_chrome_trace("nonsense", c4) + ssp.stream_chrome_trace({"traceEvents": 3}, c4)
+garbage = {"traceEvents": [None, 5, {"ph": "X"}, {"name": "x"}]}
+out["garbage_sent"] = ssp.stream_chrome_trace(garbage, c4)
+out["not_a_doc"] = (ssp.stream_chrome_trace("nonsense", c4)
+                    + ssp.stream_chrome_trace({"traceEvents": 3}, c4))
 out["bad_internal"] = c4.stats["internal_errors"]
 c4.close()
 list(ssp.attach(Layer(), Opt(), client=c4).loader([T(1)]))   # records after close: dropped
@@ -147,6 +149,7 @@ def test_hooks_without_paddle(daemon, tmp):
 
     # the loop: step = fetch .. optimizer end; interval = reader, fp_bp = forward + backward
     rows = steps_of(daemon, "pfake", 6)
+    daemon.wait_for("a host sample", lambda: daemon.job("pfake")["host_samples"] >= 1)
     assert [r["samples"] for r in rows] == [8] * 5 + [3]
     for r in rows:
         assert r["source"] == "phases", r

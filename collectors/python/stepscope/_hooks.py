@@ -6,14 +6,22 @@ document (``register_forward_pre_hook``, ``register_forward_post_hook`` or
 ``register_forward_hook``, an optimizer's ``step``/``minimize``). Nothing here raises into the
 training loop: failures are counted in the client's stats.
 """
+import sys
 import time
 
-from . import get_client
+from . import attach, get_client
 from ._client import _count_internal
 
-__all__ = ["StepHook", "batch_size"]
+__all__ = ["StepHook", "batch_size", "framework_of", "NoFrameworkCallback"]
 
 _now = time.time_ns
+
+
+def framework_of(module):
+    """(module, its __version__) when module is already imported, else None (imports nothing)."""
+    m = sys.modules.get(module)
+    v = getattr(m, "__version__", None)
+    return (module, str(v)) if v is not None else None
 
 
 def batch_size(batch):
@@ -44,12 +52,24 @@ class StepHook:
     optimizer watched, to the next fetch). Its phases, in µs in the record: ``dataloader`` (the
     fetch), ``forward`` (the model's forward, from its forward pre/post hooks), ``backward`` (from
     the end of the last forward to the optimizer's start: loss and backward), ``optimizer``.
-    ``samples`` is the batch's leading dimension (summed over accumulated batches).
+    ``samples`` is the batch's leading dimension (summed over accumulated batches). A host CPU
+    sample (``client.host_sample()``) is taken at a step's end at most every ``host_interval``
+    seconds (0: none).
     """
 
     def __init__(self, model=None, optimizer=None, client=None, close_on_optimizer=True,
-                 queue_name="dataloader"):
-        self.client = client if client is not None else get_client()
+                 queue_name="dataloader", host_interval=1.0, framework=None):
+        if client is None:  # the process-wide client; a new one names the framework at once
+            client = attach(framework=framework[0], framework_version=framework[1]) \
+                if framework else get_client()
+        self.client = client
+        try:
+            self._host_ns = int(max(0.0, float(host_interval or 0)) * 1e9)
+        except Exception:
+            self._host_ns = 10 ** 9
+        self._next_host = 0
+        if framework is not None:
+            self.set_framework(*framework)
         self.close_on_optimizer = close_on_optimizer
         self.queue_name = queue_name
         self._step = None        # the client's open step object
@@ -65,6 +85,15 @@ class StepHook:
             self.watch_model(model)
         if optimizer is not None:
             self.watch_optimizer(optimizer)
+
+    def set_framework(self, name, version):
+        """Names the framework in the client's hello (kept when one was given already)."""
+        try:
+            m = self.client._meta
+            if m.get("framework") is None:
+                m["framework"], m["framework_version"] = name, version
+        except Exception as e:
+            _count_internal(self.client, e)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -89,13 +118,15 @@ class StepHook:
             return
         self._step = None
         self._fwd_end = None
+        c = s._c
         if t is None:
-            s.__exit__(None, None, None)
-        else:
-            c = s._c
-            c._step = s._prev
-            s._prev = None
-            c._emit_step(s, t)
+            t = _now()
+        c._step = s._prev
+        s._prev = None
+        c._emit_step(s, t)
+        if self._host_ns and t >= self._next_host:
+            self._next_host = t + self._host_ns
+            c.host_sample()
 
     def _add(self, name, ns):
         s = self._step

@@ -7,13 +7,14 @@
 
 One step record per ``on_train_step_begin``/``on_train_step_end`` pair. Importing this module
 works without MindSpore installed (the class then derives from
-stepscope._hooks.NoFrameworkCallback); no callback raises into training: internal failures are counted in the client's stats (``internal_errors``).
+stepscope._hooks.NoFrameworkCallback); no callback raises into training: internal failures are
+counted in the client's stats (``internal_errors``).
 """
 import time
 
 from . import get_client
 from ._client import _count_internal
-from ._hooks import NoFrameworkCallback, StepHook, batch_size
+from ._hooks import NoFrameworkCallback, StepHook, batch_size, framework_of
 
 try:  # mindspore.train.Callback; absent without MindSpore
     from mindspore.train import Callback as _CallbackBase
@@ -54,12 +55,14 @@ class StepscopeCallback(_CallbackBase):
     ``samples``: the batch's leading dimension; in sink mode, the dataset's batch size times the
     steps the callback step covers. The step number is ``cur_step_num - 1`` (from 0, across
     epochs). In sink mode, the device queue's depth (``get_mbuf_queue_size()``) is sent as queue
-    ``get_next`` at each step end.
+    ``get_next`` at each step end. A host CPU sample is sent at a step's end at most every
+    ``host_interval`` seconds (0: none).
     """
 
-    def __init__(self, client=None, hooks=True):
+    def __init__(self, client=None, hooks=True, host_interval=1.0):
         super().__init__()
         self._client = client
+        self._host_interval = host_interval
         self._hooks = hooks
         self._hook = None
         self._fetch_t0 = None
@@ -69,8 +72,10 @@ class StepscopeCallback(_CallbackBase):
 
     def _h(self):
         if self._hook is None:
-            self._hook = StepHook(client=self._client if self._client is not None
-                                  else get_client(), close_on_optimizer=False)
+            self._hook = StepHook(
+                client=self._client if self._client is not None else get_client(),
+                close_on_optimizer=False, host_interval=self._host_interval,
+                framework=framework_of("mindspore"))
         return self._hook
 
     def _fail(self, e):

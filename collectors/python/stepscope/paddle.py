@@ -29,7 +29,7 @@ import time
 from . import get_client
 from ._client import _count_internal
 from ._encode import encode_line, us
-from ._hooks import NoFrameworkCallback, StepHook, batch_size
+from ._hooks import NoFrameworkCallback, StepHook, batch_size, framework_of
 
 try:  # paddle.Model's callback base; absent without Paddle
     from paddle.callbacks import Callback as _CallbackBase
@@ -41,10 +41,12 @@ __all__ = ["StepHook", "attach", "StepscopeCallback", "trace_handler", "stream_c
 _now = time.time_ns
 
 
-def attach(model=None, optimizer=None, client=None):
+def attach(model=None, optimizer=None, client=None, host_interval=1.0):
     """A StepHook watching model (a paddle.nn.Layer) and optimizer; wrap the loader with its
-    ``loader()`` to time the reader."""
-    return StepHook(model, optimizer, client)
+    ``loader()`` to time the reader. A host CPU sample is sent at a step's end at most every
+    host_interval seconds (0: none)."""
+    return StepHook(model, optimizer, client, host_interval=host_interval,
+                    framework=framework_of("paddle"))
 
 
 class StepscopeCallback(_CallbackBase):
@@ -56,16 +58,19 @@ class StepscopeCallback(_CallbackBase):
     ``on_train_end``); ``samples`` is hapi's ``logs["batch_size"]``.
     """
 
-    def __init__(self, client=None):
+    def __init__(self, client=None, host_interval=1.0):
         super().__init__()
         self._client = client
+        self._host_interval = host_interval
         self._hook = None
         self._fetch_t0 = None
 
     def _ensure_hook(self):
         if self._hook is None:
-            self._hook = StepHook(client=self._client if self._client is not None
-                                  else get_client(), close_on_optimizer=False)
+            self._hook = StepHook(
+                client=self._client if self._client is not None else get_client(),
+                close_on_optimizer=False, host_interval=self._host_interval,
+                framework=framework_of("paddle"))
         return self._hook
 
     def on_train_begin(self, logs=None):
