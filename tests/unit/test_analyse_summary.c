@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of analyse's Paddle summaries and benchmark (summary.c). Small hand-built traces whose
+ * expected figures are worked out in the comments with Paddle's rules
+ * (python/paddle/profiler/profiler_statistic.py, timer.py). The comparison with Paddle's own
+ * summary() on a real run is tests/frameworks/test_paddle_summary.py.
+ */
+#include "analyse.h"
+
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct analyse_span mk(int64_t ts, int64_t dur, int64_t pid, int64_t tid, const char *cat,
+                              const char *name)
+{
+    struct analyse_span s = {
+        .ts_ns = ts, .dur_ns = dur, .name = name, .name_len = strlen(name), .cat = cat,
+        .cat_len = strlen(cat), .pid = pid, .tid = tid, .correlation = -1, .external_id = -1,
+    };
+    s.role = analyse_role_of(&s, NULL);
+    return s;
+}
+
+static const struct analyse_sum_type_row *type_row(const struct analyse_summary *s,
+                                                   enum analyse_sum_type t, bool device)
+{
+    for (size_t i = 0; i < s->n_types; i++)
+        if (s->types[i].type == t && s->types[i].device == device)
+            return &s->types[i];
+    return NULL;
+}
+
+static const struct analyse_sum_row *find_row(const struct analyse_sum_row *rows, size_t n,
+                                              const char *name, size_t parent_or_any)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].name_len == strlen(name) && memcmp(rows[i].name, name, rows[i].name_len) == 0 &&
+            (parent_or_any == SIZE_MAX - 1 || rows[i].parent == parent_or_any))
+            return &rows[i];
+    return NULL;
+}
+
+#define ANY (SIZE_MAX - 1)
+
+START_TEST(test_summary_name_suffix)
+{
+    static const struct {
+        const char *in;
+        size_t want;
+    } c[] = {
+        {"ProfileStep#1[1.090 ms]", 13}, {"gaussian dygraph[3.1 us]", 16}, {"x [12 ns]", 1},
+        {"op[5 s]", 2}, {"op[5 ks]", 8}, {"op[ms]", 6}, {"op[1.0ms]", 9}, {"a[1 us]b", 8},
+        {"plain", 5}, {"[1 us]", 0}, {"", 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        ck_assert_msg(analyse_sum_name_len(c[i].in, strlen(c[i].in)) == c[i].want, "%s", c[i].in);
+}
+END_TEST
+
+START_TEST(test_summary_types)
+{
+    struct analyse_span a = mk(0, 1, 1, 1, "OperatorInner", "x");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_OPERATOR_INNER);
+    a = mk(0, 1, 1, 1, "cpu_op", "aten::mm");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_OPERATOR);
+    a = mk(0, 1, 1, 1, "kernel", "volta_sgemm");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_KERNEL);
+    a = mk(0, 1, 1, 1, "cuda_runtime", "cudaLaunchKernel");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_CUDA_RUNTIME);
+    a = mk(0, 1, 1, 1, "user_annotation", "my_range");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_PYTHON_USER_DEFINED);
+    a = mk(0, 1, 1, 1, "", "ProfilerStep#3");
+    ck_assert_int_eq(analyse_sum_type_of(&a), ANALYSE_SUM_PROFILE_STEP);
+    ck_assert_str_eq(analyse_sum_type_names[ANALYSE_SUM_DYGRAPH_KERNEL_LAUNCH],
+                     "DygraphKernelLaunch");
+}
+END_TEST
+
+START_TEST(test_summary_union)
+{
+    int64_t s[] = {10, 0, 5, 40, 50};
+    int64_t e[] = {20, 8, 12, 45, 50};
+    /* [0,20) ∪ [40,45) = 25; the empty [50,50) adds nothing. */
+    ck_assert_int_eq(analyse_sum_union_ns(s, e, 5), 25);
+    ck_assert_int_eq(analyse_sum_union_ns(NULL, NULL, 0), 0);
+}
+END_TEST
+
+/* Two steps on the Python thread, operators on the C++ thread of the same process (Paddle's
+ * export names them "29559(Python)" and "29559(C++)"; the caller maps both to tid 7 here, so
+ * they nest), a second thread with an overlapping operator, and one GPU. */
+static size_t paddle_like(struct analyse_span *sp)
+{
+    size_t n = 0;
+    /* Steps: [0,1000) and [1000,1600): total 1600. */
+    sp[n++] = mk(0, 1000, 1, 7, "ProfileStep", "ProfileStep#1[1.000 us]");
+    sp[n++] = mk(1000, 600, 1, 7, "ProfileStep", "ProfileStep#2[600 ns]");
+    /* Step 1: dataloader 0-100, forward 100-400 with a nested Forward 150-300, backward
+     * 400-700, optimisation 700-900. */
+    sp[n++] = mk(0, 100, 1, 7, "Dataloader", "_DataLoaderIterSingleProcess[100 ns]");
+    sp[n++] = mk(100, 300, 1, 7, "Forward", "Sequential");
+    sp[n++] = mk(150, 150, 1, 7, "Forward", "Linear");
+    sp[n++] = mk(400, 300, 1, 7, "Backward", "Gradient Backward");
+    sp[n++] = mk(700, 200, 1, 7, "Optimization", "Optimization Step");
+    /* Operators: matmul 160-260 with inner infer_meta 160-170 and kernel launch 170-250; add
+     * 420-460 with kernel launch 430-450; on thread 8 a matmul 200-300 (overlaps thread 7's). */
+    sp[n++] = mk(160, 100, 1, 7, "Operator", "matmul dygraph[100 ns]");
+    sp[n++] = mk(160, 10, 1, 7, "OperatorInner", "matmul infer_meta");
+    sp[n++] = mk(170, 80, 1, 7, "DygraphKernelLaunch", "matmul kernel launch");
+    sp[n++] = mk(420, 40, 1, 7, "Operator", "add dygraph");
+    sp[n++] = mk(430, 20, 1, 7, "DygraphKernelLaunch", "add kernel launch");
+    sp[n++] = mk(200, 100, 1, 8, "Operator", "matmul dygraph");
+    /* Step 2: dataloader 1000-1300, a record_function range holding a memcpy range. */
+    sp[n++] = mk(1000, 300, 1, 7, "Dataloader", "_DataLoaderIterSingleProcess");
+    sp[n++] = mk(1300, 200, 1, 7, "PythonUserDefined", "my_range[200 ns]");
+    sp[n++] = mk(1350, 50, 1, 7, "UserDefined", "Memcpy HtoD");
+    sp[n++] = mk(1320, 10, 1, 7, "UserDefined", "pybind_imperative_func");
+    /* GPU 0: kernels 200-300 and 250-350 (busy 150), an nccl kernel 340-400; a memcpy. */
+    sp[n++] = mk(200, 100, 0, 20, "Kernel", "gemm");
+    sp[n++] = mk(250, 100, 0, 21, "Kernel", "gemm");
+    sp[n++] = mk(340, 60, 0, 22, "Kernel", "ncclAllReduceKernel");
+    sp[n++] = mk(500, 10, 0, 20, "Memcpy", "MEMCPY_HtoD");
+    return n;
+}
+
+START_TEST(test_summary_paddle_like)
+{
+    struct analyse_span sp[64];
+    size_t n = paddle_like(sp);
+    struct analyse_summary *s = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST, &s), 0);
+    ck_assert_int_eq(s->total_ns, 1600);
+    ck_assert_int_eq((int)s->n_steps, 2);
+    ck_assert_int_eq(s->first_step, 1);
+    ck_assert_int_eq(s->last_step, 2);
+    /* Overview: Operator = [160,300) ∪ [420,460) = 180 over 3 calls. */
+    const struct analyse_sum_type_row *r = type_row(s, ANALYSE_SUM_OPERATOR, false);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->calls, 3);
+    ck_assert_int_eq(r->time_ns, 180);
+    ck_assert_double_eq_tol(r->ratio, 180.0 / 1600, 1e-12);
+    /* Forward: the model row (the outermost Forward only): 1 call, 300. */
+    r = type_row(s, ANALYSE_SUM_FORWARD, false);
+    ck_assert_int_eq(r->calls, 1);
+    ck_assert_int_eq(r->time_ns, 300);
+    r = type_row(s, ANALYSE_SUM_DATALOADER, false);
+    ck_assert_int_eq(r->calls, 2);
+    ck_assert_int_eq(r->time_ns, 400);
+    /* Host rows come first, by time desc: ProfileStep leads. */
+    ck_assert_int_eq(s->types[0].type, ANALYSE_SUM_PROFILE_STEP);
+    ck_assert(!s->types[0].device);
+    for (size_t i = 1; i < s->n_types; i++)
+        if (s->types[i].device == s->types[i - 1].device)
+            ck_assert(s->types[i].time_ns <= s->types[i - 1].time_ns);
+    /* Device: Kernel = [200,400) = 200 over 3 calls; Memcpy 10. */
+    r = type_row(s, ANALYSE_SUM_KERNEL, true);
+    ck_assert_int_eq(r->calls, 3);
+    ck_assert_int_eq(r->time_ns, 200);
+    r = type_row(s, ANALYSE_SUM_MEMCPY, true);
+    ck_assert_int_eq(r->time_ns, 10);
+    /* Model: stages and Others = 1600 - (400 + 300 + 300 + 200) = 400. */
+    ck_assert(s->has_model);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_PROFILE_STEP].calls, 2);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_PROFILE_STEP].max_ns, 1000);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_PROFILE_STEP].min_ns, 600);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_DATALOADER].total_ns, 400);
+    ck_assert_double_eq_tol(s->model[ANALYSE_SUM_MODEL_DATALOADER].avg_ns, 200, 1e-9);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_FORWARD].calls, 1);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_OTHERS].total_ns, 400);
+    ck_assert_double_eq_tol(s->model[ANALYSE_SUM_MODEL_OTHERS].ratio, 0.25, 1e-12);
+    /* Distributed: comm = nccl [340,400) = 60; computation = [200,350) = 150; overlap
+     * [340,350) = 10. */
+    ck_assert_int_eq(s->comm_ns, 60);
+    ck_assert_int_eq(s->comp_ns, 150);
+    ck_assert_int_eq(s->overlap_ns, 10);
+    ck_assert_int_eq(s->comm_gpu_calls, 1);
+    ck_assert_int_eq(s->comm_cpu_calls, 0);
+    /* Operators: matmul (2 calls, 200) first, then its inner rows, then add. Ratio of the
+     * operator total 240; inner ratios of matmul's 200. */
+    ck_assert_int_eq((int)s->n_ops, 5);
+    ck_assert_int_eq((int)s->ops[0].name_len, 14);
+    ck_assert(memcmp(s->ops[0].name, "matmul dygraph", 14) == 0);
+    ck_assert_int_eq(s->ops[0].calls, 2);
+    ck_assert_int_eq(s->ops[0].total_ns, 200);
+    ck_assert_double_eq_tol(s->ops[0].ratio, 200.0 / 240, 1e-12);
+    ck_assert_uint_eq(s->ops[0].parent, ANALYSE_SUM_TOP);
+    const struct analyse_sum_row *in = find_row(s->ops, s->n_ops, "matmul kernel launch", 0);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_int_eq(in->total_ns, 80);
+    ck_assert_double_eq_tol(in->ratio, 0.4, 1e-12);
+    in = find_row(s->ops, s->n_ops, "matmul infer_meta", 0);
+    ck_assert_ptr_nonnull(in);
+    const struct analyse_sum_row *add = find_row(s->ops, s->n_ops, "add dygraph", ANALYSE_SUM_TOP);
+    ck_assert_ptr_nonnull(add);
+    ck_assert(add == &s->ops[3]);
+    in = find_row(s->ops, s->n_ops, "add kernel launch", 3);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_double_eq_tol(in->ratio, 0.5, 1e-12);
+    /* Kernels: gemm 2 calls 200, nccl 60; ratio of the kernel sum 260. */
+    ck_assert_int_eq((int)s->n_kernels, 2);
+    ck_assert(memcmp(s->kernels[0].name, "gemm", 4) == 0);
+    ck_assert_int_eq(s->kernels[0].total_ns, 200);
+    ck_assert_double_eq_tol(s->kernels[0].ratio, 200.0 / 260, 1e-12);
+    /* Memory manipulation: "Memcpy HtoD"; user-defined: my_range only (not the UserDefined
+     * pybind span). */
+    ck_assert_int_eq((int)s->n_memory, 1);
+    ck_assert_int_eq(s->memory[0].total_ns, 50);
+    ck_assert_int_eq((int)s->n_user, 1);
+    ck_assert_int_eq((int)s->user[0].name_len, 8);
+    ck_assert_double_eq_tol(s->user[0].ratio, 200.0 / 1600, 1e-12);
+    /* GPU 0: kernel busy [200,400) = 200 of 1600. */
+    ck_assert_int_eq((int)s->n_gpus, 1);
+    ck_assert_int_eq(s->gpus[0].busy_ns, 200);
+    ck_assert_double_eq_tol(s->gpus[0].utilization, 0.125, 1e-12);
+    analyse_summary_free(s);
+}
+END_TEST
+
+START_TEST(test_summary_step_range)
+{
+    struct analyse_span sp[64];
+    size_t n = paddle_like(sp);
+    struct analyse_summary *s = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, n, 2, 2, &s), 0);
+    ck_assert_int_eq(s->total_ns, 600);
+    ck_assert_int_eq(s->window_start_ns, 1000);
+    ck_assert_int_eq(s->window_end_ns, 1600);
+    ck_assert_int_eq(s->first_step, 2);
+    ck_assert_int_eq((int)s->n_ops, 0);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_DATALOADER].total_ns, 300);
+    ck_assert_int_eq(s->model[ANALYSE_SUM_MODEL_OTHERS].total_ns, 300);
+    analyse_summary_free(s);
+    ck_assert_int_eq(analyse_summary_compute(sp, n, 5, 9, &s), -ENOENT);
+    ck_assert_int_eq(analyse_summary_compute(NULL, 1, 0, 1, &s), -EINVAL);
+    /* No spans at all: an empty summary, every ratio 0. */
+    ck_assert_int_eq(analyse_summary_compute(NULL, 0, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST, &s), 0);
+    ck_assert_int_eq(s->total_ns, 0);
+    ck_assert_int_eq((int)s->n_types, 0);
+    ck_assert(!s->has_model);
+    analyse_summary_free(s);
+}
+END_TEST
+
+/* Host communication: a Communication span and an Operator named like c_allreduce; two
+ * identical ranges count once in calls (Paddle's len(set(...))). */
+START_TEST(test_summary_host_communication)
+{
+    struct analyse_span sp[8];
+    size_t n = 0;
+    sp[n++] = mk(0, 1000, 1, 1, "ProfileStep", "ProfileStep#0");
+    sp[n++] = mk(100, 100, 1, 1, "Communication", "ProcessGroupNCCL::AllReduce");
+    sp[n++] = mk(150, 100, 1, 2, "Operator", "c_allreduce_sum dygraph");
+    sp[n++] = mk(150, 100, 1, 3, "Operator", "c_allreduce_sum dygraph");
+    sp[n++] = mk(600, 100, 0, 9, "Kernel", "gemm");
+    struct analyse_summary *s = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST, &s), 0);
+    ck_assert_int_eq(s->comm_cpu_calls, 2);
+    ck_assert_int_eq(s->comm_ns, 150);
+    ck_assert_int_eq(s->comp_ns, 100);
+    ck_assert_int_eq(s->overlap_ns, 0);
+    const struct analyse_sum_type_row *r = type_row(s, ANALYSE_SUM_COMMUNICATION, false);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->time_ns, 150);
+    ck_assert_int_eq(r->calls, 2);
+    analyse_summary_free(s);
+}
+END_TEST
+
+START_TEST(test_benchmark)
+{
+    /* 13 steps; the first 10 are warm-up. Counted: 0.1 s / 20 samples (reader 0.02),
+     * 0.2 s / 20 (reader 0.05), 0.1 s / 40 (reader 0.02). */
+    struct analyse_bench_step st[13];
+    for (int i = 0; i < 10; i++)
+        st[i] = (struct analyse_bench_step){i, 900000000, 800000000, 1};
+    st[10] = (struct analyse_bench_step){10, 100000000, 20000000, 20};
+    st[11] = (struct analyse_bench_step){11, 200000000, 50000000, 20};
+    st[12] = (struct analyse_bench_step){12, 100000000, 20000000, 40};
+    struct analyse_benchmark b;
+    ck_assert_int_eq(analyse_benchmark_compute(st, 13, ANALYSE_BENCH_SKIP_DEFAULT, &b), 0);
+    ck_assert_uint_eq(b.n_steps, 13);
+    ck_assert_uint_eq(b.n_skipped, 10);
+    ck_assert_uint_eq(b.n_counted, 3);
+    ck_assert(b.has_reader);
+    ck_assert(b.samples_mode);
+    ck_assert_double_eq_tol(b.batch_cost.avg, 0.4 / 3, 1e-12);
+    ck_assert_double_eq_tol(b.batch_cost.max, 0.2, 1e-12);
+    ck_assert_double_eq_tol(b.batch_cost.min, 0.1, 1e-12);
+    ck_assert_double_eq_tol(b.reader_cost.avg, 0.03, 1e-12);
+    ck_assert_double_eq_tol(b.reader_cost.min, 0.02, 1e-12);
+    /* ips: 80 samples / 0.4 s = 200; per step 200, 100, 400. */
+    ck_assert_double_eq_tol(b.ips.avg, 200, 1e-9);
+    ck_assert_double_eq_tol(b.ips.max, 400, 1e-9);
+    ck_assert_double_eq_tol(b.ips.min, 100, 1e-9);
+    ck_assert_double_eq_tol(b.reader_ratio_pct, 100 * 0.03 / (0.4 / 3), 1e-9);
+    /* No samples on one counted step: steps/s; no reader on one: no reader figures. */
+    st[11].samples = -1;
+    st[12].reader_ns = -1;
+    ck_assert_int_eq(analyse_benchmark_compute(st, 13, 10, &b), 0);
+    ck_assert(!b.samples_mode);
+    ck_assert(!b.has_reader);
+    ck_assert_double_eq_tol(b.ips.avg, 3 / 0.4, 1e-9);
+    ck_assert_double_eq_tol(b.reader_ratio_pct, 0, 1e-12);
+    /* Fewer steps than the warm-up: nothing counted. */
+    ck_assert_int_eq(analyse_benchmark_compute(st, 5, 10, &b), 0);
+    ck_assert_uint_eq(b.n_counted, 0);
+    ck_assert_uint_eq(b.n_skipped, 5);
+    ck_assert_int_eq(analyse_benchmark_compute(NULL, 2, 10, &b), -EINVAL);
+}
+END_TEST
+
+static Suite *summary_suite(void)
+{
+    Suite *s = suite_create("analyse_summary");
+    TCase *tc = tcase_create("summary");
+    tcase_add_test(tc, test_summary_name_suffix);
+    tcase_add_test(tc, test_summary_types);
+    tcase_add_test(tc, test_summary_union);
+    tcase_add_test(tc, test_summary_paddle_like);
+    tcase_add_test(tc, test_summary_step_range);
+    tcase_add_test(tc, test_summary_host_communication);
+    tcase_add_test(tc, test_benchmark);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(summary_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
