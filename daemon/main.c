@@ -595,6 +595,22 @@ static int store_exit_code(int r)
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
 }
 
+/* ingest's line decoder for web's summary routes (web.h, struct web_line_decoder). */
+static void *web_decoder_create(size_t max_line)
+{
+    return ingest_line_decoder_new(max_line);
+}
+
+static void web_decoder_destroy(void *dec)
+{
+    ingest_line_decoder_free(dec);
+}
+
+static int web_decoder_decode(void *dec, const char *line, size_t len, struct record *ret)
+{
+    return ingest_decode_line(dec, line, len, ret);
+}
+
 int main(int argc, char **argv)
 {
     static struct daemon d; /* static: zeroed, and stats live as long as any thread */
@@ -685,6 +701,12 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    const struct web_line_decoder decoder = {
+        .create = web_decoder_create,
+        .destroy = web_decoder_destroy,
+        .decode = web_decoder_decode,
+        .max_line = (size_t)d.cfg.max_line_bytes,
+    };
     struct web_config wcfg = {
         .http = d.cfg.http,
         .static_dir = d.cfg.static_dir,
@@ -699,6 +721,7 @@ int main(int argc, char **argv)
         .stats = &d.stats,
         .auth_token = d.cfg.auth_token,
         .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
+        .decoder = &decoder,
     };
     err[0] = '\0';
     r = web_start(&wcfg, &d.web, err);

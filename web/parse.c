@@ -66,6 +66,8 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_HELPER, "/api/v1/jobs/{job}/helper"},
     {WEB_ROUTE_BREAKDOWN, "/api/v1/jobs/{job}/breakdown"},
     {WEB_ROUTE_METRICS, "/metrics"},
+    {WEB_ROUTE_SUMMARY, "/api/v1/jobs/{job}/summary/{kind}"},
+    {WEB_ROUTE_BENCHMARK, "/api/v1/jobs/{job}/benchmark"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 
@@ -81,6 +83,7 @@ int web__route_parse(const char *path, struct web_route *ret)
         r.id = WEB_ROUTE_METRICS;
         goto out;
     }
+    r.kind[0] = '\0';
     if (strcmp(path, "/api") != 0 && strncmp(path, "/api/", 5) != 0)
         goto out;
     r.id = WEB_ROUTE_API_UNKNOWN;
@@ -99,9 +102,25 @@ int web__route_parse(const char *path, struct web_route *ret)
     enum web_route_id id = WEB_ROUTE_API_UNKNOWN;
     for (size_t i = 0; i < web__n_routes; i++) {
         const char *p = web__routes[i].path;
-        if (strncmp(p, job_tpl, sizeof job_tpl - 1) == 0 &&
-            strcmp(p + sizeof job_tpl - 1, suffix) == 0)
+        if (strncmp(p, job_tpl, sizeof job_tpl - 1) != 0)
+            continue;
+        p += sizeof job_tpl - 1;
+        const char *kind = strstr(p, "{kind}");
+        if (!kind) {
+            if (strcmp(p, suffix) == 0)
+                id = web__routes[i].id;
+            continue;
+        }
+        /* "/summary/{kind}": the prefix, then one segment of 1..WEB_KIND_MAX bytes [a-z-]. */
+        size_t pre = (size_t)(kind - p);
+        if (strncmp(p, suffix, pre) != 0)
+            continue;
+        const char *k = suffix + pre;
+        size_t kl = strspn(k, "abcdefghijklmnopqrstuvwxyz-");
+        if (kl > 0 && kl <= WEB_KIND_MAX && k[kl] == '\0') {
+            memcpy(r.kind, k, kl + 1);
             id = web__routes[i].id;
+        }
     }
     if (id == WEB_ROUTE_API_UNKNOWN)
         goto out;

@@ -771,6 +771,17 @@ static int get_live(struct web *w, struct MHD_Connection *c, const struct web_ro
     return mhd;
 }
 
+static int get_summary(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
+{
+    if (!w->store || !w->has_decoder)
+        return no_store(w, c);
+    struct store_job job;
+    int mhd;
+    if (find_job(w, c, rt, &job, &mhd) < 0)
+        return mhd;
+    return web__route_summary(w, c, rt, &job);
+}
+
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r)
 {
     switch (r->id) {
@@ -800,6 +811,9 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_HELPER:
     case WEB_ROUTE_BREAKDOWN:
         return get_live(w, c, r);
+    case WEB_ROUTE_SUMMARY:
+    case WEB_ROUTE_BENCHMARK:
+        return get_summary(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:
         break;

@@ -19,8 +19,19 @@
 
 struct analyse_helper_rules;
 struct live;
+struct record;
 struct store;
 struct web;
+
+/* How web decodes a stored trace line into a record (the summary and benchmark routes read
+ * spans from the store): main.c wires ingest's line decoder, so web has no JSON parser of its
+ * own and ingest no web header. create() returns NULL on OOM; one decoder serves one request. */
+struct web_line_decoder {
+    void *(*create)(size_t max_line);
+    void (*destroy)(void *dec);
+    int (*decode)(void *dec, const char *line, size_t len, struct record *ret);
+    size_t max_line;
+};
 
 struct web_config {
     const char *http;            /* "ADDR:PORT"; port 0 picks a free port (see web_port()) */
@@ -42,6 +53,8 @@ struct web_config {
                                     may be bound. Else every request but /api/v1/health needs
                                     "Authorization: Bearer <token>" (401 otherwise); copied */
     size_t metrics_max_ranks;    /* (job, rank) pairs GET /metrics exports at most */
+    const struct web_line_decoder *decoder; /* copied at start; NULL: summary and benchmark
+                                    answer 503 */
 };
 
 /* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts

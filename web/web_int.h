@@ -60,6 +60,8 @@ enum web_route_id {
     WEB_ROUTE_RANKS,       /* /api/v1/jobs/{job}/ranks */
     WEB_ROUTE_HELPER,      /* /api/v1/jobs/{job}/helper */
     WEB_ROUTE_BREAKDOWN,   /* /api/v1/jobs/{job}/breakdown */
+    WEB_ROUTE_SUMMARY,     /* /api/v1/jobs/{job}/summary/{kind}; kind holds {kind} */
+    WEB_ROUTE_BENCHMARK,   /* /api/v1/jobs/{job}/benchmark */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
@@ -80,10 +82,13 @@ extern const size_t web__n_routes;
 extern const char web__openapi_json[];
 extern const size_t web__openapi_json_len;
 
+#define WEB_KIND_MAX 31 /* bytes of a {kind} segment: [a-z-], not decoded */
+
 struct web_route {
     enum web_route_id id;
     char job[RECORD_NAME_MAX + 1]; /* JOB, TIMELINE: the decoded segment, 1..RECORD_NAME_MAX bytes */
     size_t job_len;
+    char kind[WEB_KIND_MAX + 1];   /* SUMMARY: the last segment (checked by the handler) */
 };
 
 /* Percent-decodes src[0, n) into dst, which has room for n + 1 bytes, and NUL-terminates it.
@@ -158,6 +163,8 @@ struct web {
     struct live *live;             /* borrowed; NULL: live routes answer 503 */
     struct analyse_helper_rules helper_rules; /* copied from the config, or the defaults */
     struct stats *stats;           /* borrowed */
+    bool has_decoder;
+    struct web_line_decoder decoder; /* copied from the config when has_decoder */
     size_t max_response_bytes;
     char version[64];
     char static_root[PATH_MAX];    /* realpath() of static_dir; "" serves no files */
@@ -290,6 +297,65 @@ void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_
  * and GPU utilisation (JSON only), or the step rows as CSV. */
 void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
                                 size_t limit, bool csv);
+
+/* ---- summaries and benchmark: render_summary.c (no MHD), routes_summary.c ---- */
+
+#define WEB_SUMMARY_SPANS_DEFAULT 1000000 /* spans read from the store per answer, unless
+                                             ?max_spans= says; the rest are counted as cut */
+#define WEB_SUMMARY_SPANS_MAX 4000000     /* largest ?max_spans= accepted */
+
+enum web_summary_kind {
+    WEB_SUMMARY_OVERVIEW,
+    WEB_SUMMARY_MODEL,
+    WEB_SUMMARY_DISTRIBUTED,
+    WEB_SUMMARY_OPERATOR,
+    WEB_SUMMARY_KERNEL,
+    WEB_SUMMARY_MEMORY,
+    WEB_SUMMARY_USER_DEFINED,
+    WEB_SUMMARY_DEVICE,
+    WEB_SUMMARY_KIND_COUNT,
+};
+
+/* "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device". */
+extern const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT];
+
+/* Returns 0 and sets *ret, or -1 for an unknown kind. */
+int web__summary_kind_parse(const char *s, enum web_summary_kind *ret);
+
+enum web_format {
+    WEB_FORMAT_JSON,
+    WEB_FORMAT_CSV,
+    WEB_FORMAT_TEXT, /* laid out as paddle.profiler prints it */
+};
+
+/* One summary answer. */
+struct web_summary_doc {
+    enum web_summary_kind kind;
+    int64_t rank;
+    struct analyse_summary *sum;
+    size_t n_read;         /* X spans read from the store */
+    int64_t spans_cut;     /* X spans past max_spans, counted and not read */
+    int64_t lines_bad;     /* stored lines the decoder refused */
+    size_t max_spans;
+    double cpu_pct;        /* device: mean process CPU (percent of one core); NaN = no samples */
+    double sys_cpu_pct;    /* device: mean system CPU percent; NaN = no samples */
+    int64_t n_host_samples;
+    const char *time_unit; /* text: "s", "ms", "us" or "ns" */
+};
+
+void web__render_summary(struct sbuf *b, const struct web_summary_doc *d, enum web_format fmt);
+
+struct web_bench_doc {
+    int64_t rank;
+    const char *source;    /* "records" (step records) or "spans" (ProfileStep spans) */
+    struct analyse_benchmark bench;
+};
+
+void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum web_format fmt);
+
+/* routes_summary.c: /summary/{kind} and /benchmark of job. */
+int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web_route *r,
+                       const struct store_job *job);
 
 /* routes.c: answers an /api route already parsed. */
 int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_route *r);

@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -174,6 +175,16 @@ static const struct {
     {"/api/v1/jobs//timeline", WEB_ROUTE_API_UNKNOWN, "", 0},
     {"/api/v1/jobs/a%00b", WEB_ROUTE_STATIC, "", -EINVAL},
     {"/api/v1/jobs/a%zz/timeline", WEB_ROUTE_STATIC, "", -EINVAL},
+    {"/api/v1/jobs/a/summary/overview", WEB_ROUTE_SUMMARY, "a", 0},
+    {"/api/v1/jobs/a/summary/user-defined", WEB_ROUTE_SUMMARY, "a", 0},
+    {"/api/v1/jobs/a/summary/nosuchkind", WEB_ROUTE_SUMMARY, "a", 0},
+    {"/api/v1/jobs/a/summary", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/summary/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/summary/model/", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/summary/Model", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/summary/%41", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/summary/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", WEB_ROUTE_API_UNKNOWN, "", 0},
+    {"/api/v1/jobs/a/benchmark", WEB_ROUTE_BENCHMARK, "a", 0},
 };
 
 START_TEST(test_route_parse_table)
@@ -189,6 +200,127 @@ START_TEST(test_route_parse_table)
 }
 END_TEST
 
+/* The {kind} segment is kept for the handler; every kind name parses back. */
+START_TEST(test_route_summary_kind)
+{
+    struct web_route r;
+    ck_assert_int_eq(web__route_parse("/api/v1/jobs/j%2Fk/summary/user-defined", &r), 0);
+    ck_assert_int_eq(r.id, WEB_ROUTE_SUMMARY);
+    ck_assert_str_eq(r.job, "j/k");
+    ck_assert_str_eq(r.kind, "user-defined");
+    for (int k = 0; k < WEB_SUMMARY_KIND_COUNT; k++) {
+        enum web_summary_kind got;
+        ck_assert_int_eq(web__summary_kind_parse(web__summary_kind_names[k], &got), 0);
+        ck_assert_int_eq(got, k);
+    }
+    enum web_summary_kind got;
+    ck_assert_int_eq(web__summary_kind_parse("nosuchkind", &got), -1);
+    ck_assert_int_eq(web__route_parse("/api/v1/jobs/j/benchmark", &r), 0);
+    ck_assert_str_eq(r.kind, "");
+}
+END_TEST
+
+static struct analyse_span sum_span(int64_t ts, int64_t dur, const char *cat, const char *name)
+{
+    struct analyse_span s = {.ts_ns = ts, .dur_ns = dur, .name = name, .name_len = strlen(name),
+                             .cat = cat, .cat_len = strlen(cat), .pid = 1, .tid = 1,
+                             .correlation = -1, .external_id = -1};
+    s.role = analyse_role_of(&s, NULL);
+    return s;
+}
+
+/* The text form is Paddle's layout: 25-wide columns with two-blank gaps, the title centred in
+ * dashes, "%.2f" in the unit; JSON and CSV carry the same numbers. */
+START_TEST(test_render_summary_forms)
+{
+    struct analyse_span sp[4] = {
+        sum_span(0, 2000000, "ProfileStep", "ProfileStep#1[2.000 ms]"),
+        sum_span(100000, 500000, "Operator", "matmul dygraph"),
+        sum_span(100000, 100000, "OperatorInner", "matmul infer_meta"),
+        sum_span(700000, 300000, "Operator", "add dygraph"),
+    };
+    struct web_summary_doc d = {.kind = WEB_SUMMARY_OVERVIEW, .max_spans = 10, .time_unit = "ms",
+                                .cpu_pct = NAN, .sys_cpu_pct = NAN};
+    ck_assert_int_eq(analyse_summary_compute(sp, 4, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
+                                             &d.sum), 0);
+    struct sbuf b;
+    sbuf_init(&b, 1 << 20);
+    web__render_summary(&b, &d, WEB_FORMAT_TEXT);
+    sbuf_addc(&b, '\0');
+    const char *t = b.data;
+    ck_assert_msg(strncmp(t, "---------------------------------------------Overview Summary"
+                             "---------------------------------------------\nTime unit: ms\n",
+                          121) == 0, "%s", t);
+    ck_assert_ptr_nonnull(strstr(t, "\nEvent Type                 Calls                      "
+                                    "CPU Time                   Ratio (%)                  \n"));
+    ck_assert_ptr_nonnull(strstr(t, "\nProfileStep                1                          "
+                                    "2.00                       100.00                     \n"));
+    ck_assert_ptr_nonnull(strstr(t, "\n  Operator                 2                          "
+                                    "0.80                       40.00                      \n"));
+    sbuf_done(&b);
+    d.kind = WEB_SUMMARY_OPERATOR;
+    sbuf_init(&b, 1 << 20);
+    web__render_summary(&b, &d, WEB_FORMAT_CSV);
+    sbuf_addc(&b, '\0');
+    ck_assert_str_eq(b.data, "name,parent,calls,total_us,avg_us,max_us,min_us,percent\n"
+                             "matmul dygraph,,1,500,500.000,500,500,62.5000\n"
+                             "matmul infer_meta,matmul dygraph,1,100,100.000,100,100,20.0000\n"
+                             "add dygraph,,1,300,300.000,300,300,37.5000\n");
+    sbuf_done(&b);
+    sbuf_init(&b, 1 << 20);
+    web__render_summary(&b, &d, WEB_FORMAT_TEXT);
+    sbuf_addc(&b, '\0');
+    ck_assert_ptr_nonnull(strstr(b.data, "\n  matmul infer_meta      "));
+    ck_assert_ptr_nonnull(strstr(b.data, "0.10 / 0.10 / 0.10 / 0.10 / 20.00"));
+    ck_assert_ptr_nonnull(strstr(b.data, "Thread: All threads merged"));
+    sbuf_done(&b);
+    d.kind = WEB_SUMMARY_MODEL;
+    sbuf_init(&b, 1 << 20);
+    web__render_summary(&b, &d, WEB_FORMAT_JSON);
+    sbuf_addc(&b, '\0');
+    ck_assert_ptr_nonnull(strstr(b.data, "\"name\":\"Others\",\"calls\":null,\"total_us\":2000,"));
+    ck_assert_ptr_nonnull(strstr(b.data, "\"first_step\":1,\"last_step\":1,\"total_us\":2000,"));
+    sbuf_done(&b);
+    d.kind = WEB_SUMMARY_DEVICE;
+    sbuf_init(&b, 1 << 20);
+    web__render_summary(&b, &d, WEB_FORMAT_JSON);
+    sbuf_addc(&b, '\0');
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"device\":\"CPU(Process)\",\"utilization_pct\":null"));
+    sbuf_done(&b);
+    analyse_summary_free(d.sum);
+}
+END_TEST
+
+/* Paddle's Perf Summary: '=' centred title, "| " cells of 15 centred as str.center() does. */
+START_TEST(test_render_benchmark_text)
+{
+    struct web_bench_doc d = {.rank = 0, .source = "spans"};
+    d.bench = (struct analyse_benchmark){
+        .n_steps = 12, .n_skipped = 10, .n_counted = 2, .has_reader = true, .samples_mode = false,
+        .reader_cost = {0.01, 0.015, 0.005}, .batch_cost = {0.1, 0.12, 0.08},
+        .ips = {10, 12.5, 8.333333}, .reader_ratio_pct = 10};
+    struct sbuf b;
+    sbuf_init(&b, 1 << 20);
+    web__render_benchmark(&b, &d, WEB_FORMAT_TEXT);
+    sbuf_addc(&b, '\0');
+    ck_assert_str_eq(b.data,
+        "============================================Perf Summary============================================\n"
+        "Reader Ratio: 10.000%\n"
+        "Time Unit: s, IPS Unit: steps/s\n"
+        "|                 |       avg       |       max       |       min       |\n"
+        "|   reader_cost   |     0.01000     |     0.01500     |     0.00500     |\n"
+        "|    batch_cost   |     0.10000     |     0.12000     |     0.08000     |\n"
+        "|       ips       |     10.00000    |     12.50000    |     8.33333     |\n");
+    sbuf_done(&b);
+    sbuf_init(&b, 1 << 20);
+    web__render_benchmark(&b, &d, WEB_FORMAT_CSV);
+    sbuf_addc(&b, '\0');
+    ck_assert_str_eq(b.data, "name,avg,max,min\nreader_cost,0.01,0.015,0.005\n"
+                             "batch_cost,0.1,0.12,0.08\nips,10,12.5,8.333333\n");
+    sbuf_done(&b);
+}
+END_TEST
+
 /* Every route of the router's table is a path of web/openapi.json, and every path of the
  * document is a route: each "/..." key of "paths" is found in the table. */
 START_TEST(test_openapi_documents_every_route)
@@ -200,13 +332,18 @@ START_TEST(test_openapi_documents_every_route)
         char k[128];
         snprintf(k, sizeof k, "\"%s\": {", web__routes[i].path);
         ck_assert_msg(strstr(doc, k), "%s is not in openapi.json", web__routes[i].path);
-        /* The path routes to its own id ({job} as a job name). */
-        char path[128];
+        /* The path routes to its own id ({job} as a job name, {kind} as "overview"). */
+        char path[128], tmp[128];
         const char *tpl = web__routes[i].path, *at = strstr(tpl, "{job}");
         if (at)
-            snprintf(path, sizeof path, "%.*sj%s", (int)(at - tpl), tpl, at + 5);
+            snprintf(tmp, sizeof tmp, "%.*sj%s", (int)(at - tpl), tpl, at + 5);
         else
-            snprintf(path, sizeof path, "%s", tpl);
+            snprintf(tmp, sizeof tmp, "%s", tpl);
+        at = strstr(tmp, "{kind}");
+        if (at)
+            snprintf(path, sizeof path, "%.*soverview%s", (int)(at - tmp), tmp, at + 6);
+        else
+            snprintf(path, sizeof path, "%s", tmp);
         struct web_route r;
         ck_assert_int_eq(web__route_parse(path, &r), 0);
         ck_assert_msg(r.id == web__routes[i].id, "%s routes elsewhere", path);
@@ -1337,6 +1474,9 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_route_parse_job_name_length);
     tcase_add_loop_test(tc, test_prom_label_value_hostile, 0, N(prom_cases));
     tcase_add_test(tc, test_openapi_documents_every_route);
+    tcase_add_test(tc, test_route_summary_kind);
+    tcase_add_test(tc, test_render_summary_forms);
+    tcase_add_test(tc, test_render_benchmark_text);
     tcase_add_loop_test(tc, test_csv_str_hostile, 0, N(csv_cases));
     tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
     tcase_add_loop_test(tc, test_parse_us_table, 0, N(us_cases));

@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * render_summary: the documents of /summary/{kind} and /benchmark in JSON, CSV and text. The
+ * text form lays the tables out as paddle.profiler prints them (profiler_statistic.py
+ * _build_table(), timer.py TimerHook._print_summary()): the same titles, column widths,
+ * two-blank column gaps, "%.2f" times in the chosen unit and percentages, so a user who knows
+ * Paddle's output reads ours the same way. No MHD here.
+ */
+#include "web_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT] = {
+    "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
+};
+
+int web__summary_kind_parse(const char *s, enum web_summary_kind *ret)
+{
+    for (int k = 0; k < WEB_SUMMARY_KIND_COUNT; k++)
+        if (strcmp(s, web__summary_kind_names[k]) == 0) {
+            *ret = (enum web_summary_kind)k;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- JSON and CSV ---- */
+
+static void us_d(struct sbuf *b, double ns)
+{
+    sbuf_printf(b, "%.3f", ns / 1000);
+}
+
+static void pct(struct sbuf *b, double ratio)
+{
+    sbuf_printf(b, "%.4f", ratio * 100);
+}
+
+static void csv_name(struct sbuf *b, const char *s, size_t n)
+{
+    char tmp[1024];
+    size_t l = n < sizeof tmp - 1 ? n : sizeof tmp - 1;
+    memcpy(tmp, s, l);
+    tmp[l] = '\0';
+    web__csv_str(b, tmp);
+}
+
+/* One table row: name, [parent,] calls, total, avg, max, min, percent. */
+static void stat_row(struct sbuf *b, const struct analyse_sum_row *r, const char *parent,
+                     size_t parent_len, bool with_parent, bool csv, bool first)
+{
+    if (csv) {
+        csv_name(b, r->name, r->name_len);
+        sbuf_addc(b, ',');
+        if (with_parent) {
+            if (parent)
+                csv_name(b, parent, parent_len);
+            sbuf_addc(b, ',');
+        }
+        sbuf_printf(b, "%" PRId64 ",", r->calls);
+        sbuf_json_us(b, r->total_ns);
+        sbuf_addc(b, ',');
+        us_d(b, r->avg_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->max_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->min_ns);
+        sbuf_addc(b, ',');
+        pct(b, r->ratio);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    sbuf_adds(b, first ? "{\"name\":" : ",{\"name\":");
+    sbuf_json_str(b, r->name, r->name_len);
+    if (with_parent) {
+        sbuf_adds(b, ",\"parent\":");
+        if (parent)
+            sbuf_json_str(b, parent, parent_len);
+        else
+            sbuf_adds(b, "null");
+    }
+    sbuf_printf(b, ",\"calls\":%" PRId64 ",\"total_us\":", r->calls);
+    sbuf_json_us(b, r->total_ns);
+    sbuf_adds(b, ",\"avg_us\":");
+    us_d(b, r->avg_ns);
+    sbuf_adds(b, ",\"max_us\":");
+    sbuf_json_us(b, r->max_ns);
+    sbuf_adds(b, ",\"min_us\":");
+    sbuf_json_us(b, r->min_ns);
+    sbuf_adds(b, ",\"percent\":");
+    pct(b, r->ratio);
+    sbuf_addc(b, '}');
+}
+
+static void stat_rows(struct sbuf *b, const struct analyse_sum_row *rows, size_t n,
+                      bool with_parent, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, with_parent ? "name,parent,calls,total_us,avg_us,max_us,min_us,percent\n"
+                                 : "name,calls,total_us,avg_us,max_us,min_us,percent\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_sum_row *p =
+            with_parent && rows[i].parent != ANALYSE_SUM_TOP ? &rows[rows[i].parent] : NULL;
+        stat_row(b, &rows[i], p ? p->name : NULL, p ? p->name_len : 0, with_parent, csv, i == 0);
+    }
+}
+
+static void model_rows(struct sbuf *b, const struct analyse_summary *s, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "name,calls,total_us,avg_us,max_us,min_us,percent\n");
+    bool first = true;
+    for (int m = 0; m < ANALYSE_SUM_MODEL_OTHERS; m++) {
+        if (s->model[m].calls == 0)
+            continue;
+        stat_row(b, &s->model[m], NULL, 0, false, csv, first);
+        first = false;
+    }
+    const struct analyse_sum_row *o = &s->model[ANALYSE_SUM_MODEL_OTHERS];
+    if (csv) {
+        sbuf_adds(b, "Others,,");
+        sbuf_json_us(b, o->total_ns);
+        sbuf_adds(b, ",,,,");
+        pct(b, o->ratio);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    sbuf_adds(b, first ? "{" : ",{");
+    sbuf_adds(b, "\"name\":\"Others\",\"calls\":null,\"total_us\":");
+    sbuf_json_us(b, o->total_ns);
+    sbuf_adds(b, ",\"avg_us\":null,\"max_us\":null,\"min_us\":null,\"percent\":");
+    pct(b, o->ratio);
+    sbuf_addc(b, '}');
+}
+
+static void overview_rows(struct sbuf *b, const struct analyse_summary *s, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "type,side,calls,time_us,percent\n");
+    for (size_t i = 0; i < s->n_types; i++) {
+        const struct analyse_sum_type_row *t = &s->types[i];
+        const char *side = t->device ? "gpu" : "cpu";
+        if (csv)
+            sbuf_printf(b, "%s,%s,%" PRId64 ",", analyse_sum_type_names[t->type], side, t->calls);
+        else
+            sbuf_printf(b, "%s{\"type\":\"%s\",\"side\":\"%s\",\"calls\":%" PRId64 ",\"time_us\":",
+                        i ? "," : "", analyse_sum_type_names[t->type], side, t->calls);
+        sbuf_json_us(b, t->time_ns);
+        sbuf_adds(b, csv ? "," : ",\"percent\":");
+        pct(b, t->ratio);
+        sbuf_adds(b, csv ? "\n" : "}");
+    }
+}
+
+static void distributed_rows(struct sbuf *b, const struct analyse_summary *s, bool csv)
+{
+    const char *names[4] = {"ProfileStep", "Communication", "Computation", "Overlap"};
+    int64_t v[4] = {s->total_ns, s->comm_ns, s->comp_ns, s->overlap_ns};
+    if (csv)
+        sbuf_adds(b, "name,total_us,percent\n");
+    for (int i = 0; i < 4; i++) {
+        double r = s->total_ns > 0 ? (double)v[i] / (double)s->total_ns : 0;
+        if (csv)
+            sbuf_printf(b, "%s,", names[i]);
+        else
+            sbuf_printf(b, "%s{\"name\":\"%s\",\"total_us\":", i ? "," : "", names[i]);
+        sbuf_json_us(b, v[i]);
+        sbuf_adds(b, csv ? "," : ",\"percent\":");
+        pct(b, r);
+        sbuf_adds(b, csv ? "\n" : "}");
+    }
+}
+
+static void opt_num(struct sbuf *b, double v, bool csv)
+{
+    if (isnan(v))
+        sbuf_adds(b, csv ? "" : "null");
+    else
+        sbuf_printf(b, "%.4f", v);
+}
+
+static void device_rows(struct sbuf *b, const struct web_summary_doc *d, bool csv)
+{
+    const struct analyse_summary *s = d->sum;
+    if (csv)
+        sbuf_adds(b, "device,utilization_pct,busy_us\n");
+    sbuf_adds(b, csv ? "CPU(Process)," : "{\"device\":\"CPU(Process)\",\"utilization_pct\":");
+    opt_num(b, d->cpu_pct, csv);
+    sbuf_adds(b, csv ? ",\nCPU(System)," : ",\"busy_us\":null},{\"device\":\"CPU(System)\","
+                                            "\"utilization_pct\":");
+    opt_num(b, d->sys_cpu_pct, csv);
+    sbuf_adds(b, csv ? ",\n" : ",\"busy_us\":null}");
+    for (size_t i = 0; i < s->n_gpus; i++) {
+        if (csv)
+            sbuf_printf(b, "GPU%" PRId64 ",", s->gpus[i].pid);
+        else
+            sbuf_printf(b, ",{\"device\":\"GPU%" PRId64 "\",\"utilization_pct\":", s->gpus[i].pid);
+        opt_num(b, s->gpus[i].utilization * 100, csv);
+        sbuf_adds(b, csv ? "," : ",\"busy_us\":");
+        sbuf_json_us(b, s->gpus[i].busy_ns);
+        sbuf_adds(b, csv ? "\n" : "}");
+    }
+}
+
+static void rows_of(struct sbuf *b, const struct web_summary_doc *d, bool csv)
+{
+    const struct analyse_summary *s = d->sum;
+    switch (d->kind) {
+    case WEB_SUMMARY_OVERVIEW:
+        overview_rows(b, s, csv);
+        break;
+    case WEB_SUMMARY_MODEL:
+        model_rows(b, s, csv);
+        break;
+    case WEB_SUMMARY_DISTRIBUTED:
+        distributed_rows(b, s, csv);
+        break;
+    case WEB_SUMMARY_OPERATOR:
+        stat_rows(b, s->ops, s->n_ops, true, csv);
+        break;
+    case WEB_SUMMARY_KERNEL:
+        stat_rows(b, s->kernels, s->n_kernels, false, csv);
+        break;
+    case WEB_SUMMARY_MEMORY:
+        stat_rows(b, s->memory, s->n_memory, false, csv);
+        break;
+    case WEB_SUMMARY_USER_DEFINED:
+        stat_rows(b, s->user, s->n_user, false, csv);
+        break;
+    default:
+        device_rows(b, d, csv);
+        break;
+    }
+}
+
+static void render_json(struct sbuf *b, const struct web_summary_doc *d)
+{
+    const struct analyse_summary *s = d->sum;
+    sbuf_printf(b, "{\"kind\":\"%s\",\"rank\":%" PRId64 ",\"n_steps\":%zu,\"first_step\":",
+                web__summary_kind_names[d->kind], d->rank, s->n_steps);
+    if (s->first_step >= 0)
+        sbuf_printf(b, "%" PRId64 ",\"last_step\":%" PRId64, s->first_step, s->last_step);
+    else
+        sbuf_adds(b, "null,\"last_step\":null");
+    sbuf_adds(b, ",\"total_us\":");
+    sbuf_json_us(b, s->total_ns);
+    sbuf_printf(b, ",\"spans\":%zu,\"spans_read\":%zu,\"spans_cut\":%" PRId64
+                   ",\"lines_bad\":%" PRId64 ",\"max_spans\":%zu",
+                s->n_spans, d->n_read, d->spans_cut, d->lines_bad, d->max_spans);
+    if (d->kind == WEB_SUMMARY_DISTRIBUTED)
+        sbuf_printf(b, ",\"communication_calls_cpu\":%" PRId64 ",\"communication_calls_gpu\":%" PRId64,
+                    s->comm_cpu_calls, s->comm_gpu_calls);
+    if (d->kind == WEB_SUMMARY_DEVICE)
+        sbuf_printf(b, ",\"host_samples\":%" PRId64, d->n_host_samples);
+    sbuf_adds(b, ",\"rows\":[");
+    rows_of(b, d, false);
+    sbuf_adds(b, "]}");
+}
+
+/* ---- text, as Paddle prints it ---- */
+
+#define TCOLS 5
+#define CELL 256
+
+struct tfmt {
+    size_t w[TCOLS];
+    size_t n;
+};
+
+static size_t tlen(const struct tfmt *f)
+{
+    size_t l = 0;
+    for (size_t i = 0; i < f->n; i++)
+        l += f->w[i] + 2;
+    return l - 2;
+}
+
+static void tpad(struct sbuf *b, const char *s, size_t width)
+{
+    size_t l = strlen(s);
+    sbuf_add(b, s, l);
+    for (; l < width; l++)
+        sbuf_addc(b, ' ');
+}
+
+static void trow(struct sbuf *b, const struct tfmt *f, const char *const *cells)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        tpad(b, cells[i], f->w[i]);
+        sbuf_adds(b, "  ");
+    }
+    sbuf_addc(b, '\n');
+}
+
+static void tsep(struct sbuf *b, const struct tfmt *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        for (size_t k = 0; k < f->w[i]; k++)
+            sbuf_addc(b, '-');
+        sbuf_adds(b, "  ");
+    }
+    sbuf_addc(b, '\n');
+}
+
+static void dashes(struct sbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sbuf_addc(b, '-');
+}
+
+/* Paddle's add_title(): the text centred in dashes (Python's floor division of the rest). */
+static void ttitle(struct sbuf *b, size_t len, const char *text)
+{
+    size_t tl = strlen(text);
+    size_t left = len > tl ? len - tl : 0;
+    dashes(b, left / 2);
+    sbuf_adds(b, text);
+    dashes(b, left - left / 2);
+    sbuf_addc(b, '\n');
+}
+
+static double unit_div(const char *unit)
+{
+    return strcmp(unit, "s") == 0 ? 1e9 : strcmp(unit, "us") == 0 ? 1e3 : strcmp(unit, "ns") == 0 ? 1 : 1e6;
+}
+
+static void fmt_time(char *out, size_t size, double ns, double div)
+{
+    snprintf(out, size, "%.2f", ns / div);
+}
+
+/* "total / avg / max / min / ratio" of a row. */
+static void five(char *out, const struct analyse_sum_row *r, double div)
+{
+    char t[4][40];
+    fmt_time(t[0], sizeof t[0], (double)r->total_ns, div);
+    fmt_time(t[1], sizeof t[1], r->avg_ns, div);
+    fmt_time(t[2], sizeof t[2], (double)r->max_ns, div);
+    fmt_time(t[3], sizeof t[3], (double)r->min_ns, div);
+    snprintf(out, CELL, "%s / %s / %s / %s / %.2f", t[0], t[1], t[2], t[3], r->ratio * 100);
+}
+
+/* The GPU column of host tables: Paddle links device work to host events by correlation,
+ * which stored records do not carry; zero is right only when the run had no device at all. */
+static const char *gpu_cell(const struct analyse_summary *s)
+{
+    bool device = s->n_gpus > 0;
+    for (size_t i = 0; i < s->n_types; i++)
+        device |= s->types[i].device;
+    return device ? "- / - / - / - / -" : "0.00 / 0.00 / 0.00 / 0.00 / 0.00";
+}
+
+static void name_cell(char *out, const char *name, size_t len, size_t max, size_t indent)
+{
+    size_t l = len < CELL - 8 ? len : CELL - 8;
+    if (max > 0 && l + indent > max) {
+        l = max - indent - 3 < l ? max - indent - 3 : l;
+        snprintf(out, CELL, "%*s%.*s...", (int)indent, "", (int)l, name);
+    } else {
+        snprintf(out, CELL, "%*s%.*s", (int)indent, "", (int)l, name);
+    }
+}
+
+static void text_device(struct sbuf *b, const struct web_summary_doc *d)
+{
+    struct tfmt f = {{30, 20}, 2};
+    ttitle(b, tlen(&f), "Device Summary");
+    tsep(b, &f);
+    trow(b, &f, (const char *[]){"Device", "Utilization (%)"});
+    tsep(b, &f);
+    char v[64];
+    if (isnan(d->cpu_pct))
+        snprintf(v, sizeof v, "-");
+    else
+        snprintf(v, sizeof v, "%.2f", d->cpu_pct);
+    trow(b, &f, (const char *[]){"CPU(Process)", v});
+    if (isnan(d->sys_cpu_pct))
+        snprintf(v, sizeof v, "-");
+    else
+        snprintf(v, sizeof v, "%.2f", d->sys_cpu_pct);
+    trow(b, &f, (const char *[]){"CPU(System)", v});
+    for (size_t i = 0; i < d->sum->n_gpus; i++) {
+        char name[40];
+        snprintf(name, sizeof name, "GPU%" PRId64, d->sum->gpus[i].pid);
+        snprintf(v, sizeof v, "%.2f", d->sum->gpus[i].utilization * 100);
+        trow(b, &f, (const char *[]){name, v});
+    }
+    tsep(b, &f);
+    sbuf_adds(b, "Note:\nCPU(Process) Utilization = Current process CPU time over all cpu cores / "
+                 "elapsed time, so max utilization can be reached 100% * number of cpu cores.\n"
+                 "CPU(System) Utilization = All processes CPU time over all cpu cores(busy time) / "
+                 "(busy time + idle time).\n"
+                 "GPU Utilization = Current process GPU time / elapsed time.\n");
+    dashes(b, tlen(&f));
+    sbuf_adds(b, "\n\n\n");
+}
+
+static void text_overview(struct sbuf *b, const struct analyse_summary *s, const char *unit)
+{
+    double div = unit_div(unit);
+    struct tfmt f = {{25, 25, 25, 25}, 4};
+    ttitle(b, tlen(&f), "Overview Summary");
+    sbuf_printf(b, "Time unit: %s\n", unit);
+    tsep(b, &f);
+    trow(b, &f, (const char *[]){"Event Type", "Calls", "CPU Time", "Ratio (%)"});
+    tsep(b, &f);
+    bool first = true, gpu_head = false;
+    for (size_t i = 0; i <= s->n_types; i++) {
+        if (!gpu_head && (i == s->n_types || s->types[i].device)) {
+            tsep(b, &f);
+            trow(b, &f, (const char *[]){"", "Calls", "GPU Time", "Ratio (%)"});
+            tsep(b, &f);
+            gpu_head = true;
+        }
+        if (i == s->n_types)
+            break;
+        const struct analyse_sum_type_row *t = &s->types[i];
+        char name[64], calls[32], time[48], ratio[32];
+        snprintf(name, sizeof name, "%s%s", first && !t->device ? "" : "  ",
+                 analyse_sum_type_names[t->type]);
+        snprintf(calls, sizeof calls, "%" PRId64, t->calls);
+        fmt_time(time, sizeof time, (double)t->time_ns, div);
+        snprintf(ratio, sizeof ratio, "%.2f", t->ratio * 100);
+        trow(b, &f, (const char *[]){name, calls, time, ratio});
+        first = false;
+    }
+    tsep(b, &f);
+    sbuf_adds(b, "Note:\nIn this table, We sum up all collected events in terms of event type.\n"
+                 "The time of events collected on host are presented as CPU Time, and as GPU Time "
+                 "if on device.\n"
+                 "Events with different types may overlap or inclusion, e.g. Operator includes "
+                 "OperatorInner, so the sum of ratios is not 100%.\n"
+                 "The time of events in the same type with overlap will not calculate twice, and "
+                 "all time is summed after merged.\n");
+    dashes(b, tlen(&f));
+    sbuf_adds(b, "\n\n\n");
+}
+
+/* A table of five-figure rows: name, calls, CPU cell, GPU cell [, flops]. */
+struct ttable {
+    const char *title;
+    size_t name_w;          /* 0: the longest name */
+    bool flops;
+    const char *thread;     /* a "Thread: ..." title row, or NULL */
+    bool closing_sep;       /* UserDefined has none */
+};
+
+static void text_rows(struct sbuf *b, const struct analyse_summary *s,
+                      const struct analyse_sum_row *rows, size_t n, bool gpu_only,
+                      const struct ttable *tt, const char *unit)
+{
+    double div = unit_div(unit);
+    struct tfmt f = {{tt->name_w, 6, 40, 40, 10}, tt->flops ? 5 : gpu_only ? 3 : 4};
+    const char *gcell = gpu_cell(s);
+    char cell[CELL];
+    for (size_t i = 0; i < n; i++) {
+        size_t indent = rows[i].parent != ANALYSE_SUM_TOP ? 2 : 0;
+        size_t l = rows[i].name_len + indent;
+        if (tt->name_w == 0 && l > f.w[0])
+            f.w[0] = l < CELL - 8 ? l : CELL - 8;
+        int cl = snprintf(cell, sizeof cell, "%" PRId64, rows[i].calls);
+        if ((size_t)cl > f.w[1])
+            f.w[1] = (size_t)cl;
+        five(cell, &rows[i], div);
+        if (strlen(cell) > f.w[2])
+            f.w[2] = strlen(cell);
+    }
+    if (gpu_only)
+        f.w[2] = f.w[2] > 40 ? f.w[2] : 40;
+    if (f.n >= 4 && strlen(gcell) > f.w[3])
+        f.w[3] = strlen(gcell);
+    size_t len = tlen(&f);
+    ttitle(b, len, tt->title);
+    sbuf_printf(b, "Time unit: %s\n", unit);
+    tsep(b, &f);
+    if (gpu_only)
+        trow(b, &f, (const char *[]){"Name", "Calls", "GPU Total / Avg / Max / Min / Ratio(%)"});
+    else
+        trow(b, &f, (const char *[]){"Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)",
+                                     "GPU Total / Avg / Max / Min / Ratio(%)", "FLOPs"});
+    tsep(b, &f);
+    if (tt->thread)
+        ttitle(b, len, tt->thread);
+    for (size_t i = 0; i < n; i++) {
+        char name[CELL], calls[32], cpu[CELL];
+        bool inner = rows[i].parent != ANALYSE_SUM_TOP;
+        /* Paddle cuts inner operator names and kernel names only. */
+        name_cell(name, rows[i].name, rows[i].name_len, inner || gpu_only ? tt->name_w : 0,
+                  inner ? 2 : 0);
+        snprintf(calls, sizeof calls, "%" PRId64, rows[i].calls);
+        five(cpu, &rows[i], div);
+        trow(b, &f, (const char *[]){name, calls, cpu, gcell, "-"});
+    }
+    if (tt->closing_sep)
+        tsep(b, &f);
+    sbuf_adds(b, "\n\n");
+}
+
+/* Kernel names lose their argument list as Paddle's (.+?)(<.*>)(\(.*\)) match does. */
+static void kernel_rows_short(struct analyse_sum_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *s = rows[i].name;
+        size_t len = rows[i].name_len;
+        const char *lt = len > 1 ? memchr(s + 1, '<', len - 1) : NULL;
+        if (!lt)
+            continue;
+        for (size_t j = len; j-- > (size_t)(lt - s);) {
+            if (s[j] == '>' && j + 1 < len && s[j + 1] == '(' &&
+                memchr(s + j + 2, ')', len - j - 2)) {
+                rows[i].name_len = j + 1;
+                break;
+            }
+        }
+    }
+}
+
+static void text_model(struct sbuf *b, const struct analyse_summary *s, const char *unit)
+{
+    double div = unit_div(unit);
+    char cells[ANALYSE_SUM_MODEL_COUNT][CELL];
+    struct tfmt f = {{15, 6, 40, 40}, 4};
+    const char *gcell = gpu_cell(s);
+    for (int m = 0; m < ANALYSE_SUM_MODEL_COUNT; m++) {
+        if (m == ANALYSE_SUM_MODEL_OTHERS) {
+            char t[48];
+            fmt_time(t, sizeof t, (double)s->model[m].total_ns, div);
+            snprintf(cells[m], CELL, "%s / - / - / - / %.2f", t, s->model[m].ratio * 100);
+        } else {
+            five(cells[m], &s->model[m], div);
+        }
+        if (strlen(cells[m]) > f.w[2])
+            f.w[2] = strlen(cells[m]);
+    }
+    if (strlen(gcell) > f.w[3])
+        f.w[3] = strlen(gcell);
+    ttitle(b, tlen(&f), "Model Summary");
+    sbuf_printf(b, "Time unit: %s\n", unit);
+    tsep(b, &f);
+    trow(b, &f, (const char *[]){"Name", "Calls", "CPU Total / Avg / Max / Min / Ratio(%)",
+                                 "GPU Total / Avg / Max / Min / Ratio(%)"});
+    tsep(b, &f);
+    for (int m = 0; m < ANALYSE_SUM_MODEL_COUNT; m++) {
+        bool others = m == ANALYSE_SUM_MODEL_OTHERS;
+        if (!others && s->model[m].calls == 0)
+            continue;
+        char name[32], calls[32];
+        snprintf(name, sizeof name, "%s%s", m ? "  " : "", analyse_sum_model_names[m]);
+        if (others)
+            snprintf(calls, sizeof calls, "-");
+        else
+            snprintf(calls, sizeof calls, "%" PRId64, s->model[m].calls);
+        trow(b, &f, (const char *[]){name, calls, cells[m], gcell});
+    }
+    tsep(b, &f);
+    sbuf_adds(b, "Note:\nIn this table, GPU time is the sum of all device(GPU) events called in "
+                 "the phase.\nUnlike overview summary, if two device(GPU) events execute on "
+                 "different streams with overlap time, we sum them directly here.\n\n");
+    dashes(b, tlen(&f));
+    sbuf_adds(b, "\n\n\n");
+}
+
+static void text_distributed(struct sbuf *b, const struct analyse_summary *s, const char *unit)
+{
+    double div = unit_div(unit);
+    struct tfmt f = {{25, 25, 25}, 3};
+    ttitle(b, tlen(&f), "Distribution Summary");
+    sbuf_printf(b, "Time unit: %s\n", unit);
+    tsep(b, &f);
+    trow(b, &f, (const char *[]){"Name", "Total Time", "Ratio (%)"});
+    tsep(b, &f);
+    const char *names[4] = {"ProfileStep", "  Communication", "  Computation", "  Overlap"};
+    int64_t v[4] = {s->total_ns, s->comm_ns, s->comp_ns, s->overlap_ns};
+    for (int i = 0; i < 4; i++) {
+        char t[48], r[32];
+        fmt_time(t, sizeof t, (double)v[i], div);
+        snprintf(r, sizeof r, "%.2f", s->total_ns > 0 ? 100.0 * (double)v[i] / (double)s->total_ns : 0);
+        trow(b, &f, (const char *[]){names[i], t, r});
+    }
+    tsep(b, &f);
+    sbuf_adds(b, "Note:\nCommunication time: Communication Event time, Communication Op time and "
+                 "its kernel time on gpu.\nComputation time: Kernel time, except kernels belong to "
+                 "communication(nccl kernels).\nOverlap time: Communication time intersects with "
+                 "computation time.\n");
+    dashes(b, tlen(&f));
+    sbuf_adds(b, "\n\n\n");
+}
+
+static void render_text(struct sbuf *b, const struct web_summary_doc *d)
+{
+    const struct analyse_summary *s = d->sum;
+    const char *u = d->time_unit;
+    static const char thread[] = "Thread: All threads merged";
+    switch (d->kind) {
+    case WEB_SUMMARY_DEVICE:
+        text_device(b, d);
+        break;
+    case WEB_SUMMARY_OVERVIEW:
+        text_overview(b, s, u);
+        break;
+    case WEB_SUMMARY_MODEL:
+        text_model(b, s, u);
+        break;
+    case WEB_SUMMARY_DISTRIBUTED:
+        text_distributed(b, s, u);
+        break;
+    case WEB_SUMMARY_OPERATOR:
+        text_rows(b, s, s->ops, s->n_ops, false,
+                  &(struct ttable){"Operator Summary", 52, true, thread, true}, u);
+        break;
+    case WEB_SUMMARY_KERNEL:
+        kernel_rows_short(s->kernels, s->n_kernels);
+        text_rows(b, s, s->kernels, s->n_kernels, true,
+                  &(struct ttable){"Kernel Summary", 90, false, NULL, true}, u);
+        break;
+    case WEB_SUMMARY_MEMORY:
+        text_rows(b, s, s->memory, s->n_memory, false,
+                  &(struct ttable){"Memory Manipulation Summary", 0, false, NULL, true}, u);
+        break;
+    default:
+        text_rows(b, s, s->user, s->n_user, false,
+                  &(struct ttable){"UserDefined Summary", 0, false, thread, false}, u);
+        break;
+    }
+}
+
+void web__render_summary(struct sbuf *b, const struct web_summary_doc *d, enum web_format fmt)
+{
+    if (fmt == WEB_FORMAT_TEXT)
+        render_text(b, d);
+    else if (fmt == WEB_FORMAT_CSV)
+        rows_of(b, d, true);
+    else
+        render_json(b, d);
+}
+
+/* ---- benchmark ---- */
+
+/* Python's str.center(width): the odd blank goes left when width is odd (CPython's pad()). */
+static void center(struct sbuf *b, const char *s, size_t width, char fill)
+{
+    size_t l = strlen(s);
+    size_t marg = width > l ? width - l : 0;
+    size_t left = marg / 2 + (marg & width & 1);
+    for (size_t i = 0; i < left; i++)
+        sbuf_addc(b, fill);
+    sbuf_adds(b, s);
+    for (size_t i = left; i < marg; i++)
+        sbuf_addc(b, fill);
+}
+
+static void bench_line(struct sbuf *b, const char *item, const struct analyse_bench_stat *st)
+{
+    char v[3][48];
+    snprintf(v[0], sizeof v[0], "%.5f", st->avg);
+    snprintf(v[1], sizeof v[1], "%.5f", st->max);
+    snprintf(v[2], sizeof v[2], "%.5f", st->min);
+    sbuf_adds(b, "| ");
+    center(b, item, 15, ' ');
+    for (int i = 0; i < 3; i++) {
+        sbuf_adds(b, " | ");
+        center(b, v[i], 15, ' ');
+    }
+    sbuf_adds(b, " |\n");
+}
+
+static void bench_member(struct sbuf *b, const char *name, const struct analyse_bench_stat *st,
+                         bool csv, bool first)
+{
+    if (csv)
+        sbuf_printf(b, "%s,%.9g,%.9g,%.9g\n", name, st->avg, st->max, st->min);
+    else
+        sbuf_printf(b, "%s{\"name\":\"%s\",\"avg\":%.9g,\"max\":%.9g,\"min\":%.9g}",
+                    first ? "" : ",", name, st->avg, st->max, st->min);
+}
+
+void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum web_format fmt)
+{
+    const struct analyse_benchmark *k = &d->bench;
+    const char *unit = k->samples_mode ? "samples/s" : "steps/s";
+    if (fmt == WEB_FORMAT_TEXT) {
+        if (k->n_counted == 0) {
+            sbuf_printf(b, "No Perf Summary: %zu steps, %zu of them warm-up\n", k->n_steps,
+                        k->n_skipped);
+            return;
+        }
+        center(b, "Perf Summary", 100, '=');
+        sbuf_addc(b, '\n');
+        if (k->reader_ratio_pct != 0)
+            sbuf_printf(b, "Reader Ratio: %.3f%%\n", k->reader_ratio_pct);
+        sbuf_printf(b, "Time Unit: s, IPS Unit: %s\n", unit);
+        sbuf_adds(b, "| ");
+        center(b, "", 15, ' ');
+        const char *heads[3] = {"avg", "max", "min"};
+        for (int i = 0; i < 3; i++) {
+            sbuf_adds(b, " | ");
+            center(b, heads[i], 15, ' ');
+        }
+        sbuf_adds(b, " |\n");
+        if (k->has_reader && k->reader_cost.avg != 0)
+            bench_line(b, "reader_cost", &k->reader_cost);
+        bench_line(b, "batch_cost", &k->batch_cost);
+        bench_line(b, "ips", &k->ips);
+        return;
+    }
+    bool csv = fmt == WEB_FORMAT_CSV;
+    if (csv) {
+        sbuf_adds(b, "name,avg,max,min\n");
+    } else {
+        sbuf_printf(b, "{\"rank\":%" PRId64 ",\"source\":\"%s\",\"n_steps\":%zu,\"skipped\":%zu,"
+                       "\"counted\":%zu,\"ips_unit\":\"%s\",\"time_unit\":\"s\","
+                       "\"reader_ratio_pct\":%.6g,\"rows\":[",
+                    d->rank, d->source, k->n_steps, k->n_skipped, k->n_counted, unit,
+                    k->reader_ratio_pct);
+    }
+    bool first = true;
+    if (k->n_counted > 0 && k->has_reader) {
+        bench_member(b, "reader_cost", &k->reader_cost, csv, first);
+        first = false;
+    }
+    if (k->n_counted > 0) {
+        bench_member(b, "batch_cost", &k->batch_cost, csv, first);
+        bench_member(b, "ips", &k->ips, csv, false);
+    }
+    if (!csv)
+        sbuf_adds(b, "]}");
+}

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routes_summary: /api/v1/jobs/{job}/summary/{kind} and /benchmark, paddle.profiler's summary
+ * tables and benchmark timer (analyse.h, Section D). The live snapshot keeps aggregates, not the
+ * spans these tables need (merged intervals per event type, nesting), so a handler reads the
+ * rank's spans from the store with store_event_iter_*(), as the timeline export does: each
+ * stored line is decoded by the decoder main.c wired in (ingest's), its X spans are copied
+ * (names into an arena) up to max_spans, and what lies beyond is counted and reported as cut.
+ * The CPU figures of the device summary come from the live snapshot's host-record means.
+ */
+#include "web_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#define ARENA_CHUNK (1u << 20)
+
+static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
+{
+    return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
+}
+
+/* Names and cats of the spans read, in 1 MiB chunks. */
+struct arena {
+    char **chunks;
+    size_t n_chunks;
+    char *cur;
+    size_t left;
+};
+
+static const char *arena_dup(struct arena *a, const char *s, size_t n)
+{
+    if (n > a->left) {
+        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        char **cs = realloc(a->chunks, (a->n_chunks + 1) * sizeof *cs);
+        if (!cs)
+            return NULL;
+        a->chunks = cs;
+        char *c = malloc(size);
+        if (!c)
+            return NULL;
+        a->chunks[a->n_chunks++] = c;
+        a->cur = c;
+        a->left = size;
+    }
+    char *p = a->cur;
+    memcpy(p, s, n);
+    a->cur += n;
+    a->left -= n;
+    return p;
+}
+
+static void arena_free(struct arena *a)
+{
+    for (size_t i = 0; i < a->n_chunks; i++)
+        free(a->chunks[i]);
+    free(a->chunks);
+}
+
+/* A pid or tid as a number: its leading integer ("29559(Python)" and "29559(C++)" are one
+ * thread, as in Paddle's own trees), else a hash of the text. */
+static int64_t id_of(struct record_text t)
+{
+    size_t i = t.len > 0 && t.ptr[0] == '-' ? 1 : 0;
+    int64_t v = 0;
+    size_t d = 0;
+    while (i < t.len && t.ptr[i] >= '0' && t.ptr[i] <= '9' && d < 18) {
+        v = v * 10 + (t.ptr[i] - '0');
+        i++;
+        d++;
+    }
+    if (d > 0)
+        return t.ptr[0] == '-' ? -v : v;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t k = 0; k < t.len; k++)
+        h = (h ^ (unsigned char)t.ptr[k]) * 1099511628211ULL;
+    return (int64_t)(h >> 1);
+}
+
+struct spans {
+    struct analyse_span *v;
+    size_t n, cap, max;
+    int64_t cut, bad;
+    struct arena names;
+};
+
+static void spans_free(struct spans *s)
+{
+    free(s->v);
+    arena_free(&s->names);
+}
+
+/* Reads the X spans of job's rank into *s. Returns 0, -ENOENT, -ENOMEM, -EIO. */
+static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s)
+{
+    struct store_event_iter *it = NULL;
+    int r = store_event_iter_new(w->store, job_id, rank, INT64_MIN, INT64_MAX, &it);
+    if (r < 0)
+        return r;
+    void *dec = w->decoder.create(w->decoder.max_line);
+    if (!dec) {
+        store_event_iter_free(it);
+        return -ENOMEM;
+    }
+    struct store_event ev;
+    while ((r = store_event_iter_next(it, &ev)) == 1) {
+        struct record rec;
+        if (w->decoder.decode(dec, ev.line, ev.len, &rec) < 0) {
+            s->bad++;
+            continue;
+        }
+        if (rec.kind != RECORD_TRACE || rec.ph != 'X' || rec.name.len == 0 || rec.dur_ns < 0)
+            continue;
+        if (s->n >= s->max) {
+            s->cut++;
+            continue;
+        }
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 4096;
+            struct analyse_span *v = realloc(s->v, cap * sizeof *v);
+            if (!v) {
+                r = -ENOMEM;
+                break;
+            }
+            s->v = v;
+            s->cap = cap;
+        }
+        const char *name = arena_dup(&s->names, rec.name.ptr, rec.name.len);
+        const char *cat = rec.cat.len ? arena_dup(&s->names, rec.cat.ptr, rec.cat.len) : "";
+        if (!name || !cat) {
+            r = -ENOMEM;
+            break;
+        }
+        struct analyse_span *sp = &s->v[s->n++];
+        *sp = (struct analyse_span){.ts_ns = rec.ts_ns, .dur_ns = rec.dur_ns, .name = name,
+                                    .name_len = rec.name.len, .cat = cat,
+                                    .cat_len = rec.cat.len, .pid = id_of(rec.pid),
+                                    .tid = id_of(rec.tid), .correlation = -1,
+                                    .external_id = -1};
+    }
+    w->decoder.destroy(dec);
+    store_event_iter_free(it);
+    if (r < 0)
+        return r;
+    analyse_classify(s->v, s->n, NULL);
+    return 0;
+}
+
+/* ?steps=A-B or ?steps=N into [*first, *last]; absent: no bound. Returns 0 or -1 (answered). */
+static int param_steps(struct web *w, struct MHD_Connection *c, int64_t *first, int64_t *last,
+                       int *ret_mhd)
+{
+    char buf[48];
+    size_t len;
+    *first = ANALYSE_ST_ALL_FIRST;
+    *last = ANALYSE_ST_ALL_LAST;
+    int r = web__param_str(w, c, "steps", buf, sizeof buf, &len, ret_mhd);
+    if (r <= 0)
+        return r;
+    const char *dash = len > 1 ? memchr(buf + 1, '-', len - 1) : NULL;
+    size_t l1 = dash ? (size_t)(dash - buf) : len;
+    if (web__parse_i64(buf, l1, 0, INT64_MAX, first) < 0 ||
+        (dash && web__parse_i64(dash + 1, len - l1 - 1, 0, INT64_MAX, last) < 0) ||
+        (!dash && (*last = *first, false)) || *last < *first) {
+        *ret_mhd = bad(w, c, "steps: A-B (0 <= A <= B) or N");
+        return -1;
+    }
+    return 0;
+}
+
+/* ?format=json|csv|text. */
+static int param_fmt(struct web *w, struct MHD_Connection *c, enum web_format *ret, int *ret_mhd)
+{
+    char buf[8];
+    size_t len;
+    int r = web__param_str(w, c, "format", buf, sizeof buf, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    *ret = WEB_FORMAT_JSON;
+    if (r == 0 || strcmp(buf, "json") == 0)
+        return 0;
+    if (strcmp(buf, "csv") == 0)
+        *ret = WEB_FORMAT_CSV;
+    else if (strcmp(buf, "text") == 0)
+        *ret = WEB_FORMAT_TEXT;
+    else {
+        *ret_mhd = bad(w, c, "format: json, csv or text");
+        return -1;
+    }
+    return 0;
+}
+
+static int send_fmt(struct web *w, struct MHD_Connection *c, struct sbuf *b, enum web_format f)
+{
+    if (f == WEB_FORMAT_CSV)
+        return web__send_csv(w, c, b);
+    if (f == WEB_FORMAT_TEXT)
+        return web__send_text(w, c, b, "text/plain; charset=utf-8");
+    return web__send_json(w, c, MHD_HTTP_OK, b, NULL);
+}
+
+/* The device summary's CPU figures from the live snapshot (NaN when there are none). */
+static void host_cpu(struct web *w, int64_t job_id, int64_t rank, struct web_summary_doc *d)
+{
+    d->cpu_pct = d->sys_cpu_pct = NAN;
+    const struct live_snapshot *snap = NULL;
+    if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
+        return;
+    struct live_host_row h;
+    if (live_query_host(snap, rank, &h) == 0) {
+        d->cpu_pct = h.cpu_pct;
+        d->sys_cpu_pct = h.sys_cpu_pct;
+        d->n_host_samples = h.n_cpu > h.n_sys_cpu ? h.n_cpu : h.n_sys_cpu;
+    }
+    live_snapshot_put(snap);
+}
+
+/* Step records of one rank for the benchmark. */
+struct bench_scan {
+    int64_t rank, first, last;
+    struct analyse_bench_step *v;
+    size_t n, cap;
+    int err;
+};
+
+/* phases.dataloader (µs) of a step record in ns, or -1. */
+static int64_t phase_dataloader(struct record_text ph)
+{
+    static const char key[] = "\"dataloader\"";
+    if (ph.len < sizeof key)
+        return -1;
+    const char *p = NULL;
+    for (size_t i = 0; i + sizeof key - 1 <= ph.len && !p; i++)
+        if (memcmp(ph.ptr + i, key, sizeof key - 1) == 0)
+            p = ph.ptr + i + sizeof key - 1;
+    if (!p)
+        return -1;
+    const char *end = ph.ptr + ph.len;
+    while (p < end && (*p == ' ' || *p == ':' || *p == '\t'))
+        p++;
+    char num[40];
+    size_t n = 0;
+    while (p < end && n < sizeof num - 1 && strchr("0123456789.eE+-", *p))
+        num[n++] = *p++;
+    num[n] = '\0';
+    char *e;
+    double v = strtod(num, &e);
+    if (n == 0 || *e || !(v >= 0) || v > 9e15)
+        return -1;
+    return (int64_t)llround(v * 1000);
+}
+
+static int bench_push(struct bench_scan *s, struct analyse_bench_step st)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        struct analyse_bench_step *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = st;
+    return 0;
+}
+
+static int on_bench_step(void *ud, int64_t rank, const struct record *rec)
+{
+    struct bench_scan *s = ud;
+    if (rank != s->rank || rec->step < s->first || rec->step > s->last)
+        return 0;
+    s->err = bench_push(s, (struct analyse_bench_step){rec->step, rec->dur_ns,
+                                                       phase_dataloader(rec->phases),
+                                                       rec->samples});
+    return s->err < 0;
+}
+
+static int cmp_span_ts(const void *a, const void *b)
+{
+    const struct analyse_span *x = *(const struct analyse_span *const *)a;
+    const struct analyse_span *y = *(const struct analyse_span *const *)b;
+    return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
+}
+
+/* Benchmark steps from ProfileStep spans: batch = the step span, reader = the union of the
+ * Dataloader spans that start inside it. */
+static int bench_from_spans(const struct spans *sp, struct bench_scan *s)
+{
+    const struct analyse_span **steps = malloc((sp->n + 1) * sizeof *steps);
+    const struct analyse_span **dl = malloc((sp->n + 1) * sizeof *dl);
+    int64_t *ds = malloc((sp->n + 1) * sizeof *ds), *de = malloc((sp->n + 1) * sizeof *de);
+    int r = 0;
+    if (!steps || !dl || !ds || !de) {
+        r = -ENOMEM;
+        goto out;
+    }
+    size_t ns = 0, nd = 0;
+    for (size_t i = 0; i < sp->n; i++) {
+        enum analyse_sum_type t = analyse_sum_type_of(&sp->v[i]);
+        if (t == ANALYSE_SUM_PROFILE_STEP)
+            steps[ns++] = &sp->v[i];
+        else if (t == ANALYSE_SUM_DATALOADER)
+            dl[nd++] = &sp->v[i];
+    }
+    qsort(steps, ns, sizeof *steps, cmp_span_ts);
+    qsort(dl, nd, sizeof *dl, cmp_span_ts);
+    size_t j = 0;
+    for (size_t i = 0; i < ns && r == 0; i++) {
+        const struct analyse_span *st = steps[i];
+        int64_t num = analyse_sum_step_number(st->name, st->name_len);
+        if (num < s->first || num > s->last)
+            continue;
+        while (j < nd && dl[j]->ts_ns < st->ts_ns)
+            j++;
+        size_t k = 0;
+        for (size_t x = j; x < nd && dl[x]->ts_ns < st->ts_ns + st->dur_ns; x++, k++) {
+            ds[k] = dl[x]->ts_ns;
+            de[k] = dl[x]->ts_ns + dl[x]->dur_ns;
+        }
+        int64_t reader = nd > 0 ? analyse_sum_union_ns(ds, de, k) : -1;
+        if (reader < -1) {
+            r = -ENOMEM;
+            break;
+        }
+        r = bench_push(s, (struct analyse_bench_step){num, st->dur_ns, reader, -1});
+    }
+out:
+    free(steps);
+    free(dl);
+    free(ds);
+    free(de);
+    return r;
+}
+
+static int get_benchmark(struct web *w, struct MHD_Connection *c, const struct store_job *job,
+                         int64_t rank, int64_t first, int64_t last, enum web_format fmt,
+                         size_t max_spans)
+{
+    int64_t skip;
+    int mhd;
+    if (web__param_i64(w, c, "skip", 0, INT32_MAX, ANALYSE_BENCH_SKIP_DEFAULT, &skip, &mhd) < 0)
+        return mhd;
+    struct bench_scan s = {.rank = rank, .first = first, .last = last};
+    struct web_bench_doc d = {.rank = rank, .source = "records"};
+    int64_t n = store_query_steps(w->store, job->id, on_bench_step, &s);
+    int r = n < 0 ? (int)n : s.err;
+    if (r == 0 && s.n == 0) {
+        d.source = "spans";
+        struct spans sp = {.max = max_spans};
+        r = read_spans(w, job->id, rank, &sp);
+        if (r == 0)
+            r = bench_from_spans(&sp, &s);
+        spans_free(&sp);
+    }
+    if (r == 0)
+        r = analyse_benchmark_compute(s.v, s.n, (size_t)skip, &d.bench);
+    free(s.v);
+    if (r < 0)
+        return web__send_store_error(w, c, r, "benchmark");
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_benchmark(&b, &d, fmt);
+    return send_fmt(w, c, &b, fmt);
+}
+
+int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
+                       const struct store_job *job)
+{
+    enum web_summary_kind kind = WEB_SUMMARY_OVERVIEW;
+    if (rt->id == WEB_ROUTE_SUMMARY && web__summary_kind_parse(rt->kind, &kind) < 0)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+                               "kind: overview, model, distributed, operator, kernel, memory, "
+                               "user-defined or device");
+    int64_t rank, first, last, max_spans;
+    enum web_format fmt;
+    int mhd;
+    char unit[4] = "ms";
+    size_t len;
+    if (web__param_i64(w, c, "rank", 0, INT32_MAX, 0, &rank, &mhd) < 0 ||
+        param_steps(w, c, &first, &last, &mhd) < 0 || param_fmt(w, c, &fmt, &mhd) < 0 ||
+        web__param_i64(w, c, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
+                       &max_spans, &mhd) < 0)
+        return mhd;
+    int r = web__param_str(w, c, "time_unit", unit, sizeof unit, &len, &mhd);
+    if (r < 0)
+        return mhd;
+    if (strcmp(unit, "s") != 0 && strcmp(unit, "ms") != 0 && strcmp(unit, "us") != 0 &&
+        strcmp(unit, "ns") != 0)
+        return bad(w, c, "time_unit: s, ms, us or ns");
+    if (rt->id == WEB_ROUTE_BENCHMARK)
+        return get_benchmark(w, c, job, rank, first, last, fmt, (size_t)max_spans);
+    struct spans sp = {.max = (size_t)max_spans};
+    struct web_summary_doc d = {.kind = kind, .rank = rank, .max_spans = (size_t)max_spans,
+                                .time_unit = unit};
+    r = read_spans(w, job->id, rank, &sp);
+    if (r == 0)
+        r = analyse_summary_compute(sp.v, sp.n, first, last, &d.sum);
+    if (r == -ENOENT) {
+        spans_free(&sp);
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+                               "steps: no ProfileStep span in range on this rank");
+    }
+    if (r < 0) {
+        spans_free(&sp);
+        return web__send_store_error(w, c, r, "summary");
+    }
+    d.n_read = sp.n;
+    d.spans_cut = sp.cut;
+    d.lines_bad = sp.bad;
+    if (kind == WEB_SUMMARY_DEVICE)
+        host_cpu(w, job->id, rank, &d);
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_summary(&b, &d, fmt);
+    analyse_summary_free(d.sum);
+    spans_free(&sp);
+    return send_fmt(w, c, &b, fmt);
+}
