@@ -868,6 +868,10 @@ enum analyse_sum_type analyse_sum_type_of(const struct analyse_span *span);
  * the name Paddle's own tables show. Pure. */
 size_t analyse_sum_name_len(const char *name, size_t len);
 
+/* The step number of a step span: the digits after the first '#' ("ProfileStep#12[3.1 ms]" ->
+ * 12), or -1 when there are none. Pure. */
+int64_t analyse_sum_step_number(const char *name, size_t len);
+
 /* One row of a table: a group of spans by name (suffix stripped). */
 struct analyse_sum_row {
     const char *name;  /* borrowed from a span, not NUL-terminated */

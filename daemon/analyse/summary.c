@@ -373,7 +373,7 @@ static bool is_memory_name(const char *name, size_t len)
            contains_nocase(name, len, "memset");
 }
 
-static int64_t step_number(const char *name, size_t len)
+int64_t analyse_sum_step_number(const char *name, size_t len)
 {
     const char *h = memchr(name, '#', len);
     if (!h)
@@ -695,7 +695,7 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
     for (size_t i = 0; i < n; i++) {
         if (analyse_sum_type_of(&spans[i]) != ANALYSE_SUM_PROFILE_STEP)
             continue;
-        int64_t num = step_number(spans[i].name, spans[i].name_len);
+        int64_t num = analyse_sum_step_number(spans[i].name, spans[i].name_len);
         if (bounded && (num < first || num > last))
             continue;
         if (spans[i].ts_ns < w0)
