@@ -434,7 +434,10 @@ static void text_overview(struct sbuf *b, const struct analyse_summary *s, const
                  "Events with different types may overlap or inclusion, e.g. Operator includes "
                  "OperatorInner, so the sum of ratios is not 100%.\n"
                  "The time of events in the same type with overlap will not calculate twice, and "
-                 "all time is summed after merged.\n");
+                 "all time is summed after merged.\n"
+                 "Example:\nThread 1:\n  Operator: |___________|     |__________|\n"
+                 "Thread 2:\n  Operator:   |____________|     |___|\n"
+                 "After merged:\n  Result:   |______________|  |__________|\n\n");
     dashes(b, tlen(&f));
     sbuf_adds(b, "\n\n\n");
 }
@@ -453,7 +456,7 @@ static void text_rows(struct sbuf *b, const struct analyse_summary *s,
                       const struct ttable *tt, const char *unit)
 {
     double div = unit_div(unit);
-    struct tfmt f = {{tt->name_w, 6, 40, 40, 10}, tt->flops ? 5 : gpu_only ? 3 : 4};
+    struct tfmt f = {{tt->name_w ? tt->name_w : 4, 6, 40, 40, 10}, tt->flops ? 5 : gpu_only ? 3 : 4};
     const char *gcell = gpu_cell(s);
     char cell[CELL];
     for (size_t i = 0; i < n; i++) {
@@ -553,7 +556,11 @@ static void text_model(struct sbuf *b, const struct analyse_summary *s, const ch
             snprintf(calls, sizeof calls, "-");
         else
             snprintf(calls, sizeof calls, "%" PRId64, s->model[m].calls);
-        trow(b, &f, (const char *[]){name, calls, cells[m], gcell});
+        /* Others: Paddle prints its GPU cell as "total / - / - / - / ratio". */
+        const char *g = !others ? gcell : strcmp(gcell, "- / - / - / - / -") == 0
+                                              ? gcell
+                                              : "0.00 / - / - / - / 0.00";
+        trow(b, &f, (const char *[]){name, calls, cells[m], g});
     }
     tsep(b, &f);
     sbuf_adds(b, "Note:\nIn this table, GPU time is the sum of all device(GPU) events called in "
@@ -671,9 +678,9 @@ static void bench_member(struct sbuf *b, const char *name, const struct analyse_
                          bool csv, bool first)
 {
     if (csv)
-        sbuf_printf(b, "%s,%.9g,%.9g,%.9g\n", name, st->avg, st->max, st->min);
+        sbuf_printf(b, "%s,%.12g,%.12g,%.12g\n", name, st->avg, st->max, st->min);
     else
-        sbuf_printf(b, "%s{\"name\":\"%s\",\"avg\":%.9g,\"max\":%.9g,\"min\":%.9g}",
+        sbuf_printf(b, "%s{\"name\":\"%s\",\"avg\":%.12g,\"max\":%.12g,\"min\":%.12g}",
                     first ? "" : ",", name, st->avg, st->max, st->min);
 }
 
@@ -712,7 +719,7 @@ void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum w
     } else {
         sbuf_printf(b, "{\"rank\":%" PRId64 ",\"source\":\"%s\",\"n_steps\":%zu,\"skipped\":%zu,"
                        "\"counted\":%zu,\"ips_unit\":\"%s\",\"time_unit\":\"s\","
-                       "\"reader_ratio_pct\":%.6g,\"rows\":[",
+                       "\"reader_ratio_pct\":%.12g,\"rows\":[",
                     d->rank, d->source, k->n_steps, k->n_skipped, k->n_counted, unit,
                     k->reader_ratio_pct);
     }
