@@ -101,6 +101,31 @@ size_t analyse_sum_name_len(const char *name, size_t len)
 
 /* ---- intervals ---- */
 
+/* Saturating int64 arithmetic: no input makes these overflow. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+/* e - s, 0 when e <= s, INT64_MAX when it does not fit. */
+static int64_t span_len(int64_t s, int64_t e)
+{
+    if (e <= s)
+        return 0;
+    uint64_t d = (uint64_t)e - (uint64_t)s;
+    return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+/* A span's end; a negative duration counts as 0. */
+static int64_t end_of(const struct analyse_span *sp)
+{
+    return sat_add(sp->ts_ns, sp->dur_ns > 0 ? sp->dur_ns : 0);
+}
+
 struct ival {
     int64_t s, e;
 };
@@ -135,7 +160,7 @@ static int64_t length(const struct ival *iv, size_t n)
 {
     int64_t t = 0;
     for (size_t i = 0; i < n; i++)
-        t += iv[i].e - iv[i].s;
+        t = sat_add(t, span_len(iv[i].s, iv[i].e));
     return t;
 }
 
@@ -158,7 +183,7 @@ static int64_t intersect(const struct ival *a, size_t na, const struct ival *b, 
         int64_t s = a[i].s > b[j].s ? a[i].s : b[j].s;
         int64_t e = a[i].e < b[j].e ? a[i].e : b[j].e;
         if (e > s)
-            t += e - s;
+            t = sat_add(t, span_len(s, e));
         if (a[i].e < b[j].e)
             i++;
         else
@@ -253,7 +278,7 @@ static int64_t table_add(struct table *t, const char *name, size_t len, size_t p
                                       .min_ns = INT64_MAX};
     }
     r->calls++;
-    r->total_ns += dur;
+    r->total_ns = sat_add(r->total_ns, dur);
     if (dur < r->min_ns)
         r->min_ns = dur;
     if (dur > r->max_ns)
@@ -452,7 +477,7 @@ static int walk_host(struct work *w, struct analyse_summary *sum)
         const struct node *parent = sp > 0 ? &w->host[stack[sp - 1]] : NULL;
         size_t in_model = parent ? model_depth[stack[sp - 1]] : 0;
         size_t len = analyse_sum_name_len(s->name, s->name_len);
-        int64_t dur = nd->e - nd->s;
+        int64_t dur = span_len(nd->s, nd->e);
         op_row[i] = ANALYSE_SUM_TOP;
         int64_t k = 0;
         if (nd->type == ANALYSE_SUM_OPERATOR) {
@@ -543,7 +568,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
         for (size_t i = 0; i < n_dev; i++) {
             const struct analyse_span *s = &w->spans[dev[i]];
             if (analyse_sum_type_of(s) == (enum analyse_sum_type)t)
-                w->iv[k++] = (struct ival){s->ts_ns, s->ts_ns + s->dur_ns};
+                w->iv[k++] = (struct ival){s->ts_ns, end_of(s)};
         }
         if (k == 0)
             continue;
@@ -570,7 +595,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
         for (size_t j = i; j < n_dev; j++) {
             const struct analyse_span *x = &w->spans[dev[j]];
             if (x->pid == s->pid && analyse_sum_type_of(x) == ANALYSE_SUM_KERNEL)
-                w->iv[k++] = (struct ival){x->ts_ns, x->ts_ns + x->dur_ns};
+                w->iv[k++] = (struct ival){x->ts_ns, end_of(x)};
         }
         int64_t busy = length(w->iv, merge(w->iv, k));
         sum->gpus[sum->n_gpus++] = (struct analyse_sum_gpu){
@@ -584,7 +609,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
         const struct analyse_span *s = &w->spans[dev[i]];
         if (analyse_sum_type_of(s) == ANALYSE_SUM_KERNEL &&
             table_add(&w->kernels, s->name, analyse_sum_name_len(s->name, s->name_len),
-                      ANALYSE_SUM_TOP, s->dur_ns) < 0)
+                      ANALYSE_SUM_TOP, span_len(s->ts_ns, end_of(s))) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -619,7 +644,7 @@ static int distributed(struct work *w, const size_t *dev, size_t n_dev,
         const struct analyse_span *s = &w->spans[dev[i]];
         if (analyse_sum_type_of(s) != ANALYSE_SUM_KERNEL)
             continue;
-        struct ival v = {s->ts_ns, s->ts_ns + s->dur_ns};
+        struct ival v = {s->ts_ns, end_of(s)};
         if (contains_nocase(s->name, s->name_len, "nccl") ||
             contains_nocase(s->name, s->name_len, "xccl"))
             gpu[ng++] = v;
@@ -677,9 +702,9 @@ static int user_rows(struct work *w)
         size_t len = analyse_sum_name_len(s->name, s->name_len);
         int64_t r = 0;
         if (is_memory_name(s->name, len))
-            r = table_add(&w->memory, s->name, len, ANALYSE_SUM_TOP, nd->e - nd->s);
+            r = table_add(&w->memory, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
         else if (nd->type == ANALYSE_SUM_PYTHON_USER_DEFINED)
-            r = table_add(&w->user, s->name, len, ANALYSE_SUM_TOP, nd->e - nd->s);
+            r = table_add(&w->user, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
         if (r < 0)
             return (int)r;
     }
@@ -700,8 +725,8 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
             continue;
         if (spans[i].ts_ns < w0)
             w0 = spans[i].ts_ns;
-        if (spans[i].ts_ns + spans[i].dur_ns > w1)
-            w1 = spans[i].ts_ns + spans[i].dur_ns;
+        if (end_of(&spans[i]) > w1)
+            w1 = end_of(&spans[i]);
         if (num >= 0 && (sum->first_step < 0 || num < sum->first_step))
             sum->first_step = num;
         if (num > sum->last_step)
@@ -732,7 +757,7 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
             continue;
         }
         w->host[w->n_host++] = (struct node){.span = i, .pid = s->pid, .tid = s->tid,
-                                             .s = s->ts_ns, .e = s->ts_ns + s->dur_ns,
+                                             .s = s->ts_ns, .e = end_of(s),
                                              .type = t};
         sum->n_steps += t == ANALYSE_SUM_PROFILE_STEP;
     }
@@ -781,19 +806,19 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
         sum->model[m].name_len = strlen(analyse_sum_model_names[m]);
         sum->model[m].parent = ANALYSE_SUM_TOP;
         if (m != ANALYSE_SUM_MODEL_PROFILE_STEP)
-            staged += sum->model[m].total_ns;
+            staged = sat_add(staged, sum->model[m].total_ns);
     }
     struct analyse_sum_row *o = &sum->model[ANALYSE_SUM_MODEL_OTHERS];
     *o = (struct analyse_sum_row){.name = analyse_sum_model_names[ANALYSE_SUM_MODEL_OTHERS],
                                   .name_len = 6, .parent = ANALYSE_SUM_TOP,
-                                  .total_ns = sum->total_ns - staged};
+                                  .total_ns = sat_add(sum->total_ns, staged == INT64_MIN ? INT64_MAX : -staged)};
     o->ratio = sum->total_ns > 0 ? (double)o->total_ns / (double)sum->total_ns : 0;
     /* Tables. */
     if ((r = order_ops(&w->ops, sum)) < 0)
         return r;
     int64_t kernel_total = 0;
     for (size_t i = 0; i < w->kernels.n; i++)
-        kernel_total += w->kernels.rows[i].total_ns;
+        kernel_total = sat_add(kernel_total, w->kernels.rows[i].total_ns);
     finish_rows(w->kernels.rows, w->kernels.n, kernel_total);
     finish_rows(w->memory.rows, w->memory.n, sum->total_ns);
     finish_rows(w->user.rows, w->user.n, sum->total_ns);

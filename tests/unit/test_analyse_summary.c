@@ -269,6 +269,33 @@ START_TEST(test_summary_host_communication)
 }
 END_TEST
 
+/* Hostile times never overflow: spans at both ends of int64, negative durations, huge sums. */
+START_TEST(test_summary_extremes)
+{
+    struct analyse_span sp[8];
+    size_t n = 0;
+    sp[n++] = mk(INT64_MIN, INT64_MAX, 1, 1, "ProfileStep", "ProfileStep#1");
+    sp[n++] = mk(INT64_MAX - 5, INT64_MAX, 1, 1, "ProfileStep", "ProfileStep#2");
+    sp[n++] = mk(-5, INT64_MAX, 1, 1, "Operator", "a");
+    sp[n++] = mk(0, INT64_MAX, 1, 2, "Operator", "a");
+    sp[n++] = mk(10, -7, 1, 1, "Operator", "b");
+    sp[n++] = mk(INT64_MIN, INT64_MAX, 0, 3, "Kernel", "k");
+    sp[n++] = mk(0, INT64_MAX, 0, 3, "Kernel", "k");
+    sp[n++] = mk(0, INT64_MAX, 1, 1, "Dataloader", "d");
+    struct analyse_summary *s = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST, &s), 0);
+    ck_assert(s->total_ns > 0);
+    ck_assert(s->ops[0].total_ns == INT64_MAX);
+    ck_assert(s->kernels[0].total_ns == INT64_MAX);
+    for (size_t i = 0; i < s->n_types; i++)
+        ck_assert(s->types[i].time_ns >= 0);
+    ck_assert(s->model[ANALYSE_SUM_MODEL_OTHERS].total_ns <= s->total_ns);
+    analyse_summary_free(s);
+    ck_assert_int_eq(analyse_summary_compute(sp, n, 1, 2, &s), 0);
+    analyse_summary_free(s);
+}
+END_TEST
+
 START_TEST(test_benchmark)
 {
     /* 13 steps; the first 10 are warm-up. Counted: 0.1 s / 20 samples (reader 0.02),
@@ -322,6 +349,7 @@ static Suite *summary_suite(void)
     tcase_add_test(tc, test_summary_paddle_like);
     tcase_add_test(tc, test_summary_step_range);
     tcase_add_test(tc, test_summary_host_communication);
+    tcase_add_test(tc, test_summary_extremes);
     tcase_add_test(tc, test_benchmark);
     suite_add_tcase(s, tc);
     return s;
