@@ -113,8 +113,12 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             s->bad++;
             continue;
         }
-        if (rec.kind != RECORD_TRACE || rec.ph != 'X' || rec.name.len == 0 || rec.dur_ns < 0)
+        if (rec.kind != RECORD_TRACE || rec.ph != 'X' || rec.name.len == 0 || rec.dur_ns < 0 ||
+            rec.ts_ns == INT64_MIN)
             continue;
+        /* A span reaching past the end of time ends there. */
+        if (rec.ts_ns > 0 && rec.dur_ns > INT64_MAX - rec.ts_ns)
+            rec.dur_ns = INT64_MAX - rec.ts_ns;
         if (s->n >= s->max) {
             s->cut++;
             continue;
