@@ -3,8 +3,9 @@
 
     python3 paddle_train.py loop OUT.json   # a hand-written loop: attach() + loader(), with a
                                             # paddle.profiler window (steps 10..14) streamed by
-                                            # trace_handler(), then a short run sampling the
-                                            # DataLoader's queue under job $STEPSCOPE_JOB-queue
+                                            # trace_handler(), then a short run with
+                                            # attach(model, opt, DataLoader) sampling its queue,
+                                            # under job $STEPSCOPE_JOB-queue
     python3 paddle_train.py hapi OUT.json   # paddle.Model.fit with StepscopeCallback
 
 Every phase has a known floor, so the test can tell the phases apart: the reader sleeps
@@ -120,17 +121,20 @@ def run_loop(out):
     client = stepscope.get_client()
     ops = paddle_operator_summary(prof)
 
-    # the DataLoader itself, unwrapped: its prefetch queue is sampled once per batch
+    # attach(..., dataloader): a plain loop over the DataLoader; its prefetch queue is sampled
+    # once per batch
     qclient = stepscope.Client(job=os.environ["STEPSCOPE_JOB"] + "-queue")
-    qhook = ssp.attach(net, opt, client=qclient)
+    dl = paddle.io.DataLoader(Data(80), batch_size=BATCH, num_workers=0)
+    qhook = ssp.attach(net, opt, dl, client=qclient)
     qsteps = 0
-    for x, y in qhook.loader(paddle.io.DataLoader(Data(80), batch_size=BATCH, num_workers=0)):
+    for x, y in dl:
         loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
         opt.clear_grad()
         qsteps += 1
     qhook.detach()
+    assert type(dl) is paddle.io.DataLoader and "step" not in vars(opt)
 
     acked = client.close(timeout=60) and qclient.close(timeout=60)
     json.dump({"version": paddle.__version__, "sizes": sizes, "window_steps": [10, 14], "window_events": handler.events,

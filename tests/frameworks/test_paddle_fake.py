@@ -79,6 +79,26 @@ for x in hook.loader(reader([T(n) for n in sizes])):
 hook.detach()
 out["restored"] = not net.pre and not net.post and "step" not in vars(opt)
 
+
+class Loader:                              # a loader object: attach() swaps its class
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def __iter__(self):
+        return reader([T(n) for n in self.sizes])
+
+
+# attach(..., dataloader): a plain for loop over the loader object
+c1 = stepscope.Client(job=client.job + "-loader")
+ld = Loader([6, 6])
+h1 = ssp.attach(net, opt, ld, client=c1)
+for x in ld:
+    net(x)
+    time.sleep(B)
+    opt.step()
+h1.detach()
+out["restored"] = out["restored"] and type(ld) is Loader
+
 # no optimizer watched: the next fetch ends a step (forward-only loop)
 c2 = stepscope.Client(job=client.job + "-noopt")
 h2 = ssp.attach(net, client=c2)
@@ -135,7 +155,7 @@ doc = {"traceEvents": [
     ev("matmul infer_meta", "OperatorInner", 104.8, 1.05)]}
 out["window_sent"] = ssp.stream_chrome_trace(doc, c5)
 
-out["acked"] = all(c.close(timeout=60) for c in (client, c2, c3, c5))
+out["acked"] = all(c.close(timeout=60) for c in (client, c1, c2, c3, c5))
 out["stats"] = client.stats
 json.dump(out, open(sys.argv[1], "w"), default=str)
 '''
@@ -155,6 +175,9 @@ def test_hooks_without_paddle(daemon, tmp):
         assert r["source"] == "phases", r
         assert r["interval_us"] >= 4000 and r["fp_bp_us"] >= 5000 and r["tail_us"] >= 1500, r
         assert r["fp_bp_us"] < r["total_us"] - 5000, r   # the reader is not in fp_bp
+    rows = steps_of(daemon, "pfake-loader", 2)
+    assert [r["samples"] for r in rows] == [6, 6]
+    assert all(r["interval_us"] >= 4000 and r["fp_bp_us"] >= 5000 for r in rows), rows
     # no optimizer: three forward-only steps, each ended by the next fetch (or the loop's end)
     rows = steps_of(daemon, "pfake-noopt", 3)
     assert [r["samples"] for r in rows] == [4, 4, 4]

@@ -58,7 +58,7 @@ class StepHook:
     """
 
     def __init__(self, model=None, optimizer=None, client=None, close_on_optimizer=True,
-                 queue_name="dataloader", host_interval=1.0, framework=None):
+                 queue_name="dataloader", host_interval=1.0, framework=None, dataloader=None):
         if client is None:  # the process-wide client; a new one names the framework at once
             client = attach(framework=framework[0], framework_version=framework[1]) \
                 if framework else get_client()
@@ -80,11 +80,14 @@ class StepHook:
         self._opt_t0 = None
         self._handles = []       # forward hook handles
         self._patched = []       # (object, attribute name)
+        self._loaders = []       # (loader, its own class)
         self._optimizer_seen = False
         if model is not None:
             self.watch_model(model)
         if optimizer is not None:
             self.watch_optimizer(optimizer)
+        if dataloader is not None:
+            self.watch_loader(dataloader)
 
     def set_framework(self, name, version):
         """Names the framework in the client's hello (kept when one was given already)."""
@@ -163,6 +166,23 @@ class StepHook:
             except Exception as e:
                 _count_internal(self.client, e)
             yield batch
+
+    def watch_loader(self, loader):
+        """Makes every ``for batch in loader`` go through ``loader()``: the object's class becomes
+        a subclass whose ``__iter__`` wraps the original iterator (``detach()`` restores it)."""
+        try:
+            cls = type(loader)
+            hook = self
+
+            def __iter__(self_):
+                return hook.loader(cls.__iter__(self_))
+            loader.__class__ = type(cls.__name__, (cls,), {
+                "__iter__": __iter__, "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__})
+            self._loaders.append((loader, cls))
+        except Exception as e:
+            _count_internal(self.client, e)
+        return self
 
     def _abandon(self):
         s = self._step
@@ -290,7 +310,7 @@ class StepHook:
             _count_internal(self.client, e)
 
     def detach(self):
-        """Removes the hooks and restores the optimizer; closes an open step."""
+        """Removes the hooks, restores the optimizer and the loader; closes an open step."""
         for h in self._handles:
             try:
                 h.remove()
@@ -303,6 +323,12 @@ class StepHook:
             except Exception:
                 pass
         self._patched = []
+        for obj, cls in self._loaders:
+            try:
+                obj.__class__ = cls
+            except Exception:
+                pass
+        self._loaders = []
         try:
             self.end()
         except Exception as e:

@@ -3,11 +3,11 @@
 
     import stepscope.paddle as ssp
 
-    hook = ssp.attach(model, optimizer)             # always-on step records
-    for x, y in hook.loader(train_loader):          # times the reader, counts samples
-        loss = loss_fn(model(x), y)                 # forward: the model's forward hooks
-        loss.backward()                             # backward: forward end -> optimizer start
-        optimizer.step()                            # optimizer: the wrapped step(); ends the step
+    hook = ssp.attach(model, optimizer, train_loader)  # always-on step records
+    for x, y in train_loader:                 # fetch timed, samples counted (or hook.loader(it))
+        loss = loss_fn(model(x), y)           # forward: the model's forward hooks
+        loss.backward()                       # backward: forward end -> optimizer start
+        optimizer.step()                      # optimizer: the wrapped step(); ends the step
         optimizer.clear_grad()
 
     model.fit(data, callbacks=[ssp.StepscopeCallback()])   # paddle.Model (hapi) instead
@@ -41,12 +41,13 @@ __all__ = ["StepHook", "attach", "StepscopeCallback", "trace_handler", "stream_c
 _now = time.time_ns
 
 
-def attach(model=None, optimizer=None, client=None, host_interval=1.0):
-    """A StepHook watching model (a paddle.nn.Layer) and optimizer; wrap the loader with its
-    ``loader()`` to time the reader. A host CPU sample is sent at a step's end at most every
-    host_interval seconds (0: none)."""
+def attach(model=None, optimizer=None, dataloader=None, client=None, host_interval=1.0):
+    """A StepHook watching model (a paddle.nn.Layer), optimizer and dataloader (any iterable
+    object whose class can be swapped, e.g. paddle.io.DataLoader: its fetches are timed; or wrap
+    an iterable with the hook's ``loader()``). A host CPU sample is sent at a step's end at most
+    every host_interval seconds (0: none). ``detach()`` undoes it all."""
     return StepHook(model, optimizer, client, host_interval=host_interval,
-                    framework=framework_of("paddle"))
+                    framework=framework_of("paddle"), dataloader=dataloader)
 
 
 class StepscopeCallback(_CallbackBase):
