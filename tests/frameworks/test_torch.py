@@ -173,3 +173,41 @@ def test_trace_handler_with_autograd_profiler(daemon, tmp):
     assert res["api"] == "torch.autograd.profiler.profile"
     compare_with_key_averages(streamed, w["averages"], "streamed by trace_handler")
     compare_with_key_averages(imported, w["averages"], "stepscope import")
+
+
+def test_attach_never_raises_into_the_loop(daemon, tmp):
+    """Dict batches, a forward that raises (the user's exception reaches the user), a user phase
+    inside the attached step, detach(): 10 steps recorded, none after detach, no internal error."""
+    out = tmp / "hostile.json"
+    run_script(SYSTEM_PYTHON, SCRIPT, ["hostile", out], script_env(daemon, "hostile"))
+    res = json.loads(out.read_text())
+    assert res["raised"] == ["user error"]
+    assert res["internal_errors"] == 0 and res["dropped"] == 0 and res["flushed"], res
+    assert res["steps"] == res["recorded"] == 10
+    rows = daemon.wait_for("10 steps", lambda: (lambda r: r if len(r) == 10 else None)(
+        steps_of(daemon, "hostile")))
+    assert [r["samples"] for r in rows] == [8] * 10
+    time_after = daemon.get_json("/api/v1/jobs/hostile")
+    assert time_after["steps"] == 10, "detach() stops the records"
+
+
+def test_importable_and_harmless_without_torch(tmp):
+    """The PATH python3 has no torch: importing stepscope.torch works, attach() on objects that
+    are not torch's warns and returns an inactive Attachment, a handler given a profiler that
+    cannot export returns 0; nothing raises."""
+    code = (
+        "import stepscope, stepscope.torch as st\n"
+        "c = stepscope.Client(socket=%r, start=False, exit_timeout=0.1)\n"
+        "a = st.attach(object(), object(), [1, 2], client=c)\n"
+        "assert a is not None and not a.active, a\n"
+        "a.detach(); a.close_step()\n"
+        "h = st.trace_handler(client=c)\n"
+        "assert h(object()) == 0 and h.events_sent == 0\n"
+        "print('ok', c.stats['internal_errors'])\n") % str(tmp / "absent.sock")
+    env = integ.clean_env(tmp)
+    env["PYTHONPATH"] = str(HERE.parents[1] / "collectors" / "python")
+    r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok", "1"], r.stdout  # the handler's failure, counted
+    assert "stepscope.torch: attach failed" in r.stderr
+    assert "trace_handler could not stream" in r.stderr

@@ -13,6 +13,9 @@ STEPSCOPE_SOCKET / STEPSCOPE_JOB; the collector (collectors/python) must be on P
         (keeping the exported file in OUTDIR), plus prof.key_averages() of the same window.
     torch_train.py autograd OUTDIR
         the same with torch.autograd.profiler.profile, the handler called by hand.
+    torch_train.py hostile OUT.json
+        10 steps through attach() with dict batches, a forward that raises once (the loop catches
+        it), a user phase inside the attached step, then detach() and 2 steps more.
 
 Writes JSON to OUT.json / OUTDIR/result.json; exits non-zero on any failure.
 """
@@ -136,6 +139,64 @@ def run_attach(out, steps, workers):
                    "torch": torch.__version__}, f)
 
 
+class DictData(Dataset):
+    def __len__(self):
+        return 8 * 12
+
+    def __getitem__(self, i):
+        return {"meta": "sample-%d" % i, "x": torch.randn(1, 16, 16), "y": i % 10}
+
+
+def run_hostile(out):
+    """What a real loop may do around the hooks; the collector must neither raise nor count an
+    internal error, and the user's own exception must reach the user unchanged."""
+    torch.manual_seed(0)
+    client = stepscope.attach()
+    loader = DataLoader(DictData(), batch_size=8)
+    net = Net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    orig_forward = net.forward
+    raised = []
+
+    def forward(x):
+        if len(raised) == 0 and forward.calls == 3:
+            raise ValueError("user error")
+        forward.calls += 1
+        return orig_forward(x)
+    forward.calls = 0
+    net.forward = forward
+    att = stepscope.torch.attach(net, opt, loader)
+    steps = 0
+    for i, b in enumerate(loader):
+        if i == 10:
+            break
+        steps += 1
+        opt.zero_grad()
+        try:
+            out_ = net(b["x"])
+        except ValueError as e:
+            raised.append(str(e))
+            continue
+        with client.phase("custom"):
+            loss = loss_fn(out_, b["y"])
+        loss.backward()
+        opt.step()
+    att.detach()
+    recorded = att.steps
+    for i, b in enumerate(loader):  # no more records once detached
+        if i == 2:
+            break
+        loss_fn(net(b["x"]), b["y"]).backward()
+        opt.step()
+    flushed = client.flush(30)
+    st = client.stats
+    with open(out, "w") as f:
+        json.dump({"steps": steps, "recorded": recorded, "raised": raised, "flushed": flushed,
+                   "records": st["records"], "internal_errors": st["internal_errors"],
+                   "dropped": st["dropped"], "last_error": st["last_error"]}, f)
+
+
 def make_training(steps_total):
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -206,6 +267,8 @@ def main():
         run_profile(sys.argv[2], int(sys.argv[3]))
     elif mode == "autograd":
         run_autograd(sys.argv[2])
+    elif mode == "hostile":
+        run_hostile(sys.argv[2])
     else:
         sys.exit("unknown mode " + mode)
 

@@ -11,6 +11,7 @@ counted too: the daemon at --socket if given, else a sink process that speaks th
 (welcome, then an ack after every read). The last line is ``step_overhead_us=<x>``.
 """
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -48,6 +49,29 @@ while True:
 """
 
 
+@contextlib.contextmanager
+def consumer(socket=None):
+    """The socket the benchmark's records go to: `socket` (a running stepscoped) when given, else
+    that of a SINK process started here and stopped, with its socket, on exit."""
+    if socket is not None:
+        yield socket
+        return
+    tmpdir = tempfile.mkdtemp(prefix="ssbench")
+    path = os.path.join(tmpdir, "sink.sock")
+    sink = subprocess.Popen([sys.executable, "-c", SINK, path], stdout=subprocess.PIPE, text=True)
+    try:
+        sink.stdout.readline()
+        yield path
+    finally:
+        sink.kill()
+        sink.wait()
+        try:
+            os.unlink(path)
+            os.rmdir(tmpdir)
+        except OSError:
+            pass
+
+
 def baseline(n):
     t0 = time.perf_counter_ns()
     for _ in range(n):
@@ -78,45 +102,36 @@ def main():
     ap.add_argument("--socket", help="a running stepscoped (default: a protocol sink process)")
     a = ap.parse_args()
 
-    sink = tmpdir = None
-    path = a.socket
-    if path is None:
-        tmpdir = tempfile.mkdtemp(prefix="ssbench")
-        path = os.path.join(tmpdir, "sink.sock")
-        sink = subprocess.Popen([sys.executable, "-c", SINK, path], stdout=subprocess.PIPE, text=True)
-        sink.stdout.readline()
-    c = stepscope.Client(socket=path, job="step_overhead_bench")
-    try:
-        instrumented(c, 2000)  # warm up: connect, caches
-        c.flush(timeout=10)
-        diffs, base_ns, inst_ns = [], [], []
-        for _ in range(a.runs):
-            b = baseline(a.steps)
-            i = instrumented(c, a.steps)
-            c.flush(timeout=30)  # the next run starts with an empty buffer
-            base_ns.append(b / a.steps)
-            inst_ns.append(i / a.steps)
-            diffs.append((i - b) / a.steps)
-        st = c.stats
-        print("runs=%d steps_per_run=%d consumer=%s" % (a.runs, a.steps,
-                                                       "daemon" if a.socket else "sink"))
-        print("baseline_ns_per_step median=%.1f" % statistics.median(base_ns))
-        print("instrumented_ns_per_step median=%.1f min=%.1f max=%.1f"
-              % (statistics.median(inst_ns), min(inst_ns), max(inst_ns)))
-        print("records=%d dropped=%d acked=%d writes=%d lines_per_write=%.0f"
-              % (st["records"], st["dropped"], st["acked"], st["writes"],
-                 st["lines_written"] / max(1, st["writes"])))
-        print("step_overhead_us=%.2f" % (statistics.median(diffs) / 1000.0))
-    finally:
-        c.close(timeout=10)
-        if sink is not None:
-            sink.kill()
-            sink.wait()
-            try:
-                os.unlink(path)
-                os.rmdir(tmpdir)
-            except OSError:
-                pass
+    with consumer(a.socket) as path:
+        c = stepscope.Client(socket=path, job="step_overhead_bench")
+        try:
+            measure(a, c)
+        finally:
+            c.close(timeout=10)
+
+
+def measure(a, c):
+    """Runs the A/B and prints the figures."""
+    instrumented(c, 2000)  # warm up: connect, caches
+    c.flush(timeout=10)
+    diffs, base_ns, inst_ns = [], [], []
+    for _ in range(a.runs):
+        b = baseline(a.steps)
+        i = instrumented(c, a.steps)
+        c.flush(timeout=30)  # the next run starts with an empty buffer
+        base_ns.append(b / a.steps)
+        inst_ns.append(i / a.steps)
+        diffs.append((i - b) / a.steps)
+    st = c.stats
+    print("runs=%d steps_per_run=%d consumer=%s" % (a.runs, a.steps,
+                                                   "daemon" if a.socket else "sink"))
+    print("baseline_ns_per_step median=%.1f" % statistics.median(base_ns))
+    print("instrumented_ns_per_step median=%.1f min=%.1f max=%.1f"
+          % (statistics.median(inst_ns), min(inst_ns), max(inst_ns)))
+    print("records=%d dropped=%d acked=%d writes=%d lines_per_write=%.0f"
+          % (st["records"], st["dropped"], st["acked"], st["writes"],
+             st["lines_written"] / max(1, st["writes"])))
+    print("step_overhead_us=%.2f" % (statistics.median(diffs) / 1000.0))
 
 
 if __name__ == "__main__":

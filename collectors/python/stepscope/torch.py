@@ -45,38 +45,24 @@ def _warn(msg):
         pass
 
 
-def _first(obj, pick, depth=0):
-    """pick(x) for the first x in obj (itself, or inside its lists, tuples and dict values, three
-    levels deep, eight items per level) for which it is not None."""
-    v = pick(obj)
-    if v is not None or depth >= 3:
-        return v
-    if isinstance(obj, dict):
-        obj = list(obj.values())
-    if isinstance(obj, (list, tuple)):
-        for x in obj[:8]:
-            v = _first(x, pick, depth + 1)
-            if v is not None:
-                return v
+def _batch_size(b, depth=0):
+    """The first dimension of the first tensor (or array) in a batch (itself, or inside its lists,
+    tuples and dict values, three levels deep, eight items per level); None if there is none."""
+    shape = getattr(b, "shape", None)
+    if shape is not None:
+        try:
+            return int(shape[0]) if len(shape) > 0 else None
+        except Exception:
+            return None
+    if depth < 3:
+        if isinstance(b, dict):
+            b = list(b.values())
+        if isinstance(b, (list, tuple)):
+            for x in b[:8]:
+                n = _batch_size(x, depth + 1)
+                if n is not None:
+                    return n
     return None
-
-
-def _leading_dim(x):
-    shape = getattr(x, "shape", None)
-    try:
-        return int(shape[0]) if shape is not None and len(shape) > 0 else None
-    except Exception:
-        return None
-
-
-def _batch_size(b):
-    """The first dimension of the first tensor (or array) found in a batch; None if none."""
-    return _first(b, _leading_dim)
-
-
-def _first_grad_tensor(out, torch):
-    """The first tensor in a module's output that autograd will differentiate, or None."""
-    return _first(out, lambda x: x if isinstance(x, torch.Tensor) and x.requires_grad else None)
 
 
 def _prefetch_depth(it):
@@ -142,8 +128,8 @@ class Attachment:
     (or to the end of the loader; if the loop breaks out, to the end of the step's last
     optimizer step or backward). Without a DataLoader, a step opens at the model's forward and
     closes at the end of the optimizer step. Phases: ``dataloader`` (time in ``next()``),
-    ``forward`` (the model's top-level forward), ``backward`` (from the gradient reaching the
-    model's output to the end of the autograd pass), ``optimizer`` (``optimizer.step()``).
+    ``forward`` (the model's top-level forward), ``backward`` (from the first gradient of one of
+    the model's parameters to the end of that autograd pass), ``optimizer`` (``optimizer.step()``).
     """
 
     def __init__(self, client, samples=None, host_interval=1.0, queue_name="dataloader"):
@@ -163,6 +149,8 @@ class Attachment:
         self._fwd_depth = 0
         self._fwd_t0 = 0
         self._bw_t0 = None
+        self._bw_first = None
+        self._param_handles = None  # gradient hooks on every parameter until the first backward
         self._opt_t0 = 0
         self._next_host = 0
         self._depth = None       # the prefetch queue depth seen by the latest next()
@@ -183,20 +171,40 @@ class Attachment:
         self._bw_t0 = None
         return s
 
-    def _close(self, end):
+    def _take(self):
+        """Detaches the open step from the attachment and the client; returns it."""
         s = self._step
-        if s is None:
-            return
         self._step = None
         c = self.client
         if c._step is s:
             c._step = self._prev
         self._prev = None
-        c._emit_step(s, end)
+        return s
+
+    def _close(self, end):
+        if self._step is None:
+            return
+        c = self.client
+        c._emit_step(self._take(), end)
         self.steps += 1
         if self._host_interval_ns and end >= self._next_host:
             self._next_host = end + self._host_interval_ns
             c.host_sample()
+
+    def _close_at_end(self):
+        """Closes the open step when the loop is over (iterator dropped, detach, exit): at its
+        last hooked activity. A step that only fetched its batch (the loop broke out right after
+        next()) was not trained on and is not recorded."""
+        s = self._step
+        if s is None:
+            return
+        if len(s.phases) > 1 or (s.phases and "dataloader" not in s.phases) or not self._loader_mode:
+            self._close(self._last_ns)
+            return
+        self._take()
+        c = self.client
+        if c._next_step == s.step + 1:
+            c._next_step = s.step
 
     def _add(self, name, d):
         s = self._step
@@ -209,8 +217,6 @@ class Attachment:
     def _before_next(self, it):
         t0 = _time_ns()
         try:
-            if os.getpid() != self._pid:
-                return t0
             self._depth = _prefetch_depth(it)
             if self._step is not None:
                 self._close(t0)
@@ -221,8 +227,6 @@ class Attachment:
     def _after_next(self, t0, data):
         t1 = _time_ns()
         try:
-            if os.getpid() != self._pid:
-                return
             fn = self._samples_fn
             n = fn(data) if fn is not None else _batch_size(data)
             s = self._open(t0, n)
@@ -236,15 +240,15 @@ class Attachment:
 
     def _loader_done(self, t0):
         try:
-            if self._step is not None and os.getpid() == self._pid:
+            if self._step is not None:
                 self._close(t0)
         except Exception as e:
             _count_internal(self.client, e)
 
     def _loader_dropped(self):
         try:
-            if self._step is not None and os.getpid() == self._pid:
-                self._close(self._last_ns)
+            if os.getpid() == self._pid:
+                self._close_at_end()
         except Exception as e:
             _count_internal(self.client, e)
 
@@ -270,7 +274,7 @@ class Attachment:
         try:
             if self._fwd_depth == 0:
                 t = _time_ns()
-                if self._step is None and not self._loader_mode and os.getpid() == self._pid:
+                if self._step is None and not self._loader_mode:
                     self._open(t, _batch_size(inputs))
                 self._fwd_t0 = t
             self._fwd_depth += 1
@@ -288,21 +292,21 @@ class Attachment:
             t = _time_ns()
             self._add("forward", t - self._fwd_t0)
             self._last_ns = t
-            torch = self._torch
-            if self._engine_cb is not None and torch.is_grad_enabled():
-                out = _first_grad_tensor(output, torch)
-                if out is not None:
-                    out.register_hook(self._grad_at_output)
         except Exception as e:
             _count_internal(self.client, e)
 
-    def _grad_at_output(self, grad):
-        try:
-            if self._step is not None and self._bw_t0 is None:
-                self._bw_t0 = _time_ns()
-                self._engine_cb(self._backward_done)
-        except Exception as e:
-            _count_internal(self.client, e)
+    def _param_grad(self, i):
+        """A gradient hook on parameter i: the first one of a backward pass starts the phase and
+        queues _backward_done for the end of the autograd pass."""
+        def hook(grad):
+            try:
+                if self._bw_t0 is None and self._step is not None:
+                    self._bw_t0 = _time_ns()
+                    self._bw_first = i
+                    self._engine_cb(self._backward_done)
+            except Exception as e:
+                _count_internal(self.client, e)
+        return hook
 
     def _backward_done(self):
         try:
@@ -312,6 +316,15 @@ class Attachment:
                 t = _time_ns()
                 self._add("backward", t - t0)
                 self._last_ns = t
+                if self._param_handles and self._bw_first is not None:
+                    # Backward passes reach the parameters in the same order every step: keep
+                    # only the hook of the one that came first (one Python call per pass).
+                    keep = self._bw_first
+                    for k, h in enumerate(self._param_handles):
+                        if k != keep:
+                            h.remove()
+                    self._handles.append(self._param_handles[keep])
+                    self._param_handles = None
         except Exception as e:
             _count_internal(self.client, e)
 
@@ -377,6 +390,10 @@ class Attachment:
         if model is not None:
             self._handles.append(model.register_forward_pre_hook(self._fwd_pre))
             self._handles.append(model.register_forward_hook(self._fwd_post))
+            if self._engine_cb is not None:
+                params = [p for p in model.parameters() if p.requires_grad]
+                self._param_handles = [p.register_hook(self._param_grad(i))
+                                       for i, p in enumerate(params)]
         if optimizer is not None:
             self._hook_optimizer(optimizer)
         if dataloader is not None and callable(getattr(dataloader, "_get_iterator", None)):
@@ -399,11 +416,12 @@ class Attachment:
         _attachments.add(self)
 
     def close_step(self):
-        """Records the open step now (ending at its last hooked activity). Called by detach()
-        and at exit; useful before leaving a loop that will not ask the loader again."""
+        """Records the open step now (ending at its last hooked activity; see _close_at_end).
+        Called by detach() and at exit; useful before leaving a loop that will not ask the
+        loader again."""
         try:
-            if self._step is not None and os.getpid() == self._pid:
-                self._close(self._last_ns)
+            if os.getpid() == self._pid:
+                self._close_at_end()
         except Exception as e:
             _count_internal(self.client, e)
 
@@ -417,6 +435,12 @@ class Attachment:
             except Exception:
                 pass
         self._handles = []
+        for h in self._param_handles or ():
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._param_handles = None
         for r in self._restore:
             try:
                 r()
@@ -434,7 +458,7 @@ class Attachment:
 
 def attach(model, optimizer, dataloader, client=None, samples=None, host_interval=1.0):
     """Step records with dataloader, forward, backward and optimizer phases and samples, from
-    hooks on ``model`` (forward pre/post hooks, a gradient hook on its output), ``optimizer``
+    hooks on ``model`` (forward pre/post hooks, a gradient hook on its parameters), ``optimizer``
     (step pre/post hooks, or a wrapper on torch < 2.0) and ``dataloader`` (its iterators' next()),
     sent by ``client`` (default: ``stepscope.get_client()``). Any of the three may be None.
 
