@@ -115,3 +115,10 @@ export function heat(node, t) {
   const x = Math.max(0, Math.min(1, t));
   node.style.backgroundColor = `hsla(${Math.round(210 - 210 * x)}, 75%, 55%, ${0.15 + 0.55 * x})`;
 }
+
+// A small colour square (legends); the colour goes through the CSSOM.
+export function swatch(color) {
+  const s = el('span.swatch');
+  s.style.backgroundColor = color;
+  return s;
+}

@@ -165,7 +165,7 @@ test('overview: step trace, operator pie, queue verdict, timeline card, helper',
   expectEq(await page.getAttribute('[data-card="queues"] .verdict', 'data-verdict'), q.verdicts[0].status, 'verdict');
   expectEq(await page.textContent('[data-kpi="host-empty"] .kpi-v'), `${q.verdicts[0].host_empty} / ${q.verdicts[0].host_total}`, 'host empty');
   const ops = await api(`/api/v1/jobs/${main.id}/operators?rank=0&group=type&sort=self&top=5&limit=6`);
-  expectEq(await page.$$eval('[data-card="operators"] .legend-list li .name', (n) => n.map((x) => x.textContent)), ops.rows.map((r) => r.name), 'pie legend');
+  expectEq(await page.$$eval('[data-card="operators"] .legend-list td.name', (n) => n.map((x) => x.textContent)), ops.rows.map((r) => r.name), 'pie legend');
   if (ops.rows.length !== 6 || ops.rows[5].name !== 'Other') fail(`top 5 + Other expected: ${ops.rows.map((r) => r.name)}`);
   const pieSlices = await page.$eval('[data-chart="overview-ops"] canvas', (c) => c.chart.data.datasets[0].data.length);
   expectEq(pieSlices, 6, 'pie slices');
@@ -201,6 +201,18 @@ test('step trace: average, chosen step, stage bars, charts, row click', async (p
     const n = await page.$eval(`[data-chart="${id}"] canvas`, (c) => c.chart.data.labels.length);
     expectEq(n, avg.n_steps, `${id} points`);
   }
+  // The torch-style breakdown, when the daemon has the route.
+  const bdRes = await fetch(`${base}/api/v1/jobs/${main.id}/breakdown?rank=0&limit=2000`);
+  if (bdRes.ok) {
+    const bd = await bdRes.json();
+    if (bd.rows.length) {
+      expectEq(await page.textContent('[data-kpi="bd-total"] .kpi-v'), await fmtUsText(page, bd.average.total_us), 'breakdown mean');
+      expectEq(await page.$eval('[data-chart="breakdown"] canvas', (c) => c.chart.data.labels.length), bd.rows.length, 'breakdown bars');
+      expectEq((await rowsText(page, 'breakdown')).length, Math.min(20, bd.rows.length), 'breakdown rows');
+    }
+  } else {
+    expectEq(await page.$$eval('[data-card="breakdown"] .note.unavailable', (n) => n.length), 1, 'breakdown unavailable note');
+  }
   await shot(page, 'step-trace');
   await page.fill('#step-input', '7');
   await page.click('form.controls button[type="submit"]');
@@ -220,7 +232,7 @@ test('operators: types chart, All/Type, search, sort, paging, hostile name is te
   const all = await api(`/api/v1/jobs/${main.id}/operators?rank=0&limit=100000`);
   expectEq(await countText(page, 'operators'), `${all.total} of ${all.total} rows`, 'row count');
   const top = await api(`/api/v1/jobs/${main.id}/operators?rank=0&group=type&sort=self&top=20&limit=21`);
-  expectEq(await page.$$eval('.top-types li .name', (n) => n.map((x) => x.textContent)), top.rows.map((r) => r.name), 'top types');
+  expectEq(await page.$$eval('.top-types td.name', (n) => n.map((x) => x.textContent)), top.rows.map((r) => r.name), 'top types');
   // The hostile name: a cell with exactly that text, and no <img> anywhere.
   await page.fill('[data-table="operators"] input.search', 'onerror');
   const cells = await page.$$eval('[data-table="operators"] tbody td:first-child', (n) => n.map((x) => x.textContent));

@@ -4,7 +4,7 @@
 // type; a click on a type lists its operators), with search, sort and paging; and a kernels tab
 // with the device kernel table.
 import { getJSON, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtNum, fmtPct, tabs } from '../dom.js';
+import { el, card, note, fmtUs, fmtNum, fmtPct, tabs, swatch } from '../dom.js';
 import { chart, PALETTE, mountCharts } from '../charts.js';
 import { dataTable } from '../table.js';
 
@@ -26,6 +26,13 @@ const KERNEL_COLS = [
   num('percent', 'share', fmtPct),
 ];
 
+// The chart's legend as a table: colour, type, share of self time, self time.
+export function typeLegend(rows, cls) {
+  return el(`table.legend.${cls}`, null, el('tbody', null, rows.map((r, i) => el('tr', null,
+    el('td', null, swatch(PALETTE[i % PALETTE.length])), el('td.name', null, r.name),
+    el('td.num', null, fmtPct(r.percent)), el('td.num.muted', null, fmtUs(r.self_us))))));
+}
+
 function typeChart(rows, kind) {
   const labels = rows.map((r) => r.name);
   const data = rows.map((r) => r.self_us / 1000);
@@ -40,7 +47,7 @@ function typeChart(rows, kind) {
   return chart({
     type: 'pie',
     data: { labels, datasets: [{ data, backgroundColor: colors }] },
-    options: { plugins: { legend: { position: 'right' } } },
+    options: { plugins: { legend: { display: false } } },
   }, { id: 'op-types', height: 360 });
 }
 
@@ -73,7 +80,7 @@ async function operators(ctx) {
     for (const b of toggle.querySelectorAll('button')) b.setAttribute('aria-selected', b.dataset.tab === k ? 'true' : 'false');
   };
   const toggle = tabs([['pie', 'Pie'], ['bar', 'Bar']], kind, setChart);
-  const topList = el('ol.top-types', null, top.rows.map((r) => el('li', null, el('span.name', null, r.name), el('span.num', null, `${fmtPct(r.percent)} · ${fmtUs(r.self_us)}`))));
+  const topList = typeLegend(top.rows, 'top-types');
 
   let rows = table.rows;
   if (mode === 'all' && type) rows = rows.filter((r) => r.type === type);

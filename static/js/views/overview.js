@@ -7,6 +7,7 @@
 import { getJSON, getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes, fmtPct } from '../dom.js';
 import { chart, PALETTE, msAxis } from '../charts.js';
+import { typeLegend } from './operators.js';
 
 export const MAX_POINTS = 2000;
 
@@ -100,9 +101,9 @@ function opsCard(ctx, res) {
     body.push(chart({
       type: 'doughnut',
       data: { labels: rows.map((r) => r.name), datasets: [{ data: rows.map((r) => r.self_us / 1000), backgroundColor: PALETTE }] },
-      options: { plugins: { legend: { position: 'right' } } },
+      options: { plugins: { legend: { display: false } } },
     }, { id: 'overview-ops', height: 220 }));
-    body.push(el('ul.legend-list', null, rows.map((r) => el('li', null, el('span.name', null, r.name), ' ', el('span.muted', null, fmtPct(r.percent))))));
+    body.push(typeLegend(rows, 'legend-list'));
   }
   return card('Operator types (self time)', { id: 'operators', actions: el('a.more', { href: ctx.hashFor('operators', { rank: ctx.rank }) }, 'Details →') }, body);
 }

@@ -8,7 +8,6 @@ import { el, card, note, fmtUs, fmtNum, fmtPct } from '../dom.js';
 import { chart, PALETTE, msAxis } from '../charts.js';
 import { dataTable } from '../table.js';
 import { MAX_POINTS, kpi } from './overview.js';
-import { genericDoc } from './extra.js';
 
 const TABLE_ROWS_MAX = 20000;
 const STAGE_LABEL = { interval: 'Step interval', fp_bp: 'Forward + backward', tail: 'Step tail' };
@@ -43,6 +42,31 @@ function lineChart(rows, key, label, color, id) {
   }, { id, height: 180 });
 }
 
+// torch-tb-profiler's categories, in its order (docs/API.md, breakdown).
+const BD_KEYS = [['kernel_us', 'kernel'], ['memcpy_us', 'memcpy'], ['memset_us', 'memset'],
+  ['communication_us', 'communication'], ['runtime_us', 'runtime'], ['dataloader_us', 'dataloader'],
+  ['cpu_exec_us', 'CPU exec'], ['other_us', 'other']];
+
+function breakdownView(ctx, doc) {
+  if (!doc.rows.length) return note('empty', 'No step to break down yet (needs ProfilerStep spans or host operators).');
+  const a = doc.average || {};
+  const cols = [{ key: 'step', label: 'step', num: true }, { key: 'total_us', label: 'total', num: true, fmt: fmtUs },
+    ...BD_KEYS.map(([key, label]) => ({ key, label, num: true, fmt: fmtUs })),
+    { key: 'device_events', label: 'device events', num: true, fmt: fmtNum }];
+  return [
+    el('div.kpis', null, kpi('step (mean)', fmtUs(a.total_us), 'bd-total'),
+      ...BD_KEYS.filter(([k]) => a[k]).map(([k, label]) => kpi(label, `${fmtUs(a[k])} (${fmtPct((100 * a[k]) / a.total_us)})`, `bd-${label}`)),
+      ...(doc.gpus || []).map((g) => kpi(`GPU ${g.device} utilisation`, fmtPct(100 * g.utilization), `gpu-${g.device}`))),
+    doc.total > doc.rows.length ? note('info', `The first ${fmtNum(doc.rows.length)} of ${fmtNum(doc.total)} steps.`) : null,
+    chart({
+      type: 'bar',
+      data: { labels: doc.rows.map((r) => r.step), datasets: BD_KEYS.map(([k, label], i) => ({ label, data: doc.rows.map((r) => r[k] / 1000), backgroundColor: PALETTE[i], stack: 'b' })) },
+      options: { barPercentage: 1, categoryPercentage: 0.9, scales: { x: { stacked: true, title: { display: true, text: 'step' }, ticks: { maxTicksLimit: 12 } }, y: { ...msAxis('ms'), stacked: true } } },
+    }, { id: 'breakdown' }),
+    dataTable({ id: 'breakdown', columns: cols, rows: doc.rows, csv: `job${ctx.job}-breakdown.csv` }),
+  ];
+}
+
 export async function render(ctx) {
   const { rank } = ctx;
   const step = ctx.params.step;
@@ -50,7 +74,7 @@ export async function render(ctx) {
     getOptional(jobPath(ctx.job, 'step-trace', { rank, step })),
     getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 })),
     hasRoute('/api/v1/jobs/{job}/breakdown')
-      .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank })) : null))
+      .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank, limit: MAX_POINTS })) : null))
       .catch((e) => ({ error: e })),
   ]);
   const total = series.total;
@@ -92,8 +116,8 @@ export async function render(ctx) {
   ];
   let bd;
   if (breakdown && breakdown.error) bd = note('error', `Cannot load the breakdown: ${breakdown.error.message}`);
-  else if (!breakdown) bd = note('unavailable', 'Breakdown unavailable: this daemon has no /breakdown route.');
-  else bd = genericDoc(breakdown, 'breakdown');
+  else if (!breakdown) bd = note('unavailable', 'Breakdown unavailable: this daemon has no /breakdown route, or the rank has no spans for it.');
+  else bd = breakdownView(ctx, breakdown);
 
   return el('div.page', null,
     card('Step trace', { id: 'trace', cls: 'wide', actions: controls }, head,
