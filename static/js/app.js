@@ -14,25 +14,19 @@
 import { getJSON, ApiError } from './api.js';
 import { el, note } from './dom.js';
 import { destroyCharts, mountCharts } from './charts.js';
-import * as jobs from './views/jobs.js';
-import * as overview from './views/overview.js';
-import * as steptrace from './views/steptrace.js';
-import * as operators from './views/operators.js';
-import * as queues from './views/queues.js';
-import * as timeline from './views/timeline.js';
-import * as ranks from './views/ranks.js';
-import * as extra from './views/extra.js';
 
+// Views load on first use (dynamic import), so the first page fetches only its own modules.
 const VIEWS = [
-  ['overview', 'Overview', overview],
-  ['step-trace', 'Step trace', steptrace],
-  ['operators', 'Operators', operators],
-  ['queues', 'Data queues', queues],
-  ['timeline', 'Timeline', timeline],
-  ['ranks', 'Ranks', ranks],
-  ['summary', 'Summaries', extra.summary],
-  ['benchmark', 'Benchmark', extra.benchmark],
+  ['overview', 'Overview', () => import('./views/overview.js')],
+  ['step-trace', 'Step trace', () => import('./views/steptrace.js')],
+  ['operators', 'Operators', () => import('./views/operators.js')],
+  ['queues', 'Data queues', () => import('./views/queues.js')],
+  ['timeline', 'Timeline', () => import('./views/timeline.js')],
+  ['ranks', 'Ranks', () => import('./views/ranks.js')],
+  ['summary', 'Summaries', async () => (await import('./views/extra.js')).summary],
+  ['benchmark', 'Benchmark', async () => (await import('./views/extra.js')).benchmark],
 ];
+const JOBS_VIEW = () => import('./views/jobs.js');
 const REFRESH_MIN_MS = 1000;
 
 const viewRoot = document.getElementById('view');
@@ -106,14 +100,15 @@ async function render({ quiet = false } = {}) {
   const my = ++token;
   const route = parseHash(location.hash);
   let jobInfo = null;
-  let module = jobs;
+  let load = JOBS_VIEW;
   if (route.kind === 'job') {
     const entry = VIEWS.find(([k]) => k === route.view);
     if (!entry) {
       route.view = 'overview';
     }
-    module = (entry || VIEWS[0])[2];
+    load = (entry || VIEWS[0])[2];
   }
+  let module = null;
   if (!quiet) {
     viewRoot.setAttribute('aria-busy', 'true');
     if (!current || current.route.kind !== route.kind || current.route.view !== route.view || current.route.job !== route.job) {
@@ -123,8 +118,11 @@ async function render({ quiet = false } = {}) {
   }
   let node;
   try {
+    const [mod, info] = await Promise.all([load(),
+      route.kind === 'job' ? getJSON(`/api/v1/jobs/${encodeURIComponent(route.job)}`) : null]);
+    module = mod;
     if (route.kind === 'job') {
-      jobInfo = await getJSON(`/api/v1/jobs/${encodeURIComponent(route.job)}`);
+      jobInfo = info;
       if (route.params.rank === undefined && jobInfo.ranks_detail && jobInfo.ranks_detail.length) {
         route.params.rank = String(jobInfo.ranks_detail[0].rank);
       }
@@ -166,7 +164,7 @@ function onJobChanged(jobId) {
   if (!current) return;
   const { route, jobInfo, module } = current;
   const mine = route.kind === 'jobs' || (jobInfo && String(jobInfo.id) === String(jobId));
-  if (!mine || module.live === false) return;
+  if (!mine || !module || module.live === false) return;
   if (refreshTimer) return;
   const wait = Math.max(0, REFRESH_MIN_MS - (Date.now() - lastRefresh));
   refreshTimer = setTimeout(() => {

@@ -3,7 +3,7 @@
 // vendor/chart.umd.js) behind a few helpers. Without it, each chart is a note saying so and the
 // tables still work. Animations are off: live views redraw often, and the first paint of a big
 // job must be quick. The API downsamples series (no chart gets more than ~2000 points).
-import { el, note } from './dom.js';
+import { el, note, swatch, fmtPct, fmtUs } from './dom.js';
 
 export const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948',
   '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
@@ -62,4 +62,11 @@ export function mountCharts() {
 
 export function msAxis(title) {
   return { beginAtZero: true, title: { display: true, text: title || 'ms' } };
+}
+
+// The chart's legend as a table: colour, type, share of self time, self time.
+export function typeLegend(rows, cls) {
+  return el(`table.legend.${cls}`, null, el('tbody', null, rows.map((r, i) => el('tr', null,
+    el('td', null, swatch(PALETTE[i % PALETTE.length])), el('td.name', null, r.name),
+    el('td.num', null, fmtPct(r.percent)), el('td.num.muted', null, fmtUs(r.self_us))))));
 }

@@ -4,8 +4,8 @@
 // type; a click on a type lists its operators), with search, sort and paging; and a kernels tab
 // with the device kernel table.
 import { getJSON, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtNum, fmtPct, tabs, swatch } from '../dom.js';
-import { chart, PALETTE, mountCharts } from '../charts.js';
+import { el, card, note, fmtUs, fmtNum, fmtPct, tabs } from '../dom.js';
+import { chart, PALETTE, mountCharts, typeLegend } from '../charts.js';
 import { dataTable } from '../table.js';
 
 const ALL_ROWS = 100000;
@@ -25,13 +25,6 @@ const KERNEL_COLS = [
   num('avg_us', 'avg', fmtUs), num('min_us', 'min', fmtUs), num('max_us', 'max', fmtUs),
   num('percent', 'share', fmtPct),
 ];
-
-// The chart's legend as a table: colour, type, share of self time, self time.
-export function typeLegend(rows, cls) {
-  return el(`table.legend.${cls}`, null, el('tbody', null, rows.map((r, i) => el('tr', null,
-    el('td', null, swatch(PALETTE[i % PALETTE.length])), el('td.name', null, r.name),
-    el('td.num', null, fmtPct(r.percent)), el('td.num.muted', null, fmtUs(r.self_us))))));
-}
 
 function typeChart(rows, kind) {
   const labels = rows.map((r) => r.name);

@@ -6,8 +6,7 @@
 // and download). Each card loads on its own: one failing route does not hide the others.
 import { getJSON, getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes, fmtPct } from '../dom.js';
-import { chart, PALETTE, msAxis } from '../charts.js';
-import { typeLegend } from './operators.js';
+import { chart, PALETTE, msAxis, typeLegend } from '../charts.js';
 
 export const MAX_POINTS = 2000;
 
