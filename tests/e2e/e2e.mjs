@@ -202,7 +202,7 @@ test('step trace: average, chosen step, stage bars, charts, row click', async (p
     expectEq(n, avg.n_steps, `${id} points`);
   }
   // The torch-style breakdown, when the daemon has the route.
-  const bdRes = await fetch(`${base}/api/v1/jobs/${main.id}/breakdown?rank=0&limit=2000`);
+  const bdRes = await fetch(`${base}/api/v1/jobs/${main.id}/breakdown?rank=0&limit=500`);
   if (bdRes.ok) {
     const bd = await bdRes.json();
     if (bd.rows.length) {

@@ -9,7 +9,8 @@ import { chart, PALETTE, msAxis } from '../charts.js';
 import { dataTable } from '../table.js';
 import { MAX_POINTS, kpi } from './overview.js';
 
-const TABLE_ROWS_MAX = 20000;
+const TABLE_ROWS_MAX = 2000; // the steps table holds the latest ones; the CSV link has all
+const BREAKDOWN_ROWS = 500; // steps of the breakdown chart (8 stacked bars each)
 const STAGE_LABEL = { interval: 'Step interval', fp_bp: 'Forward + backward', tail: 'Step tail' };
 
 function stageBars(t) {
@@ -74,7 +75,7 @@ export async function render(ctx) {
     getOptional(jobPath(ctx.job, 'step-trace', { rank, step })),
     getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 })),
     hasRoute('/api/v1/jobs/{job}/breakdown')
-      .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank, limit: MAX_POINTS })) : null))
+      .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank, limit: BREAKDOWN_ROWS })) : null))
       .catch((e) => ({ error: e })),
   ]);
   const total = series.total;
