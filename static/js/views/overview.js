@@ -8,7 +8,8 @@ import { getJSON, getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes, fmtPct } from '../dom.js';
 import { chart, PALETTE, msAxis, typeLegend } from '../charts.js';
 
-export const MAX_POINTS = 2000;
+export const MAX_POINTS = 2000; // points per chart at most (the API downsamples)
+const OVERVIEW_POINTS = 600; // the overview's step chart is a small card: 600 bars are plenty
 
 // The helper's `view` names (docs/API.md) → dashboard views and their parameters.
 const HELPER_VIEWS = {
@@ -142,7 +143,7 @@ function timelineCard(ctx) {
 export async function render(ctx) {
   const rank = ctx.rank;
   const [steps, avg, ops, qs, helper] = await Promise.all([
-    settle(getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 }))),
+    settle(getJSON(jobPath(ctx.job, 'steps', { rank, max_points: OVERVIEW_POINTS, limit: 100000 }))),
     settle(getOptional(jobPath(ctx.job, 'step-trace', { rank }))),
     settle(getJSON(jobPath(ctx.job, 'operators', { rank, group: 'type', sort: 'self', top: 5, limit: 6 }))),
     settle(getOptional(jobPath(ctx.job, 'queues', { rank }))),
