@@ -359,15 +359,32 @@ test('ranks: heatmap with the straggler marked', async (page) => {
   await shot(page, 'ranks');
 });
 
-test('summaries and benchmark: content or an "unavailable" note', async (page) => {
-  for (const view of ['summary', 'benchmark']) {
-    await open(page, `#/job/${main.id}/${view}?rank=0`);
-    const route = view === 'summary' ? 'summary/operators' : 'benchmark';
-    const res = await fetch(`${base}/api/v1/jobs/${main.id}/${route}?rank=0`);
-    const unavailable = await page.$$eval('.note.unavailable', (n) => n.length);
-    if (res.status === 404 && !unavailable) fail(`${view}: 404 but no unavailable note`);
-    if (res.ok && unavailable) fail(`${view}: route answers but the page says unavailable`);
-    await shot(page, view);
+test('summaries (every kind, Paddle text) and benchmark (ips over steps)', async (page) => {
+  const has = (await api('/api/v1/openapi.json')).paths;
+  await open(page, `#/job/${main.id}/summary?rank=0&kind=operator`);
+  if (!has['/api/v1/jobs/{job}/summary/{kind}']) {
+    expectEq(await page.$$eval('.note.unavailable', (n) => n.length), 1, 'summary unavailable note');
+  } else {
+    const op = await api(`/api/v1/jobs/${main.id}/summary/operator?rank=0`);
+    expectEq(await countText(page, 'summary-operator-rows'), `${op.rows.length} of ${op.rows.length} rows`, 'operator summary rows');
+    if (!(await page.textContent('pre.paddle')).includes('Operator Summary')) fail('no Paddle text table');
+    await shot(page, 'summary');
+    await page.click('[data-tab="kernel"]');
+    await page.waitForSelector('[data-table="summary-kernel-rows"]');
+    const k = await api(`/api/v1/jobs/${main.id}/summary/kernel?rank=0`);
+    expectEq((await rowsText(page, 'summary-kernel-rows')).map((r) => r[0]), k.rows.map((r) => r.name), 'kernel summary');
+  }
+  await open(page, `#/job/${main.id}/benchmark?rank=0`);
+  if (!has['/api/v1/jobs/{job}/benchmark']) {
+    expectEq(await page.$$eval('.note.unavailable', (n) => n.length), 1, 'benchmark unavailable note');
+  } else {
+    const b = await api(`/api/v1/jobs/${main.id}/benchmark?rank=0`);
+    expectEq((await rowsText(page, 'benchmark-rows')).map((r) => r[0]), b.rows.map((r) => r.name), 'perf summary rows');
+    const steps = await api(`/api/v1/jobs/${main.id}/steps?rank=0&limit=100000`);
+    const ips = await page.$eval('[data-chart="ips"] canvas', (c) => c.chart.data.datasets[0].data);
+    expectEq(ips.length, steps.total, 'ips points');
+    expectEq(Math.round(ips[5]), Math.round(b.rows.find((r) => r.name === 'ips').avg), 'ips equals the benchmark timer on uniform steps');
+    await shot(page, 'benchmark');
   }
 });
 

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Views over routes other parts of the daemon add (summaries, benchmark, breakdown). Their
-// documents are shown generically: every array of objects becomes a table (search, sort,
-// paging, CSV), scalars a list, and a series with a step and a number a chart. A route this
-// daemon does not have (404) shows "unavailable".
-import { getOptional, hasRoute, jobPath } from '../api.js';
+// Paddle's summaries (every kind of Profiler.summary(), as tables and as Paddle prints them) and
+// its benchmark timer, with ips over the steps. The documents are shown generically: every array
+// of objects becomes a table (search, sort, paging, CSV), scalars a list. A route this daemon does
+// not serve (not in its OpenAPI document) shows "unavailable" without a failing request.
+import { getJSON, getOptional, hasRoute, jobPath } from '../api.js';
 import { el, card, note, fmtNum, tabs } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 
-const SUMMARY_KINDS = ['operators', 'kernels', 'memory', 'distributed', 'device', 'overview'];
+// paddle.profiler's Profiler.summary() tables (docs/API.md, "Paddle's summaries and benchmark").
+const SUMMARY_KINDS = ['overview', 'model', 'distributed', 'operator', 'kernel', 'memory', 'user-defined', 'device'];
 
 function fmtCell(v) {
   if (v === null || v === undefined) return '—';
@@ -40,41 +41,49 @@ export function genericDoc(doc, id) {
   return el('div.generic', null, dl, parts.length ? parts : (dl ? null : note('empty', 'Nothing yet.')));
 }
 
-// A step series in doc: the first array of objects with a "step" and another numeric field.
-function stepSeries(doc) {
-  for (const v of Object.values(doc)) {
-    if (Array.isArray(v) && v.length && typeof v[0] === 'object' && 'step' in v[0]) {
-      const key = Object.keys(v[0]).find((k) => k !== 'step' && typeof v[0][k] === 'number' && /ips|throughput|samples_per/.test(k))
-        || Object.keys(v[0]).find((k) => k !== 'step' && typeof v[0][k] === 'number');
-      if (key) return { rows: v, key };
-    }
-  }
-  return null;
+// Paddle's text form of a table, as its summary() prints it.
+async function paddleText(path) {
+  const res = await fetch(path);
+  if (!res.ok) return null;
+  return el('pre.paddle', { dataset: { text: '' } }, await res.text());
 }
 
 export const summary = {
   async render(ctx) {
-    const kind = ctx.params.kind || SUMMARY_KINDS[0];
-    const doc = await hasRoute('/api/v1/jobs/{job}/summary/{kind}')
-      ? await getOptional(jobPath(ctx.job, `summary/${encodeURIComponent(kind)}`, { rank: ctx.rank })) : null;
+    const kind = SUMMARY_KINDS.includes(ctx.params.kind) ? ctx.params.kind : SUMMARY_KINDS[0];
     const bar = tabs(SUMMARY_KINDS.map((k) => [k, k]), kind, (k) => ctx.go(ctx.hashFor('summary', { rank: ctx.rank, kind: k })));
-    return el('div.page', null, card(`Summary: ${kind}`, { id: 'summary', cls: 'wide', actions: bar },
-      doc ? genericDoc(doc, `summary-${kind}`) : note('unavailable', `Summary "${kind}" unavailable: this daemon has no such route (404).`)));
+    if (!(await hasRoute('/api/v1/jobs/{job}/summary/{kind}'))) {
+      return el('div.page', null, card('Summaries', { id: 'summary', cls: 'wide' }, note('unavailable', 'Summaries unavailable: this daemon has no /summary route.')));
+    }
+    const path = (fmt) => jobPath(ctx.job, `summary/${kind}`, { rank: ctx.rank, format: fmt });
+    const [doc, text] = await Promise.all([getOptional(path()), paddleText(path('text'))]);
+    return el('div.page', null, bar,
+      card(`Summary: ${kind}`, { id: 'summary', cls: 'wide' },
+        doc ? genericDoc(doc, `summary-${kind}`) : note('empty', `No steps in range for the ${kind} summary.`)),
+      text ? card('As Paddle prints it', { id: 'summary-text', cls: 'wide' }, text) : null);
   },
 };
 
 export const benchmark = {
   async render(ctx) {
-    const doc = await hasRoute('/api/v1/jobs/{job}/benchmark')
-      ? await getOptional(jobPath(ctx.job, 'benchmark', { rank: ctx.rank })) : null;
-    if (!doc) return el('div.page', null, card('Benchmark', { id: 'benchmark', cls: 'wide' }, note('unavailable', 'Benchmark unavailable: this daemon has no /benchmark route (404).')));
-    const s = stepSeries(doc);
+    if (!(await hasRoute('/api/v1/jobs/{job}/benchmark'))) {
+      return el('div.page', null, card('Benchmark', { id: 'benchmark', cls: 'wide' }, note('unavailable', 'Benchmark unavailable: this daemon has no /benchmark route.')));
+    }
+    const bpath = (fmt) => jobPath(ctx.job, 'benchmark', { rank: ctx.rank, format: fmt });
+    const [doc, text, steps] = await Promise.all([getOptional(bpath()), paddleText(bpath('text')),
+      getJSON(jobPath(ctx.job, 'steps', { rank: ctx.rank, max_points: 2000, limit: 100000 }))]);
+    // ips over steps from the steps the API lists (samples per second, or steps per second).
+    const rows = steps.rows.filter((r) => r.total_us > 0);
+    const withSamples = rows.length && rows.every((r) => r.samples !== null && r.samples >= 0);
+    const ips = rows.map((r) => (withSamples ? r.samples : 1) / (r.total_us / 1e6));
     return el('div.page', null,
-      s ? card(`${s.key} over steps`, { id: 'benchmark-chart', cls: 'wide' }, chart({
-        type: 'line',
-        data: { labels: s.rows.map((r) => r.step), datasets: [{ label: s.key, data: s.rows.map((r) => r[s.key]), borderColor: PALETTE[0], pointRadius: 0 }] },
-        options: { scales: { x: { title: { display: true, text: 'step' } } } },
-      }, { id: 'benchmark' })) : null,
-      card('Benchmark', { id: 'benchmark', cls: 'wide' }, genericDoc(doc, 'benchmark')));
+      card(`ips over steps (${withSamples ? 'samples/s' : 'steps/s'})`, { id: 'benchmark-chart', cls: 'wide' },
+        rows.length ? chart({
+          type: 'line',
+          data: { labels: rows.map((r) => r.step), datasets: [{ label: 'ips', data: ips, borderColor: PALETTE[0], backgroundColor: PALETTE[0], pointRadius: 0, borderWidth: 1.5 }] },
+          options: { plugins: { legend: { display: false } }, scales: { x: { title: { display: true, text: 'step' }, ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true } } },
+        }, { id: 'ips' }) : note('empty', 'No steps yet.')),
+      card('Perf summary (Paddle\'s benchmark timer)', { id: 'benchmark', cls: 'wide' },
+        doc ? genericDoc(doc, 'benchmark') : note('empty', 'No steps in range for the benchmark.'), text));
   },
 };
