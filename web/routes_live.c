@@ -390,6 +390,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
     size_t nq = 0;
     struct analyse_pipe_op *ops = NULL;
     struct analyse_helper_result *res = NULL;
+    struct live_breakdown_view bv = {0};
     const char *what = "live_query_ranks";
     int r = 0;
     if (snap) {
@@ -452,8 +453,8 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
             in.host_cpu_pct = h.sys_cpu_pct;
         /* torch-tb-profiler's rules: the rank's breakdown averages and GPU utilisation. */
         what = "live_query_breakdown";
-        struct live_breakdown_view bv;
-        r = live_query_breakdown(snap, rank, &bv);
+        /* A breakdown up to 5 s old will do: the helper rarely computes one itself. */
+        r = live_query_breakdown(snap, rank, LIVE_BD_STALE_NS, &bv);
         if (r < 0 && r != -ENOENT)
             goto fail;
         if (r == 0 && bv.bd->n_steps > 0) {
@@ -477,6 +478,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
 fail:
     mhd = web__send_store_error(w, c, r, what);
 out:
+    live_breakdown_view_done(&bv);
     analyse_helper_result_free(res);
     free(ops);
     live_queue_rows_free(qrows, nq);
@@ -494,7 +496,7 @@ static int get_breakdown(struct web *w, struct MHD_Connection *c, const struct l
         return mhd;
     struct live_breakdown_view v = {.rank = rank < 0 ? 0 : rank};
     if (snap) {
-        int r = live_query_breakdown(snap, rank, &v);
+        int r = live_query_breakdown(snap, rank, 0, &v);
         if (r == -ENOENT && rank >= 0)
             return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0 && r != -ENOENT)
@@ -503,6 +505,7 @@ static int get_breakdown(struct web *w, struct MHD_Connection *c, const struct l
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_breakdown(&b, &v, (size_t)offset, (size_t)limit, csv);
+    live_breakdown_view_done(&v);
     return send_doc(w, c, &b, csv);
 }
 

@@ -800,8 +800,12 @@ static void feed_bd(struct live_rank *rk, const struct record *r, enum analyse_r
         if (num_parse_i64(r->pid.ptr, r->pid.len, &dev) < 0 || dev < 0 || dev > INT16_MAX)
             dev = -1;
     }
+    /* A step span past the ops cap has no name to read its number from later: keep it. */
+    int64_t corr = r->correlation;
+    if (role == ANALYSE_ROLE_STEP && op == LIVE_OP_OTHER)
+        corr = step_number(r->name.ptr, r->name.len);
     struct live_bd_span sp = {
-        .ts_ns = r->ts_ns, .end_ns = r->ts_ns + r->dur_ns, .correlation = r->correlation,
+        .ts_ns = r->ts_ns, .end_ns = r->ts_ns + r->dur_ns, .correlation = corr,
         .external_id = r->external_id, .op = op, .device = (int16_t)dev, .role = (uint8_t)role,
     };
     if (live__bd_add(&rk->bd, &sp) < 0)
@@ -1233,7 +1237,6 @@ void live__snapshot_free(struct live_snapshot *s)
         live__pipe_put(s->ranks[i].pipe);
         live__snap_bd_done(&s->ranks[i].bd);
     }
-    pthread_mutex_destroy(&s->bd_lock);
     free(s->ranks);
     free(s->ops);
     free(s->text);
@@ -1322,7 +1325,6 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
     if (!s)
         return NULL;
     atomic_init(&s->refs, 1);
-    pthread_mutex_init(&s->bd_lock, NULL);
     s->job_id = j->id;
     s->n_ops = j->ops.n;
     s->ops = calloc(s->n_ops + 1, sizeof *s->ops);

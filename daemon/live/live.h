@@ -49,7 +49,7 @@
 #define LIVE_PIPE_OPS_MAX 256       /* operators of one pipeline record; a bigger one is refused */
 #define LIVE_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
 #define LIVE_BD_CHUNK 8192          /* breakdown spans per shared chunk */
-#define LIVE_BD_SPANS_MAX (1 << 19) /* breakdown spans kept per rank (20 MiB); the oldest chunk
+#define LIVE_BD_SPANS_MAX (1 << 18) /* breakdown spans kept per rank (10 MiB); the oldest chunk
                                        goes when full, and the steps it touched with it */
 
 struct live;

@@ -17,12 +17,23 @@
  * LIVE_BD_SPANS_MAX spans per rank are kept: past that the oldest chunk goes, its latest start
  * becomes the horizon, and steps starting before the horizon are left out of the breakdown (their
  * spans may be gone), so a number shown is never computed from a partial step.
+ *
+ * Computing: a breakdown over the full window takes a few hundred milliseconds, and a job that
+ * is receiving data gets a new snapshot every 100 ms. So the result is not tied to a snapshot:
+ * each rank has one cache (live_bd_cache), shared by the rank and all its snapshots, holding the
+ * latest result, refcounted, and whether some thread is computing one. The computation runs
+ * outside the cache's lock; a reader that needs this very snapshot's result waits for a
+ * computation under way and then computes if it still has none; a reader that accepts a recent
+ * result (the helper) takes the latest one and computes only when it is old and nobody else is.
  */
 #include "live_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../core/clock.h"
 
 void live__bd_chunk_put(struct live_bd_chunk *ch)
 {
@@ -64,17 +75,47 @@ int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp)
     return 0;
 }
 
+void live__bd_result_put(struct live_bd_result *res)
+{
+    if (res && atomic_fetch_sub_explicit(&res->refs, 1, memory_order_acq_rel) == 1) {
+        analyse_breakdown_free(res->bd);
+        free(res);
+    }
+}
+
+void live__bd_cache_put(struct live_bd_cache *cache)
+{
+    if (cache && atomic_fetch_sub_explicit(&cache->refs, 1, memory_order_acq_rel) == 1) {
+        live__bd_result_put(cache->latest);
+        pthread_cond_destroy(&cache->done);
+        pthread_mutex_destroy(&cache->lock);
+        free(cache);
+    }
+}
+
 void live__bd_done(struct live_bd *bd)
 {
     for (size_t i = 0; i < bd->n_chunks; i++)
         live__bd_chunk_put(bd->chunks[i]);
     free(bd->chunks);
+    live__bd_cache_put(bd->cache);
     memset(bd, 0, sizeof *bd);
 }
 
-int live__bd_snap(const struct live_bd *bd, struct live_snap_bd *ret)
+int live__bd_snap(struct live_bd *bd, struct live_snap_bd *ret)
 {
     memset(ret, 0, sizeof *ret);
+    if (!bd->cache) {
+        struct live_bd_cache *cache = calloc(1, sizeof *cache);
+        if (!cache)
+            return -ENOMEM;
+        atomic_init(&cache->refs, 1);
+        pthread_mutex_init(&cache->lock, NULL);
+        pthread_cond_init(&cache->done, NULL);
+        bd->cache = cache;
+    }
+    atomic_fetch_add_explicit(&bd->cache->refs, 1, memory_order_relaxed);
+    ret->cache = bd->cache;
     ret->horizon_ns = bd->horizon_ns;
     ret->n_spans = bd->n_spans;
     ret->n_evicted = bd->n_evicted;
@@ -97,7 +138,7 @@ void live__snap_bd_done(struct live_snap_bd *sb)
     for (size_t i = 0; i < sb->n_chunks; i++)
         live__bd_chunk_put(sb->chunks[i]);
     free(sb->chunks);
-    analyse_breakdown_free(sb->result);
+    live__bd_cache_put(sb->cache);
     memset(sb, 0, sizeof *sb);
 }
 
@@ -108,10 +149,21 @@ static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
     size_t n = 0;
     for (size_t c = 0; c < sb->n_chunks; c++)
         n += c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
+    size_t n_folded = 0; /* step spans whose name was folded past LIVE_OPS_MAX */
+    for (size_t c = 0; c < sb->n_chunks; c++) {
+        size_t m = c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
+        for (size_t i = 0; i < m; i++)
+            n_folded += sb->chunks[c]->v[i].role == ANALYSE_ROLE_STEP &&
+                        sb->chunks[c]->v[i].op >= s->n_ops;
+    }
     struct analyse_span *a = malloc((n ? n : 1) * sizeof *a);
-    if (!a)
+    char(*names)[24] = malloc((n_folded ? n_folded : 1) * sizeof *names);
+    if (!a || !names) {
+        free(a);
+        free(names);
         return -ENOMEM;
-    size_t k = 0;
+    }
+    size_t k = 0, f = 0;
     for (size_t c = 0; c < sb->n_chunks; c++) {
         size_t m = c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
         for (size_t i = 0; i < m; i++) {
@@ -126,22 +178,64 @@ static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
             if (sp->op < s->n_ops) {
                 o->name = s->ops[sp->op].name;
                 o->name_len = s->ops[sp->op].name_len;
+            } else if (sp->role == ANALYSE_ROLE_STEP && sp->correlation >= 0) {
+                /* The number kept at feed time, written as analyse reads it (after '#'). */
+                int len = snprintf(names[f], sizeof names[f], "#%lld", (long long)sp->correlation);
+                o->name = names[f++];
+                o->name_len = (size_t)len;
             } else {
                 o->name = LIVE_OTHER_NAME;
                 o->name_len = sizeof LIVE_OTHER_NAME - 1;
             }
             o->pid = sp->device;
-            o->correlation = sp->correlation;
+            o->correlation = sp->role == ANALYSE_ROLE_STEP ? -1 : sp->correlation;
             o->external_id = sp->external_id;
             o->role = (enum analyse_role)sp->role;
         }
     }
     int r = analyse_breakdown_compute(a, k, ret_bd);
     free(a);
+    free(names);
     return r;
 }
 
-int live_query_breakdown(const struct live_snapshot *snap, int64_t rank,
+/* A new result (one reference) computed from sb, or NULL with *ret_err set. */
+static struct live_bd_result *result_new(const struct live_snapshot *s,
+                                         const struct live_snap_bd *sb, int *ret_err)
+{
+    struct live_bd_result *res = calloc(1, sizeof *res);
+    if (!res) {
+        *ret_err = -ENOMEM;
+        return NULL;
+    }
+    atomic_init(&res->refs, 1);
+    res->n_spans = sb->n_spans;
+    res->n_evicted = sb->n_evicted;
+    res->horizon_ns = sb->horizon_ns;
+    int r = compute(s, sb, &res->bd);
+    if (r < 0) {
+        free(res);
+        *ret_err = r;
+        return NULL;
+    }
+    res->computed_ns = clock_mono_ns();
+    return res;
+}
+
+/* Whether a reader with these needs can take res. */
+static bool usable(const struct live_bd_result *res, const struct live_snap_bd *sb,
+                   int64_t max_age_ns, bool someone_computing)
+{
+    if (!res)
+        return false;
+    if (res->n_spans == sb->n_spans)
+        return true;
+    if (max_age_ns <= 0)
+        return false;
+    return someone_computing || clock_mono_ns() - res->computed_ns <= max_age_ns;
+}
+
+int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t max_age_ns,
                          struct live_breakdown_view *ret)
 {
     const struct live_snap_rank *sr = NULL;
@@ -150,23 +244,50 @@ int live_query_breakdown(const struct live_snapshot *snap, int64_t rank,
             sr = &snap->ranks[i];
     if (!sr)
         return -ENOENT;
-    /* The snapshot is immutable but for this cache, which bd_lock guards: the first reader
-     * computes, concurrent readers of the same snapshot wait for it instead of computing too. */
-    struct live_snapshot *s = (struct live_snapshot *)snap;
-    struct live_snap_bd *sb = (struct live_snap_bd *)&sr->bd;
-    pthread_mutex_lock(&s->bd_lock);
-    if (!sb->done) {
-        sb->err = compute(snap, sb, &sb->result);
-        sb->done = sb->err != -ENOMEM; /* out of memory: a later reader tries again */
+    const struct live_snap_bd *sb = &sr->bd;
+    struct live_bd_cache *cache = sb->cache;
+    struct live_bd_result *res = NULL;
+    int r = 0;
+    pthread_mutex_lock(&cache->lock);
+    for (;;) {
+        if (usable(cache->latest, sb, max_age_ns, cache->computing)) {
+            res = cache->latest;
+            atomic_fetch_add_explicit(&res->refs, 1, memory_order_relaxed);
+            break;
+        }
+        if (cache->computing) {
+            pthread_cond_wait(&cache->done, &cache->lock);
+            continue;
+        }
+        /* Compute outside the lock, so readers content with the latest result never wait. */
+        cache->computing = true;
+        pthread_mutex_unlock(&cache->lock);
+        res = result_new(snap, sb, &r);
+        pthread_mutex_lock(&cache->lock);
+        cache->computing = false;
+        pthread_cond_broadcast(&cache->done);
+        if (res && (!cache->latest || cache->latest->n_spans <= res->n_spans)) {
+            live__bd_result_put(cache->latest);
+            atomic_fetch_add_explicit(&res->refs, 1, memory_order_relaxed);
+            cache->latest = res;
+        }
+        break;
     }
-    int r = sb->err;
-    pthread_mutex_unlock(&s->bd_lock);
-    if (r < 0)
+    pthread_mutex_unlock(&cache->lock);
+    if (!res)
         return r;
     ret->rank = sr->rank;
-    ret->bd = sb->result;
-    ret->n_spans = sb->n_spans;
-    ret->n_evicted = sb->n_evicted;
-    ret->horizon_ns = sb->horizon_ns;
+    ret->bd = res->bd;
+    ret->n_spans = res->n_spans;
+    ret->n_evicted = res->n_evicted;
+    ret->horizon_ns = res->horizon_ns;
+    ret->res = res;
     return 0;
+}
+
+void live_breakdown_view_done(struct live_breakdown_view *v)
+{
+    live__bd_result_put(v->res);
+    v->res = NULL;
+    v->bd = NULL;
 }

@@ -92,7 +92,8 @@ struct live_host {
 struct live_bd_span {
     int64_t ts_ns;
     int64_t end_ns;
-    int64_t correlation; /* record.correlation, -1 when absent */
+    int64_t correlation; /* record.correlation, -1 when absent; for a STEP span whose name was
+                            folded past LIVE_OPS_MAX: its step number (-1: none) */
     int64_t external_id; /* record.external_id, -1 when absent */
     uint32_t op;         /* job op index (the step number of a STEP span), or LIVE_OP_OTHER */
     int16_t device;      /* device events: the numeric pid (Kineto's GPU id), else -1 */
@@ -110,6 +111,31 @@ struct live_bd_chunk {
 
 void live__bd_chunk_put(struct live_bd_chunk *ch);
 
+/* One computed breakdown of a rank, shared by the readers using it (refcounted). */
+struct live_bd_result {
+    atomic_int refs;
+    struct analyse_breakdown *bd;
+    int64_t n_spans;     /* the version of the spans it was computed from (live_bd.n_spans) */
+    int64_t n_evicted;
+    int64_t horizon_ns;
+    int64_t computed_ns; /* clock_mono_ns() when computed */
+};
+
+void live__bd_result_put(struct live_bd_result *res);
+
+/* A rank's latest computed breakdown, shared by the rank and every snapshot of it, so that a
+ * breakdown is computed once per change of spans (not per snapshot) and readers that accept a
+ * recent one never wait for a computation (live_query_breakdown()). */
+struct live_bd_cache {
+    atomic_int refs;
+    pthread_mutex_t lock;    /* guards the fields below */
+    pthread_cond_t done;     /* signalled when a computation ends */
+    bool computing;
+    struct live_bd_result *latest; /* a reference; NULL before the first computation */
+};
+
+void live__bd_cache_put(struct live_bd_cache *cache);
+
 /* A rank's breakdown spans (loop side): the newest LIVE_BD_SPANS_MAX at most, oldest first. */
 struct live_bd {
     struct live_bd_chunk **chunks;
@@ -118,14 +144,14 @@ struct live_bd {
     int64_t horizon_ns; /* latest start among evicted spans; INT64_MIN before any eviction */
     int64_t n_spans;    /* spans taken */
     int64_t n_evicted;  /* spans evicted past LIVE_BD_SPANS_MAX */
+    struct live_bd_cache *cache; /* a reference, made by the first live__bd_snap() */
 };
 
 /* Appends sp to bd, evicting the oldest chunk when full. Returns 0 or -ENOMEM. */
 int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp);
 void live__bd_done(struct live_bd *bd);
 
-/* A rank's breakdown spans as one snapshot shows them, and the breakdown computed from them on
- * first use (under live_snapshot.bd_lock). */
+/* A rank's breakdown spans as one snapshot shows them. */
 struct live_snap_bd {
     struct live_bd_chunk **chunks; /* references */
     size_t n_chunks;
@@ -133,13 +159,11 @@ struct live_snap_bd {
     int64_t horizon_ns;
     int64_t n_spans;
     int64_t n_evicted;
-    bool done;                     /* result and err are set */
-    int err;
-    struct analyse_breakdown *result;
+    struct live_bd_cache *cache;   /* a reference to the rank's cache */
 };
 
-/* Fills *ret with references to bd's chunks. Returns 0 or -ENOMEM. */
-int live__bd_snap(const struct live_bd *bd, struct live_snap_bd *ret);
+/* Fills *ret with references to bd's chunks and cache. Returns 0 or -ENOMEM. */
+int live__bd_snap(struct live_bd *bd, struct live_snap_bd *ret);
 void live__snap_bd_done(struct live_snap_bd *sb);
 
 struct live_snap_rank {
@@ -165,7 +189,6 @@ struct live_snapshot {
     size_t n_ranks;
     struct live_snap_rank *ranks; /* [n_ranks], by rank */
     struct live_counters counters;
-    pthread_mutex_t bd_lock;      /* guards ranks[].bd.done/err/result, computed on first use */
 };
 
 #define LIVE_OP_OTHER UINT32_MAX

@@ -207,16 +207,27 @@ int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
  * External id links. */
 struct live_breakdown_view {
     int64_t rank;
-    const struct analyse_breakdown *bd; /* borrowed from the snapshot: keep the reference */
+    const struct analyse_breakdown *bd; /* valid until live_breakdown_view_done() */
     int64_t n_spans;    /* spans the rank gave the breakdown since the start (or the replay) */
     int64_t n_evicted;  /* the oldest of them, dropped past LIVE_BD_SPANS_MAX */
     int64_t horizon_ns; /* steps starting at or before this are left out; INT64_MIN: none */
+    struct live_bd_result *res; /* the reference behind bd */
 };
 
-/* The breakdown of rank (rank < 0: the lowest rank). Computed from the snapshot on the first
- * call and kept in it, so later calls on the same snapshot cost nothing; concurrent first calls
- * wait for one computation. Fills *ret. Returns 0, -ENOENT (no such rank), -ENOMEM. */
-int live_query_breakdown(const struct live_snapshot *snap, int64_t rank,
+#define LIVE_BD_STALE_NS INT64_C(5000000000) /* a reader accepting a recent breakdown takes one this old */
+
+/* The breakdown of rank (rank < 0: the lowest rank). A rank's breakdown is computed once per
+ * change of its spans and shared by every snapshot and reader. With max_age_ns 0 the result is
+ * exactly that of snap's spans (computed now if nobody has; a concurrent reader computing the
+ * same is waited for). With max_age_ns > 0 a result computed from the rank's spans at most
+ * max_age_ns ago (of this snapshot or another) is good enough, and so is the latest one while
+ * another thread computes a newer one: such a reader computes only when there is no recent
+ * result and nobody computing, so readers like the helper almost never wait. Fills *ret; release
+ * it with live_breakdown_view_done(). Returns 0, -ENOENT (no such rank), -ENOMEM. */
+int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t max_age_ns,
                          struct live_breakdown_view *ret);
+
+/* Drops the view's reference (NULL-safe fields; the view may be one never filled). */
+void live_breakdown_view_done(struct live_breakdown_view *v);
 
 #endif

@@ -451,6 +451,150 @@ START_TEST(test_live_step_spans_past_the_ops_cap)
 }
 END_TEST
 
+/* A GPU trace event: cat, pid "0" for device events, correlation and External id links. */
+static struct record gspan(const char *name, const char *cat, const char *pid, int64_t ts_us,
+                           int64_t dur_us, int64_t corr)
+{
+    struct record r = span(name, ts_us, dur_us);
+    r.cat = (struct record_text){cat, strlen(cat)};
+    r.pid = (struct record_text){pid, strlen(pid)};
+    r.correlation = corr;
+    r.external_id = corr;
+    return r;
+}
+
+/* Step k (1000 us from k * 1000): a launch at +60 and its kernel of kernel_us at +100 on GPU 0,
+ * and a host op. 4 records into v. */
+static void gpu_step(struct record *v, int64_t k, int64_t kernel_us)
+{
+    static char names[64][24];
+    snprintf(names[k % 64], sizeof names[0], "ProfilerStep#%lld", (long long)k);
+    int64_t t = k * 1000;
+    v[0] = gspan(names[k % 64], "user_annotation", "1", t, 1000, -1);
+    v[1] = gspan("aten::mm", "cpu_op", "1", t + 50, 20, 100 + k);
+    v[2] = gspan("cudaLaunchKernel", "cuda_runtime", "1", t + 60, 10, 100 + k);
+    v[3] = gspan("gemm", "kernel", "0", t + 100, kernel_us, 100 + k);
+}
+
+/* The breakdown of live spans: exact sums, a result shared by the snapshots of unchanged spans,
+ * a recent result for readers that accept one, and the cap's eviction horizon. */
+START_TEST(test_live_breakdown_cache_and_cap)
+{
+    struct live *lv = live_new();
+    struct record v[8];
+    gpu_step(v, 1, 500);
+    gpu_step(v + 4, 2, 500);
+    ck_assert_int_eq(live_feed(lv, 3, 0, v, 8), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *s1;
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s1), 0);
+    struct live_breakdown_view a, b;
+    ck_assert_int_eq(live_query_breakdown(s1, 5, 0, &a), -ENOENT);
+    ck_assert_int_eq(live_query_breakdown(s1, -1, 0, &a), 0);
+    ck_assert_int_eq(a.bd->n_steps, 2);
+    ck_assert_int_eq(a.n_spans, 8);
+    for (size_t k = 0; k < a.bd->n_steps; k++) {
+        const struct analyse_bd_step *st = &a.bd->steps[k];
+        int64_t sum = 0;
+        for (int c = 0; c < ANALYSE_BD_COUNT; c++)
+            sum += st->cost_ns[c];
+        ck_assert_int_eq(sum, st->end_ns - st->start_ns);
+        ck_assert_int_eq(st->cost_ns[ANALYSE_BD_KERNEL], 500 * US);
+        ck_assert_int_eq(st->cost_ns[ANALYSE_BD_RUNTIME], 10 * US);
+        ck_assert_int_eq(st->n_device, 1);
+    }
+    ck_assert_uint_eq(a.bd->n_gpus, 1);
+    ck_assert(a.bd->gpus[0].utilization == 0.5);
+
+    /* A queue sample republishes the job without new spans: the same result, not recomputed. */
+    struct record q = step(1, 0, 1, NULL);
+    q.kind = RECORD_QUEUE;
+    q.name = (struct record_text){"host", 4};
+    ck_assert_int_eq(live_feed(lv, 3, 0, &q, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *s2;
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s2), 0);
+    ck_assert_ptr_ne(s1, s2);
+    ck_assert_int_eq(live_query_breakdown(s2, 0, 0, &b), 0);
+    ck_assert_ptr_eq(a.bd, b.bd);
+    live_breakdown_view_done(&b);
+
+    /* Two more steps: an exact reader gets them, one that accepts a recent result may not. */
+    gpu_step(v, 3, 800);
+    gpu_step(v + 4, 4, 800);
+    ck_assert_int_eq(live_feed(lv, 3, 0, v, 8), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *s3;
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s3), 0);
+    ck_assert_int_eq(live_query_breakdown(s3, 0, INT64_C(3600000000000), &b), 0);
+    ck_assert_ptr_eq(a.bd, b.bd); /* recent enough */
+    live_breakdown_view_done(&b);
+    ck_assert_int_eq(live_query_breakdown(s3, 0, 0, &b), 0);
+    ck_assert_int_eq(b.bd->n_steps, 4);
+    ck_assert_int_eq(b.n_spans, 16);
+    live_breakdown_view_done(&b);
+    /* The old snapshot's view stays valid after newer results replaced it in the cache. */
+    ck_assert_int_eq(a.bd->steps[1].step, 2);
+    live_breakdown_view_done(&a);
+    live_breakdown_view_done(&a); /* idempotent */
+    live_snapshot_put(s1);
+    live_snapshot_put(s2);
+    live_snapshot_put(s3);
+
+    /* Step spans whose names fold past LIVE_OPS_MAX keep their numbers. */
+    size_t n_steps = LIVE_OPS_MAX + 100;
+    for (size_t k = 5; k < 5 + n_steps; k++) {
+        gpu_step(v, (int64_t)k, 300);
+        ck_assert_int_eq(live_feed(lv, 3, 0, v, 4), 0);
+    }
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s1), 0);
+    ck_assert_int_eq(live_query_breakdown(s1, 0, 0, &a), 0);
+    ck_assert_int_eq(a.n_evicted, 0);
+    ck_assert_int_eq(a.bd->n_steps, 4 + n_steps);
+    for (size_t k = 0; k < a.bd->n_steps; k++)
+        ck_assert_int_eq(a.bd->steps[k].step, (int64_t)k + 1);
+    live_breakdown_view_done(&a);
+    live_snapshot_put(s1);
+    live_free(lv);
+
+    /* Past LIVE_BD_SPANS_MAX the oldest chunks go, and the steps they touched with them. Steps
+     * of 64 launches, so that few steps make many spans. */
+    lv = live_new();
+    enum { LAUNCHES = 64 };
+    static struct record big[1 + 2 * LAUNCHES];
+    size_t n_big = LIVE_BD_SPANS_MAX / (1 + 2 * LAUNCHES) + 200;
+    for (size_t k = 1; k <= n_big; k++) {
+        int64_t t = (int64_t)k * 1000;
+        gpu_step(v, (int64_t)k, 1);
+        big[0] = v[0];
+        for (int i = 0; i < LAUNCHES; i++) {
+            int64_t corr = (int64_t)k * LAUNCHES + i;
+            big[1 + 2 * i] = gspan("cudaLaunchKernel", "cuda_runtime", "1", t + 10 + i, 1, corr);
+            big[2 + 2 * i] = gspan("gemm", "kernel", "0", t + 100 + 10 * i, 5, corr);
+        }
+        ck_assert_int_eq(live_feed(lv, 3, 0, big, 1 + 2 * LAUNCHES), 0);
+    }
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_int_eq(live_snapshot_get(lv, 3, &s1), 0);
+    ck_assert_int_eq(live_query_breakdown(s1, 0, 0, &a), 0);
+    ck_assert_int_eq(a.n_spans, (int64_t)n_big * (1 + 2 * LAUNCHES));
+    ck_assert_int_gt(a.n_evicted, 0);
+    ck_assert_int_le(a.n_spans - a.n_evicted, LIVE_BD_SPANS_MAX);
+    ck_assert_int_gt(a.bd->steps[0].host_start_ns, a.horizon_ns);
+    ck_assert_int_lt(a.bd->n_steps, n_big);
+    /* Every kept step is whole: 64 launches, 64 kernels of 5 us. */
+    for (size_t k = 0; k < a.bd->n_steps; k++) {
+        ck_assert_int_eq(a.bd->steps[k].n_device, LAUNCHES);
+        ck_assert_int_eq(a.bd->steps[k].cost_ns[ANALYSE_BD_KERNEL], LAUNCHES * 5 * US);
+    }
+    ck_assert_int_eq(a.bd->steps[a.bd->n_steps - 1].step, (int64_t)n_big);
+    live_breakdown_view_done(&a);
+    live_snapshot_put(s1);
+    live_free(lv);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
     Suite *s = suite_create("live");
@@ -463,6 +607,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
+    tcase_add_test(tc, test_live_breakdown_cache_and_cap);
     suite_add_tcase(s, tc);
     return s;
 }
