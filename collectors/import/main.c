@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main: the `stepscope` command-line tool. It dispatches to one subcommand per module of this
- * folder; `import` is the first (import.h), and later ones join the table below.
+ * folder; `import` is the first (import.h), `jobs` (jobs.h) the next, and later ones join the
+ * table below.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "import.h"
+#include "jobs.h"
 #include "stepscope_build.h"
 
 static void usage(FILE *f)
@@ -17,6 +19,7 @@ static void usage(FILE *f)
           "commands:\n"
           "  import PATH...   import Chrome-trace files (.json, .json.gz) and MindSpore\n"
           "                   profiler folders into stepscoped\n"
+          "  jobs             list the jobs stepscoped holds\n"
           "  help [COMMAND]   show this text, or a command's usage\n",
           f);
 }
@@ -30,6 +33,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "import") == 0)
         return import_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "jobs") == 0)
+        return jobs_command(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("stepscope %s\n", STEPSCOPE_VERSION);
         return 0;
@@ -37,6 +42,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         if (argc > 2 && strcmp(argv[2], "import") == 0)
             import_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "jobs") == 0)
+            jobs_usage(stdout);
         else
             usage(stdout);
         return 0;

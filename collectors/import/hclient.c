@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hclient: blocking sockets with send and receive timeouts (Linux applies SO_SNDTIMEO to
+ * connect() too), one request, read to EOF. The target reuses daemon/core/config.c, so the CLI
+ * accepts exactly the address and token forms the daemon does and checks them the same way.
+ */
+#include "hclient.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "../../daemon/core/config.h"
+#include "../../daemon/core/sbuf.h"
+
+int hclient_target(struct hclient_target *ret, char *const *envp, const char *http,
+                   const char *token_file, char *err)
+{
+    struct config *c = malloc(sizeof *c);
+    char sub[CONFIG_ERR_MAX];
+    int r = -ENOMEM;
+    if (!c) {
+        snprintf(err, HCLIENT_ERR_MAX, "out of memory");
+        return r;
+    }
+    config_init(c, envp, 0, "");
+    r = config_load_env(c, envp, sub);
+    if (r < 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "environment: %s", sub);
+        goto out;
+    }
+    if (http && (r = config_set(c, "http", http, sub)) < 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "--http: %s", sub);
+        goto out;
+    }
+    if (token_file) {
+        c->auth_token[0] = '\0'; /* the flag outranks a token from the environment */
+        if ((r = config_set(c, "auth_token_file", token_file, sub)) < 0) {
+            snprintf(err, HCLIENT_ERR_MAX, "--auth-token-file: %s", sub);
+            goto out;
+        }
+    }
+    r = config_load_token(c, sub);
+    if (r < 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "auth token: %s", sub);
+        goto out;
+    }
+    snprintf(ret->http, sizeof ret->http, "%s", c->http);
+    snprintf(ret->token, sizeof ret->token, "%s", c->auth_token);
+out:
+    explicit_bzero(c->auth_token, sizeof c->auth_token);
+    free(c);
+    return r;
+}
+
+union addr {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
+static int connect_to(const char *http, char *host, size_t host_size, char *err)
+{
+    uint16_t port;
+    union addr a;
+    socklen_t len;
+    memset(&a, 0, sizeof a);
+    if (config_parse_hostport(http, host, host_size, &port) < 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", http);
+        return -EINVAL;
+    }
+    if (inet_pton(AF_INET, host, &a.in4.sin_addr) == 1) {
+        a.in4.sin_family = AF_INET;
+        a.in4.sin_port = htons(port);
+        len = sizeof a.in4;
+    } else if (inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
+        a.in6.sin6_family = AF_INET6;
+        a.in6.sin6_port = htons(port);
+        len = sizeof a.in6;
+    } else {
+        snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not an IPv4 or IPv6 address", host);
+        return -EINVAL;
+    }
+    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, HCLIENT_ERR_MAX, "socket: %s", strerror(e));
+        return -e;
+    }
+    struct timeval tv = {.tv_sec = HCLIENT_TIMEOUT_MS / 1000,
+                         .tv_usec = (HCLIENT_TIMEOUT_MS % 1000) * 1000};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, &a.sa, len) < 0) {
+        int e = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
+        snprintf(err, HCLIENT_ERR_MAX, "cannot connect to stepscoped at %.64s: %s", http,
+                 strerror(e));
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n, char *err)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno == EAGAIN ? ETIMEDOUT : errno;
+            snprintf(err, HCLIENT_ERR_MAX, "send: %s", strerror(e));
+            return -e;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Reads to EOF into a fresh buffer of at most max bytes (NUL-terminated). */
+static int recv_all(int fd, size_t max, char **ret_buf, size_t *ret_n, char *err)
+{
+    size_t n = 0, cap = 65536;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        snprintf(err, HCLIENT_ERR_MAX, "out of memory");
+        return -ENOMEM;
+    }
+    for (;;) {
+        if (n == cap) {
+            char *p = cap < max ? realloc(buf, (cap *= 2) + 1) : NULL;
+            if (!p) {
+                free(buf);
+                snprintf(err, HCLIENT_ERR_MAX, "%s",
+                         n < max ? "out of memory" : "the answer is too large");
+                return n < max ? -ENOMEM : -EMSGSIZE;
+            }
+            buf = p;
+        }
+        ssize_t k = recv(fd, buf + n, cap - n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno == EAGAIN ? ETIMEDOUT : errno;
+            free(buf);
+            snprintf(err, HCLIENT_ERR_MAX, "receive: %s", strerror(e));
+            return -e;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    buf[n] = '\0';
+    *ret_buf = buf;
+    *ret_n = n;
+    return 0;
+}
+
+int hclient_get(const struct hclient_target *t, const char *path, int *ret_status,
+                char **ret_body, size_t *ret_len, char *err)
+{
+    char host[128];
+    int fd = connect_to(t->http, host, sizeof host, err);
+    if (fd < 0)
+        return fd;
+    bool v6 = strchr(host, ':') != NULL;
+    struct sbuf req;
+    sbuf_init(&req, 16384);
+    sbuf_printf(&req, "GET %s HTTP/1.0\r\nHost: %s%s%s\r\nUser-Agent: stepscope\r\n", path,
+                v6 ? "[" : "", host, v6 ? "]" : "");
+    if (t->token[0])
+        sbuf_printf(&req, "Authorization: Bearer %s\r\n", t->token);
+    sbuf_adds(&req, "\r\n");
+    int r = -ENOMEM;
+    char *ans = NULL;
+    size_t n = 0;
+    if (req.error) {
+        snprintf(err, HCLIENT_ERR_MAX, "request too long");
+        goto out;
+    }
+    r = send_all(fd, req.data, req.len, err);
+    if (r == 0)
+        r = recv_all(fd, HCLIENT_ANSWER_MAX + 16384, &ans, &n, err);
+    if (r < 0)
+        goto out;
+    int status = 0;
+    char *body = strstr(ans, "\r\n\r\n");
+    r = -EPROTO;
+    if (sscanf(ans, "HTTP/1.%*1[01] %3d", &status) != 1 || status < 100 || !body) {
+        snprintf(err, HCLIENT_ERR_MAX, "%.64s did not answer in HTTP", t->http);
+        goto out;
+    }
+    body += 4;
+    *ret_len = n - (size_t)(body - ans);
+    memmove(ans, body, *ret_len + 1);
+    *ret_body = ans;
+    *ret_status = status;
+    ans = NULL;
+    r = 0;
+out:
+    if (req.data)
+        explicit_bzero(req.data, req.len);
+    sbuf_done(&req);
+    free(ans);
+    close(fd);
+    return r;
+}
+
+void hclient_error_message(const char *body, size_t len, char *buf, size_t size)
+{
+    static const char key[] = "\"message\":\"";
+    const char *s = strstr(body, key);
+    const char *end = body + len;
+    if (s) {
+        s += sizeof key - 1;
+        /* Up to the closing quote; escapes are kept as written. */
+        const char *q = s;
+        while (q < end && *q != '"')
+            q += *q == '\\' && q + 1 < end ? 2 : 1;
+        end = q;
+    } else {
+        s = body;
+        const char *nl = memchr(body, '\n', len);
+        end = nl ? nl : end;
+    }
+    size_t k = 0;
+    for (; s < end && k + 1 < size; s++, k++)
+        buf[k] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    buf[k] = '\0';
+}
