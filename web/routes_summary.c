@@ -4,8 +4,9 @@
  * tables and benchmark timer (analyse.h, Section D). The live snapshot keeps aggregates, not the
  * spans these tables need (merged intervals per event type, nesting), so a handler reads the
  * rank's spans from the store with store_event_iter_*(), as the timeline export does: each
- * stored line is decoded by the decoder main.c wired in (ingest's), its X spans are copied
- * (names into an arena) up to max_spans, and what lies beyond is counted and reported as cut.
+ * stored line is decoded by the decoder main.c wired in (ingest's), its X spans are copied up to
+ * max_spans (each distinct (cat, name) once, into an arena, classified once), and what lies
+ * beyond is counted and reported as cut.
  * The CPU figures of the device summary come from the live snapshot's host-record means.
  */
 #include "web_int.h"
@@ -81,17 +82,85 @@ static int64_t id_of(struct record_text t)
     return (int64_t)(h >> 1);
 }
 
+/* One distinct (cat, name): its text, copied once into the arena, and its role. Names repeat
+ * (every call of an operator), so this saves both the copies and the rule matching. */
+struct intern {
+    const char *name, *cat;
+    size_t name_len, cat_len;
+    uint64_t hash;
+    enum analyse_role role;
+};
+
 struct spans {
     struct analyse_span *v;
     size_t n, cap, max;
     int64_t cut, bad;
     struct arena names;
+    struct intern *tab; /* open addressing; name NULL = empty */
+    size_t n_tab, used;
 };
 
 static void spans_free(struct spans *s)
 {
     free(s->v);
+    free(s->tab);
     arena_free(&s->names);
+}
+
+static uint64_t text_hash(struct record_text cat, struct record_text name)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < cat.len; i++)
+        h = (h ^ (unsigned char)cat.ptr[i]) * 1099511628211ULL;
+    h = (h ^ 0xffu) * 1099511628211ULL;
+    for (size_t i = 0; i < name.len; i++)
+        h = (h ^ (unsigned char)name.ptr[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int intern_grow(struct spans *s)
+{
+    size_t n = s->n_tab ? s->n_tab * 2 : 1024;
+    struct intern *t = calloc(n, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->n_tab; i++) {
+        if (!s->tab[i].name)
+            continue;
+        size_t k = s->tab[i].hash & (n - 1);
+        while (t[k].name)
+            k = (k + 1) & (n - 1);
+        t[k] = s->tab[i];
+    }
+    free(s->tab);
+    s->tab = t;
+    s->n_tab = n;
+    return 0;
+}
+
+/* The interned (cat, name) of a record, classified on first sight; NULL on OOM. */
+static const struct intern *intern_get(struct spans *s, struct record_text cat,
+                                       struct record_text name)
+{
+    if (2 * (s->used + 1) > s->n_tab && intern_grow(s) < 0)
+        return NULL;
+    uint64_t h = text_hash(cat, name);
+    size_t k = h & (s->n_tab - 1);
+    for (; s->tab[k].name; k = (k + 1) & (s->n_tab - 1)) {
+        const struct intern *e = &s->tab[k];
+        if (e->hash == h && e->name_len == name.len && e->cat_len == cat.len &&
+            memcmp(e->name, name.ptr, name.len) == 0 && memcmp(e->cat, cat.ptr, cat.len) == 0)
+            return e;
+    }
+    const char *n = arena_dup(&s->names, name.ptr, name.len);
+    const char *c = cat.len ? arena_dup(&s->names, cat.ptr, cat.len) : "";
+    if (!n || !c)
+        return NULL;
+    struct analyse_span probe = {.name = n, .name_len = name.len, .cat = c, .cat_len = cat.len};
+    s->tab[k] = (struct intern){.name = n, .cat = c, .name_len = name.len, .cat_len = cat.len,
+                                .hash = h, .role = analyse_role_of(&probe, NULL)};
+    s->used++;
+    return &s->tab[k];
 }
 
 /* Reads the X spans of job's rank into *s. Returns 0, -ENOENT, -ENOMEM, -EIO. */
@@ -133,25 +202,21 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             s->v = v;
             s->cap = cap;
         }
-        const char *name = arena_dup(&s->names, rec.name.ptr, rec.name.len);
-        const char *cat = rec.cat.len ? arena_dup(&s->names, rec.cat.ptr, rec.cat.len) : "";
-        if (!name || !cat) {
+        const struct intern *in = intern_get(s, rec.cat, rec.name);
+        if (!in) {
             r = -ENOMEM;
             break;
         }
-        struct analyse_span *sp = &s->v[s->n++];
-        *sp = (struct analyse_span){.ts_ns = rec.ts_ns, .dur_ns = rec.dur_ns, .name = name,
-                                    .name_len = rec.name.len, .cat = cat,
-                                    .cat_len = rec.cat.len, .pid = id_of(rec.pid),
-                                    .tid = id_of(rec.tid), .correlation = -1,
-                                    .external_id = -1};
+        s->v[s->n++] = (struct analyse_span){.ts_ns = rec.ts_ns, .dur_ns = rec.dur_ns,
+                                             .name = in->name, .name_len = in->name_len,
+                                             .cat = in->cat, .cat_len = in->cat_len,
+                                             .pid = id_of(rec.pid), .tid = id_of(rec.tid),
+                                             .correlation = -1, .external_id = -1,
+                                             .role = in->role};
     }
     w->decoder.destroy(dec);
     store_event_iter_free(it);
-    if (r < 0)
-        return r;
-    analyse_classify(s->v, s->n, NULL);
-    return 0;
+    return r < 0 ? r : 0;
 }
 
 /* ?steps=A-B or ?steps=N into [*first, *last]; absent: no bound. Returns 0 or -1 (answered). */

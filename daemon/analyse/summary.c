@@ -29,11 +29,14 @@ static bool is_device(enum analyse_sum_type t)
 
 enum analyse_sum_type analyse_sum_type_of(const struct analyse_span *span)
 {
-    for (int t = 0; t < ANALYSE_SUM_OTHER; t++) {
-        size_t l = strlen(analyse_sum_type_names[t]);
-        if (span->cat_len == l && memcmp(span->cat, analyse_sum_type_names[t], l) == 0)
-            return (enum analyse_sum_type)t;
-    }
+    /* Paddle's names are 6 to 19 bytes: most cats ("cpu_op", "kernel") fail on the length. */
+    if (span->cat_len >= 6 && span->cat_len <= 19)
+        for (int t = 0; t < ANALYSE_SUM_OTHER; t++) {
+            const char *nm = analyse_sum_type_names[t];
+            if (nm[0] == span->cat[0] && strlen(nm) == span->cat_len &&
+                memcmp(span->cat, nm, span->cat_len) == 0)
+                return (enum analyse_sum_type)t;
+        }
     switch (span->role) {
     case ANALYSE_ROLE_STEP:
         return ANALYSE_SUM_PROFILE_STEP;
@@ -417,6 +420,7 @@ int64_t analyse_sum_step_number(const char *name, size_t len)
 /* The work area of one compute call. */
 struct work {
     const struct analyse_span *spans;
+    unsigned char *type; /* [n]: analyse_sum_type_of() of each span, computed once */
     struct node *host;
     size_t n_host;
     struct ival *iv; /* scratch, [n] */
@@ -567,7 +571,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
         size_t k = 0;
         for (size_t i = 0; i < n_dev; i++) {
             const struct analyse_span *s = &w->spans[dev[i]];
-            if (analyse_sum_type_of(s) == (enum analyse_sum_type)t)
+            if (w->type[dev[i]] == t)
                 w->iv[k++] = (struct ival){s->ts_ns, end_of(s)};
         }
         if (k == 0)
@@ -580,7 +584,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
     /* Devices. */
     for (size_t i = 0; i < n_dev; i++) {
         const struct analyse_span *s = &w->spans[dev[i]];
-        if (analyse_sum_type_of(s) != ANALYSE_SUM_KERNEL)
+        if (w->type[dev[i]] != ANALYSE_SUM_KERNEL)
             continue;
         bool seen = false;
         for (size_t g = 0; g < sum->n_gpus && !seen; g++)
@@ -594,7 +598,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
         size_t k = 0;
         for (size_t j = i; j < n_dev; j++) {
             const struct analyse_span *x = &w->spans[dev[j]];
-            if (x->pid == s->pid && analyse_sum_type_of(x) == ANALYSE_SUM_KERNEL)
+            if (x->pid == s->pid && w->type[dev[j]] == ANALYSE_SUM_KERNEL)
                 w->iv[k++] = (struct ival){x->ts_ns, end_of(x)};
         }
         int64_t busy = length(w->iv, merge(w->iv, k));
@@ -607,7 +611,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
     /* Kernel table. */
     for (size_t i = 0; i < n_dev; i++) {
         const struct analyse_span *s = &w->spans[dev[i]];
-        if (analyse_sum_type_of(s) == ANALYSE_SUM_KERNEL &&
+        if (w->type[dev[i]] == ANALYSE_SUM_KERNEL &&
             table_add(&w->kernels, s->name, analyse_sum_name_len(s->name, s->name_len),
                       ANALYSE_SUM_TOP, span_len(s->ts_ns, end_of(s))) < 0)
             return -ENOMEM;
@@ -642,7 +646,7 @@ static int distributed(struct work *w, const size_t *dev, size_t n_dev,
     }
     for (size_t i = 0; i < n_dev; i++) {
         const struct analyse_span *s = &w->spans[dev[i]];
-        if (analyse_sum_type_of(s) != ANALYSE_SUM_KERNEL)
+        if (w->type[dev[i]] != ANALYSE_SUM_KERNEL)
             continue;
         struct ival v = {s->ts_ns, end_of(s)};
         if (contains_nocase(s->name, s->name_len, "nccl") ||
@@ -717,8 +721,13 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
     bool bounded = first != ANALYSE_ST_ALL_FIRST || last != ANALYSE_ST_ALL_LAST;
     int64_t w0 = INT64_MAX, w1 = INT64_MIN;
     sum->first_step = sum->last_step = -1;
+    w->type = malloc(n + 1);
+    if (!w->type)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        w->type[i] = (unsigned char)analyse_sum_type_of(&spans[i]);
     for (size_t i = 0; i < n; i++) {
-        if (analyse_sum_type_of(&spans[i]) != ANALYSE_SUM_PROFILE_STEP)
+        if (w->type[i] != ANALYSE_SUM_PROFILE_STEP)
             continue;
         int64_t num = analyse_sum_step_number(spans[i].name, spans[i].name_len);
         if (bounded && (num < first || num > last))
@@ -750,7 +759,7 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
         const struct analyse_span *s = &spans[i];
         if (bounded && (s->ts_ns < w0 || s->ts_ns >= w1))
             continue;
-        enum analyse_sum_type t = analyse_sum_type_of(s);
+        enum analyse_sum_type t = (enum analyse_sum_type)w->type[i];
         sum->n_spans++;
         if (is_device(t)) {
             dev[n_dev++] = i;
@@ -841,6 +850,7 @@ int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t 
     int r = compute(&w, spans, n, first_step, last_step, sum);
     free(w.host);
     free(w.iv);
+    free(w.type);
     table_free(&w.ops);
     table_free(&w.kernels);
     table_free(&w.memory);
