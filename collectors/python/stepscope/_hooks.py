@@ -124,7 +124,8 @@ class StepHook:
         c = s._c
         if t is None:
             t = _now()
-        c._step = s._prev
+        if c._step is s:  # unless the user's own client.step() is open inside it
+            c._step = s._prev
         s._prev = None
         c._emit_step(s, t)
         if self._host_ns and t >= self._next_host:
@@ -189,7 +190,8 @@ class StepHook:
         self._step = None
         self._fwd_end = None
         if s is not None:
-            s._c._step = s._prev
+            if s._c._step is s:
+                s._c._step = s._prev
             s._prev = None
 
     def _sample_queue(self, it):

@@ -12,7 +12,6 @@ counted in the client's stats (``internal_errors``).
 """
 import time
 
-from . import get_client
 from ._client import _count_internal
 from ._hooks import NoFrameworkCallback, StepHook, batch_size, framework_of
 
@@ -73,7 +72,7 @@ class StepscopeCallback(_CallbackBase):
     def _h(self):
         if self._hook is None:
             self._hook = StepHook(
-                client=self._client if self._client is not None else get_client(),
+                client=self._client,  # None: the process-wide client, made naming the framework
                 close_on_optimizer=False, host_interval=self._host_interval,
                 framework=framework_of("mindspore"))
         return self._hook

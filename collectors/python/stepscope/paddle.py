@@ -69,7 +69,7 @@ class StepscopeCallback(_CallbackBase):
     def _ensure_hook(self):
         if self._hook is None:
             self._hook = StepHook(
-                client=self._client if self._client is not None else get_client(),
+                client=self._client,  # None: the process-wide client, made naming the framework
                 close_on_optimizer=False, host_interval=self._host_interval,
                 framework=framework_of("paddle"))
         return self._hook
