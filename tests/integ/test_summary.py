@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+"""/summary/{kind} on the real Kineto traces of ../shared/data/kineto, sent verbatim to a real
+daemon: Paddle's tables over torch's event types (docs/ANALYSIS.md, "Paddle's summaries").
+
+The expected figures are computed here from the trace itself (interval unions in exact ns, per
+name groups), and the kernel and operator tables are also checked against the daemon's own
+/kernels and /operators, which another implementation (ops.c, live aggregates) computes.
+The equality with Paddle's own summary() is tests/frameworks/test_paddle_summary.py.
+"""
+import pathlib
+from decimal import Decimal
+
+import pytest
+
+import tb_breakdown as tb
+from ssclient import Client
+
+DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+TRACES = ["gpu_2steps_sampled_rank0", "gpu_5steps_rank0", "rocm_minitoy_3steps",
+          "cpu_ops_rank_non_gpu"]
+
+
+def spans(events):
+    """(name, cat, pid, start_ns, end_ns) of the complete events."""
+    out = []
+    for e in events:
+        if e.get("ph") == "X" and "ts" in e and e.get("name"):
+            s = tb.ns(e["ts"])
+            out.append((e["name"], e.get("cat"), e.get("pid"), s, s + tb.ns(e.get("dur", Decimal(0)))))
+    return out
+
+
+def union(ranges):
+    return sum(e - s for s, e in tb.merge([(s, e) for s, e in ranges if e > s]))
+
+
+def us(v):
+    return round(v * 1000)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_summary_of_kineto_trace(daemon, name):
+    path = DATA / (name + ".json.gz")
+    sp = spans(tb.load(path))
+    lines = tb.lines(path)
+    job = "sum-" + name
+    with Client(daemon.socket) as c:
+        c.hello(job)
+        c.send_lines(lines)
+        c.wait_ack(len(lines), timeout=60)
+    base = f"/api/v1/jobs/{job}"
+
+    steps = [(s, e) for n, cat, _, s, e in sp
+             if n.startswith("ProfilerStep#") and cat != "gpu_user_annotation"]
+    total = union(steps)
+    ov = daemon.get_json(base + "/summary/overview")
+    assert ov["spans_cut"] == 0 and ov["lines_bad"] == 0
+    assert ov["n_steps"] == len(steps) > 0
+    assert us(ov["total_us"]) == total
+    rows = {(r["type"], r["side"]): r for r in ov["rows"]}
+    assert rows[("ProfileStep", "cpu")]["calls"] == len(steps)
+    for cat, typ in (("kernel", "Kernel"), ("gpu_memcpy", "Memcpy"), ("gpu_memset", "Memset")):
+        ranges = [(s, e) for _, c, _, s, e in sp if c == cat]
+        if not ranges:
+            assert (typ, "gpu") not in rows
+            continue
+        r = rows[(typ, "gpu")]
+        assert r["calls"] == len(ranges)
+        assert us(r["time_us"]) == union(ranges)
+        assert abs(r["percent"] - 100 * union(ranges) / total) < 0.0001
+
+    # Kernels: per name, equal to the trace and to /kernels; GPU utilisation per device.
+    kern = daemon.get_json(base + "/summary/kernel")["rows"]
+    want = {}
+    for n, c, _, s, e in sp:
+        if c == "kernel":
+            want.setdefault(n, []).append(e - s)
+    assert {r["name"]: (r["calls"], us(r["total_us"]), us(r["max_us"]), us(r["min_us"])) for r in kern} == \
+        {n: (len(d), sum(d), max(d), min(d)) for n, d in want.items()}
+    # (the live tables are published every 100 ms: wait until they hold the whole trace)
+    mine = {r["name"]: (r["calls"], r["total_us"]) for r in kern}
+    daemon.wait_for("/kernels equal to the kernel summary", lambda: {
+        r["name"]: (r["calls"], r["total_us"])
+        for r in daemon.get_json(base + "/kernels?limit=100000")["rows"]} == mine)
+    dev = {r["device"]: r for r in daemon.get_json(base + "/summary/device")["rows"]}
+    for pid in {p for _, c, p, _, _ in sp if c == "kernel"}:
+        busy = union([(s, e) for _, c, p, s, e in sp if c == "kernel" and p == pid])
+        assert us(dev[f"GPU{pid}"]["busy_us"]) == busy
+        assert abs(dev[f"GPU{pid}"]["utilization_pct"] - 100 * busy / total) < 0.0001
+
+    # Operators: every top-level row is a torch cpu_op name, with the trace's calls and total,
+    # and /operators (torch's key_averages() rules) agrees on both.
+    ops = daemon.get_json(base + "/summary/operator")["rows"]
+    top = [r for r in ops if r["parent"] is None]
+    assert len(top) >= 3
+    cpu_ops = {}
+    for n, c, _, s, e in sp:
+        if c == "cpu_op":
+            cpu_ops.setdefault(n, []).append(e - s)
+    for r in top:
+        d = cpu_ops[r["name"]]
+        assert (r["calls"], us(r["total_us"])) == (len(d), sum(d)), r
+    mine = {r["name"]: (r["calls"], r["total_us"]) for r in top}
+
+    def live_ops():
+        rows = daemon.get_json(base + "/operators?limit=100000")["rows"]
+        return {r["name"]: (r["calls"], r["total_us"]) for r in rows if r["name"] in mine}
+    daemon.wait_for("/operators agreeing with the operator summary", lambda: live_ops() == mine)
+    assert abs(sum(r["percent"] for r in top) - 100) < 0.01
+    assert [r["total_us"] for r in top] == sorted((r["total_us"] for r in top), reverse=True)
+
+    # The model rows add up: the stages and Others make the step total.
+    model = daemon.get_json(base + "/summary/model")["rows"]
+    assert abs(sum(r["total_us"] for r in model if r["name"] != "ProfileStep") - ov["total_us"]) < 0.01
