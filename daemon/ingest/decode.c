@@ -58,10 +58,11 @@ enum field_id {
 /* The members of a trace event's "args" object the daemon reads (Kineto's links between a
  * device event, its runtime call and its host operator). */
 enum args_id {
-    A_CORRELATION,
+    A_CORRELATION = F_RECORD_COUNT, /* slots after the record's: one array, one pass */
     A_EXTERNAL_ID,
-    A_COUNT,
+    A_END,
 };
+_Static_assert(A_END <= JSCAN_SLOTS_MAX, "too many known record keys for one slot array");
 
 static const struct jscan_key args_keys[] = {
     {"correlation", A_CORRELATION, 0},
@@ -126,7 +127,7 @@ static const struct jscan_key record_keys[] = {
     {"sys_cpu_percent", F_SYS_CPU_PERCENT, JSCAN_F_DOUBLE},
     {"rss_bytes", F_RSS_BYTES, 0},
     {"ops", F_OPS, 0},
-    {"args", F_ARGS, 0},
+    {"args", F_ARGS, JSCAN_F_SUBKEYS},
 };
 
 static const struct jscan_key hello_keys[] = {
@@ -149,7 +150,7 @@ struct ingest_decoder {
     struct jscan_keys record; /* record_keys, indexed */
     struct jscan_keys hello;  /* hello_keys, indexed */
     struct jscan_keys env;    /* env_keys, indexed */
-    struct jscan_keys args;   /* args_keys, indexed */
+    struct jscan_keys args;   /* args_keys, indexed: record's sub keys */
 };
 
 struct ctx {
@@ -292,32 +293,32 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
     return true;
 }
 
-/* An integer >= 0 from a slot, or -1. */
+/* An integer >= 0 from a slot, or -1. Kineto writes plain digits: read those directly, and leave
+ * any other spelling (1.2e3, 12.0) to core/num. */
 static int64_t link_id(const struct jscan_slot *s)
 {
-    int64_t v;
-    if (s->type != JSCAN_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
+    if (s->type != JSCAN_NUMBER)
+        return -1;
+    int64_t v = 0;
+    size_t i = 0;
+    if (s->n <= 18) {
+        while (i < s->n && s->p[i] >= '0' && s->p[i] <= '9')
+            v = v * 10 + (s->p[i++] - '0');
+        if (i == s->n)
+            return v;
+    }
+    if (num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
         return -1;
     return v;
 }
 
-/* Reads args.correlation and args["External id"] of a trace event. The args object was
- * validated by the line's scan and lies inside the line, so the line's NUL and padding follow
- * it and a second scan of just its bytes is safe; args is small (a few members), so this costs
- * little next to the line's own pass. Members of other types are ignored, never an error. */
-static void trace_links(struct ingest_decoder *d, struct ctx *c, const struct jscan_slot *args,
-                        struct record *r)
+/* args.correlation and args["External id"] of a trace event, which the line's own pass put in
+ * the slots after the record's (JSCAN_F_SUBKEYS): members of other types are ignored, never an
+ * error. */
+static void trace_links(const struct jscan_slot *s, struct record *r)
 {
-    if (args->type != JSCAN_OBJECT)
-        return;
-    struct jscan_slot s[A_COUNT];
-    char msg[INGEST_DECODE_MSG_MAX];
-    size_t mark = c->a->used;
-    if (ingest__jscan_object(args->p, args->n, &d->args, s, c->a, msg) == INGEST_DECODE_OK) {
-        r->correlation = link_id(&s[A_CORRELATION]);
-        r->external_id = link_id(&s[A_EXTERNAL_ID]);
-    }
-    c->a->used = mark; /* numbers only: nothing of the arena is kept */
+    r->correlation = link_id(&s[A_CORRELATION]);
+    r->external_id = link_id(&s[A_EXTERNAL_ID]);
 }
 
 static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record *r)
@@ -376,7 +377,7 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
                          struct ingest_arena *a, struct record *ret, char *msg)
 {
     struct ctx c = {a, msg, INGEST_DECODE_MALFORMED};
-    struct jscan_slot s[F_RECORD_COUNT]; /* jscan fills every one */
+    struct jscan_slot s[A_END]; /* jscan fills every one */
     int r = ingest__jscan_object(line, len, &d->record, s, a, msg);
     if (r != INGEST_DECODE_OK)
         return r;
@@ -409,7 +410,7 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
     if (s[F_PH].type != JSCAN_ABSENT) {
         ok = build_trace(&c, s, ret);
         if (ok)
-            trace_links(d, &c, &s[F_ARGS], ret);
+            trace_links(s, ret);
     } else if (s[F_TYPE].type == JSCAN_STRING) {
         const struct jscan_slot *t = &s[F_TYPE];
         if (TEXT_IS(t, "step"))
@@ -574,10 +575,11 @@ struct ingest_decoder *ingest__decoder_new(size_t max_line)
     struct ingest_decoder *d = malloc(sizeof *d);
     if (!d)
         return NULL;
-    ingest__jscan_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0]);
-    ingest__jscan_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
-    ingest__jscan_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
-    ingest__jscan_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0]);
+    ingest__jscan_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0], NULL);
+    ingest__jscan_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0],
+                            &d->args);
+    ingest__jscan_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0], NULL);
+    ingest__jscan_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0], NULL);
     return d;
 }
 

@@ -472,7 +472,8 @@ static const char *fill_slot(struct scan *s, const char *p, struct jscan_slot *s
     return p;
 }
 
-void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n)
+void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n,
+                             const struct jscan_keys *sub)
 {
     memset(ret, 0, sizeof *ret);
     size_t k = 0;
@@ -489,6 +490,9 @@ void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *lis
     ret->start[JSCAN_KEY_MAX + 1] = (uint8_t)k;
     for (size_t i = 0; i < n; i++)
         ret->ids |= UINT32_C(1) << list[i].id;
+    ret->sub = sub;
+    if (sub)
+        ret->ids |= sub->ids;
 }
 
 /* Whether k[0, n) (with at least JSCAN_KEY_MAX + 1 readable bytes at k) equals the zero-padded
@@ -525,9 +529,13 @@ static inline const struct jscan_key *find_key(const struct jscan_keys *keys, co
     return NULL;
 }
 
+/* The object at p, at depth depth (the line's object is depth 0), whose known members (keys)
+ * fill slots. */
 static const char *object_end(struct scan *s, const char *p, const struct jscan_keys *keys,
-                              struct jscan_slot *slots)
+                              struct jscan_slot *slots, int depth)
 {
+    if (depth >= INGEST_DECODE_DEPTH_MAX)
+        return fail(s, "nested deeper than 64");
     p = skip_blanks(p + 1);
     if (*p == '}')
         return p + 1;
@@ -554,9 +562,22 @@ static const char *object_end(struct scan *s, const char *p, const struct jscan_
         p = skip_blanks(p + 1);
         if (key && !(s->seen & (UINT32_C(1) << key->id))) {
             s->seen |= UINT32_C(1) << key->id;
-            p = fill_slot(s, p, &slots[key->id], key->flags);
+            struct jscan_slot *slot = &slots[key->id];
+            if ((key->flags & JSCAN_F_SUBKEYS) && *p == '{' && keys->sub) {
+                /* Its members are scanned (and validated) once, filling the sub keys' slots. */
+                const char *start = p;
+                slot->type = JSCAN_OBJECT;
+                slot->bad = false;
+                p = object_end(s, p, keys->sub, slots, depth + 1);
+                if (p) {
+                    slot->p = start;
+                    slot->n = (size_t)(p - start);
+                }
+            } else {
+                p = fill_slot(s, p, slot, key->flags);
+            }
         } else {
-            p = value_end(s, p, 1);
+            p = value_end(s, p, depth + 1);
         }
         if (!p)
             return NULL;
@@ -580,7 +601,7 @@ int ingest__jscan_object(const char *line, size_t len, const struct jscan_keys *
                  p == end ? "not valid JSON: empty line" : "not a JSON object");
         return INGEST_DECODE_MALFORMED;
     }
-    p = object_end(&s, p, keys, slots);
+    p = object_end(&s, p, keys, slots, 0);
     if (p) {
         p = skip_blanks(p);
         if (p != end)

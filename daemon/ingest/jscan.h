@@ -41,6 +41,8 @@ enum jscan_type {
 enum jscan_flag {
     JSCAN_F_DOUBLE = 1, /* number: also convert it to slot.d (strtod; out of range is malformed) */
     JSCAN_F_DURATIONS = 2, /* object: set slot.bad if any member is not a number >= 0 */
+    JSCAN_F_SUBKEYS = 4,   /* object: also fill the slots of the key set's sub keys from its own
+                              members (first occurrence), in the same pass */
 };
 
 /* What the pass learnt about one known key (its first occurrence). */
@@ -63,11 +65,16 @@ struct jscan_keys {
     uint8_t start[JSCAN_KEY_MAX + 2]; /* keys of length L are key[start[L], start[L + 1]) */
     struct jscan_key key[JSCAN_SLOTS_MAX];
     uint64_t word[JSCAN_SLOTS_MAX][(JSCAN_KEY_MAX + 1) / 8]; /* key[i].name, zero-padded */
-    uint32_t ids;                     /* bit id set for every key's id */
+    uint32_t ids;                     /* bit id set for every key's id (and every sub key's) */
+    const struct jscan_keys *sub;     /* the members a JSCAN_F_SUBKEYS object's slots take; their
+                                         ids share the slot array and differ from these keys' */
 };
 
-/* Indexes the n (<= JSCAN_SLOTS_MAX) keys of list into *ret; list's strings must outlive it. */
-void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n);
+/* Indexes the n (<= JSCAN_SLOTS_MAX) keys of list into *ret; list's strings must outlive it.
+ * sub (NULL for none) is the key set of the JSCAN_F_SUBKEYS keys' members; it must outlive ret,
+ * and its ids must not be among list's. */
+void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n,
+                             const struct jscan_keys *sub);
 
 /* Scans line[0, len) (line[len] is '\0' and LBUF_PADDING readable bytes follow it) and fills
  * slots[id] for the first occurrence of each key in keys; slots needs no initialisation (on

@@ -289,6 +289,26 @@ START_TEST(test_decode_record_trace_links)
         ck_assert_msg(r.external_id == cases[i].external_id, "case %zu: external id %lld", i,
                       (long long)r.external_id);
     }
+    /* args is scanned for its links in the line's own pass: nesting inside it is limited
+     * exactly as inside any other member ("argz"). */
+    for (int depth = 60; depth <= 66; depth++) {
+        char line[512], other[512];
+        int n = snprintf(line, sizeof line, "{\"ph\":\"i\",\"ts\":1,\"args\":{\"correlation\":3,\"x\":");
+        for (int k = 0; k < depth; k++)
+            line[n++] = '[';
+        for (int k = 0; k < depth; k++)
+            line[n++] = ']';
+        line[n++] = '}';
+        line[n++] = '}';
+        line[n] = '\0';
+        memcpy(other, line, (size_t)n + 1);
+        memcpy(strstr(other, "args"), "argz", 4);
+        int want = decode(other, &r, msg);
+        ck_assert_int_eq(decode(line, &r, msg), want);
+        if (want == INGEST_DECODE_OK)
+            ck_assert_int_eq(r.correlation, 3);
+        ck_assert_int_eq(want, depth <= 62 ? INGEST_DECODE_OK : INGEST_DECODE_MALFORMED);
+    }
     /* The args object is still validated by the line's own scan. */
     ck_assert_int_eq(decode("{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,"
                             "\"args\":{\"correlation\":01}}", &r, msg),
