@@ -133,6 +133,20 @@ def test_step_trace_single_step_point_names_and_bogus_average(daemon):
     assert avg["interval_us"] == 0 and avg["total_us"] > 0
 
 
+def test_step_trace_survives_kill9(daemon):
+    """The FP/BP names travel in the hello's env: after kill -9 the daemon replays them with the
+    stored records, so the step trace keeps the file's points and numbers."""
+    assert_ok(run_import(daemon, MS / "02_step_trace_single_step"))
+    path = "/api/v1/jobs/02_step_trace_single_step/step-trace?rank=1"
+    before = wait_json(daemon, path, lambda d: d["points"]["source"] == "trace")
+    daemon.restart()
+    after = wait_json(daemon, path, lambda d: d["points"]["source"] == "trace")
+    assert after == before
+    p = run_import(daemon, MS / "02_step_trace_single_step")
+    assert_ok(p)
+    assert "0 sent, 3 already held" in p.stdout, p.stdout
+
+
 # -- data queues ----------------------------------------------------------------------------------
 
 def test_minddata_queues_match_mindinsight(daemon):
