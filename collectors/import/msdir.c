@@ -324,6 +324,11 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         out->bp = bp ? strdup(bp) : NULL;
         if (!out->lines || !out->files || (fp && !out->fp) || (bp && !out->bp)) {
             fputs("stepscope import: out of memory\n", stderr);
+            free(out->lines);
+            free(out->files);
+            free(out->fp);
+            free(out->bp);
+            memset(out, 0, sizeof *out);
             ret = -1;
         } else {
             memcpy(out->lines, lines, len);
