@@ -590,6 +590,24 @@ out:
     return code;
 }
 
+/* The compiled-in dashboard directory: the installed one, unless this executable runs from inside
+ * the build directory that assembled its own copy (meson.build, static_dir). */
+static const char *default_static_dir(void)
+{
+    static const char build_root[] = STEPSCOPE_BUILD_ROOT;
+    char exe[CONFIG_PATH_MAX];
+    if (!STEPSCOPE_BUILD_STATIC_DIR[0])
+        return STEPSCOPE_STATIC_DIR;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return STEPSCOPE_STATIC_DIR;
+    exe[n] = '\0';
+    size_t k = sizeof build_root - 1;
+    if (strncmp(exe, build_root, k) == 0 && exe[k] == '/')
+        return STEPSCOPE_BUILD_STATIC_DIR;
+    return STEPSCOPE_STATIC_DIR;
+}
+
 static int store_exit_code(int r)
 {
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
@@ -615,7 +633,7 @@ int main(int argc, char **argv)
 {
     static struct daemon d; /* static: zeroed, and stats live as long as any thread */
     int code;
-    config_init(&d.cfg, environ, (unsigned)getuid(), STEPSCOPE_STATIC_DIR);
+    config_init(&d.cfg, environ, (unsigned)getuid(), default_static_dir());
     code = parse_args(argc, argv, &d.cfg);
     if (code != EXIT_OK)
         return code < 0 ? EXIT_OK : code;
@@ -640,6 +658,7 @@ int main(int argc, char **argv)
     /* The socket first: if another daemon is live there, say so before touching its data dir. */
     struct ingest_config icfg = {
         .socket_path = d.cfg.socket,
+        .socket_mode = d.cfg.socket_mode,
         .max_line_bytes = (size_t)d.cfg.max_line_bytes,
         .max_connections = (size_t)d.cfg.max_connections,
         .on_hello = on_hello,

@@ -19,6 +19,7 @@
 
 const struct config_option config_options[] = {
     {"socket", NULL, "Unix socket path for training clients"},
+    {"socket_mode", "0660", "permission bits of the socket (octal; owner rw required)"},
     {"http", "127.0.0.1:8080", "HTTP listen address ADDR:PORT (port 0: pick a free port)"},
     {"data_dir", NULL, "directory of the store (stepscope.db) and its lock"},
     {"static_dir", NULL, "directory the dashboard is served from"},
@@ -73,6 +74,24 @@ bad:
     return -EINVAL;
 }
 
+/* Octal permission bits for the socket. The daemon's own user must keep read and write (and the
+ * value is never 0, which ingest_start() reads as "the default"). */
+static int set_mode(uint32_t *dst, const char *key, const char *value, char *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = value[0] >= '0' && value[0] <= '7' ? strtoul(value, &end, 8) : 0;
+    if (errno || value[0] < '0' || value[0] > '7' || *end != '\0' || v > 0777 ||
+        (v & 0600) != 0600) {
+        snprintf(err, CONFIG_ERR_MAX,
+                 "%s: \"%.32s\" is not octal permission bits in [0600, 0777] with owner rw", key,
+                 value);
+        return -EINVAL;
+    }
+    *dst = (uint32_t)v;
+    return 0;
+}
+
 /* A token travels in an HTTP header, so it is visible ASCII only; a short one is guessable. */
 static int set_token(struct config *c, const char *value, char *err)
 {
@@ -98,6 +117,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
 #define U64(field, min, max) set_u64(&c->field, key, value, min, max, err)
     if (strcmp(key, "socket") == 0)
         return value[0] ? STR(socket) : (snprintf(err, CONFIG_ERR_MAX, "socket: empty"), -EINVAL);
+    if (strcmp(key, "socket_mode") == 0)
+        return set_mode(&c->socket_mode, key, value, err);
     if (strcmp(key, "http") == 0) {
         char addr[64];
         uint16_t port;

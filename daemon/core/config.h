@@ -25,6 +25,7 @@ enum config_durability {
 
 struct config {
     char socket[CONFIG_PATH_MAX];     /* Unix socket path; length checked by the daemon */
+    uint32_t socket_mode;             /* its permission bits, 0600..0777 with owner rw */
     char http[CONFIG_PATH_MAX];       /* ADDR:PORT; port 0 picks a free port */
     char data_dir[CONFIG_PATH_MAX];   /* holds stepscope.db and the lock file */
     char static_dir[CONFIG_PATH_MAX]; /* dashboard files served under / */

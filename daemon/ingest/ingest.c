@@ -804,7 +804,8 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
         r = -errno;
         goto fail;
     }
-    if (chmod(in->path, 0660) < 0 || listen(fd, INGEST_BACKLOG) < 0) {
+    mode_t mode = cfg->socket_mode ? (mode_t)(cfg->socket_mode & 0777) : 0660;
+    if (chmod(in->path, mode) < 0 || listen(fd, INGEST_BACKLOG) < 0) {
         r = -errno;
         (void)unlink(in->path);
         goto fail;

@@ -60,6 +60,7 @@ typedef void (*ingest_close_cb)(void *ud, int64_t session_id, bool clean);
 
 struct ingest_config {
     const char *socket_path;   /* must be shorter than sizeof(sun_path) */
+    unsigned socket_mode;      /* permission bits of the socket file; 0 means 0660 */
     size_t max_line_bytes;     /* INGEST_LINE_MAX_DEFAULT */
     size_t max_connections;    /* INGEST_CONN_MAX_DEFAULT */
     ingest_hello_cb on_hello;
@@ -71,7 +72,7 @@ struct ingest_config {
 
 /* Binds the socket and starts accepting. Checks the path length itself (-ENAMETOOLONG); returns
  * -EADDRINUSE if a live daemon answers on the path, or if the path exists and is not a socket;
- * unlinks a stale socket file left by a dead one; chmods the socket 0660. -EINVAL without a path,
+ * unlinks a stale socket file left by a dead one; chmods the socket to socket_mode. -EINVAL without a path,
  * on_hello or sink (on_close and stats may be NULL; max_line_bytes and max_connections 0 mean the
  * defaults). Other errors are negative errnos from the socket calls or libuv. *ret_in on success;
  * on a late failure a handle may still need one uv_run() to be closed. */

@@ -328,6 +328,18 @@ START_TEST(test_config_errors_name_the_line)
     ck_assert_int_eq(config_set(&c, "durability", "sometimes", err), -EINVAL);
     ck_assert_int_eq(config_set(&c, "durability", "full", err), 0);
     ck_assert_int_eq(c.durability, CONFIG_DURABILITY_FULL);
+    ck_assert_uint_eq(c.socket_mode, 0660); /* the table's default */
+    ck_assert_int_eq(config_set(&c, "socket_mode", "0600", err), 0);
+    ck_assert_uint_eq(c.socket_mode, 0600);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "666", err), 0);
+    ck_assert_uint_eq(c.socket_mode, 0666);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "0460", err), -EINVAL); /* owner cannot write */
+    ck_assert_int_eq(config_set(&c, "socket_mode", "0", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "01660", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "0680", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "", err), -EINVAL);
+    ck_assert_int_eq(config_set(&c, "socket_mode", "-660", err), -EINVAL);
+    ck_assert_uint_eq(c.socket_mode, 0666); /* a refused value changes nothing */
     char huge[CONFIG_PATH_MAX + 10];
     memset(huge, 'a', sizeof huge - 1);
     huge[sizeof huge - 1] = '\0';

@@ -1214,6 +1214,17 @@ START_TEST(test_ingest_start_socket_file)
     ck_assert_int_eq(ingest_start(&loop, &cfg, &other), -ENAMETOOLONG);
     longp[sizeof sa.sun_path] = '\0'; /* exactly sizeof(sun_path) bytes: no room for the NUL */
     ck_assert_int_eq(ingest_start(&loop, &cfg, &other), -ENAMETOOLONG);
+
+    /* socket_mode sets the file's permission bits (0 kept the default 0660 above). */
+    cfg = srv_config(1024, 8);
+    cfg.socket_mode = 0600;
+    ck_assert_int_eq(ingest_start(&loop, &cfg, &fk.in), 0);
+    struct stat sb;
+    ck_assert_int_eq(stat(sock_path, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0600);
+    ingest_close(fk.in);
+    fk.in = NULL;
+    uv_run(&loop, UV_RUN_DEFAULT);
 }
 END_TEST
 
