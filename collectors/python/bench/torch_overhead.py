@@ -4,12 +4,17 @@
 interleaved runs, median of the per-pair ratios.
 
     /usr/bin/python3 collectors/python/bench/torch_overhead.py [--steps 40] [--pairs 21]
-                                                               [--socket PATH] [--threads 1]
+        [--interleave N] [--tiny] [--socket PATH] [--threads 1]
 
-Each pair runs the same loop twice from the same seed (model, optimizer, data and DataLoader
-made afresh): once plain (A), once with attach() on the model, optimizer and DataLoader (B); the
-order alternates between pairs (AB, BA, ...) so drift in the machine's load hits both sides
-alike. The loop is an ordinary one: a small CNN on 32x32 images, batch 32, SGD with momentum,
+Whole runs (default): each pair runs the same loop twice from the same seed (model, optimizer,
+data and DataLoader made afresh): once plain (A), once with attach() on the model, optimizer and
+DataLoader (B); the order alternates between pairs (AB, BA, ...) so drift in the machine's load
+hits both sides alike. --interleave N: two copies of the same training from the same seed, one
+attached, stepped in turn for N steps (AB, BA, ...), the ratio taken per step: on a shared
+machine, whose load changes faster than a run lasts, this pairs like with like far better.
+--tiny: a one-layer model instead of the CNN, so that attach()'s own cost per step stands out.
+
+The loop is an ordinary one: a small CNN on 32x32 images, batch 32, SGD with momentum,
 cross-entropy, a DataLoader over an in-memory dataset. The records go to a real consumer: the
 daemon at --socket, else a sink process that speaks the protocol (step_overhead.py's). Needs
 torch (Debian's python3-torch is enough). The last line is ``attach_overhead_percent=<x>``:
@@ -85,12 +90,48 @@ def run(steps, client, model=Net):
     return t, c
 
 
+def interleaved(steps, client, model=Net):
+    """Two copies of the same training from seed 0, one attached (B), one not (A), stepped in
+    turn (AB, BA, ...) so that each step of B runs next to the same step of A under the same
+    machine load. Returns per step pairs [(A wall ns, B wall ns, A CPU ns, B CPU ns)], the CPU
+    being this thread's (the sender thread's work is not in it)."""
+    def make():
+        torch.manual_seed(0)
+        data = TensorDataset(torch.randn(steps * 32, *SHAPES[model]),
+                             torch.randint(0, 2, (steps * 32,)))
+        loader = DataLoader(data, batch_size=32, shuffle=True)
+        net = model()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        return loader, net, opt
+    loss_fn = nn.CrossEntropyLoss()
+    (la, na, oa), (lb, nb, ob) = make(), make()
+    att = stepscope.torch.attach(nb, ob, lb, client=client)
+    sides = {0: (iter(la), na, oa), 1: (iter(lb), nb, ob)}
+    pairs = []
+    for i in range(steps):
+        t = {}
+        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            it, net, opt = sides[side]
+            w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+            x, y = next(it)
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+            t[side] = (time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+        pairs.append((t[0][0], t[1][0], t[0][1], t[1][1]))
+    del sides
+    att.detach()
+    return pairs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=40, help="training steps per run")
     ap.add_argument("--pairs", type=int, default=21, help="A/B pairs")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--socket", help="a running stepscoped (default: a protocol sink process)")
+    ap.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="instead of whole runs, N steps of two copies stepped in turn (A/B per step)")
     ap.add_argument("--tiny", action="store_true",
                     help="a one-layer model instead of the CNN: measures attach()'s absolute cost")
     a = ap.parse_args()
@@ -105,8 +146,35 @@ def main():
             c.close(timeout=10)
 
 
+def measure_interleaved(a, c, model):
+    """Runs interleaved() and prints the figures: medians of the per-step B/A ratios."""
+    interleaved(5, c, model)  # warm up
+    pairs = interleaved(a.interleave, c, model)[2:]  # the first steps warm the allocator
+    c.flush(timeout=30)
+    print("torch=%s model=%s threads=%d interleaved_steps=%d consumer=%s"
+          % (torch.__version__, model.__name__, a.threads, len(pairs),
+             "daemon" if a.socket else "sink"))
+    out = {}
+    for label, ka, kb in (("wall", 0, 1), ("cpu", 2, 3)):
+        ratios = [p[kb] / p[ka] for p in pairs]
+        q = statistics.quantiles(ratios, n=4)
+        out[label] = statistics.median(ratios)
+        print("%s: plain_ms_per_step=%.3f attached_ms_per_step=%.3f ratio median=%.4f "
+              "q1=%.4f q3=%.4f added_us_per_step median=%.1f"
+              % (label, statistics.median(p[ka] for p in pairs) / 1e6,
+                 statistics.median(p[kb] for p in pairs) / 1e6, out[label], q[0], q[2],
+                 statistics.median((p[kb] - p[ka]) / 1e3 for p in pairs)))
+    st = c.stats
+    print("records=%d dropped=%d internal_errors=%d"
+          % (st["records"], st["dropped"], st["internal_errors"]))
+    print("attach_cpu_overhead_percent=%.2f" % ((out["cpu"] - 1.0) * 100.0))
+    print("attach_overhead_percent=%.2f" % ((out["wall"] - 1.0) * 100.0))
+
+
 def measure(a, c, model):
     """Runs the warm-up and the A/B pairs and prints the figures."""
+    if a.interleave:
+        return measure_interleaved(a, c, model)
     run(5, None, model)  # warm up both paths: allocator, kernels, the connection
     run(5, c, model)
     c.flush(timeout=10)

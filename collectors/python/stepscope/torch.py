@@ -108,9 +108,12 @@ def _timed_iter_class(cls):
         return data
 
     def __del__(self):
-        att = self.__dict__.get("_stepscope_att")
-        if att is not None:
-            att._loader_dropped()
+        try:
+            att = self.__dict__.get("_stepscope_att")
+            if att is not None:
+                att._loader_dropped(id(self))
+        except Exception:  # e.g. at interpreter shutdown
+            pass
         if base_del is not None:
             base_del(self)
 
@@ -154,6 +157,8 @@ class Attachment:
         self._opt_t0 = 0
         self._next_host = 0
         self._depth = None       # the prefetch queue depth seen by the latest next()
+        self._next_src = None    # id() of the iterator of the latest next()
+        self._step_src = None    # id() of the iterator whose next() opened the open step
         self._pid = os.getpid()
         self.steps = 0           # step records made
 
@@ -217,6 +222,7 @@ class Attachment:
     def _before_next(self, it):
         t0 = _time_ns()
         try:
+            self._next_src = id(it)
             self._depth = _prefetch_depth(it)
             if self._step is not None:
                 self._close(t0)
@@ -230,6 +236,7 @@ class Attachment:
             fn = self._samples_fn
             n = fn(data) if fn is not None else _batch_size(data)
             s = self._open(t0, n)
+            self._step_src = self._next_src
             s.phases["dataloader"] = t1 - t0
             self._last_ns = t1
             d = self._depth
@@ -245,9 +252,10 @@ class Attachment:
         except Exception as e:
             _count_internal(self.client, e)
 
-    def _loader_dropped(self):
+    def _loader_dropped(self, src):
+        """An iterator was dropped: the step it opened is over (not a step of another one)."""
         try:
-            if os.getpid() == self._pid:
+            if src == self._step_src and os.getpid() == self._pid:
                 self._close_at_end()
         except Exception as e:
             _count_internal(self.client, e)
