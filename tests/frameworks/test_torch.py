@@ -211,3 +211,42 @@ def test_importable_and_harmless_without_torch(tmp):
     assert r.stdout.split() == ["ok", "1"], r.stdout  # the handler's failure, counted
     assert "stepscope.torch: attach failed" in r.stderr
     assert "trace_handler could not stream" in r.stderr
+
+
+KINETO_CPU = HERE.parents[2] / "shared" / "data" / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
+
+
+def test_trace_handler_streams_a_kineto_window_as_import_does(daemon, tmp):
+    """Debian's torch has no Kineto, so a stand-in profiler whose export_chrome_trace writes a
+    real Kineto trace (../shared/data/kineto, gzip, as torch writes .gz names) stands for it: the
+    handler sends every event as written (Kineto ts stay as they are), and the job equals
+    `stepscope import` of the same file: events, timeline objects and operator table."""
+    if not KINETO_CPU.exists():
+        pytest.fail(f"{KINETO_CPU} is missing (the shared data set)")
+    code = (
+        "import shutil, stepscope, stepscope.torch as st\n"
+        "class Prof:\n"
+        "    def export_chrome_trace(self, path):\n"
+        "        shutil.copyfile(%r, path)\n"
+        "h = st.trace_handler()\n"
+        "n = h(Prof())\n"
+        "c = stepscope.get_client()\n"
+        "assert c.flush(30) and c.stats['internal_errors'] == 0, c.stats\n"
+        "print(n)\n") % str(KINETO_CPU)
+    env = script_env(daemon, "kineto-stream")
+    r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    events = json.loads(__import__("gzip").decompress(KINETO_CPU.read_bytes()))["traceEvents"]
+    assert int(r.stdout) == len(events)
+    r = subprocess.run([str(import_cli()), "import", "--quiet", "--socket", daemon.socket, "--job",
+                        "kineto-import", str(KINETO_CPU)], capture_output=True, text=True,
+                       timeout=120, env=integ.clean_env(tmp))
+    assert r.returncode == 0, r.stderr
+    for job in ("kineto-stream", "kineto-import"):
+        daemon.wait_for(f"{job}: every event", lambda: daemon.job(job)["events"] == len(events))
+    tl = [daemon.get_json(f"/api/v1/jobs/{j}/timeline")["traceEvents"]
+          for j in ("kineto-stream", "kineto-import")]
+    assert [e for e in tl[0] if e.get("ph") != "M"] == [e for e in tl[1] if e.get("ph") != "M"]
+    streamed = daemon.wait_for("operators", lambda: operators_of(daemon, "kineto-stream"))
+    imported = operators_of(daemon, "kineto-import")
+    assert len(streamed) > 20 and streamed == imported
