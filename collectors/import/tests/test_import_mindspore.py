@@ -244,8 +244,8 @@ def test_timelines_in_a_folder(daemon):
     assert_ok(p)
     assert p.stdout.count('job "11_timeline"') == 2
     got = timeline(daemon, "11_timeline")
-    want = [e for f in ("ascend_timeline_display_0.json", "gpu_timeline_display_0.json")
-            for e in json.loads((MS / "11_timeline" / f).read_text())]
+    exp = expected("11_timeline")
+    want = [e for kind in ("ascend", "gpu") for e in exp[f"timeline?device_type={kind}&scope_name_num=0"]]
     assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
 
 
@@ -472,3 +472,25 @@ def test_paddle_profiler_chrome_output(daemon, paddle_output):
     assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
     got = timeline(daemon, "pd")
     assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, real))
+
+
+def test_ranks_from_file_names_and_rank_option(daemon, tmp):
+    d = tmp / "two"
+    d.mkdir()
+    (d / "device_queue_profiling_0.txt").write_text("1 8 1 0 10\n1 8 2 8 20\n")
+    (d / "device_queue_profiling_3.txt").write_text("1 8 1 4 10\n")
+    p = run_import(daemon, "--rank", "1", d)
+    assert p.returncode == 2 and "--rank applies to a folder of one rank" in p.stderr, p.stderr
+    assert_nothing_sent(daemon)
+    p = run_import(daemon, d)
+    assert_ok(p)
+    assert "rank 0 of 4" in p.stdout and "rank 3 of 4" in p.stdout, p.stdout
+    doc = wait_json(daemon, "/api/v1/jobs/two/queues", lambda x: len(x["queues"]) == 2)
+    assert {(x["rank"], x["samples"], x["empty"], x["full"]) for x in doc["queues"]} == {
+        (0, 2, 1, 1), (3, 1, 0, 0)}
+    one = tmp / "one"
+    one.mkdir()
+    (one / "device_queue_profiling_3.txt").write_text("1 8 1 4 10\n")
+    assert_ok(run_import(daemon, "--rank", "5", one))
+    doc = wait_json(daemon, "/api/v1/jobs/one/queues", lambda x: len(x["queues"]) == 1)
+    assert doc["queues"][0]["rank"] == 5
