@@ -783,7 +783,8 @@ static int feed_framework(struct msf *m, char *data, size_t len, struct msf_err 
     free(h);
     if (r < 0)
         return r;
-    qsort(m->fw, m->n_fw, sizeof *m->fw, cmp_fw);
+    if (m->n_fw)
+        qsort(m->fw, m->n_fw, sizeof *m->fw, cmp_fw);
     return 0;
 }
 
@@ -827,7 +828,8 @@ static int feed_flops(struct msf *m, char *data, size_t len, struct msf_err *e)
     free(h);
     if (r < 0)
         return r;
-    qsort(m->fl, m->n_fl, sizeof *m->fl, cmp_fl);
+    if (m->n_fl)
+        qsort(m->fl, m->n_fl, sizeof *m->fl, cmp_fl);
     return 0;
 }
 
