@@ -5,7 +5,8 @@
  * target only). The input is split at '\n'; every line, placed as lbuf leaves it (NUL, then
  * exactly LBUF_PADDING readable bytes, so ASan sees any over-read), goes through both record
  * decoders and both hello decoders, and the two must agree on the result code and, on success,
- * on every field: kind, ph, ts, dur, step, samples, size, capacity, CPU figures, RSS, the bytes of
+ * on every field: kind, ph, ts, dur, step, samples, size, capacity, CPU figures, RSS, the args
+ * links (correlation, External id: first occurrence, numbers only), the bytes of
  * name, cat, pid, tid and phases, where each of those points (into the line at the same offset,
  * or into the arena), how much arena each used, and every hello field.
  *
@@ -227,6 +228,8 @@ static void compare_record(const char *line, size_t len, bool exempt, bool *ret_
     CHECK(rn.size == ro.size, "size");
     CHECK(rn.capacity == ro.capacity, "capacity");
     CHECK(rn.rss_bytes == ro.rss_bytes, "rss_bytes");
+    CHECK(rn.correlation == ro.correlation, "correlation");
+    CHECK(rn.external_id == ro.external_id, "external_id");
     if (!exempt) {
         CHECK(same_double(rn.cpu_percent, ro.cpu_percent), "cpu_percent");
         CHECK(same_double(rn.sys_cpu_percent, ro.sys_cpu_percent), "sys_cpu_percent");

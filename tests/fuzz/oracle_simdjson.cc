@@ -66,6 +66,9 @@ enum field_id {
     F_SYS_CPU_PERCENT,
     F_RSS_BYTES,
     F_OPS,
+    F_ARGS,
+    F_ARGS_CORRELATION, /* args.correlation: filled by walk_object() through the args slot */
+    F_ARGS_EXTERNAL_ID, /* args["External id"], likewise */
     F_RECORD_COUNT,
 };
 
@@ -229,7 +232,9 @@ bool key_text(ctx &c, od::field &f, std::string_view *ret)
 
 bool walk(ctx &c, od::value &v, int depth);
 
-bool walk_object(ctx &c, od::value &v, int depth, slot *phases)
+/* links (NULL unless walking a trace event's args): the slots of "correlation" and
+ * "External id", in that order, each taking its key's first occurrence when a number. */
+bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nullptr)
 {
     if (depth >= INGEST_DECODE_DEPTH_MAX)
         return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", INGEST_DECODE_DEPTH_MAX);
@@ -254,6 +259,20 @@ bool walk_object(ctx &c, od::value &v, int depth, slot *phases)
                 return fail_json(c, e);
             if (t != od::json_type::number || fv.raw_json_token()[0] == '-')
                 phases->bad = true;
+        }
+        if (links && (k == "correlation" || k == "External id")) {
+            slot &l = links[k == "correlation" ? 0 : 1];
+            od::json_type t;
+            e = fv.type().get(t);
+            if (e)
+                return fail_json(c, e);
+            if (!l.present && t == od::json_type::number) {
+                std::string_view raw = trim(fv.raw_json_token());
+                l.p = raw.data();
+                l.n = raw.size();
+                l.type = t;
+            }
+            l.present = true;
         }
         if (!walk(c, fv, depth + 1))
             return false;
@@ -352,6 +371,8 @@ int record_key(std::string_view k)
             return F_OPS;
         break;
     case 4:
+        if (KEY_IS(k, "args"))
+            return F_ARGS;
         if (KEY_IS(k, "name"))
             return F_NAME;
         if (KEY_IS(k, "type"))
@@ -444,6 +465,9 @@ bool fill_slot(ctx &c, od::value &v, slot &s, int id, int depth)
         return true;
     }
     case od::json_type::object: {
+        /* The link slots follow the args slot in the caller's slot array. */
+        if (id == F_ARGS)
+            return walk_object(c, v, depth, nullptr, &s + 1);
         if (id != F_PHASES)
             return walk_object(c, v, depth, nullptr);
         /* Keep the object's raw text: from its '{' to the '}' before the next token. */
@@ -573,6 +597,15 @@ void get_id(const slot &s, struct record_text *ret)
     }
 }
 
+/* A link id: an integer >= 0 as core/num reads it, else -1 (decode.c's rule). */
+int64_t link_id(const slot &l)
+{
+    int64_t v;
+    if (!l.present || l.type != od::json_type::number || num_parse_i64(l.p, l.n, &v) < 0 || v < 0)
+        return -1;
+    return v;
+}
+
 bool build_trace(ctx &c, const slot *s, struct record *r)
 {
     const slot &ph = s[F_PH];
@@ -606,6 +639,8 @@ bool build_trace(ctx &c, const slot *s, struct record *r)
     }
     get_id(s[F_PID], &r->pid);
     get_id(s[F_TID], &r->tid);
+    r->correlation = link_id(s[F_ARGS_CORRELATION]);
+    r->external_id = link_id(s[F_ARGS_EXTERNAL_ID]);
     return true;
 }
 
