@@ -8,8 +8,8 @@
 
     prof = torch.profiler.profile(..., on_trace_ready=stepscope.torch.trace_handler())
 
-Importing this module does not import torch: ``attach`` and ``trace_handler`` import it when
-called. Nothing here raises into the training loop: every hook catches its own failures and
+Importing this module does not import torch: ``attach`` imports it when called, and
+``trace_handler`` only uses the profiler object it is given. Nothing here raises into the training loop: every hook catches its own failures and
 counts them in the client's ``stats["internal_errors"]``. See docs/PYTHON.md.
 """
 import atexit
