@@ -460,6 +460,17 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     if (strcmp(unit, "s") != 0 && strcmp(unit, "ms") != 0 && strcmp(unit, "us") != 0 &&
         strcmp(unit, "ns") != 0)
         return bad(w, c, "time_unit: s, ms, us or ns");
+    struct store_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
+    if (r < 0)
+        return web__send_store_error(w, c, r, "store_query_ranks");
+    bool known = false;
+    for (size_t i = 0; i < n_ranks; i++)
+        known |= ranks[i].rank == rank;
+    free(ranks);
+    if (!known)
+        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
     if (rt->id == WEB_ROUTE_BENCHMARK)
         return get_benchmark(w, c, job, rank, first, last, fmt, (size_t)max_spans);
     struct spans sp = {.max = (size_t)max_spans};

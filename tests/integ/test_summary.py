@@ -112,3 +112,47 @@ def test_summary_of_kineto_trace(daemon, name):
     # The model rows add up: the stages and Others make the step total.
     model = daemon.get_json(base + "/summary/model")["rows"]
     assert abs(sum(r["total_us"] for r in model if r["name"] != "ProfileStep") - ov["total_us"]) < 0.01
+
+
+def x(name, cat, ts, dur, tid="7(Python)"):
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": 7, "tid": tid}
+
+
+def test_summary_per_rank_range_units_and_unknown_rank(daemon):
+    """Two ranks of hand-made Paddle events: each rank's tables are its own, a step range picks
+    its steps, the text form takes time_unit, and a rank the job does not have is a 404."""
+    for rank, scale in ((0, 1), (1, 3)):
+        ev = []
+        for k in range(4):
+            t = 4000 * k
+            ev += [x(f"ProfileStep#{k}[{scale * 0.9:.3f} ms]", "ProfileStep", t, 900 * scale),
+                   x("_DataLoaderIterSingleProcess", "Dataloader", t, 100 * scale),
+                   x("matmul dygraph", "Operator", t + 200 * scale, 300 * scale, "7(C++)"),
+                   x("matmul infer_meta", "OperatorInner", t + 200 * scale, 50 * scale, "7(C++)")]
+        with Client(daemon.socket) as c:
+            c.hello("pd-ranks", rank=rank, world_size=2)
+            c.send_lines(ev)
+            c.wait_ack(len(ev))
+    base = "/api/v1/jobs/pd-ranks"
+    for rank, scale in ((0, 1), (1, 3)):
+        ov = daemon.get_json(f"{base}/summary/overview?rank={rank}")
+        assert ov["rank"] == rank and ov["n_steps"] == 4
+        assert ov["total_us"] == 4 * 900 * scale
+        ops = daemon.get_json(f"{base}/summary/operator?rank={rank}")["rows"]
+        # "7(Python)" and "7(C++)" are one thread, as in Paddle's trees: the inner row nests
+        assert [(r["name"], r["parent"], r["calls"], r["total_us"]) for r in ops] == [
+            ("matmul dygraph", None, 4, 4 * 300 * scale),
+            ("matmul infer_meta", "matmul dygraph", 4, 4 * 50 * scale)]
+        model = {r["name"]: r for r in daemon.get_json(f"{base}/summary/model?rank={rank}")["rows"]}
+        assert model["ProfileStep"]["calls"] == 4 and model["Dataloader"]["total_us"] == 400 * scale
+        assert model["Others"]["total_us"] == 4 * 800 * scale
+    one = daemon.get_json(f"{base}/summary/overview?rank=1&steps=1-2")
+    assert (one["first_step"], one["last_step"], one["total_us"]) == (1, 2, 2 * 2700)
+    text = daemon.request(f"{base}/summary/overview?rank=1&time_unit=us&format=text")[2].decode()
+    assert "Time unit: us\n" in text and "\nProfileStep                4                          10800.00" in text
+    assert daemon.request(f"{base}/summary/overview?rank=2")[0] == 404
+    assert daemon.request(f"{base}/benchmark?rank=2")[0] == 404
+    b = daemon.get_json(f"{base}/benchmark?rank=1&skip=1")
+    assert (b["source"], b["counted"], b["ips_unit"]) == ("spans", 3, "steps/s")
+    assert {r["name"]: r["avg"] for r in b["rows"]} == pytest.approx(
+        {"reader_cost": 0.0003, "batch_cost": 0.0027, "ips": 1 / 0.0027})
