@@ -38,7 +38,8 @@
 #define INGEST_BATCH_MIN 64         /* first allocation of a connection's batch */
 #define INGEST_ARENA_MIN 16384      /* first allocation of a connection's arena */
 #define INGEST_ERRORS_PER_S 100     /* error lines written per connection per second */
-#define INGEST_BACKLOG 128
+#define INGEST_BACKLOG 1024       /* pending connects (the kernel caps it at somaxconn): a job
+                                     * whose ranks all connect at once must not see EAGAIN */
 #define NS_PER_S 1000000000LL
 
 enum conn_state {
