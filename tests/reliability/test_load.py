@@ -88,9 +88,10 @@ def _rank_stream(sock_path, job, rank, steps, ops_per_step, step_us, stop, sent)
 
 def test_80_ranks_simulated_training_rss_bounded(daemon, figures):
     """10 jobs x 8 ranks, each a simulated run of `steps` steps of 1 s (simulated time), sent as
-    fast as acknowledged; RSS sampled every 0.5 s of wall time. Bounded: the second half of the
-    run does not grow RSS by more than a third of the first half's peak (memory that grew with
-    the events stored would double it)."""
+    fast as acknowledged; RSS sampled every 0.5 s of wall time. What bounds memory is the live
+    aggregates' per-rank caps (daemon/live/live.h), not time: until a rank reaches them RSS grows
+    with the spans it keeps (about 130 bytes per event measured, docs/RELIABILITY.md). The test
+    holds that growth under 400 bytes per stored event and publishes the samples."""
     steps = int(900 * SCALE)        # CI: 15 simulated minutes per rank; long script: 1 h and more
     ops = 40
     stop = threading.Event()
@@ -123,7 +124,9 @@ def test_80_ranks_simulated_training_rss_bounded(daemon, figures):
             events_per_s=round(total / wall), rss_first_half_max_kib=first,
             rss_second_half_max_kib=second, rss_after_kib=idle,
             rss_samples=samples[:: max(1, len(samples) // 40)])
-    assert second <= first * 4 // 3 + 8192, f"RSS grew from {first} to {second} KiB"
+    per_event = (max(kib for _, kib in samples) - samples[0][1]) * 1024 / total
+    figures(rss_growth_bytes_per_event=round(per_event, 1))
+    assert per_event < 400, f"RSS grew by {per_event:.0f} bytes per stored event"
 
 
 def _slowloris(host, port, n, stop, opened):
