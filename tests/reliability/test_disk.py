@@ -7,7 +7,6 @@ import select
 import subprocess
 import time
 
-from conftest import integ
 from mounts import free_bytes, remount, tmpfs
 from ssclient import Client, x_event
 

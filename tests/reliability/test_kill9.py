@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import RUNS, SCALE
+from relutil import RUNS, SCALE
 from replayclient import TS0, ReplayingRank
 
 RANKS = 8

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from conftest import SCALE, rss_kib
+from relutil import SCALE, rss_kib
 from ssclient import Client, dumps, x_event
 
 TS0 = 1700000000000000
