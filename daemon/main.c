@@ -32,6 +32,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "ingest/capture.h"
 #include "ingest/ingest.h"
 #include "live/live.h"
 #include "store/store.h"
@@ -61,6 +62,8 @@ struct session_key {
     int64_t session_id;
     int64_t job_id;
     int64_t rank;
+    int64_t stream_id;  /* where capture requests go (ingest_send) */
+    bool can_capture;   /* the hello announced "capabilities":["capture"] */
 };
 
 struct daemon {
@@ -79,8 +82,11 @@ struct daemon {
     size_t last_session;      /* index of the last lookup's hit */
     int64_t live_published_ns;
     uv_async_t durable_async; /* the writer thread's wake-up call */
-    pthread_mutex_t async_lock; /* guards async_open against the writer thread */
-    bool async_open;          /* durable_async may be sent to */
+    uv_async_t capture_async; /* an HTTP thread added a capture */
+    pthread_mutex_t async_lock; /* guards async_open against the writer and HTTP threads */
+    bool async_open;          /* durable_async and capture_async may be sent to */
+    struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
+    bool capture_offer;       /* sessions or captures changed: offer captures on the next tick */
     uv_timer_t flush_timer;
     uv_timer_t drain_timer;   /* shutdown: waits for the last commit */
     uv_signal_t sigterm;
@@ -129,7 +135,10 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
         d->cap_sessions = cap;
     }
     d->sessions[d->n_sessions++] =
-        (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank};
+        (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank,
+                             ret_welcome->stream_id, hello->can_capture};
+    /* ingest maps the connection to its stream only after this returns: offer on the next tick. */
+    d->capture_offer = true;
     /* A failure only loses the override, never the session. */
     if (job_env_from_hello(d, ret_welcome->job_id, hello) < 0)
         log_warn("live: job %lld: the hello's FP/BP points were not kept (out of memory)",
@@ -166,10 +175,144 @@ static int on_records(void *ud, int64_t session_id, const struct record *recs, s
     return r;
 }
 
+/* ---- captures: the registry's changes go to the store, its requests to the sessions ---- */
+
+static int persist_capture(void *ud, const struct record_capture *c)
+{
+    struct daemon *d = ud;
+    return store_capture_put(d->store, c);
+}
+
+static int persist_capture_rank(void *ud, const struct record_capture_rank *r)
+{
+    struct daemon *d = ud;
+    return store_capture_rank_put(d->store, r);
+}
+
+static void persist_captures(struct daemon *d)
+{
+    capture_reg_collect(d->captures, persist_capture, persist_capture_rank, d);
+}
+
+struct capture_target {
+    struct daemon *d;
+    int64_t stream_id;
+};
+
+static int send_capture(void *ud, const char *line, size_t len)
+{
+    const struct capture_target *t = ud;
+    return t->d->ingest ? ingest_send(t->d->ingest, t->stream_id, line, len) : -ENOENT;
+}
+
+/* Sends every open session the captures that wait for its rank. Loop thread. */
+static void offer_captures(struct daemon *d)
+{
+    d->capture_offer = false;
+    if (d->stopping)
+        return;
+    int64_t now = clock_now_ns();
+    for (size_t i = 0; i < d->n_sessions; i++) {
+        const struct session_key *k = &d->sessions[i];
+        struct capture_target t = {d, k->stream_id};
+        capture_reg_offer(d->captures, k->job_id, k->rank, k->session_id, k->can_capture,
+                          send_capture, &t, now);
+    }
+    persist_captures(d);
+}
+
+static void on_capture_async(uv_async_t *h)
+{
+    offer_captures(h->data);
+}
+
+static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id,
+                              const struct record_text *state, const struct record_text *reason)
+{
+    struct daemon *d = ud;
+    const struct session_key *k = session_find(d, session_id);
+    int s = capture_state_parse(state->ptr, state->len);
+    if (!k || s < 0)
+        return;
+    int r = capture_reg_report(d->captures, k->job_id, k->rank, capture_id, (enum capture_state)s,
+                               reason->ptr ? reason->ptr : "", reason->len, clock_now_ns());
+    if (r == -ENOENT)
+        log_warn("capture: job %lld rank %lld reported on capture %lld, which it has no part in",
+                 (long long)k->job_id, (long long)k->rank, (long long)capture_id);
+    persist_captures(d);
+}
+
+/* web's POST /captures (HTTP thread): resolve the job, add the capture, wake the loop. */
+static int web_capture_create(void *ud, const char *job, const char *body, size_t len,
+                              struct sbuf *out, char *err)
+{
+    struct daemon *d = ud;
+    struct capture_spec *spec = malloc(sizeof *spec);
+    if (!spec)
+        return -ENOMEM;
+    char perr[CAPTURE_ERR_MAX] = "";
+    int r = capture_parse(body, len, spec, perr);
+    if (r < 0) {
+        snprintf(err, WEB_ERR_MAX, "%s", perr[0] ? perr : strerror(-r));
+        free(spec);
+        return r;
+    }
+    struct store_job j;
+    struct store_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    r = store_query_job(d->store, job, &j);
+    if (r == 0 && spec->all_ranks)
+        r = store_query_ranks(d->store, j.id, &ranks, &n_ranks);
+    int64_t *known = NULL;
+    if (r == 0 && n_ranks > 0) {
+        known = malloc(n_ranks * sizeof *known);
+        if (!known)
+            r = -ENOMEM;
+        for (size_t i = 0; known && i < n_ranks; i++)
+            known[i] = ranks[i].rank;
+    }
+    if (r == 0) {
+        int64_t id = capture_reg_add(d->captures, j.id, spec, known, n_ranks, clock_now_ns(), out);
+        r = id < 0 ? (int)id : 0;
+    }
+    if (r == 0) {
+        pthread_mutex_lock(&d->async_lock);
+        if (d->async_open)
+            uv_async_send(&d->capture_async);
+        pthread_mutex_unlock(&d->async_lock);
+    }
+    free(known);
+    free(ranks);
+    free(spec);
+    return r;
+}
+
+static int web_capture_list(void *ud, const char *job, int64_t id, struct sbuf *out)
+{
+    struct daemon *d = ud;
+    struct store_job j;
+    int r = store_query_job(d->store, job, &j);
+    return r < 0 ? r : capture_reg_render(d->captures, j.id, id, out);
+}
+
+static int load_capture(void *ud, const struct record_capture *c)
+{
+    struct daemon *d = ud;
+    return capture_reg_load(d->captures, c) == -ENOMEM;
+}
+
+static int load_capture_rank(void *ud, const struct record_capture_rank *r)
+{
+    struct daemon *d = ud;
+    return capture_reg_load_rank(d->captures, r) == -ENOMEM;
+}
+
 static void on_session_closed(void *ud, int64_t session_id, bool clean)
 {
     struct daemon *d = ud;
     store_session_close(d->store, session_id, clean);
+    capture_reg_session_closed(d->captures, session_id, clock_now_ns());
+    persist_captures(d);
     struct session_key *k = session_find(d, session_id);
     if (k)
         *k = d->sessions[--d->n_sessions];
@@ -192,8 +335,10 @@ static void close_async(struct daemon *d)
     bool was_open = d->async_open;
     d->async_open = false;
     pthread_mutex_unlock(&d->async_lock);
-    if (was_open)
+    if (was_open) {
         uv_close((uv_handle_t *)&d->durable_async, NULL);
+        uv_close((uv_handle_t *)&d->capture_async, NULL);
+    }
 }
 
 static void send_ack(void *ud, int64_t stream_id, uint64_t next_seq)
@@ -216,6 +361,8 @@ static void on_durable_async(uv_async_t *h)
 static void on_flush_timer(uv_timer_t *h)
 {
     struct daemon *d = h->data;
+    if (d->capture_offer)
+        offer_captures(d);
     store_flush(d->store);
     int64_t now = clock_mono_ns();
     if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
@@ -664,6 +811,7 @@ int main(int argc, char **argv)
         .on_hello = on_hello,
         .sink = on_records,
         .on_close = on_session_closed,
+        .on_capture = on_capture_report,
         .ud = &d,
         .stats = &d.stats,
     };
@@ -693,11 +841,22 @@ int main(int argc, char **argv)
     /* The async handle must exist before the writer thread can call on_durable. */
     uv_async_init(d.loop, &d.durable_async, on_durable_async);
     d.durable_async.data = &d;
+    uv_async_init(d.loop, &d.capture_async, on_capture_async);
+    d.capture_async.data = &d;
     d.async_open = true;
     r = store_open(&scfg, &d.store, err);
     if (r < 0) {
         fprintf(stderr, "stepscoped: data dir %s: %s\n", d.cfg.data_dir, err[0] ? err : strerror(-r));
         code = store_exit_code(r);
+        goto out;
+    }
+
+    d.captures = capture_reg_new();
+    r = d.captures ? store_query_captures(d.store, load_capture, load_capture_rank, &d) : -ENOMEM;
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: loading the captures: %s\n", d.cfg.data_dir,
+                strerror(-r));
+        code = r == -ENOMEM ? EXIT_RUNTIME : EXIT_DATA_DIR;
         goto out;
     }
 
@@ -720,6 +879,11 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    const struct web_captures captures = {
+        .create = web_capture_create,
+        .list = web_capture_list,
+        .ud = &d,
+    };
     const struct web_line_decoder decoder = {
         .create = web_decoder_create,
         .destroy = web_decoder_destroy,
@@ -741,6 +905,7 @@ int main(int argc, char **argv)
         .auth_token = d.cfg.auth_token,
         .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
         .decoder = &decoder,
+        .captures = &captures,
     };
     err[0] = '\0';
     r = web_start(&wcfg, &d.web, err);
@@ -783,6 +948,7 @@ int main(int argc, char **argv)
     free(d.sessions);
     store_close(d.store);
     d.store = NULL;
+    capture_reg_free(d.captures);
     r = uv_loop_close(d.loop);
     if (r < 0) {
         log_error("event loop did not close cleanly: %s", uv_strerror(r));
@@ -797,6 +963,7 @@ out:
     live_free(d.live);
     analyse_rules_free(d.role_rules);
     store_close(d.store);
+    capture_reg_free(d.captures);
     if (d.ingest)
         ingest_close(d.ingest);
     close_async(&d);

@@ -285,14 +285,32 @@ static bool authorized(const struct web *w, struct MHD_Connection *c, const char
     return token_equal(v, n, w->auth_token, w->auth_token_len);
 }
 
+static int first_call_seen; /* its address marks a GET or HEAD past its first call; any other
+                             * non-NULL con_cls is a POST body being gathered (captures.c) */
+
+static bool is_post(void *con_cls)
+{
+    return con_cls && con_cls != &first_call_seen;
+}
+
+/* Frees a POST body still held when its request ends (answered, or the client went away). */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    if (is_post(*con_cls))
+        web__post_free(*con_cls);
+    *con_cls = NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-    static int first_call_seen; /* its address marks a request past its first call */
     struct web *w = cls;
     (void)version;
-    (void)upload_data;
     if (!*con_cls) {
         STATS_ADD(w->stats, http_requests, 1);
         /* Before anything else, so an unauthenticated client learns nothing, not even which
@@ -304,6 +322,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* Other methods are refused at once: answering before the body is read makes MHD drop
          * the body and close the connection afterwards, which suits a request we will not
          * serve. */
+        if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+            return (enum MHD_Result)web__post_begin(w, c, url, con_cls);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
             strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
             return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -313,6 +333,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = &first_call_seen;
         return MHD_YES;
     }
+    if (is_post(*con_cls))
+        return (enum MHD_Result)web__post_data(w, c, *con_cls, upload_data, upload_data_size);
     if (*upload_data_size != 0) {
         *upload_data_size = 0; /* a GET with a body: the body is ignored */
         return MHD_YES;
@@ -422,6 +444,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     }
     w->store = cfg->store;
     w->live = cfg->live;
+    if (cfg->captures) {
+        w->has_captures = true;
+        w->captures = *cfg->captures;
+    }
     if (w->live && web__cache_new(&w->cache) < 0) {
         snprintf(err, WEB_ERR_MAX, "http: out of memory");
         goto fail;
@@ -482,6 +508,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_SOCK_ADDR, &addr.sa,
                               MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, (void *)NULL,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
                               MHD_OPTION_ARRAY, opts,
                               MHD_OPTION_END);
     if (!w->mhd) {

@@ -68,6 +68,8 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_METRICS, "/metrics"},
     {WEB_ROUTE_SUMMARY, "/api/v1/jobs/{job}/summary/{kind}"},
     {WEB_ROUTE_BENCHMARK, "/api/v1/jobs/{job}/benchmark"},
+    {WEB_ROUTE_CAPTURES, "/api/v1/jobs/{job}/captures"},
+    {WEB_ROUTE_CAPTURE, "/api/v1/jobs/{job}/captures/{id}"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 
@@ -106,17 +108,20 @@ int web__route_parse(const char *path, struct web_route *ret)
             continue;
         p += sizeof job_tpl - 1;
         const char *kind = strstr(p, "{kind}");
+        const char *set = "abcdefghijklmnopqrstuvwxyz-";
+        if (!kind && (kind = strstr(p, "{id}")) != NULL)
+            set = "0123456789"; /* "/captures/{id}": a decimal id */
         if (!kind) {
             if (strcmp(p, suffix) == 0)
                 id = web__routes[i].id;
             continue;
         }
-        /* "/summary/{kind}": the prefix, then one segment of 1..WEB_KIND_MAX bytes [a-z-]. */
+        /* "/summary/{kind}": the prefix, then one segment of 1..WEB_KIND_MAX bytes of set. */
         size_t pre = (size_t)(kind - p);
         if (strncmp(p, suffix, pre) != 0)
             continue;
         const char *k = suffix + pre;
-        size_t kl = strspn(k, "abcdefghijklmnopqrstuvwxyz-");
+        size_t kl = strspn(k, set);
         if (kl > 0 && kl <= WEB_KIND_MAX && k[kl] == '\0') {
             memcpy(r.kind, k, kl + 1);
             id = web__routes[i].id;

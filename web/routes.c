@@ -814,6 +814,9 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_SUMMARY:
     case WEB_ROUTE_BENCHMARK:
         return get_summary(w, c, r);
+    case WEB_ROUTE_CAPTURES:
+    case WEB_ROUTE_CAPTURE:
+        return web__route_captures(w, c, r);
     case WEB_ROUTE_STATIC:
     case WEB_ROUTE_API_UNKNOWN:
         break;

@@ -20,6 +20,7 @@
 struct analyse_helper_rules;
 struct live;
 struct record;
+struct sbuf;
 struct store;
 struct web;
 
@@ -31,6 +32,19 @@ struct web_line_decoder {
     void (*destroy)(void *dec);
     int (*decode)(void *dec, const char *line, size_t len, struct record *ret);
     size_t max_line;
+};
+
+/* On-demand captures (docs/API.md "Captures"): main.c wires the daemon's registry, so web parses
+ * no JSON body itself and holds no capture state. Both run on HTTP threads. */
+struct web_captures {
+    /* A POST body for job: appends the new capture's JSON to out and returns 0; -ENOENT: no such
+     * job; -EINVAL: a bad body, err (WEB_ERR_MAX bytes) starts with the bad field's name;
+     * -EMSGSIZE: body too long; -ENOSPC: too many captures; -ENOMEM; -EIO. */
+    int (*create)(void *ud, const char *job, const char *body, size_t len, struct sbuf *out,
+                  char *err);
+    /* Appends the job's captures (id < 0) or capture id: 0, -ENOENT (job or capture), -EIO. */
+    int (*list)(void *ud, const char *job, int64_t id, struct sbuf *out);
+    void *ud;
 };
 
 struct web_config {
@@ -55,6 +69,7 @@ struct web_config {
     size_t metrics_max_ranks;    /* (job, rank) pairs GET /metrics exports at most */
     const struct web_line_decoder *decoder; /* copied at start; NULL: summary and benchmark
                                     answer 503 */
+    const struct web_captures *captures; /* copied at start; NULL: the capture routes answer 503 */
 };
 
 /* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts

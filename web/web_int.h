@@ -41,6 +41,7 @@
 #define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
 #define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
 #define WEB_TOKEN_MAX 256                  /* bytes of an auth token, NUL included */
+#define WEB_POST_BODY_MAX 16384            /* bytes of a POST body (413 past it) */
 
 /* ---- parse.c: pure, no MHD ---- */
 
@@ -65,6 +66,8 @@ enum web_route_id {
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
+    WEB_ROUTE_CAPTURES,    /* /api/v1/jobs/{job}/captures: GET, and POST (captures.c) */
+    WEB_ROUTE_CAPTURE,     /* /api/v1/jobs/{job}/captures/{id}; kind holds {id} */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -174,7 +177,21 @@ struct web {
     size_t metrics_max_ranks;
     struct web_cache *cache;       /* live answers (cache.c); NULL: none */
     struct web_events *events;     /* events.c's hub; NULL until web__events_start() */
+    bool has_captures;
+    struct web_captures captures;  /* copied from the config when has_captures */
 };
+
+/* --- captures.c: the capture routes, and the one body the server takes ---------------------- */
+
+/* The first call of a POST: answers it (405, 415, 413, ...) or sets *con_cls to a body being
+ * gathered. Returns an MHD result. */
+int web__post_begin(struct web *w, struct MHD_Connection *c, const char *url, void **con_cls);
+/* The later calls: *size bytes of body (taken; *size set to 0), or 0 at the end (answered). */
+int web__post_data(struct web *w, struct MHD_Connection *c, void *con_cls, const char *data,
+                   size_t *size);
+void web__post_free(void *con_cls);
+/* GET of WEB_ROUTE_CAPTURES and WEB_ROUTE_CAPTURE. */
+int web__route_captures(struct web *w, struct MHD_Connection *c, const struct web_route *r);
 
 /* --- cache.c: live answers kept while the job's snapshot is unchanged ------------------------ */
 #define WEB_CACHE_SLOTS 128

@@ -69,6 +69,7 @@ struct record_hello {
     int64_t world_size;            /* >= 1 */
     int64_t pid;                   /* -1 if absent */
     bool has_seq;                  /* the client numbered its records from seq */
+    bool can_capture;              /* "capabilities" names "capture" (docs/PROTOCOL.md 6) */
     uint64_t seq;
     /* The job's step-trace points from the hello's "env" object ("" when absent, not a string,
      * empty, longer than RECORD_NAME_MAX or holding a NUL: such an entry is ignored, never an
@@ -81,6 +82,22 @@ struct record_hello {
     const char *bp_point_env;       /* env BP_POINT */
     const char *raw;               /* the hello line verbatim (kept: it carries FP/BP points) */
     size_t raw_len;
+};
+
+/* An on-demand capture (daemon/ingest/capture.h) as the store keeps it, and one rank's part of
+ * it; the strings are NUL-terminated. */
+struct record_capture {
+    int64_t id, job_id, created_ns;
+    int64_t start_step; /* -1: the next step */
+    int64_t steps;
+    bool all_ranks;
+    const char *what;   /* comma-separated, e.g. "cpu,shapes" */
+};
+
+struct record_capture_rank {
+    int64_t capture_id, rank, updated_ns;
+    const char *state;  /* "pending", "armed", "recording", "done", "failed" */
+    const char *reason; /* "" for none */
 };
 
 /* The daemon's answer to a hello. */

@@ -22,6 +22,7 @@
 
 #include "../core/lbuf.h"
 #include "../core/num.h"
+#include "capture.h"
 #include "jscan.h"
 
 /* decode_record() sets every field of struct record one by one; on LP64 this catches a field
@@ -52,6 +53,9 @@ enum field_id {
     F_RSS_BYTES,
     F_OPS,
     F_ARGS,
+    F_ID,
+    F_STATE,
+    F_REASON,
     F_RECORD_COUNT,
 };
 
@@ -83,6 +87,7 @@ enum hello_id {
     H_STREAM,
     H_SEQ,
     H_ENV,
+    H_CAPABILITIES,
     H_COUNT,
 };
 
@@ -128,6 +133,9 @@ static const struct jscan_key record_keys[] = {
     {"rss_bytes", F_RSS_BYTES, 0},
     {"ops", F_OPS, 0},
     {"args", F_ARGS, JSCAN_F_SUBKEYS},
+    {"id", F_ID, 0},
+    {"state", F_STATE, 0},
+    {"reason", F_REASON, 0},
 };
 
 static const struct jscan_key hello_keys[] = {
@@ -144,6 +152,7 @@ static const struct jscan_key hello_keys[] = {
     {"stream", H_STREAM, 0},
     {"seq", H_SEQ, 0},
     {"env", H_ENV, 0},
+    {"capabilities", H_CAPABILITIES, 0},
 };
 
 struct ingest_decoder {
@@ -373,6 +382,27 @@ static bool build_host(struct ctx *c, const struct jscan_slot *s, struct record 
            get_count(c, &s[F_RSS_BYTES], "rss_bytes", true, &r->rss_bytes);
 }
 
+/* {"type":"capture"}: a client's report on a capture (docs/PROTOCOL.md section 6): the capture's
+ * id in step, its state in name, the optional reason in cat. */
+static bool build_capture(struct ctx *c, const struct jscan_slot *s, struct record *r)
+{
+    if (!get_count(c, &s[F_ID], "id", false, &r->step))
+        return false;
+    const struct jscan_slot *st = &s[F_STATE];
+    if (st->type != JSCAN_STRING ||
+        !(TEXT_IS(st, "armed") || TEXT_IS(st, "recording") || TEXT_IS(st, "done") ||
+          TEXT_IS(st, "failed")))
+        return fail(c, INGEST_DECODE_INVALID,
+                    "\"state\" must be \"armed\", \"recording\", \"done\" or \"failed\"");
+    r->name = (struct record_text){st->p, st->n};
+    const struct jscan_slot *why = &s[F_REASON];
+    if (why->type == JSCAN_STRING)
+        r->cat = (struct record_text){why->p, why->n};
+    else if (why->type != JSCAN_ABSENT && why->type != JSCAN_NULL)
+        return fail(c, INGEST_DECODE_INVALID, "\"reason\" must be a string");
+    return true;
+}
+
 static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
                          struct ingest_arena *a, struct record *ret, char *msg)
 {
@@ -423,6 +453,8 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
             ok = build_host(&c, s, ret);
         else if (TEXT_IS(t, "bye"))
             return INGEST_DECODE_BYE;
+        else if (TEXT_IS(t, "capture"))
+            return build_capture(&c, s, ret) ? INGEST_DECODE_CAPTURE : c.status;
         else
             ok = fail(&c, INGEST_DECODE_UNKNOWN, "unknown \"type\"");
     } else {
@@ -561,6 +593,9 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
         fail(&c, INGEST_DECODE_BAD_HELLO, "\"world_size\" must be > \"rank\"");
         return c.status;
     }
+    /* Anything but an array naming "capture" only means the client cannot capture. */
+    h.can_capture = s[H_CAPABILITIES].type == JSCAN_ARRAY &&
+                    capture_list_has(s[H_CAPABILITIES].p, s[H_CAPABILITIES].n, "capture");
     if (seq >= 0) {
         h.has_seq = true;
         h.seq = (uint64_t)seq;
@@ -593,7 +628,7 @@ int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len
 {
     size_t mark = a->used;
     int r = decode_record(d, line, len, a, ret, msg);
-    if (r != INGEST_DECODE_OK)
+    if (r != INGEST_DECODE_OK && r != INGEST_DECODE_CAPTURE)
         a->used = mark;
     return r;
 }

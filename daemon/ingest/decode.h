@@ -35,6 +35,9 @@ enum ingest_decode {
     INGEST_DECODE_INVALID,   /* a known record with a missing or ill-typed field */
     INGEST_DECODE_BAD_HELLO, /* not a valid hello (any reason) */
     INGEST_DECODE_NOSPACE,   /* the arena cannot hold this line's strings: empty it, retry */
+    INGEST_DECODE_CAPTURE,   /* {"type":"capture"}: a capture report, not a stored record: the
+                              * capture id in ret->step, the state in ret->name, the reason (if
+                              * any) in ret->cat */
 };
 
 /* Room for unescaped strings. The caller owns data (cap bytes) and resets used to 0 once the

@@ -552,6 +552,13 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
         c->batch_line[c->n_batch] = line_no;
         c->n_batch++;
         return;
+    case INGEST_DECODE_CAPTURE: {
+        /* Not stored: its number is acknowledged with the batch around it. */
+        const struct record *rec = &c->batch[c->n_batch];
+        if (in->cfg.on_capture)
+            in->cfg.on_capture(in->cfg.ud, c->session_id, rec->step, &rec->name, &rec->cat);
+        return;
+    }
     case INGEST_DECODE_BYE:
         if (!conn_deliver(c, c->next_seq))
             return;
@@ -857,6 +864,17 @@ void ingest_ack(struct ingest *in, int64_t stream_id, uint64_t next_seq)
         c->state = CONN_CLOSING;
     }
     conn_flush(c);
+}
+
+int ingest_send(struct ingest *in, int64_t stream_id, const char *line, size_t len)
+{
+    struct ingest_conn *c = map_get(in, stream_id);
+    if (!c || c->handle_closing || c->state != CONN_RECORDS)
+        return -ENOENT;
+    if (!out_add(&c->pend, line, len, INGEST_OUT_MAX))
+        return -ENOBUFS;
+    conn_flush(c);
+    return 0;
 }
 
 void ingest_resume(struct ingest *in)

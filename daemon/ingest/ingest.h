@@ -58,6 +58,14 @@ typedef int (*ingest_sink_cb)(void *ud, int64_t session_id, const struct record 
  * the client; the connection closes once its queued replies are written. */
 typedef void (*ingest_close_cb)(void *ud, int64_t session_id, bool clean);
 
+/* A client's {"type":"capture"} report (docs/PROTOCOL.md section 6), on a welcomed session: the
+ * capture's id, its state ("armed", "recording", "done", "failed") and reason (len 0: none), all
+ * borrowed for the call. The line is not a stored record, but it takes its sequence number and is
+ * acknowledged like one. */
+typedef void (*ingest_capture_cb)(void *ud, int64_t session_id, int64_t capture_id,
+                                  const struct record_text *state,
+                                  const struct record_text *reason);
+
 struct ingest_config {
     const char *socket_path;   /* must be shorter than sizeof(sun_path) */
     unsigned socket_mode;      /* permission bits of the socket file; 0 means 0660 */
@@ -66,7 +74,8 @@ struct ingest_config {
     ingest_hello_cb on_hello;
     ingest_sink_cb sink;
     ingest_close_cb on_close;
-    void *ud;                  /* passed to the three callbacks */
+    ingest_capture_cb on_capture; /* NULL: capture reports are counted and dropped */
+    void *ud;                  /* passed to the callbacks */
     struct stats *stats;       /* borrowed; bumped here */
 };
 
@@ -82,6 +91,11 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
  * no-op if next_seq is not above the last ack sent). Acks coalesce: while a write to the client is
  * in flight only the latest value waits, and it is never dropped for lack of buffer room. */
 void ingest_ack(struct ingest *in, int64_t stream_id, uint64_t next_seq);
+
+/* Queues a control line (docs/PROTOCOL.md section 6: one JSON object ending in '\n') for the
+ * client holding stream_id. Returns 0; -ENOENT if no connection holds it (or it is closing);
+ * -ENOBUFS if the client has not read the replies queued before. */
+int ingest_send(struct ingest *in, int64_t stream_id, const char *line, size_t len);
 
 /* Backpressure: resume reading from every connection after a sink returned -EAGAIN. */
 void ingest_resume(struct ingest *in);

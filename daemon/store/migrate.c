@@ -113,8 +113,27 @@ static const char schema_v1[] =
     " json TEXT NOT NULL);"
     "CREATE INDEX pipelines_job ON pipelines(job_id, rank, seq);";
 
+/* Version 2: on-demand captures (docs/API.md), one row per capture and one per (capture, rank). */
+static const char schema_v2[] =
+    "CREATE TABLE captures("
+    " id INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " created_ns INTEGER NOT NULL,"
+    " start_step INTEGER NOT NULL," /* -1: the next step */
+    " steps INTEGER NOT NULL,"
+    " all_ranks INTEGER NOT NULL,"
+    " what TEXT NOT NULL);"          /* comma-separated */
+    "CREATE INDEX captures_job ON captures(job_id);"
+    "CREATE TABLE capture_ranks("
+    " capture_id INTEGER NOT NULL,"
+    " rank INTEGER NOT NULL,"
+    " state TEXT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " updated_ns INTEGER NOT NULL,"
+    " PRIMARY KEY(capture_id, rank)) WITHOUT ROWID;";
+
 /* steps[i] migrates version i to i + 1. */
-static const char *const steps[] = {schema_v1};
+static const char *const steps[] = {schema_v1, schema_v2};
 
 void store__errf(char *err, const char *fmt, ...)
 {

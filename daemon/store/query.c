@@ -928,3 +928,52 @@ int64_t store_query_hellos(struct store *st, int64_t job_id,
     return replay_rows(st, job_id, "SELECT rank, hello FROM sessions WHERE job_id = ?1 ORDER BY id",
                        fill_hello, on_hello_row, &h);
 }
+
+static const char *column_str(sqlite3_stmt *s, int i)
+{
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    return t ? t : "";
+}
+
+int store_query_captures(struct store *st, int (*on_capture)(void *ud, const struct record_capture *c),
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r),
+                         void *ud)
+{
+    struct store_reader *rd = NULL;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT id, job_id, created_ns, start_step, steps, all_ranks, what "
+                                "FROM captures ORDER BY id",
+                                -1, &s, NULL);
+    bool stop = false;
+    while (rc == SQLITE_OK && !stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct record_capture c = {
+            sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+            sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4),
+            sqlite3_column_int(s, 5) != 0, column_str(s, 6),
+        };
+        stop = on_capture(ud, &c) != 0;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if ((rc == SQLITE_OK || rc == SQLITE_DONE) && !stop)
+        rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT capture_id, rank, state, reason, updated_ns "
+                                "FROM capture_ranks ORDER BY capture_id, rank",
+                                -1, &s, NULL);
+    while (rc == SQLITE_OK && !stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct record_capture_rank cr = {
+            sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 4),
+            column_str(s, 2), column_str(s, 3),
+        };
+        stop = on_rank(ud, &cr) != 0;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    reader_put(st, rd);
+    return rc == SQLITE_OK || rc == SQLITE_DONE ? 0 : sql_errno(rc);
+}

@@ -190,7 +190,7 @@ static struct store_batch *open_batch(struct store *st)
 static bool batch_is_empty(const struct store_batch *b)
 {
     return b->n_jobs == 0 && b->n_streams == 0 && b->n_sessions == 0 && b->n_slots == 0 &&
-           b->n_ends == 0;
+           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0;
 }
 
 static int arena_reserve(struct store_batch *b, size_t n)
@@ -796,6 +796,38 @@ fail:
     free(sess);
     store__errf(err, "out of memory");
     return r;
+}
+
+int store_capture_put(struct store *st, const struct record_capture *c)
+{
+    size_t len = strlen(c->what);
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, caps, 1) < 0 || arena_reserve(b, len) < 0)
+        return -ENOMEM;
+    struct store_capture_row *w = &b->caps[b->n_caps++];
+    *w = (struct store_capture_row){c->id, c->job_id, c->created_ns, c->start_step, c->steps,
+                                    c->all_ranks, 0, len};
+    w->what_off = arena_put(b, c->what, len);
+    account(st, b, sizeof *w + len);
+    return 0;
+}
+
+int store_capture_rank_put(struct store *st, const struct record_capture_rank *r)
+{
+    size_t sl = strlen(r->state), rl = strlen(r->reason);
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, cap_ranks, 1) < 0 || arena_reserve(b, sl + rl) < 0)
+        return -ENOMEM;
+    struct store_capture_rank_row *w = &b->cap_ranks[b->n_cap_ranks++];
+    w->capture_id = r->capture_id;
+    w->rank = r->rank;
+    w->updated_ns = r->updated_ns;
+    w->state_len = sl;
+    w->state_off = arena_put(b, r->state, sl);
+    w->reason_len = rl;
+    w->reason_off = arena_put(b, r->reason, rl);
+    account(st, b, sizeof *w + sl + rl);
+    return 0;
 }
 
 void store_session_close(struct store *st, int64_t session_id, bool clean)

@@ -63,6 +63,11 @@ void store_session_close(struct store *st, int64_t session_id, bool clean);
 int store_append(struct store *st, int64_t session_id, const struct record *recs, size_t n,
                  uint64_t next_seq);
 
+/* Captures (docs/API.md): queue a capture's definition, or one rank's state, for the next
+ * commit; a later put of the same id (and rank) replaces the row (strings copied). Returns 0 or -ENOMEM (nothing queued). Loop thread. */
+int store_capture_put(struct store *st, const struct record_capture *c);
+int store_capture_rank_put(struct store *st, const struct record_capture_rank *r);
+
 /* Seals the open batch (if not empty) and queues it for the writer. Never blocks. */
 void store_flush(struct store *st);
 

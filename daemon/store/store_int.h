@@ -23,7 +23,7 @@
 #include "../core/stats.h"
 #include "store.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
 #define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
 #define STORE_BATCH_RAW_MAX (8 * 1024 * 1024) /* store_append() seals the open batch above it */
@@ -150,6 +150,19 @@ struct store_session_end {
     bool clean;
 };
 
+/* A capture's definition, written (or rewritten) whole. */
+struct store_capture_row {
+    int64_t id, job_id, created_ns, start_step, steps;
+    bool all_ranks;
+    size_t what_off, what_len;
+};
+
+/* One rank's state of a capture, written (or rewritten) whole. */
+struct store_capture_rank_row {
+    int64_t capture_id, rank, updated_ns;
+    size_t state_off, state_len, reason_off, reason_len;
+};
+
 /* A stream's seqs made durable by the batch: [from, to). */
 struct store_seq {
     int64_t stream_id;
@@ -180,6 +193,8 @@ struct store_batch {
     STORE_VEC(struct store_pipe_row, pipes);
     STORE_VEC(struct store_session_end, ends);
     STORE_VEC(struct store_seq, seqs);
+    STORE_VEC(struct store_capture_row, caps);
+    STORE_VEC(struct store_capture_rank_row, cap_ranks);
     char *arena;              /* strings of the rows above, referenced by offset */
     size_t arena_len, arena_cap;
 };
@@ -210,6 +225,8 @@ enum store_stmt {
     STMT_SEL_OLDEST,
     STMT_DEL_BLOCK,
     STMT_UPD_JOB_EVICT,
+    STMT_PUT_CAPTURE,
+    STMT_PUT_CAPTURE_RANK,
     STMT_COUNT,
 };
 

@@ -157,4 +157,11 @@ int64_t store_query_hellos(struct store *st, int64_t job_id,
                            int (*cb)(void *ud, int64_t rank, const char *line, size_t len),
                            void *ud);
 
+/* Calls on_capture for every stored capture (store.h, store_capture_put()) by id, then on_rank for every rank row by capture
+ * and rank, until a callback returns non-zero. For loading the captures at start-up. Returns 0
+ * or a negative errno. */
+int store_query_captures(struct store *st, int (*on_capture)(void *ud, const struct record_capture *c),
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r),
+                         void *ud);
+
 #endif

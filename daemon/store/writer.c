@@ -84,6 +84,10 @@ static const char *const stmt_sql[STMT_COUNT] = {
                            "evicted_blocks = evicted_blocks + ?2, "
                            "evicted_events = evicted_events + ?5, "
                            "evicted_bytes = evicted_bytes + ?3 WHERE id = ?1",
+    [STMT_PUT_CAPTURE] = "INSERT OR REPLACE INTO captures(id, job_id, created_ns, start_step, "
+                         "steps, all_ranks, what) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [STMT_PUT_CAPTURE_RANK] = "INSERT OR REPLACE INTO capture_ranks(capture_id, rank, state, "
+                              "reason, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
 };
 
 int store__writer_prepare(struct store *st, char *err)
@@ -122,6 +126,8 @@ void store__batch_free(struct store_batch *b)
     free(b->pipes);
     free(b->ends);
     free(b->seqs);
+    free(b->caps);
+    free(b->cap_ranks);
     free(b->arena);
     free(b);
 }
@@ -320,6 +326,28 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
             sqlite3_bind_int64(s, 2, e->ended_ns);
             rc = step_done(s);
         }
+    }
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_caps; i++) {
+        const struct store_capture_row *w = &b->caps[i];
+        sqlite3_stmt *s = st->stmt[STMT_PUT_CAPTURE];
+        sqlite3_bind_int64(s, 1, w->id);
+        sqlite3_bind_int64(s, 2, w->job_id);
+        sqlite3_bind_int64(s, 3, w->created_ns);
+        sqlite3_bind_int64(s, 4, w->start_step);
+        sqlite3_bind_int64(s, 5, w->steps);
+        sqlite3_bind_int(s, 6, w->all_ranks);
+        bind_text(s, 7, b->arena, w->what_off, w->what_len);
+        rc = step_done(s);
+    }
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_cap_ranks; i++) {
+        const struct store_capture_rank_row *w = &b->cap_ranks[i];
+        sqlite3_stmt *s = st->stmt[STMT_PUT_CAPTURE_RANK];
+        sqlite3_bind_int64(s, 1, w->capture_id);
+        sqlite3_bind_int64(s, 2, w->rank);
+        bind_text(s, 3, b->arena, w->state_off, w->state_len);
+        bind_text(s, 4, b->arena, w->reason_off, w->reason_len);
+        sqlite3_bind_int64(s, 5, w->updated_ns);
+        rc = step_done(s);
     }
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_seqs; i++) {
         const struct store_seq *q = &b->seqs[i];

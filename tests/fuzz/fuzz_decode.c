@@ -87,8 +87,14 @@ static void decode_line(const char *line, size_t len, bool first)
     char msg[INGEST_DECODE_MSG_MAX];
     struct record r, r2;
     int res = ingest__decode_record(dec, line, len, &a, &r, msg);
-    assert(res >= INGEST_DECODE_OK && res <= INGEST_DECODE_INVALID);
-    if (res == INGEST_DECODE_OK) {
+    assert((res >= INGEST_DECODE_OK && res <= INGEST_DECODE_INVALID) ||
+           res == INGEST_DECODE_CAPTURE);
+    if (res == INGEST_DECODE_CAPTURE) {
+        /* A capture report: its id, its state, and its reason if any, in the line or arena. */
+        assert(r.step >= 0 && r.name.len > 0);
+        check_text(r.name, line, len, &a);
+        check_text(r.cat, line, len, &a);
+    } else if (res == INGEST_DECODE_OK) {
         check_record(&r, line, len, &a);
         size_t used = a.used;
         int res2 = ingest__decode_record(dec, line, len, &a, &r2, msg);

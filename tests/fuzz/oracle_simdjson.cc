@@ -69,6 +69,9 @@ enum field_id {
     F_ARGS,
     F_ARGS_CORRELATION, /* args.correlation: filled by walk_object() through the args slot */
     F_ARGS_EXTERNAL_ID, /* args["External id"], likewise */
+    F_ID,
+    F_STATE,
+    F_REASON,
     F_RECORD_COUNT,
 };
 
@@ -357,6 +360,8 @@ int record_key(std::string_view k)
             return F_PH;
         if (KEY_IS(k, "ts"))
             return F_TS;
+        if (KEY_IS(k, "id"))
+            return F_ID;
         break;
     case 3:
         if (KEY_IS(k, "pid"))
@@ -385,12 +390,16 @@ int record_key(std::string_view k)
     case 5:
         if (KEY_IS(k, "ts_us"))
             return F_TS_US;
+        if (KEY_IS(k, "state"))
+            return F_STATE;
         break;
     case 6:
         if (KEY_IS(k, "end_us"))
             return F_END_US;
         if (KEY_IS(k, "phases"))
             return F_PHASES;
+        if (KEY_IS(k, "reason"))
+            return F_REASON;
         break;
     case 7:
         if (KEY_IS(k, "samples"))
@@ -702,6 +711,26 @@ inline bool text_is(const slot &s, const char *lit)
     return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
+/* {"type":"capture"}: the capture id in step, the state in name, the reason in cat. */
+bool build_capture(ctx &c, const slot *s, struct record *r)
+{
+    if (!get_count(c, s[F_ID], "id", false, &r->step))
+        return false;
+    const slot &st = s[F_STATE];
+    if (!st.present || st.type != od::json_type::string ||
+        !(text_is(st, "armed") || text_is(st, "recording") || text_is(st, "done") ||
+          text_is(st, "failed")))
+        return fail(c, INGEST_DECODE_INVALID,
+                    "\"state\" must be \"armed\", \"recording\", \"done\" or \"failed\"");
+    r->name = {st.p, st.n};
+    const slot &why = s[F_REASON];
+    if (why.present && why.type == od::json_type::string)
+        r->cat = {why.p, why.n};
+    else if (why.present && why.type != od::json_type::null)
+        return fail(c, INGEST_DECODE_INVALID, "\"reason\" must be a string");
+    return true;
+}
+
 int decode_record(oracle_decoder *d, const char *line, size_t len, struct ingest_arena *a,
                   struct record *ret, char *msg)
 {
@@ -737,6 +766,8 @@ int decode_record(oracle_decoder *d, const char *line, size_t len, struct ingest
             ok = build_host(c, s, ret);
         else if (text_is(t, "bye"))
             return INGEST_DECODE_BYE;
+        else if (text_is(t, "capture"))
+            return build_capture(c, s, ret) ? INGEST_DECODE_CAPTURE : c.status;
         else
             ok = fail(c, INGEST_DECODE_UNKNOWN, "unknown \"type\"");
     } else {
@@ -866,7 +897,7 @@ int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
         snprintf(msg, INGEST_DECODE_MSG_MAX, "internal decoder error");
         r = INGEST_DECODE_MALFORMED;
     }
-    if (r != INGEST_DECODE_OK)
+    if (r != INGEST_DECODE_OK && r != INGEST_DECODE_CAPTURE)
         a->used = mark;
     return r;
 }

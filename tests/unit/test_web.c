@@ -332,7 +332,7 @@ START_TEST(test_openapi_documents_every_route)
         char k[128];
         snprintf(k, sizeof k, "\"%s\": {", web__routes[i].path);
         ck_assert_msg(strstr(doc, k), "%s is not in openapi.json", web__routes[i].path);
-        /* The path routes to its own id ({job} as a job name, {kind} as "overview"). */
+        /* The path routes to its own id ({job} as a job name, {kind} as "overview", {id} as 7). */
         char path[128], tmp[128];
         const char *tpl = web__routes[i].path, *at = strstr(tpl, "{job}");
         if (at)
@@ -340,8 +340,11 @@ START_TEST(test_openapi_documents_every_route)
         else
             snprintf(tmp, sizeof tmp, "%s", tpl);
         at = strstr(tmp, "{kind}");
+        const char *id_at = strstr(tmp, "{id}");
         if (at)
             snprintf(path, sizeof path, "%.*soverview%s", (int)(at - tmp), tmp, at + 6);
+        else if (id_at)
+            snprintf(path, sizeof path, "%.*s7%s", (int)(id_at - tmp), tmp, id_at + 4);
         else
             snprintf(path, sizeof path, "%s", tmp);
         struct web_route r;

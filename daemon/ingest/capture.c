@@ -1,0 +1,658 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capture registry and request parser (contract in capture.h). Captures are few (people ask
+ * for them), so they live in one growable array under one mutex and are found by a linear scan;
+ * each holds its ranks' parts in a small array of its own.
+ */
+#include "capture.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/lbuf.h"
+#include "decode.h"
+#include "jscan.h"
+
+static const char *const state_names[CAPTURE_STATE_COUNT] = {
+    "pending", "armed", "recording", "done", "failed",
+};
+
+/* What a client may be asked to record. */
+static const char *const what_names[] = {
+    "cpu", "cuda", "device", "shapes", "stack", "memory", "flops", "modules",
+};
+
+const char *capture_state_name(int state)
+{
+    return state >= 0 && state < CAPTURE_STATE_COUNT ? state_names[state] : NULL;
+}
+
+int capture_state_parse(const char *s, size_t n)
+{
+    for (int i = 0; i < CAPTURE_STATE_COUNT; i++)
+        if (strlen(state_names[i]) == n && memcmp(state_names[i], s, n) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- parsing ---- */
+
+enum body_id { B_RANKS, B_START, B_STEPS, B_WHAT, B_START_STEP, B_STOP_STEP, B_COUNT };
+
+static const struct jscan_key body_keys[] = {
+    {"ranks", B_RANKS, 0},           {"start", B_START, 0},
+    {"steps", B_STEPS, 0},           {"what", B_WHAT, 0},
+    {"start_step", B_START_STEP, 0}, {"stop_step", B_STOP_STEP, 0},
+};
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Walks the elements of a valid JSON array's raw text: *pos starts at 0. Returns 1 with the next
+ * element's text in [*tok, *tok + *tn) (a string keeps its quotes), 0 at the end, -1 for an
+ * element that is not a plain scalar (an object, array, or a string with escapes). */
+static int array_next(const char *raw, size_t n, size_t *pos, const char **tok, size_t *tn)
+{
+    size_t i = *pos;
+    if (i == 0) {
+        while (i < n && is_ws(raw[i]))
+            i++;
+        if (i >= n || raw[i] != '[')
+            return -1;
+        i++;
+    }
+    while (i < n && (is_ws(raw[i]) || raw[i] == ','))
+        i++;
+    if (i >= n || raw[i] == ']')
+        return 0;
+    size_t b = i;
+    if (raw[i] == '"') {
+        for (i++; i < n && raw[i] != '"'; i++)
+            if (raw[i] == '\\')
+                return -1;
+        if (i >= n)
+            return -1;
+        i++;
+    } else {
+        while (i < n && !is_ws(raw[i]) && raw[i] != ',' && raw[i] != ']') {
+            if (raw[i] == '[' || raw[i] == '{')
+                return -1;
+            i++;
+        }
+    }
+    *tok = raw + b;
+    *tn = i - b;
+    *pos = i;
+    return 1;
+}
+
+bool capture_list_has(const char *raw, size_t n, const char *word)
+{
+    size_t pos = 0, tn, wn = strlen(word);
+    const char *tok;
+    int r;
+    while ((r = array_next(raw, n, &pos, &tok, &tn)) > 0)
+        if (tn == wn + 2 && tok[0] == '"' && memcmp(tok + 1, word, wn) == 0)
+            return true;
+    return false;
+}
+
+/* A JSON number token that is a plain non-negative integer <= max. */
+static bool token_uint(const char *p, size_t n, int64_t max, int64_t *ret)
+{
+    if (n == 0 || n > 18)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    if (v > max)
+        return false;
+    *ret = v;
+    return true;
+}
+
+static int bad(char *err, const char *field, const char *why)
+{
+    snprintf(err, CAPTURE_ERR_MAX, "%s: %s", field, why);
+    return -EINVAL;
+}
+
+static bool slot_uint(const struct jscan_slot *s, int64_t max, int64_t *ret)
+{
+    return s->type == JSCAN_NUMBER && token_uint(s->p, s->n, max, ret);
+}
+
+static int parse_ranks(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+{
+    ret->all_ranks = s->type == JSCAN_ABSENT || s->type == JSCAN_NULL;
+    ret->n_ranks = 0;
+    if (ret->all_ranks)
+        return 0;
+    if (s->type != JSCAN_ARRAY)
+        return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
+    size_t pos = 0, tn;
+    const char *tok;
+    int r;
+    while ((r = array_next(s->p, s->n, &pos, &tok, &tn)) > 0) {
+        int64_t v;
+        if (!token_uint(tok, tn, INT32_MAX, &v))
+            return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
+        bool dup = false;
+        for (size_t i = 0; i < ret->n_ranks; i++)
+            dup |= ret->ranks[i] == v;
+        if (dup)
+            continue;
+        if (ret->n_ranks == CAPTURE_RANKS_MAX)
+            return bad(err, "ranks", "too many ranks (at most 1024)");
+        ret->ranks[ret->n_ranks++] = v;
+    }
+    if (r < 0)
+        return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
+    if (ret->n_ranks == 0)
+        return bad(err, "ranks", "must not be empty (null means all ranks)");
+    return 0;
+}
+
+static int parse_what(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+{
+    static const char msg[] = "must be an array of: cpu, cuda, device, shapes, stack, memory, "
+                              "flops, modules";
+    if (s->type == JSCAN_ABSENT) {
+        snprintf(ret->what, sizeof ret->what, "cpu");
+        return 0;
+    }
+    if (s->type != JSCAN_ARRAY)
+        return bad(err, "what", msg);
+    size_t pos = 0, tn, len = 0;
+    const char *tok;
+    int r;
+    unsigned seen = 0;
+    ret->what[0] = '\0';
+    while ((r = array_next(s->p, s->n, &pos, &tok, &tn)) > 0) {
+        size_t k = 0, n_names = sizeof what_names / sizeof what_names[0];
+        while (k < n_names && !(tok[0] == '"' && tn == strlen(what_names[k]) + 2 &&
+                                memcmp(tok + 1, what_names[k], tn - 2) == 0))
+            k++;
+        if (k == n_names)
+            return bad(err, "what", msg);
+        if (seen & (1u << k))
+            continue;
+        seen |= 1u << k;
+        len += (size_t)snprintf(ret->what + len, sizeof ret->what - len, "%s%s", len ? "," : "",
+                                what_names[k]);
+    }
+    if (r < 0)
+        return bad(err, "what", msg);
+    if (len == 0)
+        return bad(err, "what", "must not be empty");
+    return 0;
+}
+
+static int parse_slots(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+{
+    int r = parse_ranks(&s[B_RANKS], ret, err);
+    if (r == 0)
+        r = parse_what(&s[B_WHAT], ret, err);
+    if (r < 0)
+        return r;
+    if (s[B_START_STEP].type != JSCAN_ABSENT || s[B_STOP_STEP].type != JSCAN_ABSENT) {
+        /* MindSpore's dynamic profiler form: steps start_step..stop_step, inclusive. */
+        int64_t a, b;
+        if (s[B_START].type != JSCAN_ABSENT || s[B_STEPS].type != JSCAN_ABSENT)
+            return bad(err, "start_step", "give either start_step and stop_step, or start and steps");
+        if (!slot_uint(&s[B_START_STEP], INT64_MAX / 2, &a))
+            return bad(err, "start_step", "must be an integer >= 0");
+        if (!slot_uint(&s[B_STOP_STEP], INT64_MAX / 2, &b) || b < a)
+            return bad(err, "stop_step", "must be an integer >= start_step");
+        if (b - a + 1 > CAPTURE_STEPS_MAX)
+            return bad(err, "stop_step", "at most 1000 steps from start_step");
+        ret->start_step = a;
+        ret->steps = b - a + 1;
+        return 0;
+    }
+    ret->start_step = -1;
+    const struct jscan_slot *st = &s[B_START];
+    if (st->type == JSCAN_STRING) {
+        if (st->n != 4 || memcmp(st->p, "next", 4) != 0)
+            return bad(err, "start", "must be \"next\" or a step number (integer >= 0)");
+    } else if (st->type != JSCAN_ABSENT && !slot_uint(st, INT64_MAX / 2, &ret->start_step)) {
+        return bad(err, "start", "must be \"next\" or a step number (integer >= 0)");
+    }
+    ret->steps = 1;
+    if (s[B_STEPS].type != JSCAN_ABSENT &&
+        (!slot_uint(&s[B_STEPS], CAPTURE_STEPS_MAX, &ret->steps) || ret->steps < 1))
+        return bad(err, "steps", "must be an integer in 1..1000");
+    return 0;
+}
+
+int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *err)
+{
+    if (len > CAPTURE_BODY_MAX) {
+        snprintf(err, CAPTURE_ERR_MAX, "body: longer than %d bytes", CAPTURE_BODY_MAX);
+        return -EMSGSIZE;
+    }
+    /* jscan wants a NUL and LBUF_PADDING readable bytes after its input; escaped strings are
+     * unescaped into the arena, which never needs more than len + 16 bytes. */
+    char *buf = malloc(len + 1 + LBUF_PADDING);
+    struct ingest_arena a = {malloc(len + 16), 0, len + 16};
+    int r = -ENOMEM;
+    if (!buf || !a.data)
+        goto out;
+    memcpy(buf, body, len);
+    memset(buf + len, 0, 1 + LBUF_PADDING);
+    struct jscan_keys keys;
+    ingest__jscan_keys_init(&keys, body_keys, sizeof body_keys / sizeof body_keys[0], NULL);
+    struct jscan_slot s[B_COUNT];
+    char msg[INGEST_DECODE_MSG_MAX];
+    int jr = ingest__jscan_object(buf, len, &keys, s, &a, msg);
+    if (jr != INGEST_DECODE_OK) {
+        r = jr == INGEST_DECODE_NOSPACE ? -ENOMEM : -EINVAL;
+        snprintf(err, CAPTURE_ERR_MAX, "body: not a JSON object: %s", msg);
+        goto out;
+    }
+    r = parse_slots(s, ret, err);
+out:
+    free(buf);
+    free(a.data);
+    return r;
+}
+
+/* ---- the registry ---- */
+
+struct capture_part {
+    int64_t rank;
+    int64_t updated_ns;
+    int64_t session_id; /* the session the request went to; 0: not sent */
+    enum capture_state state;
+    char reason[CAPTURE_REASON_MAX];
+};
+
+struct capture {
+    int64_t id, job_id, created_ns, start_step, steps;
+    bool all_ranks;
+    bool dirty; /* not yet handed to the store since it changed */
+    char what[CAPTURE_WHAT_MAX];
+    struct capture_part *parts;
+    size_t n_parts, cap_parts;
+};
+
+struct capture_reg {
+    pthread_mutex_t mu;
+    struct capture **caps; /* by id, ascending */
+    size_t n_caps, cap_caps;
+    int64_t next_id;
+};
+
+struct capture_reg *capture_reg_new(void)
+{
+    struct capture_reg *reg = calloc(1, sizeof *reg);
+    if (!reg)
+        return NULL;
+    pthread_mutex_init(&reg->mu, NULL);
+    reg->next_id = 1;
+    return reg;
+}
+
+void capture_reg_free(struct capture_reg *reg)
+{
+    if (!reg)
+        return;
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        free(reg->caps[i]->parts);
+        free(reg->caps[i]);
+    }
+    free(reg->caps);
+    pthread_mutex_destroy(&reg->mu);
+    free(reg);
+}
+
+static struct capture *find(struct capture_reg *reg, int64_t id)
+{
+    for (size_t i = 0; i < reg->n_caps; i++)
+        if (reg->caps[i]->id == id)
+            return reg->caps[i];
+    return NULL;
+}
+
+static struct capture_part *find_part(struct capture *c, int64_t rank)
+{
+    for (size_t i = 0; i < c->n_parts; i++)
+        if (c->parts[i].rank == rank)
+            return &c->parts[i];
+    return NULL;
+}
+
+static struct capture_part *add_part(struct capture *c, int64_t rank, int64_t now_ns)
+{
+    if (c->n_parts == c->cap_parts) {
+        size_t cap = c->cap_parts ? 2 * c->cap_parts : 4;
+        struct capture_part *p = realloc(c->parts, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        c->parts = p;
+        c->cap_parts = cap;
+    }
+    struct capture_part *p = &c->parts[c->n_parts++];
+    *p = (struct capture_part){.rank = rank, .updated_ns = now_ns, .state = CAPTURE_PENDING};
+    return p;
+}
+
+static struct capture *new_capture(struct capture_reg *reg, int64_t id)
+{
+    if (reg->n_caps >= CAPTURE_MAX)
+        return NULL;
+    if (reg->n_caps == reg->cap_caps) {
+        size_t cap = reg->cap_caps ? 2 * reg->cap_caps : 16;
+        struct capture **v = realloc(reg->caps, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        reg->caps = v;
+        reg->cap_caps = cap;
+    }
+    struct capture *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->id = id;
+    reg->caps[reg->n_caps++] = c;
+    if (id >= reg->next_id)
+        reg->next_id = id + 1;
+    return c;
+}
+
+static void set_state(struct capture *c, struct capture_part *p, enum capture_state s,
+                      const char *reason, size_t reason_len, int64_t now_ns)
+{
+    if (reason_len >= sizeof p->reason)
+        reason_len = sizeof p->reason - 1;
+    memcpy(p->reason, reason, reason_len);
+    p->reason[reason_len] = '\0';
+    p->state = s;
+    p->updated_ns = now_ns;
+    c->dirty = true;
+}
+
+/* The capture's overall state: failed if a part failed, else done when every part is, else the
+ * most advanced state of a running part. */
+static enum capture_state overall(const struct capture *c)
+{
+    bool all_done = c->n_parts > 0;
+    enum capture_state most = CAPTURE_PENDING;
+    for (size_t i = 0; i < c->n_parts; i++) {
+        enum capture_state s = c->parts[i].state;
+        if (s == CAPTURE_FAILED)
+            return CAPTURE_FAILED;
+        all_done &= s == CAPTURE_DONE;
+        if (s != CAPTURE_DONE && s > most)
+            most = s;
+    }
+    return all_done ? CAPTURE_DONE : most;
+}
+
+static void render_what(struct sbuf *b, const char *what)
+{
+    sbuf_addc(b, '[');
+    for (const char *p = what; *p;) {
+        size_t n = strcspn(p, ",");
+        if (p != what)
+            sbuf_addc(b, ',');
+        sbuf_json_str(b, p, n);
+        p += n + (p[n] == ',');
+    }
+    sbuf_addc(b, ']');
+}
+
+static void render_one(struct sbuf *b, const struct capture *c)
+{
+    sbuf_printf(b, "{\"id\":%lld,\"job_id\":%lld,\"created_us\":", (long long)c->id,
+                (long long)c->job_id);
+    sbuf_json_us(b, c->created_ns);
+    if (c->start_step < 0)
+        sbuf_adds(b, ",\"start\":\"next\"");
+    else
+        sbuf_printf(b, ",\"start\":%lld", (long long)c->start_step);
+    sbuf_printf(b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
+    render_what(b, c->what);
+    sbuf_printf(b, ",\"all_ranks\":%s,\"state\":\"%s\",\"ranks\":[", c->all_ranks ? "true" : "false",
+                state_names[overall(c)]);
+    for (size_t i = 0; i < c->n_parts; i++) {
+        const struct capture_part *p = &c->parts[i];
+        sbuf_printf(b, "%s{\"rank\":%lld,\"state\":\"%s\",\"reason\":", i ? "," : "",
+                    (long long)p->rank, state_names[p->state]);
+        if (p->reason[0])
+            sbuf_json_strz(b, p->reason);
+        else
+            sbuf_adds(b, "null");
+        sbuf_adds(b, ",\"updated_us\":");
+        sbuf_json_us(b, p->updated_ns);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
+}
+
+int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
+                        const int64_t *known_ranks, size_t n_known, int64_t now_ns,
+                        struct sbuf *out)
+{
+    pthread_mutex_lock(&reg->mu);
+    int64_t r = reg->n_caps >= CAPTURE_MAX ? -ENOSPC : -ENOMEM;
+    struct capture *c = new_capture(reg, reg->next_id);
+    if (!c)
+        goto out;
+    c->job_id = job_id;
+    c->created_ns = now_ns;
+    c->start_step = spec->start_step;
+    c->steps = spec->steps;
+    c->all_ranks = spec->all_ranks;
+    c->dirty = true;
+    snprintf(c->what, sizeof c->what, "%s", spec->what);
+    const int64_t *ranks = spec->all_ranks ? known_ranks : spec->ranks;
+    size_t n = spec->all_ranks ? n_known : spec->n_ranks;
+    for (size_t i = 0; i < n; i++) {
+        if (!find_part(c, ranks[i]) && !add_part(c, ranks[i], now_ns)) {
+            /* Out of memory: forget the capture again (it was the last one added). */
+            free(c->parts);
+            free(c);
+            reg->n_caps--;
+            reg->next_id--;
+            goto out;
+        }
+    }
+    if (out)
+        render_one(out, c);
+    r = c->id;
+out:
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+int capture_reg_load(struct capture_reg *reg, const struct record_capture *rc)
+{
+    pthread_mutex_lock(&reg->mu);
+    int r = -EINVAL;
+    if (rc->id > 0 && !find(reg, rc->id)) {
+        struct capture *c = new_capture(reg, rc->id);
+        r = -ENOMEM;
+        if (c) {
+            c->job_id = rc->job_id;
+            c->created_ns = rc->created_ns;
+            c->start_step = rc->start_step;
+            c->steps = rc->steps;
+            c->all_ranks = rc->all_ranks;
+            snprintf(c->what, sizeof c->what, "%s", rc->what);
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *rr)
+{
+    pthread_mutex_lock(&reg->mu);
+    int r = -EINVAL;
+    struct capture *c = find(reg, rr->capture_id);
+    int s = capture_state_parse(rr->state, strlen(rr->state));
+    if (c && s >= 0 && !find_part(c, rr->rank)) {
+        struct capture_part *p = add_part(c, rr->rank, rr->updated_ns);
+        r = -ENOMEM;
+        if (p) {
+            p->state = (enum capture_state)s;
+            snprintf(p->reason, sizeof p->reason, "%s", rr->reason);
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+int capture_reg_render(struct capture_reg *reg, int64_t job_id, int64_t id, struct sbuf *out)
+{
+    pthread_mutex_lock(&reg->mu);
+    int r = 0;
+    if (id >= 0) {
+        struct capture *c = find(reg, id);
+        if (c && c->job_id == job_id)
+            render_one(out, c);
+        else
+            r = -ENOENT;
+    } else {
+        sbuf_printf(out, "{\"job_id\":%lld,\"captures\":[", (long long)job_id);
+        bool first = true;
+        for (size_t i = 0; i < reg->n_caps; i++) {
+            if (reg->caps[i]->job_id != job_id)
+                continue;
+            if (!first)
+                sbuf_addc(out, ',');
+            first = false;
+            render_one(out, reg->caps[i]);
+        }
+        sbuf_adds(out, "]}");
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+/* An all-ranks capture takes in a newly seen rank until one of its parts has started. */
+static bool takes_new_ranks(const struct capture *c)
+{
+    if (!c->all_ranks)
+        return false;
+    for (size_t i = 0; i < c->n_parts; i++)
+        if (c->parts[i].state > CAPTURE_ARMED)
+            return false;
+    return true;
+}
+
+static int send_request(const struct capture *c, capture_send_fn send, void *ud)
+{
+    struct sbuf b;
+    sbuf_init(&b, 4096);
+    sbuf_printf(&b, "{\"capture\":{\"id\":%lld,\"start_step\":", (long long)c->id);
+    if (c->start_step < 0)
+        sbuf_adds(&b, "null");
+    else
+        sbuf_printf(&b, "%lld", (long long)c->start_step);
+    sbuf_printf(&b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
+    render_what(&b, c->what);
+    sbuf_adds(&b, "}}\n");
+    size_t n = 0;
+    char *p = sbuf_steal(&b, &n);
+    int r = p ? send(ud, p, n) : -ENOMEM;
+    free(p);
+    return r;
+}
+
+void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t session_id,
+                       bool can_capture, capture_send_fn send, void *ud, int64_t now_ns)
+{
+    static const char cannot[] = "client cannot capture";
+    pthread_mutex_lock(&reg->mu);
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *c = reg->caps[i];
+        if (c->job_id != job_id)
+            continue;
+        struct capture_part *p = find_part(c, rank);
+        if (!p && takes_new_ranks(c)) {
+            p = add_part(c, rank, now_ns);
+            c->dirty = true;
+        }
+        if (!p || p->state != CAPTURE_PENDING || p->session_id == session_id)
+            continue;
+        if (!can_capture) {
+            set_state(c, p, CAPTURE_FAILED, cannot, sizeof cannot - 1, now_ns);
+            continue;
+        }
+        if (send_request(c, send, ud) == 0)
+            p->session_id = session_id;
+    }
+    pthread_mutex_unlock(&reg->mu);
+}
+
+int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t id,
+                       enum capture_state state, const char *reason, size_t reason_len,
+                       int64_t now_ns)
+{
+    pthread_mutex_lock(&reg->mu);
+    int r = -ENOENT;
+    struct capture *c = find(reg, id);
+    struct capture_part *p = c && c->job_id == job_id ? find_part(c, rank) : NULL;
+    if (p) {
+        r = -EALREADY;
+        if (p->state < CAPTURE_DONE) {
+            set_state(c, p, state, reason, reason_len, now_ns);
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns)
+{
+    static const char gone[] = "client disconnected";
+    pthread_mutex_lock(&reg->mu);
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *c = reg->caps[i];
+        for (size_t k = 0; k < c->n_parts; k++) {
+            struct capture_part *p = &c->parts[k];
+            if (p->session_id != session_id || p->state >= CAPTURE_DONE)
+                continue;
+            if (p->state == CAPTURE_PENDING)
+                p->session_id = 0; /* sent but not armed: offer it to the next session */
+            else
+                set_state(c, p, CAPTURE_FAILED, gone, sizeof gone - 1, now_ns);
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+}
+
+void capture_reg_collect(struct capture_reg *reg,
+                         int (*on_capture)(void *ud, const struct record_capture *c),
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r), void *ud)
+{
+    pthread_mutex_lock(&reg->mu);
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *c = reg->caps[i];
+        if (!c->dirty)
+            continue;
+        struct record_capture row = {c->id,    c->job_id,    c->created_ns, c->start_step,
+                                     c->steps, c->all_ranks, c->what};
+        bool ok = on_capture(ud, &row) == 0;
+        for (size_t k = 0; ok && k < c->n_parts; k++) {
+            const struct capture_part *p = &c->parts[k];
+            struct record_capture_rank rr = {c->id, p->rank, p->updated_ns,
+                                             state_names[p->state], p->reason};
+            ok = on_rank(ud, &rr) == 0;
+        }
+        c->dirty = !ok;
+    }
+    pthread_mutex_unlock(&reg->mu);
+}

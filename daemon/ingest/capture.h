@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture: on-demand captures (docs/API.md "Captures", docs/PROTOCOL.md section 6). A capture asks
+ * some ranks of a job for N detailed steps; each rank's part goes pending -> armed -> recording ->
+ * done (or failed, with a reason). This file holds the registry of captures, the parser of a
+ * POST body (over jscan, so a body gets the same strict validation as a record line), the JSON
+ * the API answers with, and the request line sent to a client. It knows nothing of sockets,
+ * HTTP or SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler
+ * adds captures on an HTTP thread, and main.c persists what changed through the store.
+ *
+ * Threading: every function takes the registry's mutex, so any thread may call it; callbacks are
+ * called with the mutex held and must not call back into the registry.
+ */
+#ifndef STEPSCOPE_INGEST_CAPTURE_H
+#define STEPSCOPE_INGEST_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/record.h"
+#include "../core/sbuf.h"
+
+#define CAPTURE_BODY_MAX 16384     /* bytes of a POST body */
+#define CAPTURE_RANKS_MAX 1024     /* ranks named in one request */
+#define CAPTURE_STEPS_MAX 1000     /* steps of one capture */
+#define CAPTURE_MAX 100000         /* captures the daemon keeps */
+#define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
+#define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept */
+#define CAPTURE_ERR_MAX 160        /* bytes of a parse error message */
+
+enum capture_state {
+    CAPTURE_PENDING,
+    CAPTURE_ARMED,
+    CAPTURE_RECORDING,
+    CAPTURE_DONE,
+    CAPTURE_FAILED,
+    CAPTURE_STATE_COUNT,
+};
+
+/* "pending", "armed", ...; NULL for an out-of-range value. */
+const char *capture_state_name(int state);
+/* The state named by s[0, n), or -1. */
+int capture_state_parse(const char *s, size_t n);
+
+/* A parsed request. */
+struct capture_spec {
+    int64_t start_step;  /* -1: the next step */
+    int64_t steps;       /* 1..CAPTURE_STEPS_MAX */
+    bool all_ranks;      /* "ranks" absent or null */
+    size_t n_ranks;
+    int64_t ranks[CAPTURE_RANKS_MAX];
+    char what[CAPTURE_WHAT_MAX]; /* comma-separated, e.g. "cpu,shapes" */
+};
+
+/* Parses a POST body: {"ranks":[..]|null, "start":"next"|N, "steps":N, "what":[..]} or
+ * MindSpore's {"start_step":A, "stop_step":B} (steps A..B inclusive). Returns 0; -EINVAL with
+ * the offending field first in err (CAPTURE_ERR_MAX bytes), e.g. "steps: must be an integer in
+ * 1..1000"; -EMSGSIZE for a body over CAPTURE_BODY_MAX; -ENOMEM. */
+int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *err);
+
+/* True if raw[0, n), the raw text of a valid JSON array, holds the string word as an element.
+ * For the hello's "capabilities". */
+bool capture_list_has(const char *raw, size_t n, const char *word);
+
+struct capture_reg;
+
+struct capture_reg *capture_reg_new(void);
+void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
+
+/* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
+ * connect later while the capture is pending join it). Appends the capture's JSON to out (may be
+ * NULL) and returns its id (> 0); -ENOSPC past CAPTURE_MAX; -ENOMEM. */
+int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
+                        const int64_t *known_ranks, size_t n_known, int64_t now_ns,
+                        struct sbuf *out);
+
+/* Start-up: a stored capture, then its ranks' states. Return 0, -ENOMEM or -EINVAL (a duplicate,
+ * an unknown capture or state). */
+int capture_reg_load(struct capture_reg *reg, const struct record_capture *c);
+int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *r);
+
+/* Appends {"job_id":..,"captures":[..]} of job_id (id < 0) or the one capture id of job_id.
+ * Returns 0 or -ENOENT (no such capture in that job). */
+int capture_reg_render(struct capture_reg *reg, int64_t job_id, int64_t id, struct sbuf *out);
+
+/* A session of (job_id, rank) is connected: sends it, through send(), the request of every
+ * capture that waits for this rank and was not yet sent to this session; a session without the
+ * capability fails those ranks instead ("client cannot capture"). send returns 0 if the line was
+ * queued. */
+typedef int (*capture_send_fn)(void *ud, const char *line, size_t len);
+void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t session_id,
+                       bool can_capture, capture_send_fn send, void *ud, int64_t now_ns);
+
+/* A client's {"type":"capture"} report for its (job_id, rank). Returns 0; -ENOENT if that rank
+ * has no part in capture id of job_id; -EALREADY if its part had already ended (kept as it was). */
+int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t id,
+                       enum capture_state state, const char *reason, size_t reason_len,
+                       int64_t now_ns);
+
+/* A session ended: parts it had armed or was recording fail ("client disconnected"); parts sent
+ * to it but not yet armed wait for the rank's next session. */
+void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns);
+
+/* What changed since the last call, for the store: on_capture once per changed capture, then
+ * on_rank for each of its ranks. A callback returning non-zero leaves the capture marked changed
+ * (retried on the next call). */
+void capture_reg_collect(struct capture_reg *reg,
+                         int (*on_capture)(void *ud, const struct record_capture *c),
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r), void *ud);
+
+#endif
