@@ -272,7 +272,7 @@ struct capture_part {
     int64_t updated_ns;
     int64_t session_id; /* the session the request went to; 0: not sent */
     enum capture_state state;
-    char reason[CAPTURE_REASON_MAX];
+    char reason[CAPTURE_REASON_MAX + 1];
 };
 
 struct capture {
@@ -370,8 +370,12 @@ static struct capture *new_capture(struct capture_reg *reg, int64_t id)
 static void set_state(struct capture *c, struct capture_part *p, enum capture_state s,
                       const char *reason, size_t reason_len, int64_t now_ns)
 {
-    if (reason_len >= sizeof p->reason)
-        reason_len = sizeof p->reason - 1;
+    if (reason_len > CAPTURE_REASON_MAX) {
+        /* Cut on a UTF-8 character boundary. */
+        reason_len = CAPTURE_REASON_MAX;
+        while (reason_len > 0 && ((unsigned char)reason[reason_len] & 0xC0) == 0x80)
+            reason_len--;
+    }
     memcpy(p->reason, reason, reason_len);
     p->reason[reason_len] = '\0';
     p->state = s;

@@ -26,7 +26,7 @@
 #define CAPTURE_STEPS_MAX 1000     /* steps of one capture */
 #define CAPTURE_MAX 100000         /* captures the daemon keeps */
 #define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
-#define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept */
+#define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept (cut on a character) */
 #define CAPTURE_ERR_MAX 160        /* bytes of a parse error message */
 
 enum capture_state {

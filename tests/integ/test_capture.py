@@ -105,6 +105,11 @@ def test_failed_report_keeps_the_reason(daemon):
     r = rank_state(daemon, "capf", cid, 0)
     assert r["state"] == "failed" and r["reason"] == "RuntimeError: profiler already running"
     assert capture(daemon, "capf", cid)["state"] == "failed"
+    # A long reason is cut to 256 bytes, on a character boundary.
+    st, doc = post(daemon, "capf", {"steps": 1})
+    cid = next_request(c)["id"]
+    report(c, cid, "failed", "\u00e9" * 200)
+    assert rank_state(daemon, "capf", cid, 0)["reason"] == "\u00e9" * 128
     c.close()
 
 
@@ -302,4 +307,54 @@ def test_malformed_capture_reports_are_invalid_lines(daemon):
     # A report on a capture that does not exist is acked and ignored.
     report(c, 999, "done")
     assert captures(daemon, "rep") == []
+    c.close()
+
+
+def python_client(daemon, job):
+    """The stdlib-only Python collector (collectors/python), in this process."""
+    import pathlib
+    import sys
+    path = str(pathlib.Path(__file__).resolve().parents[2] / "collectors" / "python")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    from stepscope import Client
+    return Client(socket=daemon.socket, job=job, rank=0, world_size=1)
+
+
+def test_python_client_hands_requests_to_its_callback(daemon):
+    import threading
+    c = python_client(daemon, "py")
+    got = []
+    seen = threading.Event()
+
+    def on_capture(req):
+        got.append(req)
+        c.capture_state(req["id"], "armed")
+        seen.set()
+    c.on_capture(on_capture)
+    c.queue("q", 1)
+    assert c.flush(10)
+    daemon.wait_for("job py", lambda: daemon.job("py"))
+    st, doc = post(daemon, "py", {"start": 12, "steps": 4, "what": ["cpu", "memory"]})
+    assert st == 201
+    assert seen.wait(10)
+    assert got == [{"id": doc["id"], "start_step": 12, "steps": 4, "what": ["cpu", "memory"]}]
+    c.capture_state(doc["id"], "failed", "x" * 1000)
+    assert c.flush(10)
+    r = rank_state(daemon, "py", doc["id"], 0)
+    assert r["state"] == "failed" and r["reason"] == "x" * 256  # the client cuts it to 256 bytes
+    c.close()
+
+
+def test_python_client_without_a_handler_answers_failed(daemon):
+    c = python_client(daemon, "pynone")
+    c.queue("q", 1)
+    assert c.flush(10)
+    daemon.wait_for("job pynone", lambda: daemon.job("pynone"))
+    st, doc = post(daemon, "pynone", {"steps": 1})
+    assert st == 201
+    daemon.wait_for("failed part",
+                    lambda: rank_state(daemon, "pynone", doc["id"], 0)["state"] == "failed")
+    assert rank_state(daemon, "pynone", doc["id"], 0)["reason"].startswith(
+        "no capture handler in this process")
     c.close()

@@ -148,6 +148,7 @@ class Client:
                       "run": run if run is not None else os.environ.get("STEPSCOPE_RUN"),
                       "env": env}
         self._control_callbacks = []
+        self._capture_callbacks = []
         self._keys = {}
         self._closed = False
         self._closing = False
@@ -212,7 +213,7 @@ class Client:
         h = {"hello": "stepscope/1", "job": self.job, "rank": self.rank,
              "world_size": self.world_size, "host": self.host, "pid": os.getpid(),
              "clock": "realtime", "collector": "stepscope-python/" + VERSION,
-             "python": "%d.%d.%d" % sys.version_info[:3]}
+             "python": "%d.%d.%d" % sys.version_info[:3], "capabilities": ["capture"]}
         if self.local_rank is not None:
             h["local_rank"] = self.local_rank
         for k in ("framework", "framework_version", "run"):
@@ -404,6 +405,45 @@ class Client:
         is not a welcome, ack or error (e.g. ``{"capture":{...}}``). Exceptions are swallowed."""
         self._control_callbacks.append(callback)
         return callback
+
+    def on_capture(self, callback):
+        """callback(request) is called, on the sender thread, for every capture request the
+        daemon sends (docs/PROTOCOL.md section 6): ``{"id": int, "start_step": int or None (the
+        next step), "steps": int, "what": [str, ...]}``. It must return quickly (never block the
+        sender) and report progress with ``capture_state()``. While no callback is registered,
+        requests are answered ``failed`` at once. Exceptions are swallowed."""
+        self._capture_callbacks.append(callback)
+        return callback
+
+    def capture_state(self, capture_id, state, reason=None):
+        """Reports a capture's progress on this rank to the daemon: ``state`` is "armed",
+        "recording", "done" or "failed" (with ``reason``, cut to 256 bytes). Any thread."""
+        rec = {"type": "capture", "id": int(capture_id), "state": str(state)}
+        if reason is not None:
+            rec["reason"] = _env.truncate_utf8(str(reason))
+        self._put_obj(rec)
+
+    def _capture_request(self, req):
+        """Sender thread: a {"capture":{...}} payload from the daemon."""
+        cid = req.get("id") if isinstance(req, dict) else None
+        if cid.__class__ is not int or cid < 1:
+            return
+        start, steps, what = req.get("start_step"), req.get("steps"), req.get("what")
+        if (start is not None and start.__class__ is not int) or steps.__class__ is not int \
+                or not isinstance(what, list):
+            self.capture_state(cid, "failed", "malformed capture request")
+            return
+        request = {"id": cid, "start_step": start, "steps": steps,
+                   "what": [w for w in what if isinstance(w, str)]}
+        if not self._capture_callbacks:
+            self.capture_state(cid, "failed", "no capture handler in this process "
+                                              "(stepscope.torch.attach registers one)")
+            return
+        for cb in list(self._capture_callbacks):
+            try:
+                cb(dict(request))
+            except Exception as e:
+                _count_internal(self, e)
 
     # -- flush / close ------------------------------------------------------------------------
 

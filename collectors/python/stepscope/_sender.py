@@ -13,7 +13,8 @@ until the daemon acknowledges them, whatever happens to connections in between:
 * batches of up to 64 KiB per write; a batch is cut once 4 KiB are waiting, or the oldest waiting
   line has lingered ``LINGER`` seconds, or a flush/close waits;
 * ``{"ack":N}`` frees the lines below N (once written on this connection, so the numbering of the
-  connection never skips); ``{"error":...}`` is counted; other lines go to the control callbacks.
+  connection never skips); ``{"error":...}`` is counted; ``{"capture":...}`` goes to the capture
+  callbacks (``on_capture``); every other line, captures included, to the control callbacks.
 
 Flush markers travel through the same deque as lines, so a flush waits for exactly the lines
 recorded before it, however many threads record.
@@ -428,6 +429,8 @@ class Sender:
         if "welcome" in msg:
             return
         self.c._stats["control_lines"] += 1
+        if "capture" in msg:
+            self.c._capture_request(msg["capture"])
         for cb in list(self.c._control_callbacks):
             try:
                 cb(msg)

@@ -13,6 +13,7 @@ Importing this module does not import torch: ``attach`` imports it when called, 
 counts them in the client's ``stats["internal_errors"]``. See docs/PYTHON.md.
 """
 import atexit
+import collections
 import json
 import os
 import sys
@@ -161,6 +162,9 @@ class Attachment:
         self._step_src = None    # id() of the iterator whose next() opened the open step
         self._pid = os.getpid()
         self.steps = 0           # step records made
+        self._cap_queue = collections.deque()  # capture requests, from the sender thread
+        self._cap = None         # the capture being recorded: dict with its profiler
+        self.last_capture = None  # the latest finished capture (id, state, steps, profiler)
 
     # -- step bookkeeping ------------------------------------------------------------------
 
@@ -174,6 +178,8 @@ class Attachment:
         self._last_ns = t
         self._fwd_depth = 0
         self._bw_t0 = None
+        if self._cap_queue and self._cap is None:
+            self._capture_begin(s.step)
         return s
 
     def _take(self):
@@ -192,6 +198,11 @@ class Attachment:
         c = self.client
         c._emit_step(self._take(), end)
         self.steps += 1
+        cap = self._cap
+        if cap is not None:
+            cap["recorded"] += 1
+            if cap["recorded"] >= cap["steps"]:
+                self._capture_end("done")
         if self._host_interval_ns and end >= self._next_host:
             self._next_host = end + self._host_interval_ns
             c.host_sample()
@@ -216,6 +227,76 @@ class Attachment:
         if s is not None:
             ph = s.phases
             ph[name] = ph.get(name, 0) + d
+
+    # -- on-demand capture (docs/PYTHON.md "Capture") ----------------------------------------
+
+    def _on_capture(self, req):
+        """Sender thread: queue the request for the training thread, which starts the profiler
+        at the requested step's start (_open) and stops it at the end of its last step (_close)."""
+        c = self.client
+        if not self.active or os.getpid() != self._pid:
+            c.capture_state(req["id"], "failed", "the attachment is detached")
+            return
+        if not 1 <= req["steps"] <= 1000:
+            c.capture_state(req["id"], "failed", "steps must be in 1..1000")
+            return
+        self._cap_queue.append(req)
+        c.capture_state(req["id"], "armed")
+
+    def _capture_begin(self, step):
+        """Training thread, at the start of step: starts the oldest queued capture if this is
+        its step (or it asked for the next one); fails the ones whose step has passed."""
+        c = self.client
+        while self._cap_queue:
+            req = self._cap_queue[0]
+            start = req["start_step"]
+            if start is not None and step < start:
+                return
+            self._cap_queue.popleft()
+            if start is not None and step > start:
+                c.capture_state(req["id"], "failed",
+                                "step %d has passed (this rank is at step %d)" % (start, step))
+                continue
+            try:
+                prof = self._start_profiler(req["what"])
+            except Exception as e:
+                c.capture_state(req["id"], "failed", "%s: %s" % (type(e).__name__, e))
+                continue
+            self._cap = {"id": req["id"], "steps": req["steps"], "recorded": 0,
+                         "first_step": step, "what": req["what"], "profiler": prof}
+            c.capture_state(req["id"], "recording")
+            return
+
+    def _start_profiler(self, what):
+        torch = self._torch
+        P = torch.profiler
+        acts = [P.ProfilerActivity.CPU]
+        if ("cuda" in what or "device" in what) and torch.cuda.is_available():
+            acts.append(P.ProfilerActivity.CUDA)
+        kw = {"record_shapes": "shapes" in what, "with_stack": "stack" in what,
+              "profile_memory": "memory" in what}
+        if "flops" in what:
+            kw["with_flops"] = True
+        if "modules" in what:
+            kw["with_modules"] = True
+        prof = P.profile(activities=acts, **kw)
+        prof.start()
+        return prof
+
+    def _capture_end(self, state, reason=None):
+        """Training thread: stops the profiler, streams its window through trace_handler's
+        path, reports done (or failed with the exception)."""
+        cap, self._cap = self._cap, None
+        c = self.client
+        cap["last_step"] = cap["first_step"] + cap["recorded"] - 1
+        try:
+            cap["profiler"].stop()
+            cap["events"] = _stream_window(c, cap["profiler"], None)[0]
+        except Exception as e:
+            state, reason = "failed", "%s: %s" % (type(e).__name__, e)
+        cap["state"] = state
+        self.last_capture = cap
+        c.capture_state(cap["id"], state, reason)
 
     # -- DataLoader ------------------------------------------------------------------------
 
@@ -404,6 +485,7 @@ class Attachment:
                                        for i, p in enumerate(params)]
         if optimizer is not None:
             self._hook_optimizer(optimizer)
+        self.client.on_capture(self._on_capture)
         if dataloader is not None and callable(getattr(dataloader, "_get_iterator", None)):
             orig = dataloader._get_iterator
             dataloader._get_iterator = self._get_iterator(orig)
@@ -437,6 +519,16 @@ class Attachment:
         """Records the open step, removes every hook and restores the optimizer and DataLoader."""
         self.close_step()
         self.active = False
+        try:
+            self.client._capture_callbacks.remove(self._on_capture)
+        except ValueError:
+            pass
+        if self._cap is not None:
+            self._capture_end("failed", "detached after %d of %d steps"
+                              % (self._cap["recorded"], self._cap["steps"]))
+        while self._cap_queue:
+            self.client.capture_state(self._cap_queue.popleft()["id"], "failed",
+                                      "the attachment is detached")
         for h in self._handles:
             try:
                 h.remove()
@@ -535,6 +627,31 @@ def _rebase_legacy(events):
             ev["ts"] += shift
 
 
+def _stream_window(c, prof, keep_dir):
+    """Exports a finished profiler window and sends its events through c. Returns (events sent,
+    the kept file or None); raises on failure."""
+    d = keep_dir or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="stepscope-trace-", suffix=".json", dir=d)
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        events, legacy = _trace_events(path)
+    finally:
+        if not keep_dir:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    if legacy:
+        _rebase_legacy(events)
+    n = 0
+    for ev in events:
+        if isinstance(ev, dict) and "ph" in ev:
+            c.event(ev)
+            n += 1
+    return n, (path if keep_dir else None)
+
+
 def trace_handler(client=None, keep_dir=None):
     """An ``on_trace_ready`` for ``torch.profiler.profile`` that streams the captured window to
     the daemon through ``client`` (default: ``stepscope.get_client()``, looked up at the call).
@@ -550,26 +667,7 @@ def trace_handler(client=None, keep_dir=None):
         c = None
         try:
             c = _client_or_default(client)
-            d = keep_dir or tempfile.gettempdir()
-            fd, path = tempfile.mkstemp(prefix="stepscope-trace-", suffix=".json", dir=d)
-            os.close(fd)
-            try:
-                prof.export_chrome_trace(path)
-                events, legacy = _trace_events(path)
-            finally:
-                if not keep_dir:
-                    try:
-                        os.unlink(path)
-                    except OSError:
-                        pass
-            if legacy:
-                _rebase_legacy(events)
-            n = 0
-            for ev in events:
-                if isinstance(ev, dict) and "ph" in ev:
-                    c.event(ev)
-                    n += 1
-            handler.last_path = path if keep_dir else None
+            n, handler.last_path = _stream_window(c, prof, keep_dir)
             handler.events_sent += n
             return n
         except Exception as e:
