@@ -13,6 +13,7 @@
  * answer (the parser keeps no state between lines).
  */
 #include <assert.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "../../daemon/core/lbuf.h"
+#include "../../daemon/ingest/capture.h"
 #include "../../daemon/ingest/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -149,6 +151,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size == 0)
         return 0;
+    /* The whole input is also a capture POST body (web's only request body). */
+    static struct capture_spec spec;
+    char err[CAPTURE_ERR_MAX] = "";
+    int cr = capture_parse((const char *)data, size, &spec, err);
+    assert(cr == 0 || cr == -EINVAL || cr == -EMSGSIZE || cr == -ENOMEM);
+    if (cr == 0) {
+        assert(spec.steps >= 1 && spec.steps <= CAPTURE_STEPS_MAX && spec.start_step >= -1);
+        assert(spec.all_ranks || (spec.n_ranks >= 1 && spec.n_ranks <= CAPTURE_RANKS_MAX));
+        assert(spec.what[0] && strlen(spec.what) < sizeof spec.what);
+    } else if (cr != -ENOMEM) {
+        assert(memchr(err, '\0', sizeof err) && strchr(err, ':'));
+    }
     size_t chunk = (size_t)data[0] % 64 + 1;
     data++;
     size--;

@@ -12,12 +12,12 @@ from ssclient import Client
 CAPS = ["capture"]
 
 
-def post(daemon, job, body, ctype="application/json", path=None):
+def post(daemon, job, body, ctype="application/json", path=None, extra=None):
     """POSTs body (an object is JSON-encoded, bytes go as they are). Returns (status, doc)."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=30)
     try:
-        headers = {"Content-Length": str(len(data))}
+        headers = dict(extra or {}, **{"Content-Length": str(len(data))})
         if ctype is not None:
             headers["Content-Type"] = ctype
         url = path or "/api/v1/jobs/%s/captures" % urllib.parse.quote(job, safe="")
@@ -357,4 +357,20 @@ def test_python_client_without_a_handler_answers_failed(daemon):
                     lambda: rank_state(daemon, "pynone", doc["id"], 0)["state"] == "failed")
     assert rank_state(daemon, "pynone", doc["id"], 0)["reason"].startswith(
         "no capture handler in this process")
+    c.close()
+
+
+def test_auth_token_guards_the_post(daemons):
+    token = "capture-token-0123456789abcdef"
+    d = daemons("tok", args=["--auth-token", token])
+    c = Client(d.socket)
+    c.hello("sec", capabilities=CAPS)
+    c.send_lines([{"type": "step", "step": 0, "begin_us": 1, "end_us": 2}])
+    c.wait_ack(c.welcome["next_seq"] + 1)
+    for extra in ({}, {"Authorization": "Bearer wrong-token-0123456789abcdef"}):
+        st, doc = post(d, "sec", {"steps": 1}, extra=extra)
+        assert st == 401 and doc["error"]["code"] == "unauthorized"
+    st, doc = post(d, "sec", {"steps": 1}, extra={"Authorization": "Bearer " + token})
+    assert st == 201, doc
+    assert next_request(c)["id"] == doc["id"]
     c.close()
