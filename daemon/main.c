@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -741,16 +742,15 @@ out:
  * the build directory that assembled its own copy (meson.build, static_dir). */
 static const char *default_static_dir(void)
 {
-    static const char build_root[] = STEPSCOPE_BUILD_ROOT;
-    char exe[CONFIG_PATH_MAX];
-    if (!STEPSCOPE_BUILD_STATIC_DIR[0])
+    char exe[CONFIG_PATH_MAX], root[PATH_MAX];
+    if (!STEPSCOPE_BUILD_STATIC_DIR[0] || !realpath(STEPSCOPE_BUILD_ROOT, root))
         return STEPSCOPE_STATIC_DIR;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* resolved, as root is */
     if (n <= 0)
         return STEPSCOPE_STATIC_DIR;
     exe[n] = '\0';
-    size_t k = sizeof build_root - 1;
-    if (strncmp(exe, build_root, k) == 0 && exe[k] == '/')
+    size_t k = strlen(root);
+    if (strncmp(exe, root, k) == 0 && exe[k] == '/')
         return STEPSCOPE_BUILD_STATIC_DIR;
     return STEPSCOPE_STATIC_DIR;
 }
