@@ -8,6 +8,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from relutil import SCALE, rss_kib
 from ssclient import Client, dumps, x_event
 
@@ -184,3 +186,36 @@ def test_slowloris_does_not_starve_the_dashboard(daemons, figures):
     finally:
         stop.set()
         t.join(timeout=30)
+
+
+@pytest.mark.skipif(SCALE < 4, reason="long variant (2 x 1.64 M spans, minutes): "
+                                      "tests/bench/reliability.sh runs it")
+def test_ranks_past_the_live_caps_rss_plateaus(daemon, figures):
+    """2 ranks streaming 40 000 simulated steps each (1.64 M spans per rank, past
+    LIVE_RANK_SPANS_MAX and LIVE_BD_SPANS_MAX): once the caps are reached RSS stops growing. The
+    last quarter of the run may not add more than 10 % to the RSS of the three-quarter mark."""
+    steps = 40000
+    stop = threading.Event()
+    sent = {}
+    threads = [threading.Thread(target=_rank_stream, daemon=True,
+                                args=(daemon.socket, "plateau", r, steps, 40, 1000000, stop, sent))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    samples = []  # (events stored, RSS KiB)
+    t0 = time.monotonic()
+    while any(t.is_alive() for t in threads):
+        time.sleep(1.0)
+        samples.append((daemon.job("plateau")["events"] if daemon.jobs() else 0,
+                        rss_kib(daemon.proc.pid)))
+        if time.monotonic() - t0 > 1200:
+            stop.set()
+            raise AssertionError("the run did not finish in 1200 s")
+    total = sum(sent.values())
+    samples.append((daemon.job("plateau")["events"], rss_kib(daemon.proc.pid)))
+    assert samples[-1][0] == total
+    at_3q = max(kib for ev, kib in samples if ev <= total * 3 // 4)
+    last_q = max(kib for ev, kib in samples if ev > total * 3 // 4)
+    figures(events=total, rss_at_three_quarters_kib=at_3q, rss_last_quarter_max_kib=last_q,
+            rss_samples=samples[:: max(1, len(samples) // 30)])
+    assert last_q <= at_3q * 11 // 10, f"RSS still growing past the caps: {at_3q} -> {last_q} KiB"
