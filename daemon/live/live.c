@@ -704,6 +704,7 @@ static void feed_step_record(struct live_rank *rk, const struct record *r)
 /* The number after '#' in "ProfilerStep#12", or -1. */
 static int64_t step_number(const char *name, size_t len)
 {
+    len = analyse_sum_name_len(name, len); /* Paddle 3.x: "ProfileStep#1[795.749 us]" */
     const char *h = memchr(name, '#', len);
     if (!h || (size_t)(h - name) + 1 >= len)
         return -1;

@@ -595,6 +595,36 @@ START_TEST(test_live_breakdown_cache_and_cap)
 }
 END_TEST
 
+/* Paddle 3.x names its step spans with their duration: "ProfileStep#3[795.749 us]". */
+START_TEST(test_live_paddle_step_names)
+{
+    static const char *const names[] = {"ProfileStep#3[795.749 us]", "ProfileStep#4 [1.090 ms]",
+                                        "ProfileStep#5[x]"};
+    struct record v[3];
+    for (int i = 0; i < 3; i++) {
+        v[i] = span(names[i], 1000 * i, 900);
+        v[i].cat = (struct record_text){"ProfileStep", 11};
+    }
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    ck_assert_int_eq(live_feed(lv, 4, 0, v, 3), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *s;
+    ck_assert_int_eq(live_snapshot_get(lv, 4, &s), 0);
+    struct live_step_row *rows;
+    size_t n, total;
+    ck_assert_int_eq(live_query_steps(s, -1, 0, 10, &rows, &n, &total), 0);
+    /* The third has no number before its bracket's end: not a step. */
+    ck_assert_uint_eq(total, 2);
+    ck_assert_int_eq(rows[0].step, 3);
+    ck_assert_int_eq(rows[1].step, 4);
+    ck_assert_int_eq(rows[1].total_ns, 900 * US);
+    free(rows);
+    live_snapshot_put(s);
+    live_free(lv);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
     Suite *s = suite_create("live");
@@ -603,6 +633,7 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_self_follows_torch_walk_across_flushes, 1, N_LEGACY + 1);
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
+    tcase_add_test(tc, test_live_paddle_step_names);
     tcase_add_test(tc, test_live_queues_and_pipeline);
     tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_query_host_means);
