@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -167,6 +168,13 @@ static int recv_all(int fd, size_t max, char **ret_buf, size_t *ret_n, char *err
 int hclient_get(const struct hclient_target *t, const char *path, int *ret_status,
                 char **ret_body, size_t *ret_len, char *err)
 {
+    return hclient_request(t, "GET", path, NULL, 0, ret_status, ret_body, ret_len, err);
+}
+
+int hclient_request(const struct hclient_target *t, const char *method, const char *path,
+                    const char *json, size_t json_len, int *ret_status, char **ret_body,
+                    size_t *ret_len, char *err)
+{
     char host[128];
     int fd = connect_to(t->http, host, sizeof host, err);
     if (fd < 0)
@@ -174,11 +182,15 @@ int hclient_get(const struct hclient_target *t, const char *path, int *ret_statu
     bool v6 = strchr(host, ':') != NULL;
     struct sbuf req;
     sbuf_init(&req, 16384);
-    sbuf_printf(&req, "GET %s HTTP/1.0\r\nHost: %s%s%s\r\nUser-Agent: stepscope\r\n", path,
-                v6 ? "[" : "", host, v6 ? "]" : "");
+    sbuf_printf(&req, "%s %s HTTP/1.0\r\nHost: %s%s%s\r\nUser-Agent: stepscope\r\n", method,
+                path, v6 ? "[" : "", host, v6 ? "]" : "");
     if (t->token[0])
         sbuf_printf(&req, "Authorization: Bearer %s\r\n", t->token);
+    if (json)
+        sbuf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n", json_len);
     sbuf_adds(&req, "\r\n");
+    if (json)
+        sbuf_add(&req, json, json_len);
     int r = -ENOMEM;
     char *ans = NULL;
     size_t n = 0;
@@ -235,4 +247,55 @@ void hclient_error_message(const char *body, size_t len, char *buf, size_t size)
     for (; s < end && k + 1 < size; s++, k++)
         buf[k] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
     buf[k] = '\0';
+}
+
+int hclient_add_segment(char *buf, size_t size, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(buf);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '.' || c == '_' || c == '~';
+        if (n + (plain ? 1 : 3) >= size)
+            return -ENAMETOOLONG;
+        if (plain) {
+            buf[n++] = (char)c;
+        } else {
+            buf[n++] = '%';
+            buf[n++] = hex[c >> 4];
+            buf[n++] = hex[c & 15];
+        }
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+void hclient_print_error(const char *cmd, int status, const char *body, size_t len)
+{
+    char msg[256];
+    hclient_error_message(body, len, msg, sizeof msg);
+    fprintf(stderr, "stepscope %s: the daemon answered %d: %s%s\n", cmd, status, msg,
+            status == 401 ? " (give its token: --auth-token-file FILE)" : "");
+}
+
+int hclient_option(int c, const char *cmd, void (*usage)(FILE *), char **argv,
+                   struct hclient_options *o)
+{
+    switch (c) {
+    case 'H':
+        o->http = optarg;
+        return -1;
+    case 'T':
+        o->token_file = optarg;
+        return -1;
+    case 'h':
+        usage(stdout);
+        return 0;
+    default:
+        fprintf(stderr, "stepscope %s: %s: unknown option or missing value\n", cmd,
+                argv[optind - 1]);
+        usage(stderr);
+        return 2;
+    }
 }

@@ -2,14 +2,15 @@
 /*
  * hclient: the CLI's read side of stepscoped's HTTP API (docs/API.md): one GET over HTTP/1.0
  * (so the answer is never chunked and ends when the daemon closes), with the bearer token when
- * the daemon has one, bounded in size and time. For the subcommands that print what the API
- * says (`stepscope jobs`); where the daemon is and the token come from the same options and
+ * the daemon has one, bounded in size and time (hclient_request() also POSTs a JSON body). For
+ * the subcommands that talk to the API (`stepscope jobs`, `capture`, `summary`); where the daemon is and the token come from the same options and
  * environment as the daemon's own (hclient_target()).
  */
 #ifndef STEPSCOPE_IMPORT_HCLIENT_H
 #define STEPSCOPE_IMPORT_HCLIENT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define HCLIENT_ERR_MAX 512
 #define HCLIENT_TIMEOUT_MS 30000      /* a wait with no progress fails after this */
@@ -36,6 +37,35 @@ int hclient_target(struct hclient_target *ret, char *const *envp, const char *ht
  * -EMSGSIZE past HCLIENT_ANSWER_MAX, ...) with err saying what failed. */
 int hclient_get(const struct hclient_target *t, const char *path, int *ret_status,
                 char **ret_body, size_t *ret_len, char *err);
+
+/* As hclient_get, with any method; json (json_len bytes, NULL for none) is sent as the body with
+ * Content-Type: application/json. */
+int hclient_request(const struct hclient_target *t, const char *method, const char *path,
+                    const char *json, size_t json_len, int *ret_status, char **ret_body,
+                    size_t *ret_len, char *err);
+
+/* The getopt_long options every API command takes (put them last in its table), and what they
+ * set. */
+#define HCLIENT_OPTIONS                                                                            \
+    {"http", required_argument, NULL, 'H'}, {"auth-token-file", required_argument, NULL, 'T'},     \
+        {"help", no_argument, NULL, 'h'}, { NULL, 0, NULL, 0 }
+struct hclient_options {
+    const char *http, *token_file;
+};
+
+/* Handles getopt_long's answer c when it is one of HCLIENT_OPTIONS or an unknown option (the
+ * error said on stderr with usage). Returns -1 when parsing goes on, else the exit code of the
+ * command (0 after --help printed its usage on stdout, 2 bad usage). */
+int hclient_option(int c, const char *cmd, void (*usage)(FILE *), char **argv,
+                   struct hclient_options *o);
+
+/* Appends s percent-encoded as one path segment (every byte but A-Z a-z 0-9 - . _ ~) to the
+ * NUL-terminated buf of size bytes. Returns 0, or -ENAMETOOLONG if it does not fit. */
+int hclient_add_segment(char *buf, size_t size, const char *s);
+
+/* Prints "stepscope CMD: the daemon answered STATUS: MESSAGE" (with a token hint on 401) to
+ * stderr. */
+void hclient_print_error(const char *cmd, int status, const char *body, size_t len);
 
 /* The "message" of a {"error":{"code","message"}} body, copied into buf (size bytes) with
  * control bytes replaced by '?'; the body's first line when it is not one. */

@@ -192,36 +192,22 @@ out:
 int jobs_command(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"http", required_argument, NULL, 'H'},
-        {"auth-token-file", required_argument, NULL, 'T'},
         {"csv", no_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        HCLIENT_OPTIONS,
     };
-    const char *http = NULL, *token_file = NULL;
     bool csv = false;
-    int c;
+    int c, code;
+    struct hclient_options o = {NULL, NULL};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'H':
-            http = optarg;
-            break;
-        case 'T':
-            token_file = optarg;
-            break;
         case 'c':
             csv = true;
             break;
-        case 'h':
-            jobs_usage(stdout);
-            return JOBS_EXIT_OK;
         default:
-            fprintf(stderr, "stepscope jobs: %s: unknown option or missing value\n",
-                    argv[optind - 1]);
-            jobs_usage(stderr);
-            return JOBS_EXIT_USAGE;
+            if ((code = hclient_option(c, "jobs", jobs_usage, argv, &o)) >= 0)
+                return code;
         }
     }
     if (optind < argc) {
@@ -231,7 +217,7 @@ int jobs_command(int argc, char **argv)
     }
     struct hclient_target t;
     char err[HCLIENT_ERR_MAX];
-    if (hclient_target(&t, environ, http, token_file, err) < 0) {
+    if (hclient_target(&t, environ, o.http, o.token_file, err) < 0) {
         fprintf(stderr, "stepscope jobs: %s\n", err);
         return JOBS_EXIT_USAGE;
     }
@@ -244,12 +230,9 @@ int jobs_command(int argc, char **argv)
         fprintf(stderr, "stepscope jobs: %s\n", err);
         return JOBS_EXIT_DAEMON;
     }
-    int code = JOBS_EXIT_OK;
+    code = JOBS_EXIT_OK;
     if (status != 200) {
-        char msg[256];
-        hclient_error_message(body, len, msg, sizeof msg);
-        fprintf(stderr, "stepscope jobs: the daemon answered %d: %s%s\n", status, msg,
-                status == 401 ? " (give its token: --auth-token-file FILE)" : "");
+        hclient_print_error("jobs", status, body, len);
         code = JOBS_EXIT_DAEMON;
     } else if (csv) {
         fwrite(body, 1, len, stdout);

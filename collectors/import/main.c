@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main: the `stepscope` command-line tool. It dispatches to one subcommand per module of this
- * folder; `import` is the first (import.h), `jobs` (jobs.h) the next, and later ones join the
- * table below.
+ * folder; `import` is the first (import.h), `jobs` (jobs.h), `capture` (capture.h) and `summary`
+ * (summary.h) the next; later ones join the table below.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "capture.h"
 #include "import.h"
 #include "jobs.h"
 #include "stepscope_build.h"
+#include "summary.h"
 
 static void usage(FILE *f)
 {
@@ -20,6 +22,8 @@ static void usage(FILE *f)
           "  import PATH...   import Chrome-trace files (.json, .json.gz) and MindSpore\n"
           "                   profiler folders into stepscoped\n"
           "  jobs             list the jobs stepscoped holds\n"
+          "  capture JOB      ask a running job for N detailed steps (--steps N)\n"
+          "  summary JOB      print paddle.profiler's summary tables of a job\n"
           "  help [COMMAND]   show this text, or a command's usage\n",
           f);
 }
@@ -35,6 +39,10 @@ int main(int argc, char **argv)
         return import_command(argc - 1, argv + 1);
     if (strcmp(cmd, "jobs") == 0)
         return jobs_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "capture") == 0)
+        return capture_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "summary") == 0)
+        return summary_command(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("stepscope %s\n", STEPSCOPE_VERSION);
         return 0;
@@ -44,6 +52,10 @@ int main(int argc, char **argv)
             import_usage(stdout);
         else if (argc > 2 && strcmp(argv[2], "jobs") == 0)
             jobs_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "capture") == 0)
+            capture_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "summary") == 0)
+            summary_usage(stdout);
         else
             usage(stdout);
         return 0;
