@@ -12,7 +12,17 @@ export class ApiError extends Error {
 }
 
 export async function getJSON(path, { signal } = {}) {
-  const res = await fetch(path, { headers: { Accept: 'application/json' }, signal });
+  return answer(await fetch(path, { headers: { Accept: 'application/json' }, signal }));
+}
+
+// POSTs obj as JSON (the one route that takes a body: captures); the answer as getJSON's.
+export async function postJSON(path, obj) {
+  return answer(await fetch(path, {
+    method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json' }, body: JSON.stringify(obj),
+  }));
+}
+
+async function answer(res) {
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const err = body && body.error ? body.error : { code: res.statusText, message: '' };

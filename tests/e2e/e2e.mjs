@@ -131,6 +131,7 @@ const tests = [];
 const test = (name, fn, opts) => tests.push({ name, fn, ...opts });
 let main;
 let live;
+let sockPath;
 
 test('jobs list: states, numbers, search, sort, URL state', async (page) => {
   await open(page, '#/jobs');
@@ -416,6 +417,39 @@ test('live: a new step shows within 2 s without a reload; live indicator', async
 
 let liveFeed;
 
+test('capture: "Capture N steps" posts, shows each rank\'s progress, links to the captured steps', async (page) => {
+  const feed = runFeed(sockPath, 'capture');
+  await feed.waitLines(1, 60000);
+  const cap = await waitFor('job e2e-cap', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-cap'));
+  await open(page, `#/job/${cap.id}/timeline?rank=0`);
+  await page.fill('#capture-steps', '2');
+  expectEq(await page.textContent('#capture-go'), 'Capture 2 steps', 'button label');
+  await page.click('#capture-go');
+  // The daemon has the capture the page created, with the page's numbers.
+  const made = await waitFor('a capture', async () => (await api(`/api/v1/jobs/${cap.id}/captures`)).captures[0]);
+  expectEq([made.steps, made.start, made.all_ranks], [2, 'next', true], 'posted capture');
+  // Progress: both ranks armed at some point (the feeder holds that state for 0.5 s).
+  await until(page, () => document.querySelectorAll('.capture-ranks li[data-state="armed"]').length === 2, null, { timeout: 15000 });
+  await shot(page, 'capture-progress');
+  const first = Number((await feed.waitLines(2, 60000)).split(' ')[1]);
+  await until(page, () => document.getElementById('capture-link') !== null, null, { timeout: 15000 });
+  const got = await api(`/api/v1/jobs/${cap.id}/captures/${made.id}`);
+  const states = await page.$$eval('.capture-ranks li', (n) => n.map((x) => [x.dataset.rank, x.dataset.state, x.textContent]));
+  expectEq(states.map((s) => s.slice(0, 2)), got.ranks.map((r) => [String(r.rank), r.state]), 'rank states');
+  expectEq(got.ranks.map((r) => r.state), ['done', 'failed'], 'API states');
+  // The client's reason is shown as text (it holds < and >).
+  if (!states[1][2].includes(got.ranks[1].reason)) fail(`reason not shown: ${states[1][2]}`);
+  expectEq(await page.getAttribute('.capture-head', 'data-state'), 'failed', 'capture state');
+  await shot(page, 'capture-done');
+  await page.click('#capture-link');
+  await until(page, (s) => location.hash.includes(`step=${s}`) && document.querySelector('#view')?.dataset.view === 'timeline', first);
+  await until(page, () => document.querySelector('[data-spans]') !== null);
+  const spans = await page.getAttribute('[data-spans]', 'data-spans');
+  const tl = await api(`/api/v1/jobs/${cap.id}/timeline?ranks=0&step=${first}`);
+  expectEq(Number(spans), tl.traceEvents.filter((e) => e.ph === 'X').length, 'spans of the first captured step');
+  if (Number(spans) === 0) fail('no spans in the captured step');
+});
+
 function xmlEscape(s) {
   return String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' }[c]));
 }
@@ -424,6 +458,7 @@ async function main_() {
   fs.mkdirSync(SHOTS, { recursive: true });
   const { url, sock } = await startDaemon();
   base = url;
+  sockPath = sock;
   const feed = runFeed(sock, 'main');
   await feed.waitLines(1, 60000);
   liveFeed = runFeed(sock, 'live');

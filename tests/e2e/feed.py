@@ -9,6 +9,13 @@
   feed.py SOCKET live   the job "e2e-live" through the Python collector (collectors/python):
                         one step at once, then one more step per line read on stdin, flushed;
                         prints "ok N" after step N is acknowledged. Ends at EOF.
+  feed.py SOCKET capture
+                        the job "e2e-cap": two ranks that announce the capture capability
+                        (docs/PROTOCOL.md section 6), CAP_BEFORE steps in the past; prints "ok",
+                        then serves one capture request: both ranks report armed; rank 0 sends
+                        the requested number of steps from now (with spans), reporting recording
+                        then done; rank 1 reports failed with CAP_REASON. Prints "ok STEP"
+                        (the first captured step) and ends.
 """
 import os
 import sys
@@ -92,5 +99,65 @@ def live_job(sock):
     client.close()
 
 
+CAP_BEFORE = 10
+CAP_REASON = "RuntimeError: profiler already running <in this process>"
+
+
+def capture_job(sock):
+    from ssclient import Client
+
+    def step_lines(step, begin, dur=20_000):
+        return [span("aten::conv2d", begin + 2000, 9000), span("aten::relu", begin + 12_000, 3000),
+                span("gemm_kernel", begin + 2500, 8000, cat="kernel", tid=7, pid=200),
+                {"type": "step", "step": step, "begin_us": begin, "end_us": begin + dur}]
+
+    def send(c, lines):
+        c.send_lines(lines)
+        c.wait_ack(c.welcome["next_seq"] + c.lines_sent - 1)
+
+    def request(c):
+        while True:
+            msg = c.read_message(timeout=300)
+            if msg is None:
+                raise SystemExit("capture feeder: the daemon closed the connection")
+            if "capture" in msg:
+                return msg["capture"]
+
+    def report(c, cid, state, reason=None):
+        rec = {"type": "capture", "id": cid, "state": state}
+        if reason:
+            rec["reason"] = reason
+        send(c, [rec])
+
+    past = int(time.time() * 1e6) - 60_000_000
+    ranks = []
+    for rank in range(2):
+        c = Client(sock)
+        c.hello("e2e-cap", rank=rank, world_size=2, capabilities=["capture"])
+        lines = []
+        for i in range(CAP_BEFORE):
+            lines += step_lines(i, past + i * 100_000)
+        send(c, lines)
+        ranks.append(c)
+    print("ok", flush=True)
+    reqs = [request(c) for c in ranks]
+    cid, n = reqs[0]["id"], reqs[0]["steps"]
+    for c in ranks:
+        report(c, cid, "armed")
+    time.sleep(0.5)  # long enough for the page to show "armed"
+    report(ranks[0], cid, "recording")
+    begin = int(time.time() * 1e6)
+    lines = []
+    for k in range(n):
+        lines += step_lines(CAP_BEFORE + k, begin + k * 30_000)
+    send(ranks[0], lines)
+    time.sleep(0.5)
+    report(ranks[1], cid, "failed", CAP_REASON)
+    report(ranks[0], cid, "done")
+    print("ok", CAP_BEFORE, flush=True)
+    for c in ranks:
+        c.close()
+
+
 if __name__ == "__main__":
-    {"main": main_job, "live": live_job}[sys.argv[2]](sys.argv[1])
+    {"main": main_job, "live": live_job, "capture": capture_job}[sys.argv[2]](sys.argv[1])

@@ -3,9 +3,11 @@
 // chrome://tracing load), and an in-page view of one step of one rank: each (process, thread)
 // is a row of the canvas, nested spans stack inside it; W/S zoom in and out, A/D pan (as in
 // chrome://tracing), the mouse wheel zooms too; a click on a span shows its name, times and
-// args. The step's trace comes from /timeline?ranks=R&step=N, capped at MAX_BYTES.
+// args. The step's trace comes from /timeline?ranks=R&step=N, capped at MAX_BYTES. Below it,
+// the "Capture N steps" control (capture.js) asks the running job for detailed steps.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum } from '../dom.js';
+import { captureControl } from '../capture.js';
 
 export const live = false; // a live refresh would reset the zoom; the step's data is fixed
 
@@ -246,5 +248,6 @@ export async function render(ctx) {
       body = viewer(rows, info);
     }
   }
-  return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, body));
+  return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, body),
+    card('Capture detailed steps', { id: 'capture', cls: 'wide' }, captureControl(ctx)));
 }
