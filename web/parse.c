@@ -262,6 +262,19 @@ int web__parse_us(const char *s, size_t n, int64_t min_ns, int64_t max_ns, int64
     return 0;
 }
 
+int web__parse_steps(const char *s, size_t n, int64_t *ret_first, int64_t *ret_last)
+{
+    const char *dash = n > 1 ? memchr(s + 1, '-', n - 1) : NULL;
+    size_t l1 = dash ? (size_t)(dash - s) : n;
+    if (web__parse_i64(s, l1, 0, INT64_MAX, ret_first) < 0)
+        return -EINVAL;
+    if (!dash)
+        *ret_last = *ret_first;
+    else if (web__parse_i64(dash + 1, n - l1 - 1, 0, INT64_MAX, ret_last) < 0)
+        return -EINVAL;
+    return *ret_last < *ret_first ? -EINVAL : 0;
+}
+
 const char *web__mime_type(const char *name)
 {
     static const struct {

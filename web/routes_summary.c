@@ -230,11 +230,7 @@ static int param_steps(struct web *w, struct MHD_Connection *c, int64_t *first, 
     int r = web__param_str(w, c, "steps", buf, sizeof buf, &len, ret_mhd);
     if (r <= 0)
         return r;
-    const char *dash = len > 1 ? memchr(buf + 1, '-', len - 1) : NULL;
-    size_t l1 = dash ? (size_t)(dash - buf) : len;
-    if (web__parse_i64(buf, l1, 0, INT64_MAX, first) < 0 ||
-        (dash && web__parse_i64(dash + 1, len - l1 - 1, 0, INT64_MAX, last) < 0) ||
-        (!dash && (*last = *first, false)) || *last < *first) {
+    if (web__parse_steps(buf, len, first, last) < 0) {
         *ret_mhd = bad(w, c, "steps: A-B (0 <= A <= B) or N");
         return -1;
     }

@@ -125,6 +125,11 @@ int web__parse_i64(const char *s, size_t n, int64_t min, int64_t max, int64_t *r
  * or -ERANGE (int64 ns overflow, or outside [min_ns, max_ns]). */
 int web__parse_us(const char *s, size_t n, int64_t min_ns, int64_t max_ns, int64_t *ret_ns);
 
+/* Parses s[0, n) as a step range "A-B" (0 <= A <= B) or a single step "N" (A = B = N), each
+ * number as web__parse_i64() reads it. Returns 0 and sets *ret_first and *ret_last, or -EINVAL
+ * (then both are unspecified). */
+int web__parse_steps(const char *s, size_t n, int64_t *ret_first, int64_t *ret_last);
+
 /* The Content-Type of a file by its extension (case-sensitive); "application/octet-stream" for
  * any other. Never NULL; static storage. */
 const char *web__mime_type(const char *name);

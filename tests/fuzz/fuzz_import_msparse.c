@@ -20,13 +20,11 @@
 #include <string.h>
 
 #include "../../collectors/import/msparse.h"
-#include "../../daemon/core/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "fuzz_lines.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define OUT_MAX (1u << 20)
-#define LINE_MAX_BYTES (1u << 20)
 
 static struct ingest_decoder *dec;
 
@@ -42,40 +40,10 @@ static void feed_text(struct msf *m, enum msf_kind k, const char *text)
     free(b);
 }
 
-static void check_lines(const char *p, size_t len, uint64_t n)
-{
-    static char arena_buf[LINE_MAX_BYTES + 64];
-    uint64_t seen = 0;
-    const char *end = p + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        assert(nl); /* every line is terminated */
-        size_t ll = (size_t)(nl - p);
-        assert(ll > 0 && ll <= LINE_MAX_BYTES);
-        char *copy = malloc(ll + 1 + LBUF_PADDING);
-        assert(copy);
-        memcpy(copy, p, ll);
-        memset(copy + ll, 0, 1 + LBUF_PADDING);
-        struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
-        struct record r;
-        char msg[INGEST_DECODE_MSG_MAX];
-        int res = ingest__decode_record(dec, copy, ll, &a, &r, msg);
-        if (res != INGEST_DECODE_OK) {
-            /* Report the line before failing, so a saved crash explains itself. */
-            fprintf(stderr, "rejected (%s): %.*s\n", msg, (int)(ll > 300 ? 300 : ll), copy);
-            abort();
-        }
-        free(copy);
-        seen++;
-        p = nl + 1;
-    }
-    assert(seen == n);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dec) {
-        dec = ingest__decoder_new(LINE_MAX_BYTES);
+        dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
     }
     if (size < 2 || size > (1u << 16))
@@ -110,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len;
         uint64_t nl;
         const char *out = msf_lines(m, &len, &nl);
-        check_lines(out, len, nl);
+        fuzz_check_lines(dec, out, len, nl);
         const char *fp = msf_fp_name(m), *bp = msf_bp_name(m);
         assert(!fp == !bp);
         assert(!fp || (strcmp(fp, bp) != 0 && strlen(fp) <= MSF_NAME_MAX));
