@@ -57,6 +57,18 @@ enum {
 #define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
 #define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
 #define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
+#define DELETE_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a job deletion waits this long for the loop,
+                                                     * then as long again for its commit */
+
+/* DELETE /api/v1/jobs/{job}, handed by an HTTP thread to the loop (which alone may touch the
+ * store's tables and live): queued on daemon.deletes under async_lock, answered there too. */
+struct delete_req {
+    struct delete_req *next;
+    const char *job;
+    int result;         /* 0, -ENOENT, -EBUSY (connected), -ENOMEM, -ESHUTDOWN */
+    uint64_t ticket;    /* store_wait_committed() */
+    bool done;
+};
 
 /* The job and rank of an open session, for live_feed(). */
 struct session_key {
@@ -84,8 +96,12 @@ struct daemon {
     int64_t live_published_ns;
     uv_async_t durable_async; /* the writer thread's wake-up call */
     uv_async_t capture_async; /* an HTTP thread added a capture */
-    pthread_mutex_t async_lock; /* guards async_open against the writer and HTTP threads */
-    bool async_open;          /* durable_async and capture_async may be sent to */
+    uv_async_t delete_async;  /* an HTTP thread queued a job deletion */
+    pthread_mutex_t async_lock; /* guards async_open and deletes against the writer and HTTP
+                                 * threads */
+    pthread_cond_t delete_cond; /* a deletion was answered (with async_lock) */
+    struct delete_req *deletes; /* waiting for the loop */
+    bool async_open;          /* durable_async, capture_async and delete_async may be sent to */
     struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
     bool capture_offer;       /* sessions or captures changed: offer captures on the next tick */
     uv_timer_t flush_timer;
@@ -296,6 +312,60 @@ static int web_capture_list(void *ud, const char *job, int64_t id, struct sbuf *
     return r < 0 ? r : capture_reg_render(d->captures, j.id, id, out);
 }
 
+/* Loop thread: runs the queued deletions. A job with an open session is refused (-EBUSY); else
+ * the store forgets it and queues the deletion of its rows, and live drops its aggregates. */
+static void on_delete_async(uv_async_t *h)
+{
+    struct daemon *d = h->data;
+    pthread_mutex_lock(&d->async_lock);
+    for (struct delete_req *q = d->deletes; q; q = q->next) {
+        int64_t job_id = 0;
+        q->result = d->stopping ? -ESHUTDOWN
+                                : store_job_delete(d->store, q->job, &job_id, &q->ticket);
+        if (q->result == 0) {
+            live_drop_job(d->live, job_id);
+            log_info("job \"%s\" (%lld) deleted", q->job, (long long)job_id);
+        }
+        q->done = true;
+    }
+    d->deletes = NULL;
+    pthread_cond_broadcast(&d->delete_cond);
+    pthread_mutex_unlock(&d->async_lock);
+}
+
+/* web's DELETE /api/v1/jobs/{job} (HTTP thread): asks the loop, then waits for the commit. */
+static int web_job_delete(void *ud, const char *job)
+{
+    struct daemon *d = ud;
+    struct delete_req q = {.job = job};
+    int64_t deadline = clock_mono_ns() + DELETE_WAIT_NS;
+    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+    pthread_mutex_lock(&d->async_lock);
+    if (!d->async_open) {
+        pthread_mutex_unlock(&d->async_lock);
+        return -ESHUTDOWN;
+    }
+    q.next = d->deletes;
+    d->deletes = &q;
+    uv_async_send(&d->delete_async);
+    while (!q.done) {
+        if (pthread_cond_timedwait(&d->delete_cond, &d->async_lock, &ts) == ETIMEDOUT &&
+            !q.done) {
+            /* Not taken yet (the loop answers a whole list under the lock): unlink it. */
+            struct delete_req **p = &d->deletes;
+            while (*p != &q)
+                p = &(*p)->next;
+            *p = q.next;
+            q.result = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&d->async_lock);
+    if (q.result < 0)
+        return q.result;
+    return store_wait_committed(d->store, q.ticket, DELETE_WAIT_NS);
+}
+
 static int load_capture(void *ud, const struct record_capture *c)
 {
     struct daemon *d = ud;
@@ -335,10 +405,17 @@ static void close_async(struct daemon *d)
     pthread_mutex_lock(&d->async_lock);
     bool was_open = d->async_open;
     d->async_open = false;
+    for (struct delete_req *q = d->deletes; q; q = q->next) {
+        q->result = -ESHUTDOWN;
+        q->done = true;
+    }
+    d->deletes = NULL;
+    pthread_cond_broadcast(&d->delete_cond);
     pthread_mutex_unlock(&d->async_lock);
     if (was_open) {
         uv_close((uv_handle_t *)&d->durable_async, NULL);
         uv_close((uv_handle_t *)&d->capture_async, NULL);
+        uv_close((uv_handle_t *)&d->delete_async, NULL);
     }
 }
 
@@ -798,6 +875,11 @@ int main(int argc, char **argv)
     log_set_level(level);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&d.async_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* web_job_delete() waits by clock_mono_ns() */
+    pthread_cond_init(&d.delete_cond, &ca);
+    pthread_condattr_destroy(&ca);
 
     d.loop = uv_default_loop();
     int r;
@@ -843,6 +925,8 @@ int main(int argc, char **argv)
     d.durable_async.data = &d;
     uv_async_init(d.loop, &d.capture_async, on_capture_async);
     d.capture_async.data = &d;
+    uv_async_init(d.loop, &d.delete_async, on_delete_async);
+    d.delete_async.data = &d;
     d.async_open = true;
     r = store_open(&scfg, &d.store, err);
     if (r < 0) {
@@ -884,6 +968,7 @@ int main(int argc, char **argv)
         .list = web_capture_list,
         .ud = &d,
     };
+    const struct web_jobs jobs = {.remove = web_job_delete, .ud = &d};
     const struct web_line_decoder decoder = {
         .create = web_decoder_create,
         .destroy = web_decoder_destroy,
@@ -906,6 +991,7 @@ int main(int argc, char **argv)
         .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
         .decoder = &decoder,
         .captures = &captures,
+        .jobs = &jobs,
     };
     err[0] = '\0';
     r = web_start(&wcfg, &d.web, err);

@@ -2,16 +2,21 @@
 /*
  * http: the libmicrohttpd daemon. It binds the configured address, runs MHD's internal polling
  * thread (a pool of them when threads > 1, epoll where MHD has it), and sends every request
- * through one access handler: count it, refuse methods other than GET and HEAD, route the path
+ * through one access handler: count it, refuse methods a route does not take (405 with Allow:
+ * GET and HEAD everywhere, POST for captures and the session, DELETE for a job), route the path
  * (parse.c) to the API (routes.c) or the dashboard files (static.c).
  *
  * MHD normally percent-decodes the path and query values before the handler sees them, which
  * would turn "%00" into a NUL that silently cuts the path short. An identity unescape callback
  * keeps the bytes as sent, and parse.c decodes them once, rejecting NUL and bad escapes.
  *
- * With an auth token configured, every request but /api/v1/health must carry
- * "Authorization: Bearer <token>"; the comparison takes the same time wherever the given token
- * differs. Without one, web_start() binds loopback addresses only.
+ * With an auth token configured, every API request but /api/v1/health and POST /api/v1/session
+ * must carry "Authorization: Bearer <token>" or the cookie stepscope_token that the session
+ * route sets (the token in hex); the comparison takes the same time wherever the given token
+ * differs. The dashboard files hold no data and are served to anyone, so a browser can load the
+ * page that asks for the token. POST and DELETE must carry Content-Type: application/json or
+ * X-Requested-With, which a cross-site form cannot send (CSRF). Without a token, web_start()
+ * binds loopback addresses only.
  *
  * Every answer leaves through web__queue(), which adds the headers all answers carry and counts
  * the errors, so no handler can forget either. Handlers run on MHD's threads and only read: the
@@ -78,7 +83,7 @@ int web__queue(struct web *w, struct MHD_Connection *c, unsigned status, struct 
 }
 
 static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
-                      size_t len, const char *disposition, const char *type)
+                      size_t len, const char *disposition, const char *type, const char *allow)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -91,7 +96,7 @@ static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, 
     if (disposition)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow ? allow : "GET, HEAD");
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"stepscope\"");
@@ -105,14 +110,8 @@ static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, 
     return web__queue(w, c, status, resp);
 }
 
-static int send_bytes(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
-                      size_t len, const char *disposition)
-{
-    return send_typed(w, c, status, data, len, disposition, "application/json");
-}
-
-int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, const char *code,
-                    const char *message)
+static int send_error_allow(struct web *w, struct MHD_Connection *c, unsigned status,
+                            const char *code, const char *message, const char *allow)
 {
     struct sbuf b;
     sbuf_init(&b, WEB_ERROR_BODY_MAX);
@@ -122,7 +121,19 @@ int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, co
     sbuf_done(&b);
     if (!data)
         return web__queue(w, c, status, NULL);
-    return send_bytes(w, c, status, data, len, NULL);
+    return send_typed(w, c, status, data, len, NULL, "application/json", allow);
+}
+
+int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, const char *code,
+                    const char *message)
+{
+    return send_error_allow(w, c, status, code, message, NULL);
+}
+
+int web__send_405(struct web *w, struct MHD_Connection *c, const char *allow, const char *message)
+{
+    return send_error_allow(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed", message,
+                            allow);
 }
 
 static int send_sbuf(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
@@ -140,7 +151,7 @@ static int send_sbuf(struct web *w, struct MHD_Connection *c, unsigned status, s
     sbuf_done(b);
     if (!data)
         return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    return send_typed(w, c, status, data, len, disposition, type);
+    return send_typed(w, c, status, data, len, disposition, type, NULL);
 }
 
 int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
@@ -255,7 +266,7 @@ int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int
 
 /* Compares in time that depends on the token's length only: every byte of the token is read
  * whatever the given bytes are and wherever they first differ. */
-static bool token_equal(const char *given, size_t n, const char *token, size_t len)
+bool web__token_equal(const char *given, size_t n, const char *token, size_t len)
 {
     volatile unsigned char diff = (unsigned char)(n != len);
     for (size_t i = 0; i < len; i++)
@@ -263,34 +274,63 @@ static bool token_equal(const char *given, size_t n, const char *token, size_t l
     return diff == 0;
 }
 
-/* True when the request may go on: no token configured, the health route, or an Authorization
- * header "Bearer <token>" (scheme in any case, blanks after it skipped) with the token. */
+/* True when the request may go on: no token configured, a dashboard file, the health or session
+ * route, an Authorization header "Bearer <token>" (scheme in any case, blanks after it skipped)
+ * with the token, or the cookie stepscope_token with the token in hex. */
 static bool authorized(const struct web *w, struct MHD_Connection *c, const char *url)
 {
     static const char scheme[] = "bearer ";
-    if (w->auth_token_len == 0 || strcmp(url, "/api/v1/health") == 0)
+    static const char cookie[] = "stepscope_token";
+    if (w->auth_token_len == 0 || strcmp(url, "/api/v1/health") == 0 ||
+        strcmp(url, "/api/v1/session") == 0)
         return true;
+    if (strcmp(url, "/metrics") != 0 && strcmp(url, "/api") != 0 && strncmp(url, "/api/", 5) != 0)
+        return true; /* a dashboard file: no data in it */
     const char *v;
     size_t n;
     if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION,
-                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &v, &n) != MHD_YES ||
-        !v || n < sizeof scheme - 1 || strncasecmp(v, scheme, sizeof scheme - 1) != 0)
-        return false;
-    v += sizeof scheme - 1;
-    n -= sizeof scheme - 1;
-    while (n > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
+                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &v, &n) == MHD_YES &&
+        v && n >= sizeof scheme - 1 && strncasecmp(v, scheme, sizeof scheme - 1) == 0) {
+        v += sizeof scheme - 1;
+        n -= sizeof scheme - 1;
+        while (n > 0 && (*v == ' ' || *v == '\t')) {
+            v++;
+            n--;
+        }
+        return web__token_equal(v, n, w->auth_token, w->auth_token_len);
     }
-    return token_equal(v, n, w->auth_token, w->auth_token_len);
+    if (MHD_lookup_connection_value_n(c, MHD_COOKIE_KIND, cookie, sizeof cookie - 1, &v, &n) ==
+            MHD_YES &&
+        v)
+        return web__token_equal(v, n, w->auth_cookie, 2 * w->auth_token_len);
+    return false;
 }
 
-static int first_call_seen; /* its address marks a GET or HEAD past its first call; any other
-                             * non-NULL con_cls is a POST body being gathered (captures.c) */
+bool web__is_json_type(struct MHD_Connection *c)
+{
+    static const char json[] = "application/json";
+    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!t || strncasecmp(t, json, sizeof json - 1) != 0)
+        return false;
+    char next = t[sizeof json - 1];
+    return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+bool web__csrf_safe(struct MHD_Connection *c)
+{
+    if (web__is_json_type(c))
+        return true;
+    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Requested-With");
+    return x && x[0];
+}
+
+static int first_call_seen; /* its address marks a GET or HEAD past its first call, */
+static int delete_seen;     /* and this one a DELETE; any other non-NULL con_cls is a POST body
+                             * being gathered (captures.c) */
 
 static bool is_post(void *con_cls)
 {
-    return con_cls && con_cls != &first_call_seen;
+    return con_cls && con_cls != &first_call_seen && con_cls != &delete_seen;
 }
 
 /* Frees a POST body still held when its request ends (answered, or the client went away). */
@@ -324,10 +364,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * serve. */
         if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
             return (enum MHD_Result)web__post_begin(w, c, url, con_cls);
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-            strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-            return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
-                                                    "method_not_allowed", "only GET and HEAD");
+        struct web_route r;
+        if (strlen(url) > WEB_PATH_MAX || web__route_parse(url, &r) < 0)
+            r.id = WEB_ROUTE_API_UNKNOWN;
+        const char *allow = web__route_allow(r.id);
+        if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0 && r.id == WEB_ROUTE_JOB) {
+            if (!web__csrf_safe(c))
+                return (enum MHD_Result)web__send_error(
+                    w, c, MHD_HTTP_FORBIDDEN, "forbidden",
+                    "DELETE needs Content-Type: application/json or X-Requested-With (CSRF)");
+            *con_cls = &delete_seen;
+            return MHD_YES;
+        }
+        bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+                   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+        if (!get || r.id == WEB_ROUTE_SESSION)
+            return (enum MHD_Result)web__send_405(w, c, allow, "see the Allow header");
         /* GET and HEAD are answered on the next call, once the whole request is in: an answer
          * queued on the first call would cost the connection its keep-alive. */
         *con_cls = &first_call_seen;
@@ -336,7 +388,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (is_post(*con_cls))
         return (enum MHD_Result)web__post_data(w, c, *con_cls, upload_data, upload_data_size);
     if (*upload_data_size != 0) {
-        *upload_data_size = 0; /* a GET with a body: the body is ignored */
+        *upload_data_size = 0; /* a GET or DELETE with a body: the body is ignored */
         return MHD_YES;
     }
     if (strlen(url) > WEB_PATH_MAX)
@@ -351,6 +403,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                  : "job: bad percent-encoding or NUL");
     if (r.id == WEB_ROUTE_STATIC)
         return (enum MHD_Result)web__route_static(w, c, url);
+    if (*con_cls == &delete_seen)
+        return (enum MHD_Result)web__route_delete(w, c, &r);
     return (enum MHD_Result)web__route_api(w, c, &r);
 }
 
@@ -464,6 +518,12 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     if (token_len)
         memcpy(w->auth_token, cfg->auth_token, token_len + 1);
     w->auth_token_len = token_len;
+    for (size_t i = 0; i < token_len; i++)
+        snprintf(w->auth_cookie + 2 * i, 3, "%02x", (unsigned char)cfg->auth_token[i]);
+    if (cfg->jobs) {
+        w->has_jobs = true;
+        w->jobs = *cfg->jobs;
+    }
     w->metrics_max_ranks = cfg->metrics_max_ranks;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
@@ -538,6 +598,7 @@ void web_stop(struct web *w)
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     explicit_bzero(w->auth_token, sizeof w->auth_token);
+    explicit_bzero(w->auth_cookie, sizeof w->auth_cookie);
     web__cache_free(w->cache); /* after the threads: no answer is being queued any more */
     web__events_free(w);
     free(w);

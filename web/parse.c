@@ -53,6 +53,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_STATS, "/api/v1/stats"},
     {WEB_ROUTE_OPENAPI, "/api/v1/openapi.json"},
     {WEB_ROUTE_EVENTS, "/api/v1/events"},
+    {WEB_ROUTE_SESSION, "/api/v1/session"},
     {WEB_ROUTE_JOBS, "/api/v1/jobs"},
     {WEB_ROUTE_JOB, "/api/v1/jobs/{job}"},
     {WEB_ROUTE_TIMELINE, "/api/v1/jobs/{job}/timeline"},
@@ -301,4 +302,94 @@ const char *web__mime_type(const char *name)
             if (strcmp(dot + 1, types[i].ext) == 0)
                 return types[i].type;
     return "application/octet-stream";
+}
+
+const char *web__route_allow(enum web_route_id id)
+{
+    switch (id) {
+    case WEB_ROUTE_JOB:
+        return "GET, HEAD, DELETE";
+    case WEB_ROUTE_CAPTURES:
+        return "GET, HEAD, POST";
+    case WEB_ROUTE_SESSION:
+        return "POST";
+    default:
+        return "GET, HEAD";
+    }
+}
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* A JSON string starting at s[*i] (the opening quote) into dst; ASCII escapes only. */
+static int json_ascii_str(const char *s, size_t n, size_t *i, char *dst, size_t size,
+                          size_t *ret_len)
+{
+    size_t k = *i, j = 0;
+    if (k >= n || s[k] != '"')
+        return -EINVAL;
+    for (k++; k < n && s[k] != '"'; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c < 0x20)
+            return -EINVAL;
+        if (c == '\\') {
+            if (++k >= n)
+                return -EINVAL;
+            static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+            const char *e = s[k] ? strchr(from, s[k]) : NULL;
+            if (e) {
+                c = (unsigned char)to[e - from];
+            } else if (s[k] == 'u' && n - k > 4) {
+                int v = 0;
+                for (int h = 1; h <= 4; h++) {
+                    int d = hexval(s[k + (size_t)h]);
+                    if (d < 0)
+                        return -EINVAL;
+                    v = v * 16 + d;
+                }
+                if (v == 0 || v > 0x7f)
+                    return -EINVAL;
+                c = (unsigned char)v;
+                k += 4;
+            } else {
+                return -EINVAL;
+            }
+        }
+        if (j + 1 >= size)
+            return -ENAMETOOLONG;
+        dst[j++] = (char)c;
+    }
+    if (k >= n)
+        return -EINVAL;
+    dst[j] = '\0';
+    *ret_len = j;
+    *i = k + 1;
+    return 0;
+}
+
+int web__parse_token_body(const char *s, size_t n, char *dst, size_t size, size_t *ret_len)
+{
+    char key[8];
+    size_t key_len;
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{')
+        return -EINVAL;
+    i = skip_ws(s, n, i + 1);
+    if (json_ascii_str(s, n, &i, key, sizeof key, &key_len) < 0 || strcmp(key, "token") != 0)
+        return -EINVAL;
+    i = skip_ws(s, n, i);
+    if (i >= n || s[i] != ':')
+        return -EINVAL;
+    i = skip_ws(s, n, i + 1);
+    int r = json_ascii_str(s, n, &i, dst, size, ret_len);
+    if (r < 0)
+        return r;
+    i = skip_ws(s, n, i);
+    if (i >= n || s[i] != '}')
+        return -EINVAL;
+    return skip_ws(s, n, i + 1) == n ? 0 : -EINVAL;
 }

@@ -47,6 +47,15 @@ struct web_captures {
     void *ud;
 };
 
+/* Job deletion (docs/API.md "Delete a job"): main.c runs it on its loop, which owns the store's
+ * tables and live. remove() runs on an HTTP thread and blocks until the deletion is committed:
+ * 0; -ENOENT (no such job); -EBUSY (a client of the job is connected); -ESHUTDOWN, -ETIMEDOUT,
+ * -ENOMEM. */
+struct web_jobs {
+    int (*remove)(void *ud, const char *job);
+    void *ud;
+};
+
 struct web_config {
     const char *http;            /* "ADDR:PORT"; port 0 picks a free port (see web_port()) */
     const char *static_dir;      /* dashboard files; "" serves none; copied (resolved) at start */
@@ -70,6 +79,7 @@ struct web_config {
     const struct web_line_decoder *decoder; /* copied at start; NULL: summary and benchmark
                                     answer 503 */
     const struct web_captures *captures; /* copied at start; NULL: the capture routes answer 503 */
+    const struct web_jobs *jobs; /* copied at start; NULL: DELETE of a job answers 503 */
 };
 
 /* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts

@@ -68,6 +68,7 @@ enum web_route_id {
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
     WEB_ROUTE_CAPTURES,    /* /api/v1/jobs/{job}/captures: GET, and POST (captures.c) */
     WEB_ROUTE_CAPTURE,     /* /api/v1/jobs/{job}/captures/{id}; kind holds {id} */
+    WEB_ROUTE_SESSION,     /* /api/v1/session: POST only (session.c) */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -130,6 +131,14 @@ int web__parse_us(const char *s, size_t n, int64_t min_ns, int64_t max_ns, int64
  * (then both are unspecified). */
 int web__parse_steps(const char *s, size_t n, int64_t *ret_first, int64_t *ret_last);
 
+/* The methods a route answers, as an Allow header value ("GET, HEAD" for most). */
+const char *web__route_allow(enum web_route_id id);
+
+/* Parses a POST /api/v1/session body: exactly {"token": "<string>"} (blanks allowed), the string
+ * of ASCII without NUL (escapes \uXXXX up to 007F). Writes it NUL-terminated to dst (size bytes).
+ * Returns 0 and sets *ret_len; -EINVAL for anything else; -ENAMETOOLONG if it does not fit. */
+int web__parse_token_body(const char *s, size_t n, char *dst, size_t size, size_t *ret_len);
+
 /* The Content-Type of a file by its extension (case-sensitive); "application/octet-stream" for
  * any other. Never NULL; static storage. */
 const char *web__mime_type(const char *name);
@@ -179,6 +188,9 @@ struct web {
     size_t static_root_len;
     char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */
     size_t auth_token_len;
+    char auth_cookie[2 * WEB_TOKEN_MAX]; /* the token in hex: the stepscope_token cookie */
+    bool has_jobs;
+    struct web_jobs jobs;          /* copied from the config when has_jobs */
     size_t metrics_max_ranks;
     struct web_cache *cache;       /* live answers (cache.c); NULL: none */
     struct web_events *events;     /* events.c's hub; NULL until web__events_start() */
@@ -197,6 +209,25 @@ int web__post_data(struct web *w, struct MHD_Connection *c, void *con_cls, const
 void web__post_free(void *con_cls);
 /* GET of WEB_ROUTE_CAPTURES and WEB_ROUTE_CAPTURE. */
 int web__route_captures(struct web *w, struct MHD_Connection *c, const struct web_route *r);
+
+/* True when the request carries "Content-Type: application/json" (parameters allowed) or an
+ * X-Requested-With header: what a cross-site form cannot send without CORS (CSRF). */
+bool web__csrf_safe(struct MHD_Connection *c);
+/* "application/json", optionally with parameters ("; charset=utf-8"), any case. */
+bool web__is_json_type(struct MHD_Connection *c);
+
+/* Compares given[0, n) with token[0, len) in time that depends on len only. */
+bool web__token_equal(const char *given, size_t n, const char *token, size_t len);
+
+/* Queues 405 method_not_allowed with "Allow: allow". */
+int web__send_405(struct web *w, struct MHD_Connection *c, const char *allow, const char *message);
+
+/* --- session.c: POST /api/v1/session (the body gathered by captures.c), DELETE of a job ------ */
+
+/* Answers a whole session body: 204 with the cookie, 400, or 401. */
+int web__session_post(struct web *w, struct MHD_Connection *c, const char *body, size_t len);
+/* Answers DELETE /api/v1/jobs/{job}: 204, 404, 409 (connected), 503. */
+int web__route_delete(struct web *w, struct MHD_Connection *c, const struct web_route *r);
 
 /* --- cache.c: live answers kept while the job's snapshot is unchanged ------------------------ */
 #define WEB_CACHE_SLOTS 128

@@ -414,6 +414,30 @@ void live_free(struct live *lv)
     free(lv);
 }
 
+void live_drop_job(struct live *lv, int64_t job_id)
+{
+    for (size_t i = 0; i < lv->n_jobs; i++) {
+        if (lv->jobs[i]->id != job_id)
+            continue;
+        if (lv->last == lv->jobs[i])
+            lv->last = NULL;
+        job_free(lv->jobs[i]);
+        lv->jobs[i] = lv->jobs[--lv->n_jobs];
+        break;
+    }
+    struct live_snapshot *old = NULL;
+    pthread_mutex_lock(&lv->lock);
+    for (size_t k = 0; k < lv->n_pub; k++) {
+        if (lv->pub[k].job_id == job_id) {
+            old = lv->pub[k].snap;
+            lv->pub[k] = lv->pub[--lv->n_pub];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lv->lock);
+    live_snapshot_put(old);
+}
+
 static struct live_job *job_get(struct live *lv, int64_t id)
 {
     if (lv->last && lv->last->id == id)

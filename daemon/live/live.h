@@ -87,6 +87,10 @@ struct live *live_new(void);
  * -ENAMETOOLONG for a name longer than RECORD_NAME_MAX (nothing is changed then). */
 int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env);
 
+/* Forgets job_id: its aggregates, and its published snapshot (readers holding it keep it until
+ * their live_snapshot_put()). A later live_feed() of that id starts afresh. Loop thread. */
+void live_drop_job(struct live *lv, int64_t job_id);
+
 /* Frees lv (NULL-safe). Snapshots still referenced stay valid until their last
  * live_snapshot_put(). Call it after the HTTP threads have stopped. */
 void live_free(struct live *lv);

@@ -190,7 +190,7 @@ static struct store_batch *open_batch(struct store *st)
 static bool batch_is_empty(const struct store_batch *b)
 {
     return b->n_jobs == 0 && b->n_streams == 0 && b->n_sessions == 0 && b->n_slots == 0 &&
-           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0;
+           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_dels == 0;
 }
 
 static int arena_reserve(struct store_batch *b, size_t n)
@@ -855,6 +855,59 @@ void store_session_close(struct store *st, int64_t session_id, bool clean)
     free(s);
 }
 
+int store_job_delete(struct store *st, const char *name, int64_t *ret_job_id,
+                     uint64_t *ret_ticket)
+{
+    struct store_jobm *j = find_job(st, name);
+    if (!j)
+        return -ENOENT;
+    for (size_t i = 0; i < st->sessions.n_buckets; i++)
+        for (struct store_hnode *n = st->sessions.buckets[i]; n; n = n->next)
+            if (((struct store_session *)n)->job_id == j->id)
+                return -EBUSY;
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, dels, 1) < 0)
+        return -ENOMEM;
+    b->dels[b->n_dels++] = j->id;
+    account(st, b, sizeof *b->dels);
+    /* No session holds them (checked above), so the job's streams can go now. */
+    for (size_t i = 0; i < st->streams.n_buckets; i++) {
+        struct store_hnode *n = st->streams.buckets[i];
+        while (n) {
+            struct store_stream *s = (struct store_stream *)n;
+            n = n->next;
+            if (s->job_id == j->id) {
+                htab_remove(&st->streams, &s->node);
+                stream_free(s);
+            }
+        }
+    }
+    *ret_job_id = j->id;
+    htab_remove(&st->jobs, &j->node);
+    free(j->name);
+    free(j);
+    store_flush(st);
+    *ret_ticket = st->sealed;
+    return 0;
+}
+
+int store_wait_committed(struct store *st, uint64_t ticket, int64_t timeout_ns)
+{
+    int64_t deadline = clock_mono_ns() + timeout_ns;
+    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+    int r = 0;
+    pthread_mutex_lock(&st->mu);
+    while (st->committed < ticket) {
+        if (pthread_cond_timedwait(&st->cond, &st->mu, &ts) == ETIMEDOUT &&
+            st->committed < ticket) {
+            r = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
+
 /* ---- append ---- */
 
 /* Makes sure block idx (SIZE_MAX: none yet) of the slot can take need more bytes: grows it, or
@@ -1121,19 +1174,7 @@ void store_flush(struct store *st)
 int store_flush_wait(struct store *st, int64_t timeout_ns)
 {
     store_flush(st);
-    int64_t deadline = clock_mono_ns() + timeout_ns;
-    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
-    int r = 0;
-    pthread_mutex_lock(&st->mu);
-    while (st->committed < st->sealed) {
-        if (pthread_cond_timedwait(&st->cond, &st->mu, &ts) == ETIMEDOUT &&
-            st->committed < st->sealed) {
-            r = -ETIMEDOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&st->mu);
-    return r;
+    return store_wait_committed(st, st->sealed, timeout_ns);
 }
 
 static int cmp_seq(const void *a, const void *b)

@@ -68,6 +68,18 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
 int store_capture_put(struct store *st, const struct record_capture *c);
 int store_capture_rank_put(struct store *st, const struct record_capture_rank *r);
 
+/* Deletes job name and everything stored for it: takes it out of the in-memory tables now (a
+ * later hello of that name makes a new job) and queues the deletion of its rows, blocks,
+ * sessions, streams and captures, which the writer runs in the transaction of the batch it seals
+ * (after that batch's own rows). Sets *ret_job_id and *ret_ticket (for store_wait_committed()).
+ * Returns 0; -ENOENT (no such job); -EBUSY (a session of the job is open); -ENOMEM. Loop thread. */
+int store_job_delete(struct store *st, const char *name, int64_t *ret_job_id,
+                     uint64_t *ret_ticket);
+
+/* Blocks until the batches sealed up to ticket are committed (or given up at close), at most
+ * timeout_ns. Returns 0 or -ETIMEDOUT. Any thread. */
+int store_wait_committed(struct store *st, uint64_t ticket, int64_t timeout_ns);
+
 /* Seals the open batch (if not empty) and queues it for the writer. Never blocks. */
 void store_flush(struct store *st);
 

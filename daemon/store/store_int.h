@@ -195,6 +195,7 @@ struct store_batch {
     STORE_VEC(struct store_seq, seqs);
     STORE_VEC(struct store_capture_row, caps);
     STORE_VEC(struct store_capture_rank_row, cap_ranks);
+    STORE_VEC(int64_t, dels); /* jobs deleted (store_job_delete()), after everything above */
     char *arena;              /* strings of the rows above, referenced by offset */
     size_t arena_len, arena_cap;
 };
@@ -227,6 +228,18 @@ enum store_stmt {
     STMT_UPD_JOB_EVICT,
     STMT_PUT_CAPTURE,
     STMT_PUT_CAPTURE_RANK,
+    STMT_DEL_JOB_FIRST, /* the DELETEs of one job, in this order, through STMT_DEL_JOB_LAST */
+    STMT_DEL_JOB_CAPTURE_RANKS = STMT_DEL_JOB_FIRST,
+    STMT_DEL_JOB_CAPTURES,
+    STMT_DEL_JOB_BLOCKS,
+    STMT_DEL_JOB_STEPS,
+    STMT_DEL_JOB_QUEUES,
+    STMT_DEL_JOB_HOSTS,
+    STMT_DEL_JOB_PIPES,
+    STMT_DEL_JOB_SESSIONS,
+    STMT_DEL_JOB_STREAMS,
+    STMT_DEL_JOB_RANKS,
+    STMT_DEL_JOB_LAST = STMT_DEL_JOB_RANKS + 1, /* the job's own row */
     STMT_COUNT,
 };
 

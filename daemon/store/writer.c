@@ -88,6 +88,18 @@ static const char *const stmt_sql[STMT_COUNT] = {
                          "steps, all_ranks, what) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STMT_PUT_CAPTURE_RANK] = "INSERT OR REPLACE INTO capture_ranks(capture_id, rank, state, "
                               "reason, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [STMT_DEL_JOB_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE capture_id IN "
+                                   "(SELECT id FROM captures WHERE job_id = ?1)",
+    [STMT_DEL_JOB_CAPTURES] = "DELETE FROM captures WHERE job_id = ?1",
+    [STMT_DEL_JOB_BLOCKS] = "DELETE FROM blocks WHERE job_id = ?1",
+    [STMT_DEL_JOB_STEPS] = "DELETE FROM steps WHERE job_id = ?1",
+    [STMT_DEL_JOB_QUEUES] = "DELETE FROM queue_samples WHERE job_id = ?1",
+    [STMT_DEL_JOB_HOSTS] = "DELETE FROM host_samples WHERE job_id = ?1",
+    [STMT_DEL_JOB_PIPES] = "DELETE FROM pipelines WHERE job_id = ?1",
+    [STMT_DEL_JOB_SESSIONS] = "DELETE FROM sessions WHERE job_id = ?1",
+    [STMT_DEL_JOB_STREAMS] = "DELETE FROM streams WHERE job_id = ?1",
+    [STMT_DEL_JOB_RANKS] = "DELETE FROM ranks WHERE job_id = ?1",
+    [STMT_DEL_JOB_LAST] = "DELETE FROM jobs WHERE id = ?1",
 };
 
 int store__writer_prepare(struct store *st, char *err)
@@ -128,6 +140,7 @@ void store__batch_free(struct store_batch *b)
     free(b->seqs);
     free(b->caps);
     free(b->cap_ranks);
+    free(b->dels);
     free(b->arena);
     free(b);
 }
@@ -359,6 +372,21 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
     return rc;
 }
 
+/* Deletes every row of the batch's deleted jobs; after the batch's own rows, so a job's last
+ * data queued before its deletion goes too. */
+static int delete_jobs(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_dels; i++) {
+        for (int k = STMT_DEL_JOB_FIRST; rc == SQLITE_OK && k <= STMT_DEL_JOB_LAST; k++) {
+            sqlite3_stmt *s = st->stmt[k];
+            sqlite3_bind_int64(s, 1, b->dels[i]);
+            rc = step_done(s);
+        }
+    }
+    return rc;
+}
+
 struct evicted {
     uint64_t blocks, events, bytes;
 };
@@ -426,6 +454,8 @@ static int commit_group(struct store *st, struct store_batch *first, struct stor
         rc = write_sessions(st, b);
         if (rc == SQLITE_OK)
             rc = write_data(st, b, now);
+        if (rc == SQLITE_OK)
+            rc = delete_jobs(st, b);
         if (b == last)
             break;
     }

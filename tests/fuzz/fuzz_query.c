@@ -11,6 +11,7 @@
  *   - an accepted integer or time prints back to text that parses to the same value.
  * A broken invariant aborts, so the replay (tests/fuzz/replay_main.c) fails.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +91,19 @@ static void check_us(const char *s, size_t n)
     sbuf_done(&b);
 }
 
+/* A POST /api/v1/session body: a token without NUL that fits, or a refusal. */
+static void check_token_body(const char *s, size_t n)
+{
+    char tok[WEB_TOKEN_MAX];
+    size_t len;
+    int r = web__parse_token_body(s, n, tok, sizeof tok, &len);
+    CHECK(r == 0 || r == -EINVAL || r == -ENAMETOOLONG);
+    if (r == 0) {
+        CHECK(len < sizeof tok && tok[len] == '\0' && strlen(tok) == len);
+        CHECK(len <= n);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 4 * WEB_PATH_MAX)
@@ -112,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_route(z);
     check_i64(s, size);
     check_us(s, size);
+    check_token_body(s, size);
     (void)web__mime_type(z);
 out:
     free(dec);

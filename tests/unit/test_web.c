@@ -524,6 +524,32 @@ START_TEST(test_parse_us_table)
 }
 END_TEST
 
+START_TEST(test_token_body)
+{
+    char t[16];
+    size_t n;
+    static const char ok[] = " {\"token\" : \"ab\\u0041\\\"\\\\c\"}\n";
+    ck_assert_int_eq(web__parse_token_body(ok, strlen(ok), t, sizeof t, &n), 0);
+    ck_assert_str_eq(t, "abA\"\\c");
+    ck_assert_uint_eq(n, 6);
+    static const char *const bad[] = {
+        "", "{}", "{\"token\":1}", "{\"tok\":\"a\"}", "{\"token\":\"a\",\"x\":1}",
+        "{\"token\":\"a\"} x", "[\"a\"]", "{\"token\":\"\\u00e9\"}", "{\"token\":\"\\u0000\"}",
+        "{\"token\":\"a\\q\"}", "{\"token\":\"a", "{\"token\":\"\x01\"}", "{\"token\":\"\\u12\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(web__parse_token_body(bad[i], strlen(bad[i]), t, sizeof t, &n) == -EINVAL,
+                      "%s", bad[i]);
+    static const char long_tok[] = "{\"token\":\"0123456789abcdef\"}";
+    ck_assert_int_eq(web__parse_token_body(long_tok, strlen(long_tok), t, sizeof t, &n),
+                     -ENAMETOOLONG);
+    ck_assert_str_eq(web__route_allow(WEB_ROUTE_JOB), "GET, HEAD, DELETE");
+    ck_assert_str_eq(web__route_allow(WEB_ROUTE_CAPTURES), "GET, HEAD, POST");
+    ck_assert_str_eq(web__route_allow(WEB_ROUTE_SESSION), "POST");
+    ck_assert_str_eq(web__route_allow(WEB_ROUTE_STEPS), "GET, HEAD");
+}
+END_TEST
+
 START_TEST(test_parse_us_range)
 {
     int64_t ns;
@@ -1484,6 +1510,7 @@ static Suite *web_suite(void)
     tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
     tcase_add_loop_test(tc, test_parse_us_table, 0, N(us_cases));
     tcase_add_test(tc, test_parse_us_range);
+    tcase_add_test(tc, test_token_body);
     tcase_add_test(tc, test_mime_type);
     suite_add_tcase(s, tc);
 
