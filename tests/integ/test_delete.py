@@ -66,6 +66,7 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     doomed = daemon.job("doomed")
     kept = daemon.job("kept")
     daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/doomed/steps")["total"] == 10)
+    daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/kept/steps")["total"] == 7)
     before = counts(db_path(daemon), doomed["id"])
     assert before["blocks"] > 0 and before["steps"] == 10 and before["queue_samples"] == 2
     kept_before = counts(db_path(daemon), kept["id"])
@@ -90,7 +91,7 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     daemon.restart()
     assert [j["name"] for j in daemon.jobs()] == ["kept"]
     assert daemon.request("/api/v1/jobs/doomed/steps")[0] == 404
-    assert daemon.get_json("/api/v1/jobs/kept/steps")["total"] == 7
+    daemon.wait_for("kept replayed", lambda: daemon.get_json("/api/v1/jobs/kept/steps")["total"] == 7)
     daemon.stop()
     con = sqlite3.connect(db_path(daemon))
     try:
