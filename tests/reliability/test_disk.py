@@ -3,6 +3,7 @@
 
 Locked by another daemon (exit 3) and a corrupt database (exit 4) are in tests/integ/test_cli.py;
 a read-only data dir is here because it needs a mount (root)."""
+import errno
 import select
 import subprocess
 import time
@@ -22,17 +23,17 @@ def _readable(c):
     return bool(r)
 
 
-def _fill(path, leave):
-    """Fills path's file system up to leave free bytes; returns the filler file."""
+def _fill(path):
+    """Fills path's file system until a write fails with ENOSPC (the daemon may be writing at
+    the same time); returns the filler file."""
     filler = path / "filler"
-    with open(filler, "wb") as f:
-        chunk = b"\0" * (1 << 20)
-        while free_bytes(path) > leave + len(chunk):
-            f.write(chunk)
-            f.flush()
-        rest = free_bytes(path) - leave
-        if rest > 0:
-            f.write(b"\0" * rest)
+    with open(filler, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 512):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
     return filler
 
 
@@ -44,7 +45,7 @@ def test_disk_full_errors_then_resumes(tmp, daemons, figures):
             c.hello("diskfull", stream="s", seq=0)
             c.send_lines(x_event(i) for i in range(100))
             assert c.wait_ack(100) == 100
-        filler = _fill(mnt, 0)
+        filler = _fill(mnt)
         assert free_bytes(mnt) < 4096
 
         # Full: commits fail and are retried; nothing more is acknowledged, the daemon keeps
