@@ -358,7 +358,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!authorized(w, c, url))
             return (enum MHD_Result)web__send_error(
                 w, c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
-                "this daemon needs \"Authorization: Bearer <token>\" (its auth_token)");
+                "this daemon needs \"Authorization: Bearer <token>\" (its auth_token) or the "
+                "session cookie (POST /api/v1/session)");
         /* Other methods are refused at once: answering before the body is read makes MHD drop
          * the body and close the connection afterwards, which suits a request we will not
          * serve. */

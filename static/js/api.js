@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The REST API (docs/API.md). getJSON() throws an ApiError carrying the status and the API's
 // error code, so a view can say "unavailable" for a route this daemon lacks (404 on an unknown
-// route) and show every other failure as an error.
+// route) and show every other failure as an error. A 401 (the daemon has an auth token and this
+// browser no session yet) also fires "stepscope:unauthorized" on window: app.js then asks for the
+// token and trades it for the session cookie (login()).
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -22,7 +24,26 @@ export async function postJSON(path, obj) {
   }));
 }
 
+// DELETEs path; X-Requested-With is what the daemon asks of a DELETE (CSRF). null on 204.
+export async function deleteJSON(path) {
+  return answer(await fetch(path, {
+    method: 'DELETE', headers: { Accept: 'application/json', 'X-Requested-With': 'stepscope' },
+  }));
+}
+
+// Trades the auth token for the HttpOnly session cookie (POST /api/v1/session); throws an
+// ApiError (401) for a wrong token.
+export async function login(token) {
+  const res = await fetch('/api/v1/session', {
+    method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
+  if (res.status === 401) throw new ApiError(401, 'unauthorized', 'wrong token');
+  return answer(res);
+}
+
 async function answer(res) {
+  if (res.status === 401) window.dispatchEvent(new Event('stepscope:unauthorized'));
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const err = body && body.error ? body.error : { code: res.statusText, message: '' };

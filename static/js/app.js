@@ -11,8 +11,13 @@
 // ctx.set(params) updates it without a reload. When the stream says the open job changed, the
 // view is rendered again off-screen and swapped in (at most once a second), unless the module
 // exports live = false (the timeline keeps its zoom).
-import { getJSON, ApiError } from './api.js';
+//
+// With an auth token on the daemon, the first API answer is a 401: the page then asks for the
+// token (a modal), trades it for the HttpOnly session cookie, reconnects the event stream and
+// renders again. The token itself is never stored by the page.
+import { getJSON, ApiError, login } from './api.js';
 import { el, note } from './dom.js';
+import { modal } from './dialog.js';
 import { destroyCharts, mountCharts } from './charts.js';
 
 // Views load on first use (dynamic import), so the first page fetches only its own modules.
@@ -173,9 +178,13 @@ function onJobChanged(jobId) {
   }, wait);
 }
 
+let events = null;
+
 function connectEvents() {
   if (typeof EventSource !== 'function') return;
+  if (events) events.close();
   const es = new EventSource('/api/v1/events');
+  events = es;
   const state = (s, text) => {
     liveDot.dataset.state = s;
     liveDot.textContent = text;
@@ -194,6 +203,24 @@ function connectEvents() {
   es.onerror = () => state('off', 'offline');
 }
 
+// The token prompt, once however many requests answered 401.
+function askToken() {
+  if (document.getElementById('auth')) return;
+  const input = el('input#auth-token', { type: 'password', autocomplete: 'current-password', required: true, 'aria-label': 'auth token' });
+  modal({
+    id: 'auth', title: 'This daemon needs its auth token', submit: 'Sign in', cancel: null,
+    body: [el('p.muted', null, 'Enter the token the daemon was started with (auth_token). The browser keeps an HttpOnly session cookie for /api; the page never stores the token.'),
+      el('label.auth-label', null, 'Token ', input)],
+    onSubmit: async () => {
+      await login(input.value);
+      connectEvents();
+      render();
+      return true;
+    },
+  });
+  input.focus();
+}
+
 async function showVersion() {
   try {
     const h = await getJSON('/api/v1/health');
@@ -204,6 +231,7 @@ async function showVersion() {
 }
 
 window.addEventListener('hashchange', () => render());
+window.addEventListener('stepscope:unauthorized', askToken);
 showVersion();
 connectEvents();
 render();

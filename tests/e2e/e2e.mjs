@@ -33,11 +33,13 @@ function expectEq(got, want, what) {
   if (JSON.stringify(got) !== JSON.stringify(want)) fail(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 }
 
-// Starts the daemon; resolves with its HTTP base URL from the start line.
-function startDaemon() {
-  const sock = path.join(tmp, 'ss.sock');
+// Starts a daemon (name: its socket and data dir; extra: more arguments); resolves with its HTTP
+// base URL from the start line.
+function startDaemon(name = 'ss', extra = []) {
+  const sock = path.join(tmp, `${name}.sock`);
   const proc = spawn(path.join(BUILD, 'daemon', 'stepscoped'), ['--socket', sock, '--http', '127.0.0.1:0',
-    '--data-dir', path.join(tmp, 'data'), '--static-dir', path.join(BUILD, 'static', 'static')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--data-dir', path.join(tmp, `${name}.data`), '--static-dir', path.join(BUILD, 'static', 'static'), ...extra],
+  { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(proc);
   proc.stderr.on('data', (d) => fs.appendFileSync(path.join(tmp, 'daemon.log'), d));
   return new Promise((resolve, reject) => {
@@ -450,6 +452,81 @@ test('capture: "Capture N steps" posts, shows each rank\'s progress, links to th
   if (Number(spans) === 0) fail('no spans in the captured step');
 });
 
+test('jobs: delete with a confirmation; a running job cannot be deleted', async (page) => {
+  const feed = runFeed(sockPath, 'doomed');
+  await feed.waitLines(1, 60000);
+  const doomed = await waitFor('job e2e-doomed finished', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-doomed' && !j.live));
+  await open(page, '#/jobs');
+  const btn = '[data-delete="e2e-doomed"]';
+  await page.waitForSelector(btn);
+  // The connected job's button is disabled.
+  expectEq(await page.$eval('[data-delete="e2e-live"]', (b) => b.disabled), true, 'live job delete disabled');
+  // Cancel keeps it.
+  await page.click(btn);
+  await page.waitForSelector('dialog#confirm-delete[open]');
+  const text = await page.textContent('dialog#confirm-delete');
+  if (!text.includes('Delete job "e2e-doomed"?') || !text.includes(`${doomed.steps} steps`)) fail(`confirmation text: ${text}`);
+  await shot(page, 'jobs-delete-confirm');
+  await page.click('dialog#confirm-delete [data-action="cancel"]');
+  await until(page, () => !document.querySelector('dialog#confirm-delete'));
+  if (!(await api('/api/v1/jobs')).jobs.some((j) => j.name === 'e2e-doomed')) fail('deleted on cancel');
+  // Confirm deletes it: gone from the daemon and from the page.
+  await page.click(btn);
+  await page.click('dialog#confirm-delete [data-action="submit"]');
+  await until(page, () => !document.querySelector('[data-delete="e2e-doomed"]') && !document.querySelector('dialog#confirm-delete'));
+  const names = (await api('/api/v1/jobs')).jobs.map((j) => j.name);
+  if (names.includes('e2e-doomed')) fail('still listed by the API');
+  const res = await fetch(`${base}/api/v1/jobs/${doomed.id}`);
+  expectEq(res.status, 404, 'deleted job');
+  expectEq((await rowsText(page, 'jobs')).length, names.length, 'rows after the delete');
+  await shot(page, 'jobs-after-delete');
+});
+
+test('auth token: the prompt, a wrong token, then every view and the live stream', async (page) => {
+  const TOKEN = 'e2e-token-0123456789abcdef';
+  const { url, sock } = await startDaemon('tok', ['--auth-token', TOKEN]);
+  const saved = base;
+  base = url; // the page's origin for the off-host check
+  const feed = runFeed(sock, 'live');
+  try {
+    await feed.waitLines(1, 60000);
+    await page.goto(`${base}/#/jobs`);
+    await page.waitForSelector('dialog#auth[open]');
+    await shot(page, 'auth-prompt');
+    await page.fill('#auth-token', 'wrong-token-0123456789');
+    await page.click('dialog#auth [data-action="submit"]');
+    await until(page, () => document.querySelector('dialog#auth .dialog-error')?.hidden === false);
+    expectEq(await page.textContent('dialog#auth .dialog-error'), '401 unauthorized: wrong token', 'wrong token message');
+    await page.fill('#auth-token', TOKEN);
+    await page.click('dialog#auth [data-action="submit"]');
+    await until(page, () => !document.querySelector('dialog#auth'));
+    await page.waitForSelector('[data-table="jobs"] [data-delete="e2e-live"]');
+    // The page never keeps the token itself; the cookie is HttpOnly.
+    expectEq(await page.evaluate(() => document.cookie), '', 'document.cookie');
+    const cookies = await page.context().cookies();
+    const c = cookies.find((k) => k.name === 'stepscope_token');
+    if (!c || !c.httpOnly || c.sameSite !== 'Strict' || c.path !== '/api') fail(`cookie: ${JSON.stringify(c)}`);
+    const hdr = { Authorization: `Bearer ${TOKEN}` };
+    const job = (await (await fetch(`${base}/api/v1/jobs`, { headers: hdr })).json()).jobs[0];
+    for (const v of ['overview', 'step-trace', 'operators', 'ranks']) {
+      await open(page, `#/job/${job.id}/${v}`);
+      expectEq(await page.$$eval('#view .note.error', (n) => n.map((x) => x.textContent)), [], `${v}: errors`);
+    }
+    // Live over the cookie: the stream connects and a new step shows without a reload.
+    await open(page, `#/job/${job.id}/overview`);
+    await until(page, () => document.getElementById('live').dataset.state === 'on');
+    const before = (await (await fetch(`${base}/api/v1/jobs/${job.id}/steps?limit=1`, { headers: hdr })).json()).total;
+    await until(page, (n) => document.querySelector('[data-kpi="kpi-steps"] .kpi-v')?.textContent === String(n), before);
+    feed.proc.stdin.write('step\n');
+    await feed.waitLines(2);
+    await until(page, (n) => document.querySelector('[data-kpi="kpi-steps"] .kpi-v')?.textContent === String(n), before + 1, { timeout: 5000 });
+    await shot(page, 'auth-live-overview');
+  } finally {
+    feed.proc.stdin.end();
+    base = saved;
+  }
+}, { allow401: true });
+
 function xmlEscape(s) {
   return String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' }[c]));
 }
@@ -486,6 +563,8 @@ async function main_() {
       // The one expected failure: the error test asks for a job that does not exist.
       const where = m.location().url || '';
       if (t.allow404 && m.text().includes('404') && t.allow404.some((u) => where.endsWith(u))) return;
+      // The auth test: the API answers 401 until the token is entered (and for the wrong one).
+      if (t.allow401 && m.text().includes('401')) return;
       problems.push(`console error: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));

@@ -16,6 +16,8 @@
                         the requested number of steps from now (with spans), reporting recording
                         then done; rank 1 reports failed with CAP_REASON. Prints "ok STEP"
                         (the first captured step) and ends.
+  feed.py SOCKET doomed the job "e2e-doomed" (the delete test): one rank, DOOMED_STEPS steps with
+                        spans; prints "ok" once they are acknowledged and the client is gone.
 """
 import os
 import sys
@@ -159,5 +161,24 @@ def capture_job(sock):
         c.close()
 
 
+DOOMED_STEPS = 4
+
+
+def doomed_job(sock):
+    from ssclient import Client
+
+    with Client(sock) as c:
+        c.hello("e2e-doomed")
+        lines = []
+        for i in range(DOOMED_STEPS):
+            b = T0 + i * 10_000
+            lines += [span("aten::mm", b + 1000, 4000),
+                      {"type": "step", "step": i, "begin_us": b, "end_us": b + 10_000}]
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    print("ok", flush=True)
+
+
 if __name__ == "__main__":
-    {"main": main_job, "live": live_job, "capture": capture_job}[sys.argv[2]](sys.argv[1])
+    {"main": main_job, "live": live_job, "capture": capture_job,
+     "doomed": doomed_job}[sys.argv[2]](sys.argv[1])

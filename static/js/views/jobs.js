@@ -1,10 +1,31 @@
 // SPDX-License-Identifier: MIT
 // Jobs: every job the daemon knows, live or finished, with ranks, steps and last seen; search,
-// sort, paging, CSV. A name opens the job's overview. (The API has no delete route yet, so
-// there is no delete button: the store keeps every job until its retention evicts it.)
-import { getJSON } from '../api.js';
+// sort, paging, CSV. A name opens the job's overview. Delete asks for a confirmation, then
+// DELETEs the job (docs/API.md); a running job (a client connected) cannot be deleted.
+import { deleteJSON, getJSON, jobPath } from '../api.js';
 import { el, fmtBytes, fmtNum, fmtWall } from '../dom.js';
+import { modal } from '../dialog.js';
 import { dataTable } from '../table.js';
+
+function confirmDelete(ctx, job) {
+  modal({
+    id: 'confirm-delete', title: `Delete job "${job.name}"?`, submit: 'Delete', danger: true,
+    body: el('p', null, `Its ${fmtNum(job.steps)} steps, ${fmtNum(job.events)} trace events and every other record are removed from the daemon for good.`),
+    onSubmit: async () => {
+      await deleteJSON(jobPath(job.name));
+      ctx.refresh();
+      return true;
+    },
+  });
+}
+
+function deleteButton(ctx, job) {
+  return el('button.btn.small.danger', {
+    type: 'button', dataset: { delete: job.name }, disabled: job.live,
+    title: job.live ? 'A client of this job is connected: stop it first' : `Delete job ${job.name}`,
+    onclick: () => confirmDelete(ctx, job),
+  }, 'Delete');
+}
 
 export async function render(ctx) {
   const doc = await getJSON('/api/v1/jobs');
@@ -19,6 +40,8 @@ export async function render(ctx) {
     { key: 'stored_bytes', label: 'stored', num: true, fmt: fmtBytes },
     { key: 'last_seen_us', label: 'last seen', num: true, fmt: fmtWall },
   ];
+  // Not a column of the table's CSV: the button goes into the last cell.
+  columns[columns.length - 1].cell = (td, r) => td.append(' ', deleteButton(ctx, r));
   const live = rows.filter((r) => r.live).length;
   return el('div.page', null,
     el('div.page-head', null, el('h2', null, 'Jobs'),
