@@ -81,6 +81,7 @@ struct ss_client_stats {
     uint64_t reconnects;       /* welcomes after the first */
     uint64_t connect_failures; /* connect or handshake attempts that failed */
     uint64_t control_lines;    /* unknown daemon lines passed to control_cb */
+    uint64_t capture_requests; /* capture requests passed to the capture callback */
     uint64_t bytes_written;    /* socket bytes, hello and replays included */
     uint64_t writes;           /* send() calls that wrote something */
     uint64_t held_lines;       /* lines kept until acknowledged, now */
@@ -144,6 +145,60 @@ SS_API int ss_queue(struct ss_client *c, const char *name, int64_t size, int64_t
  * thread, or by others before something this thread saw). timeout_ns < 0: no limit. Blocks the
  * caller (never the flush thread), so not for the hot path. Returns 0, or -ETIMEDOUT. */
 SS_API int ss_flush(struct ss_client *c, int64_t timeout_ns);
+
+/* On-demand captures (docs/PROTOCOL.md section 6, docs/C_CLIENT.md "Captures"): the daemon asks
+ * a running client to record a few detailed steps with its profiler; libstepscope hands the
+ * request to a callback and carries the client's progress reports back. */
+
+/* What a capture asks to record: bits of ss_capture_request.what (a client records what it can). */
+enum ss_capture_what {
+    SS_CAPTURE_WHAT_CPU = 1,
+    SS_CAPTURE_WHAT_CUDA = 2,
+    SS_CAPTURE_WHAT_DEVICE = 4,
+    SS_CAPTURE_WHAT_SHAPES = 8,
+    SS_CAPTURE_WHAT_STACK = 16,
+    SS_CAPTURE_WHAT_MEMORY = 32,
+    SS_CAPTURE_WHAT_FLOPS = 64,
+    SS_CAPTURE_WHAT_MODULES = 128,
+};
+
+struct ss_capture_request {
+    int64_t id;         /* the capture's id, for ss_capture_state() */
+    int64_t start_step; /* the step (as ss_step_begin numbers them) to start at; < 0: the next
+                           step the client begins */
+    int64_t steps;      /* how many steps to record, >= 1 */
+    unsigned what;      /* enum ss_capture_what bits */
+};
+
+/* The progress a client reports, in this order; FAILED at any point. */
+enum ss_capture_state {
+    SS_CAPTURE_ARMED = 1,   /* took the request, waits for its start step */
+    SS_CAPTURE_RECORDING,   /* the profiler started at the first step */
+    SS_CAPTURE_DONE,        /* the window's records are recorded (they precede this report) */
+    SS_CAPTURE_FAILED,      /* with a reason */
+};
+
+/* Called on the flush thread for each capture request, with the client's internal lock held
+ * (like ss_control_cb): it may record and call ss_capture_state(), and should only take note of
+ * the request (arm) and return; the training loop starts and stops its profiler. req is
+ * borrowed for the call. */
+typedef void (*ss_capture_cb)(struct ss_client *c, const struct ss_capture_request *req,
+                              void *userdata);
+
+/* Sets (cb non-NULL) or clears the capture callback. The hello announces the "capture"
+ * capability only while a callback is set, so the daemon sends requests only then (a rank
+ * without it fails every capture with "client cannot capture"); when the setting changes on a
+ * connected client, the flush thread reconnects (the stream replays: nothing is lost or
+ * doubled). Set it right after ss_client_new(). Returns 0 or -EINVAL. */
+SS_API int ss_on_capture(struct ss_client *c, ss_capture_cb cb, void *userdata);
+
+/* Reports the client's progress on capture id: state is an enum ss_capture_state, reason (may be
+ * NULL; cut to SS_NAME_MAX bytes) says why it failed. The report is ordered after every record
+ * recorded before the call (by any thread that the caller synchronised with), so a DONE follows
+ * the window's spans on the stream. Takes the client's lock briefly: not for the hot path, but
+ * callable from the capture callback. Returns 0, -EINVAL (NULL client, id < 0, bad state) or
+ * -ENOBUFS (the held lines are at buffer_bytes: the report is dropped and counted). */
+SS_API int ss_capture_state(struct ss_client *c, int64_t id, int state, const char *reason);
 
 /* Fills *ret_st with the counters (struct ss_client_stats); any thread, any time. Returns 0 or
  * -EINVAL. */

@@ -173,6 +173,7 @@ static void reset_flush_state(struct ss_client *c)
     atomic_store(&c->st_connects, 0);
     atomic_store(&c->st_connect_failures, 0);
     atomic_store(&c->st_control, 0);
+    atomic_store(&c->st_capture_requests, 0);
     atomic_store(&c->st_bytes, 0);
     atomic_store(&c->st_writes, 0);
     atomic_store(&c->st_sent, 0);
@@ -468,6 +469,53 @@ int ss_flush(struct ss_client *c, int64_t timeout_ns)
     return r;
 }
 
+int ss_on_capture(struct ss_client *c, ss_capture_cb cb, void *userdata)
+{
+    if (!c)
+        return -EINVAL;
+    if (start_thread(c) < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&c->mu);
+    if ((c->capture_cb != NULL) != (cb != NULL))
+        c->capture_changed = true;
+    c->capture_cb = cb;
+    c->capture_userdata = userdata;
+    wake(c);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int ss_capture_state(struct ss_client *c, int64_t id, int state, const char *reason)
+{
+    static const char *const names[] = {NULL, "armed", "recording", "done", "failed"};
+    if (!c || id < 0 || state < SS_CAPTURE_ARMED || state > SS_CAPTURE_FAILED)
+        return -EINVAL;
+    /* The longest line: the fixed part, an id, and a reason of SS_NAME_MAX bytes escaped. */
+    char line[128 + 6 * SS_NAME_MAX];
+    int n = snprintf(line, sizeof line, "{\"type\":\"capture\",\"id\":%lld,\"state\":\"%s\"",
+                     (long long)id, names[state]);
+    char *p = line + n;
+    if (reason) {
+        size_t len = ss__clamp_utf8(reason, strlen(reason), SS_NAME_MAX);
+        memcpy(p, ",\"reason\":", 10);
+        p = ss__put_str(p + 10, reason, len);
+    }
+    *p++ = '}';
+    *p++ = '\n';
+    /* From the capture callback the flush thread already holds the lock. */
+    bool on_flush_thread = atomic_load(&c->running) && pthread_equal(pthread_self(), c->thread);
+    if (!on_flush_thread && start_thread(c) < 0)
+        return -ENOBUFS;
+    if (!on_flush_thread)
+        pthread_mutex_lock(&c->mu);
+    int r = ss__sender_append(c, line, (size_t)(p - line));
+    if (!on_flush_thread) {
+        wake(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return r;
+}
+
 int ss_client_free(struct ss_client *c)
 {
     if (!c)
@@ -529,6 +577,7 @@ int ss_stats(struct ss_client *c, struct ss_client_stats *ret_st)
     s.reconnects = s.connects ? s.connects - 1 : 0;
     s.connect_failures = atomic_load(&c->st_connect_failures);
     s.control_lines = atomic_load(&c->st_control);
+    s.capture_requests = atomic_load(&c->st_capture_requests);
     s.bytes_written = atomic_load(&c->st_bytes);
     s.writes = atomic_load(&c->st_writes);
     s.held_lines = atomic_load(&c->st_held_lines);

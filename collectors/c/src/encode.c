@@ -280,6 +280,8 @@ size_t ss__encode_hello(const struct ss_client *c, uint64_t seq, char *out, size
                         strlen(c->framework_version));
     if (c->run)
         p = put_key_str(p, ",\"run\":", c->run, strlen(c->run));
+    if (c->capture_cb)
+        p = put_lit(p, ",\"capabilities\":[\"capture\"]");
     p = put_key_str(p, ",\"stream\":", c->stream, strlen(c->stream));
     p = put_u64(put_lit(p, ",\"seq\":"), seq);
     p = put_lit(p, "}\n");

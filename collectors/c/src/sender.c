@@ -14,7 +14,8 @@
  * - writes are non-blocking sends of up to 64 KiB, made once 4 KiB wait, the oldest unsent line
  *   waited 10 ms, or a flush or close waits; EAGAIN just waits for POLLOUT;
  * - {"ack":N} frees the lines below N that were written on this connection (so a connection's
- *   numbering never skips); {"error":...} is counted; other lines go to the control callback;
+ *   numbering never skips); {"error":...} is counted; {"capture":...} goes to the capture
+ *   callback when one is set (ss_on_capture); other lines go to the control callback;
  * - flush requests (ss_flush, ss_client_free) are generations: the thread snapshots the request,
  *   drains the rings, and the request is done once every line numbered so far is acknowledged.
  *
@@ -167,6 +168,85 @@ static void drain_all(struct ss_client *c)
         drain_ring(c, r);
 }
 
+int ss__sender_append(struct ss_client *c, const char *line, size_t n)
+{
+    drain_all(c);
+    uint64_t lines = c->held.l_n;
+    held_append(c, line, n);
+    return c->held.l_n > lines ? 0 : -ENOBUFS;
+}
+
+/* The value after "key": in the capture object of line, or NULL. */
+static const char *capture_field(const char *obj, const char *key)
+{
+    const char *p = strstr(obj, key);
+    return p ? p + strlen(key) : NULL;
+}
+
+static bool capture_int(const char *obj, const char *key, int64_t *ret)
+{
+    const char *p = capture_field(obj, key);
+    if (!p)
+        return false;
+    if (strncmp(p, "null", 4) == 0) {
+        *ret = -1;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno || v < 0 || (*end != ',' && *end != '}'))
+        return false;
+    *ret = v;
+    return true;
+}
+
+bool ss__parse_capture(const char *line, struct ss_capture_request *req)
+{
+    static const char *const names[] = {"cpu",   "cuda",   "device", "shapes",
+                                        "stack", "memory", "flops",  "modules"};
+    memset(req, 0, sizeof *req);
+    req->id = -1;
+    const char *obj = capture_field(line, "{\"capture\":{");
+    int64_t id;
+    if (!obj || !capture_int(obj, "\"id\":", &id))
+        return false;
+    req->id = id;
+    if (!capture_int(obj, "\"start_step\":", &req->start_step) ||
+        !capture_int(obj, "\"steps\":", &req->steps) || req->steps < 1)
+        return false;
+    const char *w = capture_field(obj, "\"what\":[");
+    const char *end = w ? strchr(w, ']') : NULL;
+    if (!end)
+        return false;
+    while (w < end) {
+        const char *q = *w == '"' ? memchr(w + 1, '"', (size_t)(end - w - 1)) : NULL;
+        if (!q)
+            return false;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if ((size_t)(q - w - 1) == strlen(names[i]) &&
+                memcmp(w + 1, names[i], (size_t)(q - w - 1)) == 0)
+                req->what |= 1u << i;
+        w = q + 1;
+        if (w < end && *w == ',')
+            w++;
+    }
+    return true;
+}
+
+/* A capture request: to the capture callback, or failed at once when it cannot be read. */
+static void on_capture(struct ss_client *c, const char *line)
+{
+    struct ss_capture_request req;
+    atomic_fetch_add_explicit(&c->st_capture_requests, 1, memory_order_relaxed);
+    if (ss__parse_capture(line, &req)) {
+        c->capture_cb(c, &req, c->capture_userdata);
+        return;
+    }
+    if (req.id >= 0)
+        ss_capture_state(c, req.id, SS_CAPTURE_FAILED, "libstepscope: unreadable capture request");
+}
+
 static void check_done(struct ss_client *c)
 {
     if (c->pending_gen > c->done_gen && c->held.base_seq >= c->flush_target) {
@@ -317,6 +397,13 @@ static void on_line(struct ss_client *c, char *line, size_t len)
             on_welcome(c);
         return;
     }
+    if (key && klen == 7 && memcmp(key, "capture", 7) == 0 && c->capture_cb) {
+        char saved = line[len];
+        line[len] = '\0';
+        on_capture(c, line);
+        line[len] = saved;
+        return;
+    }
     atomic_fetch_add_explicit(&c->st_control, 1, memory_order_relaxed);
     if (c->control_cb) {
         char saved = line[len];
@@ -413,6 +500,12 @@ void *ss__sender_main(void *arg)
     while (!c->stop) {
         uint64_t req = c->req_gen; /* records before this request are in the rings by now */
         drain_all(c);
+        if (c->capture_changed) { /* the hello must say whether captures are understood */
+            c->capture_changed = false;
+            if (c->state != SS__DISCONNECTED)
+                disconnect(c, false);
+            c->next_connect_ns = 0;
+        }
         if (c->closing && !c->bye_queued) {
             held_append(c, bye_line, sizeof bye_line - 1);
             c->bye_queued = true;

@@ -138,6 +138,9 @@ struct ss_client {
     unsigned flush_interval_ms, close_timeout_ms;
     ss_control_cb control_cb;
     void *control_userdata;
+    ss_capture_cb capture_cb;   /* under mu (ss_on_capture) */
+    void *capture_userdata;
+    bool capture_changed;       /* under mu: reconnect so the hello says the new capability */
 
     _Atomic(struct ss__ring *) rings; /* lock-free push-only list */
     _Atomic int running;        /* flush thread started */
@@ -169,7 +172,7 @@ struct ss_client {
     /* counters written by the flush thread, read by ss_stats() */
     _Atomic uint64_t st_dropped_buffer, st_dropped_noring, st_acked, st_replayed, st_errors,
         st_connects, st_connect_failures, st_control, st_bytes, st_writes, st_sent, st_held_lines,
-        st_held_bytes;
+        st_held_bytes, st_capture_requests;
     _Atomic int st_connected;
 
     struct ss_client *reg_next; /* the registry of live clients (client.c), under its lock */
@@ -191,5 +194,11 @@ void *ss__sender_main(void *arg);
 void ss__held_reset(struct ss__held *h);
 void ss__held_free(struct ss__held *h);
 int64_t ss__mono_ns(void);
+/* Under c->mu: encodes every record the rings hold, then holds line (n bytes, '\n' ended) after
+ * them. Returns 0 or -ENOBUFS (dropped and counted). */
+int ss__sender_append(struct ss_client *c, const char *line, size_t n);
+/* Parses a daemon line {"capture":{...}} (NUL-terminated) into *req. Returns false if it is not
+ * one (req->id is then -1, or the id when only the rest is bad). */
+bool ss__parse_capture(const char *line, struct ss_capture_request *req);
 
 #endif /* STEPSCOPE_INT_H */

@@ -835,6 +835,91 @@ START_TEST(test_control_lines_and_errors)
 }
 END_TEST
 
+static _Atomic int n_capture;
+static struct ss_capture_request last_capture;
+
+static void on_capture(struct ss_client *c, const struct ss_capture_request *req, void *ud)
+{
+    ck_assert_ptr_eq(ud, &n_capture);
+    last_capture = *req;
+    /* Reporting from the callback (the flush thread, its lock held) must not deadlock. */
+    ck_assert_int_eq(ss_capture_state(c, req->id, SS_CAPTURE_ARMED, NULL), 0);
+    atomic_fetch_add(&n_capture, 1);
+}
+
+static bool fk_hello_has(struct fake *f, const char *part)
+{
+    pthread_mutex_lock(&f->mu);
+    bool r = strstr(f->last_hello, part) != NULL;
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
+/* The index of the first held line equal to want in the fake's stream, or -1. */
+static long fk_find(struct fake *f, const char *want)
+{
+    char l[512];
+    for (size_t i = 0, n = fk_count(f, NULL); i < n; i++)
+        if (strcmp(fk_get(f, i, l, sizeof l), want) == 0)
+            return (long)i;
+    return -1;
+}
+
+START_TEST(test_capture_requests_and_states)
+{
+    struct fake *f = fk_new(1, 0);
+    f->after_welcome = "{\"capture\":{\"id\":7,\"start_step\":12,\"steps\":2,"
+                       "\"what\":[\"cpu\",\"flops\",\"bogus\"]}}\n"
+                       "{\"capture\":{\"id\":8,\"start_step\":null,\"steps\":\"x\"}}\n";
+    fk_start(f);
+    struct ss_client *c = client_for(f, NULL);
+    ck_assert_int_eq(ss_on_capture(NULL, on_capture, NULL), -EINVAL);
+    ck_assert_int_eq(ss_on_capture(c, on_capture, &n_capture), 0);
+    ck_assert_int_eq(ss_span(c, "before", NULL, 0, 0), 0);
+    while (atomic_load(&n_capture) == 0 || !fk_hello_has(f, "\"capabilities\""))
+        usleep(1000);
+    ck_assert(fk_hello_has(f, ",\"capabilities\":[\"capture\"],"));
+    ck_assert_int_eq(last_capture.id, 7);
+    ck_assert_int_eq(last_capture.start_step, 12);
+    ck_assert_int_eq(last_capture.steps, 2);
+    ck_assert_uint_eq(last_capture.what, SS_CAPTURE_WHAT_CPU | SS_CAPTURE_WHAT_FLOPS);
+    /* From another thread: after the records made before it, with the reason escaped. */
+    ck_assert_int_eq(ss_span(c, "window", NULL, 0, 0), 0);
+    ck_assert_int_eq(ss_capture_state(c, 7, SS_CAPTURE_FAILED, "no \"GPU\"\n"), 0);
+    ck_assert_int_eq(ss_capture_state(c, -1, SS_CAPTURE_DONE, NULL), -EINVAL);
+    ck_assert_int_eq(ss_capture_state(c, 7, 0, NULL), -EINVAL);
+    ck_assert_int_eq(ss_capture_state(c, 7, SS_CAPTURE_FAILED + 1, NULL), -EINVAL);
+    ck_assert_int_eq(ss_capture_state(NULL, 7, SS_CAPTURE_DONE, NULL), -EINVAL);
+    ck_assert_int_eq(ss_flush(c, 10 * SEC), 0);
+    long armed = fk_find(f, "{\"type\":\"capture\",\"id\":7,\"state\":\"armed\"}");
+    long failed = fk_find(f, "{\"type\":\"capture\",\"id\":7,\"state\":\"failed\","
+                             "\"reason\":\"no \\\"GPU\\\"\\n\"}");
+    ck_assert_int_ge(armed, 0);
+    ck_assert_int_gt(failed, armed);
+    char l[512];
+    long window = -1;
+    for (long i = 0; i < failed; i++)
+        if (strstr(fk_get(f, (size_t)i, l, sizeof l), "\"name\":\"window\""))
+            window = i;
+    ck_assert_int_ge(window, 0); /* the span recorded before the report precedes it */
+    /* The unreadable request failed at once, by its id. */
+    ck_assert_int_ge(fk_find(f, "{\"type\":\"capture\",\"id\":8,\"state\":\"failed\","
+                                "\"reason\":\"libstepscope: unreadable capture request\"}"), 0);
+    struct ss_client_stats st;
+    ss_stats(c, &st);
+    ck_assert_uint_ge(st.capture_requests, 2);
+    ck_assert_uint_eq(st.control_lines, 0);
+    /* Cleared: the next hello has no capability, requests go to the control counter. */
+    ck_assert_int_eq(ss_on_capture(c, NULL, NULL), 0);
+    while (fk_hello_has(f, "\"capabilities\""))
+        usleep(1000);
+    ck_assert_int_eq(ss_flush(c, 10 * SEC), 0);
+    ss_client_free(c);
+    fk_stop(f);
+    fk_free(f);
+}
+END_TEST
+
 /* ---- threads and fork -------------------------------------------------------------------- */
 
 #define MT_THREADS 8
@@ -1009,6 +1094,7 @@ static Suite *client_suite(void)
         {"restart", test_daemon_restart_replays},
         {"flush_free", test_flush_and_free},
         {"control", test_control_lines_and_errors},
+        {"capture", test_capture_requests_and_states},
         {"threads", test_threads_exact_totals},
         {"fork", test_fork_child_gets_fresh_stream},
     };
