@@ -2,6 +2,7 @@
 """Load (issue 7, item 2): 1000 concurrent client connections, 10 jobs x 8 ranks streaming a
 simulated training run with the daemon's RSS sampled, and slow HTTP clients (slowloris) that must
 not starve the dashboard."""
+import http.client
 import json
 import resource
 import socket
@@ -219,3 +220,45 @@ def test_ranks_past_the_live_caps_rss_plateaus(daemon, figures):
     figures(events=total, rss_at_three_quarters_kib=at_3q, rss_last_quarter_max_kib=last_q,
             rss_samples=samples[:: max(1, len(samples) // 30)])
     assert last_q <= at_3q * 11 // 10, f"RSS still growing past the caps: {at_3q} -> {last_q} KiB"
+
+
+def _ingest_round(daemon, prefix, steps):
+    stop = threading.Event()
+    sent = {}
+    threads = [threading.Thread(target=_rank_stream, daemon=True,
+                                args=(daemon.socket, f"{prefix}{j}", r, steps, 40, 1000000, stop,
+                                      sent))
+               for j in range(10) for r in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert len(sent) == 80, "a rank did not finish"
+    return sum(sent.values())
+
+
+def test_deleting_ended_jobs_bounds_rss_over_many_jobs(daemon, figures):
+    """The live state of an ended job stays in memory until the job is deleted (DELETE
+    /api/v1/jobs/{job}). Ingest 10 jobs x 8 ranks, delete them, ingest as much again: the second
+    round reuses the memory the first freed, so it adds less than half of what the first added."""
+    steps = int(400 * SCALE)
+    rss0 = rss_kib(daemon.proc.pid)
+    events = _ingest_round(daemon, "first", steps)
+    rss1 = rss_kib(daemon.proc.pid)
+    for j in range(10):
+        conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=60)
+        try:
+            conn.request("DELETE", f"/api/v1/jobs/first{j}", headers={"X-Requested-With": "t"})
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 204, (j, r.status)
+        finally:
+            conn.close()
+    rss_deleted = rss_kib(daemon.proc.pid)
+    assert _ingest_round(daemon, "second", steps) == events
+    rss2 = rss_kib(daemon.proc.pid)
+    figures(events_per_round=events, rss_start_kib=rss0, rss_after_first_kib=rss1,
+            rss_after_delete_kib=rss_deleted, rss_after_second_kib=rss2)
+    assert rss1 - rss0 > 0
+    assert rss2 - rss_deleted < (rss1 - rss0) // 2, (
+        f"the second round added {rss2 - rss_deleted} KiB, the first {rss1 - rss0} KiB")
