@@ -313,7 +313,8 @@ static int web_capture_list(void *ud, const char *job, int64_t id, struct sbuf *
 }
 
 /* Loop thread: runs the queued deletions. A job with an open session is refused (-EBUSY); else
- * the store forgets it and queues the deletion of its rows, and live drops its aggregates. */
+ * the store forgets it and queues the deletion of its rows, and live and the capture registry
+ * drop theirs. */
 static void on_delete_async(uv_async_t *h)
 {
     struct daemon *d = h->data;
@@ -324,6 +325,7 @@ static void on_delete_async(uv_async_t *h)
                                 : store_job_delete(d->store, q->job, &job_id, &q->ticket);
         if (q->result == 0) {
             live_drop_job(d->live, job_id);
+            capture_reg_drop_job(d->captures, job_id);
             log_info("job \"%s\" (%lld) deleted", q->job, (long long)job_id);
         }
         q->done = true;

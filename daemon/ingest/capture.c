@@ -314,6 +314,23 @@ void capture_reg_free(struct capture_reg *reg)
     free(reg);
 }
 
+void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id)
+{
+    pthread_mutex_lock(&reg->mu);
+    size_t k = 0;
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *c = reg->caps[i];
+        if (c->job_id == job_id) {
+            free(c->parts);
+            free(c);
+        } else {
+            reg->caps[k++] = c; /* keeps the id order */
+        }
+    }
+    reg->n_caps = k;
+    pthread_mutex_unlock(&reg->mu);
+}
+
 static struct capture *find(struct capture_reg *reg, int64_t id)
 {
     for (size_t i = 0; i < reg->n_caps; i++)

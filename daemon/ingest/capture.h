@@ -75,6 +75,9 @@ int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct ca
                         const int64_t *known_ranks, size_t n_known, int64_t now_ns,
                         struct sbuf *out);
 
+/* Forgets every capture of job_id (the job was deleted; the store deletes their rows). */
+void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id);
+
 /* Start-up: a stored capture, then its ranks' states. Return 0, -ENOMEM or -EINVAL (a duplicate,
  * an unknown capture or state). */
 int capture_reg_load(struct capture_reg *reg, const struct record_capture *c);

@@ -41,6 +41,16 @@ def feed(daemon, job, rank=0, steps=5, events=200, noise=False):
     daemon.wait_for("no open session of " + job, lambda: daemon.job(job)["live"] is False)
 
 
+def post_capture(daemon, job):
+    conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=30)
+    try:
+        conn.request("POST", "/api/v1/jobs/%s/captures" % job, body=b'{"steps": 2}', headers=JSON)
+        r = conn.getresponse()
+        return r.status, None, r.read()
+    finally:
+        conn.close()
+
+
 def counts(db, job_id):
     """Rows that reference job_id, per table."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
@@ -50,6 +60,9 @@ def counts(db, job_id):
                   "streams", "ranks", "captures"):
             out[t] = con.execute("SELECT count(*) FROM %s WHERE job_id = ?" % t, (job_id,)).fetchone()[0]
         out["jobs"] = con.execute("SELECT count(*) FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+        out["capture_ranks"] = con.execute(
+            "SELECT count(*) FROM capture_ranks WHERE capture_id IN "
+            "(SELECT id FROM captures WHERE job_id = ?)", (job_id,)).fetchone()[0]
         return out
     finally:
         con.close()
@@ -67,6 +80,10 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     kept = daemon.job("kept")
     daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/doomed/steps")["total"] == 10)
     daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/kept/steps")["total"] == 7)
+    # A capture of the job (pending: no client is connected) is stored with it.
+    st, _, body = post_capture(daemon, "doomed")
+    assert st == 201, body
+    daemon.wait_for("capture stored", lambda: counts(db_path(daemon), doomed["id"])["capture_ranks"] == 2)
     before = counts(db_path(daemon), doomed["id"])
     assert before["blocks"] > 0 and before["steps"] == 10 and before["queue_samples"] == 2
     kept_before = counts(db_path(daemon), kept["id"])
@@ -78,6 +95,7 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     assert daemon.request("/api/v1/jobs/doomed")[0] == 404
     assert daemon.request("/api/v1/jobs/doomed/steps")[0] == 404
     assert daemon.request("/api/v1/jobs/%d" % doomed["id"])[0] == 404
+    assert daemon.request("/api/v1/jobs/doomed/captures")[0] == 404
     after = counts(db_path(daemon), doomed["id"])
     assert all(v == 0 for v in after.values()), after
     # The other job is untouched, in the store and in live.
@@ -97,6 +115,8 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     try:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert con.execute("SELECT count(*) FROM capture_ranks WHERE capture_id NOT IN "
+                           "(SELECT id FROM captures)").fetchone()[0] == 0
         size = con.execute("PRAGMA page_count").fetchone()[0]
         con.execute("VACUUM")
         assert con.execute("PRAGMA page_count").fetchone()[0] < size

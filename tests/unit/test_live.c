@@ -260,6 +260,42 @@ START_TEST(test_live_query_changed)
 }
 END_TEST
 
+START_TEST(test_live_drop_job)
+{
+    struct live *lv = fed(N_RECS); /* job 7 */
+    struct record v[N_RECS];
+    records(v);
+    ck_assert_int_eq(live_feed(lv, 9, 0, v, N_RECS), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *held, *s;
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &held), 0);
+    live_drop_job(lv, 7);
+    live_drop_job(lv, 42); /* unknown: nothing happens */
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &s), -ENOENT);
+    /* A reader's snapshot outlives the drop; the other job is untouched. */
+    size_t n_held = 0, n_other = 0, n_rows = 0;
+    struct live_step_row *rows = NULL;
+    ck_assert_int_eq(live_query_steps(held, -1, 0, 1, &rows, &n_rows, &n_held), 0);
+    free(rows);
+    live_snapshot_put(held);
+    ck_assert_int_eq(live_snapshot_get(lv, 9, &s), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &n_other), 0);
+    free(rows);
+    live_snapshot_put(s);
+    ck_assert_uint_gt(n_held, 0);
+    ck_assert_uint_eq(n_held, n_other);
+    /* Fed again, the id starts afresh. */
+    ck_assert_int_eq(live_feed(lv, 7, 0, v, N_RECS), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_int_eq(live_snapshot_get(lv, 7, &s), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &n_held), 0);
+    free(rows);
+    live_snapshot_put(s);
+    ck_assert_uint_eq(n_held, n_other);
+    live_free(lv);
+}
+END_TEST
+
 START_TEST(test_live_queues_and_pipeline)
 {
     struct live *lv = live_new();
@@ -636,6 +672,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_paddle_step_names);
     tcase_add_test(tc, test_live_queues_and_pipeline);
     tcase_add_test(tc, test_live_query_changed);
+    tcase_add_test(tc, test_live_drop_job);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
     tcase_add_test(tc, test_live_breakdown_cache_and_cap);
