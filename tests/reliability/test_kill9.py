@@ -47,7 +47,10 @@ def test_kill9_during_8_client_ingest_loses_and_duplicates_nothing(daemon, figur
         assert r.failure is None, r.failure
         assert r.errors == [], r.errors[:3]
         assert r.acked == per_rank
-        assert r.connects >= 2, f"rank {r.rank} never reconnected: the kill came too late"
+    # A fast rank may finish before the kill; the run counts when some were cut mid-stream.
+    cut = sum(1 for r in ranks if r.connects >= 2)
+    assert cut >= 1, "no rank reconnected: the kill came too late"
+    assert sum(r.replayed for r in ranks) > 0, "nothing was resent: nothing was in flight"
 
     j = daemon.job(job)
     assert j["events"] == per_rank * RANKS, f"stored {j['events']}, sent {per_rank * RANKS}"
@@ -58,7 +61,7 @@ def test_kill9_during_8_client_ingest_loses_and_duplicates_nothing(daemon, figur
         assert sorted(ts) == expected, f"rank {rank}: the exported set differs (loss + duplicate)"
     st = daemon.stats()
     replayed = sum(r.replayed for r in ranks)
-    figures(run=run, events=per_rank * RANKS, acked_at_kill=acked_at_kill,
+    figures(run=run, events=per_rank * RANKS, acked_at_kill=acked_at_kill, ranks_cut=cut,
             ingest_events_per_s_before_kill=round(acked_at_kill / ingest_s),
             replayed_lines=replayed, duplicates_dropped=st["duplicates"],
             stored=j["events"], lost=per_rank * RANKS - j["events"])
