@@ -25,9 +25,11 @@ def post_capture(daemon, job, body):
         conn.close()
 
 
-def run_with_capture(daemon, tmp, job, body):
+def run_with_capture(daemon, tmp, job, body, python=SYSTEM_PYTHON, script=SCRIPT, max_s=120):
+    """Runs script (OUT.json READY_FILE MAX_SECONDS) under python, POSTs body once it is ready;
+    returns its OUT.json, the POST's answer and the job's step count before the POST."""
     out, ready = tmp / (job + ".json"), tmp / (job + ".ready")
-    p = subprocess.Popen([SYSTEM_PYTHON, str(SCRIPT), str(out), str(ready), "120"],
+    p = subprocess.Popen([python, str(script), str(out), str(ready), str(max_s)],
                          env=script_env(daemon, job), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:

@@ -82,6 +82,7 @@ class StepHook:
         self._patched = []       # (object, attribute name)
         self._loaders = []       # (loader, its own class)
         self._optimizer_seen = False
+        self.captures = None     # a _capture.Captures serving on-demand captures, or None
         if model is not None:
             self.watch_model(model)
         if optimizer is not None:
@@ -110,6 +111,8 @@ class StepHook:
                 s.begin = t
             self._step = s
             self._fwd_end = None
+            if self.captures is not None:
+                self.captures.step_begin(s.step)
         elif samples is not None:
             s.samples = samples if s.samples is None else s.samples + samples
         return s
@@ -128,6 +131,8 @@ class StepHook:
             c._step = s._prev
         s._prev = None
         c._emit_step(s, t)
+        if self.captures is not None:
+            self.captures.step_end()
         if self._host_ns and t >= self._next_host:
             self._next_host = t + self._host_ns
             c.host_sample()
@@ -333,6 +338,8 @@ class StepHook:
         self._loaders = []
         try:
             self.end()
+            if self.captures is not None:
+                self.captures.close()
         except Exception as e:
             _count_internal(self.client, e)
 

@@ -29,6 +29,7 @@ import time
 from . import get_client
 from ._client import _count_internal
 from ._encode import encode_line, us
+from ._capture import Captures
 from ._hooks import NoFrameworkCallback, StepHook, batch_size, framework_of
 
 try:  # paddle.Model's callback base; absent without Paddle
@@ -36,18 +37,57 @@ try:  # paddle.Model's callback base; absent without Paddle
 except Exception:  # ImportError, or a broken install
     _CallbackBase = NoFrameworkCallback
 
-__all__ = ["StepHook", "attach", "StepscopeCallback", "trace_handler", "stream_chrome_trace"]
+__all__ = ["StepHook", "attach", "serve_captures", "StepscopeCallback", "trace_handler",
+           "stream_chrome_trace"]
 
 _now = time.time_ns
 
 
-def attach(model=None, optimizer=None, dataloader=None, client=None, host_interval=1.0):
+def attach(model=None, optimizer=None, dataloader=None, client=None, host_interval=1.0,
+           captures=True):
     """A StepHook watching model (a paddle.nn.Layer), optimizer and dataloader (any iterable
     object whose class can be swapped, e.g. paddle.io.DataLoader: its fetches are timed; or wrap
     an iterable with the hook's ``loader()``). A host CPU sample is sent at a step's end at most
-    every host_interval seconds (0: none). ``detach()`` undoes it all."""
-    return StepHook(model, optimizer, client, host_interval=host_interval,
-                    framework=framework_of("paddle"), dataloader=dataloader)
+    every host_interval seconds (0: none). With captures, the daemon's capture requests run
+    ``paddle.profiler.Profiler`` for the requested steps and stream the window (``hook.captures``,
+    docs/PYTHON.md "Capture"). ``detach()`` undoes it all."""
+    h = StepHook(model, optimizer, client, host_interval=host_interval,
+                 framework=framework_of("paddle"), dataloader=dataloader)
+    if captures:
+        serve_captures(h)
+    return h
+
+
+def serve_captures(hook):
+    """Makes hook (a StepHook) serve capture requests with paddle.profiler.Profiler: started at
+    the window's first step (CPU, plus GPU when asked for cuda/device and Paddle has one;
+    record_shapes, profile_memory, with_flops from ``what``), stopped after its last step, the
+    window exported and streamed as trace_handler does."""
+    client = hook.client
+
+    def stop(prof):
+        prof.stop()
+        return _export_window(prof, client)
+
+    hook.captures = Captures(client, _start_profiler, stop)
+    return hook.captures
+
+
+def _start_profiler(what):
+    import inspect
+
+    import paddle
+    import paddle.profiler as pp
+    targets = [pp.ProfilerTarget.CPU]
+    if ("cuda" in what or "device" in what) and paddle.device.is_compiled_with_cuda() \
+            and paddle.device.cuda.device_count() > 0:
+        targets.append(pp.ProfilerTarget.GPU)
+    kw = {"record_shapes": "shapes" in what, "profile_memory": "memory" in what}
+    if "flops" in what and "with_flops" in inspect.signature(pp.Profiler).parameters:
+        kw["with_flops"] = True
+    prof = pp.Profiler(targets=targets, **kw)
+    prof.start()
+    return prof
 
 
 class StepscopeCallback(_CallbackBase):
@@ -59,9 +99,10 @@ class StepscopeCallback(_CallbackBase):
     ``on_train_end``); ``samples`` is hapi's ``logs["batch_size"]``.
     """
 
-    def __init__(self, client=None, host_interval=1.0):
+    def __init__(self, client=None, host_interval=1.0, captures=True):
         super().__init__()
         self._client = client
+        self._captures = captures
         self._host_interval = host_interval
         self._hook = None
         self._fetch_t0 = None
@@ -72,6 +113,8 @@ class StepscopeCallback(_CallbackBase):
                 client=self._client,  # None: the process-wide client, made naming the framework
                 close_on_optimizer=False, host_interval=self._host_interval,
                 framework=framework_of("paddle"))
+            if self._captures:
+                serve_captures(self._hook)
         return self._hook
 
     def on_train_begin(self, logs=None):
@@ -200,18 +243,23 @@ def trace_handler(client=None, dir_name=None):
     thread when the window closes, like Paddle's own export_chrome_tracing."""
     def handler(prof):
         c = client if client is not None else get_client()
-        d = None
         try:
-            d = tempfile.mkdtemp(prefix="stepscope-paddle-", dir=dir_name)
-            path = os.path.join(d, "window.json")
-            prof.export(path=path, format="json")
-            with open(path, "rb") as f:
-                doc = json.load(f)
-            handler.events = stream_chrome_trace(doc, c)
+            handler.events = _export_window(prof, c, dir_name)
         except Exception as e:
             _count_internal(c, e)
-        finally:
-            if d is not None:
-                shutil.rmtree(d, ignore_errors=True)
     handler.events = 0
     return handler
+
+
+def _export_window(prof, client, dir_name=None):
+    """Exports prof's window as a chrome trace in a temporary directory, streams its events to
+    client and removes the file. Returns the number of events; raises what Paddle raises."""
+    d = tempfile.mkdtemp(prefix="stepscope-paddle-", dir=dir_name)
+    try:
+        path = os.path.join(d, "window.json")
+        prof.export(path=path, format="json")
+        with open(path, "rb") as f:
+            doc = json.load(f)
+        return stream_chrome_trace(doc, client)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
