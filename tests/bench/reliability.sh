@@ -8,12 +8,12 @@
 #
 # Environment: BUILD_DIR (default build), RUNS (20), KILL_SCALE (2), SCALE (4), API (1: run api.sh; 0: skip),
 # SPANS/STEPS for api.sh (1000000/10000). Needs root for the disk tests (tmpfs), wrk for api.sh.
-# Writes one JSON line of figures per test to $OUT (default reliability-figures.jsonl) and
+# Writes one JSON line of figures per test to $OUT (default $TMPDIR/reliability-figures.jsonl) and
 # api.sh's lines to ${OUT%.jsonl}-api.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
-OUT=${OUT:-reliability-figures.jsonl}
+OUT=${OUT:-${TMPDIR:-/tmp}/reliability-figures.jsonl}
 : >"$OUT"
 ninja -C "$BUILD_DIR" daemon/stepscoped tests/bench/loadgen >&2
 export BUILD_DIR RELIABILITY_FIGURES
