@@ -339,7 +339,12 @@ static void on_delete_async(uv_async_t *h)
 static int web_job_delete(void *ud, const char *job)
 {
     struct daemon *d = ud;
-    struct delete_req q = {.job = job};
+    /* {job} is an id or a name, as for GET; the loop's store forgets jobs by name. */
+    struct store_job sj;
+    int r = store_query_job(d->store, job, &sj);
+    if (r < 0)
+        return r;
+    struct delete_req q = {.job = sj.name};
     int64_t deadline = clock_mono_ns() + DELETE_WAIT_NS;
     struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
     pthread_mutex_lock(&d->async_lock);

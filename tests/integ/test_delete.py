@@ -173,3 +173,14 @@ def test_delete_method_guards(daemon):
     feed(daemon, "a/b c", steps=1, events=1)
     assert delete(daemon, "a/b c")[0] == 204
     assert daemon.jobs() == []
+
+
+def test_delete_by_id(daemon):
+    feed(daemon, "byid", steps=3)
+    feed(daemon, "keepme", steps=2)
+    jid = daemon.job("byid")["id"]
+    assert delete(daemon, str(jid))[0] == 204
+    assert [j["name"] for j in daemon.jobs()] == ["keepme"]
+    daemon.get_json(f"/api/v1/jobs/{jid}", status=404)
+    # An id that names no job is 404, like GET.
+    assert delete(daemon, str(jid + 1000))[0] == 404
