@@ -10,9 +10,16 @@ works without MindSpore installed (the class then derives from
 stepscope._hooks.NoFrameworkCallback); no callback raises into training: internal failures are
 counted in the client's stats (``internal_errors``).
 """
+import glob
+import json
+import os
+import shutil
+import tempfile
 import time
 
+from ._capture import Captures
 from ._client import _count_internal
+from ._encode import encode_line, us
 from ._hooks import NoFrameworkCallback, StepHook, batch_size, framework_of
 
 try:  # mindspore.train.Callback; absent without MindSpore
@@ -20,7 +27,7 @@ try:  # mindspore.train.Callback; absent without MindSpore
 except Exception:  # ImportError, or a broken install
     _CallbackBase = NoFrameworkCallback
 
-__all__ = ["StepscopeCallback"]
+__all__ = ["StepscopeCallback", "serve_captures", "stream_trace_view"]
 
 _now = time.time_ns
 
@@ -58,9 +65,10 @@ class StepscopeCallback(_CallbackBase):
     ``host_interval`` seconds (0: none).
     """
 
-    def __init__(self, client=None, hooks=True, host_interval=1.0):
+    def __init__(self, client=None, hooks=True, host_interval=1.0, captures=True):
         super().__init__()
         self._client = client
+        self._captures = captures
         self._host_interval = host_interval
         self._hooks = hooks
         self._hook = None
@@ -75,6 +83,8 @@ class StepscopeCallback(_CallbackBase):
                 client=self._client,  # None: the process-wide client, made naming the framework
                 close_on_optimizer=False, host_interval=self._host_interval,
                 framework=framework_of("mindspore"))
+            if self._captures:
+                serve_captures(self._hook)
         return self._hook
 
     def _fail(self, e):
@@ -158,3 +168,82 @@ class StepscopeCallback(_CallbackBase):
     def on_train_end(self, run_context):
         if self._hook is not None:
             self._hook.detach()
+
+
+# -- on-demand capture ----------------------------------------------------------------------------
+
+def _ns(v):
+    """A trace_view.json time (µs as a number or as text, "1795407905712426.280") -> int ns."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v * 1000
+    if isinstance(v, float):
+        return int(round(v * 1000))
+    try:
+        whole, _, frac = str(v).strip().partition(".")
+        sign = -1 if whole.startswith("-") else 1
+        return sign * (abs(int(whole)) * 1000 + int((frac + "000")[:3] or 0))
+    except (ValueError, TypeError):
+        return None
+
+
+def stream_trace_view(events, client):
+    """Sends the events of a MindSpore ``trace_view.json`` (a Chrome trace list, or an object with
+    ``traceEvents``) to client. MindSpore 2.x writes ``ts`` and ``dur`` as text ("123.456"): they
+    are sent as numbers, ``ts`` exact to the ns. Returns the number of events sent."""
+    if isinstance(events, dict):
+        events = events.get("traceEvents", [])
+    n = 0
+    for ev in events if isinstance(events, list) else []:
+        if not isinstance(ev, dict) or "ph" not in ev:
+            continue
+        ev = dict(ev)
+        ts = _ns(ev.pop("ts")) if "ts" in ev else None
+        if "dur" in ev:
+            d = _ns(ev["dur"])
+            ev["dur"] = d / 1000 if d is not None else 0
+        b = encode_line(ev)
+        if b is None:
+            continue
+        client._put(b'{"ts":' + us(ts).encode() + b"," + b[1:] if ts is not None else b)
+        n += 1
+    return n
+
+
+def serve_captures(hook, output_dir=None):
+    """Makes hook (a StepHook) serve capture requests with ``mindspore.Profiler``: made with
+    ``start_profile=False`` in a temporary directory (under output_dir) and started at the
+    window's first step; after its last step stopped and analysed (in the training thread: about
+    a second), its ``ASCEND_PROFILER_OUTPUT/trace_view.json`` streamed (stream_trace_view) and the
+    directory removed. A profiler that cannot start, or writes no trace_view.json on this
+    device, fails the capture with MindSpore's reason."""
+    client = hook.client
+
+    def start(what):
+        import mindspore
+        d = tempfile.mkdtemp(prefix="stepscope-mindspore-", dir=output_dir)
+        try:
+            prof = mindspore.Profiler(start_profile=False, output_path=d)
+            prof.start()
+        except BaseException:
+            shutil.rmtree(d, ignore_errors=True)
+            raise
+        return prof, d
+
+    def stop(handle):
+        prof, d = handle
+        try:
+            prof.stop()
+            prof.analyse()
+            files = sorted(glob.glob(os.path.join(glob.escape(d), "*", "ASCEND_PROFILER_OUTPUT",
+                                                  "trace_view.json")))
+            if not files:
+                raise RuntimeError("mindspore.Profiler wrote no trace_view.json on this device")
+            with open(files[0], "rb") as f:
+                return stream_trace_view(json.load(f), client)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    hook.captures = Captures(client, start, stop)
+    return hook.captures
