@@ -3,6 +3,8 @@
 a POSTed capture with paddle.profiler.Profiler started at the window's first step and stopped
 after its last, the window's events are streamed, the rank's part goes to done, and a start step
 that has passed fails with the hook's reason."""
+import pathlib
+import shutil
 import sys
 
 from fwutil import HERE
@@ -23,7 +25,10 @@ def part(daemon, job, cid):
 
 def test_paddle_capture_three_steps(daemon, tmp):
     job = "paddle-capture"
+    stray = pathlib.Path.cwd() / "profiler_log"  # Paddle's default export folder
+    shutil.rmtree(stray, ignore_errors=True)
     res, doc = run_with_capture(daemon, tmp, job, {"steps": 3, "what": ["cpu", "shapes"]})
+    assert not stray.exists(), "the capture left Paddle's own export in the working directory"
     cap = res["capture"]
     assert cap is not None and cap["id"] == doc["id"] and cap["state"] == "done", res
     assert cap["last_step"] - cap["first_step"] == 2 and cap["events"] > 0

@@ -85,7 +85,9 @@ def _start_profiler(what):
     kw = {"record_shapes": "shapes" in what, "profile_memory": "memory" in what}
     if "flops" in what and "with_flops" in inspect.signature(pp.Profiler).parameters:
         kw["with_flops"] = True
-    prof = pp.Profiler(targets=targets, **kw)
+    # on_trace_ready: without one Paddle writes ./profiler_log/*.json at stop(); the window is
+    # exported by the caller instead.
+    prof = pp.Profiler(targets=targets, on_trace_ready=lambda p: None, **kw)
     prof.start()
     return prof
 
