@@ -22,7 +22,7 @@ const STEPS = Number(process.env.STEPS || 100000);
 const RANKS = Number(process.env.RANKS || 8);
 const ROUNDS = Number(process.env.ROUNDS || 5);
 const MAX_POINTS = 2000;
-const VIEWS = ['overview', 'step-trace', 'operators', 'queues', 'ranks', 'timeline'];
+const VIEWS = (process.env.VIEWS || 'overview,step-trace,operators,queues,ranks,timeline').split(',');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stepscope-perf-'));
 const sock = path.join(tmp, 'd.sock');
