@@ -293,6 +293,10 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
         if (num_us_to_ns(s[F_DUR].p, s[F_DUR].n, &dur) == 0 && dur >= 0)
             r->dur_ns = dur;
     }
+    /* A span whose end would pass the largest time (INT64_MAX ns) ends there: every analysis
+     * adds ts and dur, and the sum must not overflow. */
+    if (r->ts_ns > 0 && r->dur_ns > INT64_MAX - r->ts_ns)
+        r->dur_ns = INT64_MAX - r->ts_ns;
     if (s[F_CAT].type == JSCAN_STRING) {
         r->cat.ptr = s[F_CAT].p;
         r->cat.len = s[F_CAT].n;

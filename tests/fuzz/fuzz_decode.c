@@ -64,6 +64,7 @@ static void check_record(const struct record *r, const char *line, size_t len,
             assert(r->name.ptr != NULL);
         }
         assert(r->dur_ns >= 0);
+        assert(r->ts_ns <= 0 || r->dur_ns <= INT64_MAX - r->ts_ns); /* ts + dur never overflows */
         break;
     case RECORD_STEP:
         assert(r->ph == 0);
