@@ -343,7 +343,8 @@ static int check_event(struct tscan *s)
             return fail(s, at, "event #%llu (ph %c): missing \"ts\"", (unsigned long long)n, ph);
     } else if (s->ev_ts_type != JT_NUMBER) {
         return fail(s, at, "event #%llu: \"ts\" must be a number", (unsigned long long)n);
-    } else if (num_us_to_ns(s->ev_ts, strlen(s->ev_ts), &ns) < 0) {
+    } else if (num_us_to_ns(s->ev_ts, strlen(s->ev_ts), &ns) < 0 || ns >= NUM_TIME_MAX_NS ||
+               ns <= NUM_TIME_MIN_NS) {
         return fail(s, at, "event #%llu: \"ts\" is out of range", (unsigned long long)n);
     }
     if (ph == 'X') {
@@ -351,7 +352,7 @@ static int check_event(struct tscan *s)
             return fail(s, at, "event #%llu (ph X): missing \"dur\"", (unsigned long long)n);
         if (s->ev_dur_type != JT_NUMBER)
             return fail(s, at, "event #%llu: \"dur\" must be a number", (unsigned long long)n);
-        if (num_us_to_ns(s->ev_dur, strlen(s->ev_dur), &ns) < 0)
+        if (num_us_to_ns(s->ev_dur, strlen(s->ev_dur), &ns) < 0 || ns >= NUM_DUR_MAX_NS)
             return fail(s, at, "event #%llu: \"dur\" is out of range", (unsigned long long)n);
         if (ns < 0)
             return fail(s, at, "event #%llu: \"dur\" must be >= 0", (unsigned long long)n);

@@ -9,6 +9,7 @@
  * by the real torch profiler.
  */
 #include "analyse.h"
+#include "../core/num.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -222,14 +223,14 @@ int analyse_ops_from_parts(const struct analyse_op_part *parts, size_t n,
         const struct analyse_op_part *pt = &parts[k];
         struct analyse_op_row *row = &t->rows[row_of[k]];
         row->calls += pt->calls;
-        row->total_ns += pt->total_ns;
-        row->self_ns += pt->self_ns;
+        row->total_ns = num_sat_add(row->total_ns, pt->total_ns);
+        row->self_ns = num_sat_add(row->self_ns, pt->self_ns);
         if (pt->calls > 0 && pt->min_ns < row->min_ns)
             row->min_ns = pt->min_ns;
         if (pt->calls > 0 && pt->max_ns > row->max_ns)
             row->max_ns = pt->max_ns;
-        t->sum_self_ns += pt->self_ns;
-        t->sum_total_ns += pt->total_ns;
+        t->sum_self_ns = num_sat_add(t->sum_self_ns, pt->self_ns);
+        t->sum_total_ns = num_sat_add(t->sum_total_ns, pt->total_ns);
     }
     for (size_t j = 0; j < n_rows; j++) {
         struct analyse_op_row *row = &t->rows[j];
@@ -436,8 +437,8 @@ int analyse_ops_query(const struct analyse_op_table *all, const struct analyse_o
         for (size_t j = kept; j < m; j++) {
             const struct analyse_op_row *row = sel[j].row;
             other.calls += row->calls;
-            other.total_ns += row->total_ns;
-            other.self_ns += row->self_ns;
+            other.total_ns = num_sat_add(other.total_ns, row->total_ns);
+            other.self_ns = num_sat_add(other.self_ns, row->self_ns);
             other.percent += row->percent;
             if (row->min_ns < other.min_ns)
                 other.min_ns = row->min_ns;

@@ -7,6 +7,7 @@
  * the difference is documented.
  */
 #include "analyse.h"
+#include "../core/num.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -105,14 +106,7 @@ size_t analyse_sum_name_len(const char *name, size_t len)
 /* ---- intervals ---- */
 
 /* Saturating int64 arithmetic: no input makes these overflow. */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b)
-        return INT64_MIN;
-    return a + b;
-}
+#define sat_add num_sat_add
 
 /* e - s, 0 when e <= s, INT64_MAX when it does not fit. */
 static int64_t span_len(int64_t s, int64_t e)
@@ -539,7 +533,7 @@ static int order_ops(struct table *t, struct analyse_summary *sum)
     for (size_t i = 0; i < n; i++)
         if (t->rows[i].parent == ANALYSE_SUM_TOP) {
             k[nt++] = (struct keyed){t->rows[i].total_ns, i};
-            all += t->rows[i].total_ns;
+            all = sat_add(all, t->rows[i].total_ns);
         }
     qsort(k, nt, sizeof *k, cmp_keyed);
     size_t m = 0;

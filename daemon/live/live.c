@@ -1045,8 +1045,8 @@ static void agg_add(struct live_agg *a, int64_t dur, int64_t self)
     if (a->calls == 0 || dur > a->max_ns)
         a->max_ns = dur;
     a->calls++;
-    a->total_ns += dur;
-    a->self_ns += self;
+    a->total_ns = num_sat_add(a->total_ns, dur);
+    a->self_ns = num_sat_add(a->self_ns, self);
 }
 
 static struct live_agg *agg_of(struct live_rank *rk, uint32_t op)

@@ -552,6 +552,11 @@ bool need_string(ctx &c, const slot &s, const char *key, struct record_text *ret
 }
 
 /* Microseconds to ns; absent gives absent_value if optional, else an error. */
+/* The time range: core/num.h. */
+#define TIME_MAX_NS NUM_TIME_MAX_NS
+#define TIME_MIN_NS NUM_TIME_MIN_NS
+#define DUR_MAX_NS NUM_DUR_MAX_NS
+
 bool get_us(ctx &c, const slot &s, const char *key, bool optional, int64_t absent_value,
             int64_t *ret)
 {
@@ -566,6 +571,8 @@ bool get_us(ctx &c, const slot &s, const char *key, bool optional, int64_t absen
     int r = num_us_to_ns(s.p, s.n, ret);
     if (r < 0)
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range", key);
+    if (*ret >= TIME_MAX_NS || *ret <= TIME_MIN_NS)
+        return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range (-2^60 < t < 2^62 ns)", key);
     return true;
 }
 
@@ -636,10 +643,12 @@ bool build_trace(ctx &c, const slot *s, struct record *r)
             return false;
         if (r->dur_ns < 0)
             return fail(c, INGEST_DECODE_INVALID, "\"dur\" must be >= 0");
+        if (r->dur_ns >= DUR_MAX_NS)
+            return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 2^60 ns)");
     } else if (s[F_DUR].present && s[F_DUR].type == od::json_type::number) {
         /* Only X promises a duration; elsewhere take one if it makes sense, never reject. */
         int64_t dur;
-        if (num_us_to_ns(s[F_DUR].p, s[F_DUR].n, &dur) == 0 && dur >= 0)
+        if (num_us_to_ns(s[F_DUR].p, s[F_DUR].n, &dur) == 0 && dur >= 0 && dur < DUR_MAX_NS)
             r->dur_ns = dur;
     }
     /* A span whose end would pass the largest time (INT64_MAX ns) ends there: every analysis

@@ -84,29 +84,44 @@ def test_non_numbers_and_out_of_range_times(daemon):
     assert sorted(e["args"]["correlation"] for e in _x_count(daemon, "numbers")) == [0, 1, 2]
 
 
-def test_times_at_the_int64_limits_are_kept_exactly(daemon):
-    # INT64_MAX ns and INT64_MIN + 1 ns, written in microseconds with three decimals.
-    hi = '{"ph":"X","name":"hi","ts":9223372036854775.807,"dur":0,"pid":0,"tid":1}'
-    lo = '{"ph":"X","name":"lo","ts":-9223372036854775.807,"dur":0,"pid":0,"tid":1}'
-    zero = '{"ph":"X","name":"zero","ts":0,"dur":9223372036854775.807,"pid":0,"tid":1}'
-    # Each number fits, their sum does not: taken (the protocol checks each field), and no
-    # analysis may overflow on it (UBSan in CI).
-    end_over = '{"ph":"X","name":"end_over","ts":9223372036854775.000,"dur":1000,"pid":0,"tid":1}'
-    step = '{"type":"step","step":1,"begin_us":9223372036854775.000,"end_us":9223372036854775.807,"phases":{"forward":9223372036854775.807}}'
-    assert _send_checked(daemon, "limits", [hi, lo, zero, end_over, step]) == {}
+def test_times_past_the_range_are_invalid_and_the_largest_kept_exactly(daemon):
+    # Times must lie in (-2^60, 2^62) ns and durations below 2^60 ns (docs/PROTOCOL.md): then no
+    # analysis can overflow adding or subtracting them (UBSan in CI). The int64 limits are
+    # refused as invalid, each line alone; the extreme allowed values are kept exactly.
+    top_ts = "4611686018427387.903"      # 2^62 - 1 ns, in microseconds
+    low_ts = "-1152921504606846.975"     # -(2^60 - 1) ns
+    long_dur = "1152921504606846.975"    # 2^60 - 1 ns
+    bad = [
+        '{"ph":"X","name":"hi","ts":9223372036854775.807,"dur":0,"pid":0,"tid":1}',
+        '{"ph":"X","name":"lo","ts":-9223372036854775.807,"dur":0,"pid":0,"tid":1}',
+        '{"ph":"X","name":"zero","ts":0,"dur":9223372036854775.807,"pid":0,"tid":1}',
+        '{"ph":"X","name":"at2_62","ts":4611686018427387.904,"dur":0,"pid":0,"tid":1}',
+        '{"ph":"X","name":"dur2_60","ts":0,"dur":1152921504606846.976,"pid":0,"tid":1}',
+        '{"type":"step","step":1,"begin_us":9223372036854775.000,"end_us":9223372036854775.807}',
+    ]
+    good = [
+        '{"ph":"X","name":"top","ts":%s,"dur":%s,"pid":0,"tid":1}' % (top_ts, long_dur),
+        '{"ph":"X","name":"bottom","ts":%s,"dur":%s,"pid":0,"tid":1}' % (low_ts, long_dur),
+        '{"type":"step","step":2,"begin_us":%s,"end_us":%s,"phases":{"forward":%s}}'
+        % (low_ts, top_ts, long_dur),
+    ]
+    errs = _send_checked(daemon, "limits", bad + good)
+    # Line 1 is the hello: the bad lines are 2..7, each invalid; nothing else.
+    assert errs == {n: "invalid" for n in range(2, 2 + len(bad))}, errs
     got = {e["name"]: e for e in _x_count(daemon, "limits")}
-    assert set(got) == {"hi", "lo", "zero", "end_over"}
+    assert set(got) == {"top", "bottom"}
     jid = daemon.job("limits")["id"]
     for path in ("operators", "kernels", "steps", "step-trace", "breakdown", "summary/overview",
-                 "summary/operator", "summary/model", "benchmark", "timeline?start_us=0"):
+                 "summary/operator", "summary/model", "benchmark", "helper", "ranks",
+                 "timeline?start_us=0"):
         st, _, body = daemon.request(f"/api/v1/jobs/{jid}/{path}")
         assert st in (200, 404), (path, st, body[:300])
         json.loads(body)
     # The export keeps the exact text of each time (float() would lose the last digits).
-    st, hdr, body = daemon.request(f"/api/v1/jobs/{daemon.job('limits')['id']}/timeline")
+    st, hdr, body = daemon.request(f"/api/v1/jobs/{jid}/timeline")
     assert st == 200
-    assert b"9223372036854775.807" in body and b"-9223372036854775.807" in body
-    st, _, body = daemon.request(f"/api/v1/jobs/{daemon.job('limits')['id']}")
+    assert top_ts.encode() in body and low_ts.encode() in body
+    st, _, body = daemon.request(f"/api/v1/jobs/{jid}")
     assert st == 200
     json.loads(body)
     daemon.assert_alive()
