@@ -89,6 +89,9 @@ static int line_done(struct msf *m, struct msf_err *e, uint64_t line)
     sbuf_addc(&m->out, '\n');
     if (m->out.error == -ENOMEM)
         return fail(e, line, 0, -ENOMEM, "out of memory");
+    if (m->out.error == -ERANGE)
+        return fail(e, line, 0, -EINVAL, "a time or duration is out of the daemon's range "
+                    "(-2^60 to 3 * 2^60 ns)");
     if (m->out.error)
         return fail(e, line, 0, -EMSGSIZE, "the converted records pass the %zu-byte limit",
                     m->out.max);
@@ -191,8 +194,15 @@ static void put_e6(struct sbuf *b, int64_t v)
                 fl ? "." : "", frac);
 }
 
+/* Every time and duration written must be one the daemon takes (core/num.h): both lie in
+ * (NUM_TIME_MIN_NS, NUM_DUR_MAX_NS); line_done() reports one outside. */
 static void put_us(struct sbuf *b, int64_t ns)
 {
+    if (ns <= NUM_TIME_MIN_NS || ns >= NUM_DUR_MAX_NS) {
+        if (!b->error)
+            b->error = -ERANGE;
+        return;
+    }
     sbuf_json_us(b, ns);
 }
 

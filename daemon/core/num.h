@@ -19,13 +19,13 @@ int num_us_to_ns(const char *s, size_t n, int64_t *ret_ns);
  * Returns 0, -EINVAL or -ERANGE. */
 int num_parse_i64(const char *s, size_t n, int64_t *ret);
 
-/* Times lie in (-2^60, 2^62) ns (1933 to 2116) and durations below 2^60 ns (36 years): then
- * every end (ts + dur) and every difference of two ends or starts the analyses take fits in
- * int64 (UBSan checks it in CI). The decoder refuses anything else as invalid, and the
- * importer's scanner checks the same. */
+/* Times lie in (-2^60, 2^62) ns (1933 to 2116) and durations below 3 * 2^60 ns (109 years):
+ * then every end (ts + dur < 2^63 - 2^60) and every difference of an end and a start
+ * (< 2^63) the analyses take fits in int64 (UBSan checks it in CI). The decoder refuses
+ * anything else as invalid, and the importers check the same. */
 #define NUM_TIME_MAX_NS (INT64_C(1) << 62)
 #define NUM_TIME_MIN_NS (-(INT64_C(1) << 60))
-#define NUM_DUR_MAX_NS (INT64_C(1) << 60)
+#define NUM_DUR_MAX_NS (INT64_C(3) << 60)
 
 /* a + b, saturated at INT64_MIN and INT64_MAX: sums of hostile times never overflow. */
 static inline int64_t num_sat_add(int64_t a, int64_t b)

@@ -295,7 +295,7 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
         if (r->dur_ns < 0)
             return fail(c, INGEST_DECODE_INVALID, "\"dur\" must be >= 0");
         if (r->dur_ns >= DUR_MAX_NS)
-            return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 2^60 ns)");
+            return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
     } else if (s[F_DUR].type == JSCAN_NUMBER) {
         /* Only X promises a duration; elsewhere take one if it makes sense, never reject. */
         int64_t dur;

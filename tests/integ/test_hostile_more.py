@@ -85,7 +85,7 @@ def test_non_numbers_and_out_of_range_times(daemon):
 
 
 def test_times_past_the_range_are_invalid_and_the_largest_kept_exactly(daemon):
-    # Times must lie in (-2^60, 2^62) ns and durations below 2^60 ns (docs/PROTOCOL.md): then no
+    # Times must lie in (-2^60, 2^62) ns and durations below 3 * 2^60 ns (docs/PROTOCOL.md): then no
     # analysis can overflow adding or subtracting them (UBSan in CI). The int64 limits are
     # refused as invalid, each line alone; the extreme allowed values are kept exactly.
     top_ts = "4611686018427387.903"      # 2^62 - 1 ns, in microseconds
@@ -96,7 +96,7 @@ def test_times_past_the_range_are_invalid_and_the_largest_kept_exactly(daemon):
         '{"ph":"X","name":"lo","ts":-9223372036854775.807,"dur":0,"pid":0,"tid":1}',
         '{"ph":"X","name":"zero","ts":0,"dur":9223372036854775.807,"pid":0,"tid":1}',
         '{"ph":"X","name":"at2_62","ts":4611686018427387.904,"dur":0,"pid":0,"tid":1}',
-        '{"ph":"X","name":"dur2_60","ts":0,"dur":1152921504606846.976,"pid":0,"tid":1}',
+        '{"ph":"X","name":"dur3x2_60","ts":0,"dur":3458764513820540.928,"pid":0,"tid":1}',
         '{"type":"step","step":1,"begin_us":9223372036854775.000,"end_us":9223372036854775.807}',
     ]
     good = [
