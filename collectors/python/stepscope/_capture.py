@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""On-demand captures for the StepHook integrations (stepscope.paddle, stepscope.mindspore):
-the framework-neutral part of docs/PROTOCOL.md section 6. The sender thread queues a request and
+"""On-demand captures for every integration (stepscope.torch's attach, and the StepHooks of
+stepscope.paddle and stepscope.mindspore): the framework-neutral part of docs/PROTOCOL.md section 6. The sender thread queues a request and
 reports ``armed``; the training thread, at a step's start, starts the framework's profiler for the
 requested step (``recording``), and at the end of the window's last step stops it, streams what
 it recorded and reports ``done`` (or ``failed`` with the exception). A framework gives two
-functions: ``start(what) -> handle`` and ``stop(handle) -> number of events streamed``."""
+functions: ``start(what) -> handle`` and ``stop(handle) -> number of events streamed``.
+``keep_as`` names the key under which a finished capture keeps its handle (torch keeps the
+profiler, so that ``key_averages()`` can be compared); by default the handle is dropped."""
 import collections
 import os
 
@@ -14,10 +16,12 @@ __all__ = ["Captures"]
 class Captures:
     """Serves the client's capture requests for one StepHook (``hook.captures``)."""
 
-    def __init__(self, client, start, stop):
+    def __init__(self, client, start, stop, owner="hook", keep_as=None):
         self.client = client
         self._start = start
         self._stop = stop
+        self._detached = "the %s is detached" % owner  # why a request fails after close()
+        self._keep_as = keep_as
         self._queue = collections.deque()  # requests, from the sender thread
         self._cap = None                   # the capture being recorded
         self.last = None                   # the latest finished one: id, state, steps, events
@@ -29,7 +33,7 @@ class Captures:
         """Sender thread: queue for the training thread."""
         c = self.client
         if not self.active or os.getpid() != self._pid:
-            c.capture_state(req["id"], "failed", "the hook is detached")
+            c.capture_state(req["id"], "failed", self._detached)
             return
         if not 1 <= req["steps"] <= 1000:
             c.capture_state(req["id"], "failed", "steps must be in 1..1000")
@@ -75,8 +79,11 @@ class Captures:
         cap, self._cap = self._cap, None
         cap["last_step"] = cap["first_step"] + cap["recorded"] - 1
         cap["events"] = 0
+        handle = cap.pop("handle")
+        if self._keep_as:
+            cap[self._keep_as] = handle
         try:
-            cap["events"] = self._stop(cap.pop("handle"))
+            cap["events"] = self._stop(handle)
         except Exception as e:
             state, reason = "failed", "%s: %s" % (type(e).__name__, e)
         cap["state"] = state
@@ -94,4 +101,4 @@ class Captures:
             self._finish("failed", "detached after %d of %d steps"
                          % (self._cap["recorded"], self._cap["steps"]))
         while self._queue:
-            self.client.capture_state(self._queue.popleft()["id"], "failed", "the hook is detached")
+            self.client.capture_state(self._queue.popleft()["id"], "failed", self._detached)

@@ -13,7 +13,6 @@ Importing this module does not import torch: ``attach`` imports it when called, 
 counts them in the client's ``stats["internal_errors"]``. See docs/PYTHON.md.
 """
 import atexit
-import collections
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ import tempfile
 import time
 import weakref
 
+from ._capture import Captures
 from ._client import _count_internal
 
 __all__ = ["attach", "trace_handler", "Attachment"]
@@ -162,9 +162,7 @@ class Attachment:
         self._step_src = None    # id() of the iterator whose next() opened the open step
         self._pid = os.getpid()
         self.steps = 0           # step records made
-        self._cap_queue = collections.deque()  # capture requests, from the sender thread
-        self._cap = None         # the capture being recorded: dict with its profiler
-        self.last_capture = None  # the latest finished capture (id, state, steps, profiler)
+        self.captures = None     # Captures, once attached (docs/PYTHON.md "Capture")
 
     # -- step bookkeeping ------------------------------------------------------------------
 
@@ -178,8 +176,8 @@ class Attachment:
         self._last_ns = t
         self._fwd_depth = 0
         self._bw_t0 = None
-        if self._cap_queue and self._cap is None:
-            self._capture_begin(s.step)
+        if self.captures is not None:
+            self.captures.step_begin(s.step)
         return s
 
     def _take(self):
@@ -198,11 +196,8 @@ class Attachment:
         c = self.client
         c._emit_step(self._take(), end)
         self.steps += 1
-        cap = self._cap
-        if cap is not None:
-            cap["recorded"] += 1
-            if cap["recorded"] >= cap["steps"]:
-                self._capture_end("done")
+        if self.captures is not None:
+            self.captures.step_end()
         if self._host_interval_ns and end >= self._next_host:
             self._next_host = end + self._host_interval_ns
             c.host_sample()
@@ -228,44 +223,13 @@ class Attachment:
             ph = s.phases
             ph[name] = ph.get(name, 0) + d
 
-    # -- on-demand capture (docs/PYTHON.md "Capture") ----------------------------------------
+    # -- on-demand capture (docs/PYTHON.md "Capture"; the logic is stepscope/_capture.py) ----
 
-    def _on_capture(self, req):
-        """Sender thread: queue the request for the training thread, which starts the profiler
-        at the requested step's start (_open) and stops it at the end of its last step (_close)."""
-        c = self.client
-        if not self.active or os.getpid() != self._pid:
-            c.capture_state(req["id"], "failed", "the attachment is detached")
-            return
-        if not 1 <= req["steps"] <= 1000:
-            c.capture_state(req["id"], "failed", "steps must be in 1..1000")
-            return
-        self._cap_queue.append(req)
-        c.capture_state(req["id"], "armed")
-
-    def _capture_begin(self, step):
-        """Training thread, at the start of step: starts the oldest queued capture if this is
-        its step (or it asked for the next one); fails the ones whose step has passed."""
-        c = self.client
-        while self._cap_queue:
-            req = self._cap_queue[0]
-            start = req["start_step"]
-            if start is not None and step < start:
-                return
-            self._cap_queue.popleft()
-            if start is not None and step > start:
-                c.capture_state(req["id"], "failed",
-                                "step %d has passed (this rank is at step %d)" % (start, step))
-                continue
-            try:
-                prof = self._start_profiler(req["what"])
-            except Exception as e:
-                c.capture_state(req["id"], "failed", "%s: %s" % (type(e).__name__, e))
-                continue
-            self._cap = {"id": req["id"], "steps": req["steps"], "recorded": 0,
-                         "first_step": step, "what": req["what"], "profiler": prof}
-            c.capture_state(req["id"], "recording")
-            return
+    @property
+    def last_capture(self):
+        """The latest finished capture: id, state, first_step, last_step, events, what, and the
+        stopped ``profiler`` (for ``key_averages()``); None before the first."""
+        return self.captures.last if self.captures is not None else None
 
     def _start_profiler(self, what):
         torch = self._torch
@@ -283,20 +247,10 @@ class Attachment:
         prof.start()
         return prof
 
-    def _capture_end(self, state, reason=None):
-        """Training thread: stops the profiler, streams its window through trace_handler's
-        path, reports done (or failed with the exception)."""
-        cap, self._cap = self._cap, None
-        c = self.client
-        cap["last_step"] = cap["first_step"] + cap["recorded"] - 1
-        try:
-            cap["profiler"].stop()
-            cap["events"] = _stream_window(c, cap["profiler"], None)[0]
-        except Exception as e:
-            state, reason = "failed", "%s: %s" % (type(e).__name__, e)
-        cap["state"] = state
-        self.last_capture = cap
-        c.capture_state(cap["id"], state, reason)
+    def _stop_profiler(self, prof):
+        """Stops the window's profiler and streams it through trace_handler's path."""
+        prof.stop()
+        return _stream_window(self.client, prof, None)[0]
 
     # -- DataLoader ------------------------------------------------------------------------
 
@@ -485,7 +439,8 @@ class Attachment:
                                        for i, p in enumerate(params)]
         if optimizer is not None:
             self._hook_optimizer(optimizer)
-        self.client.on_capture(self._on_capture)
+        self.captures = Captures(self.client, self._start_profiler, self._stop_profiler,
+                                 owner="attachment", keep_as="profiler")
         if dataloader is not None and callable(getattr(dataloader, "_get_iterator", None)):
             orig = dataloader._get_iterator
             dataloader._get_iterator = self._get_iterator(orig)
@@ -519,16 +474,8 @@ class Attachment:
         """Records the open step, removes every hook and restores the optimizer and DataLoader."""
         self.close_step()
         self.active = False
-        try:
-            self.client._capture_callbacks.remove(self._on_capture)
-        except ValueError:
-            pass
-        if self._cap is not None:
-            self._capture_end("failed", "detached after %d of %d steps"
-                              % (self._cap["recorded"], self._cap["steps"]))
-        while self._cap_queue:
-            self.client.capture_state(self._cap_queue.popleft()["id"], "failed",
-                                      "the attachment is detached")
+        if self.captures is not None:
+            self.captures.close()
         for h in self._handles:
             try:
                 h.remove()
