@@ -15,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "spool.h"
 
 struct client {
     int fd;
@@ -399,10 +402,7 @@ int client_send(struct client *c, const char *line, size_t n, char *ret_err)
     /* Newlines can only be blanks between tokens (a string cannot hold a raw one), so turning
      * them into spaces keeps the event's meaning and makes it one line. */
     char *dst = c->out + c->out_len;
-    memcpy(dst, line, n);
-    char *q = dst, *e = dst + n;
-    while ((q = memchr(q, '\n', (size_t)(e - q))) != NULL)
-        *q++ = ' ';
+    spool_line_copy(dst, line, n);
     dst[n] = '\n';
     c->out_len += n + 1;
     if (c->out_len < CLIENT_FLUSH_BYTES)
@@ -418,6 +418,65 @@ int client_send(struct client *c, const char *line, size_t n, char *ret_err)
     if (r < 0)
         snprintf(ret_err, CLIENT_ERR_MAX, "socket: %s", strerror(-r));
     return r;
+}
+
+int client_send_file(struct client *c, int fd, uint64_t off, uint64_t len, char *ret_err)
+{
+    int r = wait_until(c, drained_below, 1, ret_err);
+    if (r < 0)
+        return r;
+    off_t pos = (off_t)off;
+    int64_t last = now_ms();
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t n = sendfile(c->fd, fd, &pos, chunk);
+        if (n > 0) {
+            len -= (uint64_t)n;
+            last = now_ms();
+            continue;
+        }
+        if (n == 0) {
+            snprintf(ret_err, CLIENT_ERR_MAX, "sendfile: the file ended early");
+            return -EIO;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EPIPE || errno == ECONNRESET) {
+            c->closed = true;
+            snprintf(ret_err, CLIENT_ERR_MAX, "the daemon closed the connection");
+            return -EPIPE;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            r = -errno;
+            snprintf(ret_err, CLIENT_ERR_MAX, "sendfile: %s", strerror(errno));
+            return r;
+        }
+        /* The socket is full: read replies while the daemon catches up. */
+        int64_t left = last + CLIENT_IDLE_MS - now_ms();
+        if (left <= 0) {
+            snprintf(ret_err, CLIENT_ERR_MAX, "no progress for %d s", CLIENT_IDLE_MS / 1000);
+            return -ETIMEDOUT;
+        }
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN | POLLOUT};
+        if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+            r = -errno;
+            snprintf(ret_err, CLIENT_ERR_MAX, "poll: %s", strerror(errno));
+            return r;
+        }
+        uint64_t acked = c->acked;
+        r = read_replies(c);
+        if (r < 0) {
+            snprintf(ret_err, CLIENT_ERR_MAX, "socket: %s", strerror(-r));
+            return r;
+        }
+        if (c->closed) {
+            snprintf(ret_err, CLIENT_ERR_MAX, "the daemon closed the connection");
+            return -EPIPE;
+        }
+        if (c->acked != acked)
+            last = now_ms();
+    }
+    return 0;
 }
 
 static bool acked_to(const struct client *c, uint64_t want)

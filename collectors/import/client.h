@@ -51,6 +51,12 @@ int client_hello(struct client *c, const char *hello, size_t len, uint64_t *ret_
  * -EPIPE if the connection closed, -ETIMEDOUT, or another negative errno. */
 int client_send(struct client *c, const char *line, size_t n, char *ret_err);
 
+/* Writes what is queued, then sends len bytes of fd from offset off as they are (whole record
+ * lines, each ending in '\n'), with sendfile(2), reading replies while the socket is full.
+ * SIGPIPE must be ignored (sendfile has no MSG_NOSIGNAL). Returns 0, -EIO if fd ends early, or
+ * as client_send(). */
+int client_send_file(struct client *c, int fd, uint64_t off, uint64_t len, char *ret_err);
+
 /* Sends {"type":"bye"}, writes everything queued, and waits until the daemon acks want_ack (the
  * bye's sequence number + 1). Returns 0, or as client_send() (-EPIPE: closed before the ack). */
 int client_finish(struct client *c, uint64_t want_ack, char *ret_err);

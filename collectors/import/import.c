@@ -4,8 +4,10 @@
  *
  * Pass 1 reads every file to the end through tfile/tscan in constant memory: it validates the
  * JSON and every event, counts the events, collects the top-level facts (distributedInfo,
- * schemaVersion, ...) and guesses the framework from the first events. Only when every file
- * passed does pass 2 read each file again and send it, one session per file, as the stream
+ * schemaVersion, ...), guesses the framework from the first events, and writes the protocol
+ * lines it converts to an unlinked temporary file (spool.h). Only when every file passed does
+ * pass 2 send each file's lines from there with sendfile(2) (or, when no temporary file could
+ * hold them, read and scan the file again), one session per file, as the stream
  * "import:<abs path>:<size>:<mtime>". Because that stream key is the file's identity, a second
  * import of the same file (same job and rank) gets a welcome whose next_seq covers what the
  * daemon already holds, and only the rest is sent: imports are idempotent, and an import whose
@@ -16,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +33,7 @@
 #include "log.h"
 #include "msdir.h"
 #include "sbuf.h"
+#include "spool.h"
 #include "tfile.h"
 #include "tscan.h"
 
@@ -64,6 +68,7 @@ struct input {
     int64_t fixed_rank;       /* from a MindSpore folder's file names; -1: none */
     const struct msdir_rank *ms; /* converted MindSpore files (lines in memory), or NULL */
     char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
+    struct spool *spool;      /* pass 1's converted lines, or NULL: pass 2 reads the file again */
 };
 
 struct opts {
@@ -273,7 +278,18 @@ static void classify(struct input *in, const struct detect *d)
     }
 }
 
-/* Pass 1 on one file. Returns 0, or -1 after printing why the file is unusable. */
+/* Pass 1 could not keep the converted lines (a full temporary directory): pass 2 reads the file
+ * again instead. */
+static void drop_spool(struct input *in, int err)
+{
+    fprintf(stderr, "stepscope import: %s: cannot keep the converted events in a temporary file "
+            "(%s); the file will be read a second time to send it\n", in->arg, strerror(-err));
+    spool_free(in->spool);
+    in->spool = NULL;
+}
+
+/* Pass 1 on one file: validates it and, when a temporary file can hold them, keeps the protocol
+ * lines it converts for pass 2. Returns 0, or -1 after printing why the file is unusable. */
 static int validate(struct input *in)
 {
     if (in->ms) {
@@ -309,9 +325,21 @@ static int validate(struct input *in)
     size_t len;
     const struct tscan_event *info;
     int r;
-    while ((r = tfile_next(f, &ev, &len, &info)) == 1)
+    char serr[256];
+    int sr = spool_new(&in->spool, serr);
+    if (sr < 0) {
+        fprintf(stderr, "stepscope import: %s: %s; the file will be read a second time to send "
+                "it\n", in->arg, serr);
+        in->spool = NULL;
+    }
+    while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
         if (info->index < IMPORT_DETECT_EVENTS)
             detect_event(&d, info);
+        if (in->spool && (sr = spool_add(in->spool, ev, len)) < 0)
+            drop_spool(in, sr);
+    }
+    if (r == 0 && in->spool && (sr = spool_flush(in->spool)) < 0)
+        drop_spool(in, sr);
     if (r < 0) {
         fprintf(stderr, "stepscope import: %s\n", tfile_error(f));
         fprintf(stderr, "stepscope import: nothing was imported\n");
@@ -537,6 +565,23 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
                 goto done;
             p = nl ? nl + 1 : end;
         }
+        uint64_t bye = next_seq > in->n_events ? next_seq : in->n_events;
+        if (client_finish(c, bye + 1, err) < 0)
+            goto done;
+        out = OUT_DONE;
+        goto done;
+    }
+    if (in->spool) {
+        /* Pass 1's lines: stream those past next_seq straight from the temporary file. */
+        uint64_t off, total = spool_bytes(in->spool);
+        r = spool_line_offset(in->spool, next_seq < in->n_events ? next_seq : in->n_events, &off);
+        if (r < 0) {
+            snprintf(err, CLIENT_ERR_MAX, "temporary file: %s", strerror(-r));
+            out = OUT_INPUT;
+            goto done;
+        }
+        if (off < total && client_send_file(c, spool_fd(in->spool), off, total - off, err) < 0)
+            goto done;
         uint64_t bye = next_seq > in->n_events ? next_seq : in->n_events;
         if (client_finish(c, bye + 1, err) < 0)
             goto done;
@@ -828,7 +873,9 @@ int import_command(int argc, char **argv)
         }
     }
 
-    /* Pass 2: send, one session per file. */
+    /* Pass 2: send, one session per file. sendfile(2) has no MSG_NOSIGNAL: a daemon that goes
+     * away must give EPIPE, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     ret = IMPORT_EXIT_OK;
     for (size_t i = 0; i < n_in; i++) {
         int r = import_file(&ins[i], job, &o);
@@ -843,6 +890,7 @@ out:
     for (size_t i = 0; i < n_in; i++) {
         free(ins[i].abs);
         free(ins[i].dir);
+        spool_free(ins[i].spool);
     }
     free(ins);
     for (size_t i = 0; dirs && i < n; i++)

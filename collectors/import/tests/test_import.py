@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 import urllib.parse
 
 import pytest
@@ -17,6 +18,8 @@ import pytest
 import integ_conftest as integ
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tests" / "integ"))
+from ssclient import Client  # noqa: E402  (the integration suite's protocol client)
 DATA = pathlib.Path(os.environ.get("SHARED_DATA", REPO.parent / "shared" / "data"))
 KINETO = sorted((DATA / "kineto").glob("*.json.gz"))
 MS_TIMELINES = sorted((DATA / "mindspore" / "11_timeline").glob("*_timeline_display_*.json"))
@@ -212,6 +215,57 @@ def test_reimport_adds_nothing(daemon):
     after = daemon.stats()
     assert after["records"]["trace"] == before["records"]["trace"]
     assert after["duplicates"] == 0  # skipped by the importer, not even resent
+
+
+def spooled_trace(tmp, n):
+    """A Kineto-layout file of n X events, pretty-printed so that events span several lines."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 13}", "pid": 1, "tid": 1,
+               "ts": 1700000000000000.0 + i * 3.5, "dur": 1.25 + i % 7, "args": {"i": i}}
+              for i in range(n)]
+    path = tmp / "resume.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1))
+    return path, events
+
+
+def import_stream_key(path):
+    """The stream key the importer names a file by (import.c build_hello)."""
+    st = os.stat(path)
+    return (f"import:{os.path.realpath(path)}:{st.st_size}:"
+            f"{st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}")
+
+
+def test_resume_sends_only_what_the_daemon_lacks(daemon, tmp):
+    """A first session that broke after k events (here: sent by hand under the importer's stream
+    key) leaves next_seq = k; the import then streams its spooled lines from line k on, which
+    lies between two of the spool's indexed offsets (SPOOL_INDEX_EVERY is 4096)."""
+    n, k = 9000, 5000
+    path, events = spooled_trace(tmp, n)
+    with Client(daemon.socket) as c:
+        c.hello("resume", rank=0, stream=import_stream_key(path))
+        assert c.welcome["next_seq"] == 0
+        c.send_lines(events[:k])
+        c.wait_ack(k)
+    p = run_import(daemon, "--job", "resume", path)
+    assert_ok(p)
+    assert f"{n - k} sent, {k} already held, 0 rejected" in p.stdout
+    st = daemon.stats()
+    assert st["records"]["trace"] == n and st["duplicates"] == 0
+    assert job_or_none(daemon, "resume")["events"] == n
+    assert timeline(daemon, "resume") == events
+
+
+def test_without_a_temporary_file_the_file_is_read_twice(daemon, tmp):
+    """TMPDIR unusable: pass 2 reads and scans the trace again, with the same result."""
+    path, events = spooled_trace(tmp, 5000)
+    env = integ.clean_env(tmp)
+    env["TMPDIR"] = str(tmp / "no-such-dir")
+    p = subprocess.run([str(cli()), "import", "--socket", daemon.socket, "--job", "twice",
+                        str(path)], capture_output=True, text=True, timeout=300, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert_ok(p)
+    assert "will be read a second time" in p.stderr
+    assert "5000 sent, 0 already held" in p.stdout
+    assert timeline(daemon, "twice") == events
 
 
 def test_two_files_one_job_ranks_in_file_order(daemon):

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spool: the protocol lines of one input file, written during pass 1 to an unlinked temporary
+ * file, so that pass 2 streams them to the daemon (sendfile) instead of reading, decompressing
+ * and scanning the trace a second time.
+ *
+ * The file lives in $TMPDIR (else /tmp), opened O_TMPFILE (else mkstemp() and unlink()), so it
+ * takes page cache and disk, not the importer's memory, and disappears with the process. Lines
+ * are written through a SPOOL_BUF_BYTES buffer; the byte offset of every SPOOL_INDEX_EVERY-th
+ * line is kept, so that a session that resumes at the welcome's next_seq finds its first line
+ * after reading at most SPOOL_INDEX_EVERY - 1 lines. A write error (ENOSPC above all) is final:
+ * the caller drops the spool and reads the trace again.
+ */
+#ifndef STEPSCOPE_IMPORT_SPOOL_H
+#define STEPSCOPE_IMPORT_SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPOOL_BUF_BYTES (2u << 20) /* write buffer, > the longest event line */
+#define SPOOL_INDEX_EVERY 4096u    /* lines between two kept offsets */
+
+struct spool;
+
+/* Creates an empty spool. Returns 0 and sets *ret_s (free with spool_free()), or a negative
+ * errno with ret_err (at least 256 bytes) saying why. */
+int spool_new(struct spool **ret_s, char *ret_err);
+
+/* Frees s and its file; NULL-safe. */
+void spool_free(struct spool *s);
+
+/* Appends the n bytes at ev as one line: every '\n' in them becomes a space (in JSON text a raw
+ * newline can only be a blank between tokens) and a '\n' ends it. Returns 0, -EMSGSIZE for n >=
+ * SPOOL_BUF_BYTES, or a negative errno (-ENOSPC, -EIO, ...) from writing, which is final. */
+int spool_add(struct spool *s, const char *ev, size_t n);
+
+/* Writes what is buffered. Returns 0 or a negative errno. */
+int spool_flush(struct spool *s);
+
+/* Lines added, and bytes they take (flushed or not). */
+uint64_t spool_lines(const struct spool *s);
+uint64_t spool_bytes(const struct spool *s);
+
+/* The file descriptor to read the flushed lines from (positioned reads only). */
+int spool_fd(const struct spool *s);
+
+/* Byte offset where line (0-based) starts; spool_bytes() for line == spool_lines(). The spool
+ * must be flushed. Returns 0, -ERANGE past the end, or a negative errno from reading. */
+int spool_line_offset(const struct spool *s, uint64_t line, uint64_t *ret_off);
+
+/* Copies n bytes (n > 0) from src to dst turning every '\n' into a space: a record line from an
+ * event's text (shared with client.c). */
+void spool_line_copy(char *dst, const char *src, size_t n);
+
+#endif
