@@ -4,7 +4,9 @@
  *
  *   loadgen --socket PATH [--connections 8] [--events N] [--event-bytes 240] [--mode daemon|raw]
  *           [--job NAME] [--batch-bytes 65536] [--timeout S] [--step-every K] [--rate R]
- *   loadgen --sink PATH
+ *   loadgen --socket PATH --mode replay [--connections 8] [--events N] [--rate R] [--ring-bytes B]
+ *           [--progress-ms MS] [--report FILE] [--job NAME] [--timeout S]
+ *   loadgen --sink PATH | --sink-ack PATH
  *
  * Each connection's whole byte stream (a hello line, then its share of N Chrome-trace "X" events
  * of event-bytes bytes each, '\n' included) is generated in memory before anything is timed, so
@@ -21,8 +23,18 @@
  * benchmark's steps); --rate R paces the writes to about R events per second over all
  * connections (the API benchmark's background ingest). Both are off by default.
  *
- * Prints one line on stdout: events=N seconds=S events_per_s=R. Exits 0 on success, 1 when a
- * connection failed (error lines, early close, short ack, timeout), 2 on bad usage.
+ * Replay mode (the kill -9 test's clients, tests/reliability/test_kill9.py) survives the daemon's
+ * death: each connection is a rank that keeps its unacknowledged lines, reconnects and replays them
+ * (see "Replay mode" below). Its records are shorter kernel spans whose ts are distinct per rank.
+ * --progress-ms prints "progress t= acked= sent= resent= connects= cpu=" lines while it runs;
+ * --report writes one JSON line per rank with its counts and a checksum of the ts it had
+ * acknowledged. `--sink-ack` is a sink that also welcomes and acknowledges every line at once:
+ * replay mode's own ceiling, with nothing behind the socket.
+ *
+ * Prints one line on stdout: events=N seconds=S events_per_s=R (replay mode adds its counts and
+ * client_cpu_s, and prints it even on failure). Exits 0 on success, 1 when a connection failed
+ * (error lines, early close, short ack, timeout; in replay mode also a welcome that says the daemon
+ * lost an acknowledged line), 2 on bad usage.
  *
  * Standalone on purpose (C11 + POSIX threads and sockets, no project code): it must be able to
  * measure a daemon it shares nothing with.
@@ -31,15 +43,18 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -48,6 +63,7 @@
 enum mode {
     MODE_DAEMON, /* talk the stepscope protocol; wait for acks */
     MODE_RAW,    /* write to a discard sink; wait for its byte count */
+    MODE_REPLAY, /* daemon mode that survives the daemon's death: reconnect and replay */
 };
 
 struct options {
@@ -62,6 +78,10 @@ struct options {
     int timeout_s;       /* a connection with no progress for this long fails */
     uint64_t step_every; /* a step span every this many events; 0: none */
     uint64_t rate;       /* events per second over all connections; 0: as fast as possible */
+    size_t ring_bytes;   /* replay: most bytes written and not yet acknowledged, per connection */
+    unsigned progress_ms; /* replay: a progress line on stdout this often; 0: none */
+    const char *report;  /* replay: per-connection figures as JSON lines to this file */
+    bool sink_ack;       /* --sink-ack: the sink also welcomes and acknowledges */
 };
 
 struct conn {
@@ -76,6 +96,15 @@ struct conn {
     double end;          /* seconds (monotonic) when this connection was done */
     bool ok;
     char why[160];       /* the reason when !ok */
+    /* Replay mode only. The fields the progress printer reads are atomic (written here, relaxed). */
+    size_t *off;              /* off[i]: where record line i starts in buf; off[lines] = len */
+    _Atomic uint64_t acked;   /* highest {"ack":K}: lines [0, K) are durable */
+    _Atomic uint64_t sent_hi; /* lines [0, sent_hi) were written whole at least once */
+    _Atomic uint64_t resent;  /* whole lines written again after a reconnect */
+    _Atomic uint64_t connects;
+    uint64_t held_dups;  /* over all welcomes: next_seq - hello seq, lines resent that the daemon had */
+    uint64_t lost_acked; /* over all welcomes: acknowledged lines the daemon said it did not hold */
+    uint64_t ahead;      /* welcomes whose next_seq was past every line ever written */
 };
 
 static struct options opt = {
@@ -86,6 +115,7 @@ static struct options opt = {
     .mode = MODE_DAEMON,
     .job = "loadgen",
     .timeout_s = 600,
+    .ring_bytes = (size_t)64 << 20,
 };
 
 static pthread_barrier_t start_barrier;
@@ -114,7 +144,10 @@ static void usage(FILE *f)
     fputs("usage: loadgen --socket PATH [--connections 8] [--events 2000000] [--event-bytes 240]\n"
           "               [--mode daemon|raw] [--job NAME] [--batch-bytes 65536] [--timeout S]\n"
           "               [--step-every K] [--rate EVENTS_PER_S]\n"
-          "       loadgen --sink PATH\n",
+          "       loadgen --socket PATH --mode replay [--connections 8] [--events N] [--job NAME]\n"
+          "               [--rate EVENTS_PER_S] [--ring-bytes 67108864] [--progress-ms MS]\n"
+          "               [--report FILE] [--timeout S] [--batch-bytes 65536]\n"
+          "       loadgen --sink PATH | --sink-ack PATH\n",
           f);
 }
 
@@ -234,7 +267,8 @@ static void gen_stream(struct conn *c)
     c->len = off;
 }
 
-static int connect_unix(const char *path)
+/* A connected Unix stream socket, or -1 with errno set (nothing to connect to yet). */
+static int try_connect_unix(const char *path)
 {
     struct sockaddr_un sa;
     int fd;
@@ -246,7 +280,19 @@ static int connect_unix(const char *path)
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0)
         die("socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static int connect_unix(const char *path)
+{
+    int fd = try_connect_unix(path);
+    if (fd < 0)
         die("connect %s: %s", path, strerror(errno));
     return fd;
 }
@@ -365,15 +411,315 @@ static void run_conn(struct conn *c)
     }
 }
 
+/* ---- Replay mode ------------------------------------------------------------------------------
+ *
+ * A replaying rank is what a collector that loses nothing does (docs/PROTOCOL.md section 3) when
+ * the daemon dies under it. The rank's record lines are generated before the clock starts (the
+ * training process's output; our cost must stay the write) and are "produced" at --rate over
+ * time. The lines written and not yet acknowledged, [acked, written), form the rank's ring: at
+ * most --ring-bytes of them, after which the rank writes nothing more until acks free room. When
+ * the connection breaks it reconnects with backoff (5 ms doubling to 200 ms), says hello with its
+ * stream and seq = its oldest unacknowledged line, and writes every line from there again: the
+ * daemon numbers the connection's lines from that seq and drops the ones it holds. The welcome's
+ * next_seq is checked: below seq, the daemon lost acknowledged lines (lost_acked); past every line
+ * ever written, it claims lines it was never sent (ahead). */
+
+/* The records: tests/reliability/replayclient.py's shape, a kernel span per line whose ts (integer
+ * microseconds) is distinct within the rank. */
+#define REPLAY_TS0 1700000000000000ull
+#define REPLAY_TICK_S 0.002
+
+static uint64_t replay_ts(uint64_t i)
+{
+    return REPLAY_TS0 + i * 10u;
+}
+
+static void gen_replay_stream(struct conn *c)
+{
+    size_t cap = (size_t)c->events * 160 + 1;
+    size_t len = 0;
+    c->buf = malloc(cap);
+    c->off = malloc(((size_t)c->events + 1) * sizeof *c->off);
+    if (!c->buf || !c->off)
+        die("cannot allocate %zu bytes for connection %u", cap, c->index);
+    for (uint64_t i = 0; i < c->events; i++) {
+        c->off[i] = len;
+        len += (size_t)snprintf(c->buf + len, cap - len,
+                                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"kernel_%u\",\"pid\":%u,"
+                                "\"tid\":1,\"ts\":%" PRIu64 ",\"dur\":3,\"args\":{\"seq\":%" PRIu64
+                                "}}\n",
+                                (unsigned)(i % 13), c->index, replay_ts(i), i);
+    }
+    c->off[c->events] = len;
+    c->len = len;
+    c->lines = c->events;
+}
+
+/* Takes the daemon's whole lines from rbuf: acks, the welcome (checked against seq0, the hello's
+ * seq), errors (counted, the first few echoed). rbuf keeps an unfinished line. */
+static void replay_replies(struct conn *c, char *rbuf, size_t *rlen, uint64_t seq0)
+{
+    char *p = rbuf, *end = rbuf + *rlen, *nl;
+    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        *nl = '\0';
+        if (strncmp(p, "{\"ack\":", 7) == 0) {
+            uint64_t k = strtoull(p + 7, NULL, 10);
+            if (k > c->lines)
+                k = c->lines;
+            if (k > atomic_load_explicit(&c->acked, memory_order_relaxed))
+                atomic_store_explicit(&c->acked, k, memory_order_relaxed);
+        } else if (strncmp(p, "{\"welcome\":", 11) == 0 && strstr(p, "\"next_seq\":")) {
+            uint64_t ns = strtoull(strstr(p, "\"next_seq\":") + 11, NULL, 10);
+            if (ns < seq0)
+                c->lost_acked += seq0 - ns;
+            else
+                c->held_dups += ns - seq0;
+            if (ns > atomic_load_explicit(&c->sent_hi, memory_order_relaxed))
+                c->ahead++;
+        } else if (strstr(p, "\"error\"") != NULL) {
+            if (c->errors++ < 3)
+                fprintf(stderr, "loadgen: connection %u: %s\n", c->index, p);
+        }
+        p = nl + 1;
+    }
+    *rlen = (size_t)(end - p);
+    memmove(rbuf, p, *rlen);
+}
+
+/* Counts the lines that the bytes written up to pos complete: the first write of a line raises
+ * sent_hi, a later one counts as resent. *line is the first line not yet written whole. */
+static void replay_written(struct conn *c, size_t pos, uint64_t *line)
+{
+    uint64_t from = *line, to = from;
+    uint64_t hi = atomic_load_explicit(&c->sent_hi, memory_order_relaxed);
+    while (to < c->lines && c->off[to + 1] <= pos)
+        to++;
+    if (hi > from)
+        atomic_fetch_add_explicit(&c->resent, (hi < to ? hi : to) - from, memory_order_relaxed);
+    if (to > hi)
+        atomic_store_explicit(&c->sent_hi, to, memory_order_relaxed);
+    *line = to;
+}
+
+/* One connection of a replaying rank, fd connected: hello, then the lines from the oldest
+ * unacknowledged one, paced by --rate from t0 and bounded by the ring, while acks free the ring.
+ * Returns when every line is acknowledged, the connection broke, or the rank failed (timeout:
+ * no ack for --timeout s, *last_ack being when the last one came). */
+static void replay_session(struct conn *c, int fd, double t0, double *last_ack)
+{
+    char rbuf[65536];
+    char hello[768];
+    size_t rlen = 0, hsent = 0;
+    uint64_t seq0 = atomic_load_explicit(&c->acked, memory_order_relaxed);
+    uint64_t line = seq0;       /* the first line not yet written whole on this connection */
+    size_t pos = c->off[seq0];  /* the next byte of buf to write on this connection */
+    double conn_rate = opt.rate ? (double)opt.rate / opt.connections : 0;
+    size_t hlen = (size_t)snprintf(hello, sizeof hello,
+                                   "{\"hello\":\"stepscope/1\",\"job\":\"%s\",\"rank\":%u,"
+                                   "\"world_size\":%u,\"host\":\"loadgen\",\"pid\":%ld,"
+                                   "\"framework\":\"loadgen\",\"stream\":\"loadgen-%u\",\"seq\":%" PRIu64
+                                   "}\n",
+                                   opt.job, c->index, opt.connections, (long)getpid(), c->index, seq0);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        uint64_t acked = atomic_load_explicit(&c->acked, memory_order_relaxed);
+        double t = now_s();
+        uint64_t produced = c->lines;
+        size_t limit;
+        bool want;
+        int wait_ms = 1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r;
+        if (acked >= c->lines)
+            return;
+        if (t - *last_ack > opt.timeout_s) {
+            fail(c, "no ack for %d s (acked %" PRIu64 " of %" PRIu64 " lines)", opt.timeout_s, acked,
+                 c->lines);
+            return;
+        }
+        /* Paced lines are produced in ticks of REPLAY_TICK_S, so that writes are a tick's worth
+         * of lines, not one line per wakeup. */
+        if (conn_rate > 0) {
+            double ticks = floor((t - t0) / REPLAY_TICK_S);
+            if (ticks * REPLAY_TICK_S * conn_rate < (double)c->lines)
+                produced = (uint64_t)(ticks * REPLAY_TICK_S * conn_rate);
+            wait_ms = (int)ceil(((ticks + 1) * REPLAY_TICK_S - (t - t0)) * 1000);
+        }
+        limit = c->off[produced];
+        if (limit > c->off[acked] + opt.ring_bytes)
+            limit = c->off[acked] + opt.ring_bytes;
+        want = hsent < hlen || pos < limit;
+        if (want)
+            pfd.events |= POLLOUT;
+        /* Waiting for the next tick or for acks to free the ring (acks wake us anyway). */
+        r = poll(&pfd, 1, !want && pos < c->len ? (wait_ms < 1 ? 1 : wait_ms) : 1000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fail(c, "poll: %s", strerror(errno));
+            return;
+        }
+        if ((pfd.revents & POLLOUT) && want) {
+            bool is_hello = hsent < hlen;
+            size_t n = is_hello ? hlen - hsent : limit - pos;
+            ssize_t w;
+            if (n > opt.batch_bytes)
+                n = opt.batch_bytes;
+            w = write(fd, is_hello ? hello + hsent : c->buf + pos, n);
+            if (w < 0 && errno != EAGAIN && errno != EINTR)
+                return; /* the daemon went away: reconnect */
+            if (w > 0 && is_hello) {
+                hsent += (size_t)w;
+            } else if (w > 0) {
+                pos += (size_t)w;
+                replay_written(c, pos, &line);
+            }
+        }
+        if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(fd, rbuf + rlen, sizeof rbuf - 1 - rlen);
+            uint64_t before = acked;
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n <= 0)
+                return; /* closed or reset: reconnect */
+            rlen += (size_t)n;
+            replay_replies(c, rbuf, &rlen, seq0);
+            if (rlen == sizeof rbuf - 1)
+                rlen = 0; /* an absurdly long reply line: drop it rather than stall */
+            if (atomic_load_explicit(&c->acked, memory_order_relaxed) > before)
+                *last_ack = now_s();
+        }
+    }
+}
+
+static void run_replay(struct conn *c)
+{
+    double t0 = now_s(), last_ack = t0;
+    long backoff_ms = 5;
+    while (c->ok && atomic_load_explicit(&c->acked, memory_order_relaxed) < c->lines) {
+        int fd = try_connect_unix(opt.socket);
+        if (fd < 0) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = backoff_ms * 1000000L};
+            if (now_s() - last_ack > opt.timeout_s) {
+                fail(c, "cannot connect for %d s: %s", opt.timeout_s, strerror(errno));
+                return;
+            }
+            nanosleep(&ts, NULL);
+            backoff_ms = backoff_ms * 2 > 200 ? 200 : backoff_ms * 2;
+            continue;
+        }
+        backoff_ms = 5;
+        atomic_fetch_add_explicit(&c->connects, 1, memory_order_relaxed);
+        replay_session(c, fd, t0, &last_ack);
+        close(fd);
+    }
+    if (c->ok && (c->lost_acked || c->ahead))
+        fail(c, "the daemon lost %" PRIu64 " acknowledged lines; %" PRIu64 " welcomes were ahead",
+             c->lost_acked, c->ahead);
+}
+
+static double cpu_s(void);
+
+static atomic_uint threads_done;
+
+/* Every --progress-ms until every connection is done: one line of sums over the connections. */
+static void replay_progress(struct conn *conns, double t0, double cpu0)
+{
+    struct timespec ts = {.tv_sec = opt.progress_ms / 1000,
+                          .tv_nsec = (long)(opt.progress_ms % 1000) * 1000000L};
+    while (atomic_load(&threads_done) < opt.connections) {
+        uint64_t acked = 0, sent = 0, resent = 0, connects = 0;
+        nanosleep(&ts, NULL);
+        for (unsigned i = 0; i < opt.connections; i++) {
+            acked += atomic_load_explicit(&conns[i].acked, memory_order_relaxed);
+            sent += atomic_load_explicit(&conns[i].sent_hi, memory_order_relaxed);
+            resent += atomic_load_explicit(&conns[i].resent, memory_order_relaxed);
+            connects += atomic_load_explicit(&conns[i].connects, memory_order_relaxed);
+        }
+        printf("progress t=%.3f acked=%" PRIu64 " sent=%" PRIu64 " resent=%" PRIu64
+               " connects=%" PRIu64 " cpu=%.3f\n",
+               now_s() - t0, acked, sent, resent, connects, cpu_s() - cpu0);
+        fflush(stdout);
+    }
+}
+
+/* --report: one JSON line per connection, with the count, sum and sum of squares (mod 2^64) of the
+ * ts of its acknowledged lines, for the caller to compare with what the daemon stored. */
+static void replay_report(const struct conn *conns)
+{
+    FILE *f = fopen(opt.report, "w");
+    if (!f)
+        die("cannot write %s: %s", opt.report, strerror(errno));
+    for (unsigned i = 0; i < opt.connections; i++) {
+        const struct conn *c = &conns[i];
+        uint64_t acked = atomic_load(&c->acked), sum = 0, sumsq = 0;
+        for (uint64_t k = 0; k < acked; k++) {
+            sum += replay_ts(k);
+            sumsq += replay_ts(k) * replay_ts(k);
+        }
+        fprintf(f,
+                "{\"rank\":%u,\"lines\":%" PRIu64 ",\"acked\":%" PRIu64 ",\"sent\":%" PRIu64
+                ",\"resent\":%" PRIu64 ",\"connects\":%" PRIu64 ",\"held_dups\":%" PRIu64
+                ",\"lost_acked\":%" PRIu64 ",\"ahead\":%" PRIu64 ",\"errors\":%" PRIu64
+                ",\"ts_count\":%" PRIu64 ",\"ts_sum\":%" PRIu64 ",\"ts_sumsq\":%" PRIu64 "}\n",
+                c->index, c->lines, acked, atomic_load(&c->sent_hi), atomic_load(&c->resent),
+                atomic_load(&c->connects), c->held_dups, c->lost_acked, c->ahead, c->errors, acked,
+                sum, sumsq);
+    }
+    if (fclose(f) != 0)
+        die("cannot write %s: %s", opt.report, strerror(errno));
+}
+
 static void *conn_thread(void *arg)
 {
     struct conn *c = arg;
     pthread_barrier_wait(&start_barrier);
-    run_conn(c);
+    if (opt.mode == MODE_REPLAY)
+        run_replay(c);
+    else
+        run_conn(c);
     c->end = now_s();
-    if (c->ok && opt.mode == MODE_DAEMON && c->errors)
+    if (c->ok && opt.mode != MODE_RAW && c->errors)
         fail(c, "%" PRIu64 " error lines", c->errors);
+    atomic_fetch_add(&threads_done, 1);
     return NULL;
+}
+
+/* User + system CPU seconds this process has used so far. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static const char *mode_name(void)
+{
+    return opt.mode == MODE_DAEMON ? "daemon" : opt.mode == MODE_RAW ? "raw" : "replay";
+}
+
+/* Replay mode's summary line (always printed: the figures matter most when something failed). */
+static void replay_summary(const struct conn *conns, double secs, double cpu)
+{
+    uint64_t acked = 0, sent = 0, resent = 0, connects = 0, held = 0, lost = 0, ahead = 0, errors = 0;
+    for (unsigned i = 0; i < opt.connections; i++) {
+        const struct conn *c = &conns[i];
+        acked += atomic_load(&c->acked);
+        sent += atomic_load(&c->sent_hi);
+        resent += atomic_load(&c->resent);
+        connects += atomic_load(&c->connects);
+        held += c->held_dups;
+        lost += c->lost_acked;
+        ahead += c->ahead;
+        errors += c->errors;
+    }
+    printf("events=%" PRIu64 " seconds=%.3f events_per_s=%.0f acked=%" PRIu64 " sent=%" PRIu64
+           " resent=%" PRIu64 " connects=%" PRIu64 " held_dups=%" PRIu64 " lost_acked=%" PRIu64
+           " ahead=%" PRIu64 " errors=%" PRIu64 " client_cpu_s=%.3f\n",
+           opt.events, secs, (double)acked / secs, acked, sent, resent, connects, held, lost, ahead,
+           errors, cpu);
+    fflush(stdout);
 }
 
 static int run_client(void)
@@ -381,7 +727,7 @@ static int run_client(void)
     struct conn *conns = calloc(opt.connections, sizeof *conns);
     pthread_t *th = calloc(opt.connections, sizeof *th);
     uint64_t total_bytes = 0;
-    double t0, t1 = 0;
+    double t0, t1 = 0, cpu0;
     int rc = 0;
 
     if (!conns || !th)
@@ -390,11 +736,16 @@ static int run_client(void)
         struct conn *c = &conns[i];
         c->index = i;
         c->ok = true;
+        c->fd = -1;
         c->events = opt.events / opt.connections + (i < opt.events % opt.connections ? 1 : 0);
-        gen_stream(c);
+        if (opt.mode == MODE_REPLAY)
+            gen_replay_stream(c);
+        else
+            gen_stream(c);
         total_bytes += c->len;
     }
-    for (unsigned i = 0; i < opt.connections; i++)
+    /* Replay connects in each connection's thread (and again after every break). */
+    for (unsigned i = 0; i < opt.connections && opt.mode != MODE_REPLAY; i++)
         conns[i].fd = connect_unix(opt.socket);
 
     if (pthread_barrier_init(&start_barrier, NULL, opt.connections + 1) != 0)
@@ -402,8 +753,11 @@ static int run_client(void)
     for (unsigned i = 0; i < opt.connections; i++)
         if (pthread_create(&th[i], NULL, conn_thread, &conns[i]) != 0)
             die("pthread_create failed");
+    cpu0 = cpu_s();
     pthread_barrier_wait(&start_barrier);
     t0 = now_s();
+    if (opt.mode == MODE_REPLAY && opt.progress_ms)
+        replay_progress(conns, t0, cpu0);
     for (unsigned i = 0; i < opt.connections; i++) {
         struct conn *c = &conns[i];
         pthread_join(th[i], NULL);
@@ -413,18 +767,25 @@ static int run_client(void)
             fprintf(stderr, "loadgen: connection %u failed: %s\n", i, c->why);
             rc = 1;
         }
-        close(c->fd);
-        free(c->buf);
+        if (c->fd >= 0)
+            close(c->fd);
     }
     pthread_barrier_destroy(&start_barrier);
-    if (rc == 0) {
+    if (opt.mode == MODE_REPLAY) {
+        replay_summary(conns, t1 - t0, cpu_s() - cpu0);
+        if (opt.report)
+            replay_report(conns);
+    } else if (rc == 0) {
         double secs = t1 - t0;
         fprintf(stderr, "loadgen: mode=%s connections=%u bytes=%" PRIu64 " MB_per_s=%.1f\n",
-                opt.mode == MODE_DAEMON ? "daemon" : "raw", opt.connections, total_bytes,
-                (double)total_bytes / secs / 1e6);
+                mode_name(), opt.connections, total_bytes, (double)total_bytes / secs / 1e6);
         printf("events=%" PRIu64 " seconds=%.3f events_per_s=%.0f\n", opt.events, secs,
                (double)opt.events / secs);
         fflush(stdout);
+    }
+    for (unsigned i = 0; i < opt.connections; i++) {
+        free(conns[i].buf);
+        free(conns[i].off);
     }
     free(conns);
     free(th);
@@ -470,6 +831,67 @@ static void *sink_thread(void *arg)
     return NULL;
 }
 
+/* --sink-ack: a daemon that does nothing (replay mode's ceiling). It takes the hello's seq, answers
+ * with a welcome whose next_seq is that seq, then after every read acknowledges every whole line
+ * read so far. */
+static void *sink_ack_thread(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    size_t cap = (size_t)1 << 18;
+    char *buf = malloc(cap);
+    char hello[1024], reply[160];
+    size_t hlen = 0;
+    bool welcomed = false;
+    uint64_t seq = 0;
+    while (buf) {
+        ssize_t r = read(fd, buf, cap);
+        char *p = buf, *end, *nl;
+        uint64_t lines = 0;
+        int n;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        end = buf + r;
+        if (!welcomed) {
+            const char *q;
+            size_t take;
+            nl = memchr(p, '\n', (size_t)r);
+            take = nl ? (size_t)(nl - p) + 1 : (size_t)r;
+            if (take > sizeof hello - 1 - hlen)
+                take = sizeof hello - 1 - hlen;
+            memcpy(hello + hlen, p, take);
+            hlen += take;
+            if (!nl)
+                continue;
+            p = nl + 1;
+            hello[hlen] = '\0';
+            q = strstr(hello, "\"seq\":");
+            seq = q ? strtoull(q + 6, NULL, 10) : 0;
+            welcomed = true;
+            n = snprintf(reply, sizeof reply,
+                         "{\"welcome\":\"stepscope/1\",\"job_id\":1,\"session_id\":1,\"stream_id\":1,"
+                         "\"next_seq\":%" PRIu64 "}\n",
+                         seq);
+            if (write(fd, reply, (size_t)n) != n)
+                break;
+        }
+        while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            lines++;
+            p = nl + 1;
+        }
+        if (lines == 0)
+            continue;
+        seq += lines;
+        n = snprintf(reply, sizeof reply, "{\"ack\":%" PRIu64 "}\n", seq);
+        if (write(fd, reply, (size_t)n) != n)
+            break;
+    }
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
 static int run_sink(void)
 {
     struct sockaddr_un sa;
@@ -508,7 +930,8 @@ static int run_sink(void)
                 continue;
             die("accept: %s", strerror(errno));
         }
-        if (pthread_create(&t, &attr, sink_thread, (void *)(intptr_t)fd) != 0)
+        if (pthread_create(&t, &attr, opt.sink_ack ? sink_ack_thread : sink_thread,
+                           (void *)(intptr_t)fd) != 0)
             close(fd);
     }
 }
@@ -530,9 +953,21 @@ int main(int argc, char **argv)
         i++;
         if (strcmp(a, "--socket") == 0) {
             opt.socket = v;
-        } else if (strcmp(a, "--sink") == 0) {
+        } else if (strcmp(a, "--sink") == 0 || strcmp(a, "--sink-ack") == 0) {
             opt.socket = v;
             opt.sink = true;
+            opt.sink_ack = strcmp(a, "--sink-ack") == 0;
+        } else if (strcmp(a, "--ring-bytes") == 0) {
+            opt.ring_bytes = (size_t)parse_u64(a, v);
+            if (opt.ring_bytes < 4096) {
+                fprintf(stderr, "loadgen: --ring-bytes must be at least 4096\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--progress-ms") == 0) {
+            uint64_t ms = parse_u64(a, v);
+            opt.progress_ms = ms > 60000 ? 60000 : (unsigned)ms;
+        } else if (strcmp(a, "--report") == 0) {
+            opt.report = v;
         } else if (strcmp(a, "--connections") == 0) {
             uint64_t n = parse_u64(a, v);
             if (n < 1 || n > 4096) {
@@ -568,8 +1003,10 @@ int main(int argc, char **argv)
                 opt.mode = MODE_DAEMON;
             } else if (strcmp(v, "raw") == 0) {
                 opt.mode = MODE_RAW;
+            } else if (strcmp(v, "replay") == 0) {
+                opt.mode = MODE_REPLAY;
             } else {
-                fprintf(stderr, "loadgen: --mode is daemon or raw\n");
+                fprintf(stderr, "loadgen: --mode is daemon, raw or replay\n");
                 return 2;
             }
         } else {
