@@ -5,7 +5,8 @@
  * separated by NUL bytes; each starts with three bytes: the folder it goes in (the root, the
  * sub-folders MindSpore writes, one nested too deep, one that must be ignored), the name pattern
  * (every kind msdir knows, plus look-alikes), and its rank text (digits, none, too many, a sign);
- * the rest is the file's content. The tree is written to a fresh directory per input.
+ * the rest is the file's content. The tree is written per input under one scratch directory
+ * (fuzz_scratch.h: a tmpfs when there is one) and removed after it.
  * Invariants: msdir_scan() answers 0 or -1; on 0, ranks are distinct and increasing, each rank's
  * text is exactly n_lines '\n'-terminated lines whose hash is FNV-1a of the text, every line is
  * one the daemon's decoder (daemon/ingest/decode.c) takes, the point names come in pairs, and
@@ -25,6 +26,7 @@
 
 #include "../../collectors/import/msdir.h"
 #include "fuzz_lines.h"
+#include "fuzz_scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,30 +69,34 @@ static char root[64];
 static char written[FILES_MAX][512];
 static size_t n_written;
 
+/* Folders made for this input, in the order made (parents first), so clean() removes exactly
+ * those, deepest first, and mkdirs() makes each one once. */
+static char made[2 * COUNT(dirs)][512];
+static size_t n_made;
+
 static void mkdirs(const char *rel)
 {
     char p[512];
     for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
         snprintf(p, sizeof p, "%s/%.*s", root, (int)(s - rel), rel);
-        (void)mkdir(p, 0700);
+        bool known = false;
+        for (size_t i = 0; i < n_made && !known; i++)
+            known = strcmp(made[i], p) == 0;
+        if (known)
+            continue;
+        assert(mkdir(p, 0700) == 0);
+        assert(n_made < COUNT(made));
+        memcpy(made[n_made++], p, sizeof p);
     }
 }
 
 static void clean(void)
 {
     for (size_t i = 0; i < n_written; i++)
-        (void)unlink(written[i]);
+        (void)unlink(written[i]); /* a name written twice is removed once */
     n_written = 0;
-    /* Deepest first; rmdir of a folder not made fails harmlessly. */
-    for (size_t i = COUNT(dirs); i-- > 0;) {
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
-        for (size_t len = strlen(p); len > strlen(root); len--)
-            if (p[len] == '/') {
-                p[len] = '\0';
-                (void)rmdir(p);
-            }
-    }
+    while (n_made > 0)
+        assert(rmdir(made[--n_made]) == 0);
 }
 
 static void remove_root(void)
@@ -152,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!dec) {
         dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
-        snprintf(root, sizeof root, "/tmp/fuzz_msdir.%ld", (long)getpid());
+        fuzz_scratch_path(root, sizeof root, "fuzz_msdir", "");
         (void)mkdir(root, 0700);
         atexit(remove_root);
     }

@@ -24,6 +24,7 @@
 
 #include "../../collectors/import/tfile.h"
 #include "../../collectors/import/tscan.h"
+#include "fuzz_scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,7 +82,7 @@ static int64_t tscan_events(const char *text, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
-        snprintf(path, sizeof path, "/tmp/fuzz_tfile.%ld.json", (long)getpid());
+        fuzz_scratch_path(path, sizeof path, "fuzz_tfile", ".json");
         atexit(remove_file);
     }
     if (size < 1 || size > (1u << 18))
