@@ -5,8 +5,9 @@
  * The importer reads files of up to many gigabytes and must neither hold one in memory nor send
  * a byte of it before the whole file is known to be good. tscan therefore takes the file in
  * chunks of any size, keeps all its state in struct tscan (a stack of open containers, the
- * state of the token being read), never looks at a byte twice, and validates everything as it
- * goes: RFC 8259 grammar, UTF-8 (no overlongs, surrogates or code points above U+10FFFF), \u
+ * state of the token being read), and validates everything as it goes (an event that lies whole
+ * in a chunk takes a fast path; one cut by the chunk's end, or with an error, is scanned again
+ * byte by byte from its '{', so each event is read at most twice): RFC 8259 grammar, UTF-8 (no overlongs, surrogates or code points above U+10FFFF), \u
  * escapes with paired surrogates, no leading zeros, NaN, comments or trailing commas.
  *
  * Two layouts are understood: a top-level array of event objects (legacy torch, MindSpore

@@ -3,7 +3,9 @@
  * Fuzz target for the importer's Chrome-trace scanner (collectors/import/tscan.c). The input is
  * scanned twice: whole, and in chunks whose sizes come from its first byte (a resumable scanner
  * must not care where a read ends). Invariants:
- *   - both scans agree: same result, same events at the same offsets, same error offset;
+ *   - both scans agree: same result, same events at the same offsets with the same phase, cat,
+ *     name and pid, the same error at the same offset (the whole scan takes tscan's fast path
+ *     for every event that lies whole in its chunk, the chunked one its state machine);
  *   - a feed takes 1..len bytes, and an event's bytes lie inside what was fed, start with '{' and
  *     end with '}', with increasing offsets and indexes 0, 1, 2, ...;
  *   - an error is final (the next feed fails at the same offset) and its message is terminated;
@@ -34,7 +36,16 @@ struct scan_out {
     size_t n;          /* events seen */
     uint64_t start[EV_MAX], end[EV_MAX];
     char ph[EV_MAX];
+    uint64_t text[EV_MAX]; /* hash of the event's cat, name and pid */
+    char err[TSCAN_ERR_MAX];
 };
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull;
+}
 
 static struct ingest_decoder *dec;
 static char arena_buf[TSCAN_EVENT_BYTES_MAX + 64];
@@ -57,6 +68,7 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
             assert(s.err_off <= size);
             o->result = r;
             o->err_off = s.err_off;
+            memcpy(o->err, s.err, sizeof o->err);
             size_t u2;
             assert(tscan_feed(&s, data + off, n, &u2) == -EINVAL && s.err_off == o->err_off);
             return;
@@ -75,6 +87,7 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
                 o->start[o->n] = ev->start;
                 o->end[o->n] = ev->end;
                 o->ph[o->n] = ev->ph;
+                o->text[o->n] = fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid);
             }
             o->n++;
         } else {
@@ -88,6 +101,7 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
         assert(memchr(s.err, '\0', sizeof s.err) && s.err[0]);
         o->result = r;
         o->err_off = s.err_off;
+        memcpy(o->err, s.err, sizeof o->err);
         return;
     }
     assert(s.meta.n_events == o->n);
@@ -131,12 +145,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     scan(text, n, chunk, &parts);
     assert(whole.result == parts.result && whole.n == parts.n);
     if (whole.result < 0) {
-        assert(whole.err_off == parts.err_off);
+        assert(whole.err_off == parts.err_off && strcmp(whole.err, parts.err) == 0);
         return 0;
     }
     for (size_t i = 0; i < whole.n && i < EV_MAX; i++) {
         assert(whole.start[i] == parts.start[i] && whole.end[i] == parts.end[i]);
-        assert(whole.ph[i] == parts.ph[i]);
+        assert(whole.ph[i] == parts.ph[i] && whole.text[i] == parts.text[i]);
         check_daemon_takes(text + whole.start[i], (size_t)(whole.end[i] - whole.start[i]),
                            whole.ph[i]);
     }
