@@ -8,6 +8,10 @@
 # reports the median of each, because the machines this runs on are shared and noisy. After every
 # daemon round it checks through /api/v1/jobs that the job holds exactly the events sent.
 #
+# REPLAY=1 uses the kill -9 test's client instead (loadgen --mode replay: its shorter records, a
+# stream and seq, a ring of unacknowledged lines), paced at RATE events/s (0: unpaced), and a sink
+# that also acknowledges (--sink-ack) as the baseline; the rounds then print both processes' CPU.
+#
 # Environment: BUILD_DIR (default build), EVENTS (2000000), REPEAT (3), CONNECTIONS (8),
 # EVENT_BYTES (240), BATCH_BYTES (65536). The last line printed is
 #   events_per_s=<N> raw_events_per_s=<M> ratio=<N/M>
@@ -30,6 +34,15 @@ die() {
 ninja -C "$BUILD_DIR" daemon/stepscoped tests/bench/loadgen >&2
 DAEMON=$BUILD_DIR/daemon/stepscoped
 LOADGEN=$BUILD_DIR/tests/bench/loadgen
+if [ "${REPLAY:-0}" = 1 ]; then
+    DAEMON_MODE=(--mode replay --rate "${RATE:-0}")
+    RAW_MODE=(--mode replay --rate "${RATE:-0}")
+    SINK=--sink-ack
+else
+    DAEMON_MODE=(--mode daemon)
+    RAW_MODE=(--mode raw)
+    SINK=--sink
+fi
 
 TMP=$(mktemp -d /tmp/ssbench.XXXXXX)
 PID=
@@ -93,7 +106,9 @@ median() {
         if (NR % 2) print v[(NR + 1) / 2]; else printf "%d\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "ingest.sh: $EVENTS events of $EVENT_BYTES B over $CONNECTIONS connections," \
+SHAPE="$EVENT_BYTES B"
+[ "${REPLAY:-0}" != 1 ] || SHAPE="replay records (about 105 B) at ${RATE:-0}/s (0: unpaced)"
+echo "ingest.sh: $EVENTS events of $SHAPE over $CONNECTIONS connections," \
     "batch $BATCH_BYTES B, $REPEAT rounds, $(nproc) CPUs" >&2
 DAEMON_RATES=()
 RAW_RATES=()
@@ -111,24 +126,26 @@ for round in $(seq 1 "$REPEAT"); do
     port=$(sed -n 's|.*dashboard http://[^ ]*:\([0-9][0-9]*\)/$|\1|p' <<<"$line")
     [ -n "$port" ] || die "cannot parse the port from: $line"
     url=http://127.0.0.1:$port/
-    out=$("$LOADGEN" --socket "$sock" --mode daemon --job "$JOB" --connections "$CONNECTIONS" \
+    out=$("$LOADGEN" --socket "$sock" "${DAEMON_MODE[@]}" --job "$JOB" --connections "$CONNECTIONS" \
         --events "$EVENTS" --event-bytes "$EVENT_BYTES" --batch-bytes "$BATCH_BYTES") ||
         die "loadgen (daemon mode) failed in round $round"
     stored=$(events_of "$url" "$JOB")
     [ "$stored" = "$EVENTS" ] ||
         die "round $round: /api/v1/jobs says job '$JOB' holds $stored events, $EVENTS were sent and acked"
+    # utime + stime of the daemon, fields 14 and 15 of /proc/PID/stat (its name has no space).
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$PID/stat")
     stop || die "round $round: the daemon exited with $? on SIGTERM, expected 0"
     rate=$(rate_of "$out")
     DAEMON_RATES+=("$rate")
-    echo "round $round daemon: $out (stored $stored)" >&2
+    echo "round $round daemon: $out (stored $stored, daemon_cpu_s=$cpu)" >&2
 
     # Raw round: the same bytes into a discard sink.
     sink=$TMP/s.sock
     : >"$TMP/sink.out"
-    "$LOADGEN" --sink "$sink" >>"$TMP/sink.out" 2>"$TMP/sink.out.err" &
+    "$LOADGEN" "$SINK" "$sink" >>"$TMP/sink.out" 2>"$TMP/sink.out.err" &
     PID=$!
     wait_line "$TMP/sink.out" '^loadgen: sink listening' >/dev/null
-    out=$("$LOADGEN" --socket "$sink" --mode raw --job "$JOB" --connections "$CONNECTIONS" \
+    out=$("$LOADGEN" --socket "$sink" "${RAW_MODE[@]}" --job "$JOB" --connections "$CONNECTIONS" \
         --events "$EVENTS" --event-bytes "$EVENT_BYTES" --batch-bytes "$BATCH_BYTES") ||
         die "loadgen (raw mode) failed in round $round"
     stop || true # the sink has no drain to check; it exits on SIGTERM
