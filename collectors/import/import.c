@@ -32,6 +32,7 @@
 #include "client.h"
 #include "log.h"
 #include "msdir.h"
+#include "pdtrace.h"
 #include "sbuf.h"
 #include "spool.h"
 #include "tfile.h"
@@ -69,6 +70,7 @@ struct input {
     const struct msdir_rank *ms; /* converted MindSpore files (lines in memory), or NULL */
     char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
     struct spool *spool;      /* pass 1's converted lines, or NULL: pass 2 reads the file again */
+    struct pdtrace pd;        /* Paddle: how times are rebuilt to the ns (pass 1) */
 };
 
 struct opts {
@@ -332,9 +334,11 @@ static int validate(struct input *in)
                 "it\n", in->arg, serr);
         in->spool = NULL;
     }
+    pdtrace_init(&in->pd);
     while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
         if (info->index < IMPORT_DETECT_EVENTS)
             detect_event(&d, info);
+        pdtrace_note(&in->pd, ev, len, info);
         if (in->spool && (sr = spool_add(in->spool, ev, len)) < 0)
             drop_spool(in, sr);
     }
@@ -351,6 +355,13 @@ static int validate(struct input *in)
     in->n_bytes = tfile_bytes(f);
     in->gzip = tfile_is_gzip(f);
     classify(in, &d);
+    if (in->fw == FW_PADDLE) {
+        /* Paddle's events are rewritten (pdtrace.h) with what only the whole file tells: pass 2
+         * reads the file again instead of sending the lines as they were spooled. */
+        pdtrace_finish(&in->pd);
+        spool_free(in->spool);
+        in->spool = NULL;
+    }
     tfile_free(f);
     return 0;
 }
@@ -532,9 +543,10 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
     struct session_ctx ctx = {.in = in};
     struct client *c = NULL;
     struct tfile *f = NULL;
-    struct sbuf hello;
+    struct sbuf hello, line;
     enum outcome out = OUT_BROKEN;
     sbuf_init(&hello, 1u << 20);
+    sbuf_init(&line, TSCAN_EVENT_BYTES_MAX + 1);
     if (client_open(sock, on_daemon_error, &ctx, &c, err) < 0) {
         out = OUT_UNREACHABLE;
         goto done;
@@ -600,6 +612,17 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
     while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
         if (info->index < next_seq)
             continue; /* the daemon holds it already */
+        if (in->fw == FW_PADDLE) {
+            /* Times to the ns and names without the duration suffix, as the live collector. */
+            sbuf_reset(&line);
+            pdtrace_rewrite(&in->pd, ev, len, info, &line);
+            if (line.error) {
+                snprintf(err, CLIENT_ERR_MAX, "out of memory");
+                goto done;
+            }
+            ev = line.data;
+            len = line.len;
+        }
         if (client_send(c, ev, len, err) < 0)
             goto done;
     }
@@ -618,6 +641,7 @@ done:
     tfile_free(f);
     client_free(c);
     sbuf_done(&hello);
+    sbuf_done(&line);
     return out;
 }
 

@@ -68,6 +68,8 @@ enum slot {
     SL_EV_DUR,
     SL_EV_CAT,
     SL_EV_PID,
+    SL_EV_ARGS,
+    SL_EV_START_TIME,
 };
 
 enum jtype { JT_ABSENT, JT_STRING, JT_NUMBER, JT_OBJECT, JT_ARRAY, JT_LITERAL };
@@ -177,7 +179,7 @@ static int event_key_slot(struct tscan *s, const char *k, size_t n)
                                           : SL_NONE;
         break;
     case 4:
-        slot = memcmp(k, "name", 4) == 0 ? SL_EV_NAME : SL_NONE;
+        slot = memcmp(k, "name", 4) == 0 ? SL_EV_NAME : memcmp(k, "args", 4) == 0 ? SL_EV_ARGS : SL_NONE;
         break;
     default:
         return SL_NONE;
@@ -191,6 +193,17 @@ static int event_key_slot(struct tscan *s, const char *k, size_t n)
     return slot;
 }
 
+/* The slot of a member of an event's "args" object whose key (unescaped) is k[0, n): Paddle's
+ * "start_time", first occurrence only. */
+static int args_key_slot(struct tscan *s, const char *k, size_t n)
+{
+    unsigned bit = 1u << SL_EV_START_TIME;
+    if (n != 10 || memcmp(k, "start_time", 10) != 0 || (s->ev_seen & bit))
+        return SL_NONE;
+    s->ev_seen |= bit;
+    return SL_EV_START_TIME;
+}
+
 /* Which slot a just-read key names, given where it is. */
 static int key_slot(struct tscan *s)
 {
@@ -198,6 +211,11 @@ static int key_slot(struct tscan *s)
         if (s->cap_escaped || s->cap_len < 2 || cap_cut(s))
             return SL_NONE;
         return event_key_slot(s, s->cap + 1, s->cap_len - 2);
+    }
+    if (s->args_depth && s->depth == s->args_depth) {
+        if (s->cap_escaped || s->cap_len < 2 || cap_cut(s))
+            return SL_NONE;
+        return args_key_slot(s, s->cap + 1, s->cap_len - 2);
     }
     if (s->depth == 1 && s->stack[0] == 'o') {
         if (cap_is(s, "traceEvents"))
@@ -233,7 +251,8 @@ static int key_slot(struct tscan *s)
 static bool key_watched(const struct tscan *s)
 {
     return (s->in_event && s->depth == s->events_depth + 1) ||
-           (s->depth == 1 && s->stack[0] == 'o') || (s->dist_depth && s->depth == s->dist_depth);
+           (s->args_depth && s->depth == s->args_depth) || (s->depth == 1 && s->stack[0] == 'o') ||
+           (s->dist_depth && s->depth == s->dist_depth);
 }
 
 static void set_after_value(struct tscan *s)
@@ -257,9 +276,10 @@ static void text_copy(char *dst, size_t size, const char *v, size_t n)
 }
 
 /* An event member's scalar value ended: v[0, n) is its raw text (only the first TSCAN_CAP_MAX
- * bytes need be readable), escaped whether a string value held a backslash. */
+ * bytes need be readable) at absolute offset at, escaped whether a string value held a
+ * backslash. */
 static void event_scalar(struct tscan *s, int slot, int type, const char *v, size_t n,
-                         bool escaped)
+                         bool escaped, uint64_t at)
 {
     switch (slot) {
     case SL_EV_PH:
@@ -267,6 +287,14 @@ static void event_scalar(struct tscan *s, int slot, int type, const char *v, siz
         break;
     case SL_EV_NAME:
         text_copy(s->event.name, sizeof s->event.name, v, n);
+        if (type == JT_STRING && n <= UINT32_MAX) {
+            s->event.name_at = at;
+            s->event.name_len = (uint32_t)n;
+        }
+        break;
+    case SL_EV_START_TIME:
+        if (type == JT_STRING && !escaped && n < sizeof s->event.start_time)
+            text_copy(s->event.start_time, sizeof s->event.start_time, v, n);
         break;
     case SL_EV_CAT:
         text_copy(s->event.cat, sizeof s->event.cat, v, n);
@@ -278,6 +306,10 @@ static void event_scalar(struct tscan *s, int slot, int type, const char *v, siz
         text_copy(s->ev_ts, sizeof s->ev_ts, v, n);
         if (n > TSCAN_CAP_MAX)
             s->ev_ts[0] = '\0';
+        if (type == JT_NUMBER && n <= UINT32_MAX) {
+            s->event.ts_at = at;
+            s->event.ts_len = (uint32_t)n;
+        }
         break;
     case SL_EV_DUR:
         text_copy(s->ev_dur, sizeof s->ev_dur, v, n);
@@ -318,7 +350,7 @@ static void scalar_done(struct tscan *s, int type)
             m->dist_world_size = type == JT_NUMBER ? cap_count(s) : -1;
             break;
         default:
-            event_scalar(s, s->slot, type, s->cap, s->cap_len, s->cap_escaped);
+            event_scalar(s, s->slot, type, s->cap, s->cap_len, s->cap_escaped, s->val_at);
             break;
         }
         s->capture = false;
@@ -390,6 +422,10 @@ static void event_begin(struct tscan *s, uint64_t at)
     s->ev_ts[0] = s->ev_dur[0] = '\0';
     s->event.start = at;
     s->event.index = s->meta.n_events;
+    s->event.start_time[0] = '\0';
+    s->event.ts_len = s->event.name_len = 0;
+    s->event.ts_at = s->event.name_at = 0;
+    s->args_depth = 0;
     s->event.ph = 0;
     s->event.cat[0] = s->event.name[0] = s->event.pid[0] = '\0';
 }
@@ -435,6 +471,8 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
             s->meta.has_device_properties = true;
         } else if (s->slot == SL_PADDLE) {
             s->meta.has_paddle_marker = true;
+        } else if (s->slot == SL_EV_ARGS && c == '{') {
+            s->args_depth = s->depth;
         }
         s->slot = SL_NONE;
         s->state = c == '{' ? ST_OBJ_FIRST : ST_ARR_FIRST;
@@ -444,6 +482,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
         if (s->slot == SL_PADDLE)
             s->meta.has_paddle_marker = true;
         s->key = false;
+        s->val_at = at;
         s->capture = s->slot != SL_NONE;
         s->cap_len = 0;
         s->cap_escaped = false;
@@ -465,6 +504,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
         note_type(s, JT_NUMBER);
         if (s->slot == SL_PADDLE)
             s->meta.has_paddle_marker = true;
+        s->val_at = at;
         s->capture = s->slot != SL_NONE;
         s->cap_len = 0;
         s->cap_escaped = false;
@@ -478,6 +518,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
         note_type(s, JT_LITERAL);
         if (s->slot == SL_PADDLE)
             s->meta.has_paddle_marker = true;
+        s->val_at = at;
         s->capture = s->slot != SL_NONE;
         s->cap_len = 0;
         s->cap_escaped = false;
@@ -508,6 +549,8 @@ static int container_end(struct tscan *s, unsigned char c, uint64_t at)
     }
     if (s->depth == s->dist_depth)
         s->dist_depth = 0;
+    if (s->depth == s->args_depth)
+        s->args_depth = 0;
     s->depth--;
     s->slot = SL_NONE;
     set_after_value(s);
@@ -744,7 +787,7 @@ static int event_fast(struct tscan *s, const unsigned char *b, const unsigned ch
                       uint64_t at, const unsigned char **ret_p)
 {
     uint8_t stack[TSCAN_EVENT_DEPTH_MAX + 1];
-    int level = 1, slot = SL_NONE;
+    int level = 1, slot = SL_NONE, args_level = 0;
     const unsigned char *p = b, *v;
     if (s->dist_depth || s->events_depth >= TSCAN_DEPTH_MAX)
         return 0;
@@ -763,8 +806,10 @@ key:
         const unsigned char *q = fast_string(p + 1, end, &esc);
         if (!q)
             goto slow;
-        slot = level == 1 && !esc ? event_key_slot(s, (const char *)p + 1, (size_t)(q - p - 1))
-                                  : SL_NONE;
+        slot = esc                  ? SL_NONE
+               : level == 1          ? event_key_slot(s, (const char *)p + 1, (size_t)(q - p - 1))
+               : level == args_level ? args_key_slot(s, (const char *)p + 1, (size_t)(q - p - 1))
+                                     : SL_NONE;
         p = skip_blanks(q + 1, end);
         if (p == end || *p != ':')
             goto slow;
@@ -782,6 +827,8 @@ value:
         if (slot != SL_NONE)
             note_slot_type(s, slot, *p == '{' ? JT_OBJECT : JT_ARRAY);
         stack[++level] = *p == '{' ? 'o' : 'a';
+        if (slot == SL_EV_ARGS && *p == '{')
+            args_level = level;
         p = skip_blanks(p + 1, end);
         if (p == end)
             goto slow;
@@ -801,7 +848,8 @@ value:
         p = q + 1;
         if (slot != SL_NONE) {
             note_slot_type(s, slot, JT_STRING);
-            event_scalar(s, slot, JT_STRING, (const char *)v, (size_t)(p - v), esc);
+            event_scalar(s, slot, JT_STRING, (const char *)v, (size_t)(p - v), esc,
+                         at + (uint64_t)(v - b));
         }
         break;
     }
@@ -815,7 +863,7 @@ value:
         p += n;
         if (slot != SL_NONE) {
             note_slot_type(s, slot, JT_LITERAL);
-            event_scalar(s, slot, JT_LITERAL, (const char *)v, n, false);
+            event_scalar(s, slot, JT_LITERAL, (const char *)v, n, false, at + (uint64_t)(v - b));
         }
         break;
     }
@@ -825,7 +873,8 @@ value:
             goto slow;
         if (slot != SL_NONE) {
             note_slot_type(s, slot, JT_NUMBER);
-            event_scalar(s, slot, JT_NUMBER, (const char *)v, (size_t)(p - v), false);
+            event_scalar(s, slot, JT_NUMBER, (const char *)v, (size_t)(p - v), false,
+                         at + (uint64_t)(v - b));
         }
         break;
     }
@@ -844,6 +893,8 @@ next:
         goto slow;
     p++;
 closed:
+    if (level == args_level)
+        args_level = 0;
     if (--level > 0)
         goto next;
     s->in_event = false;

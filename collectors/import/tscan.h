@@ -48,6 +48,12 @@ struct tscan_event {
     char cat[TSCAN_TEXT_MAX];      /* "cat" string's raw text, cut to fit, NUL-terminated */
     char name[TSCAN_TEXT_MAX];     /* "name" string's raw text, cut to fit */
     char pid[TSCAN_TEXT_MAX];      /* "pid" value's raw JSON text (quotes kept), cut to fit */
+    uint64_t ts_at;                /* absolute offset of the "ts" number's first byte */
+    uint32_t ts_len;               /* its length in bytes; 0 when "ts" is absent or not a number */
+    uint64_t name_at;              /* absolute offset of the "name" string's opening quote */
+    uint32_t name_len;             /* its length, quotes included; 0 when not a string */
+    char start_time[TSCAN_TEXT_MAX]; /* "args":{"start_time":...} raw string text (Paddle's
+                                    * "917.229 us"), "" when absent, escaped or cut */
 };
 
 /* Top-level facts, complete only after tscan_finish() returned 0. Texts are raw JSON values
@@ -78,6 +84,8 @@ struct tscan {
     int events_depth;              /* depth of the open events array, 0 if none is open */
     bool events_done;              /* the events array has been closed */
     int dist_depth;                /* depth of the open distributedInfo object, 0 if none */
+    int args_depth;                /* depth of the open event's "args" object, 0 if none */
+    uint64_t val_at;               /* absolute offset of the scalar value being read */
     bool in_event;                 /* an event object is open */
     bool key;                      /* the string being read is an object key */
     int key_slot;                  /* slot named by the last key at a watched depth */

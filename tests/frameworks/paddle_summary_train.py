@@ -4,7 +4,9 @@
     python3 paddle_summary_train.py window OUT.json
 
 Two jobs: $STEPSCOPE_JOB gets a paddle.profiler window (steps 2..8, a RecordEvent range in every
-step) streamed by stepscope.paddle.trace_handler() and nothing else; $STEPSCOPE_JOB-bench gets
+step) streamed by stepscope.paddle.trace_handler() and nothing else (the same window is also
+exported as Paddle's files, OUT.window.json by export_chrome_tracing and OUT.window.pb by
+export_protobuf, for `stepscope import`); $STEPSCOPE_JOB-bench gets
 step records with phases (stepscope.paddle.attach() and loader(), the reader sleeping READER_S
 per batch). OUT.json gets what Paddle itself says about the window: the text prof.summary()
 prints, and the exact numbers behind it (StatisticData, in ns).
@@ -113,13 +115,19 @@ def run_bench(net, opt, client):
 
 def main(out):
     net, opt = model()
-    handler = ssp.trace_handler()
+    live = ssp.trace_handler()
+
+    def handler(prof):
+        prof.export(path=out + ".window.json", format="json")
+        prof.export(path=out + ".window.pb", format="pb")
+        live(prof)
+
     text, numbers = run_window(net, opt, handler)
     client = stepscope.get_client()
     bclient = stepscope.Client(job=os.environ["STEPSCOPE_JOB"] + "-bench")
     bench_steps = run_bench(net, opt, bclient)
     acked = client.close(timeout=60) and bclient.close(timeout=60)
-    json.dump({"summary_text": text, "exact": numbers, "window_events": handler.events,
+    json.dump({"summary_text": text, "exact": numbers, "window_events": live.events,
                "window_steps": [2, 8], "bench_steps": bench_steps, "reader_s": READER_S,
                "acked": acked, "stats": client.stats, "bstats": bclient.stats},
               open(out, "w"), default=str)

@@ -10,7 +10,10 @@ where our text form renders the same table, and the nanoseconds exactly.
 import csv
 import io
 import re
+import subprocess
+import time
 
+from fwutil import import_cli
 from hookrun import train
 
 JOB = "pd-summary"
@@ -47,19 +50,62 @@ def table_rows(lines, name_width):
     return rows
 
 
-def wait_window(daemon, info):
-    assert info["window_events"] > 300
-    daemon.wait_for("the window's events", lambda: daemon.job(JOB)["events"] == info["window_events"])
+def wait_window(daemon, info, job=JOB, n=None):
+    n = info["window_events"] if n is None else n
+    assert n > 300
+    daemon.wait_for("the window's events", lambda: daemon.job(job)["events"] == n)
+
+
+def import_file(daemon, path, job):
+    r = subprocess.run([str(import_cli()), "import", "--socket", daemon.socket, "--job", job,
+                        str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    return r.stdout
+
+
+def operators_when_equal(daemon, job, other, timeout=10.0):
+    """job's /operators rows once other's equal them (the live view republishes within ~0.1 s
+    of the records arriving); fails with the difference after timeout seconds. Self time and
+    percent are left out: for the very same events (equal /timeline) they differed between the
+    live and the imported job in some runs, so the live view's nesting depends on how the
+    records arrive (the summary tables, computed from the stored spans, are exact)."""
+    def rows(j):
+        return sorted((r["name"], r["calls"], r["total_us"], r["min_us"], r["max_us"])
+                      for r in daemon.get_json(f"/api/v1/jobs/{j}/operators?limit=100000")["rows"])
+    deadline = time.monotonic() + timeout
+    while True:
+        a, b = rows(job), rows(other)
+        if a == b and a:
+            return a
+        if time.monotonic() > deadline:
+            assert b == a
+        time.sleep(0.1)
 
 
 def test_summaries_equal_paddle_summary(daemon, tmp):
     info = train(daemon, tmp, "paddle_summary_train.py", "window", JOB)
     wait_window(daemon, info)
+    check_tables(daemon, JOB, info)
+    # The same window exported by Paddle's export_chrome_tracing and imported: Paddle writes
+    # ts truncated to the µs, the importer rebuilds them to the ns from args.start_time as the
+    # live collector does, so every table is exact to the ns as well.
+    out = import_file(daemon, tmp / f"{JOB}.json.window.json", JOB + "-json")
+    assert "paddle (paddle)" in out, out
+    wait_window(daemon, info, JOB + "-json")
+    check_tables(daemon, JOB + "-json", info)
+    # /operators (a live view, republished after the records arrive) equals the live
+    # collector's for the same window: the same names (no "[1.5 us]" suffix) and times
+    live = operators_when_equal(daemon, JOB, JOB + "-json")
+    assert len(live) > 20 and not [r for r in live if r[0].endswith("s]")]
+
+
+def check_tables(daemon, job, info):
+    """The job's summary tables equal Paddle's printed summary and its StatisticData."""
     paddle_text, exact = info["summary_text"], info["exact"]
 
     # Overview: every CPU row Paddle prints, with its calls, time and ratio as printed, and the
     # merged time equal to Paddle's in ns; our text form prints the same rows.
-    ov = daemon.get_json(f"/api/v1/jobs/{JOB}/summary/overview")
+    ov = daemon.get_json(f"/api/v1/jobs/{job}/summary/overview")
     assert ov["n_steps"] == 7 and (ov["first_step"], ov["last_step"]) == (2, 8)
     assert ov["spans_cut"] == 0 and ov["lines_bad"] == 0
     ours = {r["type"]: r for r in ov["rows"] if r["side"] == "cpu"}
@@ -75,7 +121,7 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
         t_ns, total_ns = round(r["time_us"] * 1000), round(ov["total_us"] * 1000)
         assert f"{t_ns / 1e6:.2f}" == ms and f"{t_ns / total_ns * 100:.2f}" == ratio, (t, r, printed[t])
         assert abs(r["percent"] - 100 * t_ns / total_ns) < 0.00005001, (t, r)
-    st, hdr, body = daemon.request(f"/api/v1/jobs/{JOB}/summary/overview?format=text")
+    st, hdr, body = daemon.request(f"/api/v1/jobs/{job}/summary/overview?format=text")
     assert st == 200 and hdr["content-type"].startswith("text/plain")
     our_lines = section(body.decode(), "Overview Summary")
     paddle_lines = section(paddle_text, "Overview Summary")
@@ -85,13 +131,13 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
 
     # Operator table: every row Paddle prints (operators by CPU total, each followed by its
     # inner rows), the same calls and figures; calls, total, min and max exact in ns.
-    op_text = daemon.request(f"/api/v1/jobs/{JOB}/summary/operator?format=text")[2].decode()
+    op_text = daemon.request(f"/api/v1/jobs/{job}/summary/operator?format=text")[2].decode()
     theirs = table_rows(section(paddle_text, "Operator Summary"), 52)
     mine = table_rows(section(op_text, "Operator Summary"), 52)
     assert len(theirs) >= 20, theirs
     assert sorted(mine) == sorted(theirs)
     assert [r for r in mine if not r[0].startswith(" ")] == [r for r in theirs if not r[0].startswith(" ")]
-    ops = daemon.get_json(f"/api/v1/jobs/{JOB}/summary/operator")["rows"]
+    ops = daemon.get_json(f"/api/v1/jobs/{job}/summary/operator")["rows"]
     top = {r["name"]: r for r in ops if r["parent"] is None}
     assert set(top) == set(exact["operators"])
     for name, p in exact["operators"].items():
@@ -106,26 +152,26 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
             assert abs(inner[iname]["total_us"] * 1000 - ip["ns"]) < 0.5
 
     # Model and user-defined tables, exact.
-    model = {r["name"]: r for r in daemon.get_json(f"/api/v1/jobs/{JOB}/summary/model")["rows"]}
+    model = {r["name"]: r for r in daemon.get_json(f"/api/v1/jobs/{job}/summary/model")["rows"]}
     for name, p in exact["model"].items():
         assert model[name]["calls"] == p["calls"], (name, model[name], p)
         assert abs(model[name]["total_us"] * 1000 - p["ns"]) < 0.5
         assert abs(model[name]["max_us"] * 1000 - p["max_ns"]) < 0.5
     staged = sum(model[n]["total_us"] for n in ("Dataloader", "Forward", "Backward", "Optimization"))
     assert abs(model["Others"]["total_us"] - (model["ProfileStep"]["total_us"] - staged)) < 0.01
-    model_text = daemon.request(f"/api/v1/jobs/{JOB}/summary/model?format=text")[2].decode()
+    model_text = daemon.request(f"/api/v1/jobs/{job}/summary/model?format=text")[2].decode()
     assert table_rows(section(model_text, "Model Summary"), 15) == \
         table_rows(section(paddle_text, "Model Summary"), 15)
-    user = daemon.get_json(f"/api/v1/jobs/{JOB}/summary/user-defined")["rows"]
+    user = daemon.get_json(f"/api/v1/jobs/{job}/summary/user-defined")["rows"]
     assert {r["name"]: (r["calls"], round(r["total_us"] * 1000)) for r in user} == \
         {n: (p["calls"], p["ns"]) for n, p in exact["user"].items()} != {}
 
     # No device in a CPU run: no GPU rows, distributed all zero; CSV is the JSON rows.
-    dist = daemon.get_json(f"/api/v1/jobs/{JOB}/summary/distributed")["rows"]
+    dist = daemon.get_json(f"/api/v1/jobs/{job}/summary/distributed")["rows"]
     assert [r["total_us"] for r in dist[1:]] == [0, 0, 0]
-    dev = daemon.get_json(f"/api/v1/jobs/{JOB}/summary/device")["rows"]
+    dev = daemon.get_json(f"/api/v1/jobs/{job}/summary/device")["rows"]
     assert [r["device"] for r in dev] == ["CPU(Process)", "CPU(System)"]
-    st, hdr, body = daemon.request(f"/api/v1/jobs/{JOB}/summary/operator?format=csv")
+    st, hdr, body = daemon.request(f"/api/v1/jobs/{job}/summary/operator?format=csv")
     assert st == 200 and hdr["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     assert [(r["name"], int(r["calls"])) for r in rows] == [(r["name"], r["calls"]) for r in ops]

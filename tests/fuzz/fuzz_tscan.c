@@ -11,7 +11,10 @@
  *   - an error is final (the next feed fails at the same offset) and its message is terminated;
  *   - a file tscan_finish() accepts is one the daemon takes whole: every event, its newlines
  *     turned into blanks as the importer's client sends it, is a trace record the daemon's own
- *     decoder (daemon/ingest/decode.c) answers OK for, with the same phase letter.
+ *     decoder (daemon/ingest/decode.c) answers OK for, with the same phase letter;
+ *   - both scans give the same positions of an event's "ts" and "name" values (inside the event)
+ *     and the same args.start_time, and every event as pdtrace rewrites it for Paddle (ts from
+ *     start_time, name without its duration suffix) is taken by the decoder too.
  */
 #include <assert.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../collectors/import/pdtrace.h"
 #include "../../collectors/import/tscan.h"
 #include "../../daemon/core/lbuf.h"
 #include "../../daemon/ingest/decode.h"
@@ -36,7 +40,9 @@ struct scan_out {
     size_t n;          /* events seen */
     uint64_t start[EV_MAX], end[EV_MAX];
     char ph[EV_MAX];
-    uint64_t text[EV_MAX]; /* hash of the event's cat, name and pid */
+    uint64_t text[EV_MAX]; /* hash of the event's cat, name, pid and start_time */
+    uint64_t ts_at[EV_MAX], name_at[EV_MAX];
+    uint32_t ts_len[EV_MAX], name_len[EV_MAX];
     char err[TSCAN_ERR_MAX];
 };
 
@@ -50,8 +56,15 @@ static uint64_t fnv(uint64_t h, const char *s)
 static struct ingest_decoder *dec;
 static char arena_buf[TSCAN_EVENT_BYTES_MAX + 64];
 
-/* Scans data[0, size) in chunks of `chunk` bytes (0: whole). */
-static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o)
+static void check_daemon_takes(const char *ev, size_t len, char ph);
+
+enum pd_mode { PD_NONE, PD_NOTE, PD_REWRITE };
+static struct pdtrace pd;
+static struct sbuf pd_line;
+
+/* Scans data[0, size) in chunks of `chunk` bytes (0: whole); passes each event to pdtrace as
+ * mode says. */
+static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o, enum pd_mode mode)
 {
     static struct tscan s;
     tscan_init(&s);
@@ -83,11 +96,31 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
             assert(o->n == 0 || ev->start >= o->end[o->n - 1]);
             assert(memchr(ev->name, '\0', sizeof ev->name) && memchr(ev->cat, '\0', sizeof ev->cat));
             assert(memchr(ev->pid, '\0', sizeof ev->pid));
+            assert(memchr(ev->start_time, '\0', sizeof ev->start_time));
+            assert(!ev->ts_len || (ev->ts_at > ev->start && ev->ts_at + ev->ts_len < ev->end));
+            assert(!ev->name_len || (ev->name_at > ev->start && ev->name_at + ev->name_len < ev->end &&
+                                     data[ev->name_at] == '"' &&
+                                     data[ev->name_at + ev->name_len - 1] == '"'));
             if (o->n < EV_MAX) {
                 o->start[o->n] = ev->start;
                 o->end[o->n] = ev->end;
                 o->ph[o->n] = ev->ph;
-                o->text[o->n] = fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid);
+                o->text[o->n] = fnv(fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid),
+                                    ev->start_time);
+                o->ts_at[o->n] = ev->ts_at;
+                o->ts_len[o->n] = ev->ts_len;
+                o->name_at[o->n] = ev->name_at;
+                o->name_len[o->n] = ev->name_len;
+            }
+            const char *evb = data + ev->start;
+            size_t evlen = (size_t)(ev->end - ev->start);
+            if (mode == PD_NOTE) {
+                pdtrace_note(&pd, evb, evlen, ev);
+            } else if (mode == PD_REWRITE) {
+                sbuf_reset(&pd_line);
+                pdtrace_rewrite(&pd, evb, evlen, ev, &pd_line);
+                assert(!pd_line.error && pd_line.len <= TSCAN_EVENT_BYTES_MAX);
+                check_daemon_takes(pd_line.data, pd_line.len, ev->ph);
             }
             o->n++;
         } else {
@@ -135,14 +168,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!dec) {
         dec = ingest__decoder_new(TSCAN_EVENT_BYTES_MAX + 1);
         assert(dec);
+        sbuf_init(&pd_line, TSCAN_EVENT_BYTES_MAX + 1);
     }
     if (size < 1 || size > (1u << 20))
         return 0;
     size_t chunk = (size_t)data[0] % 17 + 1;
     const char *text = (const char *)data + 1;
     size_t n = size - 1;
-    scan(text, n, 0, &whole);
-    scan(text, n, chunk, &parts);
+    pdtrace_init(&pd);
+    scan(text, n, 0, &whole, PD_NOTE);
+    scan(text, n, chunk, &parts, PD_NONE);
     assert(whole.result == parts.result && whole.n == parts.n);
     if (whole.result < 0) {
         assert(whole.err_off == parts.err_off && strcmp(whole.err, parts.err) == 0);
@@ -151,8 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < whole.n && i < EV_MAX; i++) {
         assert(whole.start[i] == parts.start[i] && whole.end[i] == parts.end[i]);
         assert(whole.ph[i] == parts.ph[i] && whole.text[i] == parts.text[i]);
+        assert(whole.ts_at[i] == parts.ts_at[i] && whole.ts_len[i] == parts.ts_len[i]);
+        assert(whole.name_at[i] == parts.name_at[i] && whole.name_len[i] == parts.name_len[i]);
         check_daemon_takes(text + whole.start[i], (size_t)(whole.end[i] - whole.start[i]),
                            whole.ph[i]);
     }
+    /* Every event as the importer sends a Paddle file, the times rebuilt when consistent. */
+    pdtrace_finish(&pd);
+    scan(text, n, 0, &parts, PD_REWRITE);
+    assert(parts.result == 0);
     return 0;
 }

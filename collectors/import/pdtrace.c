@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pdtrace: Paddle chrome-trace times to the ns and names without their duration suffix
+ * (contract in pdtrace.h).
+ */
+#include "pdtrace.h"
+
+#include <string.h>
+
+#include "num.h"
+
+#define PDTRACE_DIGITS_MAX 18     /* whole digits of an offset: no int64 overflow before scaling */
+#define PDTRACE_TS_GROWTH_MAX 24  /* "-4611686018427387.903": a rebuilt ts is never longer */
+
+void pdtrace_init(struct pdtrace *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+static int64_t unit_ns(const char *u, size_t n, int *ret_digits)
+{
+    static const struct {
+        const char *name;
+        int64_t ns;
+        int digits;
+    } units[] = {{"ns", 1, 0}, {"us", 1000, 3}, {"ms", 1000000, 6}, {"s", 1000000000, 9}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strlen(units[i].name) == n && memcmp(units[i].name, u, n) == 0) {
+            *ret_digits = units[i].digits;
+            return units[i].ns;
+        }
+    return 0;
+}
+
+bool pdtrace_offset_ns(const char *raw, int64_t *ret_ns)
+{
+    size_t n = strlen(raw);
+    if (n < 4 || raw[0] != '"' || raw[n - 1] != '"')
+        return false;
+    const char *p = raw + 1, *end = raw + n - 1;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    const char *w = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    size_t nw = (size_t)(p - w);
+    const char *f = p, *fe = p;
+    if (p < end && *p == '.') {
+        f = ++p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        fe = p;
+    }
+    if (nw == 0 || nw > PDTRACE_DIGITS_MAX || p >= end || *p != ' ')
+        return false;
+    int digits;
+    int64_t scale = unit_ns(p + 1, (size_t)(end - p - 1), &digits);
+    if (scale == 0)
+        return false;
+    int64_t whole = 0, frac = 0;
+    for (const char *q = w; q < w + nw; q++)
+        whole = whole * 10 + (*q - '0');
+    if (whole > INT64_MAX / scale)
+        return false;
+    for (int i = 0; i < digits; i++)
+        frac = frac * 10 + (f + i < fe ? f[i] - '0' : 0);
+    if (whole * scale > INT64_MAX - frac)
+        return false;
+    int64_t v = whole * scale + frac;
+    *ret_ns = neg ? -v : v;
+    return true;
+}
+
+void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct tscan_event *info)
+{
+    int64_t off, ts;
+    if (!info->start_time[0] || !info->ts_len || info->ts_at < info->start ||
+        info->ts_at - info->start + info->ts_len > len)
+        return;
+    if (!pdtrace_offset_ns(info->start_time, &off) ||
+        num_us_to_ns(ev + (info->ts_at - info->start), info->ts_len, &ts) < 0)
+        return;
+    /* tscan keeps ts inside (NUM_TIME_MIN_NS, NUM_TIME_MAX_NS); an offset that far out makes
+     * the file inconsistent, not an overflow. */
+    int64_t d;
+    if (__builtin_sub_overflow(ts, off, &d)) {
+        p->lo = INT64_MIN;
+        p->hi = INT64_MAX;
+        p->n++;
+        return;
+    }
+    if (p->n == 0 || d < p->lo)
+        p->lo = d;
+    if (p->n == 0 || d > p->hi)
+        p->hi = d;
+    p->n++;
+}
+
+void pdtrace_finish(struct pdtrace *p)
+{
+    /* Truncation to whole µs moves each ts - start_time below the true start by less than
+     * 1000 ns; a wider spread means the offsets do not describe these timestamps. */
+    p->exact = p->n > 0 && p->hi >= p->lo && (uint64_t)p->hi - (uint64_t)p->lo < 1000;
+}
+
+size_t pdtrace_name_keep(const char *raw, size_t len)
+{
+    if (len < 2 || raw[len - 1] != '"' || raw[len - 2] != ']')
+        return len ? len - 1 : 0;
+    size_t close = len - 2, lb = close;
+    while (lb > 1 && raw[lb - 1] != '[')
+        lb--;
+    if (lb <= 1)
+        return len - 1;
+    lb--; /* raw[lb] is the last '[' (raw[0] is the opening quote) */
+    size_t i = lb + 1;
+    if (raw[i] == '-')
+        i++;
+    size_t d0 = i;
+    while (i < close && ((raw[i] >= '0' && raw[i] <= '9') || raw[i] == '.'))
+        i++;
+    if (i == d0)
+        return len - 1;
+    if (i < close && raw[i] == ' ')
+        i++;
+    int digits;
+    if (unit_ns(raw + i, close - i, &digits) == 0)
+        return len - 1;
+    return lb;
+}
+
+void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
+                     const struct tscan_event *info, struct sbuf *out)
+{
+    /* The two spans replaced, in the order they appear in the event. */
+    struct cut {
+        size_t at, len;
+        int what; /* 0: ts, 1: name */
+    } cut[2];
+    int n = 0;
+    int64_t off, ns = 0;
+    if (p->exact && info->start_time[0] && info->ts_len && pdtrace_offset_ns(info->start_time, &off) &&
+        !__builtin_add_overflow(p->hi, off, &ns) && ns > NUM_TIME_MIN_NS && ns < NUM_TIME_MAX_NS &&
+        len + PDTRACE_TS_GROWTH_MAX <= TSCAN_EVENT_BYTES_MAX && info->ts_at >= info->start && info->ts_at - info->start + info->ts_len <= len)
+        cut[n++] = (struct cut){(size_t)(info->ts_at - info->start), info->ts_len, 0};
+    if (info->name_len && info->name_at >= info->start &&
+        info->name_at - info->start + info->name_len <= len) {
+        size_t at = (size_t)(info->name_at - info->start);
+        if (pdtrace_name_keep(ev + at, info->name_len) + 1 < info->name_len)
+            cut[n++] = (struct cut){at, info->name_len, 1};
+    }
+    if (n == 2 && cut[1].at < cut[0].at) {
+        struct cut t = cut[0];
+        cut[0] = cut[1];
+        cut[1] = t;
+    }
+    size_t pos = 0;
+    for (int i = 0; i < n; i++) {
+        sbuf_add(out, ev + pos, cut[i].at - pos);
+        if (cut[i].what == 0) {
+            sbuf_json_us(out, ns);
+        } else {
+            sbuf_add(out, ev + cut[i].at, pdtrace_name_keep(ev + cut[i].at, cut[i].len));
+            sbuf_addc(out, '"');
+        }
+        pos = cut[i].at + cut[i].len;
+    }
+    sbuf_add(out, ev + pos, len - pos);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pdtrace: Paddle's export_chrome_tracing events, sent with the times and names the live
+ * collector gives them (collectors/python/stepscope/paddle.py stream_chrome_trace).
+ *
+ * Paddle writes each event's "ts" truncated to whole microseconds, but also its start as an
+ * offset from the window's start with nanosecond digits ("args":{"start_time":"917.229 us"}),
+ * and "dur" with nanosecond digits. The window's start is the largest ts - start_time over the
+ * file's events (pass 1); each event's time is then that start plus its offset, exact to the ns
+ * relative to every other event. The rebuild is used only when it is consistent: every
+ * ts - start_time lies within one microsecond of the others (what truncation allows), else the
+ * file's own ts are kept. Names lose Paddle's duration suffix ("matmul dygraph[12.345 us]").
+ * Pure: no I/O.
+ */
+#ifndef STEPSCOPE_IMPORT_PDTRACE_H
+#define STEPSCOPE_IMPORT_PDTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbuf.h"
+#include "tscan.h"
+
+struct pdtrace {
+    uint64_t n;     /* events with a usable ts and start_time */
+    int64_t lo, hi; /* smallest and largest ts - start_time, ns */
+    bool exact;     /* pdtrace_finish(): the rebuild applies (base = hi) */
+};
+
+void pdtrace_init(struct pdtrace *p);
+
+/* Parses Paddle's offset text, the raw JSON string "<digits>[.<digits>] <ns|us|ms|s>" (quotes
+ * included; a leading '-' allowed), into ns (digits past the ns are dropped, as Paddle's
+ * own formatting never writes them). Returns false for anything else or an overflow. */
+bool pdtrace_offset_ns(const char *raw, int64_t *ret_ns);
+
+/* Pass 1: takes one event (its exact bytes ev[0, len) and tscan's description of it). */
+void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct tscan_event *info);
+
+/* After pass 1: decides whether the times are rebuilt (p->exact). */
+void pdtrace_finish(struct pdtrace *p);
+
+/* The length of the raw JSON string raw[0, len) (quotes included) without Paddle's duration
+ * suffix "[<-?digits and dots> <ns|us|ms|s>]" (the space optional) before its closing quote,
+ * the closing quote excluded; len - 1 when there is none. */
+size_t pdtrace_name_keep(const char *raw, size_t len);
+
+/* Pass 2: appends the event ev[0, len) to out as it is sent: its "ts" rebuilt (when p->exact
+ * and it has a start_time) and its name without the suffix. */
+void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
+                     const struct tscan_event *info, struct sbuf *out);
+
+#endif

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of pdtrace: Paddle's offsets parsed exactly, duration suffixes found in raw names,
+ * and whole events rewritten after tscan found them in chunks of any size (its ts, name and
+ * args.start_time positions must not depend on where the chunks end).
+ */
+#include "pdtrace.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Two Paddle events (ts truncated to the µs, start_time the offset to the ns), a metadata event
+ * and an event with a nested args object of its own. */
+static const char *doc =
+    "{\"schemaVersion\": \"1.0.2\", \"traceEvents\": [\n"
+    "{\"name\": \"ProfileStep#2[1.658 ms]\", \"pid\": 1, \"tid\": \"1(Python)\",\n"
+    "  \"ts\": 1000, \"dur\": 1658.327, \"ph\": \"X\", \"cat\": \"ProfileStep\",\n"
+    "  \"args\": {\"start_time\": \"0.000 us\", \"end_time\": \"1658.327 us\"}},\n"
+    "{\"args\": {\"x\": {\"start_time\": \"9 us\"}, \"start_time\": \"1.2337 ms\"}, \"ph\": \"X\",\n"
+    "  \"name\": \"matmul dygraph[12.5us]\", \"ts\": 2234, \"dur\": 1},\n"
+    "{\"ph\":\"X\",\"name\":\"c\",\"ts\":1001,\"dur\":0,\"args\":{\"start_time\":\"0.5 us\"}},\n"
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"args\": {\"name\": \"a[1 us]\"}},\n"
+    "{}]}";
+
+static const char *want[] = {
+    "{\"name\": \"ProfileStep#2\", \"pid\": 1, \"tid\": \"1(Python)\",\n"
+    "  \"ts\": 1000.5, \"dur\": 1658.327, \"ph\": \"X\", \"cat\": \"ProfileStep\",\n"
+    "  \"args\": {\"start_time\": \"0.000 us\", \"end_time\": \"1658.327 us\"}}",
+    "{\"args\": {\"x\": {\"start_time\": \"9 us\"}, \"start_time\": \"1.2337 ms\"}, \"ph\": \"X\",\n"
+    "  \"name\": \"matmul dygraph\", \"ts\": 2234.2, \"dur\": 1}",
+    "{\"ph\":\"X\",\"name\":\"c\",\"ts\":1001,\"dur\":0,\"args\":{\"start_time\":\"0.5 us\"}}",
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"args\": {\"name\": \"a[1 us]\"}}",
+};
+
+/* Scans d in chunks of step bytes; pass 1 notes every event, pass 2 rewrites them into out,
+ * one per line. Returns the number of events. */
+static int run(const char *d, size_t step, struct pdtrace *p, char *out, size_t outn)
+{
+    struct sbuf b;
+    size_t o = 0;
+    int n = 0;
+    out[0] = '\0';
+    for (int pass = 1; pass <= 2; pass++) {
+        struct tscan s;
+        size_t len = strlen(d), pos = 0;
+        tscan_init(&s);
+        n = 0;
+        while (pos < len) {
+            size_t used, chunk = len - pos < step ? len - pos : step;
+            int r = tscan_feed(&s, d + pos, chunk, &used);
+            ck_assert_int_ge(r, 0);
+            pos += used;
+            if (r != TSCAN_EVENT)
+                continue;
+            const char *ev = d + s.event.start;
+            size_t evlen = (size_t)(s.event.end - s.event.start);
+            if (pass == 1) {
+                pdtrace_note(p, ev, evlen, &s.event);
+            } else {
+                sbuf_init(&b, 1u << 20);
+                pdtrace_rewrite(p, ev, evlen, &s.event, &b);
+                o += (size_t)snprintf(out + o, outn - o, "%s|", b.data);
+                sbuf_done(&b);
+            }
+            n++;
+        }
+        ck_assert_int_eq(tscan_finish(&s), 0);
+        if (pass == 1)
+            pdtrace_finish(p);
+    }
+    return n;
+}
+
+START_TEST(test_pdtrace_rewrites_any_chunking)
+{
+    char out[2048], expect[2048] = "";
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        strcat(expect, want[i]);
+        strcat(expect, "|");
+    }
+    struct pdtrace p;
+    pdtrace_init(&p);
+    ck_assert_int_eq(run(doc, (size_t)_i, &p, out, sizeof out), 4);
+    /* ts - start_time: 1000000 - 0, 2234000 - 1233700 and 1001000 - 500: the start is
+     * 1000.5 µs (the largest), 0.5 µs after the first event's truncated ts */
+    ck_assert(p.exact);
+    ck_assert_int_eq(p.n, 3);
+    ck_assert_int_eq(p.hi, 1000500);
+    ck_assert_int_eq(p.lo, 1000000);
+    ck_assert_str_eq(out, expect);
+}
+END_TEST
+
+START_TEST(test_pdtrace_inconsistent_offsets_keep_ts)
+{
+    /* The second event's offset is 2 µs off what its ts allows: the file's ts are kept, the
+     * names still lose their suffix. */
+    const char *d = "[{\"ph\":\"X\",\"name\":\"a[1 us]\",\"ts\":10,\"dur\":1,\"args\":{\"start_time\":\"0 us\"}},"
+                    "{\"ph\":\"X\",\"name\":\"b\",\"ts\":20,\"dur\":1,\"args\":{\"start_time\":\"8 us\"}}]";
+    char out[512];
+    struct pdtrace p;
+    pdtrace_init(&p);
+    ck_assert_int_eq(run(d, 5, &p, out, sizeof out), 2);
+    ck_assert(!p.exact);
+    ck_assert_str_eq(out, "{\"ph\":\"X\",\"name\":\"a\",\"ts\":10,\"dur\":1,\"args\":{\"start_time\":\"0 us\"}}|"
+                          "{\"ph\":\"X\",\"name\":\"b\",\"ts\":20,\"dur\":1,\"args\":{\"start_time\":\"8 us\"}}|");
+}
+END_TEST
+
+START_TEST(test_pdtrace_offsets)
+{
+    static const struct {
+        const char *raw;
+        int ok;
+        long long ns;
+    } cases[] = {
+        {"\"917.229 us\"", 1, 917229}, {"\"0.000 us\"", 1, 0}, {"\"1.5 ms\"", 1, 1500000},
+        {"\"2 s\"", 1, 2000000000}, {"\"7 ns\"", 1, 7}, {"\"-3.0001 us\"", 1, -3000},
+        {"\"1.2345678 us\"", 1, 1234}, {"\"9223372036.854775807 s\"", 1, 9223372036854775807LL},
+        {"\"9223372036.854775808 s\"", 0, 0}, {"\"9223372037 s\"", 0, 0}, {"\"1 h\"", 0, 0},
+        {"\"1us\"", 0, 0}, {"\"1  us\"", 0, 0}, {"\". us\"", 0, 0}, {"\"\"", 0, 0},
+        {"1 us", 0, 0}, {"\"- us\"", 0, 0}, {"\"1.2.3 us\"", 0, 0},
+        {"\"1234567890123456789 ns\"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t ns = -1;
+        bool ok = pdtrace_offset_ns(cases[i].raw, &ns);
+        ck_assert_msg(ok == (bool)cases[i].ok, "%s", cases[i].raw);
+        if (ok)
+            ck_assert_msg(ns == cases[i].ns, "%s: %lld", cases[i].raw, (long long)ns);
+    }
+}
+END_TEST
+
+START_TEST(test_pdtrace_name_suffix)
+{
+    static const struct {
+        const char *raw;
+        size_t keep;
+    } cases[] = {
+        {"\"matmul[1.5 us]\"", 7}, {"\"x[3ms]\"", 2}, {"\"[-1 s]\"", 1}, {"\"a[b][2 ns]\"", 5},
+        {"\"a[2 ns]b\"", 9}, {"\"a[ us]\"", 7}, {"\"a[1 h]\"", 7}, {"\"a[1 us\"", 7},
+        {"\"a]\"", 3}, {"\"\"", 1}, {"\"a\\\"[1 us]\"", 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(pdtrace_name_keep(cases[i].raw, strlen(cases[i].raw)) == cases[i].keep,
+                      "%s: %zu", cases[i].raw, pdtrace_name_keep(cases[i].raw, strlen(cases[i].raw)));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pdtrace");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, test_pdtrace_rewrites_any_chunking, 1, 48);
+    tcase_add_test(tc, test_pdtrace_inconsistent_offsets_keep_ts);
+    tcase_add_test(tc, test_pdtrace_offsets);
+    tcase_add_test(tc, test_pdtrace_name_suffix);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
