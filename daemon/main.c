@@ -59,6 +59,26 @@ enum {
 #define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
 #define DELETE_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a job deletion waits this long for the loop,
                                                      * then as long again for its commit */
+#define RELOAD_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a request for an evicted job waits this long
+                                                     * for the loop to start its reload (503 then) */
+
+/* An evicted job's reload, asked for by an HTTP thread (live_ensure()) and run by the loop:
+ * queued on daemon.reloads under async_lock; the loop takes the list, replays each job without
+ * the lock, and answers under it. */
+struct reload_req {
+    struct reload_req *next;
+    int64_t job_id;
+    int result;         /* 0, -ENOMEM, -EIO, -ESHUTDOWN */
+    bool taken;         /* the loop took it: the waiter waits for done whatever the time */
+    bool done;
+};
+
+/* A job whose last session closed: evictable once the batch holding its records is committed,
+ * so that a reload from the store sees every record live saw. */
+struct job_ticket {
+    int64_t job_id;
+    uint64_t ticket;    /* store_flush_ticket() at the close */
+};
 
 /* DELETE /api/v1/jobs/{job}, handed by an HTTP thread to the loop (which alone may touch the
  * store's tables and live): queued on daemon.deletes under async_lock, answered there too. */
@@ -97,11 +117,18 @@ struct daemon {
     uv_async_t durable_async; /* the writer thread's wake-up call */
     uv_async_t capture_async; /* an HTTP thread added a capture */
     uv_async_t delete_async;  /* an HTTP thread queued a job deletion */
+    uv_async_t reload_async;  /* an HTTP thread queued an evicted job's reload */
     pthread_mutex_t async_lock; /* guards async_open and deletes against the writer and HTTP
                                  * threads */
     pthread_cond_t delete_cond; /* a deletion was answered (with async_lock) */
     struct delete_req *deletes; /* waiting for the loop */
-    bool async_open;          /* durable_async, capture_async and delete_async may be sent to */
+    pthread_cond_t reload_cond; /* a reload was answered (with async_lock) */
+    struct reload_req *reloads; /* waiting for the loop */
+    struct job_ticket *tickets; /* jobs whose records may not all be committed yet; loop only */
+    size_t n_tickets;
+    size_t cap_tickets;
+    bool async_open;          /* durable_async, capture_async, delete_async and reload_async may
+                               * be sent to */
     struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
     bool capture_offer;       /* sessions or captures changed: offer captures on the next tick */
     uv_timer_t flush_timer;
@@ -124,6 +151,8 @@ static int job_env_from_hello(struct daemon *d, int64_t job_id, const struct rec
     };
     return live_job_env(d->live, job_id, &env);
 }
+
+static int reload_job(struct daemon *d, int64_t job_id);
 
 static int on_hello(void *ud, const struct record_hello *hello, struct record_welcome *ret_welcome,
                     char *err)
@@ -156,6 +185,11 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
                              ret_welcome->stream_id, hello->can_capture};
     /* ingest maps the connection to its stream only after this returns: offer on the next tick. */
     d->capture_offer = true;
+    /* A job evicted from live memory comes back before its new records, which add to it. */
+    if (live_is_evicted(d->live, ret_welcome->job_id) && reload_job(d, ret_welcome->job_id) < 0)
+        log_warn("live: job %lld: could not be reloaded for its new session; its analyses show "
+                 "only what arrives from now on",
+                 (long long)ret_welcome->job_id);
     /* A failure only loses the override, never the session. */
     if (job_env_from_hello(d, ret_welcome->job_id, hello) < 0)
         log_warn("live: job %lld: the hello's FP/BP points were not kept (out of memory)",
@@ -392,8 +426,48 @@ static void on_session_closed(void *ud, int64_t session_id, bool clean)
     capture_reg_session_closed(d->captures, session_id, clock_now_ns());
     persist_captures(d);
     struct session_key *k = session_find(d, session_id);
-    if (k)
-        *k = d->sessions[--d->n_sessions];
+    if (!k)
+        return;
+    int64_t job_id = k->job_id;
+    *k = d->sessions[--d->n_sessions];
+    for (size_t i = 0; i < d->n_sessions; i++)
+        if (d->sessions[i].job_id == job_id)
+            return;
+    /* The job's last session: it may be evicted once what it sent is committed. */
+    size_t i = 0;
+    while (i < d->n_tickets && d->tickets[i].job_id != job_id)
+        i++;
+    if (i == d->n_tickets) {
+        if (d->n_tickets == d->cap_tickets) {
+            size_t cap = d->cap_tickets ? 2 * d->cap_tickets : 16;
+            struct job_ticket *v = realloc(d->tickets, cap * sizeof *v);
+            if (!v)
+                return; /* no ticket: evictable at once, reload may then miss its last batch */
+            d->tickets = v;
+            d->cap_tickets = cap;
+        }
+        d->n_tickets++;
+    }
+    d->tickets[i] = (struct job_ticket){job_id, store_flush_ticket(d->store)};
+}
+
+/* live_evict()'s predicate: a job may leave live memory when no session of it is open and all it
+ * sent is committed, so that a reload from the store sees the same records. Loop thread. */
+static bool job_evictable(void *ud, int64_t job_id)
+{
+    struct daemon *d = ud;
+    for (size_t i = 0; i < d->n_sessions; i++)
+        if (d->sessions[i].job_id == job_id)
+            return false;
+    for (size_t i = 0; i < d->n_tickets; i++) {
+        if (d->tickets[i].job_id != job_id)
+            continue;
+        if (!store_committed(d->store, d->tickets[i].ticket))
+            return false;
+        d->tickets[i] = d->tickets[--d->n_tickets];
+        break;
+    }
+    return true;
 }
 
 /* Writer thread: only wake the loop. */
@@ -418,11 +492,18 @@ static void close_async(struct daemon *d)
     }
     d->deletes = NULL;
     pthread_cond_broadcast(&d->delete_cond);
+    for (struct reload_req *q = d->reloads; q; q = q->next) {
+        q->result = -ESHUTDOWN;
+        q->done = true;
+    }
+    d->reloads = NULL;
+    pthread_cond_broadcast(&d->reload_cond);
     pthread_mutex_unlock(&d->async_lock);
     if (was_open) {
         uv_close((uv_handle_t *)&d->durable_async, NULL);
         uv_close((uv_handle_t *)&d->capture_async, NULL);
         uv_close((uv_handle_t *)&d->delete_async, NULL);
+        uv_close((uv_handle_t *)&d->reload_async, NULL);
     }
 }
 
@@ -453,6 +534,11 @@ static void on_flush_timer(uv_timer_t *h)
     if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
         d->live_published_ns = now;
         (void)live_publish(d->live);
+        if (live_bytes(d->live) > d->cfg.live_max_bytes) {
+            size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
+            STATS_ADD(&d->stats, live_evictions, n);
+        }
+        atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
     } else {
         (void)live_flush(d->live);
     }
@@ -512,16 +598,130 @@ static int on_replay_event(void *ud, const char *line, size_t len)
     return 0;
 }
 
-/* Feeds live with what the store holds: per job its steps, then each rank's trace events in
- * block order (the order they arrived in), so the aggregates match those before the restart.
- * Each job's hellos come first, so that the FP/BP points their "env" set are in place before any
- * step's points are computed. Runs before the loop, so no client is served meanwhile. Returns 0
- * or a negative errno. */
+/* Feeds live with what the store holds of job c->job_id: its hellos first (so that the FP/BP
+ * points their "env" set are in place before any step's points are computed), its steps and
+ * rare records, then each rank's trace events in block order (the order they arrived in), so
+ * the aggregates match those the job had live. Returns 0 or a negative errno. */
+static int replay_job(struct replay_ctx *c)
+{
+    struct daemon *d = c->d;
+    int64_t n = store_query_hellos(d->store, c->job_id, on_replay_hello, c);
+    if (n >= 0)
+        n = store_query_steps(d->store, c->job_id, on_replay_step, c);
+    if (n >= 0)
+        n = store_query_queue_samples(d->store, c->job_id, on_replay_queue, c);
+    if (n >= 0)
+        n = store_query_pipelines(d->store, c->job_id, on_replay_queue, c);
+    if (n >= 0)
+        n = store_query_host_samples(d->store, c->job_id, on_replay_queue, c);
+    if (n < 0)
+        return (int)n;
+    struct store_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    int r = store_query_ranks(d->store, c->job_id, &ranks, &n_ranks);
+    for (size_t k = 0; k < n_ranks && r == 0; k++) {
+        c->rank = ranks[k].rank;
+        n = store_query_events(d->store, c->job_id, c->rank, INT64_MIN, INT64_MAX, -1,
+                               on_replay_event, c);
+        if (n < 0)
+            r = (int)n;
+    }
+    free(ranks);
+    return r;
+}
+
+/* Brings an evicted job back into live from the store and publishes it (nothing to do if it is
+ * not evicted: a concurrent request brought it back first). Runs on the loop, which it holds for
+ * the replay's time (docs/ARCHITECTURE.md, "Live memory"). Returns 0 or a negative errno (the
+ * job stays evicted then). */
+static int reload_job(struct daemon *d, int64_t job_id)
+{
+    if (!live_is_evicted(d->live, job_id))
+        return 0;
+    int64_t t0 = clock_mono_ns();
+    struct replay_ctx c = {.d = d, .job_id = job_id};
+    c.ld = ingest_line_decoder_new((size_t)d->cfg.max_line_bytes);
+    int r = c.ld ? replay_job(&c) : -ENOMEM;
+    ingest_line_decoder_free(c.ld);
+    (void)live_publish(d->live);
+    if (r < 0) {
+        (void)live_mark_evicted(d->live, job_id); /* drops what was replayed; the mark stays */
+        log_warn("live: job %lld: reload from the store failed: %s", (long long)job_id,
+                 strerror(-r));
+        return r;
+    }
+    live_reload_done(d->live, job_id);
+    STATS_ADD(&d->stats, live_reloads, 1);
+    atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
+    log_info("live: job %lld reloaded from the store (%lld trace events) in %.3f s",
+             (long long)job_id, (long long)c.n_events, (double)(clock_mono_ns() - t0) / 1e9);
+    return 0;
+}
+
+/* Loop thread: runs the queued reloads, outside async_lock (a replay may take a while). */
+static void on_reload_async(uv_async_t *h)
+{
+    struct daemon *d = h->data;
+    pthread_mutex_lock(&d->async_lock);
+    struct reload_req *list = d->reloads;
+    d->reloads = NULL;
+    for (struct reload_req *q = list; q; q = q->next)
+        q->taken = true;
+    pthread_mutex_unlock(&d->async_lock);
+    for (struct reload_req *q = list; q; q = q->next)
+        q->result = d->stopping ? -ESHUTDOWN : reload_job(d, q->job_id);
+    pthread_mutex_lock(&d->async_lock);
+    for (struct reload_req *q = list, *next; q; q = next) {
+        next = q->next; /* q belongs to its waiter once done */
+        q->done = true;
+    }
+    pthread_cond_broadcast(&d->reload_cond);
+    pthread_mutex_unlock(&d->async_lock);
+}
+
+/* live's reload hook (HTTP thread, live_ensure()): asks the loop to reload the job and waits. A
+ * request the loop has not taken within RELOAD_WAIT_NS gives up (-ETIMEDOUT: 503); one it took
+ * is waited for to the end. Concurrent requests for one job queue one request each; the first
+ * the loop runs reloads it, the others find it back and return at once. */
+static int web_live_reload(void *ud, int64_t job_id)
+{
+    struct daemon *d = ud;
+    struct reload_req q = {.job_id = job_id};
+    int64_t deadline = clock_mono_ns() + RELOAD_WAIT_NS;
+    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+    pthread_mutex_lock(&d->async_lock);
+    if (!d->async_open) {
+        pthread_mutex_unlock(&d->async_lock);
+        return -ESHUTDOWN;
+    }
+    q.next = d->reloads;
+    d->reloads = &q;
+    uv_async_send(&d->reload_async);
+    while (!q.done) {
+        if (q.taken) {
+            pthread_cond_wait(&d->reload_cond, &d->async_lock);
+        } else if (pthread_cond_timedwait(&d->reload_cond, &d->async_lock, &ts) == ETIMEDOUT &&
+                   !q.taken && !q.done) {
+            struct reload_req **p = &d->reloads;
+            while (*p != &q)
+                p = &(*p)->next;
+            *p = q.next;
+            q.result = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&d->async_lock);
+    return q.result;
+}
+
+/* Feeds live with what the store holds, most recently seen jobs first, while live's memory is
+ * under live_max_bytes; the other jobs are marked evicted and load on their first request.
+ * Runs before the loop, so no client is served meanwhile. Returns 0 or a negative errno. */
 static int replay_live(struct daemon *d)
 {
     int64_t t0 = clock_mono_ns();
     struct store_job *jobs = NULL;
-    size_t n_jobs = 0;
+    size_t n_jobs = 0, n_lazy = 0;
     struct replay_ctx c = {.d = d};
     int r = store_query_jobs(d->store, &jobs, &n_jobs);
     if (r < 0)
@@ -531,43 +731,24 @@ static int replay_live(struct daemon *d)
         r = -ENOMEM;
         goto out;
     }
-    for (size_t i = 0; i < n_jobs; i++) {
+    for (size_t i = 0; i < n_jobs && r == 0; i++) {
+        if (live_bytes(d->live) >= d->cfg.live_max_bytes) {
+            r = live_mark_evicted(d->live, jobs[i].id);
+            n_lazy++;
+            continue;
+        }
         c.job_id = jobs[i].id;
-        int64_t n = store_query_hellos(d->store, c.job_id, on_replay_hello, &c);
-        if (n >= 0)
-            n = store_query_steps(d->store, c.job_id, on_replay_step, &c);
-        if (n >= 0)
-            n = store_query_queue_samples(d->store, c.job_id, on_replay_queue, &c);
-        if (n >= 0)
-            n = store_query_pipelines(d->store, c.job_id, on_replay_queue, &c);
-        if (n >= 0)
-            n = store_query_host_samples(d->store, c.job_id, on_replay_queue, &c);
-        if (n < 0) {
-            r = (int)n;
-            goto out;
-        }
-        struct store_rank *ranks = NULL;
-        size_t n_ranks = 0;
-        r = store_query_ranks(d->store, c.job_id, &ranks, &n_ranks);
-        if (r < 0)
-            goto out;
-        for (size_t k = 0; k < n_ranks && r == 0; k++) {
-            c.rank = ranks[k].rank;
-            n = store_query_events(d->store, c.job_id, c.rank, INT64_MIN, INT64_MAX, -1,
-                                   on_replay_event, &c);
-            if (n < 0)
-                r = (int)n;
-        }
-        free(ranks);
-        if (r < 0)
-            goto out;
+        r = replay_job(&c);
+        if (r == 0)
+            r = live_publish(d->live); /* accounts the job's bytes */
     }
-    r = live_publish(d->live);
-    if (n_jobs > 0)
+    atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
+    if (r == 0 && n_jobs > 0)
         log_info("live: replayed %lld steps, %lld queue and pipeline records and %lld trace events of %zu jobs "
-                 "in %.3f s%s",
-                 (long long)c.n_steps, (long long)c.n_queue, (long long)c.n_events, n_jobs,
-                 (double)(clock_mono_ns() - t0) / 1e9, c.n_bad ? " (some lines undecodable)" : "");
+                 "in %.3f s%s; %zu jobs past live_max_bytes load on first use",
+                 (long long)c.n_steps, (long long)c.n_queue, (long long)c.n_events,
+                 n_jobs - n_lazy, (double)(clock_mono_ns() - t0) / 1e9,
+                 c.n_bad ? " (some lines undecodable)" : "", n_lazy);
 out:
     ingest_line_decoder_free(c.ld);
     free(jobs);
@@ -886,6 +1067,7 @@ int main(int argc, char **argv)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* web_job_delete() waits by clock_mono_ns() */
     pthread_cond_init(&d.delete_cond, &ca);
+    pthread_cond_init(&d.reload_cond, &ca); /* web_live_reload() too */
     pthread_condattr_destroy(&ca);
 
     d.loop = uv_default_loop();
@@ -934,6 +1116,8 @@ int main(int argc, char **argv)
     d.capture_async.data = &d;
     uv_async_init(d.loop, &d.delete_async, on_delete_async);
     d.delete_async.data = &d;
+    uv_async_init(d.loop, &d.reload_async, on_reload_async);
+    d.reload_async.data = &d;
     d.async_open = true;
     r = store_open(&scfg, &d.store, err);
     if (r < 0) {
@@ -962,6 +1146,7 @@ int main(int argc, char **argv)
         code = EXIT_RUNTIME;
         goto out;
     }
+    live_set_reload(d.live, web_live_reload, &d);
     r = replay_live(&d);
     if (r < 0) {
         fprintf(stderr, "stepscoped: data dir %s: replaying the store into live analysis: %s\n",
@@ -1039,6 +1224,7 @@ int main(int argc, char **argv)
     analyse_rules_free(d.role_rules);
     d.role_rules = NULL;
     free(d.sessions);
+    free(d.tickets);
     store_close(d.store);
     d.store = NULL;
     capture_reg_free(d.captures);

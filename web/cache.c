@@ -157,7 +157,8 @@ int web__cache_serve(struct web *w, struct MHD_Connection *c, const char *key, s
         return 0;
 
     const struct live_snapshot *snap;
-    if (live_snapshot_get(w->live, job_id, &snap) < 0)
+    /* A hit is a use too (the job is evicted last); an evicted job reloads here, and then misses. */
+    if (live_ensure(w->live, job_id) < 0 || live_snapshot_get(w->live, job_id, &snap) < 0)
         return 0;
     uint64_t now = live_snapshot_serial(snap);
     live_snapshot_put(snap);

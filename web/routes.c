@@ -100,6 +100,24 @@ static int find_job(struct web *w, struct MHD_Connection *c, const struct web_ro
     return 0;
 }
 
+/* find_job() for a route that reads the job's live analyses: an evicted job is reloaded first
+ * (live_ensure(), waiting); if that fails, 503 with Retry-After. */
+static int find_live_job(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
+                         struct store_job *ret_job, int *ret_mhd)
+{
+    if (find_job(w, c, rt, ret_job, ret_mhd) < 0)
+        return -1;
+    int r = live_ensure(w->live, ret_job->id);
+    if (r < 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the job's analyses are being reloaded from the store: %s",
+                 strerror(-r));
+        *ret_mhd = web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", msg);
+        return -1;
+    }
+    return 0;
+}
+
 static int get_job(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
 {
     if (!w->store)
@@ -648,7 +666,7 @@ static int get_timeline(struct web *w, struct MHD_Connection *c, const struct we
         goto out;
     }
     struct store_job job;
-    if (find_job(w, c, rt, &job, &mhd) < 0)
+    if (find_live_job(w, c, rt, &job, &mhd) < 0)
         goto out;
     int r = store_query_ranks(w->store, job.id, &have, &n_have);
     if (r < 0) {
@@ -762,7 +780,7 @@ static int get_live(struct web *w, struct MHD_Connection *c, const struct web_ro
     if (cacheable && web__cache_serve(w, c, key, key_len, &mhd))
         return mhd;
     struct store_job job;
-    if (find_job(w, c, rt, &job, &mhd) < 0)
+    if (find_live_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
     struct web_capture cap = {key, key_len, job.id, 0, false};
     web__capture = cacheable ? &cap : NULL;
@@ -777,7 +795,7 @@ static int get_summary(struct web *w, struct MHD_Connection *c, const struct web
         return no_store(w, c);
     struct store_job job;
     int mhd;
-    if (find_job(w, c, rt, &job, &mhd) < 0)
+    if (find_live_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
     return web__route_summary(w, c, rt, &job);
 }

@@ -29,6 +29,8 @@ const struct config_option config_options[] = {
     {"max_buffered_bytes", "268435456", "bytes accepted but not yet durable before reading pauses"},
     {"flush_interval_ms", "20", "longest wait before accepted records are committed"},
     {"retention_bytes_per_job", "524288000", "stored timeline bytes kept per job; oldest evicted"},
+    {"live_max_bytes", "1073741824",
+     "memory budget of the jobs' live analyses; ended jobs past it are evicted (reloaded on use)"},
     {"http_threads", "4", "HTTP worker threads"},
     {"http_max_connections", "256", "concurrent HTTP connections"},
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
@@ -152,6 +154,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(flush_interval_ms, 1, 60000);
     if (strcmp(key, "retention_bytes_per_job") == 0)
         return U64(retention_bytes_per_job, 4096, UINT64_MAX / 4);
+    if (strcmp(key, "live_max_bytes") == 0)
+        return U64(live_max_bytes, 0, UINT64_MAX / 4);
     if (strcmp(key, "http_threads") == 0)
         return U64(http_threads, 1, 256);
     if (strcmp(key, "http_max_connections") == 0)

@@ -35,6 +35,9 @@ struct stats {
     _Atomic uint64_t evicted_blocks;      /* retention */
     _Atomic uint64_t evicted_events;
     _Atomic uint64_t evicted_bytes;
+    _Atomic uint64_t live_bytes;          /* gauge: live analyses' accounted bytes (live_max_bytes) */
+    _Atomic uint64_t live_evictions;      /* ended jobs evicted from live memory over the budget */
+    _Atomic uint64_t live_reloads;        /* evicted jobs reloaded from the store */
     _Atomic uint64_t http_requests;
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
     _Atomic uint64_t http_cache_hits;     /* live answers served again from web/cache.c */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../analyse/analyse.h"
+#include "../core/clock.h"
 #include "../core/num.h"
 #include "live_int.h"
 
@@ -283,6 +284,8 @@ struct live_job {
     size_t cap_ranks;
     struct live_rank *last;   /* lookup cache */
     bool dirty;               /* fed since the last publish */
+    uint64_t bytes;           /* accounted at the last publish (job_bytes()) */
+    int64_t used_ns;          /* last fed (stamp()) */
     char env[6][RECORD_NAME_MAX + 1]; /* live_job_env()'s fields, in its order; "" = not set */
 };
 
@@ -290,6 +293,7 @@ struct pub {
     int64_t job_id;
     struct live_snapshot *snap;
     uint64_t seq;             /* live.pub_seq when snap was published */
+    int64_t used_ns;          /* last live_ensure() (stamp()), 0 = none */
 };
 
 struct live {
@@ -306,6 +310,13 @@ struct live {
     size_t n_pub;
     uint64_t pub_serial;  /* serials handed to published snapshots (under lock) */
     size_t cap_pub;
+    _Atomic uint64_t bytes;   /* sum of the jobs' accounted bytes */
+    _Atomic int64_t stamp;    /* the latest use stamp handed out (stamp()) */
+    int64_t *evicted;         /* ids of evicted jobs, unordered (under lock) */
+    size_t n_evicted;
+    size_t cap_evicted;
+    live_reload_fn reload;    /* live_set_reload() */
+    void *reload_ud;
     const struct analyse_rules *rules; /* live_config.rules, borrowed */
     char *fp_point;                    /* live_config's, owned; NULL = none */
     char *bp_point;
@@ -407,6 +418,7 @@ void live_free(struct live *lv)
     for (size_t i = 0; i < lv->n_pub; i++)
         live_snapshot_put(lv->pub[i].snap);
     free(lv->pub);
+    free(lv->evicted);
     free(lv->scratch);
     free(lv->fp_point);
     free(lv->bp_point);
@@ -414,17 +426,43 @@ void live_free(struct live *lv)
     free(lv);
 }
 
-void live_drop_job(struct live *lv, int64_t job_id)
+/* A strictly rising clock_mono_ns(), so that two uses never tie in the LRU order. Any thread. */
+static int64_t stamp(struct live *lv)
+{
+    int64_t now = clock_mono_ns();
+    int64_t last = atomic_load_explicit(&lv->stamp, memory_order_relaxed);
+    int64_t v;
+    do {
+        v = now > last ? now : last + 1;
+    } while (!atomic_compare_exchange_weak_explicit(&lv->stamp, &last, v, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return v;
+}
+
+/* Index of job_id in lv->evicted, or -1. Under lv->lock. */
+static ptrdiff_t evicted_find(const struct live *lv, int64_t job_id)
+{
+    for (size_t i = 0; i < lv->n_evicted; i++)
+        if (lv->evicted[i] == job_id)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+/* Drops job_id's state and published snapshot; marks it evicted (mark) or forgets any mark.
+ * Returns -ENOMEM if the mark could not be kept (the job is dropped anyway). */
+static int drop_job(struct live *lv, int64_t job_id, bool mark)
 {
     for (size_t i = 0; i < lv->n_jobs; i++) {
         if (lv->jobs[i]->id != job_id)
             continue;
         if (lv->last == lv->jobs[i])
             lv->last = NULL;
+        atomic_fetch_sub_explicit(&lv->bytes, lv->jobs[i]->bytes, memory_order_relaxed);
         job_free(lv->jobs[i]);
         lv->jobs[i] = lv->jobs[--lv->n_jobs];
         break;
     }
+    int r = 0;
     struct live_snapshot *old = NULL;
     pthread_mutex_lock(&lv->lock);
     for (size_t k = 0; k < lv->n_pub; k++) {
@@ -434,8 +472,24 @@ void live_drop_job(struct live *lv, int64_t job_id)
             break;
         }
     }
+    ptrdiff_t e = evicted_find(lv, job_id);
+    if (!mark && e >= 0)
+        lv->evicted[e] = lv->evicted[--lv->n_evicted];
+    else if (mark && e < 0) {
+        if (grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
+                 sizeof *lv->evicted) < 0)
+            r = -ENOMEM;
+        else
+            lv->evicted[lv->n_evicted++] = job_id;
+    }
     pthread_mutex_unlock(&lv->lock);
     live_snapshot_put(old);
+    return r;
+}
+
+void live_drop_job(struct live *lv, int64_t job_id)
+{
+    (void)drop_job(lv, job_id, false);
 }
 
 static struct live_job *job_get(struct live *lv, int64_t id)
@@ -452,6 +506,7 @@ static struct live_job *job_get(struct live *lv, int64_t id)
     if (!j)
         return NULL;
     j->id = id;
+    j->used_ns = stamp(lv);
     lv->jobs[lv->n_jobs++] = j;
     return lv->last = j;
 }
@@ -865,6 +920,7 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
         return -ENOMEM;
     }
     j->dirty = true;
+    j->used_ns = stamp(lv);
     if (grow((void **)&rk->batch, &rk->cap_batch, rk->n_batch + n, sizeof *rk->batch) < 0) {
         rk->c.dropped += (int64_t)n;
         return -ENOMEM;
@@ -1423,6 +1479,165 @@ fail:
     return NULL;
 }
 
+/* ---- accounting ---- */
+
+static size_t ktab_bytes(const struct ktab *t)
+{
+    return t->cap_slots * sizeof *t->slots + t->cap * sizeof *t->ents + t->text_cap;
+}
+
+static size_t thread_bytes(const struct live_thread *t)
+{
+    return t->cap * sizeof *t->open + t->cap_spine * sizeof *t->spine;
+}
+
+static size_t rank_bytes(const struct live_rank *rk)
+{
+    size_t b = sizeof *rk + ktab_bytes(&rk->threads) + rk->cap_th * sizeof *rk->th +
+               thread_bytes(&rk->shared) + rk->cap_batch * sizeof *rk->batch +
+               rk->n_agg * sizeof *rk->agg + rk->cap_queues * sizeof *rk->queues;
+    for (size_t i = 0; i < rk->threads.n && rk->th; i++)
+        b += thread_bytes(&rk->th[i]);
+    for (int k = 0; k < LIST_COUNT; k++) {
+        const struct live_steplist *l = &rk->lists[k];
+        b += l->cap * sizeof *l->steps + l->cap_pending * sizeof *l->pending;
+        for (size_t i = 0; i < l->n; i++)
+            b += l->steps[i].cap_spans * sizeof *l->steps[i].spans;
+    }
+    for (size_t i = 0; i < rk->n_queues; i++) /* and the published copy (qset) */
+        b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *
+                                                    sizeof *rk->queues[i].samples;
+    if (rk->pipe)
+        b += sizeof *rk->pipe;
+    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks + rk->bd.n_chunks * sizeof **rk->bd.chunks;
+    return b;
+}
+
+/* What j and its snapshot s hold, approximately (capacities, not allocator overhead). */
+static uint64_t job_bytes(const struct live_job *j, const struct live_snapshot *s)
+{
+    size_t b = sizeof *j + ktab_bytes(&j->ops) + j->cap_roles + j->cap_ranks * sizeof *j->ranks;
+    for (size_t i = 0; i < j->n_ranks; i++)
+        b += rank_bytes(j->ranks[i]);
+    if (s) {
+        b += sizeof *s + (s->n_ops + 1) * sizeof *s->ops + j->ops.text_len + 1 +
+             (s->n_ranks + 1) * sizeof *s->ranks;
+        for (size_t i = 0; i < s->n_ranks; i++)
+            b += (s->ranks[i].n_agg + 1) * sizeof *s->ranks[i].agg +
+                 (s->ranks[i].n_steps + 1) * sizeof *s->ranks[i].steps +
+                 (s->ranks[i].bd.n_chunks + 1) * sizeof *s->ranks[i].bd.chunks;
+    }
+    return b;
+}
+
+static void account(struct live *lv, struct live_job *j, const struct live_snapshot *s)
+{
+    uint64_t b = job_bytes(j, s);
+    atomic_fetch_add_explicit(&lv->bytes, b - j->bytes, memory_order_relaxed); /* mod 2^64 */
+    j->bytes = b;
+}
+
+uint64_t live_bytes(const struct live *lv)
+{
+    return lv ? atomic_load_explicit(&lv->bytes, memory_order_relaxed) : 0;
+}
+
+uint64_t live_job_bytes(const struct live *lv, int64_t job_id)
+{
+    for (size_t i = 0; i < lv->n_jobs; i++)
+        if (lv->jobs[i]->id == job_id)
+            return lv->jobs[i]->bytes;
+    return 0;
+}
+
+/* ---- eviction and reload ---- */
+
+size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
+                  bool (*can_evict)(void *ud, int64_t job_id), void *ud)
+{
+    size_t n = 0;
+    while (live_bytes(lv) > budget) {
+        struct live_job *best = NULL;
+        int64_t best_used = 0;
+        for (size_t i = 0; i < lv->n_jobs; i++) {
+            struct live_job *j = lv->jobs[i];
+            int64_t used = j->used_ns;
+            pthread_mutex_lock(&lv->lock);
+            for (size_t k = 0; k < lv->n_pub; k++)
+                if (lv->pub[k].job_id == j->id && lv->pub[k].used_ns > used)
+                    used = lv->pub[k].used_ns;
+            pthread_mutex_unlock(&lv->lock);
+            if (used > now_ns - LIVE_EVICT_GRACE_NS || (best && used >= best_used) ||
+                !can_evict(ud, j->id))
+                continue;
+            best = j;
+            best_used = used;
+        }
+        if (!best)
+            break;
+        (void)drop_job(lv, best->id, true); /* without its mark a request answers empty: rare */
+        n++;
+    }
+    return n;
+}
+
+int live_mark_evicted(struct live *lv, int64_t job_id)
+{
+    return drop_job(lv, job_id, true);
+}
+
+bool live_is_evicted(struct live *lv, int64_t job_id)
+{
+    pthread_mutex_lock(&lv->lock);
+    bool r = evicted_find(lv, job_id) >= 0;
+    pthread_mutex_unlock(&lv->lock);
+    return r;
+}
+
+void live_reload_done(struct live *lv, int64_t job_id)
+{
+    pthread_mutex_lock(&lv->lock);
+    ptrdiff_t e = evicted_find(lv, job_id);
+    if (e >= 0)
+        lv->evicted[e] = lv->evicted[--lv->n_evicted];
+    pthread_mutex_unlock(&lv->lock);
+}
+
+void live_set_reload(struct live *lv, live_reload_fn fn, void *ud)
+{
+    lv->reload = fn;
+    lv->reload_ud = ud;
+}
+
+/* Marks job_id's publication used. Returns whether it has one. */
+static bool touch(struct live *lv, int64_t job_id, bool *ret_evicted)
+{
+    int64_t now = stamp(lv);
+    bool found = false;
+    pthread_mutex_lock(&lv->lock);
+    for (size_t k = 0; k < lv->n_pub && !found; k++) {
+        if (lv->pub[k].job_id == job_id) {
+            lv->pub[k].used_ns = now;
+            found = true;
+        }
+    }
+    *ret_evicted = !found && evicted_find(lv, job_id) >= 0;
+    pthread_mutex_unlock(&lv->lock);
+    return found;
+}
+
+int live_ensure(struct live *lv, int64_t job_id)
+{
+    bool evicted;
+    if (!lv || touch(lv, job_id, &evicted) || !evicted || !lv->reload)
+        return 0;
+    int r = lv->reload(lv->reload_ud, job_id);
+    if (r < 0)
+        return r;
+    (void)touch(lv, job_id, &evicted);
+    return 0;
+}
+
 int live_publish(struct live *lv)
 {
     int r = live_flush(lv);
@@ -1447,13 +1662,14 @@ int live_publish(struct live *lv)
                 r = -ENOMEM;
                 continue;
             }
-            lv->pub[lv->n_pub++] = (struct pub){j->id, NULL, 0};
+            lv->pub[lv->n_pub++] = (struct pub){j->id, NULL, 0, 0};
         }
         old = lv->pub[k].snap;
         s->serial = ++lv->pub_serial;
         lv->pub[k].snap = s;
         lv->pub[k].seq = ++lv->pub_seq;
         pthread_mutex_unlock(&lv->lock);
+        account(lv, j, s);
         live_snapshot_put(old);
         j->dirty = false;
     }

@@ -29,6 +29,7 @@
 #ifndef STEPSCOPE_LIVE_H
 #define STEPSCOPE_LIVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,6 +91,50 @@ int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env
 /* Forgets job_id: its aggregates, and its published snapshot (readers holding it keep it until
  * their live_snapshot_put()). A later live_feed() of that id starts afresh. Loop thread. */
 void live_drop_job(struct live *lv, int64_t job_id);
+
+/* ---- memory budget: accounting, eviction, reload (docs/ARCHITECTURE.md, "Live memory") ----
+ *
+ * Each job's live state is accounted in bytes (an estimate from the capacities of what it holds:
+ * operator and thread tables, open spans, steps and their spans, queues, breakdown chunks, and
+ * its published snapshot) when it is published. live_evict() drops the least recently used
+ * jobs (by feed or live_ensure()) that the caller allows until the total is under a budget, and
+ * remembers them as evicted; a reader's live_ensure() of an evicted job calls the reload hook
+ * (main.c replays the job from the store on the loop, then calls live_reload_done()). */
+
+/* The bytes the jobs' live state holds, as last accounted (any thread). */
+uint64_t live_bytes(const struct live *lv);
+
+/* job_id's accounted bytes (0 if not in memory). Loop thread. */
+uint64_t live_job_bytes(const struct live *lv, int64_t job_id);
+
+#define LIVE_EVICT_GRACE_NS (2LL * 1000 * 1000 * 1000) /* jobs used this recently stay */
+
+/* Evicts jobs, least recently used first, while live_bytes() > budget: only jobs that
+ * can_evict(ud, job_id) allows (main.c: no open session, every record committed) and that were
+ * not fed or ensured in the LIVE_EVICT_GRACE_NS before now_ns (clock_mono_ns()). An evicted
+ * job is dropped as by live_drop_job() and remembered as evicted. Loop thread. Returns the
+ * number of jobs evicted. */
+size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
+                  bool (*can_evict)(void *ud, int64_t job_id), void *ud);
+
+/* Marks job_id evicted without it having been in memory (start-up: a stored job not replayed
+ * within the budget). Loop thread. Returns 0 or -ENOMEM. */
+int live_mark_evicted(struct live *lv, int64_t job_id);
+
+/* Whether job_id is evicted (its state is in the store, not here). Any thread. */
+bool live_is_evicted(struct live *lv, int64_t job_id);
+
+/* Forgets job_id's evicted mark once the caller has replayed it from the store (live_feed())
+ * and published it (live_publish()): until then a reader's live_ensure() still waits for the
+ * reload rather than answer from a partial state. Loop thread. */
+void live_reload_done(struct live *lv, int64_t job_id);
+
+/* The reload hook live_ensure() calls for an evicted job (any HTTP thread; main.c queues the
+ * reload to the loop and waits). Returns 0 when the job is back, or a negative errno. */
+typedef int (*live_reload_fn)(void *ud, int64_t job_id);
+
+/* Sets the hook (before any reader runs). */
+void live_set_reload(struct live *lv, live_reload_fn fn, void *ud);
 
 /* Frees lv (NULL-safe). Snapshots still referenced stay valid until their last
  * live_snapshot_put(). Call it after the HTTP threads have stopped. */

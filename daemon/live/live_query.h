@@ -25,6 +25,13 @@ struct live_snapshot;
  * live_snapshot_put()), -ENOENT if nothing of that job was published yet, -EINVAL for NULL lv. */
 int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapshot **ret_snap);
 
+/* Before a request about job_id: marks the job used (evicted last), and if it was evicted from
+ * memory (live.h, live_evict()) reloads it through the reload hook, waiting for it; concurrent
+ * callers for one job share one reload. Returns 0 (in memory, or never had live state: a
+ * live_snapshot_get() then answers), or the hook's negative errno (-ETIMEDOUT: the reload did
+ * not start in time; -ESHUTDOWN; -ENOMEM; -EIO). Any thread; NULL lv: 0. */
+int live_ensure(struct live *lv, int64_t job_id);
+
 /* The jobs whose snapshot was published after *cursor (0 at first, then the value this call
  * left): writes up to cap job ids to ret_ids and returns their number, sets *cursor to the
  * latest publication. Changes past cap are not reported (web/'s event stream passes

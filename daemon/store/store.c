@@ -1171,6 +1171,20 @@ void store_flush(struct store *st)
     pthread_mutex_unlock(&st->mu);
 }
 
+uint64_t store_flush_ticket(struct store *st)
+{
+    store_flush(st);
+    return st->sealed;
+}
+
+bool store_committed(struct store *st, uint64_t ticket)
+{
+    pthread_mutex_lock(&st->mu);
+    bool r = st->committed >= ticket;
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
+
 int store_flush_wait(struct store *st, int64_t timeout_ns)
 {
     store_flush(st);

@@ -80,6 +80,14 @@ int store_job_delete(struct store *st, const char *name, int64_t *ret_job_id,
  * timeout_ns. Returns 0 or -ETIMEDOUT. Any thread. */
 int store_wait_committed(struct store *st, uint64_t ticket, int64_t timeout_ns);
 
+/* store_flush(), then the ticket of every batch sealed so far, for store_wait_committed() and
+ * store_committed(). Loop thread. */
+uint64_t store_flush_ticket(struct store *st);
+
+/* Whether the batches sealed up to ticket are committed (or given up at close). Any thread;
+ * takes the writer's mutex briefly. */
+bool store_committed(struct store *st, uint64_t ticket);
+
 /* Seals the open batch (if not empty) and queues it for the writer. Never blocks. */
 void store_flush(struct store *st);
 

@@ -4,6 +4,7 @@ simulated training run with the daemon's RSS sampled, and slow HTTP clients (slo
 not starve the dashboard."""
 import http.client
 import json
+import os
 import resource
 import socket
 import threading
@@ -262,3 +263,62 @@ def test_deleting_ended_jobs_bounds_rss_over_many_jobs(daemon, figures):
     assert rss1 - rss0 > 0
     assert rss2 - rss_deleted < (rss1 - rss0) // 2, (
         f"the second round added {rss2 - rss_deleted} KiB, the first {rss1 - rss0} KiB")
+
+
+def _sanitized(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
+
+
+def test_live_budget_bounds_rss_over_many_jobs(daemons, figures):
+    """With a live memory budget (live_max_bytes, 32 MiB here), 10 jobs x 8 ranks streaming one
+    job after another (BUDGET_JOBS: more): ended jobs are evicted, so the daemon's RSS no longer
+    grows with the number of jobs. Without the budget each job adds its whole live state (the
+    first job's growth, about 15 MiB, is the reference). Asserted: live.bytes ends under the
+    budget; RSS stays under the start RSS plus the budget plus 64 MiB of fixed overhead (SQLite's
+    page caches, the store's batches, the allocator's slack); the last five jobs add less than
+    two jobs' worth (without the budget: five); an evicted job answers, from a reload."""
+    mib = int(os.environ.get("BUDGET_MIB", "32"))  # 0: no budget (tests/bench/live_budget.sh)
+    budget = mib << 20 if mib else 1 << 50
+    steps = int(300 * SCALE)
+    d = daemons("budget", args=["--live-max-bytes", str(budget)])
+    rss0 = rss_kib(d.proc.pid)
+    per_job, live_bytes, samples = [], [], []
+    t0 = time.monotonic()
+    for j in range(int(os.environ.get("BUDGET_JOBS", "10"))):
+        stop = threading.Event()
+        sent = {}
+        threads = [threading.Thread(target=_rank_stream, daemon=True,
+                                    args=(d.socket, f"b{j}", r, steps, 40, 1000000, stop, sent))
+                   for r in range(8)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            samples.append((round(time.monotonic() - t0, 1), j, rss_kib(d.proc.pid)))
+            time.sleep(0.5)
+        for t in threads:
+            t.join(timeout=600)
+        assert len(sent) == 8, "a rank did not finish"
+        per_job.append(rss_kib(d.proc.pid))
+        live_bytes.append(d.stats()["live"]["bytes"])
+    if not mib:
+        figures(budget_mib=0, steps_per_rank=steps, rss_start_kib=rss0, rss_after_job_kib=per_job,
+                live_bytes_after_job=live_bytes)
+        return
+    # Once every job has ended and the grace has passed, the budget holds.
+    st = d.wait_for("live under budget", lambda: (s := d.stats()["live"])["bytes"] <= budget and s,
+                    timeout=30)
+    assert st["evictions"] >= 6, st
+    last = max(kib for _, j, kib in samples if j >= 5)
+    last = max([last] + per_job[5:])
+    figures(budget_mib=mib, steps_per_rank=steps, rss_start_kib=rss0,
+            rss_after_job_kib=per_job, live_bytes_after_job=live_bytes,
+            rss_max_last5_kib=last, evictions=st["evictions"], reloads=st["reloads"],
+            rss_samples=samples[:: max(1, len(samples) // 40)])
+    if not _sanitized(d.proc.pid):  # ASan's quarantine holds what eviction frees
+        assert last <= rss0 + (budget >> 10) + 64 * 1024, (rss0, last)
+        assert last - per_job[4] < 2 * (per_job[0] - rss0), (rss0, per_job, last)
+    # An evicted job still answers, from a reload.
+    doc = d.get_json("/api/v1/jobs/%d/steps?rank=3" % d.job("b0")["id"])
+    assert doc["total"] == steps
+    assert d.stats()["live"]["reloads"] == st["reloads"] + 1

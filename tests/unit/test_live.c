@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../daemon/live/live.h"
+#include "../../daemon/core/clock.h"
 #include "../../daemon/live/live_query.h"
 
 #define US 1000LL
@@ -292,6 +293,109 @@ START_TEST(test_live_drop_job)
     free(rows);
     live_snapshot_put(s);
     ck_assert_uint_eq(n_held, n_other);
+    live_free(lv);
+}
+END_TEST
+
+/* Steps of job_id's snapshot (-1: not published). */
+static long long steps_of(struct live *lv, int64_t job_id)
+{
+    const struct live_snapshot *s;
+    if (live_snapshot_get(lv, job_id, &s) < 0)
+        return -1;
+    size_t total = 0, n_rows = 0;
+    struct live_step_row *rows = NULL;
+    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &total), 0);
+    free(rows);
+    live_snapshot_put(s);
+    return (long long)total;
+}
+
+static int64_t not_evictable = -1;
+
+static bool may_evict(void *ud, int64_t job_id)
+{
+    int *calls = ud;
+    (*calls)++;
+    return job_id != not_evictable;
+}
+
+static int reloads;
+
+/* The reload hook as main.c does it: replay the job's records, publish, then clear the mark. */
+static int reload(void *ud, int64_t job_id)
+{
+    struct live *lv = ud;
+    struct record v[N_RECS];
+    records(v);
+    reloads++;
+    ck_assert(live_is_evicted(lv, job_id));
+    ck_assert_int_eq(live_feed(lv, job_id, 0, v, N_RECS), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    live_reload_done(lv, job_id);
+    return 0;
+}
+
+START_TEST(test_live_budget_lru_reload)
+{
+    struct live *lv = live_new();
+    struct record v[N_RECS];
+    records(v);
+    ck_assert_uint_eq(live_bytes(lv), 0);
+    for (int64_t job = 1; job <= 3; job++) /* used in the order 1, 2, 3 */
+        ck_assert_int_eq(live_feed(lv, job, 0, v, N_RECS), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    uint64_t b1 = live_job_bytes(lv, 1), b2 = live_job_bytes(lv, 2), b3 = live_job_bytes(lv, 3);
+    /* Accounted: the same records take the same bytes, more than their snapshot structs. */
+    ck_assert_uint_gt(b1, 1000);
+    ck_assert_uint_eq(b1, b2);
+    ck_assert_uint_eq(b2, b3);
+    ck_assert_uint_eq(live_bytes(lv), b1 + b2 + b3);
+    int calls = 0;
+    int64_t later = INT64_MAX / 2; /* past every job's grace */
+    /* Under the budget: nothing goes, the predicate is not even asked. */
+    ck_assert_uint_eq(live_evict(lv, live_bytes(lv), later, may_evict, &calls), 0);
+    ck_assert_int_eq(calls, 0);
+    /* Within the grace period: nothing goes either. */
+    ck_assert_uint_eq(live_evict(lv, 0, clock_mono_ns(), may_evict, &calls), 0);
+    /* One byte over: the least recently used job goes, and only it. */
+    ck_assert_uint_eq(live_evict(lv, live_bytes(lv) - 1, later, may_evict, &calls), 1);
+    ck_assert(live_is_evicted(lv, 1));
+    ck_assert(!live_is_evicted(lv, 2));
+    ck_assert_int_eq(steps_of(lv, 1), -1);
+    ck_assert_int_eq(steps_of(lv, 2), 2);
+    ck_assert_uint_eq(live_bytes(lv), b2 + b3);
+    ck_assert_uint_eq(live_job_bytes(lv, 1), 0);
+    /* A use makes job 2 the most recent: job 3 goes next. */
+    ck_assert_int_eq(live_ensure(lv, 2), 0);
+    ck_assert_uint_eq(live_evict(lv, live_bytes(lv) - 1, later, may_evict, &calls), 1);
+    ck_assert(live_is_evicted(lv, 3));
+    /* A job the caller keeps (main.c: a connected stream) never goes, whatever the budget. */
+    not_evictable = 2;
+    ck_assert_uint_eq(live_evict(lv, 0, later, may_evict, &calls), 0);
+    ck_assert_uint_eq(live_bytes(lv), b2);
+    not_evictable = -1;
+    /* Without a hook, an evicted job is simply not there. */
+    ck_assert_int_eq(live_ensure(lv, 1), 0);
+    ck_assert_int_eq(steps_of(lv, 1), -1);
+    /* With one, the first use reloads it, once; the next uses find it in memory. */
+    live_set_reload(lv, reload, lv);
+    ck_assert_int_eq(live_ensure(lv, 1), 0);
+    ck_assert_int_eq(live_ensure(lv, 1), 0);
+    ck_assert_int_eq(live_ensure(lv, 2), 0); /* never evicted: no reload */
+    ck_assert_int_eq(live_ensure(lv, 99), 0); /* unknown: no reload, nothing published */
+    ck_assert_int_eq(reloads, 1);
+    ck_assert(!live_is_evicted(lv, 1));
+    ck_assert_int_eq(steps_of(lv, 1), 2);
+    ck_assert_uint_eq(live_job_bytes(lv, 1), b1);
+    ck_assert_uint_eq(live_bytes(lv), b1 + b2);
+    /* Start-up marks, and a deletion forgets the mark. */
+    ck_assert_int_eq(live_mark_evicted(lv, 42), 0);
+    ck_assert(live_is_evicted(lv, 42));
+    live_drop_job(lv, 42);
+    ck_assert(!live_is_evicted(lv, 42));
+    live_drop_job(lv, 3);
+    ck_assert(!live_is_evicted(lv, 3));
     live_free(lv);
 }
 END_TEST
@@ -673,6 +777,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_queues_and_pipeline);
     tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_drop_job);
+    tcase_add_test(tc, test_live_budget_lru_reload);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
     tcase_add_test(tc, test_live_breakdown_cache_and_cap);

@@ -701,6 +701,9 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.evicted_blocks, 33);
     atomic_store(&s.evicted_events, 34);
     atomic_store(&s.evicted_bytes, 35);
+    atomic_store(&s.live_bytes, 45);
+    atomic_store(&s.live_evictions, 46);
+    atomic_store(&s.live_reloads, 47);
     atomic_store(&s.http_requests, 36);
     atomic_store(&s.http_errors, 37);
     atomic_store(&s.http_cache_hits, 38);
@@ -718,6 +721,7 @@ START_TEST(test_render_stats_all_counters)
         "\"invalid\":25,\"duplicates\":26,\"partial_lines\":27,\"acknowledged\":28,"
         "\"commits\":29,\"commit_errors\":30,\"buffered_bytes\":31,\"pauses\":32,"
         "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
+        "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47},"
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43}}");
