@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -1041,6 +1042,33 @@ static int web_decoder_decode(void *dec, const char *line, size_t len, struct re
     return ingest_decode_line(dec, line, len, ret);
 }
 
+/* Thousands of HTTP and client connections need as many descriptors: the soft limit is raised
+ * to the hard one (logged), and a hard limit below what the configured caps could take is
+ * reported, since connections past it are refused by accept() rather than by the caps. */
+static void raise_fd_limit(const struct config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+            log_warn("fd limit: cannot raise %llu to %llu: %s", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        } else {
+            log_info("fd limit raised from %llu to %llu", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_cur);
+        }
+    }
+    uint64_t need = cfg->max_connections + cfg->http_max_connections + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < need)
+        log_warn("fd limit %llu is below max_connections + http_max_connections + 64 (%llu): "
+                 "connections past it are refused by accept()",
+                 (unsigned long long)rl.rlim_cur, (unsigned long long)need);
+}
+
 int main(int argc, char **argv)
 {
     static struct daemon d; /* static: zeroed, and stats live as long as any thread */
@@ -1061,6 +1089,7 @@ int main(int argc, char **argv)
     enum log_level level = LOG_LEVEL_INFO;
     (void)log_level_parse(d.cfg.log_level, &level);
     log_set_level(level);
+    raise_fd_limit(&d.cfg);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&d.async_lock, NULL);
     pthread_condattr_t ca;
@@ -1173,6 +1202,8 @@ int main(int argc, char **argv)
         .threads = (unsigned)d.cfg.http_threads,
         .max_connections = (unsigned)d.cfg.http_max_connections,
         .timeout_s = (unsigned)d.cfg.http_timeout_s,
+        .request_timeout_s = (unsigned)d.cfg.http_request_timeout_s,
+        .max_exports = (unsigned)d.cfg.http_max_exports,
         .max_response_bytes = (size_t)d.cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
         .store = d.store,

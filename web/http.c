@@ -339,15 +339,20 @@ static bool is_post(void *con_cls)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
     if (is_post(*con_cls))
         web__post_free(*con_cls);
     *con_cls = NULL;
+    web__guard_completed(cls, c);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    web__guard_notify(cls, c, socket_context, code == MHD_CONNECTION_NOTIFY_STARTED);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -409,6 +414,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*con_cls == &delete_seen)
         return (enum MHD_Result)web__route_delete(w, c, &r);
     return (enum MHD_Result)web__route_api(w, c, &r);
+}
+
+/* Every call of the access handler: once a response is queued the request is in, and the
+ * request deadline (guard.c) no longer applies to it. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    enum MHD_Result r =
+        handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls);
+    if (r == MHD_YES && MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS))
+        web__guard_answered(cls, c);
+    return r;
 }
 
 static int parse_addr(const char *http, union web_addr *ret_addr, socklen_t *ret_len,
@@ -528,6 +546,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         w->jobs = *cfg->jobs;
     }
     w->metrics_max_ranks = cfg->metrics_max_ranks;
+    w->exports_max = cfg->max_exports ? cfg->max_exports : 32;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
     if (cfg->static_dir && cfg->static_dir[0]) {
@@ -567,11 +586,18 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         snprintf(err, WEB_ERR_MAX, "http: cannot start the event stream");
         goto fail;
     }
+    if (cfg->request_timeout_s && web__guard_start(&w->guard, cfg->request_timeout_s,
+                                                   w->stats) < 0) {
+        r = -ENOMEM;
+        snprintf(err, WEB_ERR_MAX, "http: cannot start the request deadline's thread");
+        goto fail;
+    }
     w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_SOCK_ADDR, &addr.sa,
                               MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, (void *)NULL,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)w,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)w,
                               MHD_OPTION_ARRAY, opts,
                               MHD_OPTION_END);
     if (!w->mhd) {
@@ -598,8 +624,10 @@ void web_stop(struct web *w)
     if (!w)
         return;
     web__events_quiesce(w);
+    web__guard_stop_thread(w->guard);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
+    web__guard_free(w->guard); /* MHD's CLOSED notifications have emptied it */
     explicit_bzero(w->auth_token, sizeof w->auth_token);
     explicit_bzero(w->auth_cookie, sizeof w->auth_cookie);
     web__cache_free(w->cache); /* after the threads: no answer is being queued any more */

@@ -376,6 +376,12 @@ static const struct m_counter counters[] = {
     {"stepscope_http_requests_total", "counter", "HTTP requests handled.", C(http_requests)},
     {"stepscope_http_errors_total", "counter", "HTTP answers with status 400 or more.",
      C(http_errors)},
+    {"stepscope_http_deadline_closed_total", "counter",
+     "HTTP connections closed because a request was not in by http_request_timeout_s.",
+     C(http_deadline_closed)},
+    {"stepscope_http_exports_refused_total", "counter",
+     "Timeline exports refused (503) because http_max_exports were in progress.",
+     C(http_exports_refused)},
 };
 #undef C
 

@@ -218,8 +218,10 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "requests", STATS_GET(s, http_requests));
     member_u64(b, "errors", STATS_GET(s, http_errors));
     member_u64(b, "cache_hits", STATS_GET(s, http_cache_hits));
-    key(b, "cache_misses");
-    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_cache_misses));
+    member_u64(b, "cache_misses", STATS_GET(s, http_cache_misses));
+    member_u64(b, "deadline_closed", STATS_GET(s, http_deadline_closed));
+    key(b, "exports_refused");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_exports_refused));
     key(b, "store");
     if (!info) {
         sbuf_adds(b, "null}");

@@ -9,6 +9,7 @@
 #include "web_int.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,7 @@ struct tl_stream {
     size_t n_ranks, cur;          /* ranks[cur] is being read */
     struct store_event_iter *it;  /* owned; of ranks[cur], NULL between ranks */
     bool has_step, has_t0, has_t1;
+    bool slot;                    /* holds one of w->exports_max (released by tl_free()) */
     bool remap_pids;              /* ?remap_pids=1 */
     int64_t step, t0_ns, t1_ns;   /* as asked, for otherData */
     int64_t limit, max_bytes;
@@ -211,6 +213,8 @@ static void tl_free(struct tl_stream *t)
 {
     if (!t)
         return;
+    if (t->slot)
+        atomic_fetch_sub_explicit(&t->w->exports_active, 1, memory_order_relaxed);
     store_event_iter_free(t->it);
     sbuf_done(&t->out);
     free(t->ranks);
@@ -673,7 +677,22 @@ static int get_timeline(struct web *w, struct MHD_Connection *c, const struct we
         mhd = web__send_store_error(w, c, r, "store_query_ranks");
         goto out;
     }
+    /* Each export in flight holds up to a store block (1 MiB) and a chunk until its reader takes
+     * them, however slowly it reads: past exports_max of them the next one is refused. */
+    if (atomic_fetch_add_explicit(&w->exports_active, 1, memory_order_relaxed) >= w->exports_max) {
+        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
+        STATS_ADD(w->stats, http_exports_refused, 1);
+        mhd = web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                              "too many timeline exports in progress (http_max_exports); retry");
+        goto out;
+    }
     t = calloc(1, sizeof *t);
+    if (!t)
+        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
+    else {
+        t->w = w;
+        t->slot = true;
+    }
     size_t n = n_want > 0 ? (size_t)n_want : n_have;
     if (!t || !(t->ranks = calloc(n ? n : 1, sizeof *t->ranks)) ||
         !(t->pids = calloc(WEB_TIMELINE_PIDS_MAX, sizeof *t->pids))) {

@@ -62,6 +62,9 @@ struct web_config {
     unsigned threads;            /* worker threads */
     unsigned max_connections;
     unsigned timeout_s;          /* idle connections closed after this */
+    unsigned max_exports;        /* timeline exports streamed at once; 0: 32 */
+    unsigned request_timeout_s;  /* a request (headers and body) not fully received this long
+                                    after its first byte has its connection closed; 0: never */
     size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
     const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
     struct store *store;         /* borrowed; read through store_query.h. NULL: the routes that

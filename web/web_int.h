@@ -19,6 +19,7 @@
 #define STEPSCOPE_WEB_INT_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,7 @@
 #define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
 #define WEB_TOKEN_MAX 256                  /* bytes of an auth token, NUL included */
 #define WEB_POST_BODY_MAX 16384            /* bytes of a POST body (413 past it) */
+#define WEB_GUARD_TICK_MS 250              /* how often guard.c checks request deadlines */
 
 /* ---- parse.c: pure, no MHD ---- */
 
@@ -196,7 +198,27 @@ struct web {
     struct web_events *events;     /* events.c's hub; NULL until web__events_start() */
     bool has_captures;
     struct web_captures captures;  /* copied from the config when has_captures */
+    struct web_guard *guard;       /* guard.c's request deadline; NULL: none */
+    _Atomic unsigned exports_active; /* timeline exports being streamed (routes.c) */
+    unsigned exports_max;          /* past it a new export answers 503 busy */
 };
+
+/* --- guard.c: the request deadline (slowloris) ----------------------------------------------- */
+
+struct web_guard;
+/* Starts the reaper thread: a request not fully received timeout_s after its first byte has its
+ * connection shut down (stats->http_deadline_closed). 0, -ENOMEM or a pthread error. */
+int web__guard_start(struct web_guard **ret, unsigned timeout_s, struct stats *stats);
+/* Joins the reaper (before MHD_stop_daemon()); web__guard_free() after MHD has stopped. */
+void web__guard_stop_thread(struct web_guard *g);
+void web__guard_free(struct web_guard *g);
+/* From MHD_OPTION_NOTIFY_CONNECTION's callback: c started (registered) or closed (forgotten). */
+void web__guard_notify(struct web *w, struct MHD_Connection *c, void **socket_context,
+                       bool started);
+/* A response is queued on c: its request is in, the deadline stops. */
+void web__guard_answered(struct web *w, struct MHD_Connection *c);
+/* c's request is completed: the next one's deadline starts at its first byte. */
+void web__guard_completed(struct web *w, struct MHD_Connection *c);
 
 /* --- captures.c: the capture routes, and the one body the server takes ---------------------- */
 

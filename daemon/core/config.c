@@ -32,8 +32,11 @@ const struct config_option config_options[] = {
     {"live_max_bytes", "1073741824",
      "memory budget of the jobs' live analyses; ended jobs past it are evicted (reloaded on use)"},
     {"http_threads", "4", "HTTP worker threads"},
-    {"http_max_connections", "256", "concurrent HTTP connections"},
+    {"http_max_connections", "4096", "concurrent HTTP connections"},
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
+    {"http_max_exports", "32", "timeline exports streamed at once; more answer 503 busy"},
+    {"http_request_timeout_s", "10",
+     "seconds from a request's first byte to its last before the connection is closed (0: off)"},
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
     {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
@@ -162,6 +165,10 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_max_connections, 1, 65536);
     if (strcmp(key, "http_timeout_s") == 0)
         return U64(http_timeout_s, 1, 86400);
+    if (strcmp(key, "http_max_exports") == 0)
+        return U64(http_max_exports, 1, 65536);
+    if (strcmp(key, "http_request_timeout_s") == 0)
+        return U64(http_request_timeout_s, 0, 86400);
     if (strcmp(key, "max_response_bytes") == 0)
         return U64(max_response_bytes, 4096, UINT64_MAX / 4);
     if (strcmp(key, "durability") == 0) {

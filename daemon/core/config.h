@@ -39,6 +39,9 @@ struct config {
     uint64_t http_threads;            /* libmicrohttpd thread pool size */
     uint64_t http_max_connections;    /* concurrent HTTP connections */
     uint64_t http_timeout_s;          /* idle HTTP connections are closed after this */
+    uint64_t http_max_exports;        /* timeline exports streamed at once */
+    uint64_t http_request_timeout_s;  /* a request not fully in this long after its first byte
+                                         has its connection closed; 0: never */
     uint64_t max_response_bytes;      /* cap on one HTTP answer */
     enum config_durability durability;
     char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse.h);

@@ -42,6 +42,8 @@ struct stats {
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
     _Atomic uint64_t http_cache_hits;     /* live answers served again from web/cache.c */
     _Atomic uint64_t http_cache_misses;   /* live answers computed and kept there */
+    _Atomic uint64_t http_deadline_closed; /* requests not in by http_request_timeout_s */
+    _Atomic uint64_t http_exports_refused; /* timeline exports past http_max_exports (503) */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import resource
 import sys
 
 import pytest
@@ -39,6 +40,15 @@ def publish(test, **figures):
     if path:
         with open(path, "a") as f:
             f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+
+def raise_fd_limit(n):
+    """Raises this process's soft RLIMIT_NOFILE to n (at most the hard limit); returns it. The
+    daemons started afterwards inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def rss_kib(pid):
