@@ -32,6 +32,7 @@
 #include "client.h"
 #include "log.h"
 #include "msdir.h"
+#include "pdproto.h"
 #include "pdtrace.h"
 #include "sbuf.h"
 #include "spool.h"
@@ -71,6 +72,8 @@ struct input {
     char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
     struct spool *spool;      /* pass 1's converted lines, or NULL: pass 2 reads the file again */
     struct pdtrace pd;        /* Paddle: how times are rebuilt to the ns (pass 1) */
+    char *mem;                /* a Paddle protobuf export's converted lines, owned, or NULL */
+    size_t mem_len;
 };
 
 struct opts {
@@ -85,16 +88,18 @@ void import_usage(FILE *f)
     fputs("usage: stepscope import [--socket PATH] [--job NAME] [--rank R] [--quiet] PATH...\n"
           "\n"
           "Imports Chrome-trace files (.json or .json.gz; Kineto, legacy torch, Paddle\n"
-          "export_chrome_tracing, MindSpore timelines) into stepscoped, one file per rank, and\n"
-          "MindSpore profiler folders (MindInsight-era profiler/ intermediate files, MindSpore\n"
-          "2.x *_ascend_ms/), one rank per <r> in their file names.\n"
+          "export_chrome_tracing, MindSpore timelines) and Paddle protobuf exports (.pb) into\n"
+          "stepscoped, one file per rank, and MindSpore profiler folders (MindInsight-era\n"
+          "profiler/ intermediate files, MindSpore 2.x *_ascend_ms/), one rank per <r> in\n"
+          "their file names.\n"
           "Every file is validated completely before anything is sent; the command exits 0 only\n"
           "when the daemon has acknowledged every event. Importing the same file again adds\n"
           "nothing.\n"
           "\n"
           "  --socket PATH  the daemon's socket (default $STEPSCOPE_SOCKET, else\n"
           "                 $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock)\n"
-          "  --job NAME     job name (default: the file name without .gz/.json/.pt.trace;\n"
+          "  --job NAME     job name (default: the file name without .gz/.json/.pt.trace,\n"
+          "                 .pb/.paddle_trace;\n"
           "                 required with several files)\n"
           "  --rank R       rank of a single file (default: its distributedInfo.rank, else 0);\n"
           "                 with several files ranks come from distributedInfo when every file\n"
@@ -153,7 +158,8 @@ static bool has_suffix(const char *s, size_t n, const char *suf)
 }
 
 /* The default job name: the base name without .gz, .json and .pt.trace (Kineto's
- * "<worker>.<ts>.pt.trace.json"). Caller frees. */
+ * "<worker>.<ts>.pt.trace.json"), or .pb and .paddle_trace (Paddle's protobuf export). Caller
+ * frees. */
 static char *job_from_path(const char *path)
 {
     const char *b = strrchr(path, '/');
@@ -165,6 +171,10 @@ static char *job_from_path(const char *path)
         n -= 5;
     if (has_suffix(b, n, ".pt.trace"))
         n -= 9;
+    if (has_suffix(b, n, ".pb"))
+        n -= 3;
+    if (has_suffix(b, n, ".paddle_trace"))
+        n -= 13;
     if (n == 0)
         n = strlen(b);
     if (n > IMPORT_JOB_MAX)
@@ -290,6 +300,43 @@ static void drop_spool(struct input *in, int err)
     in->spool = NULL;
 }
 
+/* Pass 1 on a Paddle protobuf export (a name ending in .pb): read whole and converted now; pass
+ * 2 sends the lines from memory. Returns 0, or -1 after printing why. */
+static int validate_protobuf(struct input *in)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int r = msdir_slurp(in->arg, &buf, &len);
+    if (r < 0) {
+        fprintf(stderr, "stepscope import: %s: %s\n", in->arg,
+                r == -EFBIG ? "larger than 1 GiB" : strerror(-r));
+        return -1;
+    }
+    struct sbuf out;
+    struct pdproto_info info;
+    char err[PDPROTO_ERR_MAX];
+    sbuf_init(&out, PDPROTO_BYTES_MAX);
+    r = pdproto_convert((const uint8_t *)buf, len, &out, &info, err);
+    free(buf);
+    if (r < 0) {
+        fprintf(stderr, "stepscope import: %s: %s\n", in->arg, err);
+        fprintf(stderr, "stepscope import: nothing was imported\n");
+        sbuf_done(&out);
+        return -1;
+    }
+    in->mem = out.data; /* the sbuf's buffer, now the input's */
+    in->mem_len = out.len;
+    in->n_events = info.n_events;
+    in->n_bytes = len;
+    in->fw = FW_PADDLE;
+    in->format = "paddle-protobuf";
+    memset(&in->meta, 0, sizeof in->meta);
+    in->meta.dist_rank = in->meta.dist_world_size = -1;
+    if (!strpbrk(info.version, "\"\\"))
+        snprintf(in->meta.schema_version, sizeof in->meta.schema_version, "\"%s\"", info.version);
+    return 0;
+}
+
 /* Pass 1 on one file: validates it and, when a temporary file can hold them, keeps the protocol
  * lines it converts for pass 2. Returns 0, or -1 after printing why the file is unusable. */
 static int validate(struct input *in)
@@ -317,6 +364,8 @@ static int validate(struct input *in)
     }
     in->size = (uint64_t)st.st_size;
     in->mtime = st.st_mtim;
+    if (has_suffix(in->arg, strlen(in->arg), ".pb"))
+        return validate_protobuf(in);
     struct tfile *f;
     if (tfile_open(in->arg, &f, err) < 0) {
         fprintf(stderr, "stepscope import: %s\n", err);
@@ -567,9 +616,10 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
         goto done;
     *ret_welcomed = true;
     *ret_skipped = next_seq < in->n_events ? next_seq : in->n_events;
-    if (in->ms) {
+    if (in->ms || in->mem) {
         /* Converted lines, in memory: send those past next_seq. */
-        const char *p = in->ms->lines, *end = p + in->ms->len;
+        const char *p = in->ms ? in->ms->lines : in->mem;
+        const char *end = p + (in->ms ? in->ms->len : in->mem_len);
         for (uint64_t i = 0; p < end; i++) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             const char *le = nl ? nl : end;
@@ -914,6 +964,7 @@ out:
     for (size_t i = 0; i < n_in; i++) {
         free(ins[i].abs);
         free(ins[i].dir);
+        free(ins[i].mem);
         spool_free(ins[i].spool);
     }
     free(ins);

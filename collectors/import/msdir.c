@@ -183,8 +183,7 @@ static int walk(struct scan *s, const char *dir, int depth)
     return r;
 }
 
-/* Reads a whole file into a malloc'd buffer. */
-static int slurp(const char *path, char **ret, size_t *ret_len)
+int msdir_slurp(const char *path, char **ret, size_t *ret_len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -291,7 +290,7 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
             continue;
         char *data = NULL;
         size_t len = 0;
-        int r = slurp(use->path, &data, &len);
+        int r = msdir_slurp(use->path, &data, &len);
         if (r < 0) {
             fprintf(stderr, "stepscope import: %s: %s\n", use->path,
                     r == -EFBIG ? "larger than 1 GiB" : strerror(-r));

@@ -50,4 +50,8 @@ int msdir_scan(const char *path, struct msdir **ret);
 
 void msdir_free(struct msdir *d);
 
+/* Reads a whole file (at most MSDIR_FILE_BYTES_MAX) into a malloc'd buffer with one spare byte.
+ * Returns 0, -EFBIG, -ENOMEM or a negative errno from open(2)/read(2). */
+int msdir_slurp(const char *path, char **ret, size_t *ret_len);
+
 #endif

@@ -9,6 +9,7 @@ where our text form renders the same table, and the nanoseconds exactly.
 """
 import csv
 import io
+import json
 import re
 import subprocess
 import time
@@ -97,6 +98,21 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
     # collector's for the same window: the same names (no "[1.5 us]" suffix) and times
     live = operators_when_equal(daemon, JOB, JOB + "-json")
     assert len(live) > 20 and not [r for r in live if r[0].endswith("s]")]
+    # ... and by export_protobuf: the .pb holds start_ns/end_ns, and its events are the JSON's
+    # X events (Paddle's metadata events are not in it), so the same tables come out.
+    doc = json.loads((tmp / f"{JOB}.json.window.json").read_text())
+    n_x = sum(e.get("ph") == "X" for e in doc["traceEvents"])
+    out = import_file(daemon, tmp / f"{JOB}.json.window.pb", JOB + "-pb")
+    assert f"{n_x} events" in out and "paddle (paddle-protobuf)" in out, out
+    wait_window(daemon, info, JOB + "-pb", n_x)
+    check_tables(daemon, JOB + "-pb", info)
+    operators_when_equal(daemon, JOB, JOB + "-pb")
+    # the same events as the JSON twin, ts exact where the JSON has them truncated
+    got = daemon.get_json(f"/api/v1/jobs/{JOB}-pb/timeline?limit=100000")["traceEvents"]
+    key = lambda e: (e["name"], e["cat"], e["tid"], e["dur"])  # noqa: E731
+    json_x = sorted(key(dict(e, name=re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", e["name"])))
+                    for e in doc["traceEvents"] if e.get("ph") == "X")
+    assert sorted(key(e) for e in got if e["ph"] == "X") == json_x
 
 
 def check_tables(daemon, job, info):

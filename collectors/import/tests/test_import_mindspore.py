@@ -396,8 +396,10 @@ import sys, paddle, paddle.profiler as profiler
 paddle.seed(0)
 m = paddle.nn.Sequential(paddle.nn.Linear(8, 16), paddle.nn.ReLU(), paddle.nn.Linear(16, 2))
 opt = paddle.optimizer.SGD(parameters=m.parameters())
-p = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], scheduler=(1, 4),
-                      on_trace_ready=profiler.export_chrome_tracing(sys.argv[1]))
+def ready(prof):  # the window in both of Paddle's export formats
+    profiler.export_chrome_tracing(sys.argv[1])(prof)
+    profiler.export_protobuf(sys.argv[1])(prof)
+p = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], scheduler=(1, 4), on_trace_ready=ready)
 p.start()
 for _ in range(5):
     loss = m(paddle.randn([4, 8])).mean()
@@ -496,6 +498,44 @@ def test_paddle_profiler_chrome_output(daemon, paddle_output):
     assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
     got = timeline(daemon, "pd")
     assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+
+
+def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
+    """paddle.profiler's export_protobuf (3.x) writes *.paddle_trace.pb: its host events are the
+    JSON twin's X events (same names without the suffix, categories, threads and durations),
+    with times in whole ns where the JSON truncates ts to the µs. A damaged copy is refused with
+    the byte offset and nothing is sent."""
+    pb = next(paddle_output.glob("*.paddle_trace.pb"))
+    twin = [e for e in json.loads(next(paddle_output.glob("*.json")).read_text())["traceEvents"]
+            if e.get("ph") == "X"]
+    bad = tmp / "cut.paddle_trace.pb"
+    raw = pb.read_bytes()
+    bad.write_bytes(raw[:len(raw) * 2 // 3])
+    p = run_import(daemon, bad)
+    assert p.returncode == 3 and re.search(r"cut\.paddle_trace\.pb: byte \d+: \S+: ", p.stderr), p.stderr
+    assert "nothing was imported" in p.stderr
+    assert_nothing_sent(daemon)
+    p = run_import(daemon, pb)
+    assert_ok(p)
+    job = pb.name[:-len(".paddle_trace.pb")]
+    assert f"{len(twin)} events, job \"{job}\"" in p.stdout and "paddle (paddle-protobuf)" in p.stdout, p.stdout
+    got = timeline(daemon, job)
+    assert len(got) == len(twin) > 100
+    def strip(name):
+        return re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", name)
+    key = lambda e: (strip(e["name"]), e["cat"], e["pid"], e["tid"], e["dur"])  # noqa: E731
+    assert sorted(map(key, got)) == sorted(map(key, twin))
+    # ts: the JSON's whole µs is the ns time truncated (compared as text: a double does not
+    # hold 16 digits and 3 decimals)
+    st, _, body = daemon.request(f"/api/v1/jobs/{q(job)}/timeline?limit=100000")
+    ts_ns = [int(m.group(1)) * 1000 + int((m.group(2) or "").ljust(3, "0"))
+             for m in re.finditer(r'"ts":(\d+)(?:\.(\d+))?', body.decode())]
+    assert st == 200 and sorted(t // 1000 for t in ts_ns) == sorted(e["ts"] for e in twin)
+    assert any(t % 1000 for t in ts_ns)
+    # imported again: nothing new (same file, same stream)
+    p = run_import(daemon, pb)
+    assert_ok(p)
+    assert "0 sent" in p.stdout, p.stdout
 
 
 def test_ranks_from_file_names_and_rank_option(daemon, tmp):

@@ -2,7 +2,8 @@
 /*
  * Unit tests of pdtrace: Paddle's offsets parsed exactly, duration suffixes found in raw names,
  * and whole events rewritten after tscan found them in chunks of any size (its ts, name and
- * args.start_time positions must not depend on where the chunks end).
+ * args.start_time positions must not depend on where the chunks end). The same executable runs
+ * pdproto's suite (test_pdproto.c).
  */
 #include "pdtrace.h"
 
@@ -150,6 +151,8 @@ START_TEST(test_pdtrace_name_suffix)
 }
 END_TEST
 
+Suite *pdproto_suite(void); /* test_pdproto.c */
+
 int main(void)
 {
     Suite *s = suite_create("pdtrace");
@@ -160,6 +163,7 @@ int main(void)
     tcase_add_test(tc, test_pdtrace_name_suffix);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
+    srunner_add_suite(sr, pdproto_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
