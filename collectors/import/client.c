@@ -402,9 +402,9 @@ int client_send(struct client *c, const char *line, size_t n, char *ret_err)
     /* Newlines can only be blanks between tokens (a string cannot hold a raw one), so turning
      * them into spaces keeps the event's meaning and makes it one line. */
     char *dst = c->out + c->out_len;
-    spool_line_copy(dst, line, n);
-    dst[n] = '\n';
-    c->out_len += n + 1;
+    size_t m = spool_line_copy(dst, line, n);
+    dst[m] = '\n';
+    c->out_len += m + 1;
     if (c->out_len < CLIENT_FLUSH_BYTES)
         return 0;
     int r = write_some(c);

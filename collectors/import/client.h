@@ -45,10 +45,11 @@ void client_free(struct client *c);
 int client_hello(struct client *c, const char *hello, size_t len, uint64_t *ret_next_seq,
                  char *ret_err);
 
-/* Queues one record line: the n bytes at line with every '\n' turned into a space and a '\n'
- * appended; writes when CLIENT_FLUSH_BYTES are queued, waiting (poll, reading replies) while
- * the socket is full. n must be at most CLIENT_OUT_MAX - CLIENT_FLUSH_BYTES - 1. Returns 0,
- * -EPIPE if the connection closed, -ETIMEDOUT, or another negative errno. */
+/* Queues one record line: the n bytes at line (valid JSON) without their raw newlines and the
+ * blanks after them (spool_line_copy()), and a '\n'; writes when CLIENT_FLUSH_BYTES are queued,
+ * waiting (poll, reading replies) while the socket is full. n must be at most CLIENT_OUT_MAX -
+ * CLIENT_FLUSH_BYTES - 1. Returns 0, -EPIPE if the connection closed, -ETIMEDOUT, or another
+ * negative errno. */
 int client_send(struct client *c, const char *line, size_t n, char *ret_err);
 
 /* Writes what is queued, then sends len bytes of fd from offset off as they are (whole record

@@ -102,23 +102,48 @@ int spool_flush(struct spool *s)
     return 0;
 }
 
-void spool_line_copy(char *dst, const char *src, size_t n)
+static bool is_blank(char c)
 {
-    /* A pretty-printed event has a newline every 40 bytes or so: a word at a time, each '\n'
-     * turned into ' ' by flipping the bits they differ in, instead of a memchr() per newline. */
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+size_t spool_line_copy(char *dst, const char *src, size_t n)
+{
+    /* A raw newline can only be a blank between tokens (never inside a string), and so are the
+     * blanks that follow it: a pretty-printed event's line breaks and indentation, about an
+     * eighth of its bytes, which the daemon would otherwise read, frame and scan. Word-wise up to
+     * the next newline; the newline and the blanks after it are dropped. */
     const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full;
-    size_t i = 0;
-    for (; n - i >= 8; i += 8) {
-        uint64_t x, y;
-        memcpy(&x, src + i, 8);
-        y = x ^ (ones * '\n');
-        /* Exactly the zero bytes of y get their top bit set (no borrow across bytes). */
-        uint64_t z = ~(((y & low7) + low7) | y | low7);
-        x ^= (z >> 7) * (uint64_t)('\n' ^ ' ');
-        memcpy(dst + i, &x, 8);
+    size_t i = 0, o = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t x, y;
+            memcpy(&x, src + i, 8);
+            y = x ^ (ones * '\n');
+            /* Exactly the zero bytes of y get their top bit set (no borrow across bytes). */
+            uint64_t z = ~(((y & low7) + low7) | y | low7);
+            memcpy(dst + o, &x, 8); /* o <= i: inside dst's n bytes */
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            size_t k = z ? (size_t)__builtin_ctzll(z) >> 3 : 8;
+#else
+            size_t k = 0;
+            while (k < 8 && src[i + k] != '\n')
+                k++;
+#endif
+            i += k;
+            o += k;
+            if (k == 8)
+                continue;
+        } else {
+            while (i < n && src[i] != '\n')
+                dst[o++] = src[i++];
+            if (i == n)
+                break;
+        }
+        while (i < n && is_blank(src[i]))
+            i++;
     }
-    for (; i < n; i++)
-        dst[i] = src[i] == '\n' ? ' ' : src[i];
+    return o;
 }
 
 int spool_add(struct spool *s, const char *ev, size_t n)
@@ -145,9 +170,9 @@ int spool_add(struct spool *s, const char *ev, size_t n)
         if (r < 0)
             return r;
     }
-    spool_line_copy(s->buf + s->len, ev, n);
-    s->buf[s->len + n] = '\n';
-    s->len += n + 1;
+    size_t m = spool_line_copy(s->buf + s->len, ev, n);
+    s->buf[s->len + m] = '\n';
+    s->len += m + 1;
     s->lines++;
     return 0;
 }

@@ -29,9 +29,9 @@ int spool_new(struct spool **ret_s, char *ret_err);
 /* Frees s and its file; NULL-safe. */
 void spool_free(struct spool *s);
 
-/* Appends the n bytes at ev as one line: every '\n' in them becomes a space (in JSON text a raw
- * newline can only be a blank between tokens) and a '\n' ends it. Returns 0, -EMSGSIZE for n >=
- * SPOOL_BUF_BYTES, or a negative errno (-ENOSPC, -EIO, ...) from writing, which is final. */
+/* Appends the n bytes at ev (one valid JSON event) as one line, as spool_line_copy() makes it,
+ * and a '\n'. Returns 0, -EMSGSIZE for n >= SPOOL_BUF_BYTES, or a negative errno (-ENOSPC,
+ * -EIO, ...) from writing, which is final. */
 int spool_add(struct spool *s, const char *ev, size_t n);
 
 /* Writes what is buffered. Returns 0 or a negative errno. */
@@ -48,8 +48,9 @@ int spool_fd(const struct spool *s);
  * must be flushed. Returns 0, -ERANGE past the end, or a negative errno from reading. */
 int spool_line_offset(const struct spool *s, uint64_t line, uint64_t *ret_off);
 
-/* Copies n bytes (n > 0) from src to dst turning every '\n' into a space: a record line from an
- * event's text (shared with client.c). */
-void spool_line_copy(char *dst, const char *src, size_t n);
+/* Copies the valid JSON text src[0, n) to dst (n bytes of room) as one line: without its raw
+ * newlines and the blanks that follow each (line breaks and indentation between tokens; a
+ * string cannot hold a raw newline). Returns the bytes written. Shared with client.c. */
+size_t spool_line_copy(char *dst, const char *src, size_t n);
 
 #endif

@@ -9,8 +9,8 @@
  *   - a feed takes 1..len bytes, and an event's bytes lie inside what was fed, start with '{' and
  *     end with '}', with increasing offsets and indexes 0, 1, 2, ...;
  *   - an error is final (the next feed fails at the same offset) and its message is terminated;
- *   - a file tscan_finish() accepts is one the daemon takes whole: every event, its newlines
- *     turned into blanks as the importer's client sends it, is a trace record the daemon's own
+ *   - a file tscan_finish() accepts is one the daemon takes whole: every event, made one line by
+ *     spool_line_copy() as the importer sends it, is a trace record the daemon's own
  *     decoder (daemon/ingest/decode.c) answers OK for, with the same phase letter;
  *   - both scans give the same positions of an event's "ts" and "name" values (inside the event)
  *     and the same args.start_time, and every event as pdtrace rewrites it for Paddle (ts from
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../../collectors/import/pdtrace.h"
+#include "../../collectors/import/spool.h"
 #include "../../collectors/import/tscan.h"
 #include "../../daemon/core/lbuf.h"
 #include "../../daemon/ingest/decode.h"
@@ -145,10 +146,8 @@ static void check_daemon_takes(const char *ev, size_t len, char ph)
 {
     char *line = malloc(len + 1 + LBUF_PADDING);
     assert(line);
-    memcpy(line, ev, len);
-    for (size_t i = 0; i < len; i++)
-        if (line[i] == '\n')
-            line[i] = ' ';
+    len = spool_line_copy(line, ev, len); /* exactly what the importer sends */
+    assert(!memchr(line, '\n', len));
     memset(line + len, 0, 1 + LBUF_PADDING);
     struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
     struct record r;

@@ -4,6 +4,7 @@
  * and facts it finds, the errors and their offsets, and that any split of the input into chunks
  * gives the same result (the scanner is resumable anywhere, even inside an escape).
  */
+#include "spool.h"
 #include "tscan.h"
 
 #include <check.h>
@@ -197,6 +198,29 @@ START_TEST(test_tscan_event_depth_limit)
 }
 END_TEST
 
+/* The line the importer sends for an event (spool.c): line breaks and the indentation after
+ * them go, every other byte stays, strings included, at any length (the word loop and its tail). */
+START_TEST(test_spool_line_copy_drops_line_breaks_only)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\n    \"ph\": \"X\",\n    \"name\": \"a  b\"\n  }", "{\"ph\": \"X\",\"name\": \"a  b\"}"},
+        {"{\"a\":1}", "{\"a\":1}"},
+        {"{\r\n\t\"k\" :\n\n \t [1,\n2]\n}", "{\r\"k\" :[1,2]}"},
+        {"{\"s\": \"x\\n y\", \"t\":\n\"0123456789abcdef\"}",
+         "{\"s\": \"x\\n y\", \"t\":\"0123456789abcdef\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].in);
+        char out[256];
+        size_t m = spool_line_copy(out, cases[i].in, n);
+        ck_assert_uint_eq(m, strlen(cases[i].out));
+        ck_assert_mem_eq(out, cases[i].out, m);
+    }
+}
+END_TEST
+
 static Suite *tscan_suite(void)
 {
     Suite *s = suite_create("tscan");
@@ -208,6 +232,7 @@ static Suite *tscan_suite(void)
     tcase_add_test(tc, test_tscan_accepts_edge_cases);
     tcase_add_test(tc, test_tscan_skips_empty_events);
     tcase_add_loop_test(tc, test_tscan_event_depth_limit, 62, 66);
+    tcase_add_test(tc, test_spool_line_copy_drops_line_breaks_only);
     suite_add_tcase(s, tc);
     return s;
 }
