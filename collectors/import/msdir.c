@@ -18,6 +18,8 @@
 
 #define KIND_TIMELINE MSF_KIND_COUNT
 
+#define RANK_OF_RUN (-2) /* trace_view.json: the rank of the other files of its *_ascend_ms */
+
 struct found {
     char *path;
     int kind;                  /* enum msf_kind, or KIND_TIMELINE */
@@ -112,6 +114,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
 static int walk(struct scan *s, const char *dir, int depth)
 {
     DIR *d = opendir(dir);
@@ -165,6 +173,9 @@ static int walk(struct scan *s, const char *dir, int depth)
             int64_t rank;
             if (strcmp(names[i], "step_trace_point_info.json") == 0) {
                 r = add(s, path, MSF_POINT_INFO, -1, false);
+            } else if (strcmp(names[i], "trace_view.json") == 0 &&
+                       strcmp(base_name(dir), "ASCEND_PROFILER_OUTPUT") == 0) {
+                r = add(s, path, MSF_TRACE_VIEW, RANK_OF_RUN, false);
             } else {
                 for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++)
                     if (match(names[i], &patterns[k], &rank)) {
@@ -243,11 +254,6 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *b = strrchr(p, '/');
-    return b ? b + 1 : p;
-}
 
 /* Converts one rank's files. Returns 0 or -1 (printed). */
 static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *out)
@@ -382,6 +388,20 @@ int msdir_scan(const char *path, struct msdir **ret)
             fputs("stepscope import: out of memory\n", stderr);
             r = -1;
         }
+    }
+    /* trace_view.json (in <run>/ASCEND_PROFILER_OUTPUT/) takes the rank of the run's other
+     * files (<run>/FRAMEWORK/cpu_op_execute_timestamp_<r>.txt), else 0. */
+    for (size_t i = 0; r == 0 && !s.bad && i < s.n; i++) {
+        struct found *f = &s.f[i];
+        if (f->rank != RANK_OF_RUN)
+            continue;
+        size_t run = strlen(f->path) - strlen("/ASCEND_PROFILER_OUTPUT/trace_view.json");
+        f->rank = 0;
+        for (size_t k = 0; k < s.n; k++)
+            if (s.f[k].rank >= 0 && strncmp(s.f[k].path, f->path, run + 1) == 0) {
+                f->rank = s.f[k].rank;
+                break;
+            }
     }
     for (size_t i = 0; r == 0 && !s.bad && i < s.n; i++) {
         const struct found *f = &s.f[i];

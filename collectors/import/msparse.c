@@ -50,6 +50,8 @@ struct msf {
     size_t n_fl, cap_fl;
     int64_t kernel_ns;      /* the next synthetic start of an aggregated AI Core kernel */
     int64_t getnext_step;   /* GetNext queue samples so far (their step numbers) */
+    uint64_t cpu_op_n;      /* executions in cpu_op_execute_timestamp, and their first and */
+    int64_t cpu_op_min, cpu_op_max; /* last start (ns): trace_view.json is aligned on them */
 };
 
 /* ---- errors and positions ---- */
@@ -105,7 +107,8 @@ static int line_done(struct msf *m, struct msf_err *e, uint64_t line)
 
 /* The decimal s[0, n) (sign, digits, fraction, exponent) times 10^shift, rounded half away from
  * zero, into *ret. -EINVAL if it is not a number, -ERANGE if the result does not fit int64.
- * Up to 18 significant digits are kept; the first digit dropped decides the rounding. */
+ * Up to 19 significant digits are kept (every int64, so a start in ns is exact); the first digit
+ * dropped decides the rounding. */
 static int dec_scaled(const char *s, size_t n, int shift, int64_t *ret)
 {
     size_t i = 0;
@@ -124,7 +127,7 @@ static int dec_scaled(const char *s, size_t n, int shift, int64_t *ret)
         }
         for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, ndig++) {
             int d = s[i] - '0';
-            if (sig < 18) {
+            if (sig < 19) {
                 if (mant || d)
                     sig++;
                 mant = mant * 10 + (uint64_t)d;
@@ -160,6 +163,10 @@ static int dec_scaled(const char *s, size_t n, int shift, int64_t *ret)
         return 0;
     }
     if (round_digit < 0)
+        round_digit = 0;
+    if (exp10 > 0 && round_digit >= 5)
+        mant++; /* round at the last digit kept, before scaling it up */
+    if (exp10 > 0)
         round_digit = 0;
     for (; exp10 > 0; exp10--) {
         if (mant > UINT64_MAX / 10)
@@ -1562,6 +1569,11 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
                     return r;
                 if (du < 0 || st < 0)
                     return fail(e, line, t[0].col, -EINVAL, "negative start or duration");
+                if (m->cpu_op_n == 0 || st < m->cpu_op_min)
+                    m->cpu_op_min = st;
+                if (m->cpu_op_n == 0 || st > m->cpu_op_max)
+                    m->cpu_op_max = st;
+                m->cpu_op_n++;
                 sbuf_adds(o, "{\"ph\":\"X\",\"name\":");
                 sbuf_json_str(o, p, (size_t)(s1 - p));
                 sbuf_adds(o, ",\"ts\":");
@@ -1579,6 +1591,228 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
         }
         p = nl ? nl + 1 : end;
         line++;
+    }
+    return 0;
+}
+
+/* ---- MindSpore 2.x trace_view.json ---- */
+
+#define TV_PIDS_MAX 16 /* "CPU OP" processes remembered */
+
+/* One member of an event object: its key and its value's raw text. */
+struct tv_member {
+    const char *k, *v;
+    size_t kn, vn;
+    bool str; /* the value is a string (v, vn: between the quotes) */
+    bool plain;
+};
+
+struct tv {
+    const char *cpu_pid[TV_PIDS_MAX]; /* raw pid texts of the "CPU OP" processes */
+    size_t cpu_pid_n[TV_PIDS_MAX], n_cpu_pids;
+    uint64_t n_ops;                   /* their X events, and their first and last ts (ns) */
+    int64_t op_min, op_max;
+    int64_t shift;                    /* subtracted from every ts sent */
+};
+
+static bool mem_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+/* A time member: a number, or a string holding one (MindSpore 2.x writes "12.345"). */
+static int tv_time(const struct tv_member *mb, int64_t *ns)
+{
+    if (!mb || (mb->str && !mb->plain))
+        return -EINVAL;
+    return num_us_to_ns(mb->v, mb->vn, ns);
+}
+
+static bool tv_is_cpu_pid(const struct tv *t, const struct tv_member *pid)
+{
+    for (size_t i = 0; pid && i < t->n_cpu_pids; i++)
+        if (t->cpu_pid_n[i] == pid->vn && memcmp(t->cpu_pid[i], pid->v, pid->vn) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the raw args object a[0, n) is {"name":"CPU OP", ...}. */
+static bool tv_args_cpu_op(const char *a, size_t n)
+{
+    struct mj j = {a, a, a + n, 0};
+    struct msf_err e;
+    if (!mj_eat(&j, '{') || mj_eat(&j, '}'))
+        return false;
+    for (;;) {
+        const char *k, *v;
+        size_t kn, vn;
+        bool pl;
+        if (mj_string(&j, &k, &kn, &pl, &e) < 0 || !mj_eat(&j, ':'))
+            return false;
+        mj_ws(&j);
+        if (mem_is(k, kn, "name") && j.p < j.end && *j.p == '"')
+            return mj_string(&j, &v, &vn, &pl, &e) == 0 && mem_is(v, vn, "CPU OP");
+        if (mj_skip(&j, &e) < 0 || !mj_eat(&j, ','))
+            return false;
+    }
+}
+
+/* One event of pass `pass` (1: find the "CPU OP" processes; 2: their executions' first and last
+ * start; 3: write the others). */
+static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_member *mb, size_t n,
+                    const char *at, const char *base, struct msf_err *e)
+{
+    const struct tv_member *ph = NULL, *name = NULL, *pid = NULL, *ts = NULL, *dur = NULL,
+                           *args = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct tv_member *x = &mb[i];
+        const struct tv_member **slot = mem_is(x->k, x->kn, "ph")     ? &ph
+                                        : mem_is(x->k, x->kn, "name") ? &name
+                                        : mem_is(x->k, x->kn, "pid")  ? &pid
+                                        : mem_is(x->k, x->kn, "ts")   ? &ts
+                                        : mem_is(x->k, x->kn, "dur")  ? &dur
+                                        : mem_is(x->k, x->kn, "args") ? &args
+                                                                      : NULL;
+        if (slot && !*slot)
+            *slot = x; /* the first occurrence counts, as in the daemon */
+    }
+    uint64_t line, col;
+    if (!ph || !ph->str || ph->vn != 1 || !ph->plain) {
+        pos_of(base, at, &line, &col);
+        return fail(e, line, col, -EINVAL, "\"ph\" must be a one-letter string");
+    }
+    char p = ph->v[0];
+    if (pass == 1) {
+        if (p == 'M' && name && name->str && mem_is(name->v, name->vn, "process_name") && pid &&
+            args && tv_args_cpu_op(args->v, args->vn) && t->n_cpu_pids < TV_PIDS_MAX &&
+            !tv_is_cpu_pid(t, pid)) {
+            t->cpu_pid[t->n_cpu_pids] = pid->v;
+            t->cpu_pid_n[t->n_cpu_pids++] = pid->vn;
+        }
+        return 0;
+    }
+    int64_t ts_ns = 0, dur_ns = 0;
+    if ((p != 'M' && tv_time(ts, &ts_ns) < 0) ||
+        (p == 'X' && (tv_time(dur, &dur_ns) < 0 || dur_ns < 0)) ||
+        ((p == 'X' || p == 'M') && (!name || !name->str))) {
+        pos_of(base, at, &line, &col);
+        return fail(e, line, col, -EINVAL, "event (ph %c) without a %s", p,
+                    (p != 'M' && tv_time(ts, &ts_ns) < 0) ? "time (\"ts\", a number or a decimal string)"
+                    : (p == 'X' && (tv_time(dur, &dur_ns) < 0 || dur_ns < 0)) ? "duration >= 0 (\"dur\")"
+                                                                              : "string \"name\"");
+    }
+    bool cpu = tv_is_cpu_pid(t, pid);
+    if (pass == 2) {
+        if (cpu && p == 'X') {
+            if (t->n_ops == 0 || ts_ns < t->op_min)
+                t->op_min = ts_ns;
+            if (t->n_ops == 0 || ts_ns > t->op_max)
+                t->op_max = ts_ns;
+            t->n_ops++;
+        }
+        return 0;
+    }
+    if (cpu && m->cpu_op_n > 0)
+        return 0; /* cpu_op_execute_timestamp gave these executions already */
+    struct sbuf *o = &m->out;
+    sbuf_addc(o, '{');
+    for (size_t i = 0; i < n; i++) {
+        const struct tv_member *x = &mb[i];
+        if (i)
+            sbuf_addc(o, ',');
+        sbuf_addc(o, '"');
+        sbuf_add(o, x->k, x->kn);
+        sbuf_adds(o, "\":");
+        if (x == ts) {
+            put_us(o, ts_ns - t->shift);
+        } else if (x == dur && p == 'X') {
+            put_us(o, dur_ns);
+        } else if (x->str) {
+            sbuf_addc(o, '"');
+            sbuf_add(o, x->v, x->vn);
+            sbuf_addc(o, '"');
+        } else {
+            sbuf_add(o, x->v, x->vn);
+        }
+    }
+    sbuf_addc(o, '}');
+    pos_of(base, at, &line, &col);
+    return line_done(m, e, line);
+}
+
+/* One pass over the event array. */
+static int tv_pass(struct msf *m, struct tv *t, int pass, char *data, size_t len,
+                   struct msf_err *e)
+{
+    struct mj j = {data, data, data + len, 0};
+    struct tv_member mb[64];
+    int r;
+    if (!mj_eat(&j, '['))
+        return mj_fail(&j, e, "expected a JSON array of events");
+    if (mj_eat(&j, ']'))
+        return mj_end(&j, e);
+    for (;;) {
+        mj_ws(&j);
+        const char *at = j.p;
+        size_t n = 0;
+        if (!mj_eat(&j, '{'))
+            return mj_fail(&j, e, "expected an event object");
+        if (!mj_eat(&j, '}')) {
+            for (;;) {
+                struct tv_member *x = &mb[n < 64 ? n : 63];
+                if (n >= 64)
+                    return mj_fail(&j, e, "an event with more than 64 members");
+                if ((r = mj_string(&j, &x->k, &x->kn, &x->plain, e)) < 0)
+                    return r;
+                if (!mj_eat(&j, ':'))
+                    return mj_fail(&j, e, "expected ':'");
+                mj_ws(&j);
+                x->str = j.p < j.end && *j.p == '"';
+                if (x->str) {
+                    if ((r = mj_string(&j, &x->v, &x->vn, &x->plain, e)) < 0)
+                        return r;
+                } else {
+                    x->v = j.p;
+                    x->plain = true;
+                    if ((r = mj_skip(&j, e)) < 0)
+                        return r;
+                    x->vn = (size_t)(j.p - x->v);
+                }
+                n++;
+                if (mj_eat(&j, '}'))
+                    break;
+                if (!mj_eat(&j, ','))
+                    return mj_fail(&j, e, "expected ',' or '}'");
+            }
+        }
+        if ((r = tv_event(m, t, pass, mb, n, at, data, e)) < 0)
+            return r;
+        if (mj_eat(&j, ']'))
+            break;
+        if (!mj_eat(&j, ','))
+            return mj_fail(&j, e, "expected ',' or ']'");
+    }
+    return mj_end(&j, e);
+}
+
+/* ASCEND_PROFILER_OUTPUT/trace_view.json: MindSpore 2.x's timeline (a Chrome-trace array whose
+ * ts and dur are decimal strings). Its "CPU OP" process holds the executions
+ * cpu_op_execute_timestamp_<r>.txt gave (fed before): those are not sent again; every other
+ * event (the "Scope Layer" spans and their metadata) is, with ts and dur as numbers. MindSpore
+ * writes trace_view's times on a clock a few ns off the timestamp file's: when both hold the same
+ * number of executions and the first and last starts differ by the same amount, every ts is
+ * moved by it, so the spans line up with the operators. */
+static int feed_trace_view(struct msf *m, char *data, size_t len, struct msf_err *e)
+{
+    struct tv t;
+    memset(&t, 0, sizeof t);
+    int r;
+    for (int pass = 1; pass <= 3; pass++) {
+        if ((r = tv_pass(m, &t, pass, data, len, e)) < 0)
+            return r;
+        if (pass == 2 && m->cpu_op_n > 0 && t.n_ops == m->cpu_op_n &&
+            t.op_min - m->cpu_op_min == t.op_max - m->cpu_op_max)
+            t.shift = t.op_min - m->cpu_op_min;
     }
     return 0;
 }
@@ -1624,7 +1858,7 @@ int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct m
     static int (*const feeds[MSF_KIND_COUNT])(struct msf *, char *, size_t, struct msf_err *) = {
         feed_point_info, feed_framework, feed_flops, feed_step_trace, feed_aicore_detail,
         feed_aicore_type, feed_aicpu, feed_pipeline, feed_device_queue, feed_getnext_us,
-        feed_getnext_ns, feed_cpu_util, feed_cpu_op_ts,
+        feed_getnext_ns, feed_cpu_util, feed_cpu_op_ts, feed_trace_view,
     };
     if ((unsigned)kind >= MSF_KIND_COUNT)
         return fail(err, 0, 0, -EINVAL, "unknown kind");
@@ -1656,6 +1890,7 @@ const char *msf_kind_pattern(enum msf_kind kind)
         "aicore_intermediate_<r>_type.csv", "aicpu_intermediate_<r>.csv",
         "minddata_pipeline_raw_<r>.csv", "device_queue_profiling_<r>.txt",
         "minddata_aicpu_<r>.txt", "minddata_getnext_profiling_<r>.txt",
-        "minddata_cpu_utilization_<r>.json", "cpu_op_execute_timestamp_<r>.txt"};
+        "minddata_cpu_utilization_<r>.json", "cpu_op_execute_timestamp_<r>.txt",
+        "ASCEND_PROFILER_OUTPUT/trace_view.json"};
     return (unsigned)kind < MSF_KIND_COUNT ? p[kind] : "?";
 }

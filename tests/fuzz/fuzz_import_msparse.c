@@ -2,8 +2,9 @@
 /*
  * Fuzz target for the importer's MindSpore file converters (collectors/import/msparse.c: the CSV
  * reader, the JSON walker, every file kind). The first input byte picks the kind; the second
- * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) are fed
- * first, so the joins run too; the rest is the file.
+ * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) and a
+ * cpu_op_execute_timestamp file are fed first, so the joins and trace_view.json's alignment run
+ * too; the rest is the file.
  *
  * Invariants: a feed returns 0 or -EINVAL/-EMSGSIZE with a NUL-terminated reason, and a line
  * and column only inside the input; the output is exactly n '\n'-terminated lines; and every
@@ -59,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   "\"{\"\"input_0\"\": {\"\"shape\"\": \"\"1\"\"}}\",7\n");
         feed_text(m, MSF_FLOPS, "full_kernel_name, MFLOPs(10^6 cube), GFLOPS(10^9 cube)\n"
                                 "Default/a-op1, 1.5, 2e3\n");
+        /* trace_view.json aligns on these (first start 1000 ns, last 2000 ns) */
+        feed_text(m, MSF_CPU_OP_TS, "Default/a-op1;T;1000,0.001,0 2000,0.002,0\n");
     }
     size_t n = size - 2;
     char *buf = malloc(n + 1);

@@ -471,6 +471,49 @@ def paddle_offset_ns(text):
     return int(whole) * 10 ** digits + int((frac + "0" * digits)[:digits] or 0)
 
 
+def test_mindspore_trace_view(daemon, mindspore_output):
+    """MindSpore 2.x on the CPU also writes ASCEND_PROFILER_OUTPUT/trace_view.json: a Chrome
+    trace (ts and dur as decimal strings) whose "CPU OP" process repeats the timestamp file's
+    executions, 37 ns later on its clock here, and whose "Scope Layer" process has spans the
+    timestamp file does not. The import sends the operators once (from the timestamp file) and
+    the other events with ts and dur as numbers, moved onto the timestamp file's clock."""
+    run = next(mindspore_output.glob("*_ascend_ms"))
+    tv = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    cpu = {e["pid"] for e in tv if e["ph"] == "M" and e["name"] == "process_name"
+           and e["args"]["name"] == "CPU OP"}
+    starts = sorted(int(t.split(",")[0]) for line in
+                    open(run / "FRAMEWORK" / "cpu_op_execute_timestamp_0.txt")
+                    for t in line.strip().split(";")[2].split())
+    tv_ops = sorted(ns(e["ts"]) for e in tv if e["ph"] == "X" and e["pid"] in cpu)
+    assert len(tv_ops) == len(starts) > 20
+    shift = tv_ops[0] - starts[0]
+    assert tv_ops[-1] - starts[-1] == shift
+    others = [e for e in tv if e["pid"] not in cpu]
+    assert len([e for e in others if e["ph"] == "X"]) > 10
+    p = run_import(daemon, "--job", "ms-tv", mindspore_output)
+    assert_ok(p)
+    assert "(cpu_op_execute_timestamp_0.txt, trace_view.json)" in p.stdout, p.stdout
+    assert f"{len(starts) + len(others)} records" in p.stdout, p.stdout
+    st, _, body = daemon.request("/api/v1/jobs/ms-tv/timeline?limit=100000")
+    got = json.loads(body, parse_float=str, parse_int=str)["traceEvents"]
+    assert st == 200
+    # the operators once, from the timestamp file (pid "CPU OP"), none from trace_view's pid
+    assert sorted(ns(e["ts"]) for e in got if e["pid"] == "CPU OP" and e["ph"] == "X") == starts
+    assert not [e for e in got if e["pid"] in {str(c) for c in cpu}]
+    # the rest as trace_view has it, ts moved by the shift (exact, compared in ns)
+    def key(e, moved):
+        return (e["name"], str(e["pid"]), str(e.get("tid")),
+                ns(e["ts"]) - moved if "ts" in e else None, ns(e["dur"]) if "dur" in e else None)
+    want = sorted(key(e, shift) for e in others if e["ph"] == "X")
+    assert sorted(key(e, 0) for e in got if e["ph"] == "X" and e["pid"] != "CPU OP") == want
+
+
+def ns(text):
+    """A decimal µs text ("1795415463091014.778") in ns, exactly."""
+    whole, _, frac = str(text).partition(".")
+    return int(whole) * 1000 + int((frac + "000")[:3])
+
+
 def test_paddle_profiler_chrome_output(daemon, paddle_output):
     """paddle.profiler's export_chrome_tracing (3.x) ends traceEvents with an empty "{}": it is
     skipped. Every real event arrives as it was written but for two members, as the live
