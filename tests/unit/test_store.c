@@ -676,6 +676,24 @@ START_TEST(test_store_append_seq_only)
 }
 END_TEST
 
+START_TEST(test_store_flush_ticket_committed)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome w = session(st, "j", 0, "k");
+    uint64_t t0 = store_flush_ticket(st); /* the session's batch, if any, sealed */
+    ck_assert_int_eq(store_wait_committed(st, t0, WAIT_NS), 0);
+    ck_assert(store_committed(st, t0));
+    ck_assert_int_eq(store_append(st, w.session_id, NULL, 0, 3), 0);
+    uint64_t t1 = store_flush_ticket(st);
+    ck_assert_uint_eq(t1, t0 + 1); /* the append's batch */
+    ck_assert(!store_committed(st, t1 + 1)); /* nothing sealed that far */
+    ck_assert_int_eq(store_wait_committed(st, t1, WAIT_NS), 0);
+    ck_assert(store_committed(st, t1));
+    ck_assert_uint_eq(store_flush_ticket(st), t1); /* nothing new: no new batch */
+    store_close(st);
+}
+END_TEST
+
 START_TEST(test_store_append_eagain_over_limit)
 {
     struct store_config c = config(0, 1000);
@@ -974,6 +992,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_event_iter_exact_window);
     tcase_add_test(tc, test_store_reopen_persists);
     tcase_add_test(tc, test_store_append_seq_only);
+    tcase_add_test(tc, test_store_flush_ticket_committed);
     tcase_add_test(tc, test_store_append_eagain_over_limit);
     tcase_add_test(tc, test_store_retention_evicts_oldest);
     tcase_add_test(tc, test_store_big_append_splits_blocks);
