@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "tscan.h"
@@ -25,7 +26,23 @@ struct spool {
     uint64_t *index;    /* index[k]: offset of line k * SPOOL_INDEX_EVERY; owned */
     size_t n_index, cap_index;
     bool failed;        /* a write failed: the spool is unusable */
+    uint64_t checked;   /* file size at the last free-space check */
 };
+
+/* Whether the temporary directory's file system keeps SPOOL_RESERVE_BYTES, or SPOOL_RESERVE_PCT
+ * of its size if that is more, free for others after we add n bytes: a spool must not fill it
+ * (other programs would fail meanwhile); the caller reads the trace twice instead. */
+static bool room_for(int fd, uint64_t n)
+{
+    struct statvfs v;
+    if (fstatvfs(fd, &v) < 0)
+        return true; /* cannot tell: writing will say */
+    uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize, size = (uint64_t)v.f_blocks * v.f_frsize;
+    uint64_t reserve = size / 100 * SPOOL_RESERVE_PCT;
+    if (reserve < SPOOL_RESERVE_BYTES)
+        reserve = SPOOL_RESERVE_BYTES;
+    return avail >= n && avail - n >= reserve;
+}
 
 /* An unlinked file in dir: O_TMPFILE where the file system has it, else a named one removed at
  * once. Returns the descriptor or -errno. */
@@ -86,6 +103,13 @@ int spool_flush(struct spool *s)
 {
     if (s->failed)
         return -EIO;
+    if (s->written + s->len - s->checked >= SPOOL_CHECK_EVERY || s->checked == 0) {
+        if (!room_for(s->fd, SPOOL_CHECK_EVERY)) {
+            s->failed = true;
+            return -ENOSPC;
+        }
+        s->checked = s->written + s->len;
+    }
     size_t done = 0;
     while (done < s->len) {
         ssize_t n = write(s->fd, s->buf + done, s->len - done);

@@ -8,8 +8,11 @@
  * takes page cache and disk, not the importer's memory, and disappears with the process. Lines
  * are written through a SPOOL_BUF_BYTES buffer; the byte offset of every SPOOL_INDEX_EVERY-th
  * line is kept, so that a session that resumes at the welcome's next_seq finds its first line
- * after reading at most SPOOL_INDEX_EVERY - 1 lines. A write error (ENOSPC above all) is final:
- * the caller drops the spool and reads the trace again.
+ * after reading at most SPOOL_INDEX_EVERY - 1 lines. A write error is final, and so is a file
+ * system about to run low (less than SPOOL_RESERVE_BYTES or SPOOL_RESERVE_PCT % free, checked
+ * every SPOOL_CHECK_EVERY bytes: -ENOSPC before it is full, so that no other program finds the
+ * temporary directory full because of an import): the caller drops the spool and reads the
+ * trace again.
  */
 #ifndef STEPSCOPE_IMPORT_SPOOL_H
 #define STEPSCOPE_IMPORT_SPOOL_H
@@ -19,6 +22,9 @@
 
 #define SPOOL_BUF_BYTES (2u << 20) /* write buffer, > the longest event line */
 #define SPOOL_INDEX_EVERY 4096u    /* lines between two kept offsets */
+#define SPOOL_CHECK_EVERY (64ull << 20)     /* bytes written between two free-space checks */
+#define SPOOL_RESERVE_BYTES (1ull << 30)    /* free space a spool leaves in its file system, */
+#define SPOOL_RESERVE_PCT 5                 /* or this share of it if that is more */
 
 struct spool;
 
