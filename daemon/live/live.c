@@ -449,9 +449,36 @@ static ptrdiff_t evicted_find(const struct live *lv, int64_t job_id)
 }
 
 /* Drops job_id's state and published snapshot; marks it evicted (mark) or forgets any mark.
- * Returns -ENOMEM if the mark could not be kept (the job is dropped anyway). */
-static int drop_job(struct live *lv, int64_t job_id, bool mark)
+ * Under the snapshot mutex, in one step, a publication used after used_before is kept
+ * (-EBUSY: a reader's live_ensure() raced the eviction) and so is everything when the mark
+ * cannot be kept (-ENOMEM); a reader sees the snapshot or the mark, never neither. */
+static int drop_job(struct live *lv, int64_t job_id, bool mark, int64_t used_before)
 {
+    struct live_snapshot *old = NULL;
+    pthread_mutex_lock(&lv->lock);
+    size_t k = 0;
+    while (k < lv->n_pub && lv->pub[k].job_id != job_id)
+        k++;
+    if (k < lv->n_pub && lv->pub[k].used_ns > used_before) {
+        pthread_mutex_unlock(&lv->lock);
+        return -EBUSY;
+    }
+    ptrdiff_t e = evicted_find(lv, job_id);
+    if (mark && e < 0 &&
+        grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1, sizeof *lv->evicted) < 0) {
+        pthread_mutex_unlock(&lv->lock);
+        return -ENOMEM;
+    }
+    if (k < lv->n_pub) {
+        old = lv->pub[k].snap;
+        lv->pub[k] = lv->pub[--lv->n_pub];
+    }
+    if (!mark && e >= 0)
+        lv->evicted[e] = lv->evicted[--lv->n_evicted];
+    else if (mark && e < 0)
+        lv->evicted[lv->n_evicted++] = job_id;
+    pthread_mutex_unlock(&lv->lock);
+    live_snapshot_put(old);
     for (size_t i = 0; i < lv->n_jobs; i++) {
         if (lv->jobs[i]->id != job_id)
             continue;
@@ -462,34 +489,12 @@ static int drop_job(struct live *lv, int64_t job_id, bool mark)
         lv->jobs[i] = lv->jobs[--lv->n_jobs];
         break;
     }
-    int r = 0;
-    struct live_snapshot *old = NULL;
-    pthread_mutex_lock(&lv->lock);
-    for (size_t k = 0; k < lv->n_pub; k++) {
-        if (lv->pub[k].job_id == job_id) {
-            old = lv->pub[k].snap;
-            lv->pub[k] = lv->pub[--lv->n_pub];
-            break;
-        }
-    }
-    ptrdiff_t e = evicted_find(lv, job_id);
-    if (!mark && e >= 0)
-        lv->evicted[e] = lv->evicted[--lv->n_evicted];
-    else if (mark && e < 0) {
-        if (grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
-                 sizeof *lv->evicted) < 0)
-            r = -ENOMEM;
-        else
-            lv->evicted[lv->n_evicted++] = job_id;
-    }
-    pthread_mutex_unlock(&lv->lock);
-    live_snapshot_put(old);
-    return r;
+    return 0;
 }
 
 void live_drop_job(struct live *lv, int64_t job_id)
 {
-    (void)drop_job(lv, job_id, false);
+    (void)drop_job(lv, job_id, false, INT64_MAX);
 }
 
 static struct live_job *job_get(struct live *lv, int64_t id)
@@ -1575,15 +1580,20 @@ size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
         }
         if (!best)
             break;
-        (void)drop_job(lv, best->id, true); /* without its mark a request answers empty: rare */
-        n++;
+        /* -EBUSY: used since the scan (its stamp is recent now, the next scan skips it);
+         * -ENOMEM: nothing more can be marked, so nothing more goes. */
+        int r = drop_job(lv, best->id, true, now_ns - LIVE_EVICT_GRACE_NS);
+        if (r == -ENOMEM)
+            break;
+        if (r == 0)
+            n++;
     }
     return n;
 }
 
 int live_mark_evicted(struct live *lv, int64_t job_id)
 {
-    return drop_job(lv, job_id, true);
+    return drop_job(lv, job_id, true, INT64_MAX);
 }
 
 bool live_is_evicted(struct live *lv, int64_t job_id)
