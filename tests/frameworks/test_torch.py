@@ -247,6 +247,14 @@ def test_trace_handler_streams_a_kineto_window_as_import_does(daemon, tmp):
     tl = [daemon.get_json(f"/api/v1/jobs/{j}/timeline")["traceEvents"]
           for j in ("kineto-stream", "kineto-import")]
     assert [e for e in tl[0] if e.get("ph") != "M"] == [e for e in tl[1] if e.get("ph") != "M"]
-    streamed = daemon.wait_for("operators", lambda: operators_of(daemon, "kineto-stream"))
-    imported = operators_of(daemon, "kineto-import")
+    # Each job's table is in the live snapshot only once the daemon has published it after the
+    # job's last event: wait for both (the import is done in well under a publish interval).
+    def both():
+        a, b = operators_of(daemon, "kineto-stream"), operators_of(daemon, "kineto-import")
+        return (a, b) if a and a == b else None
+    try:
+        streamed, imported = daemon.wait_for("both operator tables, equal", both)
+    except AssertionError:  # show the difference
+        streamed = operators_of(daemon, "kineto-stream")
+        imported = operators_of(daemon, "kineto-import")
     assert len(streamed) > 20 and streamed == imported
