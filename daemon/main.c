@@ -1201,6 +1201,7 @@ int main(int argc, char **argv)
         .static_dir = d.cfg.static_dir,
         .threads = (unsigned)d.cfg.http_threads,
         .max_connections = (unsigned)d.cfg.http_max_connections,
+        .max_connections_per_ip = (unsigned)d.cfg.http_max_connections_per_ip,
         .timeout_s = (unsigned)d.cfg.http_timeout_s,
         .request_timeout_s = (unsigned)d.cfg.http_request_timeout_s,
         .max_exports = (unsigned)d.cfg.http_max_exports,

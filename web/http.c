@@ -568,11 +568,15 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     unsigned threads = cfg->threads ? cfg->threads : 1;
     /* Zero limits mean "MHD's default", so those options are left out; one thread is MHD's
      * own polling thread, more make a pool. */
-    struct MHD_OptionItem opts[4];
+    struct MHD_OptionItem opts[5];
     size_t n_opts = 0;
     if (cfg->max_connections)
         opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
                                                  (intptr_t)cfg->max_connections, NULL};
+    /* Past it MHD closes a new connection from that address at once, before any byte is read. */
+    if (cfg->max_connections_per_ip)
+        opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                 (intptr_t)cfg->max_connections_per_ip, NULL};
     if (cfg->timeout_s)
         opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                                  (intptr_t)cfg->timeout_s, NULL};

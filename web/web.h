@@ -61,6 +61,7 @@ struct web_config {
     const char *static_dir;      /* dashboard files; "" serves none; copied (resolved) at start */
     unsigned threads;            /* worker threads */
     unsigned max_connections;
+    unsigned max_connections_per_ip; /* from one client address; 0: no limit of its own */
     unsigned timeout_s;          /* idle connections closed after this */
     unsigned max_exports;        /* timeline exports streamed at once; 0: 32 */
     unsigned request_timeout_s;  /* a request (headers and body) not fully received this long

@@ -34,6 +34,8 @@ const struct config_option config_options[] = {
     {"http_threads", "4", "HTTP worker threads"},
     {"http_max_connections", "4096", "concurrent HTTP connections"},
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
+    {"http_max_connections_per_ip", "0",
+     "concurrent HTTP connections from one address (0: only http_max_connections)"},
     {"http_max_exports", "32", "timeline exports streamed at once; more answer 503 busy"},
     {"http_request_timeout_s", "10",
      "seconds from a request's first byte to its last before the connection is closed (0: off)"},
@@ -165,6 +167,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_max_connections, 1, 65536);
     if (strcmp(key, "http_timeout_s") == 0)
         return U64(http_timeout_s, 1, 86400);
+    if (strcmp(key, "http_max_connections_per_ip") == 0)
+        return U64(http_max_connections_per_ip, 0, 65536);
     if (strcmp(key, "http_max_exports") == 0)
         return U64(http_max_exports, 1, 65536);
     if (strcmp(key, "http_request_timeout_s") == 0)

@@ -39,6 +39,7 @@ struct config {
     uint64_t http_threads;            /* libmicrohttpd thread pool size */
     uint64_t http_max_connections;    /* concurrent HTTP connections */
     uint64_t http_timeout_s;          /* idle HTTP connections are closed after this */
+    uint64_t http_max_connections_per_ip; /* from one address; 0: no limit of its own */
     uint64_t http_max_exports;        /* timeline exports streamed at once */
     uint64_t http_request_timeout_s;  /* a request not fully in this long after its first byte
                                          has its connection closed; 0: never */

@@ -269,3 +269,43 @@ def test_slow_readers_of_a_large_export(daemons, figures):
     assert worst < bound, f"a request took {worst:.2f} s with {n} stalled readers"
     assert closed_s < idle + 30
     assert st == 200 and again == body, "no export served once the stalled readers were gone"
+
+
+def test_per_address_limit(daemons, figures):
+    """http_max_connections_per_ip (for a non-loopback address, where one host should not take
+    every slot): past it a new connection from that address is closed at once, unread; the held
+    ones still end at the request deadline, and the address is served again afterwards."""
+    limit = 50
+    deadline = 3
+    d = daemons("perip", args=["--http-max-connections-per-ip", str(limit),
+                               "--http-request-timeout-s", str(deadline)])
+    base = _sockets(d.proc.pid)
+    held = []
+    for _ in range(limit):
+        s = socket.create_connection((d.host, d.port), timeout=10)
+        s.sendall(b"G")
+        held.append(s)
+    d.wait_for(f"{limit} connections accepted", lambda: _sockets(d.proc.pid) >= base + limit)
+    t0 = time.monotonic()
+    extra = socket.create_connection((d.host, d.port), timeout=10)
+    try:
+        extra.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = extra.recv(65536)
+    except (ConnectionResetError, BrokenPipeError):
+        got = b""
+    refused_s = time.monotonic() - t0
+    extra.close()
+    assert got == b"", f"the connection past the per-address limit was answered: {got[:100]!r}"
+    for s in held:
+        s.settimeout(deadline + 10)
+        try:
+            assert s.recv(65536) == b"", "a held connection was answered"
+        except ConnectionResetError:
+            pass
+        s.close()
+    held_s = time.monotonic() - t0
+    st, _, _ = d.request("/api/v1/health")
+    figures(per_ip_limit=limit, refused_after_s=round(refused_s, 3),
+            held_closed_after_s=round(held_s, 2))
+    assert refused_s < 2.0
+    assert st == 200
