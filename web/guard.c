@@ -11,8 +11,9 @@
  * register every socket; a reaper thread wakes every WEB_GUARD_TICK_MS and, for a connection
  * waiting for a request, asks the kernel how many bytes the socket has received (TCP_INFO
  * tcpi_bytes_received): more than when the last answer was completed means a request has begun,
- * and the reaper notes that instant. The access handler marks the connection answered once a
- * response is queued (headers and body are then in); MHD's completion callback puts it back to
+ * and the reaper notes that instant. The access handler marks the request received at its last
+ * call (headers and body in, before the answer is computed, which may take longer than the
+ * deadline) or once it queues an answer; MHD's completion callback puts the connection back to
  * waiting with a fresh byte count. A request still not answered at its deadline gets
  * shutdown(SHUT_RDWR) on its socket: MHD's next read sees the end of the stream and MHD closes
  * the connection itself, through its own cleanup and callbacks, freeing the slot.
@@ -50,7 +51,7 @@
 enum {
     GUARD_WAITING = 0,   /* no byte of a request since the last answer was completed */
     GUARD_RECEIVING = 1, /* a request has begun (start_ns); its deadline runs */
-    GUARD_ANSWERED = 2,  /* a response is queued: the idle timeout's business */
+    GUARD_ANSWERED = 2,  /* the request is in: the idle timeout's business */
     GUARD_CLOSING = 3,   /* shut down by the reaper; MHD has yet to close it */
 };
 
@@ -233,7 +234,7 @@ static struct web_guard_conn *conn_of(struct MHD_Connection *c)
     return ci ? ci->socket_context : NULL;
 }
 
-void web__guard_answered(struct web *w, struct MHD_Connection *c)
+void web__guard_received(struct web *w, struct MHD_Connection *c)
 {
     struct web_guard_conn *k = w->guard ? conn_of(c) : NULL;
     if (!k)

@@ -416,16 +416,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return (enum MHD_Result)web__route_api(w, c, &r);
 }
 
-/* Every call of the access handler: once a response is queued the request is in, and the
- * request deadline (guard.c) no longer applies to it. */
+/* Every call of the access handler. The request deadline (guard.c) stops once the request is
+ * all in: at the last call (no more body), before the answer is computed, which may take longer
+ * than the deadline; or once an answer is queued earlier (a refusal on the first call). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
+    if (*con_cls && *upload_data_size == 0)
+        web__guard_received(cls, c);
     enum MHD_Result r =
         handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls);
     if (r == MHD_YES && MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS))
-        web__guard_answered(cls, c);
+        web__guard_received(cls, c);
     return r;
 }
 

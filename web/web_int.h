@@ -215,8 +215,8 @@ void web__guard_free(struct web_guard *g);
 /* From MHD_OPTION_NOTIFY_CONNECTION's callback: c started (registered) or closed (forgotten). */
 void web__guard_notify(struct web *w, struct MHD_Connection *c, void **socket_context,
                        bool started);
-/* A response is queued on c: its request is in, the deadline stops. */
-void web__guard_answered(struct web *w, struct MHD_Connection *c);
+/* c's request is all in (or answered already): its deadline stops. */
+void web__guard_received(struct web *w, struct MHD_Connection *c);
 /* c's request is completed: the next one's deadline starts at its first byte. */
 void web__guard_completed(struct web *w, struct MHD_Connection *c);
 
