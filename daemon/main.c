@@ -57,6 +57,7 @@ enum {
 #define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
 #define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
 #define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
+#define FLAG_NAME_MAX 64        /* longest --flag made from a config key, + 1 */
 #define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
 #define DELETE_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a job deletion waits this long for the loop,
                                                      * then as long again for its commit */
@@ -832,17 +833,43 @@ static void usage(FILE *f)
             "unusable (read-only, corrupt, newer schema); 5 cannot bind the HTTP address.\n");
 }
 
+static int parse_args_with(int argc, char **argv, struct config *cfg, struct option *opts,
+                           char (*names)[FLAG_NAME_MAX]);
+
 /* Applies the command line over the other sources. Returns EXIT_OK, or an exit code to leave
  * with (-1 for "exit 0 now": --help, --version). */
+
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-    enum { N_OPTS = 32 };
-    static char names[N_OPTS][40];
-    struct option opts[N_OPTS + 4];
+    size_t n_cfg = 0;
+    while (config_options[n_cfg].name)
+        n_cfg++;
+    /* Sized from the table, so a new config key always gets its --flag. */
+    struct option *opts = calloc(n_cfg + 4, sizeof *opts);
+    char (*names)[FLAG_NAME_MAX] = calloc(n_cfg + 1, sizeof *names);
+    int r;
+    if (!opts || !names) {
+        fputs("stepscoped: out of memory\n", stderr);
+        r = EXIT_RUNTIME;
+    } else {
+        r = parse_args_with(argc, argv, cfg, opts, names);
+    }
+    free(opts);
+    free(names);
+    return r;
+}
+
+static int parse_args_with(int argc, char **argv, struct config *cfg, struct option *opts,
+                           char (*names)[FLAG_NAME_MAX])
+{
     int n = 0;
-    for (const struct config_option *o = config_options; o->name && n < N_OPTS; o++, n++) {
+    for (const struct config_option *o = config_options; o->name; o++, n++) {
         size_t k = 0;
-        for (const char *p = o->name; *p && k + 1 < sizeof names[n]; p++)
+        if (strlen(o->name) >= FLAG_NAME_MAX) {
+            fprintf(stderr, "stepscoped: config key %s is too long for a flag\n", o->name);
+            return EXIT_RUNTIME;
+        }
+        for (const char *p = o->name; *p; p++)
             names[n][k++] = *p == '_' ? '-' : *p;
         names[n][k] = '\0';
         opts[n] = (struct option){names[n], required_argument, NULL, 1000 + n};

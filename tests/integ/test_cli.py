@@ -5,6 +5,7 @@ clean shutdown on signals.
 Exit codes: 0 clean, 1 runtime error, 2 usage/config error, 3 another daemon is live on the socket
 or holds the data dir, 4 data dir unusable, 5 cannot bind HTTP."""
 import os
+import re
 import signal
 import socket
 
@@ -20,6 +21,19 @@ def test_help(tmp):
     text = r.stdout.decode()
     for opt in OPTIONS:
         assert opt in text, f"--help does not mention {opt}:\n{text}"
+
+
+def test_every_option_in_help_is_accepted(tmp):
+    """Every config key listed by --help is a flag getopt knows (the flag table is built from the
+    config table: a fixed-size table once dropped the keys past its size)."""
+    env = clean_env(tmp)
+    text = run_cli(["--help"], env=env).stdout.decode()
+    flags = [f for f in re.findall(r"^  (?:-\w, )?--([a-z0-9-]+)", text, re.M)
+             if f not in ("config", "help", "version")]
+    assert len(flags) >= 27, flags
+    for f in flags:
+        r = run_cli([f"--{f}", "1", "--help"], env=env)
+        assert r.returncode == 0, (f, r.returncode, r.stderr)
 
 
 def test_version(tmp):
