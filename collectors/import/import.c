@@ -5,8 +5,9 @@
  * Pass 1 reads every file to the end through tfile/tscan in constant memory: it validates the
  * JSON and every event, counts the events, collects the top-level facts (distributedInfo,
  * schemaVersion, ...), guesses the framework from the first events, and writes the protocol
- * lines it converts to an unlinked temporary file (spool.h). Only when every file passed does
- * pass 2 send each file's lines from there with sendfile(2) (or, when no temporary file could
+ * lines it converts to an unlinked temporary file (spool.h), noting whether each thread's spans
+ * come in torch's order (order.h). Only when every file passed does pass 2 send each file's
+ * lines from there with sendfile(2), in that order where the file has them otherwise (or, when no temporary file could
  * hold them, read and scan the file again), one session per file, as the stream
  * "import:<abs path>:<size>:<mtime>". Because that stream key is the file's identity, a second
  * import of the same file (same job and rank) gets a welcome whose next_seq covers what the
@@ -32,6 +33,7 @@
 #include "client.h"
 #include "log.h"
 #include "msdir.h"
+#include "order.h"
 #include "pdproto.h"
 #include "pdtrace.h"
 #include "sbuf.h"
@@ -71,6 +73,8 @@ struct input {
     const struct msdir_rank *ms; /* converted MindSpore files (lines in memory), or NULL */
     char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
     struct spool *spool;      /* pass 1's converted lines, or NULL: pass 2 reads the file again */
+    struct order *order;      /* the spool's lines in torch's order (order.h), or NULL: as they are */
+    uint64_t n_reordered;     /* threads whose spans are sent in start order instead of the file's */
     struct pdtrace pd;        /* Paddle: how times are rebuilt to the ns (pass 1) */
     char *mem;                /* a Paddle protobuf export's converted lines, owned, or NULL */
     size_t mem_len;
@@ -298,6 +302,17 @@ static void drop_spool(struct input *in, int err)
             "(%s); the file will be read a second time to send it\n", in->arg, strerror(-err));
     spool_free(in->spool);
     in->spool = NULL;
+    order_free(in->order);
+    in->order = NULL;
+}
+
+/* Pass 1 could not index the spool (out of memory): its lines go as the file has them. */
+static void drop_order(struct input *in)
+{
+    fprintf(stderr, "stepscope import: %s: out of memory to sort each thread's spans by start; "
+            "they are sent in the file's order\n", in->arg);
+    order_free(in->order);
+    in->order = NULL;
 }
 
 /* Pass 1 on a Paddle protobuf export (a name ending in .pb): read whole and converted now; pass
@@ -382,14 +397,20 @@ static int validate(struct input *in)
         fprintf(stderr, "stepscope import: %s: %s; the file will be read a second time to send "
                 "it\n", in->arg, serr);
         in->spool = NULL;
+    } else if (!(in->order = order_new())) {
+        drop_order(in);
     }
     pdtrace_init(&in->pd);
     while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
         if (info->index < IMPORT_DETECT_EVENTS)
             detect_event(&d, info);
         pdtrace_note(&in->pd, ev, len, info);
+        uint64_t at = in->spool ? spool_bytes(in->spool) : 0;
         if (in->spool && (sr = spool_add(in->spool, ev, len)) < 0)
             drop_spool(in, sr);
+        if (in->order && order_note(in->order, ev, len, info, at,
+                                    (uint32_t)(spool_bytes(in->spool) - at - 1)) < 0)
+            drop_order(in);
     }
     if (r == 0 && in->spool && (sr = spool_flush(in->spool)) < 0)
         drop_spool(in, sr);
@@ -410,6 +431,15 @@ static int validate(struct input *in)
         pdtrace_finish(&in->pd);
         spool_free(in->spool);
         in->spool = NULL;
+        order_free(in->order);
+        in->order = NULL;
+    }
+    if (in->order && (r = order_finish(in->order, &in->n_reordered)) <= 0) {
+        if (r < 0)
+            drop_order(in);
+        order_free(in->order); /* every thread in order: the spool goes as it is */
+        in->order = NULL;
+        in->n_reordered = 0;
     }
     tfile_free(f);
     return 0;
@@ -585,6 +615,19 @@ enum outcome {
     OUT_INPUT,        /* the file changed or failed on the second read */
 };
 
+struct run_ctx {
+    struct client *c;
+    int fd;
+    char *err;
+};
+
+/* order_runs() callback: one run of spooled lines. */
+static int send_run(void *ud, uint64_t off, uint64_t len)
+{
+    struct run_ctx *rc = ud;
+    return client_send_file(rc->c, rc->fd, off, len, rc->err);
+}
+
 /* One session: connect, hello, send from next_seq, bye, wait for the final ack. */
 static enum outcome import_once(struct input *in, const char *job, const char *sock,
                                 bool *ret_welcomed, uint64_t *ret_skipped, char *err)
@@ -642,8 +685,19 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
             out = OUT_INPUT;
             goto done;
         }
-        if (off < total && client_send_file(c, spool_fd(in->spool), off, total - off, err) < 0)
+        if (in->order) {
+            /* Each thread's spans in torch's order: the spool's lines in order_runs()' order. */
+            struct run_ctx rc = {.c = c, .fd = spool_fd(in->spool), .err = err};
+            r = order_runs(in->order, next_seq < in->n_events ? next_seq : in->n_events,
+                           send_run, &rc);
+            if (r == -ENOMEM)
+                snprintf(err, CLIENT_ERR_MAX, "out of memory");
+            if (r < 0)
+                goto done;
+        } else if (off < total &&
+                   client_send_file(c, spool_fd(in->spool), off, total - off, err) < 0) {
             goto done;
+        }
         uint64_t bye = next_seq > in->n_events ? next_seq : in->n_events;
         if (client_finish(c, bye + 1, err) < 0)
             goto done;
@@ -715,6 +769,10 @@ static int import_file(struct input *in, const char *job, const struct opts *o)
         if (w && !welcomed)
             first_skipped = skipped;
         welcomed = welcomed || w;
+        char sorted[96] = "";
+        if (in->order)
+            snprintf(sorted, sizeof sorted, "; %llu threads' spans sent in start order",
+                     (unsigned long long)in->n_reordered);
         switch (out) {
         case OUT_DONE:
             if (!o->quiet && in->ms)
@@ -726,11 +784,12 @@ static int import_file(struct input *in, const char *job, const struct opts *o)
                        (unsigned long long)first_skipped, (unsigned long long)in->n_rejected);
             else if (!o->quiet)
                 printf("%s: %llu events, job \"%s\" rank %lld of %lld, %s (%s): %llu sent, "
-                       "%llu already held, %llu rejected\n",
+                       "%llu already held, %llu rejected%s\n",
                        in->arg, (unsigned long long)in->n_events, job, (long long)in->rank,
                        (long long)in->world_size, fw_names[in->fw], in->format,
                        (unsigned long long)(in->n_events - first_skipped),
-                       (unsigned long long)first_skipped, (unsigned long long)in->n_rejected);
+                       (unsigned long long)first_skipped, (unsigned long long)in->n_rejected,
+                       sorted);
             return in->n_rejected ? IMPORT_EXIT_REJECTED : IMPORT_EXIT_OK;
         case OUT_INPUT:
             fprintf(stderr, "stepscope import: %s\n", err);
@@ -966,6 +1025,7 @@ out:
         free(ins[i].dir);
         free(ins[i].mem);
         spool_free(ins[i].spool);
+        order_free(ins[i].order);
     }
     free(ins);
     for (size_t i = 0; dirs && i < n; i++)

@@ -5,6 +5,7 @@ Every test starts its own stepscoped (conftest.py) and runs the built CLI
 (<BUILD_DIR>/collectors/import/stepscope). Expected event counts and event objects come from
 Python's json module reading the same files, never from the importer itself.
 """
+import decimal
 import gzip
 import json
 import os
@@ -51,6 +52,25 @@ def read_bytes(path):
 def trace_events(path):
     doc = json.loads(read_bytes(path))
     return doc if isinstance(doc, list) else doc["traceEvents"]
+
+
+def torch_order(path):
+    """The file's events in the order the importer sends them (order.h): each thread's ("pid",
+    "tid") X events sorted stably by (ts, -dur), into the places that thread's X events held;
+    every other event where it was. Keys are read exactly (Decimal), as the importer reads ns."""
+    exact = json.loads(read_bytes(path), parse_float=decimal.Decimal)
+    exact = exact if isinstance(exact, list) else exact["traceEvents"]
+    events = trace_events(path)
+    places = {}
+    for i, e in enumerate(exact):
+        if e.get("ph") == "X":
+            places.setdefault((json.dumps(e.get("pid")), json.dumps(e.get("tid"))), []).append(i)
+    out = list(events)
+    for idx in places.values():
+        for at, i in zip(idx, sorted(idx, key=lambda i: (exact[i]["ts"],
+                                                         -(exact[i]["ts"] + exact[i]["dur"])))):
+            out[at] = events[i]
+    return out
 
 
 def q(name):
@@ -108,8 +128,9 @@ def test_kineto_file_exact_count_and_events(daemon, path):
     assert j["events"] == len(events)
     assert len(j["ranks_detail"]) == 1
     assert j["ranks_detail"][0]["framework"] == "torch"
-    # The timeline gives back the same event objects, in the file's order.
-    assert timeline(daemon, job) == events
+    # The timeline gives back the same event objects, in the order they were sent: the file's,
+    # but each thread's spans in torch's order.
+    assert timeline(daemon, job) == torch_order(path)
     st = daemon.stats()
     assert st["malformed"] == st["invalid"] == st["unknown"] == st["oversized"] == 0
     assert st["records"]["trace"] == len(events)
@@ -278,7 +299,7 @@ def test_two_files_one_job_ranks_in_file_order(daemon):
         [(0, len(trace_events(a))), (1, len(trace_events(b)))]
     assert j["ranks"] == 2
     assert j["events"] == len(trace_events(a)) + len(trace_events(b))
-    assert timeline(daemon, "two", rank=1) == trace_events(b)
+    assert timeline(daemon, "two", rank=1) == torch_order(b)
 
 
 def test_two_files_one_job_ranks_from_distributed_info(daemon):

@@ -574,6 +574,42 @@ def _rebase_legacy(events):
             ev["ts"] += shift
 
 
+def _is_num(v):
+    return (v.__class__ is int or v.__class__ is float) and v == v
+
+
+def _torch_order(events):
+    """Each thread's ("pid", "tid") complete ('X') events sorted stably by (ts, -dur), torch's
+    _populate_cpu_children order, into the places that thread's X events hold; every other event
+    stays where it is. Kineto writes a thread's spans out of that order, and the daemon nests
+    spans exactly (torch's walk) only when they arrive in it (docs/ARCHITECTURE.md). The same
+    order as `stepscope import` sends a file in (collectors/import/order.h). For equal starts
+    (ts, -dur) is (start, -end). Returns events itself when every thread is in order already."""
+    places = {}
+    unordered = False
+    last = {}
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        ts, dur = ev.get("ts"), ev.get("dur")
+        if not (_is_num(ts) and _is_num(dur)):
+            continue
+        key = (repr(ev.get("pid")), repr(ev.get("tid")))
+        k = (ts, -dur)
+        if key in last and k < last[key]:
+            unordered = True
+        last[key] = k
+        places.setdefault(key, []).append(i)
+    if not unordered:
+        return events
+    out = list(events)
+    for idx in places.values():
+        ordered = sorted(idx, key=lambda i: (events[i]["ts"], -events[i]["dur"]))
+        for at, i in zip(idx, ordered):
+            out[at] = events[i]
+    return out
+
+
 def _stream_window(c, prof, keep_dir):
     """Exports a finished profiler window and sends its events through c. Returns (events sent,
     the kept file or None); raises on failure."""
@@ -591,6 +627,7 @@ def _stream_window(c, prof, keep_dir):
                 pass
     if legacy:
         _rebase_legacy(events)
+    events = _torch_order(events)
     n = 0
     for ev in events:
         if isinstance(ev, dict) and "ph" in ev:
@@ -605,7 +642,8 @@ def trace_handler(client=None, keep_dir=None):
 
     The window is exported with the profiler's own ``export_chrome_trace`` (a temp file, removed
     afterwards unless ``keep_dir`` names a directory to keep it in) and every event is sent
-    as written, so the daemon holds the same trace as ``stepscope import`` of that file would.
+    as written, each thread's spans in torch's order (_torch_order), so the daemon holds the
+    same trace, in the same order, as ``stepscope import`` of that file would.
     Legacy traces (torch without Kineto) have their timestamps shifted to the wall clock (see
     _rebase_legacy). Also callable with a finished ``torch.autograd.profiler.profile``. Returns
     the number of events sent; never raises."""

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * order: each thread's X events in torch's (ts, -dur) order (contract in order.h).
+ */
+#include "order.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "num.h"
+
+#define NO_THREAD UINT32_MAX /* a line that is not an X event */
+
+struct line {
+    int64_t ts, end;   /* an X event's start and end, ns */
+    uint64_t off;      /* in the spool; also the line's rank in the file */
+    uint32_t len;      /* bytes before its '\n' */
+    uint32_t thread;   /* index in threads[], or NO_THREAD */
+};
+_Static_assert(sizeof(struct line) == 32, "32 bytes per line, plus 4 in order_finish()");
+
+struct thread {
+    uint64_t hash;
+    size_t key_at, key_len;     /* in keys[] */
+    int64_t last_ts, last_end;  /* the last X event's */
+    uint64_t count;             /* X events */
+    uint64_t start;             /* after order_finish(): index of its first in lines[] */
+    bool unordered;             /* an X event came before one it sorts after */
+};
+
+struct order {
+    struct line *lines;
+    size_t n, cap;
+    struct thread *threads;
+    size_t n_threads, cap_threads;
+    uint32_t *slots;            /* open addressing: thread index + 1, 0 empty */
+    size_t n_slots;             /* a power of two, at least twice n_threads */
+    char *keys;
+    size_t keys_len, keys_cap;
+    uint32_t *thread_of;        /* after order_finish(): the thread of each line, file order */
+    uint64_t n_unordered;       /* threads whose X events were out of order */
+    bool sorted;
+};
+
+struct order *order_new(void)
+{
+    return calloc(1, sizeof(struct order));
+}
+
+void order_free(struct order *o)
+{
+    if (!o)
+        return;
+    free(o->lines);
+    free(o->threads);
+    free(o->slots);
+    free(o->keys);
+    free(o->thread_of);
+    free(o);
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Index one past the string whose opening quote is at ev[i] (valid JSON). */
+static size_t skip_string(const char *ev, size_t n, size_t i)
+{
+    for (i++; i < n && ev[i] != '"'; i++)
+        if (ev[i] == '\\')
+            i++;
+    return i + 1;
+}
+
+const char *order_member(const char *ev, size_t n, const char *key, size_t *ret_len)
+{
+    size_t klen = strlen(key);
+    int depth = 0;
+    bool want_key = false;
+    for (size_t i = 0; i < n;) {
+        char c = ev[i];
+        if (c == '"') {
+            size_t e = skip_string(ev, n, i);
+            bool hit = depth == 1 && want_key && e - i - 2 == klen &&
+                       memcmp(ev + i + 1, key, klen) == 0;
+            if (depth == 1 && want_key)
+                want_key = false;
+            i = e;
+            if (!hit)
+                continue;
+            while (i < n && ev[i] != ':')
+                i++;
+            for (i++; i < n && is_blank(ev[i]); i++)
+                ;
+            size_t v = i;
+            int d = 0;
+            while (i < n) {
+                char x = ev[i];
+                if (x == '"') {
+                    i = skip_string(ev, n, i);
+                    continue;
+                }
+                if (x == '{' || x == '[')
+                    d++;
+                else if ((x == '}' || x == ']') && d-- == 0)
+                    break;
+                else if (x == ',' && d == 0)
+                    break;
+                i++;
+            }
+            if (i > n)
+                i = n;
+            while (i > v && is_blank(ev[i - 1]))
+                i--;
+            *ret_len = i - v;
+            return ev + v;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+            want_key = c == '{' && depth == 1;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',' && depth == 1) {
+            want_key = true;
+        }
+        i++;
+    }
+    return NULL;
+}
+
+/* Makes room in the array *p of *cap elements of size bytes, n used, for one more (doubling,
+ * first elements at least). Returns 0 or -ENOMEM. */
+static int room_for_one(void **p, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : first;
+    if (nc > SIZE_MAX / size)
+        return -ENOMEM;
+    void *np = realloc(*p, nc * size);
+    if (!np)
+        return -ENOMEM;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int grow_slots(struct order *o)
+{
+    size_t ns = o->n_slots ? o->n_slots * 2 : 64;
+    uint32_t *s = calloc(ns, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t t = 0; t < o->n_threads; t++) {
+        size_t k = (size_t)o->threads[t].hash & (ns - 1);
+        while (s[k])
+            k = (k + 1) & (ns - 1);
+        s[k] = (uint32_t)t + 1;
+    }
+    free(o->slots);
+    o->slots = s;
+    o->n_slots = ns;
+    return 0;
+}
+
+/* The index of the thread whose key is key[0, n), added if new; -ENOMEM. */
+static int64_t thread_of(struct order *o, const char *key, size_t n)
+{
+    uint64_t h = hash_bytes(key, n, 0xcbf29ce484222325ull);
+    if (o->n_slots) {
+        for (size_t k = (size_t)h & (o->n_slots - 1); o->slots[k]; k = (k + 1) & (o->n_slots - 1)) {
+            const struct thread *t = &o->threads[o->slots[k] - 1];
+            if (t->hash == h && t->key_len == n && memcmp(o->keys + t->key_at, key, n) == 0)
+                return o->slots[k] - 1;
+        }
+    }
+    if (o->n_threads == NO_THREAD - 1)
+        return -ENOMEM;
+    if ((o->n_threads + 1) * 2 > o->n_slots && grow_slots(o) < 0)
+        return -ENOMEM;
+    if (room_for_one((void **)&o->threads, o->n_threads, &o->cap_threads, sizeof *o->threads,
+                     16) < 0)
+        return -ENOMEM;
+    if (n > o->keys_cap - o->keys_len) {
+        size_t nc = o->keys_cap ? o->keys_cap * 2 : 4096;
+        while (nc - o->keys_len < n)
+            nc *= 2;
+        char *nk = realloc(o->keys, nc);
+        if (!nk)
+            return -ENOMEM;
+        o->keys = nk;
+        o->keys_cap = nc;
+    }
+    memcpy(o->keys + o->keys_len, key, n);
+    struct thread *t = &o->threads[o->n_threads];
+    *t = (struct thread){.hash = h, .key_at = o->keys_len, .key_len = n};
+    o->keys_len += n;
+    size_t k = (size_t)h & (o->n_slots - 1);
+    while (o->slots[k])
+        k = (k + 1) & (o->n_slots - 1);
+    o->slots[k] = (uint32_t)o->n_threads + 1;
+    return (int64_t)o->n_threads++;
+}
+
+/* Appends up to ORDER_KEY_MAX bytes of member name's raw text, and a separator, to key. */
+static size_t key_part(char *key, size_t at, const char *ev, size_t n, const char *name)
+{
+    size_t vl = 0;
+    const char *v = order_member(ev, n, name, &vl);
+    if (!v)
+        vl = 0;
+    if (vl > ORDER_KEY_MAX)
+        vl = ORDER_KEY_MAX;
+    memcpy(key + at, v ? v : "", vl);
+    key[at + vl] = '\0';
+    return at + vl + 1;
+}
+
+int order_note(struct order *o, const char *ev, size_t n, const struct tscan_event *info,
+               uint64_t off, uint32_t len)
+{
+    if (room_for_one((void **)&o->lines, o->n, &o->cap, sizeof *o->lines, 4096) < 0)
+        return -ENOMEM;
+    struct line *l = &o->lines[o->n];
+    *l = (struct line){.off = off, .len = len, .thread = NO_THREAD};
+    /* tscan let the event through: an X event has a numeric ts (located by tscan) and dur, in
+     * range (num.h). */
+    bool has_ts = info->ph == 'X' && info->ts_len > 0 && info->ts_at >= info->start &&
+                  info->ts_at - info->start + info->ts_len <= n;
+    size_t dl = 0;
+    const char *dur = has_ts ? order_member(ev, n, "dur", &dl) : NULL;
+    int64_t t_ns, d_ns;
+    if (dur && num_us_to_ns(ev + (info->ts_at - info->start), info->ts_len, &t_ns) == 0 &&
+        num_us_to_ns(dur, dl, &d_ns) == 0) {
+        /* The thread: "pid" as tscan kept it (cut to TSCAN_TEXT_MAX - 1 bytes), then "tid". */
+        char key[2 * ORDER_KEY_MAX + 2];
+        size_t pl = strlen(info->pid);
+        memcpy(key, info->pid, pl + 1);
+        size_t kn = key_part(key, pl + 1, ev, n, "tid");
+        int64_t ti = thread_of(o, key, kn);
+        if (ti < 0)
+            return -ENOMEM;
+        struct thread *t = &o->threads[ti];
+        l->thread = (uint32_t)ti;
+        l->ts = t_ns;
+        l->end = num_sat_add(t_ns, d_ns);
+        if (!t->unordered && t->count > 0 &&
+            (l->ts < t->last_ts || (l->ts == t->last_ts && l->end > t->last_end))) {
+            t->unordered = true;
+            o->n_unordered++;
+        }
+        t->last_ts = l->ts;
+        t->last_end = l->end;
+        t->count++;
+    }
+    o->n++;
+    return 0;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const struct line *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->thread != NO_THREAD) {
+        if (x->ts != y->ts)
+            return x->ts < y->ts ? -1 : 1;
+        if (x->end != y->end)
+            return x->end > y->end ? -1 : 1;
+    }
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int order_finish(struct order *o, uint64_t *ret_unordered)
+{
+    *ret_unordered = o->n_unordered;
+    if (o->n_unordered == 0) {
+        free(o->lines);
+        o->lines = NULL;
+        o->n = o->cap = 0;
+        return 0;
+    }
+    o->thread_of = malloc((o->n ? o->n : 1) * sizeof *o->thread_of);
+    if (!o->thread_of)
+        return -ENOMEM;
+    for (size_t i = 0; i < o->n; i++)
+        o->thread_of[i] = o->lines[i].thread;
+    qsort(o->lines, o->n, sizeof *o->lines, cmp_line);
+    uint64_t at = 0;
+    for (size_t t = 0; t < o->n_threads; t++) {
+        o->threads[t].start = at;
+        at += o->threads[t].count;
+    }
+    o->sorted = true;
+    return 1;
+}
+
+int order_runs(const struct order *o, uint64_t from,
+               int (*fn)(void *ud, uint64_t off, uint64_t len), void *ud)
+{
+    if (!o->sorted)
+        return -EINVAL;
+    /* next[t]: the next of thread t's sorted lines; next[n_threads]: the next other line. */
+    uint64_t *next = malloc((o->n_threads + 1) * sizeof *next);
+    if (!next)
+        return -ENOMEM;
+    uint64_t others = 0;
+    for (size_t t = 0; t < o->n_threads; t++) {
+        next[t] = o->threads[t].start;
+        others += o->threads[t].count;
+    }
+    next[o->n_threads] = others;
+    uint64_t run_off = 0, run_len = 0;
+    int r = 0;
+    for (size_t i = 0; i < o->n && r == 0; i++) {
+        uint32_t t = o->thread_of[i];
+        const struct line *l = &o->lines[next[t == NO_THREAD ? o->n_threads : t]++];
+        if (i < from)
+            continue;
+        if (run_len > 0 && run_off + run_len == l->off) {
+            run_len += (uint64_t)l->len + 1;
+            continue;
+        }
+        if (run_len > 0)
+            r = fn(ud, run_off, run_len);
+        run_off = l->off;
+        run_len = (uint64_t)l->len + 1;
+    }
+    if (r == 0 && run_len > 0)
+        r = fn(ud, run_off, run_len);
+    free(next);
+    return r;
+}

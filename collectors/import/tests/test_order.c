@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of order: top-level members found past nested ones and strings that look like
+ * them, and the sending order (each thread's X events by (ts, -dur) into their places, every
+ * other line in place) for any resume point.
+ */
+#include "order.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *member(const char *ev, const char *key)
+{
+    static char buf[256];
+    size_t n = 0;
+    const char *v = order_member(ev, strlen(ev), key, &n);
+    if (!v)
+        return NULL;
+    snprintf(buf, sizeof buf, "%.*s", (int)n, v);
+    return buf;
+}
+
+START_TEST(members_top_level_only)
+{
+    const char *ev = "{\"args\": {\"tid\": 9, \"x\": [\"tid\", {\"dur\": 1}]}, "
+                     "\"name\": \"tid\\\"dur\", \"tid\" : \"7 (a,b)\" ,\"dur\":12.5}";
+    ck_assert_str_eq(member(ev, "tid"), "\"7 (a,b)\"");
+    ck_assert_str_eq(member(ev, "dur"), "12.5");
+    ck_assert_str_eq(member(ev, "args"), "{\"tid\": 9, \"x\": [\"tid\", {\"dur\": 1}]}");
+    ck_assert_ptr_null(member(ev, "ts"));
+    ck_assert_str_eq(member("{\"tid\":1,\"tid\":2}", "tid"), "1"); /* the first wins */
+    ck_assert_ptr_null(member("{}", "tid"));
+}
+END_TEST
+
+/* Lines: X events of two threads and one counter; text only needs "ts", "dur", "pid", "tid". */
+static const char *lines[] = {
+    "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":1}",   /* A0 */
+    "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":2,\"ts\":9,\"dur\":1}",   /* B0 */
+    "{\"ph\":\"C\",\"name\":\"c\",\"pid\":1,\"ts\":1}",                        /* C */
+    "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":3}",   /* A1: before A0 (longer) */
+    "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1}",   /* A2: first of A */
+    "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":2,\"ts\":10,\"dur\":1}",  /* B1 */
+};
+/* Places of A: 0, 3, 4 -> A2, A1, A0; B and C stay. */
+static const int want[] = {4, 1, 2, 3, 0, 5};
+
+struct got {
+    uint64_t off[8];
+    uint64_t len[8];
+    int n;
+};
+
+static int collect(void *ud, uint64_t off, uint64_t len)
+{
+    struct got *g = ud;
+    ck_assert_int_lt(g->n, 8);
+    g->off[g->n] = off;
+    g->len[g->n++] = len;
+    return 0;
+}
+
+/* Notes ev (one event's JSON text) in o as tfile would give it: scanned by tscan. */
+static void note(struct order *o, const char *ev, uint64_t off)
+{
+    struct tscan s;
+    tscan_init(&s);
+    size_t used, n = strlen(ev);
+    char doc[256];
+    snprintf(doc, sizeof doc, "[%s]", ev);
+    ck_assert_int_eq(tscan_feed(&s, doc, strlen(doc), &used), TSCAN_EVENT);
+    ck_assert_int_eq(order_note(o, doc + 1, n, &s.event, off, (uint32_t)n), 0);
+}
+
+static struct order *build(uint64_t *offs, uint64_t *ret_unordered, int *ret_r)
+{
+    struct order *o = order_new();
+    ck_assert_ptr_nonnull(o);
+    uint64_t off = 0;
+    for (int i = 0; i < 6; i++) {
+        offs[i] = off;
+        note(o, lines[i], off);
+        off += strlen(lines[i]) + 1;
+    }
+    *ret_r = order_finish(o, ret_unordered);
+    return o;
+}
+
+START_TEST(runs_in_torch_order_from_any_line)
+{
+    uint64_t offs[6], unordered;
+    int r;
+    struct order *o = build(offs, &unordered, &r);
+    ck_assert_int_eq(r, 1);
+    ck_assert_uint_eq(unordered, 1);
+    for (uint64_t from = 0; from <= 6; from++) {
+        struct got g = {0};
+        ck_assert_int_eq(order_runs(o, from, collect, &g), 0);
+        /* Expand the runs back into lines and compare with want[from..]. */
+        int k = (int)from;
+        for (int i = 0; i < g.n; i++) {
+            uint64_t at = g.off[i], end = g.off[i] + g.len[i];
+            while (at < end) {
+                ck_assert_int_lt(k, 6);
+                ck_assert_uint_eq(at, offs[want[k]]);
+                at += strlen(lines[want[k]]) + 1;
+                k++;
+            }
+            ck_assert_uint_eq(at, end);
+        }
+        ck_assert_int_eq(k, 6);
+    }
+    order_free(o);
+}
+END_TEST
+
+START_TEST(in_order_is_left_alone)
+{
+    struct order *o = order_new();
+    const char *a = "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":3}";
+    const char *b = "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":3}"; /* equal: in order */
+    note(o, a, 0);
+    note(o, b, strlen(a) + 1);
+    uint64_t u;
+    ck_assert_int_eq(order_finish(o, &u), 0);
+    ck_assert_uint_eq(u, 0);
+    order_free(o);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("order");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, members_top_level_only);
+    tcase_add_test(tc, runs_in_torch_order_from_any_line);
+    tcase_add_test(tc, in_order_is_left_alone);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
