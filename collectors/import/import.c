@@ -339,8 +339,14 @@ static int validate_protobuf(struct input *in)
         sbuf_done(&out);
         return -1;
     }
-    in->mem = out.data; /* the sbuf's buffer, now the input's */
+    /* The sbuf's buffer, now the input's (non-NULL even without events: it marks the input as
+     * converted in memory). */
+    in->mem = out.data ? out.data : calloc(1, 1);
     in->mem_len = out.len;
+    if (!in->mem) {
+        fprintf(stderr, "stepscope import: out of memory\n");
+        return -1;
+    }
     in->n_events = info.n_events;
     in->n_bytes = len;
     in->fw = FW_PADDLE;

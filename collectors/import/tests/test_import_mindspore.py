@@ -579,6 +579,12 @@ def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     p = run_import(daemon, pb)
     assert_ok(p)
     assert "0 sent" in p.stdout, p.stdout
+    # a valid export without events (only its version) imports as nothing, not as JSON
+    empty = tmp / "empty.pb"
+    empty.write_bytes(b"\x0a\x051.0.2")
+    p = run_import(daemon, empty)
+    assert_ok(p)
+    assert "0 events" in p.stdout and "paddle-protobuf" in p.stdout, p.stdout
 
 
 def test_ranks_from_file_names_and_rank_option(daemon, tmp):
