@@ -25,12 +25,14 @@ static const char *doc =
     "{\"ph\": \"M\", \"name\": \"thread_name\", \"args\": {\"name\": \"a[1 us]\"}},\n"
     "{}]}";
 
+/* Multi-line elements in parentheses: clang's -Wstring-concatenation otherwise takes them for
+ * a missing comma. */
 static const char *want[] = {
-    "{\"name\": \"ProfileStep#2\", \"pid\": 1, \"tid\": \"1(Python)\",\n"
-    "  \"ts\": 1000.5, \"dur\": 1658.327, \"ph\": \"X\", \"cat\": \"ProfileStep\",\n"
-    "  \"args\": {\"start_time\": \"0.000 us\", \"end_time\": \"1658.327 us\"}}",
-    "{\"args\": {\"x\": {\"start_time\": \"9 us\"}, \"start_time\": \"1.2337 ms\"}, \"ph\": \"X\",\n"
-    "  \"name\": \"matmul dygraph\", \"ts\": 2234.2, \"dur\": 1}",
+    ("{\"name\": \"ProfileStep#2\", \"pid\": 1, \"tid\": \"1(Python)\",\n"
+     "  \"ts\": 1000.5, \"dur\": 1658.327, \"ph\": \"X\", \"cat\": \"ProfileStep\",\n"
+     "  \"args\": {\"start_time\": \"0.000 us\", \"end_time\": \"1658.327 us\"}}"),
+    ("{\"args\": {\"x\": {\"start_time\": \"9 us\"}, \"start_time\": \"1.2337 ms\"}, \"ph\": \"X\",\n"
+     "  \"name\": \"matmul dygraph\", \"ts\": 2234.2, \"dur\": 1}"),
     "{\"ph\":\"X\",\"name\":\"c\",\"ts\":1001,\"dur\":0,\"args\":{\"start_time\":\"0.5 us\"}}",
     "{\"ph\": \"M\", \"name\": \"thread_name\", \"args\": {\"name\": \"a[1 us]\"}}",
 };
