@@ -1657,6 +1657,22 @@ static bool tv_args_cpu_op(const char *a, size_t n)
     }
 }
 
+/* A raw value (object, array, number, literal) copied into the output line: a newline in it can
+ * only be JSON whitespace (none is allowed raw inside a string), so it becomes a blank and the
+ * event stays one line (libFuzzer: {"args": {"name"\n: "CPU OP"}} was cut in two). */
+static void tv_add_raw(struct sbuf *o, const char *v, size_t n)
+{
+    const char *nl;
+    while (n > 0 && (nl = memchr(v, '\n', n)) != NULL) {
+        size_t k = (size_t)(nl - v);
+        sbuf_add(o, v, k);
+        sbuf_addc(o, ' ');
+        v += k + 1;
+        n -= k + 1;
+    }
+    sbuf_add(o, v, n);
+}
+
 /* One event of pass `pass` (1: find the "CPU OP" processes; 2: their executions' first and last
  * start; 3: write the others). */
 static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_member *mb, size_t n,
@@ -1732,7 +1748,7 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
             sbuf_add(o, x->v, x->vn);
             sbuf_addc(o, '"');
         } else {
-            sbuf_add(o, x->v, x->vn);
+            tv_add_raw(o, x->v, x->vn);
         }
     }
     sbuf_addc(o, '}');
