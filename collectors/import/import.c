@@ -621,17 +621,59 @@ enum outcome {
     OUT_INPUT,        /* the file changed or failed on the second read */
 };
 
+#define RUN_FILE_MIN (64u << 10) /* runs this long go by sendfile(); shorter ones are copied */
+#define RUN_WINDOW (1u << 20)    /* bytes of the spool read at a time for the short runs */
+
 struct run_ctx {
     struct client *c;
     int fd;
     char *err;
+    char *win;      /* RUN_WINDOW bytes: the spool from woff */
+    uint64_t woff;
+    size_t wlen;
 };
 
-/* order_runs() callback: one run of spooled lines. */
+/* order_runs() callback: one run of spooled lines. A reordered thread makes many runs of a line
+ * or two, and a sendfile() call each would cost more than the copy: those are read a window at
+ * a time (reordering is local, so the next runs are mostly in the same window) and queued like
+ * any line, in order with the long runs, which client_send_file() sends only once the queue is
+ * out. */
 static int send_run(void *ud, uint64_t off, uint64_t len)
 {
     struct run_ctx *rc = ud;
-    return client_send_file(rc->c, rc->fd, off, len, rc->err);
+    if (len >= RUN_FILE_MIN)
+        return client_send_file(rc->c, rc->fd, off, len, rc->err);
+    if (off < rc->woff || off + len > rc->woff + rc->wlen) {
+        size_t got = 0;
+        while (got < RUN_WINDOW) {
+            ssize_t n = pread(rc->fd, rc->win + got, RUN_WINDOW - got, (off_t)(off + got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                snprintf(rc->err, CLIENT_ERR_MAX, "temporary file: %s", strerror(errno));
+                return -errno;
+            }
+            if (n == 0)
+                break;
+            got += (size_t)n;
+        }
+        rc->woff = off;
+        rc->wlen = got;
+        if (got < len) {
+            snprintf(rc->err, CLIENT_ERR_MAX, "temporary file: it ended early");
+            return -EIO;
+        }
+    }
+    const char *p = rc->win + (off - rc->woff), *end = p + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        int r = client_send(rc->c, p, (size_t)(le - p), rc->err);
+        if (r < 0)
+            return r;
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
 }
 
 /* One session: connect, hello, send from next_seq, bye, wait for the final ack. */
@@ -693,9 +735,12 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
         }
         if (in->order) {
             /* Each thread's spans in torch's order: the spool's lines in order_runs()' order. */
-            struct run_ctx rc = {.c = c, .fd = spool_fd(in->spool), .err = err};
-            r = order_runs(in->order, next_seq < in->n_events ? next_seq : in->n_events,
-                           send_run, &rc);
+            struct run_ctx rc = {.c = c, .fd = spool_fd(in->spool), .err = err,
+                                 .win = malloc(RUN_WINDOW)};
+            r = rc.win ? order_runs(in->order, next_seq < in->n_events ? next_seq : in->n_events,
+                                    send_run, &rc)
+                       : -ENOMEM;
+            free(rc.win);
             if (r == -ENOMEM)
                 snprintf(err, CLIENT_ERR_MAX, "out of memory");
             if (r < 0)
