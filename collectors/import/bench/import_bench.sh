@@ -39,7 +39,7 @@ size=$(stat -c %s "$trace")
 echo "trace: $trace, $size bytes, $events events" >&2
 
 sock=$WORK/s.sock
-rm -rf "$WORK/data" "$sock"
+rm -rf "$WORK/data" "$sock" "$WORK/daemon.out"  # an old daemon.out would pass the wait below
 "$daemon_bin" --socket "$sock" --data-dir "$WORK/data" --http 127.0.0.1:0 >"$WORK/daemon.out" \
   2>"$WORK/daemon.err" &
 dpid=$!
