@@ -414,8 +414,8 @@ static int validate(struct input *in)
         uint64_t at = in->spool ? spool_bytes(in->spool) : 0;
         if (in->spool && (sr = spool_add(in->spool, ev, len)) < 0)
             drop_spool(in, sr);
-        if (in->order && order_note(in->order, ev, len, info, at,
-                                    (uint32_t)(spool_bytes(in->spool) - at - 1)) < 0)
+        if (in->order &&
+            order_note(in->order, info, at, (uint32_t)(spool_bytes(in->spool) - at - 1)) < 0)
             drop_order(in);
     }
     if (r == 0 && in->spool && (sr = spool_flush(in->spool)) < 0)

@@ -61,76 +61,6 @@ void order_free(struct order *o)
     free(o);
 }
 
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-/* Index one past the string whose opening quote is at ev[i] (valid JSON). */
-static size_t skip_string(const char *ev, size_t n, size_t i)
-{
-    for (i++; i < n && ev[i] != '"'; i++)
-        if (ev[i] == '\\')
-            i++;
-    return i + 1;
-}
-
-const char *order_member(const char *ev, size_t n, const char *key, size_t *ret_len)
-{
-    size_t klen = strlen(key);
-    int depth = 0;
-    bool want_key = false;
-    for (size_t i = 0; i < n;) {
-        char c = ev[i];
-        if (c == '"') {
-            size_t e = skip_string(ev, n, i);
-            bool hit = depth == 1 && want_key && e - i - 2 == klen &&
-                       memcmp(ev + i + 1, key, klen) == 0;
-            if (depth == 1 && want_key)
-                want_key = false;
-            i = e;
-            if (!hit)
-                continue;
-            while (i < n && ev[i] != ':')
-                i++;
-            for (i++; i < n && is_blank(ev[i]); i++)
-                ;
-            size_t v = i;
-            int d = 0;
-            while (i < n) {
-                char x = ev[i];
-                if (x == '"') {
-                    i = skip_string(ev, n, i);
-                    continue;
-                }
-                if (x == '{' || x == '[')
-                    d++;
-                else if ((x == '}' || x == ']') && d-- == 0)
-                    break;
-                else if (x == ',' && d == 0)
-                    break;
-                i++;
-            }
-            if (i > n)
-                i = n;
-            while (i > v && is_blank(ev[i - 1]))
-                i--;
-            *ret_len = i - v;
-            return ev + v;
-        }
-        if (c == '{' || c == '[') {
-            depth++;
-            want_key = c == '{' && depth == 1;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        } else if (c == ',' && depth == 1) {
-            want_key = true;
-        }
-        i++;
-    }
-    return NULL;
-}
-
 /* Makes room in the array *p of *cap elements of size bytes, n used, for one more (doubling,
  * first elements at least). Returns 0 or -ENOMEM. */
 static int room_for_one(void **p, size_t n, size_t *cap, size_t size, size_t first)
@@ -212,48 +142,27 @@ static int64_t thread_of(struct order *o, const char *key, size_t n)
     return (int64_t)o->n_threads++;
 }
 
-/* Appends up to ORDER_KEY_MAX bytes of member name's raw text, and a separator, to key. */
-static size_t key_part(char *key, size_t at, const char *ev, size_t n, const char *name)
-{
-    size_t vl = 0;
-    const char *v = order_member(ev, n, name, &vl);
-    if (!v)
-        vl = 0;
-    if (vl > ORDER_KEY_MAX)
-        vl = ORDER_KEY_MAX;
-    memcpy(key + at, v ? v : "", vl);
-    key[at + vl] = '\0';
-    return at + vl + 1;
-}
-
-int order_note(struct order *o, const char *ev, size_t n, const struct tscan_event *info,
-               uint64_t off, uint32_t len)
+int order_note(struct order *o, const struct tscan_event *info, uint64_t off, uint32_t len)
 {
     if (room_for_one((void **)&o->lines, o->n, &o->cap, sizeof *o->lines, 4096) < 0)
         return -ENOMEM;
     struct line *l = &o->lines[o->n];
     *l = (struct line){.off = off, .len = len, .thread = NO_THREAD};
-    /* tscan let the event through: an X event has a numeric ts (located by tscan) and dur, in
-     * range (num.h). */
-    bool has_ts = info->ph == 'X' && info->ts_len > 0 && info->ts_at >= info->start &&
-                  info->ts_at - info->start + info->ts_len <= n;
-    size_t dl = 0;
-    const char *dur = has_ts ? order_member(ev, n, "dur", &dl) : NULL;
-    int64_t t_ns, d_ns;
-    if (dur && num_us_to_ns(ev + (info->ts_at - info->start), info->ts_len, &t_ns) == 0 &&
-        num_us_to_ns(dur, dl, &d_ns) == 0) {
-        /* The thread: "pid" as tscan kept it (cut to TSCAN_TEXT_MAX - 1 bytes), then "tid". */
-        char key[2 * ORDER_KEY_MAX + 2];
-        size_t pl = strlen(info->pid);
+    /* tscan let the event through: an X event has a numeric ts and dur, in range (num.h), and
+     * tscan converted them. The thread: "pid" then "tid", as tscan kept them (raw JSON text cut
+     * to TSCAN_TEXT_MAX - 1 bytes). */
+    if (info->ph == 'X') {
+        char key[2 * TSCAN_TEXT_MAX];
+        size_t pl = strlen(info->pid), tl = strlen(info->tid);
         memcpy(key, info->pid, pl + 1);
-        size_t kn = key_part(key, pl + 1, ev, n, "tid");
-        int64_t ti = thread_of(o, key, kn);
+        memcpy(key + pl + 1, info->tid, tl + 1);
+        int64_t ti = thread_of(o, key, pl + tl + 2);
         if (ti < 0)
             return -ENOMEM;
         struct thread *t = &o->threads[ti];
         l->thread = (uint32_t)ti;
-        l->ts = t_ns;
-        l->end = num_sat_add(t_ns, d_ns);
+        l->ts = info->ts_ns;
+        l->end = num_sat_add(info->ts_ns, info->dur_ns);
         if (!t->unordered && t->count > 0 &&
             (l->ts < t->last_ts || (l->ts == t->last_ts && l->end > t->last_end))) {
             t->unordered = true;

@@ -25,18 +25,16 @@
 
 #include "tscan.h"
 
-#define ORDER_KEY_MAX TSCAN_TEXT_MAX /* bytes of "pid" and of "tid" text that tell threads apart */
-
 struct order;
 
 /* An empty index, or NULL when out of memory. Free with order_free(); NULL-safe. */
 struct order *order_new(void);
 void order_free(struct order *o);
 
-/* Notes the next line: the event ev[0, n) as tfile_next() gave it (info its scan), spooled at
- * byte off with len bytes before its '\n'. Returns 0 or -ENOMEM (then o is unusable). */
-int order_note(struct order *o, const char *ev, size_t n, const struct tscan_event *info,
-               uint64_t off, uint32_t len);
+/* Notes the next line: the event tscan scanned as info, spooled at byte off with len bytes
+ * before its '\n'. Threads are told apart by the raw "pid" and "tid" texts tscan kept (their
+ * first TSCAN_TEXT_MAX - 1 bytes). Returns 0 or -ENOMEM (then o is unusable). */
+int order_note(struct order *o, const struct tscan_event *info, uint64_t off, uint32_t len);
 
 /* After the last line. Returns 0 when every thread's X events were in (ts, -dur) order (the
  * index is freed: send the lines as they are), 1 when they are to be sent in order_runs()'s
@@ -48,9 +46,5 @@ int order_finish(struct order *o, uint64_t *ret_unordered);
  * (0-based) on. Stops at and returns fn's first non-zero result; else 0. */
 int order_runs(const struct order *o, uint64_t from,
                int (*fn)(void *ud, uint64_t off, uint64_t len), void *ud);
-
-/* The raw text of the top-level member key (given without quotes) of the valid JSON object
- * ev[0, n), the first occurrence, or NULL; *ret_len its length. */
-const char *order_member(const char *ev, size_t n, const char *key, size_t *ret_len);
 
 #endif

@@ -73,6 +73,7 @@ enum slot {
     SL_EV_PID,
     SL_EV_ARGS,
     SL_EV_START_TIME,
+    SL_EV_TID,
 };
 
 enum jtype { JT_ABSENT, JT_STRING, JT_NUMBER, JT_OBJECT, JT_ARRAY, JT_LITERAL };
@@ -179,6 +180,7 @@ static int event_key_slot(struct tscan *s, const char *k, size_t n)
         slot = memcmp(k, "dur", 3) == 0   ? SL_EV_DUR
                : memcmp(k, "cat", 3) == 0 ? SL_EV_CAT
                : memcmp(k, "pid", 3) == 0 ? SL_EV_PID
+               : memcmp(k, "tid", 3) == 0 ? SL_EV_TID
                                           : SL_NONE;
         break;
     case 4:
@@ -305,6 +307,9 @@ static void event_scalar(struct tscan *s, int slot, int type, const char *v, siz
     case SL_EV_PID:
         text_copy(s->event.pid, sizeof s->event.pid, v, n);
         break;
+    case SL_EV_TID:
+        text_copy(s->event.tid, sizeof s->event.tid, v, n);
+        break;
     case SL_EV_TS:
         text_copy(s->ev_ts, sizeof s->ev_ts, v, n);
         if (n > TSCAN_CAP_MAX)
@@ -403,6 +408,8 @@ static int check_event(struct tscan *s)
     } else if (num_us_to_ns(s->ev_ts, strlen(s->ev_ts), &ns) < 0 || ns >= NUM_TIME_MAX_NS ||
                ns <= NUM_TIME_MIN_NS) {
         return fail(s, at, "event #%llu: \"ts\" is out of range", (unsigned long long)n);
+    } else {
+        s->event.ts_ns = ns;
     }
     if (ph == 'X') {
         if (s->ev_dur_type == JT_ABSENT)
@@ -413,6 +420,7 @@ static int check_event(struct tscan *s)
             return fail(s, at, "event #%llu: \"dur\" is out of range", (unsigned long long)n);
         if (ns < 0)
             return fail(s, at, "event #%llu: \"dur\" must be >= 0", (unsigned long long)n);
+        s->event.dur_ns = ns;
     }
     return 0;
 }
@@ -430,7 +438,8 @@ static void event_begin(struct tscan *s, uint64_t at)
     s->event.ts_at = s->event.name_at = 0;
     s->args_depth = 0;
     s->event.ph = 0;
-    s->event.cat[0] = s->event.name[0] = s->event.pid[0] = '\0';
+    s->event.cat[0] = s->event.name[0] = s->event.pid[0] = s->event.tid[0] = '\0';
+    s->event.ts_ns = s->event.dur_ns = 0;
 }
 
 /* Starts the value whose first byte is c at offset at. Returns 0 or -EINVAL. */

@@ -48,6 +48,9 @@ struct tscan_event {
     char cat[TSCAN_TEXT_MAX];      /* "cat" string's raw text, cut to fit, NUL-terminated */
     char name[TSCAN_TEXT_MAX];     /* "name" string's raw text, cut to fit */
     char pid[TSCAN_TEXT_MAX];      /* "pid" value's raw JSON text (quotes kept), cut to fit */
+    char tid[TSCAN_TEXT_MAX];      /* "tid" value's raw JSON text (quotes kept), cut to fit */
+    int64_t ts_ns;                 /* "ts" in ns, once the event ended with a valid one; else 0 */
+    int64_t dur_ns;                /* "dur" in ns, once an X event ended; else 0 */
     uint64_t ts_at;                /* absolute offset of the "ts" number's first byte */
     uint32_t ts_len;               /* its length in bytes; 0 when "ts" is absent or not a number */
     uint64_t name_at;              /* absolute offset of the "name" string's opening quote */

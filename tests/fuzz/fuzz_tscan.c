@@ -4,8 +4,9 @@
  * scanned twice: whole, and in chunks whose sizes come from its first byte (a resumable scanner
  * must not care where a read ends). Invariants:
  *   - both scans agree: same result, same events at the same offsets with the same phase, cat,
- *     name and pid, the same error at the same offset (the whole scan takes tscan's fast path
- *     for every event that lies whole in its chunk, the chunked one its state machine);
+ *     name, pid, tid, ts and dur (in ns), the same error at the same offset (the whole scan
+ *     takes tscan's fast path for every event that lies whole in its chunk, the chunked one its
+ *     state machine);
  *   - a feed takes 1..len bytes, and an event's bytes lie inside what was fed, start with '{' and
  *     end with '}', with increasing offsets and indexes 0, 1, 2, ...;
  *   - an error is final (the next feed fails at the same offset) and its message is terminated;
@@ -41,7 +42,8 @@ struct scan_out {
     size_t n;          /* events seen */
     uint64_t start[EV_MAX], end[EV_MAX];
     char ph[EV_MAX];
-    uint64_t text[EV_MAX]; /* hash of the event's cat, name, pid and start_time */
+    uint64_t text[EV_MAX]; /* hash of the event's cat, name, pid, tid and start_time */
+    int64_t ts_ns[EV_MAX], dur_ns[EV_MAX];
     uint64_t ts_at[EV_MAX], name_at[EV_MAX];
     uint32_t ts_len[EV_MAX], name_len[EV_MAX];
     char err[TSCAN_ERR_MAX];
@@ -96,7 +98,8 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
             assert(data[ev->start] == '{' && data[ev->end - 1] == '}');
             assert(o->n == 0 || ev->start >= o->end[o->n - 1]);
             assert(memchr(ev->name, '\0', sizeof ev->name) && memchr(ev->cat, '\0', sizeof ev->cat));
-            assert(memchr(ev->pid, '\0', sizeof ev->pid));
+            assert(memchr(ev->pid, '\0', sizeof ev->pid) && memchr(ev->tid, '\0', sizeof ev->tid));
+            assert(ev->ph != 'X' || ev->dur_ns >= 0);
             assert(memchr(ev->start_time, '\0', sizeof ev->start_time));
             assert(!ev->ts_len || (ev->ts_at > ev->start && ev->ts_at + ev->ts_len < ev->end));
             assert(!ev->name_len || (ev->name_at > ev->start && ev->name_at + ev->name_len < ev->end &&
@@ -106,8 +109,11 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
                 o->start[o->n] = ev->start;
                 o->end[o->n] = ev->end;
                 o->ph[o->n] = ev->ph;
-                o->text[o->n] = fnv(fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid),
+                o->text[o->n] = fnv(fnv(fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid),
+                                        ev->tid),
                                     ev->start_time);
+                o->ts_ns[o->n] = ev->ts_ns;
+                o->dur_ns[o->n] = ev->dur_ns;
                 o->ts_at[o->n] = ev->ts_at;
                 o->ts_len[o->n] = ev->ts_len;
                 o->name_at[o->n] = ev->name_at;
@@ -186,6 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         assert(whole.start[i] == parts.start[i] && whole.end[i] == parts.end[i]);
         assert(whole.ph[i] == parts.ph[i] && whole.text[i] == parts.text[i]);
         assert(whole.ts_at[i] == parts.ts_at[i] && whole.ts_len[i] == parts.ts_len[i]);
+        assert(whole.ts_ns[i] == parts.ts_ns[i] && whole.dur_ns[i] == parts.dur_ns[i]);
         assert(whole.name_at[i] == parts.name_at[i] && whole.name_len[i] == parts.name_len[i]);
         check_daemon_takes(text + whole.start[i], (size_t)(whole.end[i] - whole.start[i]),
                            whole.ph[i]);

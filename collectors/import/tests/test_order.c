@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of order: top-level members found past nested ones and strings that look like
- * them, and the sending order (each thread's X events by (ts, -dur) into their places, every
- * other line in place) for any resume point.
+ * Unit tests of order: the thread and times tscan hands it (top-level members only, the first
+ * occurrence), and the sending order (each thread's X events by (ts, -dur) into their places,
+ * every other line in place) for any resume point.
  */
 #include "order.h"
 
@@ -10,30 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *member(const char *ev, const char *key)
-{
-    static char buf[256];
-    size_t n = 0;
-    const char *v = order_member(ev, strlen(ev), key, &n);
-    if (!v)
-        return NULL;
-    snprintf(buf, sizeof buf, "%.*s", (int)n, v);
-    return buf;
-}
-
-START_TEST(members_top_level_only)
-{
-    const char *ev = "{\"args\": {\"tid\": 9, \"x\": [\"tid\", {\"dur\": 1}]}, "
-                     "\"name\": \"tid\\\"dur\", \"tid\" : \"7 (a,b)\" ,\"dur\":12.5}";
-    ck_assert_str_eq(member(ev, "tid"), "\"7 (a,b)\"");
-    ck_assert_str_eq(member(ev, "dur"), "12.5");
-    ck_assert_str_eq(member(ev, "args"), "{\"tid\": 9, \"x\": [\"tid\", {\"dur\": 1}]}");
-    ck_assert_ptr_null(member(ev, "ts"));
-    ck_assert_str_eq(member("{\"tid\":1,\"tid\":2}", "tid"), "1"); /* the first wins */
-    ck_assert_ptr_null(member("{}", "tid"));
-}
-END_TEST
 
 /* Lines: X events of two threads and one counter; text only needs "ts", "dur", "pid", "tid". */
 static const char *lines[] = {
@@ -71,7 +47,7 @@ static void note(struct order *o, const char *ev, uint64_t off)
     char doc[256];
     snprintf(doc, sizeof doc, "[%s]", ev);
     ck_assert_int_eq(tscan_feed(&s, doc, strlen(doc), &used), TSCAN_EVENT);
-    ck_assert_int_eq(order_note(o, doc + 1, n, &s.event, off, (uint32_t)n), 0);
+    ck_assert_int_eq(order_note(o, &s.event, off, (uint32_t)n), 0);
 }
 
 static struct order *build(uint64_t *offs, uint64_t *ret_unordered, int *ret_r)
@@ -87,6 +63,30 @@ static struct order *build(uint64_t *offs, uint64_t *ret_unordered, int *ret_r)
     *ret_r = order_finish(o, ret_unordered);
     return o;
 }
+
+/* What order_note() reads from a scanned event: top-level "tid" (not args' nor a string's), the
+ * first occurrence, ts and dur in ns. */
+START_TEST(event_thread_and_times_from_tscan)
+{
+    const char *doc = "[{\"args\": {\"tid\": 9, \"x\": [\"tid\", {\"dur\": 1}]}, \"ph\": \"X\", "
+                      "\"name\": \"tid\\\"dur\", \"pid\": 3, \"tid\" : \"7 (a,b)\" ,\"dur\":12.5, "
+                      "\"ts\": 1000.25, \"tid\": 8}]";
+    struct tscan s;
+    size_t used;
+    tscan_init(&s);
+    ck_assert_int_eq(tscan_feed(&s, doc, strlen(doc), &used), TSCAN_EVENT);
+    ck_assert_str_eq(s.event.tid, "\"7 (a,b)\"");
+    ck_assert_str_eq(s.event.pid, "3");
+    ck_assert_int_eq(s.event.ts_ns, 1000250);
+    ck_assert_int_eq(s.event.dur_ns, 12500);
+    /* The next event starts clean. */
+    const char *doc2 = "[{\"ph\": \"i\", \"name\": \"m\", \"ts\": 1}]";
+    tscan_init(&s);
+    ck_assert_int_eq(tscan_feed(&s, doc2, strlen(doc2), &used), TSCAN_EVENT);
+    ck_assert_str_eq(s.event.tid, "");
+    ck_assert_int_eq(s.event.dur_ns, 0);
+}
+END_TEST
 
 START_TEST(runs_in_torch_order_from_any_line)
 {
@@ -134,7 +134,7 @@ int main(void)
 {
     Suite *s = suite_create("order");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, members_top_level_only);
+    tcase_add_test(tc, event_thread_and_times_from_tscan);
     tcase_add_test(tc, runs_in_torch_order_from_any_line);
     tcase_add_test(tc, in_order_is_left_alone);
     suite_add_tcase(s, tc);
