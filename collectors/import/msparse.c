@@ -1010,6 +1010,11 @@ static int feed_step_trace(struct msf *m, char *data, size_t len, struct msf_err
 
 /* ---- AI Core / AI CPU operator tables ---- */
 
+/* The shortest kernel record feed_aicore_detail() writes: an empty name and type, times 0. */
+#define MSF_KERNEL_LINE_MIN                                                                     \
+    (sizeof "{\"ph\":\"X\",\"name\":\"\",\"cat\":\"kernel\",\"ts\":0,\"dur\":0,\"pid\":\"AI Core "     \
+            "(aggregated)\",\"tid\":\"\",\"args\":{\"aggregated\":true}}\n" - 1)
+
 static int feed_aicore_detail(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
     struct csv c;
@@ -1037,6 +1042,17 @@ static int feed_aicore_detail(struct msf *m, char *data, size_t len, struct msf_
         name = fld_dup(&f[0]);
         if (!name) {
             r = fail(e, line, 1, -ENOMEM, "out of memory");
+            break;
+        }
+        /* One span per call, each at least MSF_KERNEL_LINE_MIN bytes: a count that cannot fit
+         * is refused before anything is expanded (a 541-byte file claiming 333 M calls once
+         * took 1.2 GB and 3 s to reach the output limit). */
+        if ((uint64_t)freq > MSF_EVENTS_MAX - m->n_lines ||
+            (uint64_t)freq > (m->out.max - m->out.len) / MSF_KERNEL_LINE_MIN) {
+            r = fail(e, line, f[c_freq].col, -EMSGSIZE,
+                     "execution_frequency %lld: one record per call would pass the limit of %llu "
+                     "records or %zu bytes", (long long)freq, (unsigned long long)MSF_EVENTS_MAX,
+                     m->out.max);
             break;
         }
         const struct fw_row *w = fw_find(m, name);

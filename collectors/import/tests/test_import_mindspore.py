@@ -307,6 +307,9 @@ def test_bad_step_trace_is_reported_and_nothing_sent(daemon, tmp, mutate, line, 
      "line 2, column 3: quoted field never closed"),
     ("minddata_cpu_utilization_1.json", '{"device_info": {"idle_utilization": [1, "x"]}}',
      "line 1, column 42: expected a number"),
+    # One span per call: a count that cannot fit is refused before anything is expanded.
+    ("aicore_intermediate_1_detail.csv", "full_op_name,execution_time,execution_frequency\n"
+     "a,0.001,333333343\n", "line 2, column 9: execution_frequency 333333343: one record per call"),
 ])
 def test_bad_files_are_reported_and_nothing_sent(daemon, tmp, name, text, reason):
     d = copy_folder(tmp, "04_minddata_queues")
