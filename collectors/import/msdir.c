@@ -31,6 +31,7 @@ struct scan {
     struct found *f;
     size_t n, cap;
     bool bad;
+    size_t rank_bytes_max; /* converted lines of one rank */
 };
 
 struct pattern {
@@ -258,7 +259,7 @@ static uint64_t fnv1a(const char *s, size_t n)
 /* Converts one rank's files. Returns 0 or -1 (printed). */
 static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *out)
 {
-    struct msf *m = msf_new(MSDIR_RANK_BYTES_MAX);
+    struct msf *m = msf_new(s->rank_bytes_max);
     struct sbuf files;
     sbuf_init(&files, 1u << 20);
     int ret = 0;
@@ -373,7 +374,12 @@ void msdir_free(struct msdir *d)
 
 int msdir_scan(const char *path, struct msdir **ret)
 {
-    struct scan s = {0};
+    return msdir_scan_max(path, MSDIR_RANK_BYTES_MAX, ret);
+}
+
+int msdir_scan_max(const char *path, size_t rank_bytes_max, struct msdir **ret)
+{
+    struct scan s = {.rank_bytes_max = rank_bytes_max};
     struct msdir *d = calloc(1, sizeof *d);
     int64_t *ranks = NULL;
     int r = d ? walk(&s, path, 0) : -1;

@@ -48,6 +48,11 @@ struct msdir {
  * printing every problem to stderr as "stepscope import: FILE: line L, column C: reason". */
 int msdir_scan(const char *path, struct msdir **ret);
 
+/* msdir_scan() with another cap than MSDIR_RANK_BYTES_MAX on a rank's converted lines (the fuzz
+ * target's 1 MiB, as fuzz_import_msparse has, so that a small file expanding to the cap costs
+ * milliseconds, not seconds). */
+int msdir_scan_max(const char *path, size_t rank_bytes_max, struct msdir **ret);
+
 void msdir_free(struct msdir *d);
 
 /* Reads a whole file (at most MSDIR_FILE_BYTES_MAX) into a malloc'd buffer with one spare byte.

@@ -31,6 +31,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FILES_MAX 24
+#define FUZZ_RANK_BYTES_MAX (1u << 20) /* a rank's converted lines, as in fuzz_import_msparse */
 
 static const char *const dirs[] = {
     "",          "profiler/",     "FRAMEWORK/",      "ASCEND_PROFILER_OUTPUT/",
@@ -180,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         close(null);
     }
     struct msdir *d = NULL;
-    int r = msdir_scan(root, &d);
+    int r = msdir_scan_max(root, FUZZ_RANK_BYTES_MAX, &d);
     if (saved >= 0) {
         fflush(stderr);
         dup2(saved, 2);
