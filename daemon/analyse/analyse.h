@@ -464,6 +464,21 @@ struct analyse_st_points {
 int analyse_steptrace_points(const struct analyse_span *spans, size_t n,
                              const struct analyse_st_overrides *o, struct analyse_st_points *ret);
 
+/* What analyse_steptrace_points() reads in a span's name, as bits: ANALYSE_ST_NAME_FETCH if it
+ * contains "GetNext" or "DataLoader", ANALYSE_ST_NAME_COMM if it contains one of the
+ * communication names above. Pure. */
+#define ANALYSE_ST_NAME_FETCH 1u
+#define ANALYSE_ST_NAME_COMM 2u
+unsigned analyse_steptrace_name_bits(const char *name, size_t len);
+
+/* analyse_steptrace_points() with the spans' name bits given: name_bits[i] must be
+ * analyse_steptrace_name_bits() of spans[i]'s name (a caller that interns names computes them
+ * once per name instead of several substring searches per span and call); NULL computes them.
+ * Same results. */
+int analyse_steptrace_points_bits(const struct analyse_span *spans, const uint8_t *name_bits,
+                                  size_t n, const struct analyse_st_overrides *o,
+                                  struct analyse_st_points *ret);
+
 /* Copies the communication spans (as classified above) of spans[0..n) into comm (room for n),
  * stream = tid, names borrowed from the spans. Sets *ret_n. Returns 0 or -EINVAL. Pure. */
 int analyse_steptrace_comm_from_spans(const struct analyse_span *spans, size_t n,

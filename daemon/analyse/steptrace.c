@@ -431,14 +431,14 @@ const char *analyse_steptrace_pick_override(const struct analyse_st_overrides *o
     return NULL;
 }
 
-static bool name_has(const struct analyse_span *s, const char *needle)
+static bool name_has(const char *name, size_t len, const char *needle)
 {
     size_t m = strlen(needle);
-    if (!s->name || s->name_len < m || m == 0)
+    if (!name || len < m || m == 0)
         return m == 0;
     /* memchr finds candidate starts at SIMD speed: kernel names run to hundreds of bytes, and
      * a memcmp at every offset cost a third of the daemon's time on an import. */
-    const char *p = s->name, *last = s->name + (s->name_len - m);
+    const char *p = name, *last = name + (len - m);
     while (p <= last) {
         p = memchr(p, needle[0], (size_t)(last - p) + 1);
         if (!p)
@@ -456,26 +456,49 @@ static bool name_is(const struct analyse_span *s, const char *name)
     return s->name && s->name_len == m && memcmp(s->name, name, m) == 0;
 }
 
-static bool is_data_fetch(const struct analyse_span *s)
+unsigned analyse_steptrace_name_bits(const char *name, size_t len)
 {
-    return s->role == ANALYSE_ROLE_DATALOADER || name_has(s, "GetNext") ||
-           name_has(s, "DataLoader");
+    static const char *const comm[] = {"AllReduce", "allreduce", "all_reduce", "nccl", "hcom"};
+    unsigned bits = 0;
+    if (name_has(name, len, "GetNext") || name_has(name, len, "DataLoader"))
+        bits |= ANALYSE_ST_NAME_FETCH;
+    for (size_t i = 0; i < sizeof comm / sizeof comm[0]; i++) {
+        if (name_has(name, len, comm[i])) {
+            bits |= ANALYSE_ST_NAME_COMM;
+            break;
+        }
+    }
+    return bits;
 }
 
-static bool is_comm(const struct analyse_span *s)
+/* The spans of one analyse_steptrace_points_bits() call and their name bits (NULL: each
+ * predicate looks at the name itself). */
+struct st_spans {
+    const struct analyse_span *v;
+    const uint8_t *bits;
+    size_t n;
+};
+
+static bool name_bit(const struct st_spans *ss, size_t i, unsigned bit)
 {
-    static const char *const names[] = {"AllReduce", "allreduce", "all_reduce", "nccl", "hcom"};
-    if (s->role == ANALYSE_ROLE_COMMUNICATION)
-        return true;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (name_has(s, names[i]))
-            return true;
-    return false;
+    if (ss->bits)
+        return (ss->bits[i] & bit) != 0;
+    return (analyse_steptrace_name_bits(ss->v[i].name, ss->v[i].name_len) & bit) != 0;
 }
 
-static bool is_operator(const struct analyse_span *s)
+static bool is_data_fetch(const struct st_spans *ss, size_t i)
 {
-    switch (s->role) {
+    return ss->v[i].role == ANALYSE_ROLE_DATALOADER || name_bit(ss, i, ANALYSE_ST_NAME_FETCH);
+}
+
+static bool is_comm(const struct st_spans *ss, size_t i)
+{
+    return ss->v[i].role == ANALYSE_ROLE_COMMUNICATION || name_bit(ss, i, ANALYSE_ST_NAME_COMM);
+}
+
+static bool is_operator(const struct st_spans *ss, size_t i)
+{
+    switch (ss->v[i].role) {
     case ANALYSE_ROLE_HOST_OP:
     case ANALYSE_ROLE_KERNEL:
     case ANALYSE_ROLE_FORWARD:
@@ -483,7 +506,7 @@ static bool is_operator(const struct analyse_span *s)
     case ANALYSE_ROLE_OPTIMIZER:
     case ANALYSE_ROLE_COMMUNICATION:
     case ANALYSE_ROLE_OTHER:
-        return !is_data_fetch(s);
+        return !is_data_fetch(ss, i);
     default:
         return false;
     }
@@ -494,9 +517,10 @@ int analyse_steptrace_comm_from_spans(const struct analyse_span *spans, size_t n
 {
     if ((n > 0 && (!spans || !comm)) || !ret_n)
         return -EINVAL;
+    const struct st_spans ss = {spans, NULL, n};
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!is_comm(&spans[i]))
+        if (!is_comm(&ss, i))
             continue;
         comm[m++] = (struct analyse_st_comm){spans[i].tid, spans[i].name, spans[i].name_len,
                                              spans[i].ts_ns, spans[i].ts_ns + spans[i].dur_ns};
@@ -506,15 +530,17 @@ int analyse_steptrace_comm_from_spans(const struct analyse_span *spans, size_t n
 }
 
 /* Automatic FP: the first operator starting after the first data fetch has ended. */
-static void auto_fp(const struct analyse_span *spans, size_t n, size_t first_op, size_t *ret_i,
+static void auto_fp(const struct st_spans *ss, size_t first_op, size_t *ret_i,
                     enum analyse_st_origin *ret_origin)
 {
+    const struct analyse_span *spans = ss->v;
+    size_t n = ss->n;
     for (size_t d = 0; d < n; d++) {
-        if (!is_data_fetch(&spans[d]))
+        if (!is_data_fetch(ss, d))
             continue;
         int64_t fetch_end = spans[d].ts_ns + spans[d].dur_ns;
         for (size_t i = d + 1; i < n; i++) {
-            if (is_operator(&spans[i]) && spans[i].ts_ns >= fetch_end) {
+            if (is_operator(ss, i) && spans[i].ts_ns >= fetch_end) {
                 *ret_i = i;
                 *ret_origin = ANALYSE_ST_ORIGIN_AFTER_DATA;
                 return;
@@ -528,20 +554,21 @@ static void auto_fp(const struct analyse_span *spans, size_t n, size_t first_op,
 
 /* Automatic BP: the last non-communication operator that starts before the last
  * communication op; without one, the last operator. */
-static void auto_bp(const struct analyse_span *spans, size_t n, size_t last_op, size_t *ret_i,
+static void auto_bp(const struct st_spans *ss, size_t last_op, size_t *ret_i,
                     enum analyse_st_origin *ret_origin)
 {
+    const struct analyse_span *spans = ss->v;
+    size_t n = ss->n;
     size_t c = n;
     for (size_t i = n; i-- > 0;) {
-        if (is_comm(&spans[i])) {
+        if (is_comm(ss, i)) {
             c = i;
             break;
         }
     }
     if (c < n) {
         for (size_t i = c; i-- > 0;) {
-            if (is_operator(&spans[i]) && !is_comm(&spans[i]) &&
-                spans[i].ts_ns <= spans[c].ts_ns) {
+            if (is_operator(ss, i) && !is_comm(ss, i) && spans[i].ts_ns <= spans[c].ts_ns) {
                 *ret_i = i;
                 *ret_origin = ANALYSE_ST_ORIGIN_BEFORE_COMM;
                 return;
@@ -555,12 +582,20 @@ static void auto_bp(const struct analyse_span *spans, size_t n, size_t last_op, 
 int analyse_steptrace_points(const struct analyse_span *spans, size_t n,
                              const struct analyse_st_overrides *o, struct analyse_st_points *ret)
 {
+    return analyse_steptrace_points_bits(spans, NULL, n, o, ret);
+}
+
+int analyse_steptrace_points_bits(const struct analyse_span *spans, const uint8_t *name_bits,
+                                  size_t n, const struct analyse_st_overrides *o,
+                                  struct analyse_st_points *ret)
+{
     if ((n > 0 && !spans) || !ret)
         return -EINVAL;
+    const struct st_spans ss = {spans, name_bits, n};
     size_t first_op = n, last_op = n, step_span = n;
     int64_t max_end = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        if (is_operator(&spans[i])) {
+        if (is_operator(&ss, i)) {
             if (first_op == n)
                 first_op = i;
             last_op = i;
@@ -586,7 +621,7 @@ int analyse_steptrace_points(const struct analyse_span *spans, size_t n,
     if (fi < n)
         p.fp_origin = origin;
     else
-        auto_fp(spans, n, first_op, &fi, &p.fp_origin);
+        auto_fp(&ss, first_op, &fi, &p.fp_origin);
 
     want = analyse_steptrace_pick_override(o, false, &origin);
     size_t bi = n;
@@ -599,7 +634,7 @@ int analyse_steptrace_points(const struct analyse_span *spans, size_t n,
     if (bi < n)
         p.bp_origin = origin;
     else
-        auto_bp(spans, n, last_op, &bi, &p.bp_origin);
+        auto_bp(&ss, last_op, &bi, &p.bp_origin);
 
     p.fp_index = fi;
     p.bp_index = bi;

@@ -215,6 +215,7 @@ struct live_step {
     struct live_span *spans;
     size_t n_spans;
     size_t cap_spans;
+    size_t n_sorted;      /* spans[0, n_sorted) are in cmp_span_exec order (appends go after) */
     bool has_trace;       /* trace points below are valid */
     int64_t fp_ns;
     int64_t bp_ns;
@@ -279,6 +280,9 @@ struct live_job {
     uint8_t *roles;           /* [ops.n] */
     size_t cap_roles;
     size_t n_roles_done;      /* roles[0, n_roles_done) are classified */
+    uint8_t *name_bits;       /* [ops.n]: analyse_steptrace_name_bits() of each op's name */
+    size_t cap_name_bits;
+    size_t n_name_bits;       /* name_bits[0, n_name_bits) are computed */
     struct live_rank **ranks;
     size_t n_ranks;
     size_t cap_ranks;
@@ -304,6 +308,14 @@ struct live {
     int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
     struct analyse_span *scratch; /* FP/BP derivation */
     size_t cap_scratch;
+    uint8_t *scratch_bits;        /* the name bits of scratch's spans */
+    size_t cap_scratch_bits;
+    struct live_span *merge;      /* sort_spans()'s copy of the spans appended since the last sort */
+    size_t cap_merge;
+    struct live_span *by_thread;  /* sort_batch()'s copy of a batch, grouped by thread */
+    size_t cap_by_thread;
+    size_t *thread_at;            /* sort_batch()'s counts, then offsets, per thread */
+    size_t cap_thread_at;
     pthread_mutex_t lock;     /* guards pub and pub_seq only */
     uint64_t pub_seq;         /* publications so far (live_query_changed()) */
     struct pub *pub;
@@ -402,6 +414,7 @@ static void job_free(struct live_job *j)
         return;
     ktab_done(&j->ops);
     free(j->roles);
+    free(j->name_bits);
     for (size_t i = 0; i < j->n_ranks; i++)
         rank_free(j->ranks[i]);
     free(j->ranks);
@@ -420,6 +433,10 @@ void live_free(struct live *lv)
     free(lv->pub);
     free(lv->evicted);
     free(lv->scratch);
+    free(lv->scratch_bits);
+    free(lv->merge);
+    free(lv->by_thread);
+    free(lv->thread_at);
     free(lv->fp_point);
     free(lv->bp_point);
     pthread_mutex_destroy(&lv->lock);
@@ -614,8 +631,52 @@ static int cmp_span_exec(const void *a, const void *b)
     return 0;
 }
 
+/* The name bits of j's ops, computed once per op (the substring searches they stand for cost
+ * more than the rest of the points). Returns them, or NULL when out of memory. */
+static const uint8_t *job_name_bits(struct live_job *j)
+{
+    if (j->n_name_bits < j->ops.n) {
+        if (grow((void **)&j->name_bits, &j->cap_name_bits, j->ops.n, 1) < 0)
+            return NULL;
+        for (size_t i = j->n_name_bits; i < j->ops.n; i++) {
+            const struct kent *e = &j->ops.ents[i];
+            j->name_bits[i] = (uint8_t)analyse_steptrace_name_bits(j->ops.text + e->off1, e->len1);
+        }
+        j->n_name_bits = j->ops.n;
+    }
+    return j->name_bits;
+}
+
+/* Puts s's spans in cmp_span_exec order: only the ones appended since the last call are sorted,
+ * then merged in from the back, the sorted ones first among equals: the order a stable sort of
+ * the whole array gives (glibc's qsort is a merge sort while it can allocate), at a fraction of
+ * its cost on a step that grows flush after flush. */
+static void sort_spans(struct live *lv, struct live_step *s)
+{
+    size_t h = s->n_sorted <= s->n_spans ? s->n_sorted : 0, t = s->n_spans - h;
+    struct live_span *v = s->spans;
+    if (t > 1)
+        qsort(v + h, t, sizeof *v, cmp_span_exec);
+    if (h > 0 && t > 0 && cmp_span_exec(&v[h - 1], &v[h]) > 0) {
+        if (grow((void **)&lv->merge, &lv->cap_merge, t, sizeof *v) < 0) {
+            qsort(v, s->n_spans, sizeof *v, cmp_span_exec);
+        } else {
+            memcpy(lv->merge, v + h, t * sizeof *v);
+            const struct live_span *tail = lv->merge;
+            size_t i = h, k = s->n_spans;
+            while (t > 0) {
+                if (i > 0 && cmp_span_exec(&v[i - 1], &tail[t - 1]) > 0)
+                    v[--k] = v[--i];
+                else
+                    v[--k] = tail[--t];
+            }
+        }
+    }
+    s->n_sorted = s->n_spans;
+}
+
 /* Recomputes the trace points of s from its spans. */
-static void step_points(struct live *lv, const struct live_job *j, struct live_step *s)
+static void step_points(struct live *lv, struct live_job *j, struct live_step *s)
 {
     s->dirty = false;
     s->has_trace = false;
@@ -623,8 +684,14 @@ static void step_points(struct live *lv, const struct live_job *j, struct live_s
         return;
     if (grow((void **)&lv->scratch, &lv->cap_scratch, s->n_spans, sizeof *lv->scratch) < 0)
         return;
+    const uint8_t *op_bits = job_name_bits(j);
+    uint8_t *bits = NULL;
+    if (op_bits && grow((void **)&lv->scratch_bits, &lv->cap_scratch_bits, s->n_spans, 1) == 0)
+        bits = lv->scratch_bits;
+    uint8_t other_bits =
+        (uint8_t)analyse_steptrace_name_bits(LIVE_OTHER_NAME, sizeof LIVE_OTHER_NAME - 1);
     /* Execution order, made canonical so the points do not depend on arrival order. */
-    qsort(s->spans, s->n_spans, sizeof *s->spans, cmp_span_exec);
+    sort_spans(lv, s);
     for (size_t i = 0; i < s->n_spans; i++) {
         const struct live_span *sp = &s->spans[i];
         struct analyse_span *a = &lv->scratch[i];
@@ -634,12 +701,16 @@ static void step_points(struct live *lv, const struct live_job *j, struct live_s
         if (sp->op == LIVE_OP_OTHER) {
             a->name = LIVE_OTHER_NAME;
             a->name_len = sizeof LIVE_OTHER_NAME - 1;
+            if (bits)
+                bits[i] = other_bits;
         } else {
             const struct kent *e = &j->ops.ents[sp->op];
             a->name = j->ops.text + e->off1;
             a->name_len = e->len1;
             a->cat = j->ops.text + e->off2;
             a->cat_len = e->len2;
+            if (bits)
+                bits[i] = op_bits[sp->op];
         }
         a->correlation = -1;
         a->external_id = -1;
@@ -652,7 +723,7 @@ static void step_points(struct live *lv, const struct live_job *j, struct live_s
         .config_fp = lv->fp_point, .config_bp = lv->bp_point,
     };
     struct analyse_st_points p;
-    if (analyse_steptrace_points(lv->scratch, s->n_spans, &o, &p) < 0)
+    if (analyse_steptrace_points_bits(lv->scratch, bits, s->n_spans, &o, &p) < 0)
         return;
     s->has_trace = true;
     s->fp_ns = p.fp_ns;
@@ -1075,6 +1146,41 @@ static int cmp_batch(const void *a, const void *b)
     return 0;
 }
 
+/* Sorts v[0, n), the nesting spans of rk's batch, as qsort with cmp_batch would: grouped by thread
+ * (a counting pass), then each thread's run sorted unless it already is, which is the usual case
+ * (tracers and the importer send a thread's spans in that order; only threads interleave).
+ * cmp_batch is a total order (order is unique in a batch), so the result is the same. */
+static void sort_batch(struct live *lv, const struct live_rank *rk, struct live_span *v, size_t n)
+{
+    size_t nt = rk->threads.n + 1; /* the last slot is the shared thread, LIVE_THREADS_MAX */
+    if (n < 2)
+        return;
+    if (grow((void **)&lv->thread_at, &lv->cap_thread_at, nt + 1, sizeof *lv->thread_at) < 0 ||
+        grow((void **)&lv->by_thread, &lv->cap_by_thread, n, sizeof *v) < 0) {
+        qsort(v, n, sizeof *v, cmp_batch);
+        return;
+    }
+    size_t *at = lv->thread_at;
+    memset(at, 0, (nt + 1) * sizeof *at);
+    for (size_t i = 0; i < n; i++)
+        at[(v[i].thread < nt - 1 ? v[i].thread : nt - 1) + 1]++;
+    for (size_t k = 1; k <= nt; k++)
+        at[k] += at[k - 1];
+    struct live_span *w = lv->by_thread;
+    for (size_t i = 0; i < n; i++)
+        w[at[v[i].thread < nt - 1 ? v[i].thread : nt - 1]++] = v[i];
+    /* at[k] is now the end of slot k's run. */
+    for (size_t k = 0, a = 0; k < nt; a = at[k++]) {
+        for (size_t i = a + 1; i < at[k]; i++) {
+            if (cmp_batch(&w[i - 1], &w[i]) > 0) {
+                qsort(w + a, at[k] - a, sizeof *w, cmp_batch);
+                break;
+            }
+        }
+    }
+    memcpy(v, w, n * sizeof *v);
+}
+
 static bool role_nests(unsigned role)
 {
     return (ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(role)) != 0;
@@ -1221,7 +1327,7 @@ static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-static void settle(struct live *lv, const struct live_job *j, struct live_steplist *l)
+static void settle(struct live *lv, struct live_job *j, struct live_steplist *l)
 {
     while (l->kept_spans > LIVE_RANK_SPANS_MAX && l->n_settled < l->n) {
         struct live_step *s = &l->steps[l->n_settled++];
@@ -1230,7 +1336,7 @@ static void settle(struct live *lv, const struct live_job *j, struct live_stepli
         l->kept_spans -= s->n_spans;
         free(s->spans);
         s->spans = NULL;
-        s->n_spans = s->cap_spans = 0;
+        s->n_spans = s->cap_spans = s->n_sorted = 0;
         s->settled = true;
     }
 }
@@ -1260,7 +1366,7 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
             }
             n_nest++;
         }
-        qsort(rk->batch, n_nest, sizeof *rk->batch, cmp_batch);
+        sort_batch(lv, rk, rk->batch, n_nest);
         /* Step spans first, so the spans of this batch find their step. */
         for (size_t i = 0; i < rk->n_batch; i++) {
             const struct live_span *sp = &rk->batch[i];
@@ -1521,7 +1627,7 @@ static size_t rank_bytes(const struct live_rank *rk)
 /* What j and its snapshot s hold, approximately (capacities, not allocator overhead). */
 static uint64_t job_bytes(const struct live_job *j, const struct live_snapshot *s)
 {
-    size_t b = sizeof *j + ktab_bytes(&j->ops) + j->cap_roles + j->cap_ranks * sizeof *j->ranks;
+    size_t b = sizeof *j + ktab_bytes(&j->ops) + j->cap_roles + j->cap_name_bits + j->cap_ranks * sizeof *j->ranks;
     for (size_t i = 0; i < j->n_ranks; i++)
         b += rank_bytes(j->ranks[i]);
     if (s) {

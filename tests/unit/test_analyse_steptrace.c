@@ -778,6 +778,57 @@ START_TEST(test_steptrace_points_table)
     ck_assert_int_eq(p.bp_ns, c->spans[c->bp_index].ts_ns + c->spans[c->bp_index].dur_ns);
     ck_assert_int_eq(p.end_ns, c->end_ns);
     ck_assert_ptr_eq(p.fp_name, c->spans[c->fp_index].name);
+
+    /* With the name bits computed once per span (live's per-op cache): the same points. */
+    uint8_t bits[8];
+    ck_assert_uint_le(c->n, 8);
+    for (size_t i = 0; i < c->n; i++)
+        bits[i] = (uint8_t)analyse_steptrace_name_bits(c->spans[i].name, c->spans[i].name_len);
+    struct analyse_st_points q;
+    ck_assert_int_eq(analyse_steptrace_points_bits(c->spans, bits, c->n, &c->o, &q), 0);
+    ck_assert_uint_eq(q.fp_index, p.fp_index);
+    ck_assert_uint_eq(q.bp_index, p.bp_index);
+    ck_assert_int_eq(q.fp_origin, p.fp_origin);
+    ck_assert_int_eq(q.bp_origin, p.bp_origin);
+    ck_assert(q.fp_override_missed == p.fp_override_missed);
+    ck_assert(q.bp_override_missed == p.bp_override_missed);
+    ck_assert_int_eq(q.fp_ns, p.fp_ns);
+    ck_assert_int_eq(q.bp_ns, p.bp_ns);
+    ck_assert_int_eq(q.end_ns, p.end_ns);
+}
+END_TEST
+
+START_TEST(test_steptrace_name_bits)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {
+        {"aten::conv2d", 0},
+        {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ANALYSE_ST_NAME_FETCH},
+        {"Default/GetNext-op1", ANALYSE_ST_NAME_FETCH},
+        {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+         ANALYSE_ST_NAME_COMM},
+        {"c10d::allreduce_", ANALYSE_ST_NAME_COMM},
+        {"all_reduce", ANALYSE_ST_NAME_COMM},
+        {"Default/hcom_allReduce-op9", ANALYSE_ST_NAME_COMM},
+        {"GetNext then AllReduce", ANALYSE_ST_NAME_FETCH | ANALYSE_ST_NAME_COMM},
+        {"Allreduce", 0}, /* case-sensitive, as the substrings are */
+        {"nccGetNex", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(analyse_steptrace_name_bits(names[i].name, strlen(names[i].name)) ==
+                          names[i].bits,
+                      "%s", names[i].name);
+    ck_assert_uint_eq(analyse_steptrace_name_bits(NULL, 0), 0);
+
+    /* The bits are what the points read: spans all claimed to be data fetches hold no operator. */
+    uint8_t fetch[8];
+    memset(fetch, ANALYSE_ST_NAME_FETCH, sizeof fetch);
+    struct analyse_st_points p;
+    ck_assert_int_eq(analyse_steptrace_points_bits(plain_step, fetch, 3, NULL, &p), -ENOENT);
+    ck_assert_int_eq(analyse_steptrace_points_bits(plain_step, NULL, 3, NULL, &p), 0);
 }
 END_TEST
 
@@ -1131,6 +1182,7 @@ static Suite *analyse_steptrace_suite(void)
     tcase_add_test(tc, test_steptrace_points_edges);
     suite_add_tcase(s, tc);
     tc = tcase_create("queues");
+    tcase_add_test(tc, test_steptrace_name_bits);
     tcase_add_test(tc, test_queues_golden);
     tcase_add_loop_test(tc, test_queue_verdict_table, 0,
                         (int)(sizeof verdict_cases / sizeof verdict_cases[0]));

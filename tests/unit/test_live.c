@@ -89,6 +89,53 @@ static int64_t self_of(const struct analyse_op_table *t, const char *name)
     return -1;
 }
 
+/* The step rows of job (every rank, all of them) and, in *ret_s, the snapshot they borrow from. */
+static struct live_step_row *job_step_rows(struct live *lv, int64_t job,
+                                           const struct live_snapshot **ret_s, size_t *ret_n)
+{
+    struct live_step_row *rows;
+    size_t total;
+    ck_assert_int_eq(live_snapshot_get(lv, job, ret_s), 0);
+    ck_assert_int_eq(live_query_steps(*ret_s, -1, 0, 0, &rows, ret_n, &total), 0);
+    ck_assert_uint_eq(*ret_n, total);
+    return rows;
+}
+
+/* The operator table (by name, every rank) of v[0, n) fed as fed_records() does. */
+struct fed_ops {
+    struct live *lv;
+    const struct live_snapshot *s;
+    struct analyse_op_table *ops;
+};
+
+static struct fed_ops fed_ops(const struct record *v, size_t n, size_t chunk)
+{
+    struct fed_ops f = {fed_records(v, n, chunk), NULL, NULL};
+    ck_assert_int_eq(live_snapshot_get(f.lv, 7, &f.s), 0);
+    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE};
+    ck_assert_int_eq(live_query_ops(f.s, -1, ANALYSE_OP_GROUP_NAME, &q, &f.ops), 0);
+    return f;
+}
+
+static void fed_ops_done(struct fed_ops *f)
+{
+    analyse_op_table_free(f->ops);
+    live_snapshot_put(f->s);
+    live_free(f->lv);
+}
+
+/* A step row whose points come from its spans. */
+static void assert_trace_row(const struct live_step_row *r, const char *fp, const char *bp,
+                             int64_t interval_ns, int64_t fp_bp_ns, int64_t tail_ns)
+{
+    ck_assert_int_eq(r->source, LIVE_POINTS_TRACE);
+    ck_assert_str_eq(r->fp_name, fp);
+    ck_assert_str_eq(r->bp_name, bp);
+    ck_assert_int_eq(r->interval_ns, interval_ns);
+    ck_assert_int_eq(r->fp_bp_ns, fp_bp_ns);
+    ck_assert_int_eq(r->tail_ns, tail_ns);
+}
+
 /* _i is the feed size. */
 START_TEST(test_live_numbers_independent_of_chunking)
 {
@@ -104,12 +151,7 @@ START_TEST(test_live_numbers_independent_of_chunking)
     ck_assert_uint_eq(total, 2);
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(rows[0].step, 1);
-    ck_assert_int_eq(rows[0].source, LIVE_POINTS_TRACE);
-    ck_assert_int_eq(rows[0].interval_ns, 30 * US);
-    ck_assert_int_eq(rows[0].fp_bp_ns, 150 * US);
-    ck_assert_int_eq(rows[0].tail_ns, 20 * US);
-    ck_assert_str_eq(rows[0].fp_name, "aten::conv2d");
-    ck_assert_str_eq(rows[0].bp_name, "aten::sgd");
+    assert_trace_row(&rows[0], "aten::conv2d", "aten::sgd", 30 * US, 150 * US, 20 * US);
     ck_assert_int_eq(rows[1].source, LIVE_POINTS_PHASES);
     ck_assert_int_eq(rows[1].interval_ns, 10 * US);
     ck_assert_int_eq(rows[1].fp_bp_ns, 150 * US);
@@ -157,21 +199,15 @@ START_TEST(test_live_self_follows_torch_walk_across_flushes)
         span("aten::empty", 6614, 4),          span("aten::empty", 6858, 2),
         span("aten::as_strided_", 6893, 3),
     };
-    struct live *lv = fed_records(v, N_LEGACY, (size_t)_i);
-    const struct live_snapshot *s;
-    ck_assert_int_eq(live_snapshot_get(lv, 7, &s), 0);
-    struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE};
-    struct analyse_op_table *ops;
-    ck_assert_int_eq(live_query_ops(s, -1, ANALYSE_OP_GROUP_NAME, &q, &ops), 0);
+    struct fed_ops f = fed_ops(v, N_LEGACY, (size_t)_i);
+    const struct analyse_op_table *ops = f.ops;
     ck_assert_int_eq(self_of(ops, "aten::conv2d"), 318 * US);
     ck_assert_int_eq(self_of(ops, "aten::convolution"), 13 * US);
     ck_assert_int_eq(self_of(ops, "aten::_convolution"), 11 * US);
     ck_assert_int_eq(self_of(ops, "aten::mkldnn_convolution"), 281 * US);
     ck_assert_int_eq(self_of(ops, "aten::empty"), 6 * US);
     ck_assert_int_eq(ops->sum_self_ns, 632 * US);
-    analyse_op_table_free(ops);
-    live_snapshot_put(s);
-    live_free(lv);
+    fed_ops_done(&f);
 }
 END_TEST
 
@@ -591,6 +627,72 @@ START_TEST(test_live_step_spans_past_the_ops_cap)
 }
 END_TEST
 
+/* A step whose spans arrive in reverse execution order, _i per feed with a flush after each:
+ * every flush appends spans that go before the ones already sorted, so the step's spans are
+ * merged each time (only the new ones are sorted), and the points must be those of one sort of
+ * the whole step. The names carry the data-fetch and communication substrings, whose per-op bits
+ * the points read: FP is the first operator starting after the fetch ends (aten::b, not aten::a,
+ * which starts inside it), BP the last non-communication operator starting before the last
+ * communication op (aten::c, not aten::d after it). */
+#define N_MERGE 8
+START_TEST(test_live_points_when_spans_arrive_in_reverse)
+{
+    struct record v[N_MERGE] = {
+        step(1, 0, 200, NULL),
+        span("aten::d", 90, 5),
+        span("ProcessGroupNCCL::allreduce_coalesced", 70, 10),
+        span("aten::c", 50, 10),
+        span("aten::c", 50, 10), /* equal to the one before: the order of equals must not matter */
+        span("aten::b", 30, 10),
+        span("aten::a", 10, 5),
+        span("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 20),
+    };
+    struct live *lv = fed_records(v, N_MERGE, (size_t)_i);
+    const struct live_snapshot *s;
+    size_t n;
+    struct live_step_row *rows = job_step_rows(lv, 7, &s, &n);
+    ck_assert_uint_eq(n, 1);
+    assert_trace_row(&rows[0], "aten::b", "aten::c", 30 * US, 30 * US, 140 * US);
+    ck_assert_int_eq(rows[0].fp_origin, ANALYSE_ST_ORIGIN_AFTER_DATA);
+    ck_assert_int_eq(rows[0].bp_origin, ANALYSE_ST_ORIGIN_BEFORE_COMM);
+    free(rows);
+    live_snapshot_put(s);
+    live_free(lv);
+}
+END_TEST
+
+/* A span on thread tid. */
+static struct record tspan(const char *name, const char *tid, int64_t ts_us, int64_t dur_us)
+{
+    struct record r = span(name, ts_us, dur_us);
+    r.tid = (struct record_text){tid, strlen(tid)};
+    return r;
+}
+
+/* Two threads' spans interleaved in one batch, each thread's out of start order: the flush
+ * groups the batch by thread and sorts a thread's run only when it is out of order. Self times
+ * are torch's only if every thread's spans were walked in start order, apart from the other
+ * thread's (t1: A holds B and C; t2: D holds E). _i picks one of the arrival orders. */
+START_TEST(test_live_self_with_threads_interleaved)
+{
+    static const int orders[][5] = {
+        {2, 4, 0, 3, 1}, {0, 1, 2, 3, 4}, {3, 4, 0, 1, 2}, {4, 3, 2, 1, 0}, {1, 3, 0, 4, 2},
+    };
+    struct record all[5] = {
+        tspan("A", "1", 0, 100), tspan("B", "1", 10, 20), tspan("C", "1", 40, 20),
+        tspan("D", "2", 0, 50),  tspan("E", "2", 5, 10),
+    };
+    struct record v[5];
+    for (int i = 0; i < 5; i++)
+        v[i] = all[orders[_i][i]];
+    static const int64_t self_us[5] = {60, 20, 20, 40, 10}; /* of A to E */
+    struct fed_ops f = fed_ops(v, 5, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(self_of(f.ops, all[i].name.ptr), self_us[i] * US);
+    fed_ops_done(&f);
+}
+END_TEST
+
 /* A GPU trace event: cat, pid "0" for device events, correlation and External id links. */
 static struct record gspan(const char *name, const char *cat, const char *pid, int64_t ts_us,
                            int64_t dur_us, int64_t corr)
@@ -750,12 +852,10 @@ START_TEST(test_live_paddle_step_names)
     ck_assert_int_eq(live_feed(lv, 4, 0, v, 3), 0);
     ck_assert_int_eq(live_publish(lv), 0);
     const struct live_snapshot *s;
-    ck_assert_int_eq(live_snapshot_get(lv, 4, &s), 0);
-    struct live_step_row *rows;
-    size_t n, total;
-    ck_assert_int_eq(live_query_steps(s, -1, 0, 10, &rows, &n, &total), 0);
+    size_t n;
+    struct live_step_row *rows = job_step_rows(lv, 4, &s, &n);
     /* The third has no number before its bracket's end: not a step. */
-    ck_assert_uint_eq(total, 2);
+    ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(rows[0].step, 3);
     ck_assert_int_eq(rows[1].step, 4);
     ck_assert_int_eq(rows[1].total_ns, 900 * US);
@@ -772,6 +872,8 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_numbers_independent_of_chunking, 1, N_RECS + 1);
     tcase_add_loop_test(tc, test_live_self_follows_torch_walk_across_flushes, 1, N_LEGACY + 1);
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
+    tcase_add_loop_test(tc, test_live_points_when_spans_arrive_in_reverse, 1, N_MERGE + 1);
+    tcase_add_loop_test(tc, test_live_self_with_threads_interleaved, 0, 5);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_paddle_step_names);
     tcase_add_test(tc, test_live_queues_and_pipeline);
