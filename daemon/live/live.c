@@ -17,8 +17,8 @@
  * its own spans, so neither depends on whether a step's record came before or after its spans:
  * a span that no step covers yet waits in the list's pending array until its step arrives. The
  * snapshot shows the record list when it has steps, else the span list. FP/BP points of a step
- * are recomputed whenever its spans change, and settle (spans freed) only when the rank keeps
- * more than LIVE_RANK_SPANS_MAX spans.
+ * are recomputed when a snapshot is built after its spans changed, and settle (spans freed) only
+ * when the rank keeps more than LIVE_RANK_SPANS_MAX spans.
  */
 #include "live.h"
 
@@ -72,6 +72,16 @@ static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
     return h;
 }
 
+/* hash_bytes() of a key, or for a long one (GPU kernel names run to hundreds of bytes, one per
+ * event) of its first 32 and last 16 bytes and its length: lookups compare whole keys, so a
+ * shared middle only costs a probe, and the index a key gets does not depend on its hash. */
+static uint64_t hash_key(uint64_t h, const char *p, size_t n)
+{
+    if (n <= 48)
+        return hash_bytes(h, p, n);
+    return hash_bytes(hash_bytes(h ^ n, p, 32), p + n - 16, 16);
+}
+
 /* memcmp() that accepts a NULL pointer with n == 0 (an absent pid, tid or cat). */
 static bool bytes_eq(const char *a, const char *b, size_t n)
 {
@@ -115,7 +125,7 @@ static int ktab_rehash(struct ktab *t, size_t cap_slots)
 static int ktab_get(struct ktab *t, const char *k1, size_t l1, const char *k2, size_t l2,
                     size_t max, uint32_t *ret_idx)
 {
-    uint64_t h = hash_bytes(hash_bytes(0x1234567u, k1, l1), k2, l2);
+    uint64_t h = hash_key(hash_key(0x1234567u, k1, l1), k2, l2);
     if (t->cap_slots) {
         size_t j = (size_t)h & (t->cap_slots - 1);
         uint32_t v;
@@ -655,8 +665,12 @@ static void sort_spans(struct live *lv, struct live_step *s)
 {
     size_t h = s->n_sorted <= s->n_spans ? s->n_sorted : 0, t = s->n_spans - h;
     struct live_span *v = s->spans;
-    if (t > 1)
-        qsort(v + h, t, sizeof *v, cmp_span_exec);
+    for (size_t i = h + 1; i < s->n_spans; i++) {
+        if (cmp_span_exec(&v[i - 1], &v[i]) > 0) {
+            qsort(v + h, t, sizeof *v, cmp_span_exec);
+            break;
+        }
+    }
     if (h > 0 && t > 0 && cmp_span_exec(&v[h - 1], &v[h]) > 0) {
         if (grow((void **)&lv->merge, &lv->cap_merge, t, sizeof *v) < 0) {
             qsort(v, s->n_spans, sizeof *v, cmp_span_exec);
@@ -1392,14 +1406,24 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
         }
         rk->n_batch = 0;
     }
-    for (int k = 0; k < LIST_COUNT; k++) {
-        struct live_steplist *l = &rk->lists[k];
-        for (size_t i = l->n_settled; i < l->n; i++)
-            if (l->steps[i].dirty)
-                step_points(lv, j, &l->steps[i]);
-        settle(lv, j, l);
-    }
+    for (int k = 0; k < LIST_COUNT; k++)
+        settle(lv, j, &rk->lists[k]);
     return r;
+}
+
+/* The points of j's steps whose spans changed since they were computed: only snapshots show
+ * them (and settle() computes a step's before dropping its spans), so they are computed when a
+ * snapshot is built, not at every flush of a step that is still filling. */
+static void job_points(struct live *lv, struct live_job *j)
+{
+    for (size_t r = 0; r < j->n_ranks; r++) {
+        for (int k = 0; k < LIST_COUNT; k++) {
+            struct live_steplist *l = &j->ranks[r]->lists[k];
+            for (size_t i = l->n_settled; i < l->n; i++)
+                if (l->steps[i].dirty)
+                    step_points(lv, j, &l->steps[i]);
+        }
+    }
 }
 
 int live_flush(struct live *lv)
@@ -1761,6 +1785,7 @@ int live_publish(struct live *lv)
         struct live_job *j = lv->jobs[i];
         if (!j->dirty)
             continue;
+        job_points(lv, j);
         struct live_snapshot *s = snapshot_build(j);
         if (!s) {
             r = -ENOMEM;

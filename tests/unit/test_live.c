@@ -627,10 +627,10 @@ START_TEST(test_live_step_spans_past_the_ops_cap)
 }
 END_TEST
 
-/* A step whose spans arrive in reverse execution order, _i per feed with a flush after each:
- * every flush appends spans that go before the ones already sorted, so the step's spans are
- * merged each time (only the new ones are sorted), and the points must be those of one sort of
- * the whole step. The names carry the data-fetch and communication substrings, whose per-op bits
+/* A step whose spans arrive in reverse execution order, _i per feed with a publish after each:
+ * every publish computes the points after spans were appended that go before the ones already
+ * sorted, so the step's spans are merged each time (only the new ones are sorted), and the
+ * points must be those of one sort of the whole step. The names carry the data-fetch and communication substrings, whose per-op bits
  * the points read: FP is the first operator starting after the fetch ends (aten::b, not aten::a,
  * which starts inside it), BP the last non-communication operator starting before the last
  * communication op (aten::c, not aten::d after it). */
@@ -647,7 +647,13 @@ START_TEST(test_live_points_when_spans_arrive_in_reverse)
         span("aten::a", 10, 5),
         span("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 20),
     };
-    struct live *lv = fed_records(v, N_MERGE, (size_t)_i);
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    for (size_t i = 0; i < N_MERGE; i += (size_t)_i) {
+        size_t n = N_MERGE - i < (size_t)_i ? N_MERGE - i : (size_t)_i;
+        ck_assert_int_eq(live_feed(lv, 7, 0, v + i, n), 0);
+        ck_assert_int_eq(live_publish(lv), 0); /* the points, of the spans so far */
+    }
     const struct live_snapshot *s;
     size_t n;
     struct live_step_row *rows = job_step_rows(lv, 7, &s, &n);
@@ -658,6 +664,27 @@ START_TEST(test_live_points_when_spans_arrive_in_reverse)
     free(rows);
     live_snapshot_put(s);
     live_free(lv);
+}
+END_TEST
+
+/* Long names that share their first 32 and last 16 bytes (what the op table hashes of a long
+ * name) are still different operators. */
+START_TEST(test_live_long_names_sharing_ends)
+{
+    static char names[3][128];
+    const char *mid[3] = {"alpha", "gamma", "alpha"}; /* same length: the same hash */
+    struct record v[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(names[i], sizeof names[i],
+                 "void at::native::vectorized_elementwise_kernel<%s, float>(int, float const*)",
+                 mid[i]);
+        v[i] = span(names[i], 10 * i, 5);
+    }
+    struct fed_ops f = fed_ops(v, 3, 3);
+    ck_assert_uint_eq(f.ops->total, 2);
+    ck_assert_int_eq(self_of(f.ops, names[0]), 10 * US);
+    ck_assert_int_eq(self_of(f.ops, names[1]), 5 * US);
+    fed_ops_done(&f);
 }
 END_TEST
 
@@ -874,6 +901,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_snapshot_outlives_publish);
     tcase_add_loop_test(tc, test_live_points_when_spans_arrive_in_reverse, 1, N_MERGE + 1);
     tcase_add_loop_test(tc, test_live_self_with_threads_interleaved, 0, 5);
+    tcase_add_test(tc, test_live_long_names_sharing_ends);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_paddle_step_names);
     tcase_add_test(tc, test_live_queues_and_pipeline);
