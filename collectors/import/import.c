@@ -6,7 +6,10 @@
  * JSON and every event, counts the events, collects the top-level facts (distributedInfo,
  * schemaVersion, ...), guesses the framework from the first events, and writes the protocol
  * lines it converts to an unlinked temporary file (spool.h), noting whether each thread's spans
- * come in torch's order (order.h). Only when every file passed does pass 2 send each file's
+ * come in torch's order (order.h). A large plain file is read in two halves at once, one thread
+ * each, cut at what looks like an event boundary; the halves' results are put together only when
+ * the first half's scanner reaches the cut exactly as the second assumed (tscan_same_position()),
+ * else the first goes on alone, so the outcome is always that of one scan. Only when every file passed does pass 2 send each file's
  * lines from there with sendfile(2), in that order where the file has them otherwise (or, when no temporary file could
  * hold them, read and scan the file again), one session per file, as the stream
  * "import:<abs path>:<size>:<mtime>". Because that stream key is the file's identity, a second
@@ -18,9 +21,12 @@
 #include "import.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +52,8 @@
 #define IMPORT_DETECT_EVENTS 10000 /* events looked at to guess the framework */
 #define IMPORT_ERRORS_SHOWN 10    /* daemon errors printed per file; the rest are counted */
 #define IMPORT_ATTEMPTS 6         /* sessions tried per file when connections break */
+#define IMPORT_SPLIT_MIN_BYTES (64ull << 20) /* plain files from this size: pass 1 in two halves */
+#define IMPORT_SPLIT_PROBE 65536  /* bytes looked at from the middle for where to cut */
 
 enum framework { FW_UNKNOWN, FW_TORCH, FW_PADDLE, FW_MINDSPORE };
 
@@ -73,6 +81,7 @@ struct input {
     const struct msdir_rank *ms; /* converted MindSpore files (lines in memory), or NULL */
     char *dir;                /* the folder's realpath for ms inputs and timelines; owned */
     struct spool *spool;      /* pass 1's converted lines, or NULL: pass 2 reads the file again */
+    struct spool *spool2;     /* the second half's, when pass 1 ran in two (they follow spool's) */
     struct order *order;      /* the spool's lines in torch's order (order.h), or NULL: as they are */
     uint64_t n_reordered;     /* threads whose spans are sent in start order instead of the file's */
     struct pdtrace pd;        /* Paddle: how times are rebuilt to the ns (pass 1) */
@@ -236,7 +245,10 @@ static bool has_ms_op_suffix(const char *q)
     return false;
 }
 
-static void detect_event(struct detect *d, const struct tscan_event *ev)
+enum kind { KIND_NONE, KIND_TORCH, KIND_PADDLE, KIND_MINDSPORE };
+
+/* Which framework an event looks like it came from. */
+static enum kind event_kind(const struct tscan_event *ev)
 {
     static const char *const torch_cats[] = {"cpu_op", "python_function", "user_annotation",
                                               "gpu_user_annotation", "cuda_runtime", "cuda_driver",
@@ -247,22 +259,29 @@ static void detect_event(struct detect *d, const struct tscan_event *ev)
                                                "UserDefined", "Forward", "Backward", "Optimization",
                                                "Communication", "MluRuntime"};
     for (size_t i = 0; i < sizeof torch_cats / sizeof torch_cats[0]; i++)
-        if (str_is(ev->cat, torch_cats[i])) {
-            d->torch++;
-            return;
-        }
+        if (str_is(ev->cat, torch_cats[i]))
+            return KIND_TORCH;
     for (size_t i = 0; i < sizeof paddle_cats / sizeof paddle_cats[0]; i++)
-        if (str_is(ev->cat, paddle_cats[i])) {
-            d->paddle++;
-            return;
-        }
+        if (str_is(ev->cat, paddle_cats[i]))
+            return KIND_PADDLE;
     if (str_starts(ev->name, "aten::") || str_starts(ev->name, "ProfilerStep#") ||
         str_is(ev->pid, "CPU functions"))
+        return KIND_TORCH;
+    if (str_starts(ev->name, "ProfileStep#"))
+        return KIND_PADDLE;
+    if (str_starts(ev->name, "Default/") || str_starts(ev->name, "Gradients/") ||
+        has_ms_op_suffix(ev->name))
+        return KIND_MINDSPORE;
+    return KIND_NONE;
+}
+
+static void detect_add(struct detect *d, enum kind k)
+{
+    if (k == KIND_TORCH)
         d->torch++;
-    else if (str_starts(ev->name, "ProfileStep#"))
+    else if (k == KIND_PADDLE)
         d->paddle++;
-    else if (str_starts(ev->name, "Default/") || str_starts(ev->name, "Gradients/") ||
-             has_ms_op_suffix(ev->name))
+    else if (k == KIND_MINDSPORE)
         d->mindspore++;
 }
 
@@ -296,12 +315,14 @@ static void classify(struct input *in, const struct detect *d)
 
 /* Pass 1 could not keep the converted lines (a full temporary directory): pass 2 reads the file
  * again instead. */
-static void drop_spool(struct input *in, int err)
+static void drop_spool(struct input *in, const char *why)
 {
     fprintf(stderr, "stepscope import: %s: cannot keep the converted events in a temporary file "
-            "(%s); the file will be read a second time to send it\n", in->arg, strerror(-err));
+            "(%s); the file will be read a second time to send it\n", in->arg, why);
     spool_free(in->spool);
     in->spool = NULL;
+    spool_free(in->spool2);
+    in->spool2 = NULL;
     order_free(in->order);
     in->order = NULL;
 }
@@ -358,8 +379,207 @@ static int validate_protobuf(struct input *in)
     return 0;
 }
 
+/* One part of a file's pass 1, scanned by one thread: the whole file, or one of its two halves.
+ * A part's troubles with its spool or order index are kept to be told once the parts are put
+ * together (a second half may yet be thrown away). */
+struct part {
+    struct tfile *f;
+    int r;                      /* tfile_next()'s last result: 0 (end or pause), or < 0 */
+    struct spool *spool;        /* its converted lines, or NULL */
+    char spool_why[256];        /* why there is no spool, "" while there is */
+    struct order *order;        /* its lines' order index, or NULL */
+    bool order_oom;             /* the index ran out of memory */
+    struct pdtrace pd;
+    struct detect d;            /* kinds of its first IMPORT_DETECT_EVENTS events */
+    uint8_t kind[IMPORT_DETECT_EVENTS]; /* those kinds, by the part's own event index */
+    atomic_bool *stop;          /* when set, a second half stops early (it will be thrown away) */
+};
+
+/* Opens a part at byte off, with a copy of scan (NULL: from the file's start). Returns 0, or -1
+ * with err (TFILE_ERR_MAX bytes) saying why. */
+static int part_open(struct part *pt, const char *path, uint64_t off, const struct tscan *scan,
+                     char *err)
+{
+    if (tfile_open_at(path, off, scan, &pt->f, err) < 0)
+        return -1;
+    if (spool_new(&pt->spool, pt->spool_why) < 0)
+        pt->spool = NULL;
+    else if (!(pt->order = order_new()))
+        pt->order_oom = true;
+    pdtrace_init(&pt->pd);
+    return 0;
+}
+
+static void part_free(struct part *pt)
+{
+    if (!pt)
+        return;
+    tfile_free(pt->f);
+    spool_free(pt->spool);
+    order_free(pt->order);
+    free(pt);
+}
+
+static void part_drop_spool(struct part *pt, int err)
+{
+    snprintf(pt->spool_why, sizeof pt->spool_why, "%s", strerror(-err));
+    spool_free(pt->spool);
+    pt->spool = NULL;
+    order_free(pt->order);
+    pt->order = NULL;
+}
+
+/* Scans the part up to its end or pause (pt->r says how it ended): validates it, and notes and
+ * spools each event. */
+static void part_scan(struct part *pt)
+{
+    const char *ev;
+    size_t len;
+    const struct tscan_event *info;
+    int r, sr;
+    while ((r = tfile_next(pt->f, &ev, &len, &info)) == 1) {
+        if (info->index < IMPORT_DETECT_EVENTS) {
+            enum kind k = event_kind(info);
+            pt->kind[info->index] = (uint8_t)k;
+            detect_add(&pt->d, k);
+        }
+        pdtrace_note(&pt->pd, ev, len, info);
+        uint64_t at = pt->spool ? spool_bytes(pt->spool) : 0;
+        if (pt->spool && (sr = spool_add(pt->spool, ev, len)) < 0)
+            part_drop_spool(pt, sr);
+        if (pt->order &&
+            order_note(pt->order, info, at, (uint32_t)(spool_bytes(pt->spool) - at - 1)) < 0) {
+            order_free(pt->order);
+            pt->order = NULL;
+            pt->order_oom = true;
+        }
+        if (pt->stop && atomic_load_explicit(pt->stop, memory_order_relaxed))
+            break;
+    }
+    pt->r = r;
+    if (r == 0 && pt->spool && (sr = spool_flush(pt->spool)) < 0)
+        part_drop_spool(pt, sr);
+}
+
+static void *part_thread(void *arg)
+{
+    part_scan(arg);
+    return NULL;
+}
+
+/* Where a plain file of size bytes may be cut in two for pass 1: the offset of a '{' that
+ * follows "}," (blanks allowed around the comma) at or after the middle, most likely the start
+ * of an event in the events array (tscan_same_position() later tells whether it was); 0 if there
+ * is none, or the file is gzip (no seeking), smaller than IMPORT_SPLIT_MIN_BYTES, or the machine
+ * has one CPU. $STEPSCOPE_IMPORT_SPLIT_BYTES (a knob for tests) sets the smallest size instead
+ * and ignores the CPU count; 0 turns splitting off. */
+static uint64_t split_point(const char *path, uint64_t size)
+{
+    uint64_t min = IMPORT_SPLIT_MIN_BYTES;
+    const char *knob = getenv("STEPSCOPE_IMPORT_SPLIT_BYTES");
+    if (knob && *knob)
+        min = strtoull(knob, NULL, 10);
+    else if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return 0;
+    if (min == 0 || size < min || size < 4)
+        return 0;
+    char *buf = malloc(IMPORT_SPLIT_PROBE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char magic[2] = {0, 0};
+    uint64_t at = size / 2, found = 0;
+    ssize_t n = -1;
+    if (buf && fd >= 0 && pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b))
+        n = pread(fd, buf, IMPORT_SPLIT_PROBE, (off_t)at);
+    if (fd >= 0)
+        close(fd);
+    for (ssize_t i = 0; i < n && !found; i++) {
+        if (buf[i] != '}')
+            continue;
+        ssize_t j = i + 1;
+        while (j < n && (buf[j] == ' ' || buf[j] == '\t' || buf[j] == '\r' || buf[j] == '\n'))
+            j++;
+        if (j == n || buf[j] != ',')
+            continue;
+        for (j++; j < n && (buf[j] == ' ' || buf[j] == '\t' || buf[j] == '\r' || buf[j] == '\n');
+             j++) {
+        }
+        if (j < n && buf[j] == '{')
+            found = at + (uint64_t)j;
+    }
+    free(buf);
+    return found;
+}
+
+/* Starts the second half of a split pass 1 at byte split, in its own thread, guessing that the
+ * first half's scanner will stand there between two events. Returns the part (its thread
+ * running), or NULL when it cannot (the file is then scanned in one piece). */
+static struct part *start_second_half(const char *path, uint64_t split, atomic_bool *stop,
+                                      struct tscan *guess, pthread_t *th)
+{
+    /* A scanner that has seen an event knows the file's layout (the events array's depth). */
+    struct tfile *f;
+    char err[TFILE_ERR_MAX];
+    const char *ev;
+    size_t len;
+    const struct tscan_event *info;
+    if (tfile_open(path, &f, err) < 0)
+        return NULL;
+    if (tfile_next(f, &ev, &len, &info) != 1 || info->end > split) {
+        tfile_free(f);
+        return NULL;
+    }
+    tscan_init_split(guess, tfile_scan(f), split);
+    tfile_free(f);
+    struct part *b = calloc(1, sizeof *b);
+    if (!b || part_open(b, path, split, guess, err) < 0) {
+        part_free(b);
+        return NULL;
+    }
+    b->stop = stop;
+    if (pthread_create(th, NULL, part_thread, b) != 0) {
+        part_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Puts the second half b after the first, a (in whose name the results are kept): both scanned
+ * cleanly and fit together. The events, facts, detection and Paddle times add up; the spools
+ * and order index become one (in->spool2 follows in->spool). */
+static void join_halves(struct input *in, struct part *a, struct part *b)
+{
+    in->meta = *tfile_meta(a->f);
+    tscan_meta_merge(&in->meta, tfile_meta(b->f));
+    uint64_t n_a = tfile_meta(a->f)->n_events, n_b = tfile_meta(b->f)->n_events;
+    for (uint64_t i = 0; n_a + i < IMPORT_DETECT_EVENTS && i < n_b; i++)
+        detect_add(&a->d, (enum kind)b->kind[i]);
+    pdtrace_merge(&a->pd, &b->pd);
+    in->n_bytes = tfile_bytes(b->f);
+    if (a->spool && !b->spool) {
+        part_drop_spool(a, -EIO);
+        snprintf(a->spool_why, sizeof a->spool_why, "%s", b->spool_why);
+    }
+    if (a->spool && b->spool) {
+        in->spool2 = b->spool;
+        b->spool = NULL;
+        if (a->order && b->order && order_append(a->order, b->order, spool_bytes(a->spool)) < 0) {
+            order_free(a->order);
+            a->order = NULL;
+            a->order_oom = true;
+        } else if (a->order && !b->order) {
+            order_free(a->order);
+            a->order = NULL;
+            a->order_oom = true;
+        }
+    }
+}
+
 /* Pass 1 on one file: validates it and, when a temporary file can hold them, keeps the protocol
- * lines it converts for pass 2. Returns 0, or -1 after printing why the file is unusable. */
+ * lines it converts for pass 2. A large plain file is scanned in two halves at once, one thread
+ * each, when it can be cut between two events; when the halves do not fit together (the cut was
+ * not between events, or the second half failed), the first half's scan goes on alone to the end,
+ * so that results and errors are those of one scan. Returns 0, or -1 after printing why the file
+ * is unusable. */
 static int validate(struct input *in)
 {
     if (in->ms) {
@@ -387,59 +607,78 @@ static int validate(struct input *in)
     in->mtime = st.st_mtim;
     if (has_suffix(in->arg, strlen(in->arg), ".pb"))
         return validate_protobuf(in);
-    struct tfile *f;
-    if (tfile_open(in->arg, &f, err) < 0) {
+    struct part *a = calloc(1, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "stepscope import: out of memory\n");
+        return -1;
+    }
+    if (part_open(a, in->arg, 0, NULL, err) < 0) {
         fprintf(stderr, "stepscope import: %s\n", err);
+        part_free(a);
         return -1;
     }
-    struct detect d = {0};
-    const char *ev;
-    size_t len;
-    const struct tscan_event *info;
-    int r;
-    char serr[256];
-    int sr = spool_new(&in->spool, serr);
-    if (sr < 0) {
-        fprintf(stderr, "stepscope import: %s: %s; the file will be read a second time to send "
-                "it\n", in->arg, serr);
-        in->spool = NULL;
-    } else if (!(in->order = order_new())) {
-        drop_order(in);
+    uint64_t split = split_point(in->arg, in->size);
+    atomic_bool stop = false;
+    struct tscan *guess = split ? malloc(sizeof *guess) : NULL;
+    pthread_t th;
+    struct part *b = guess ? start_second_half(in->arg, split, &stop, guess, &th) : NULL;
+    if (b)
+        tfile_pause_at(a->f, split);
+    part_scan(a);
+    bool joined = false;
+    if (b) {
+        bool fits = a->r == 0 && tscan_same_position(tfile_scan(a->f), guess);
+        if (!fits)
+            atomic_store(&stop, true);
+        pthread_join(th, NULL);
+        if (fits && b->r == 0 && !atomic_load(&stop)) {
+            join_halves(in, a, b);
+            joined = true;
+            if (getenv("STEPSCOPE_IMPORT_SPLIT_BYTES"))
+                fprintf(stderr, "stepscope import: %s: validated in two parts, cut at byte %llu\n",
+                        in->arg, (unsigned long long)split);
+        } else if (a->r == 0) {
+            tfile_pause_at(a->f, UINT64_MAX); /* one piece after all: go on to the end */
+            part_scan(a);
+        }
+        part_free(b);
     }
-    pdtrace_init(&in->pd);
-    while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
-        if (info->index < IMPORT_DETECT_EVENTS)
-            detect_event(&d, info);
-        pdtrace_note(&in->pd, ev, len, info);
-        uint64_t at = in->spool ? spool_bytes(in->spool) : 0;
-        if (in->spool && (sr = spool_add(in->spool, ev, len)) < 0)
-            drop_spool(in, sr);
-        if (in->order &&
-            order_note(in->order, info, at, (uint32_t)(spool_bytes(in->spool) - at - 1)) < 0)
-            drop_order(in);
-    }
-    if (r == 0 && in->spool && (sr = spool_flush(in->spool)) < 0)
-        drop_spool(in, sr);
-    if (r < 0) {
-        fprintf(stderr, "stepscope import: %s\n", tfile_error(f));
+    free(guess);
+    if (a->r < 0) {
+        fprintf(stderr, "stepscope import: %s\n", tfile_error(a->f));
         fprintf(stderr, "stepscope import: nothing was imported\n");
-        tfile_free(f);
+        part_free(a);
         return -1;
     }
-    in->meta = *tfile_meta(f);
+    if (!joined) {
+        in->meta = *tfile_meta(a->f);
+        in->n_bytes = tfile_bytes(a->f);
+        in->gzip = tfile_is_gzip(a->f);
+    }
     in->n_events = in->meta.n_events;
-    in->n_bytes = tfile_bytes(f);
-    in->gzip = tfile_is_gzip(f);
-    classify(in, &d);
+    in->spool = a->spool;
+    in->order = a->order;
+    in->pd = a->pd;
+    a->spool = NULL;
+    a->order = NULL;
+    if (!in->spool)
+        drop_spool(in, a->spool_why);
+    else if (a->order_oom)
+        drop_order(in);
+    classify(in, &a->d);
+    part_free(a);
     if (in->fw == FW_PADDLE) {
         /* Paddle's events are rewritten (pdtrace.h) with what only the whole file tells: pass 2
          * reads the file again instead of sending the lines as they were spooled. */
         pdtrace_finish(&in->pd);
         spool_free(in->spool);
         in->spool = NULL;
+        spool_free(in->spool2);
+        in->spool2 = NULL;
         order_free(in->order);
         in->order = NULL;
     }
+    int r;
     if (in->order && (r = order_finish(in->order, &in->n_reordered)) <= 0) {
         if (r < 0)
             drop_order(in);
@@ -447,7 +686,6 @@ static int validate(struct input *in)
         in->order = NULL;
         in->n_reordered = 0;
     }
-    tfile_free(f);
     return 0;
 }
 
@@ -624,11 +862,95 @@ enum outcome {
 #define RUN_FILE_MIN (64u << 10) /* runs this long go by sendfile(); shorter ones are copied */
 #define RUN_WINDOW (1u << 20)    /* bytes of the spool read at a time for the short runs */
 
+/* The spooled lines are in->spool's bytes, then in->spool2's (pass 1 in two halves): one byte
+ * range, [0, spooled_bytes()), of which spooled_piece() tells the file and offset. */
+static uint64_t spooled_bytes(const struct input *in)
+{
+    return spool_bytes(in->spool) + (in->spool2 ? spool_bytes(in->spool2) : 0);
+}
+
+/* Byte off of the spooled lines: *ret_fd, the offset there, and how many bytes follow in that
+ * file. */
+static void spooled_piece(const struct input *in, uint64_t off, int *ret_fd, uint64_t *ret_off,
+                          uint64_t *ret_avail)
+{
+    uint64_t first = spool_bytes(in->spool);
+    if (off < first || !in->spool2) {
+        *ret_fd = spool_fd(in->spool);
+        *ret_off = off;
+        *ret_avail = off < first ? first - off : 0;
+    } else {
+        *ret_fd = spool_fd(in->spool2);
+        *ret_off = off - first;
+        *ret_avail = off - first < spool_bytes(in->spool2) ? spool_bytes(in->spool2) - (off - first)
+                                                           : 0;
+    }
+}
+
+/* Where line (0-based) of the spooled lines starts. Returns 0 or as spool_line_offset(). */
+static int spooled_line_offset(const struct input *in, uint64_t line, uint64_t *ret_off)
+{
+    uint64_t n1 = spool_lines(in->spool);
+    if (!in->spool2 || line <= n1)
+        return spool_line_offset(in->spool, line, ret_off);
+    int r = spool_line_offset(in->spool2, line - n1, ret_off);
+    *ret_off += spool_bytes(in->spool);
+    return r;
+}
+
+/* Sends the spooled bytes [off, off + len) with sendfile(). Returns 0 or as client_send_file(). */
+static int send_spooled(struct client *c, const struct input *in, uint64_t off, uint64_t len,
+                        char *err)
+{
+    while (len > 0) {
+        int fd;
+        uint64_t at, avail;
+        spooled_piece(in, off, &fd, &at, &avail);
+        uint64_t n = len < avail ? len : avail;
+        if (n == 0) {
+            snprintf(err, CLIENT_ERR_MAX, "temporary file: it ended early");
+            return -EIO;
+        }
+        int r = client_send_file(c, fd, at, n, err);
+        if (r < 0)
+            return r;
+        off += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/* Reads up to n spooled bytes from off into buf. Returns the bytes read (fewer only at the
+ * end), or a negative errno with err set. */
+static ssize_t read_spooled(const struct input *in, char *buf, size_t n, uint64_t off, char *err)
+{
+    size_t got = 0;
+    while (got < n) {
+        int fd;
+        uint64_t at, avail;
+        spooled_piece(in, off + got, &fd, &at, &avail);
+        if (avail == 0)
+            break;
+        size_t want = n - got < avail ? n - got : (size_t)avail;
+        ssize_t r = pread(fd, buf + got, want, (off_t)at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, CLIENT_ERR_MAX, "temporary file: %s", strerror(errno));
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
 struct run_ctx {
     struct client *c;
-    int fd;
+    const struct input *in;
     char *err;
-    char *win;      /* RUN_WINDOW bytes: the spool from woff */
+    char *win;      /* RUN_WINDOW bytes: the spooled lines from woff */
     uint64_t woff;
     size_t wlen;
 };
@@ -642,24 +964,14 @@ static int send_run(void *ud, uint64_t off, uint64_t len)
 {
     struct run_ctx *rc = ud;
     if (len >= RUN_FILE_MIN)
-        return client_send_file(rc->c, rc->fd, off, len, rc->err);
+        return send_spooled(rc->c, rc->in, off, len, rc->err);
     if (off < rc->woff || off + len > rc->woff + rc->wlen) {
-        size_t got = 0;
-        while (got < RUN_WINDOW) {
-            ssize_t n = pread(rc->fd, rc->win + got, RUN_WINDOW - got, (off_t)(off + got));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                snprintf(rc->err, CLIENT_ERR_MAX, "temporary file: %s", strerror(errno));
-                return -errno;
-            }
-            if (n == 0)
-                break;
-            got += (size_t)n;
-        }
+        ssize_t got = read_spooled(rc->in, rc->win, RUN_WINDOW, off, rc->err);
+        if (got < 0)
+            return (int)got;
         rc->woff = off;
-        rc->wlen = got;
-        if (got < len) {
+        rc->wlen = (size_t)got;
+        if ((uint64_t)got < len) {
             snprintf(rc->err, CLIENT_ERR_MAX, "temporary file: it ended early");
             return -EIO;
         }
@@ -726,8 +1038,8 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
     }
     if (in->spool) {
         /* Pass 1's lines: stream those past next_seq straight from the temporary file. */
-        uint64_t off, total = spool_bytes(in->spool);
-        r = spool_line_offset(in->spool, next_seq < in->n_events ? next_seq : in->n_events, &off);
+        uint64_t off, total = spooled_bytes(in);
+        r = spooled_line_offset(in, next_seq < in->n_events ? next_seq : in->n_events, &off);
         if (r < 0) {
             snprintf(err, CLIENT_ERR_MAX, "temporary file: %s", strerror(-r));
             out = OUT_INPUT;
@@ -735,8 +1047,7 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
         }
         if (in->order) {
             /* Each thread's spans in torch's order: the spool's lines in order_runs()' order. */
-            struct run_ctx rc = {.c = c, .fd = spool_fd(in->spool), .err = err,
-                                 .win = malloc(RUN_WINDOW)};
+            struct run_ctx rc = {.c = c, .in = in, .err = err, .win = malloc(RUN_WINDOW)};
             r = rc.win ? order_runs(in->order, next_seq < in->n_events ? next_seq : in->n_events,
                                     send_run, &rc)
                        : -ENOMEM;
@@ -745,8 +1056,7 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
                 snprintf(err, CLIENT_ERR_MAX, "out of memory");
             if (r < 0)
                 goto done;
-        } else if (off < total &&
-                   client_send_file(c, spool_fd(in->spool), off, total - off, err) < 0) {
+        } else if (off < total && send_spooled(c, in, off, total - off, err) < 0) {
             goto done;
         }
         uint64_t bye = next_seq > in->n_events ? next_seq : in->n_events;
@@ -1076,6 +1386,7 @@ out:
         free(ins[i].dir);
         free(ins[i].mem);
         spool_free(ins[i].spool);
+        spool_free(ins[i].spool2);
         order_free(ins[i].order);
     }
     free(ins);

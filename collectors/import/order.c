@@ -24,6 +24,7 @@ _Static_assert(sizeof(struct line) == 32, "32 bytes per line, plus 4 in order_fi
 struct thread {
     uint64_t hash;
     size_t key_at, key_len;     /* in keys[] */
+    int64_t first_ts, first_end; /* the first X event's */
     int64_t last_ts, last_end;  /* the last X event's */
     uint64_t count;             /* X events */
     uint64_t start;             /* after order_finish(): index of its first in lines[] */
@@ -142,6 +143,12 @@ static int64_t thread_of(struct order *o, const char *key, size_t n)
     return (int64_t)o->n_threads++;
 }
 
+/* Whether an X event (ts, end) sorts before (last_ts, last_end) in (ts, -dur) order. */
+static bool sorts_before(int64_t ts, int64_t end, int64_t last_ts, int64_t last_end)
+{
+    return ts < last_ts || (ts == last_ts && end > last_end);
+}
+
 int order_note(struct order *o, const struct tscan_event *info, uint64_t off, uint32_t len)
 {
     if (room_for_one((void **)&o->lines, o->n, &o->cap, sizeof *o->lines, 4096) < 0)
@@ -164,9 +171,13 @@ int order_note(struct order *o, const struct tscan_event *info, uint64_t off, ui
         l->ts = info->ts_ns;
         l->end = num_sat_add(info->ts_ns, info->dur_ns);
         if (!t->unordered && t->count > 0 &&
-            (l->ts < t->last_ts || (l->ts == t->last_ts && l->end > t->last_end))) {
+            sorts_before(l->ts, l->end, t->last_ts, t->last_end)) {
             t->unordered = true;
             o->n_unordered++;
+        }
+        if (t->count == 0) {
+            t->first_ts = l->ts;
+            t->first_end = l->end;
         }
         t->last_ts = l->ts;
         t->last_end = l->end;
@@ -174,6 +185,68 @@ int order_note(struct order *o, const struct tscan_event *info, uint64_t off, ui
     }
     o->n++;
     return 0;
+}
+
+int order_append(struct order *o, const struct order *b, uint64_t shift)
+{
+    if (o->sorted || b->sorted)
+        return -EINVAL;
+    uint32_t *map = malloc((b->n_threads ? b->n_threads : 1) * sizeof *map);
+    if (!map)
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; i < b->n_threads && r == 0; i++) {
+        const struct thread *bt = &b->threads[i];
+        int64_t ti = thread_of(o, b->keys + bt->key_at, bt->key_len);
+        if (ti < 0) {
+            r = -ENOMEM;
+            break;
+        }
+        map[i] = (uint32_t)ti;
+        struct thread *t = &o->threads[ti];
+        bool unordered = bt->unordered ||
+                         (t->count > 0 && bt->count > 0 &&
+                          sorts_before(bt->first_ts, bt->first_end, t->last_ts, t->last_end));
+        if (unordered && !t->unordered) {
+            t->unordered = true;
+            o->n_unordered++;
+        }
+        if (bt->count == 0)
+            continue;
+        if (t->count == 0) {
+            t->first_ts = bt->first_ts;
+            t->first_end = bt->first_end;
+        }
+        t->last_ts = bt->last_ts;
+        t->last_end = bt->last_end;
+        t->count += bt->count;
+    }
+    if (r == 0 && b->n > 0) {
+        if (o->n + b->n > o->cap) {
+            if (o->n + b->n > SIZE_MAX / sizeof *o->lines) {
+                r = -ENOMEM;
+                goto out;
+            }
+            struct line *nl = realloc(o->lines, (o->n + b->n) * sizeof *nl);
+            if (!nl) {
+                r = -ENOMEM;
+                goto out;
+            }
+            o->lines = nl;
+            o->cap = o->n + b->n;
+        }
+        for (size_t i = 0; i < b->n; i++) {
+            struct line l = b->lines[i];
+            l.off += shift;
+            if (l.thread != NO_THREAD)
+                l.thread = map[l.thread];
+            o->lines[o->n + i] = l;
+        }
+        o->n += b->n;
+    }
+out:
+    free(map);
+    return r;
 }
 
 static int cmp_line(const void *a, const void *b)

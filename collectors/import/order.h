@@ -36,6 +36,13 @@ void order_free(struct order *o);
  * first TSCAN_TEXT_MAX - 1 bytes). Returns 0 or -ENOMEM (then o is unusable). */
 int order_note(struct order *o, const struct tscan_event *info, uint64_t off, uint32_t len);
 
+/* Appends b's lines after o's, as if order_note() had been called for each, their offsets moved
+ * by shift bytes (b indexed the lines of a file that follows o's): for pass 1 in two parts. b's
+ * threads are matched to o's by key; a thread whose first X event in b sorts before its last in
+ * o counts as out of order. Neither may be finished. Returns 0, -EINVAL, or -ENOMEM (then o is
+ * unusable). */
+int order_append(struct order *o, const struct order *b, uint64_t shift);
+
 /* After the last line. Returns 0 when every thread's X events were in (ts, -dur) order (the
  * index is freed: send the lines as they are), 1 when they are to be sent in order_runs()'s
  * order (the number of threads out of order in *ret_unordered), or -ENOMEM. */

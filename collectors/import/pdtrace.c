@@ -97,6 +97,17 @@ void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct ts
     p->n++;
 }
 
+void pdtrace_merge(struct pdtrace *a, const struct pdtrace *b)
+{
+    if (b->n == 0)
+        return;
+    if (a->n == 0 || b->lo < a->lo)
+        a->lo = b->lo;
+    if (a->n == 0 || b->hi > a->hi)
+        a->hi = b->hi;
+    a->n += b->n;
+}
+
 void pdtrace_finish(struct pdtrace *p)
 {
     /* Truncation to whole µs moves each ts - start_time below the true start by less than

@@ -38,6 +38,9 @@ bool pdtrace_offset_ns(const char *raw, int64_t *ret_ns);
 /* Pass 1: takes one event (its exact bytes ev[0, len) and tscan's description of it). */
 void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct tscan_event *info);
 
+/* Pass 1 in two parts: makes *a what notes of a's events then b's would have made. */
+void pdtrace_merge(struct pdtrace *a, const struct pdtrace *b);
+
 /* After pass 1: decides whether the times are rebuilt (p->exact). */
 void pdtrace_finish(struct pdtrace *p);
 

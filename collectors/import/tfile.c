@@ -29,11 +29,18 @@ struct tfile {
     uint64_t base;           /* uncompressed offset of buf[0] */
     uint64_t lines;          /* newlines in [0, base) */
     uint64_t line_start;     /* offset just past the last newline in [0, base) */
+    uint64_t pause;          /* tfile_pause_at()'s offset, UINT64_MAX: none */
     struct tscan scan;
     char err[TFILE_ERR_MAX];
 };
 
 int tfile_open(const char *path, struct tfile **ret_f, char *ret_err)
+{
+    return tfile_open_at(path, 0, NULL, ret_f, ret_err);
+}
+
+int tfile_open_at(const char *path, uint64_t off, const struct tscan *scan, struct tfile **ret_f,
+                  char *ret_err)
 {
     struct tfile *f = calloc(1, sizeof *f);
     int r = -ENOMEM;
@@ -48,13 +55,26 @@ int tfile_open(const char *path, struct tfile **ret_f, char *ret_err)
     unsigned char magic[2];
     ssize_t n = pread(fd, magic, 2, 0);
     f->gzip = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (off > 0 && (f->gzip || lseek(fd, (off_t)off, SEEK_SET) < 0)) {
+        r = f->gzip ? -EINVAL : -errno;
+        snprintf(ret_err, TFILE_ERR_MAX, "%s: cannot read from byte %llu%s", path,
+                 (unsigned long long)off, f->gzip ? " of a gzip file" : "");
+        close(fd);
+        goto fail_quiet;
+    }
     f->gz = gzdopen(fd, "rb");
     if (!f->gz) {
         close(fd);
         goto fail;
     }
     (void)gzbuffer(f->gz, 1u << 20);
-    tscan_init(&f->scan);
+    if (scan)
+        f->scan = *scan;
+    else
+        tscan_init(&f->scan);
+    f->base = off;
+    f->line_start = off;
+    f->pause = UINT64_MAX;
     *ret_f = f;
     return 0;
 fail:
@@ -123,8 +143,8 @@ static uint64_t count_newlines(const char *p, size_t n)
     return count;
 }
 
-/* Drops what is no longer needed and reads more. Returns 1 if bytes were added, 0 at the end,
- * -EIO on a read or gzip error (f->err set). */
+/* Drops what is no longer needed and reads more. Returns 1 if bytes were added, 0 at the end
+ * (f->eof) or at the pause offset, -EIO on a read or gzip error (f->err set). */
 static int refill(struct tfile *f)
 {
     size_t keep = f->pos;
@@ -148,6 +168,13 @@ static int refill(struct tfile *f)
     size_t room = TFILE_BUF_BYTES - f->len;
     if (room > INT_MAX)
         room = INT_MAX;
+    if (f->pause != UINT64_MAX) {
+        uint64_t upto = f->pause > f->base + f->len ? f->pause - (f->base + f->len) : 0;
+        if (room > upto)
+            room = (size_t)upto;
+        if (room == 0)
+            return 0;
+    }
     int n = gzread(f->gz, f->buf + f->len, (unsigned)room);
     int zerr = Z_OK;
     const char *msg = n < 0 || (size_t)n < room ? gzerror(f->gz, &zerr) : NULL;
@@ -185,6 +212,8 @@ int tfile_next(struct tfile *f, const char **ret_ev, size_t *ret_len,
             if (r < 0)
                 return r;
             if (r == 0) {
+                if (!f->eof)
+                    return 0; /* paused */
                 if (tscan_finish(&f->scan) < 0)
                     return scan_error(f);
                 return 0;
@@ -203,6 +232,16 @@ int tfile_next(struct tfile *f, const char **ret_ev, size_t *ret_len,
             return 1;
         }
     }
+}
+
+void tfile_pause_at(struct tfile *f, uint64_t at)
+{
+    f->pause = at;
+}
+
+const struct tscan *tfile_scan(const struct tfile *f)
+{
+    return &f->scan;
 }
 
 const struct tscan_meta *tfile_meta(const struct tfile *f)

@@ -27,6 +27,20 @@ struct tfile;
  * or a negative errno from open(2); on failure ret_err (TFILE_ERR_MAX bytes) says why. */
 int tfile_open(const char *path, struct tfile **ret_f, char *ret_err);
 
+/* Opens the plain (not gzip) file at path from byte off on, scanned by a copy of *scan (NULL: a
+ * fresh scanner; see tscan_init_split()). Offsets stay absolute; error lines and columns count
+ * from off. Returns as tfile_open() (-EINVAL for a gzip file with off > 0). */
+int tfile_open_at(const char *path, uint64_t off, const struct tscan *scan, struct tfile **ret_f,
+                  char *ret_err);
+
+/* Makes tfile_next() return 0 once every byte before absolute offset at has been scanned (the
+ * document is not checked for its end there; tfile_scan() shows where the scanner stands); at
+ * UINT64_MAX lifts the pause, and tfile_next() then goes on from there to the real end. */
+void tfile_pause_at(struct tfile *f, uint64_t at);
+
+/* The scanner (borrowed). */
+const struct tscan *tfile_scan(const struct tfile *f);
+
 /* Frees f; NULL-safe. */
 void tfile_free(struct tfile *f);
 

@@ -353,9 +353,11 @@ static void scalar_done(struct tscan *s, int type)
             break;
         case SL_DIST_RANK:
             m->dist_rank = type == JT_NUMBER ? cap_count(s) : -1;
+            m->dist_rank_seen = true;
             break;
         case SL_DIST_WS:
             m->dist_world_size = type == JT_NUMBER ? cap_count(s) : -1;
+            m->dist_world_size_seen = true;
             break;
         default:
             event_scalar(s, s->slot, type, s->cap, s->cap_len, s->cap_escaped, s->val_at);
@@ -1240,6 +1242,58 @@ event:
     s->off += *ret_used;
     return TSCAN_EVENT;
 #undef AT
+}
+
+void tscan_init_split(struct tscan *s, const struct tscan *ref, uint64_t off)
+{
+    tscan_init(s);
+    s->off = off;
+    s->state = ST_VALUE;
+    s->depth = ref->events_depth;
+    memcpy(s->stack, ref->stack, sizeof s->stack);
+    s->events_depth = ref->events_depth;
+    s->meta.root_is_array = ref->meta.root_is_array;
+}
+
+bool tscan_same_position(const struct tscan *a, const struct tscan *b)
+{
+    /* Everything the next byte's handling reads; the token and capture fields are only read
+     * inside a token, and ST_VALUE is between tokens. */
+    return a->state == ST_VALUE && b->state == ST_VALUE && a->off == b->off &&
+           a->depth == b->depth && a->depth > 0 &&
+           memcmp(a->stack, b->stack, (size_t)a->depth) == 0 &&
+           a->events_depth == b->events_depth && a->events_depth == a->depth &&
+           !a->events_done && !b->events_done && a->dist_depth == 0 && b->dist_depth == 0 &&
+           !a->in_event && !b->in_event && a->args_depth == 0 && b->args_depth == 0 &&
+           a->slot == SL_NONE && b->slot == SL_NONE &&
+           a->meta.root_is_array == b->meta.root_is_array;
+}
+
+void tscan_meta_merge(struct tscan_meta *a, const struct tscan_meta *b)
+{
+    const struct {
+        char *dst;
+        const char *src;
+    } text[] = {{a->schema_version, b->schema_version},
+                {a->display_time_unit, b->display_time_unit},
+                {a->base_time_ns, b->base_time_ns},
+                {a->trace_name, b->trace_name},
+                {a->dist_backend, b->dist_backend}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        if (text[i].src[0])
+            memcpy(text[i].dst, text[i].src, TSCAN_CAP_MAX + 1);
+    /* The later occurrence decides, as in one scan. */
+    if (b->dist_rank_seen)
+        a->dist_rank = b->dist_rank;
+    if (b->dist_world_size_seen)
+        a->dist_world_size = b->dist_world_size;
+    a->dist_rank_seen = a->dist_rank_seen || b->dist_rank_seen;
+    a->dist_world_size_seen = a->dist_world_size_seen || b->dist_world_size_seen;
+    a->has_device_properties = a->has_device_properties || b->has_device_properties;
+    a->has_distributed_info = a->has_distributed_info || b->has_distributed_info;
+    a->has_paddle_marker = a->has_paddle_marker || b->has_paddle_marker;
+    a->n_events += b->n_events;
+    a->n_empty_events += b->n_empty_events;
 }
 
 int tscan_finish(struct tscan *s)

@@ -70,6 +70,7 @@ struct tscan_meta {
     char dist_backend[TSCAN_CAP_MAX + 1];
     int64_t dist_rank;             /* distributedInfo.rank, -1 if absent or not an integer >= 0 */
     int64_t dist_world_size;       /* distributedInfo.world_size, -1 likewise */
+    bool dist_rank_seen, dist_world_size_seen; /* those members were there (as scalars) */
     bool has_device_properties;
     bool has_distributed_info;
     bool has_paddle_marker;        /* "span_indx" or "ExtraInfo" at the top level (Paddle) */
@@ -123,6 +124,23 @@ void tscan_init(struct tscan *s);
  * input is not an acceptable trace (s->err says why, s->err_off where; every later call fails the
  * same way). Never reads outside buf[0, len). */
 int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used);
+
+/* Split scanning: a second scanner starts in the middle of a file, at the '{' of an event that
+ * follows a ',' in the events array, guessing that the first scanner will be in exactly that
+ * position when it reaches the same offset (tscan_same_position() tells whether it was).
+ * tscan_init_split() prepares s for that: from any scanner `ref` that has seen an event of the
+ * same file (so its stack and events array are the file's), s continues at absolute offset off
+ * with fresh meta (its n_events and event indexes count from 0). */
+void tscan_init_split(struct tscan *s, const struct tscan *ref, uint64_t off);
+
+/* Whether a, a scanner that has read a file up to some offset, stands exactly where b, fresh from
+ * tscan_init_split() at that offset, assumed it would: then b's scan of the rest is the one a
+ * would have made, but for the event indexes and meta, which tscan_meta_merge() adds up. */
+bool tscan_same_position(const struct tscan *a, const struct tscan *b);
+
+/* Makes *a the meta of a whole file whose first part gave *a and the rest, scanned from
+ * tscan_init_split(), gave *b: counts add up; a fact b saw is the later occurrence and wins. */
+void tscan_meta_merge(struct tscan_meta *a, const struct tscan_meta *b);
 
 /* Call at the end of input. Returns 0 if the document was complete and held an events array,
  * else -EINVAL with s->err and s->err_off (the end of input) set. */

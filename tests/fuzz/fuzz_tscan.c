@@ -13,6 +13,9 @@
  *   - a file tscan_finish() accepts is one the daemon takes whole: every event, made one line by
  *     spool_line_copy() as the importer sends it, is a trace record the daemon's own
  *     decoder (daemon/ingest/decode.c) answers OK for, with the same phase letter;
+ *   - a scan in two halves, the second started by tscan_init_split() at the first '{' after the
+ *     middle, where tscan_same_position() says it fits, gives the one-piece scan's events and
+ *     result (pass 1 in two halves);
  *   - both scans give the same positions of an event's "ts" and "name" values (inside the event)
  *     and the same args.start_time, and every event as pdtrace rewrites it for Paddle (ts from
  *     start_time, name without its duration suffix) is taken by the decoder too.
@@ -65,15 +68,19 @@ enum pd_mode { PD_NONE, PD_NOTE, PD_REWRITE };
 static struct pdtrace pd;
 static struct sbuf pd_line;
 
-/* Scans data[0, size) in chunks of `chunk` bytes (0: whole); passes each event to pdtrace as
- * mode says. */
-static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o, enum pd_mode mode)
+/* Scans data[from, size) in chunks of `chunk` bytes (0: whole) with a copy of *init (NULL: a
+ * fresh scanner from 0); passes each event to pdtrace as mode says. */
+static void scan_from(const char *data, size_t size, size_t from, const struct tscan *init,
+                      size_t chunk, struct scan_out *o, enum pd_mode mode)
 {
     static struct tscan s;
-    tscan_init(&s);
+    if (init)
+        s = *init;
+    else
+        tscan_init(&s);
     o->n = 0;
     o->result = 0;
-    size_t off = 0;
+    size_t off = from;
     while (off < size) {
         size_t n = chunk && size - off > chunk ? chunk : size - off;
         size_t used = 0;
@@ -94,7 +101,7 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
             assert(used >= 1);
             const struct tscan_event *ev = &s.event;
             assert(ev->index == o->n);
-            assert(ev->end == off + used && ev->start < ev->end);
+            assert(ev->end == off + used && ev->start < ev->end && ev->start >= from);
             assert(data[ev->start] == '{' && data[ev->end - 1] == '}');
             assert(o->n == 0 || ev->start >= o->end[o->n - 1]);
             assert(memchr(ev->name, '\0', sizeof ev->name) && memchr(ev->cat, '\0', sizeof ev->cat));
@@ -147,6 +154,50 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
     assert(s.meta.n_events == o->n);
 }
 
+static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o, enum pd_mode mode)
+{
+    scan_from(data, size, 0, NULL, chunk, o, mode);
+}
+
+/* Pass 1 in two halves (collectors/import/import.c): a second scanner from the first '{' at or
+ * after the middle, set up by tscan_init_split() from a scanner that has seen the first event.
+ * Where tscan_same_position() says the first half's scanner stands just so, the second half's
+ * scan must be the one-piece scan's rest: the same result, the same error offset, the same events
+ * (indexes counted from the cut). */
+static void check_split(const char *text, size_t n, const struct scan_out *whole)
+{
+    static struct tscan ref, a, guess;
+    static struct scan_out rest;
+    const char *brace = n > 1 ? memchr(text + n / 2, '{', n - n / 2) : NULL;
+    if (!brace || whole->n == 0 || whole->n > EV_MAX || whole->end[0] > (uint64_t)(brace - text))
+        return;
+    size_t cut = (size_t)(brace - text), used;
+    tscan_init(&ref);
+    if (tscan_feed(&ref, text, n, &used) != TSCAN_EVENT)
+        abort(); /* the whole scan found a first event */
+    tscan_init(&a);
+    for (size_t off = 0; off < cut; off += used)
+        if (tscan_feed(&a, text + off, cut - off, &used) < 0)
+            return; /* failed before the cut: the importer reports the first half's error */
+    tscan_init_split(&guess, &ref, cut);
+    if (!tscan_same_position(&a, &guess))
+        return;
+    size_t before = 0;
+    while (before < whole->n && whole->start[before] < cut)
+        before++;
+    scan_from(text, n, cut, &guess, 0, &rest, PD_NONE);
+    assert(rest.result == whole->result);
+    if (rest.result < 0) {
+        assert(rest.err_off == whole->err_off);
+        return;
+    }
+    assert(a.meta.n_events == before && before + rest.n == whole->n);
+    for (size_t i = 0; i < rest.n && before + i < EV_MAX && i < EV_MAX; i++) {
+        assert(rest.start[i] == whole->start[before + i] && rest.end[i] == whole->end[before + i]);
+        assert(rest.text[i] == whole->text[before + i] && rest.ts_ns[i] == whole->ts_ns[before + i]);
+    }
+}
+
 /* The event as the importer sends it, through the daemon's decoder. */
 static void check_daemon_takes(const char *ev, size_t len, char ph)
 {
@@ -184,6 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     scan(text, n, 0, &whole, PD_NOTE);
     scan(text, n, chunk, &parts, PD_NONE);
     assert(whole.result == parts.result && whole.n == parts.n);
+    check_split(text, n, &whole);
     if (whole.result < 0) {
         assert(whole.err_off == parts.err_off && strcmp(whole.err, parts.err) == 0);
         return 0;

@@ -34,14 +34,20 @@ def cli():
     return exe
 
 
-def run(args, tmp, timeout=300):
-    env = integ.clean_env(tmp)
+def run(args, tmp, timeout=300, env=None):
+    """The CLI with args; env: variables to add to the clean environment."""
+    full = integ.clean_env(tmp)
+    full.update(env or {})
     return subprocess.run([str(cli())] + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+                          timeout=timeout, env=full, stdin=subprocess.DEVNULL)
 
 
-def run_import(daemon, *args, timeout=300):
-    return run(["import", "--socket", daemon.socket, *args], daemon.tmp, timeout=timeout)
+def run_import(daemon, *args, timeout=300, env=None):
+    return run(["import", "--socket", daemon.socket, *args], daemon.tmp, timeout=timeout, env=env)
+
+
+SPLIT = {"STEPSCOPE_IMPORT_SPLIT_BYTES": "1"}  # pass 1 in two halves whatever the size
+ONE_PIECE = {"STEPSCOPE_IMPORT_SPLIT_BYTES": "0"}
 
 
 def read_bytes(path):
@@ -287,6 +293,90 @@ def test_without_a_temporary_file_the_file_is_read_twice(daemon, tmp):
     assert "will be read a second time" in p.stderr
     assert "5000 sent, 0 already held" in p.stdout
     assert timeline(daemon, "twice") == events
+
+
+def split_trace(tmp, n, name="split.json"):
+    """Kineto layout with top-level facts after the events (as Kineto writes traceName and
+    baseTimeNanoseconds), which only the second half's scanner sees."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 13}", "pid": 1, "tid": 1,
+               "ts": 1700000000000000.0 + i * 3.5, "dur": 1.25 + i % 7, "args": {"i": i}}
+              for i in range(n)]
+    body = ",\n".join(json.dumps(e, indent=2) for e in events)
+    path = tmp / name
+    path.write_text('{"schemaVersion": 1, "traceEvents": [\n' + body + '\n],\n'
+                    '"distributedInfo": {"backend": "nccl", "rank": 5, "world_size": 8},\n'
+                    '"traceName": "t", "baseTimeNanoseconds": 1700000000000000000}\n')
+    return path, events
+
+
+def test_split_pass1_equals_one_piece(daemon, tmp):
+    """A file validated in two halves at once imports exactly as in one piece: every event in
+    order, and the facts after traceEvents (rank and world size from distributedInfo)."""
+    path, events = split_trace(tmp, 6000)
+    p = run_import(daemon, "--job", "halves", path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr
+    assert "6000 sent, 0 already held" in p.stdout and "rank 5 of 8" in p.stdout
+    j = job_or_none(daemon, "halves")
+    assert j["events"] == 6000 and [r["rank"] for r in j["ranks_detail"]] == [5]
+    assert timeline(daemon, "halves") == events
+
+
+def test_split_resume_in_the_second_half(daemon, tmp):
+    n, k = 9000, 7000
+    path, events = split_trace(tmp, n)
+    with Client(daemon.socket) as c:
+        c.hello("resume2", rank=5, world_size=8, stream=import_stream_key(path))
+        c.send_lines(events[:k])
+        c.wait_ack(k)
+    p = run_import(daemon, "--job", "resume2", path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr
+    assert f"{n - k} sent, {k} already held, 0 rejected" in p.stdout
+    assert daemon.stats()["duplicates"] == 0
+    assert timeline(daemon, "resume2") == events
+
+
+@pytest.mark.parametrize("where", [1 / 4, 3 / 4])
+def test_split_error_in_either_half_as_in_one_piece(daemon, tmp, where):
+    """A bad event in the first or the second half: the error names the byte, line and column
+    exactly as a scan in one piece does (a second half's failure makes the first half's scan go
+    on to the end and meet it there), and nothing is sent."""
+    path, _ = split_trace(tmp, 6000)
+    text = path.read_bytes()
+    at = text.index(b'"dur": 2.25', int(len(text) * where))
+    path.write_bytes(text[:at] + b'"dur": -2.25' + text[at + len(b'"dur": 2.25'):])
+    p1 = run_import(daemon, "--job", "bad", path, env=SPLIT)
+    p2 = run_import(daemon, "--job", "bad", path, env=ONE_PIECE)
+    assert p1.returncode == p2.returncode == 3
+    assert p1.stderr == p2.stderr and '"dur" must be >= 0' in p1.stderr and "line " in p1.stderr
+    start = text.rindex(b"{", 0, at)  # an event's error is told at its '{'
+    line = text[:start].count(b"\n") + 1
+    assert f"byte {start} (line {line}, column" in p1.stderr, p1.stderr
+    assert_nothing_sent(daemon)
+
+
+def test_split_without_a_temporary_file_reads_twice(daemon, tmp):
+    """Neither half can keep its lines: pass 2 reads the file again, and every event arrives."""
+    path, events = split_trace(tmp, 5000)
+    p = run_import(daemon, "--job", "twice2", path, env=dict(SPLIT, TMPDIR=str(tmp / "none")))
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr and "will be read a second time" in p.stderr
+    assert timeline(daemon, "twice2") == events
+
+
+def test_split_at_a_wrong_guess_falls_back_to_one_piece(daemon, tmp):
+    """Every event holds a list of objects ("}, {" between them): the cut after the middle lands
+    inside an event, the halves do not fit together, and the first half's scan goes on alone."""
+    events = [{"ph": "X", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 1.0,
+               "args": {"blocks": [{"x": j} for j in range(40)]}}
+              for i in range(800)]
+    path = tmp / "nested.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    p = run_import(daemon, "--job", "nested", path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" not in p.stderr
+    assert timeline(daemon, "nested") == events
 
 
 def test_two_files_one_job_ranks_in_file_order(daemon):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 import integ_conftest as integ
-from test_import import DATA, assert_nothing_sent, job_or_none, q, run_import, timeline
+from test_import import DATA, SPLIT, assert_nothing_sent, job_or_none, q, run_import, timeline
 
 MS = DATA / "mindspore"
 
@@ -544,6 +544,11 @@ def test_paddle_profiler_chrome_output(daemon, paddle_output):
     assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
     got = timeline(daemon, "pd")
     assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+    # Validated in two halves: the times rebuilt from both halves' offsets, the same events.
+    p = run_import(daemon, "--job", "pd-halves", path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr and "paddle (paddle)" in p.stdout, p.stderr
+    assert timeline(daemon, "pd-halves") == got
 
 
 def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):

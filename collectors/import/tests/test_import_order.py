@@ -10,8 +10,10 @@ import json
 import pathlib
 import sys
 
-from test_import import (DATA, REPO, Client, assert_ok, import_stream_key, read_bytes, run_import,
-                         timeline, torch_order)
+import pytest
+
+from test_import import (DATA, ONE_PIECE, REPO, SPLIT, Client, assert_ok, import_stream_key,
+                         read_bytes, run_import, timeline, torch_order)
 
 GPU5 = DATA / "kineto" / "gpu_5steps_rank0.json.gz"
 
@@ -146,6 +148,55 @@ def test_resume_of_a_reordered_file_sends_the_rest_of_the_same_order(daemon, tmp
     assert timeline(daemon, "reorder") == sent
     settled_operators(daemon, "reorder", path)
 
+
+@pytest.mark.parametrize("k", [0, 2000, 7000])
+def test_split_pass1_sends_the_same_order(daemon, tmp, k):
+    """Pass 1 in two halves (each thread's spans in both): the lines go in the order one piece
+    gives, from the start or resumed in either half, and the self times are torch's."""
+    path, events = unordered_trace(tmp, 9000)
+    sent = torch_order(path)
+    job = f"split{k}"
+    if k:
+        with Client(daemon.socket) as c:
+            c.hello(job, rank=0, stream=import_stream_key(path))
+            c.send_lines(sent[:k])
+            c.wait_ack(k)
+    p = run_import(daemon, "--job", job, path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr
+    assert (f"{len(events) - k} sent, {k} already held, 0 rejected; "
+            "2 threads' spans sent in start order") in p.stdout
+    assert daemon.stats()["duplicates"] == 0
+    assert timeline(daemon, job) == sent
+    settled_operators(daemon, job, path)
+
+
+# cpu_only_rank34's first half is its distributedInfo (a 300-rank process group list): no event
+# starts after its middle, so it cannot be cut.
+SPLITTABLE = sorted(p.name for p in (DATA / "kineto").glob("*.json.gz")
+                    if p.name != "cpu_only_rank34.json.gz")
+
+
+@pytest.mark.parametrize("name", SPLITTABLE)
+def test_split_real_traces_as_one_piece(daemon, tmp, name):
+    """Every real Kineto trace, uncompressed (gzip cannot be cut), imported in two halves and in
+    one piece: the same events in the same order, and the same operator table."""
+    path = tmp / name.replace(".gz", "")
+    path.write_bytes(read_bytes(DATA / "kineto" / name))
+    a = run_import(daemon, "--job", "halves", path, env=SPLIT)
+    b = run_import(daemon, "--job", "whole", path, env=ONE_PIECE)
+    assert_ok(a)
+    assert_ok(b)
+    assert "validated in two parts" in a.stderr and "validated in two parts" not in b.stderr
+    assert a.stdout.split(": ", 1)[1].replace("halves", "whole") == b.stdout.split(": ", 1)[1]
+    assert timeline(daemon, "halves") == timeline(daemon, "whole") == torch_order(path)
+    n = sum(1 for e in torch_order(path) if e.get("ph") == "X")
+
+    def same():
+        whole = json.loads(operators(daemon, "whole"))
+        return (sum(r["calls"] for r in whole["rows"]) >= n // 2 and
+                whole == json.loads(operators(daemon, "halves")))
+    daemon.wait_for("the same operator table", same, timeout=30)
 
 def test_in_order_file_is_sent_as_written(daemon, tmp):
     """Every thread already in (ts, -dur) order: the lines go as the file has them."""

@@ -2,7 +2,7 @@
 /*
  * Unit tests of order: the thread and times tscan hands it (top-level members only, the first
  * occurrence), and the sending order (each thread's X events by (ts, -dur) into their places,
- * every other line in place) for any resume point.
+ * every other line in place) for any resume point, also when pass 1 indexed two halves.
  */
 #include "order.h"
 
@@ -130,6 +130,77 @@ START_TEST(in_order_is_left_alone)
 }
 END_TEST
 
+/* Pass 1 in two parts: the lines cut at every place, the second part's index appended to the
+ * first's with its offsets moved, give the very runs of one index. */
+START_TEST(appended_halves_send_as_one_index)
+{
+    uint64_t offs[7], unordered; /* offs[6]: the end */
+    int r;
+    struct order *whole = build(offs, &unordered, &r);
+    ck_assert_int_eq(r, 1);
+    offs[6] = offs[5] + strlen(lines[5]) + 1;
+    struct got want_runs = {0};
+    ck_assert_int_eq(order_runs(whole, 0, collect, &want_runs), 0);
+    for (int cut = 0; cut <= 6; cut++) {
+        struct order *a = order_new(), *b = order_new();
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        for (int i = 0; i < cut; i++)
+            note(a, lines[i], offs[i]);
+        for (int i = cut; i < 6; i++)
+            note(b, lines[i], offs[i] - offs[cut]);
+        ck_assert_int_eq(order_append(a, b, offs[cut]), 0);
+        order_free(b);
+        uint64_t u;
+        ck_assert_int_eq(order_finish(a, &u), 1);
+        ck_assert_uint_eq(u, unordered);
+        struct got g = {0};
+        ck_assert_int_eq(order_runs(a, 0, collect, &g), 0);
+        ck_assert_int_eq(g.n, want_runs.n);
+        for (int i = 0; i < g.n; i++) {
+            ck_assert_uint_eq(g.off[i], want_runs.off[i]);
+            ck_assert_uint_eq(g.len[i], want_runs.len[i]);
+        }
+        order_free(a);
+    }
+    order_free(whole);
+}
+END_TEST
+
+/* Each part in order on its own, but the second's first span starts before the first's last:
+ * the thread is out of order, and its spans are swapped. Continuing in order is left alone. */
+START_TEST(appended_halves_out_of_order_across_the_cut)
+{
+    const char *late = "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":1}";
+    const char *early = "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1}";
+    const char *later = "{\"ph\":\"X\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":7,\"dur\":1}";
+    uint64_t shift = strlen(late) + 1, u;
+    struct order *a = order_new(), *b = order_new();
+    note(a, late, 0);
+    note(b, early, 0);
+    ck_assert_int_eq(order_append(a, b, shift), 0);
+    ck_assert_int_eq(order_finish(a, &u), 1);
+    ck_assert_uint_eq(u, 1);
+    struct got g = {0};
+    ck_assert_int_eq(order_runs(a, 0, collect, &g), 0);
+    ck_assert_int_eq(g.n, 2);
+    ck_assert_uint_eq(g.off[0], shift); /* early first */
+    ck_assert_uint_eq(g.off[1], 0);
+    order_free(a);
+    order_free(b);
+
+    a = order_new();
+    b = order_new();
+    note(a, late, 0);
+    note(b, later, 0);
+    ck_assert_int_eq(order_append(a, b, shift), 0);
+    ck_assert_int_eq(order_finish(a, &u), 0);
+    ck_assert_uint_eq(u, 0);
+    order_free(a);
+    order_free(b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("order");
@@ -137,6 +208,8 @@ int main(void)
     tcase_add_test(tc, event_thread_and_times_from_tscan);
     tcase_add_test(tc, runs_in_torch_order_from_any_line);
     tcase_add_test(tc, in_order_is_left_alone);
+    tcase_add_test(tc, appended_halves_send_as_one_index);
+    tcase_add_test(tc, appended_halves_out_of_order_across_the_cut);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

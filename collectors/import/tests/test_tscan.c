@@ -53,19 +53,26 @@ static const char *kineto_doc =
     "\"ts\": -3, \"s\": \"t\", \"name\": null}\n  ],\n  \"displayTimeUnit\": \"ms\",\n  "
     "\"baseTimeNanoseconds\": 1700000000000000000\n}\n";
 
+/* kineto_doc's top-level facts. */
+static void check_kineto_facts(const struct tscan_meta *m)
+{
+    ck_assert_uint_eq(m->n_events, 3);
+    ck_assert_int_eq(m->dist_rank, 3);
+    ck_assert_int_eq(m->dist_world_size, 8);
+    ck_assert_str_eq(m->dist_backend, "\"nccl\"");
+    ck_assert_str_eq(m->schema_version, "1");
+    ck_assert_str_eq(m->display_time_unit, "\"ms\"");
+    ck_assert_str_eq(m->base_time_ns, "1700000000000000000");
+    ck_assert(!m->root_is_array);
+    ck_assert(m->has_distributed_info);
+}
+
 START_TEST(test_tscan_kineto_events_and_facts)
 {
     struct tscan s;
     char out[512];
     ck_assert_int_eq(run(kineto_doc, 1u << 20, out, sizeof out, &s), 3);
-    ck_assert_int_eq(s.meta.dist_rank, 3);
-    ck_assert_int_eq(s.meta.dist_world_size, 8);
-    ck_assert_str_eq(s.meta.dist_backend, "\"nccl\"");
-    ck_assert_str_eq(s.meta.schema_version, "1");
-    ck_assert_str_eq(s.meta.display_time_unit, "\"ms\"");
-    ck_assert_str_eq(s.meta.base_time_ns, "1700000000000000000");
-    ck_assert(!s.meta.root_is_array);
-    ck_assert(s.meta.has_distributed_info);
+    check_kineto_facts(&s.meta);
     /* Each event's bytes are exactly one object. */
     const char *first = strstr(kineto_doc, "{\n    \"ph\"");
     char want[64];
@@ -84,6 +91,54 @@ START_TEST(test_tscan_output_independent_of_chunking)
     ck_assert_str_eq(got, want);
     ck_assert_int_eq(s.meta.dist_rank, 3);
     ck_assert_str_eq(s.meta.base_time_ns, "1700000000000000000");
+}
+END_TEST
+
+/* Feeds doc[from, to) to s (any number of events). Returns 0, or -1 on an error. */
+static int feed_range(struct tscan *s, const char *doc, size_t from, size_t to)
+{
+    while (from < to) {
+        size_t used;
+        if (tscan_feed(s, doc + from, to - from, &used) < 0)
+            return -1;
+        from += used;
+    }
+    return 0;
+}
+
+/* Pass 1 in two halves: a second scanner started at any '{' of the document fits the first
+ * scanner's position exactly at the events that follow a ',' in the events array, and nowhere
+ * else (not the first event, not an object inside an event or inside distributedInfo); there,
+ * the two metas merged equal the one-piece scan's. */
+START_TEST(test_tscan_split_fits_only_between_events)
+{
+    struct tscan whole, ref;
+    char out[512];
+    size_t n = strlen(kineto_doc), used;
+    ck_assert_int_eq(run(kineto_doc, 1u << 20, out, sizeof out, &whole), 3);
+    tscan_init(&ref);
+    ck_assert_int_eq(tscan_feed(&ref, kineto_doc, n, &used), TSCAN_EVENT);
+    const char *second = strstr(kineto_doc, "{\"ph\": \"M\""), *third = strstr(kineto_doc, "{\"ph\": \"i\"");
+    int fits = 0;
+    for (size_t cut = 1; cut < n; cut++) {
+        if (kineto_doc[cut] != '{')
+            continue;
+        struct tscan a, guess, b;
+        tscan_init(&a);
+        ck_assert_int_eq(feed_range(&a, kineto_doc, 0, cut), 0);
+        tscan_init_split(&guess, &ref, cut);
+        bool want = kineto_doc + cut == second || kineto_doc + cut == third;
+        ck_assert_msg(tscan_same_position(&a, &guess) == want, "cut at %zu", cut);
+        if (!want)
+            continue;
+        fits++;
+        b = guess;
+        ck_assert_int_eq(feed_range(&b, kineto_doc, cut, n), 0);
+        ck_assert_int_eq(tscan_finish(&b), 0);
+        tscan_meta_merge(&a.meta, &b.meta);
+        check_kineto_facts(&a.meta);
+    }
+    ck_assert_int_eq(fits, 2);
 }
 END_TEST
 
@@ -228,6 +283,7 @@ static Suite *tscan_suite(void)
     tcase_add_test(tc, test_tscan_kineto_events_and_facts);
     tcase_add_loop_test(tc, test_tscan_output_independent_of_chunking, 1, 40);
     tcase_add_test(tc, test_tscan_bare_array);
+    tcase_add_test(tc, test_tscan_split_fits_only_between_events);
     tcase_add_loop_test(tc, test_tscan_rejects_with_offset, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_tscan_accepts_edge_cases);
     tcase_add_test(tc, test_tscan_skips_empty_events);
