@@ -667,6 +667,90 @@ START_TEST(test_live_points_when_spans_arrive_in_reverse)
 }
 END_TEST
 
+/* Random steps fed in random order, a publish after each feed, against the points of each
+ * step's spans sorted here (qsort by start, then end descending; every start distinct): the
+ * steps' spans are sorted in pieces (runs, merges, the appended ones merged into the sorted
+ * ones) and must end up in one order. Each step has data fetches and communication ops at
+ * random places, so the points probe that order at random places too. */
+enum { R_STEPS = 12, R_PER_STEP = 90, R_SPANS = R_STEPS * R_PER_STEP };
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const struct analyse_span *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    int64_t ex = x->ts_ns + x->dur_ns, ey = y->ts_ns + y->dur_ns;
+    return ex > ey ? -1 : ex < ey;
+}
+
+START_TEST(test_live_points_of_random_steps)
+{
+    static char names[R_SPANS][32];
+    static struct record v[R_STEPS + R_SPANS];
+    static struct analyse_span ref[R_PER_STEP];
+    unsigned seed = 12345u + (unsigned)_i;
+    for (int k = 0; k < R_STEPS; k++) {
+        v[k] = step(k, 10000 * k, 10000 * (k + 1), NULL);
+        /* Starts: a shuffle of a 100 us grid inside the step, so that none repeats. */
+        int slot[R_PER_STEP];
+        for (int i = 0; i < R_PER_STEP; i++)
+            slot[i] = i;
+        for (int i = R_PER_STEP - 1; i > 0; i--) {
+            int j = rand_r(&seed) % (i + 1), t = slot[i];
+            slot[i] = slot[j];
+            slot[j] = t;
+        }
+        for (int i = 0; i < R_PER_STEP; i++) {
+            int n = k * R_PER_STEP + i, kind = rand_r(&seed) % 10;
+            snprintf(names[n], sizeof names[n], "%s %d",
+                     kind == 0 ? "fetch DataLoader" : kind == 1 ? "nccl allreduce" : "op", n);
+            v[R_STEPS + n] = span(names[n], 10000 * k + 100 * slot[i], 1 + rand_r(&seed) % 300);
+        }
+    }
+    for (int i = R_STEPS + R_SPANS - 1; i > 0; i--) {
+        int j = rand_r(&seed) % (i + 1);
+        struct record t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    size_t chunk = 1 + (size_t)(rand_r(&seed) % 200);
+    for (size_t i = 0; i < R_STEPS + R_SPANS; i += chunk) {
+        size_t n = R_STEPS + R_SPANS - i < chunk ? R_STEPS + R_SPANS - i : chunk;
+        ck_assert_int_eq(live_feed(lv, 7, 0, v + i, n), 0);
+        ck_assert_int_eq(live_publish(lv), 0);
+    }
+    const struct live_snapshot *s;
+    size_t n_rows;
+    struct live_step_row *rows = job_step_rows(lv, 7, &s, &n_rows);
+    ck_assert_uint_eq(n_rows, R_STEPS);
+    for (int k = 0; k < R_STEPS; k++) {
+        size_t n = 0;
+        for (int i = 0; i < R_STEPS + R_SPANS; i++) {
+            const struct record *r = &v[i];
+            if (r->kind != RECORD_TRACE || r->ts_ns < T0 + 10000 * k * US ||
+                r->ts_ns >= T0 + 10000 * (k + 1) * US)
+                continue;
+            ref[n++] = (struct analyse_span){.ts_ns = r->ts_ns, .dur_ns = r->dur_ns,
+                                             .name = r->name.ptr, .name_len = r->name.len,
+                                             .role = ANALYSE_ROLE_HOST_OP};
+        }
+        ck_assert_uint_eq(n, R_PER_STEP);
+        qsort(ref, n, sizeof *ref, cmp_ref);
+        struct analyse_st_points p;
+        ck_assert_int_eq(analyse_steptrace_points(ref, n, NULL, &p), 0);
+        ck_assert_int_eq(rows[k].step, k);
+        ck_assert_str_eq(rows[k].fp_name, ref[p.fp_index].name);
+        ck_assert_str_eq(rows[k].bp_name, ref[p.bp_index].name);
+        ck_assert_int_eq(rows[k].fp_bp_ns, p.bp_ns - p.fp_ns);
+    }
+    free(rows);
+    live_snapshot_put(s);
+    live_free(lv);
+}
+END_TEST
+
 /* Long names that share their first 32 and last 16 bytes (what the op table hashes of a long
  * name) are still different operators. */
 START_TEST(test_live_long_names_sharing_ends)
@@ -902,6 +986,7 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_points_when_spans_arrive_in_reverse, 1, N_MERGE + 1);
     tcase_add_loop_test(tc, test_live_self_with_threads_interleaved, 0, 5);
     tcase_add_test(tc, test_live_long_names_sharing_ends);
+    tcase_add_loop_test(tc, test_live_points_of_random_steps, 0, 20);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_paddle_step_names);
     tcase_add_test(tc, test_live_queues_and_pipeline);
