@@ -171,18 +171,26 @@ static inline uint64_t special_bytes(uint64_t w)
     return (q | b | c | w) & HIGHS;
 }
 
+#if defined(__SSE2__)
+/* The bytes of p[0, 16) that need a closer look in a string body, as bits: '"', '\\', and (one
+ * signed compare) both < 0x20 and >= 0x80. */
+static inline unsigned special16(const char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                          _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                             _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* p is just past an opening quote. Returns the pointer to the closing quote of a valid string;
  * *has_escape is set if the body holds a backslash. */
-static const char *string_end(struct scan *s, const char *p, bool *has_escape)
+static const char *string_end_loop(struct scan *s, const char *p, bool *has_escape)
 {
     for (;;) {
 #if defined(__SSE2__)
-        /* 16 bytes at a time: '"', '\\', and (one signed compare) both < 0x20 and >= 0x80. */
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                                              _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-                                 _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        unsigned bits = special16(p); /* 16 bytes at a time */
         if (bits == 0) {
             p += 16;
             continue;
@@ -217,6 +225,18 @@ static const char *string_end(struct scan *s, const char *p, bool *has_escape)
             p++; /* only without the word loop */
         }
     }
+}
+
+/* string_end_loop() with its usual case inline: a string (most are keys) that ends within 16
+ * bytes with nothing to check on the way. */
+static inline const char *string_end(struct scan *s, const char *p, bool *has_escape)
+{
+#if defined(__SSE2__)
+    unsigned bits = special16(p);
+    if (bits != 0 && p[__builtin_ctz(bits)] == '"')
+        return p + __builtin_ctz(bits);
+#endif
+    return string_end_loop(s, p, has_escape);
 }
 
 /* Unescapes the valid string body [p, end) into dst (cap bytes); returns its length, or -1 if

@@ -73,13 +73,22 @@ static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
 }
 
 /* hash_bytes() of a key, or for a long one (GPU kernel names run to hundreds of bytes, one per
- * event) of its first 32 and last 16 bytes and its length: lookups compare whole keys, so a
- * shared middle only costs a probe, and the index a key gets does not depend on its hash. */
-static uint64_t hash_key(uint64_t h, const char *p, size_t n)
+ * event) of its first and last 16 bytes and its length: lookups compare whole keys, so a shared
+ * middle only costs a probe, and the index a key gets does not depend on its hash. */
+static inline uint64_t hash_key(uint64_t h, const char *p, size_t n)
 {
-    if (n <= 48)
+    if (n <= 32)
         return hash_bytes(h, p, n);
-    return hash_bytes(hash_bytes(h ^ n, p, 32), p + n - 16, 16);
+    const uint64_t m = 0x9e3779b97f4a7c15u;
+    uint64_t w[4];
+    memcpy(&w[0], p, 16);
+    memcpy(&w[2], p + n - 16, 16);
+    h ^= (uint64_t)n << 56;
+    for (int i = 0; i < 4; i++) {
+        h = (h ^ w[i]) * m;
+        h ^= h >> 29;
+    }
+    return h;
 }
 
 /* memcmp() that accepts a NULL pointer with n == 0 (an absent pid, tid or cat). */

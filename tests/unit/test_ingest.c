@@ -471,6 +471,54 @@ START_TEST(test_decode_record_scanner_edges)
 }
 END_TEST
 
+/* A string's special byte at every offset around the scanner's 16-byte (and 8-byte) loads: the
+ * name either decodes to exactly its bytes (plain, UTF-8, an escape unescaped) or the line is
+ * malformed (a control byte, an invalid UTF-8 byte, the line ending inside the string). */
+START_TEST(test_decode_record_string_offsets)
+{
+    static const struct {
+        const char *in;   /* spliced after k bytes of 'a', then "bc" follows */
+        const char *want; /* the name's bytes in the middle, or NULL: malformed */
+    } specials[] = {
+        {"", ""},
+        {"\\n", "\n"},
+        {"\\u00e9", "\xc3\xa9"},
+        {"\\ud83d\\ude00", "\xf0\x9f\x98\x80"},
+        {"\xc3\xa9", "\xc3\xa9"},
+        {"\xe2\x82\xac", "\xe2\x82\xac"},
+        {"\xff", NULL},
+        {"\xc3(", NULL},
+        {"\x01", NULL},
+        {"\\x", NULL},
+    };
+    struct record r;
+    char msg[INGEST_DECODE_MSG_MAX], line[160], want[64];
+    for (size_t k = 0; k <= 40; k++) {
+        for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+            char name[64];
+            memset(name, 'a', k);
+            snprintf(name + k, sizeof name - k, "%sbc", specials[i].in);
+            snprintf(line, sizeof line, "{\"ph\":\"X\",\"name\":\"%s\",\"ts\":1,\"dur\":2}",
+                     name);
+            int res = decode(line, &r, msg);
+            if (!specials[i].want) {
+                ck_assert_msg(res == INGEST_DECODE_MALFORMED, "k=%zu i=%zu: %d", k, i, res);
+                continue;
+            }
+            ck_assert_msg(res == INGEST_DECODE_OK, "k=%zu i=%zu: %s", k, i, msg);
+            memset(want, 'a', k);
+            snprintf(want + k, sizeof want - k, "%sbc", specials[i].want);
+            ck_assert_msg(text_eq(r.name, want), "k=%zu i=%zu", k, i);
+        }
+        /* The line ends inside the string. */
+        memset(line, 0, sizeof line);
+        strcpy(line, "{\"ph\":\"X\",\"name\":\"");
+        memset(line + strlen(line), 'a', k);
+        ck_assert_int_eq(decode(line, &r, msg), INGEST_DECODE_MALFORMED);
+    }
+}
+END_TEST
+
 START_TEST(test_decode_record_arena_full)
 {
     struct record r;
@@ -1241,6 +1289,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_decode_hello_line_public);
     tcase_add_test(tc, test_decode_record_deep_nesting);
     tcase_add_test(tc, test_decode_record_scanner_edges);
+    tcase_add_test(tc, test_decode_record_string_offsets);
     tcase_add_test(tc, test_decode_record_arena_full);
     tcase_add_loop_test(tc, test_decode_hello_table, 0,
                         (int)(sizeof hello_cases / sizeof hello_cases[0]));

@@ -751,7 +751,7 @@ START_TEST(test_live_points_of_random_steps)
 }
 END_TEST
 
-/* Long names that share their first 32 and last 16 bytes (what the op table hashes of a long
+/* Long names that share their first and last 16 bytes (what the op table hashes of a long
  * name) are still different operators. */
 START_TEST(test_live_long_names_sharing_ends)
 {
