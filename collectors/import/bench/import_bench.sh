@@ -66,19 +66,8 @@ for i in $(seq "$REPEAT"); do
   echo "round $i: import $(tail -1 "$WORK/import.times") s, rss $(tail -1 "$WORK/import.rss") kB" >&2
 
   t0=$(now)
-  /usr/bin/time -v -o "$WORK/python.time" "$PYTHON" -c '
-import collections, json, sys
-with open(sys.argv[1], "rb") as f:
-    doc = json.load(f)
-ops = collections.defaultdict(lambda: [0, 0.0])
-for e in doc["traceEvents"]:
-    if e.get("ph") == "X":
-        a = ops[e["name"]]
-        a[0] += 1
-        a[1] += e["dur"]
-top = sorted(ops.items(), key=lambda kv: -kv[1][1])[:5]
-print(len(doc["traceEvents"]), len(ops), top[0][0], file=sys.stderr)
-' "$trace" 2>>"$WORK/python.out"
+  /usr/bin/time -v -o "$WORK/python.time" "$PYTHON" collectors/import/bench/python_baseline.py \
+    "$trace" 2>>"$WORK/python.out"
   t1=$(now)
   echo "$t1 - $t0" | bc -l >>"$WORK/python.times"
   rss_kb "$WORK/python.time" >>"$WORK/python.rss"
