@@ -322,6 +322,18 @@ def test_split_pass1_equals_one_piece(daemon, tmp):
     assert timeline(daemon, "halves") == events
 
 
+def test_split_bare_array_as_one_piece(daemon, tmp):
+    """Legacy torch's layout (a top-level array of events) is cut and joined the same way."""
+    events = [{"name": f"aten::op{i % 5}", "ph": "X", "ts": 1000 + i * 3, "dur": 2, "tid": 1,
+               "pid": "CPU functions", "args": {"i": i}} for i in range(3000)]
+    path = tmp / "legacy.json"
+    path.write_text(json.dumps(events))
+    p = run_import(daemon, "--job", "legacy", path, env=SPLIT)
+    assert_ok(p)
+    assert "validated in two parts" in p.stderr and "torch (torch-legacy)" in p.stdout, p.stdout
+    assert timeline(daemon, "legacy") == events
+
+
 def test_split_resume_in_the_second_half(daemon, tmp):
     n, k = 9000, 7000
     path, events = split_trace(tmp, n)
