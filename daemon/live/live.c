@@ -249,6 +249,8 @@ struct live_steplist {
     size_t n;
     size_t cap;
     size_t n_settled;        /* steps[0, n_settled) are settled */
+    size_t hint;             /* step_find(): the last step found to begin at or before a span */
+    bool unordered;          /* steps are not all by begin_ns (a step came before settled ones) */
     size_t kept_spans;       /* spans held by unsettled steps */
     struct live_span *pending;
     size_t n_pending;
@@ -580,9 +582,15 @@ static struct live_rank *rank_get(struct live_job *j, int64_t rank)
 /* ---- steps ---- */
 
 /* The step whose [begin, end) holds ts (a zero-length step holds its begin), or -1. */
-static ptrdiff_t step_find(const struct live_steplist *l, int64_t ts)
+static ptrdiff_t step_find(struct live_steplist *l, int64_t ts)
 {
-    size_t lo = 0, hi = l->n;
+    /* lo: the first step beginning after ts. Spans come step after step, so the last answer's
+     * step is checked before a binary search; while the steps are in order, the only index with
+     * steps[lo - 1] <= ts < steps[lo] is the one the search finds. */
+    size_t lo = 0, hi = l->n, h = l->hint;
+    if (!l->unordered && h < l->n && l->steps[h].begin_ns <= ts &&
+        (h + 1 == l->n || l->steps[h + 1].begin_ns > ts))
+        lo = hi = h + 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (l->steps[mid].begin_ns <= ts)
@@ -590,6 +598,8 @@ static ptrdiff_t step_find(const struct live_steplist *l, int64_t ts)
         else
             hi = mid;
     }
+    if (lo > 0)
+        l->hint = lo - 1;
     /* Steps may overlap (a late record); look back a little for one that holds ts. */
     for (size_t k = lo, tries = 0; k > 0 && tries < 4; k--, tries++) {
         const struct live_step *s = &l->steps[k - 1];
@@ -820,6 +830,8 @@ static struct live_step *list_insert(struct live_steplist *l, const struct live_
     size_t at = l->n;
     while (at > l->n_settled && l->steps[at - 1].begin_ns > s->begin_ns)
         at--;
+    if (at > 0 && l->steps[at - 1].begin_ns > s->begin_ns)
+        l->unordered = true; /* before a settled step that begins later */
     memmove(l->steps + at + 1, l->steps + at, (l->n - at) * sizeof *l->steps);
     l->steps[at] = *s;
     l->n++;
