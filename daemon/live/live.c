@@ -56,6 +56,8 @@ struct ktab {
 static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
 {
     const uint64_t m = 0x9e3779b97f4a7c15u;
+    const char *end = n ? p + n : p; /* p may be NULL for an absent field, with n 0 */
+    bool whole_word = n >= 8;
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -64,9 +66,22 @@ static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
         p += 8;
         n -= 8;
     }
+    /* The last 0-7 bytes by fixed-size loads inside the key (overlapping what came before): a
+     * copy of a variable length was a call, and its load then waited for the stores. */
     uint64_t w = 0;
-    if (n) /* p may be NULL for an absent field: memcpy(.., NULL, 0) is undefined */
-        memcpy(&w, p, n);
+    if (n == 0) {
+        /* nothing left */
+    } else if (whole_word) {
+        memcpy(&w, end - 8, 8);
+    } else if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, end - 4, 4);
+        w = lo | (uint64_t)hi << 32;
+    } else {
+        w = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n / 2] << 8 |
+            (uint64_t)(unsigned char)p[n - 1] << 16;
+    }
     h = (h ^ w ^ ((uint64_t)n << 56)) * m;
     h ^= h >> 32;
     return h;

@@ -772,6 +772,43 @@ START_TEST(test_live_long_names_sharing_ends)
 }
 END_TEST
 
+/* Names of every length up to 40, each fed twice from buffers whose bytes differ right after
+ * the name, once the op table is full but for them: it must read only the name (hash and
+ * compare), so each is one operator with two calls, and nothing is folded past the cap. */
+START_TEST(test_live_names_of_every_length)
+{
+    enum { LEN = 40, FILL = LIVE_OPS_MAX - LEN, N = FILL + 2 * LEN };
+    static char fill[FILL][16];
+    static char buf[2][LEN][LEN + 8];
+    struct record *v = calloc(N, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (int i = 0; i < FILL; i++) {
+        snprintf(fill[i], sizeof fill[i], "fill%d", i);
+        v[i] = span(fill[i], i, 1);
+    }
+    for (int c = 0; c < 2; c++) {
+        for (int n = 1; n <= LEN; n++) {
+            char *b = buf[c][n - 1];
+            memset(b, c ? 'y' : 'x', LEN + 8);
+            for (int i = 0; i < n; i++)
+                b[i] = (char)('A' + (i * 7 + n) % 26);
+            struct record *r = &v[FILL + c * LEN + n - 1];
+            *r = span("", FILL + 10 * n, 5);
+            r->name = (struct record_text){b, (size_t)n};
+        }
+    }
+    struct fed_ops f = fed_ops(v, N, N);
+    struct live_counters c;
+    live_snapshot_counters(f.s, &c);
+    ck_assert_int_eq(c.ops_folded, 0);
+    ck_assert_uint_eq(f.ops->total, LIVE_OPS_MAX);
+    for (size_t i = 0; i < f.ops->n_rows; i++)
+        ck_assert_int_eq(f.ops->rows[i].calls, strncmp(f.ops->rows[i].name, "fill", 4) ? 2 : 1);
+    fed_ops_done(&f);
+    free(v);
+}
+END_TEST
+
 /* A span on thread tid. */
 static struct record tspan(const char *name, const char *tid, int64_t ts_us, int64_t dur_us)
 {
@@ -986,6 +1023,7 @@ static Suite *live_suite(void)
     tcase_add_loop_test(tc, test_live_points_when_spans_arrive_in_reverse, 1, N_MERGE + 1);
     tcase_add_loop_test(tc, test_live_self_with_threads_interleaved, 0, 5);
     tcase_add_test(tc, test_live_long_names_sharing_ends);
+    tcase_add_test(tc, test_live_names_of_every_length);
     tcase_add_loop_test(tc, test_live_points_of_random_steps, 0, 20);
     tcase_add_test(tc, test_live_step_spans_past_the_ops_cap);
     tcase_add_test(tc, test_live_paddle_step_names);
