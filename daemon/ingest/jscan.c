@@ -159,6 +159,7 @@ static const char *utf8_seq(struct scan *s, const char *p)
     return fail(s, "invalid UTF-8");
 }
 
+#if !defined(__SSE2__)
 /* Bytes of w that need a closer look in a string body: '"', '\\', < 0x20 or >= 0x80. The lowest
  * set bit is exact (the borrows of these tricks only run upward from a byte that is flagged). */
 static inline uint64_t special_bytes(uint64_t w)
@@ -170,6 +171,7 @@ static inline uint64_t special_bytes(uint64_t w)
     uint64_t c = (w - ONES * 0x20) & ~w;
     return (q | b | c | w) & HIGHS;
 }
+#endif
 
 #if defined(__SSE2__)
 /* The bytes of p[0, 16) that need a closer look in a string body, as bits: '"', '\\', and (one
