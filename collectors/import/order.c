@@ -5,13 +5,16 @@
 #include "order.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "num.h"
 
 #define NO_THREAD UINT32_MAX /* a line that is not an X event */
+#define ORDER_PARALLEL_MIN (1u << 16) /* lines to sort from which a second thread helps */
 
 struct line {
     int64_t ts, end;   /* an X event's start and end, ns */
@@ -249,18 +252,107 @@ out:
     return r;
 }
 
-static int cmp_line(const void *a, const void *b)
+/* One thread's X events: by (ts, -dur), then file order. */
+static int cmp_span(const void *a, const void *b)
 {
     const struct line *x = a, *y = b;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    if (x->thread != NO_THREAD) {
-        if (x->ts != y->ts)
-            return x->ts < y->ts ? -1 : 1;
-        if (x->end != y->end)
-            return x->end > y->end ? -1 : 1;
-    }
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
     return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* A thread's bucket to sort. */
+struct pending {
+    uint64_t count;
+    uint32_t thread;
+};
+
+/* Larger buckets first. */
+static int cmp_pending(const void *a, const void *b)
+{
+    const struct pending *x = a, *y = b;
+    return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/* Sorts the buckets listed in todo[0, n) by (ts, -dur, off). */
+struct sort_job {
+    struct line *lines;
+    const struct thread *threads;
+    const struct pending *todo;
+    size_t n;
+};
+
+static void *sort_buckets(void *arg)
+{
+    const struct sort_job *j = arg;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct thread *t = &j->threads[j->todo[i].thread];
+        qsort(j->lines + t->start, (size_t)t->count, sizeof *j->lines, cmp_span);
+    }
+    return NULL;
+}
+
+/* Only the threads out of order need a sort, each on its own: the lines are first put in
+ * buckets by thread (stably, so that an in-order thread's bucket and the other lines' are
+ * already in their sending order), then the out-of-order buckets are sorted, on two CPUs when
+ * there are enough lines: the largest buckets first, each to the less loaded side. */
+static int sort_lines(struct order *o)
+{
+    size_t nt = o->n_threads;
+    struct line *by = malloc((o->n ? o->n : 1) * sizeof *by);
+    uint64_t *next = malloc((nt + 1) * sizeof *next);
+    struct pending *todo = malloc((nt ? nt : 1) * sizeof *todo);
+    struct pending *side[2] = {malloc((nt ? nt : 1) * sizeof *todo),
+                               malloc((nt ? nt : 1) * sizeof *todo)};
+    int r = -ENOMEM;
+    if (!by || !next || !todo || !side[0] || !side[1])
+        goto out;
+    uint64_t at = 0;
+    size_t n_todo = 0;
+    for (size_t t = 0; t < nt; t++) {
+        next[t] = o->threads[t].start = at;
+        at += o->threads[t].count;
+        if (o->threads[t].unordered && o->threads[t].count > 1)
+            todo[n_todo++] = (struct pending){o->threads[t].count, (uint32_t)t};
+    }
+    next[nt] = at;
+    for (size_t i = 0; i < o->n; i++) {
+        uint32_t t = o->lines[i].thread;
+        by[next[t == NO_THREAD ? nt : t]++] = o->lines[i];
+    }
+    free(o->lines);
+    o->lines = by;
+    o->cap = o->n;
+    by = NULL;
+    qsort(todo, n_todo, sizeof *todo, cmp_pending);
+    uint64_t load[2] = {0, 0};
+    size_t n_side[2] = {0, 0};
+    for (size_t i = 0; i < n_todo; i++) {
+        int k = load[1] < load[0];
+        load[k] += todo[i].count;
+        side[k][n_side[k]++] = todo[i];
+    }
+    struct sort_job jobs[2] = {{o->lines, o->threads, side[0], n_side[0]},
+                               {o->lines, o->threads, side[1], n_side[1]}};
+    pthread_t th;
+    bool threaded = n_side[1] > 0 && load[0] + load[1] >= ORDER_PARALLEL_MIN &&
+                    sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+                    pthread_create(&th, NULL, sort_buckets, &jobs[1]) == 0;
+    if (!threaded)
+        sort_buckets(&jobs[1]);
+    sort_buckets(&jobs[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    r = 0;
+out:
+    free(by);
+    free(next);
+    free(todo);
+    free(side[0]);
+    free(side[1]);
+    return r;
 }
 
 int order_finish(struct order *o, uint64_t *ret_unordered)
@@ -277,12 +369,8 @@ int order_finish(struct order *o, uint64_t *ret_unordered)
         return -ENOMEM;
     for (size_t i = 0; i < o->n; i++)
         o->thread_of[i] = o->lines[i].thread;
-    qsort(o->lines, o->n, sizeof *o->lines, cmp_line);
-    uint64_t at = 0;
-    for (size_t t = 0; t < o->n_threads; t++) {
-        o->threads[t].start = at;
-        at += o->threads[t].count;
-    }
+    if (sort_lines(o) < 0)
+        return -ENOMEM;
     o->sorted = true;
     return 1;
 }

@@ -15,7 +15,8 @@
  * its place, and so does the pattern of which thread's X event comes at each place; each thread's
  * X events are sorted stably by (ts, -dur) into the places its events held. The order depends on
  * the file alone, so a session that resumes at sequence number k skips the first k lines of the
- * same order. Memory: 36 bytes per line (ORDER_LINE_BYTES) and one entry per thread.
+ * same order. Memory: 36 bytes per line, 32 more while order_finish() sorts, and one entry per
+ * thread. order_finish() sorts only the threads out of order, on two CPUs when it pays.
  */
 #ifndef STEPSCOPE_IMPORT_ORDER_H
 #define STEPSCOPE_IMPORT_ORDER_H

@@ -201,6 +201,91 @@ START_TEST(appended_halves_out_of_order_across_the_cut)
 }
 END_TEST
 
+/* Many lines (enough for the two-CPU sort), several threads: two out of order (one much larger),
+ * one in order, and counters. Every line is 100 bytes, so a run's offsets give line numbers.
+ * The runs must give exactly the order spelled out by order.h, computed here the slow way. */
+#define BIG_N 300000
+
+static struct {
+    int thread; /* -1: not an X event */
+    int64_t ts, end;
+} big[BIG_N];
+static uint32_t got_order[BIG_N], want_order[BIG_N];
+static size_t n_got;
+
+static int collect_lines(void *ud, uint64_t off, uint64_t len)
+{
+    (void)ud;
+    ck_assert_uint_eq(off % 100, 0);
+    ck_assert_uint_eq(len % 100, 0);
+    for (uint64_t k = 0; k < len / 100; k++) {
+        ck_assert_uint_lt(n_got, BIG_N);
+        got_order[n_got++] = (uint32_t)(off / 100 + k);
+    }
+    return 0;
+}
+
+static int cmp_big(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (big[x].ts != big[y].ts)
+        return big[x].ts < big[y].ts ? -1 : 1;
+    if (big[x].end != big[y].end)
+        return big[x].end > big[y].end ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(many_lines_two_cpus_exact_order)
+{
+    uint64_t seed = 12345;
+    struct order *o = order_new();
+    ck_assert_ptr_nonnull(o);
+    int64_t clock[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < BIG_N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned r = (unsigned)(seed >> 33);
+        int th = r % 10 < 6 ? 0 : r % 10 < 8 ? 1 : r % 10 < 9 ? 2 : -1;
+        struct tscan_event ev = {.ph = th < 0 ? 'C' : 'X'};
+        snprintf(ev.pid, sizeof ev.pid, "7");
+        if (th >= 0) {
+            snprintf(ev.tid, sizeof ev.tid, "%d", th);
+            /* threads 0 and 1 jump back now and then, with ties; thread 2 only goes forward */
+            clock[th] += th == 2 ? 5 : (int64_t)(r >> 8 & 7) - (r >> 12 & 1 ? 4 : 0);
+            ev.ts_ns = clock[th];
+            ev.dur_ns = (int64_t)(r >> 16 & 3);
+        }
+        big[i].thread = th;
+        big[i].ts = ev.ts_ns;
+        big[i].end = ev.ts_ns + ev.dur_ns;
+        ck_assert_int_eq(order_note(o, &ev, (uint64_t)i * 100, 99), 0);
+    }
+    uint64_t unordered;
+    ck_assert_int_eq(order_finish(o, &unordered), 1);
+    ck_assert_uint_eq(unordered, 2);
+    /* The slow way: each thread's lines sorted, dealt into that thread's places. */
+    static uint32_t idx[BIG_N];
+    for (int th = -1; th < 3; th++) {
+        size_t k = 0;
+        for (uint32_t i = 0; i < BIG_N; i++)
+            if (big[i].thread == th)
+                idx[k++] = i;
+        if (th >= 0)
+            qsort(idx, k, sizeof *idx, cmp_big);
+        size_t m = 0;
+        for (uint32_t i = 0; i < BIG_N; i++)
+            if (big[i].thread == th)
+                want_order[i] = idx[m++];
+    }
+    for (uint64_t from = 0; from < BIG_N; from += BIG_N / 3) {
+        n_got = 0;
+        ck_assert_int_eq(order_runs(o, from, collect_lines, NULL), 0);
+        ck_assert_uint_eq(n_got, BIG_N - from);
+        ck_assert_int_eq(memcmp(got_order, want_order + from, n_got * sizeof *got_order), 0);
+    }
+    order_free(o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("order");
@@ -210,6 +295,7 @@ int main(void)
     tcase_add_test(tc, in_order_is_left_alone);
     tcase_add_test(tc, appended_halves_send_as_one_index);
     tcase_add_test(tc, appended_halves_out_of_order_across_the_cut);
+    tcase_add_test(tc, many_lines_two_cpus_exact_order);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
