@@ -19,8 +19,9 @@
  * Steps come from step records ({"type":"step"}) and from step spans (role STEP, such as
  * "ProfilerStep#5", numbered by the digits after '#'); a step record wins over a step span of
  * the same number. A step's FP/BP points come from its spans (analyse_steptrace_points() over
- * the spans that start inside [begin, end)), else from its "phases" (fp = begin + dataloader,
- * bp = fp + forward + backward), else it has none.
+ * the spans that start inside [begin, end), computed when a snapshot is built after they
+ * changed), else from its "phases" (fp = begin + dataloader, bp = fp + forward + backward), else
+ * it has none.
  *
  * Every structure is capped (the LIVE_*_MAX below) and each cap has a counter in the snapshot.
  * The numbers after a restart equal the live ones as long as no counter is non-zero and the
@@ -82,7 +83,7 @@ struct live *live_new(void);
 /* Records job_id's overrides from a hello. Each set (non-empty) field replaces the job's value
  * for that source; fields not set keep what an earlier hello of the job gave, so the ranks of a
  * job share one set. A change makes the job's unsettled steps recompute their points at the
- * next flush. The FP/BP of a step picks, by analyse_steptrace_pick_override()'s precedence:
+ * next publish. The FP/BP of a step picks, by analyse_steptrace_pick_override()'s precedence:
  * the job's STEPSCOPE_*, then PROFILING_*, then FP_POINT/BP_POINT, then live_config's
  * fp_point/bp_point, then automatic detection. Loop thread. Returns 0, -ENOMEM, or
  * -ENAMETOOLONG for a name longer than RECORD_NAME_MAX (nothing is changed then). */
