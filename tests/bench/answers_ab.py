@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Do two daemon builds answer the same? For a change that must not change any answer (a faster
+path): imports each trace (one job per trace; a comma joins several files into one job) into a
+fresh daemon of build A and of build B with the same importer, fetches every job route from both
+and compares the bytes, apart from wall-clock fields and stored_bytes (zstd blocks are cut at
+flush times, so that one differs between two runs of the same build too).
+
+Usage: tests/bench/answers_ab.py DAEMON_A DAEMON_B TRACE[,TRACE...]...
+Environment: IMPORTER (build-rel/collectors/import/stepscope).
+Prints each differing route and, last, "routes=<n> differing=<n> bytes=<n>"; exit status 1 if
+any differs.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROUTES = ['', '/steps', '/steps?limit=1000', '/step-trace', '/operators', '/operators?role=all',
+          '/kernels', '/queues', '/pipeline', '/ranks', '/helper', '/breakdown',
+          '/summary/overview', '/summary/model', '/summary/distributed', '/summary/operator',
+          '/summary/kernel', '/summary/memory', '/summary/user-defined', '/summary/device',
+          '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5']
+VOLATILE = re.compile(rb'"(stored_bytes|first_seen_us|last_seen_us|created_at|updated_at|'
+                      rb'computed_at|generated_at|age_ms|uptime_s)":\s*("[^"]*"|[0-9.eE+-]+)')
+
+
+def start(binary, work):
+    d = tempfile.mkdtemp(dir=work)
+    p = subprocess.Popen([binary, '--socket', d + '/s.sock', '--data-dir', d + '/data',
+                          '--http', '127.0.0.1:0', '--log-level', 'warn'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            sys.exit('answers_ab.py: %s did not start' % binary)
+        m = re.search(r'dashboard http://(127\.0\.0\.1:\d+)', line)
+        if m:
+            return p, d, 'http://' + m.group(1)
+
+
+def get(base, path):
+    try:
+        with urllib.request.urlopen(base + path, timeout=120) as r:
+            return r.read()
+    except urllib.error.HTTPError as e:
+        return b'HTTP %d ' % e.code + e.read()
+
+
+def answers(binary, traces, importer, work):
+    p, d, base = start(binary, work)
+    out = {}
+    try:
+        for i, trace in enumerate(traces):
+            job = 'job%d' % i
+            subprocess.run([importer, 'import', '--quiet', '--socket', d + '/s.sock', '--job', job]
+                           + trace.split(','), check=True)
+            time.sleep(0.6)  # past the live snapshot's publish interval
+            for route in ROUTES:
+                out[(job, route)] = VOLATILE.sub(rb'"\1":X', get(base, '/api/v1/jobs/' + job + route))
+    finally:
+        p.terminate()
+        p.wait()
+    return out
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    importer = os.environ.get('IMPORTER', 'build-rel/collectors/import/stepscope')
+    work = tempfile.mkdtemp(prefix='answers_ab.')
+    a = answers(sys.argv[1], sys.argv[3:], importer, work)
+    b = answers(sys.argv[2], sys.argv[3:], importer, work)
+    bad = 0
+    for key, body in a.items():
+        if body != b[key]:
+            bad += 1
+            print('DIFF', key, body[:300], '\n    ', b[key][:300])
+    print('routes=%d differing=%d bytes=%d' % (len(a), bad, sum(len(v) for v in a.values())))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
