@@ -562,12 +562,9 @@ static void join_halves(struct input *in, struct part *a, struct part *b)
     if (a->spool && b->spool) {
         in->spool2 = b->spool;
         b->spool = NULL;
-        if (a->order && b->order && order_append(a->order, b->order, spool_bytes(a->spool)) < 0) {
-            order_free(a->order);
-            a->order = NULL;
-            a->order_oom = true;
-        } else if (a->order && !b->order) {
-            order_free(a->order);
+        if (a->order &&
+            (!b->order || order_append(a->order, b->order, spool_bytes(a->spool)) < 0)) {
+            order_free(a->order); /* the second half's index ran out of memory, or the join */
             a->order = NULL;
             a->order_oom = true;
         }
@@ -631,7 +628,7 @@ static int validate(struct input *in)
         if (!fits)
             atomic_store(&stop, true);
         pthread_join(th, NULL);
-        if (fits && b->r == 0 && !atomic_load(&stop)) {
+        if (fits && b->r == 0) {
             join_halves(in, a, b);
             joined = true;
             if (getenv("STEPSCOPE_IMPORT_SPLIT_BYTES"))
