@@ -213,16 +213,16 @@ def test_importable_and_harmless_without_torch(tmp):
     assert "trace_handler could not stream" in r.stderr
 
 
-KINETO_CPU = HERE.parents[2] / "shared" / "data" / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
+KINETO_CPU = HERE.parent / "data" / "kineto" / "cpu_ops_rank_non_gpu.json.gz"
 
 
 def test_trace_handler_streams_a_kineto_window_as_import_does(daemon, tmp):
     """Debian's torch has no Kineto, so a stand-in profiler whose export_chrome_trace writes a
-    real Kineto trace (../shared/data/kineto, gzip, as torch writes .gz names) stands for it: the
+    real Kineto trace (tests/data/kineto, gzip, as torch writes .gz names) stands for it: the
     handler sends every event as written (Kineto ts stay as they are), and the job equals
     `stepscope import` of the same file: events, timeline objects and operator table."""
     if not KINETO_CPU.exists():
-        pytest.fail(f"{KINETO_CPU} is missing (the shared data set)")
+        pytest.fail(f"{KINETO_CPU} is missing (tests/data)")
     code = (
         "import shutil, stepscope, stepscope.torch as st\n"
         "class Prof:\n"

@@ -9,7 +9,7 @@ from conftest import clean_env
 from ssclient import Client
 from test_cli_jobs import addr, cli
 
-DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 KINDS = ["device", "overview", "model", "distributed", "operator", "kernel", "memory",
          "user-defined"]
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """GET /api/v1/jobs/{job}/breakdown against a real daemon on a real socket.
 
-- Golden: every Kineto trace of ../shared/data/kineto, sent verbatim, gives per step exactly the
+- Golden: every Kineto trace of tests/data/kineto, sent verbatim, gives per step exactly the
   step bounds and category times of an independent Python reference of torch-tb-profiler's
   algorithm (tb_breakdown.py, from peers.md §1.3/§1.5), the same trimmed steps, the same average
   and the same GPU utilisation; every step's categories sum exactly to the step.
@@ -19,7 +19,7 @@ import pytest
 import tb_breakdown as tb
 from ssclient import Client
 
-DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 TRACES = ["gpu_5steps_rank0", "gpu_2steps_sampled_rank0", "rocm_minitoy_3steps",
           "cpu_only_rank34", "cpu_ops_rank_non_gpu"]
 CATS = tb.CATS

@@ -18,7 +18,7 @@ from decimal import Decimal
 import tb_breakdown as tb
 from ssclient import Client
 
-DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 ROUTES = ["steps?limit=100000", "step-trace?limit=100000", "operators?limit=100000",
           "kernels?limit=100000", "breakdown?limit=100000", "queues", "pipeline", "ranks",
           "helper", "steps?format=csv&limit=100000", "operators?rank=1&limit=100000",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""/summary/{kind} on the real Kineto traces of ../shared/data/kineto, sent verbatim to a real
+"""/summary/{kind} on the real Kineto traces of tests/data/kineto, sent verbatim to a real
 daemon: Paddle's tables over torch's event types (docs/ANALYSIS.md, "Paddle's summaries").
 
 The expected figures are computed here from the trace itself (interval unions in exact ns, per
@@ -15,7 +15,7 @@ import pytest
 import tb_breakdown as tb
 from ssclient import Client
 
-DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 TRACES = ["gpu_2steps_sampled_rank0", "gpu_5steps_rank0", "rocm_minitoy_3steps",
           "cpu_ops_rank_non_gpu"]
 

@@ -3,7 +3,7 @@
  * Tests of the helper rule table and the per-rank statistics (helper.c, ranks.c). Every rule is
  * run at, just below and just above its threshold, which pins the comparison the peer uses
  * (MindInsight and torch-tb-profiler use '>' / '<', TF's classes '>='); missing evidence must
- * yield no suggestion at all. No MindSpore fixture in ../shared/data carries MindInsight's
+ * yield no suggestion at all. No MindSpore fixture in tests/data carries MindInsight's
  * proposer output (no "propose" key in any expected.json), so there is no golden file here.
  */
 #include <check.h>

@@ -5,7 +5,7 @@
  * prof.key_averages() on traces the real torch profiler writes while the test runs
  * (tests/analyse/torch_golden.py, Debian's python3-torch; missing torch is a failure, not a skip),
  * MindInsight's expected.json for the MindSpore operator CSVs, and breakdown properties on the
- * Kineto traces of ../shared/data/kineto. Traces are turned into TSV by
+ * Kineto traces of tests/data/kineto. Traces are turned into TSV by
  * tests/analyse/trace_to_tsv.py so that this file needs no JSON parser; everything generated goes
  * to a temp dir.
  */
@@ -447,7 +447,7 @@ struct csv {
 static void csv_load(const char *dir, const char *file, struct csv *c)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/mindspore/06_op_stats/%s/%s", env_or("SHARED_DATA", "../shared/data"), dir, file);
+    snprintf(path, sizeof path, "%s/mindspore/06_op_stats/%s/%s", env_or("TEST_DATA", "tests/data"), dir, file);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     c->text = malloc(1 << 20);
@@ -826,7 +826,7 @@ static const struct {
 START_TEST(test_analyse_breakdown_kineto_properties)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/kineto/%s", env_or("SHARED_DATA", "../shared/data"), kineto_cases[_i].file);
+    snprintf(path, sizeof path, "%s/kineto/%s", env_or("TEST_DATA", "tests/data"), kineto_cases[_i].file);
     struct trace tr;
     trace_load(path, &tr);
     analyse_classify(tr.spans, tr.n, NULL);

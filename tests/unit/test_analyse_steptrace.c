@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Golden and property tests of the step trace and data-queue analyses (steptrace.c, queues.c).
- * The MindSpore fixtures in $SHARED_DATA/mindspore/ are parsed here, on the test side, so the
+ * The MindSpore fixtures in $TEST_DATA/mindspore/ (tests/data) are parsed here, on the test side, so the
  * module stays free of I/O; each folder's expected.json (what MindInsight returns for those
  * files) is flattened by python3 into "key<TAB>value" lines and every one of its keys must be
  * checked by some test, or the folder's test fails.
@@ -40,16 +40,16 @@ struct golden {
     size_t n_rounding; /* matched, but only within GOLD_TOL (MindInsight's double rounding) */
 };
 
-static const char *shared_data(void)
+static const char *test_data(void)
 {
-    const char *d = getenv("SHARED_DATA");
-    return d && d[0] ? d : "../shared/data";
+    const char *d = getenv("TEST_DATA");
+    return d && d[0] ? d : "tests/data";
 }
 
 static void gold_load(struct golden *g, const char *folder)
 {
     memset(g, 0, sizeof *g);
-    snprintf(g->dir, sizeof g->dir, "%s/mindspore/%s", shared_data(), folder);
+    snprintf(g->dir, sizeof g->dir, "%s/mindspore/%s", test_data(), folder);
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "python3 -c 'import json,sys\n"
@@ -616,7 +616,7 @@ START_TEST(test_steptrace_stages_sum_and_lines_tile)
 {
     static struct st_fixture f;
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/mindspore/01_step_trace_small", shared_data());
+    snprintf(dir, sizeof dir, "%s/mindspore/01_step_trace_small", test_data());
     st_load(&f, dir, "step_trace_raw_0_detail_time.csv");
     size_t n = f.n_rows - 1;
     struct analyse_st_stage rows[ST_MAXR];

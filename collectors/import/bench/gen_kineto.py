@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Writes a synthetic Kineto (torch.profiler) trace of about --mb megabytes.
 
-The layout and the event mix follow the real traces in ../shared/data/kineto: a top-level object
+The layout and the event mix follow the real traces in tests/data/kineto: a top-level object
 with schemaVersion, deviceProperties and distributedInfo before "traceEvents" and
 displayTimeUnit/baseTimeNanoseconds after it; events pretty-printed over several lines as
 Kineto writes them; about half cpu_op (with Input Dims and types), a third GPU kernels, the rest

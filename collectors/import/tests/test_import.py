@@ -21,7 +21,7 @@ import integ_conftest as integ
 REPO = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "integ"))
 from ssclient import Client  # noqa: E402  (the integration suite's protocol client)
-DATA = pathlib.Path(os.environ.get("SHARED_DATA", REPO.parent / "shared" / "data"))
+DATA = REPO / "tests" / "data"  # real traces, with their sources and licences (README.md there)
 KINETO = sorted((DATA / "kineto").glob("*.json.gz"))
 MS_TIMELINES = sorted((DATA / "mindspore" / "11_timeline").glob("*_timeline_display_*.json"))
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch (torch without Kineto)

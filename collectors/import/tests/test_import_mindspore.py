@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """`stepscope import DIR` on MindSpore profiler folders, against the real daemon.
 
-Golden values come from ../shared/data/mindspore/*/expected.json (what MindInsight's own
+Golden values come from tests/data/mindspore/*/expected.json (what MindInsight's own
 analysers return on those exact files); where MindInsight has a documented quirk
 (reference/mindinsight.md section 7, docs/ANALYSIS.md) the test checks the correct value instead
 and says so. Native MindSpore 2.x and Paddle outputs are generated at test time when the
