@@ -1122,7 +1122,8 @@ static int feed_aicore_type(struct msf *m, char *data, size_t len, struct msf_er
     return r < 0 ? r : 0;
 }
 
-/* aicpu_intermediate_<r>.csv: one row per AI CPU task, times in ms. */
+/* aicpu_intermediate_<r>.csv: one row per AI CPU task (MindSpore writes it from
+ * output_data_preprocess_aicpu_<r>.txt), durations in ms, run_start/run_end in µs. */
 static int feed_aicpu(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
     struct csv c;
@@ -1142,10 +1143,12 @@ static int feed_aicpu(struct msf *m, char *data, size_t len, struct msf_err *e)
     struct sbuf *o = &m->out;
     while (r == 0 && (r = table_row(&c, h, nh, f, &nf, &line, false, e)) == 1) {
         int64_t tot, disp, rs, re, ex;
+        /* Times in ms; run_start and run_end in µs (MindSpore's system counter / 100, the
+         * clock of minddata_aicpu_<r>.txt's GetNext records). */
         if ((r = fld_num(&f[c_total], line, 6, "total_time (ms)", &tot, e)) < 0 ||
             (r = fld_num(&f[c_disp], line, 6, "dispatch_time (ms)", &disp, e)) < 0 ||
-            (r = fld_num(&f[c_rs], line, 6, "run_start (ms)", &rs, e)) < 0 ||
-            (r = fld_num(&f[c_re], line, 6, "run_end (ms)", &re, e)) < 0)
+            (r = fld_num(&f[c_rs], line, 3, "run_start (us)", &rs, e)) < 0 ||
+            (r = fld_num(&f[c_re], line, 3, "run_end (us)", &re, e)) < 0)
             break;
         if (c_exec >= 0) {
             if ((r = fld_num(&f[c_exec], line, 6, "execution_time (ms)", &ex, e)) < 0)
@@ -1153,18 +1156,21 @@ static int feed_aicpu(struct msf *m, char *data, size_t len, struct msf_err *e)
         } else {
             ex = re - rs;
         }
-        if (ex < 0 || rs < 0) {
-            r = fail(e, line, f[c_rs].col, -EINVAL, "negative run_start or execution time");
+        if (ex < 0 || rs < 0 || tot < 0 || disp < 0) {
+            r = fail(e, line, f[c_rs].col, -EINVAL,
+                     "negative run_start, total, dispatch or execution time");
             break;
         }
+        /* The span lasts total_time, the time MindInsight's AI CPU tables sum and average;
+         * execution_time and dispatch_time travel in args. */
         sbuf_adds(o, "{\"ph\":\"X\",\"name\":");
         sbuf_json_str(o, f[c_type].s, f[c_type].n);
         sbuf_adds(o, ",\"cat\":\"kernel\",\"ts\":");
         put_us(o, rs);
         sbuf_adds(o, ",\"dur\":");
-        put_us(o, ex);
-        sbuf_adds(o, ",\"pid\":\"AI CPU\",\"tid\":0,\"args\":{\"total_time_us\":");
         put_us(o, tot);
+        sbuf_adds(o, ",\"pid\":\"AI CPU\",\"tid\":0,\"args\":{\"execution_time_us\":");
+        put_us(o, ex);
         sbuf_adds(o, ",\"dispatch_time_us\":");
         put_us(o, disp);
         sbuf_adds(o, "}}");
@@ -1216,19 +1222,27 @@ static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *
     int c_qs = col_find(h, nh, "output_queue_size"), c_ql = col_find(h, nh, "output_queue_length");
     int c_qu = col_find(h, nh, "output_queue_usage_rate");
     int c_par = col_find(h, nh, "parent_id");
+    int c_si = col_find(h, nh, "sample_interval");
     struct sbuf *o = &m->out;
     size_t mark = o->len;
     size_t n_ops = 0;
     sbuf_adds(o, "{\"type\":\"pipeline\",\"source\":\"mindspore minddata_pipeline_raw\",\"ops\":[");
     while (r == 0 && (r = table_row(&c, h, nh, f, &nf, &line, false, e)) == 1) {
-        int64_t id, w, v;
+        /* MindSpore writes Python's None as an empty cell: a leaf's children_id, the root's
+         * parent_id and, for an op without an output queue (an inline op), every queue
+         * column. An empty cell is "none" (MindInsight reads it so), never an error. */
+        int64_t id, w = 0, v;
         if ((r = fld_count(&f[c_id], line, "op_id", &id, e)) < 0 ||
-            (r = fld_count(&f[c_w], line, "num_workers", &w, e)) < 0)
+            (f[c_w].n && (r = fld_count(&f[c_w], line, "num_workers", &w, e)) < 0))
             break;
         sbuf_printf(o, "%s{\"id\":%lld,\"name\":", n_ops++ ? "," : "", (long long)id);
         sbuf_json_str(o, f[c_type].s, f[c_type].n);
-        sbuf_printf(o, ",\"num_workers\":%lld,\"children\":", (long long)w);
-        if ((r = put_num_list(o, &f[c_ch], line, "children_id", e)) < 0)
+        if (f[c_w].n)
+            sbuf_printf(o, ",\"num_workers\":%lld", (long long)w);
+        sbuf_adds(o, ",\"children\":");
+        if (f[c_ch].n == 0)
+            sbuf_adds(o, "[]");
+        else if ((r = put_num_list(o, &f[c_ch], line, "children_id", e)) < 0)
             break;
         if (c_par >= 0 && f[c_par].n) {
             if ((r = dec_scaled(f[c_par].s, f[c_par].n, 0, &v)) < 0) {
@@ -1255,6 +1269,16 @@ static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *
                 break;
             }
             sbuf_adds(o, ",\"queue_usage\":");
+            put_e6(o, v);
+        }
+        if (c_si >= 0 && f[c_si].n) {
+            if ((r = fld_num(&f[c_si], line, 6, "sample_interval (ms)", &v, e)) < 0)
+                break;
+            if (v < 0) {
+                r = fail(e, line, f[c_si].col, -EINVAL, "sample_interval is negative");
+                break;
+            }
+            sbuf_adds(o, ",\"sample_interval_ms\":");
             put_e6(o, v);
         }
         sbuf_addc(o, '}');
@@ -1449,7 +1473,7 @@ static int feed_cpu_util(struct msf *m, char *data, size_t len, struct msf_err *
         bool dev = kn == 11 && memcmp(k, "device_info", 11) == 0;
         bool proc = kn == 12 && memcmp(k, "process_info", 12) == 0;
         mj_ws(&j);
-        if (kn == 16 && memcmp(k, "cpu_processor_num", 16) == 0) {
+        if (kn == sizeof "cpu_processor_num" - 1 && memcmp(k, "cpu_processor_num", kn) == 0) {
             if ((r = mj_number(&j, &s, &n, e)) < 0)
                 goto out;
             if (num_parse_i64(s, n, &ncpu) < 0 || ncpu < 0 || ncpu > 1000000) {

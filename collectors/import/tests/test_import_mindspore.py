@@ -615,3 +615,123 @@ def test_ranks_from_file_names_and_rank_option(daemon, tmp):
     assert_ok(run_import(daemon, "--rank", "5", one))
     doc = wait_json(daemon, "/api/v1/jobs/one/queues", lambda x: len(x["queues"]) == 1)
     assert doc["queues"][0]["rank"] == 5
+
+
+# -- files in the shape MindSpore writes them (issue 14, item 3) --------------------------------------
+# MindSpore writes its intermediate CSV files with Python's csv.writer: CRLF line endings, and
+# Python's None as an empty cell. These tests write them the same way (csv.writer, None -> "").
+
+def write_ms_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)  # lineterminator "\r\n", as MindSpore's files have
+        w.writerow(header)
+        for r in rows:
+            w.writerow(r)
+    assert b"\r\n" in path.read_bytes()
+
+
+PIPELINE_HEADER = ["op_id", "op_type", "num_workers", "output_queue_size",
+                   "output_queue_average_size", "output_queue_length", "output_queue_usage_rate",
+                   "sample_interval", "parent_id", "children_id"]
+
+
+def pipeline_row(op_id, op_type, workers, sizes, length, parent, children, interval=10):
+    """One row as MindSpore's minddata_pipeline_parser._get_op_info() builds it: no queue
+    metrics -> every queue cell None; a leaf's children None; the root's parent None."""
+    avg = sum(sizes) / len(sizes) if sizes else None
+    usage = avg / length if avg is not None and length else None
+    return [op_id, op_type, workers, sizes, avg, length, usage, interval, parent,
+            children if children else None]
+
+
+def test_real_pipeline_raw_with_empty_cells_imports(daemon, tmp):
+    d = tmp / "md-real"
+    d.mkdir()
+    write_ms_csv(d / "minddata_pipeline_raw_0.csv", PIPELINE_HEADER, [
+        pipeline_row(0, "DeviceQueue", 1, None, None, None, [1]),     # root: no output queue
+        pipeline_row(1, "Batch", 4, [60, 62, 64], 64, 0, [2]),
+        pipeline_row(2, "Map", 8, [2, 0, 1, 1], 16, 1, [3, 4]),
+        pipeline_row(3, "TFReader", 4, [16, 16, 15], 16, 2, None),    # leaves
+        pipeline_row(4, "TFReader", 4, [3, 2, 1], 16, 2, None),
+    ])
+    text = (d / "minddata_pipeline_raw_0.csv").read_bytes().decode()
+    assert ",,,,," in text and text.endswith(",\r\n")  # empty queue cells, empty children_id
+    p = run_import(daemon, d)
+    assert_ok(p)
+    doc = wait_json(daemon, "/api/v1/jobs/md-real/pipeline?rank=0", lambda x: x.get("ops"))
+    ops = {o["id"]: o for o in doc["ops"]}
+    assert [ops[i]["children"] for i in range(5)] == [[1], [2], [3, 4], [], []]
+    assert [ops[i]["parent"] for i in range(5)] == [-1, 0, 1, 2, 2]
+    assert ops[0]["queue_usage"] is None and ops[0]["num_workers"] == 1
+    assert close(ops[1]["queue_usage"], 62 / 64, 1e-6)
+    # MindInsight's rules on it: Map's input queue (TFReader 3's, 0.979) is fuller than its own
+    # (0.0625) by more than 0.1, and TFReader 4 is a leaf below 0.6.
+    assert sorted((b["op_id"], b["reason"]) for b in doc["bottlenecks"]) == [
+        (2, "child_fuller"), (4, "leaf_low")]
+
+
+def test_cpu_utilization_process_figure_is_sent(daemon, tmp):
+    """minddata_cpu_utilization_<r>.json: process_info's user and sys are a share of the whole
+    machine; times cpu_processor_num they are the protocol's % of one core."""
+    d = tmp / "cpu-real"
+    d.mkdir()
+    (d / "minddata_cpu_utilization_0.json").write_text(json.dumps({
+        "sampling_interval": 1000, "cpu_processor_num": 8, "time_stamp": [10.5, 11.5, 12.5],
+        "device_info": {"user_utilization": [30, 40, 50], "sys_utilization": [5, 5, 6],
+                        "io_utilization": [0, 1, 0], "idle_utilization": [65, 54, 44],
+                        "runable_processes": [3, 4, 2], "context_switch_count": [900, 1000, 1100]},
+        "process_info": {"user_utilization": [10, 12.5, 15], "sys_utilization": [1, 1.5, 2]},
+        "op_info": [{"op_id": 1, "metrics": {"user_utilization": [4, 5, 6],
+                                             "sys_utilization": [1, 1, 1]}}]}))
+    assert_ok(run_import(daemon, d))
+    dev = wait_json(daemon, "/api/v1/jobs/cpu-real/summary/device?rank=0",
+                    lambda x: x.get("host_samples"))
+    rows = {r["device"]: r for r in dev["rows"]}
+    # process: mean of (user + sys) * 8 = mean(88, 112, 136) = 112 % of one core
+    assert close(rows["CPU(Process)"]["utilization_pct"], 112.0, 1e-6), rows
+    # system: mean of 100 - idle = mean(35, 46, 56)
+    assert close(rows["CPU(System)"]["utilization_pct"], 137 / 3, 1e-4), rows
+
+
+AICPU_HEADER = ["serial_number", "op_type", "total_time", "dispatch_time", "execution_time",
+                "run_start", "run_end"]
+
+
+def test_aicpu_totals_and_clock_match_mindinsight(daemon, tmp):
+    """aicpu_intermediate_<r>.csv as MindSpore writes it (Integrator._parse_aicpu_time copies
+    output_data_preprocess_aicpu_<r>.txt's rows: times in ms, run_start/run_end in µs of the
+    clock GetNext's minddata_aicpu_<r>.txt uses). MindInsight's AI CPU type table sums
+    total_time (not execution_time) per type, its detail averages total_time and dispatch_time."""
+    d = copy_folder(tmp, "04_minddata_queues", "aicpu")
+    rows = [  # serial, op, total, dispatch, execution, run_start, run_end
+        [1, "InitData", 7.906, 0.012, 7.85, 154907895000.12, 154907902850.12],
+        [2, "GetNext-op6", 0.05, 0.011, 0.003, 154907895300.5, 154907895303.5],
+        [3, "GetNext-op6", 0.07, 0.013, 0.004, 154907895610.25, 154907895614.25],
+        [4, "DropoutGenMask-op281", 0.2, 0.02, 0.15, 154907896000.0, 154907896150.0],
+        [5, "DropoutGenMask-op281", 0.4, 0.04, 0.1, 154907896500.0, 154907896600.0],
+    ]
+    write_ms_csv(d / "aicpu_intermediate_1.csv", AICPU_HEADER, rows)
+    assert_ok(run_import(daemon, d))
+    doc = wait_json(daemon, "/api/v1/jobs/aicpu/kernels?rank=1&limit=100", lambda x: x["total"] >= 3)
+    got = {r["name"]: r for r in doc["rows"]}
+    total = sum(r[2] for r in rows)
+    for name in ("InitData", "GetNext-op6", "DropoutGenMask-op281"):
+        mine = [r for r in rows if r[1] == name]
+        t_us = sum(r[2] for r in mine) * 1000
+        assert got[name]["calls"] == len(mine)
+        assert close(got[name]["total_us"], t_us, 1e-6), (name, got[name])
+        assert close(got[name]["avg_us"], t_us / len(mine), 1e-6)
+        # MindInsight's percent: round(total / all * 100, 2)
+        assert round(got[name]["percent"], 2) == round(sum(r[2] for r in mine) / total * 100, 2)
+    # ordered by total as MindInsight orders them: InitData, DropoutGenMask, GetNext
+    by_total = daemon.get_json("/api/v1/jobs/aicpu/kernels?rank=1&sort=total")["rows"]
+    assert [r["name"] for r in by_total] == ["InitData", "DropoutGenMask-op281", "GetNext-op6"]
+    ev = [e for e in timeline(daemon, "aicpu") if e.get("ph") == "X"]
+    aicpu = [e for e in ev if e["pid"] == "AI CPU"]
+    getnext = [e for e in ev if e.get("tid") == "GetNext"]
+    # the AI CPU spans sit on the GetNext records' clock (µs), not 1000x later
+    assert [e["ts"] for e in aicpu] == [r[5] for r in rows]
+    assert abs(aicpu[1]["ts"] - getnext[0]["ts"]) < 10
+    # dispatch and execution times travel with each span
+    assert [(e["args"]["dispatch_time_us"], e["args"]["execution_time_us"]) for e in aicpu] == [
+        (round(r[3] * 1000, 3), round(r[4] * 1000, 3)) for r in rows]
