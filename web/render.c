@@ -435,12 +435,13 @@ static void render_op_rows(struct sbuf *b, const struct analyse_op_table *t, boo
 }
 
 void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, const char *group,
-                          bool csv)
+                          const char *side, bool csv)
 {
     if (csv)
         sbuf_adds(b, "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n");
     else
-        sbuf_printf(b, "{\"group\":\"%s\",\"total\":%zu,\"rows\":[", group, t->total);
+        sbuf_printf(b, "{\"group\":\"%s\",\"side\":\"%s\",\"total\":%zu,\"rows\":[", group,
+                    side, t->total);
     render_op_rows(b, t, csv, true);
 }
 

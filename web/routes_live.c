@@ -220,26 +220,49 @@ static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct
     return 0;
 }
 
+/* ?group=name|type (default name). Returns 0, or -1 with *ret_mhd set (a 400). */
+static int param_group(struct web *w, struct MHD_Connection *c, enum analyse_op_group *ret,
+                       int *ret_mhd)
+{
+    char group_s[8];
+    size_t len;
+    *ret = ANALYSE_OP_GROUP_NAME;
+    int r = web__param_str(w, c, "group", group_s, sizeof group_s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 1 && strcmp(group_s, "type") == 0) {
+        *ret = ANALYSE_OP_GROUP_TYPE;
+    } else if (r == 1 && strcmp(group_s, "name") != 0) {
+        *ret_mhd = bad(w, c, "group: name or type");
+        return -1;
+    }
+    return 0;
+}
+
+/* The operator table: the host operators, or with side=device (the default for a rank
+ * without host operators: MindSpore on Ascend, whose operators run on the AI Core and arrive
+ * as kernel spans) the device operators, which are the kernel table. */
 static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     struct table_params p;
     int mhd;
-    if (param_table(w, c, true, &p, &mhd) < 0)
+    enum analyse_op_group group;
+    if (param_table(w, c, true, &p, &mhd) < 0 || param_group(w, c, &group, &mhd) < 0)
         return mhd;
-    char group_s[8];
+    char side_s[8];
     size_t len;
-    enum analyse_op_group group = ANALYSE_OP_GROUP_NAME;
-    int r = web__param_str(w, c, "group", group_s, sizeof group_s, &len, &mhd);
+    int r = web__param_str(w, c, "side", side_s, sizeof side_s, &len, &mhd);
     if (r < 0)
         return mhd;
-    if (r == 1 && strcmp(group_s, "type") == 0)
-        group = ANALYSE_OP_GROUP_TYPE;
-    else if (r == 1 && strcmp(group_s, "name") != 0)
-        return bad(w, c, "group: name or type");
+    if (r == 1 && strcmp(side_s, "host") != 0 && strcmp(side_s, "device") != 0)
+        return bad(w, c, "side: host or device");
+    bool device = r == 1 ? strcmp(side_s, "device") == 0
+                         : snap && !live_has_host_ops(snap, p.rank);
     struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
-        r = live_query_ops(snap, p.rank, group, &p.q, &page);
+        r = device ? live_query_kernels(snap, p.rank, group, &p.q, &page)
+                   : live_query_ops(snap, p.rank, group, &p.q, &page);
         if (r == -ENOENT)
             return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
@@ -248,7 +271,8 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_ops(&b, page ? page : &empty,
-                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name", p.csv);
+                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name",
+                         device ? "device" : "host", p.csv);
     analyse_op_table_free(page);
     return send_doc(w, c, &b, p.csv);
 }
@@ -257,12 +281,13 @@ static int get_kernels(struct web *w, struct MHD_Connection *c, const struct liv
 {
     struct table_params p;
     int mhd;
-    if (param_table(w, c, false, &p, &mhd) < 0)
+    enum analyse_op_group group;
+    if (param_table(w, c, false, &p, &mhd) < 0 || param_group(w, c, &group, &mhd) < 0)
         return mhd;
     struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
-        int r = live_query_kernels(snap, p.rank, &p.q, &page);
+        int r = live_query_kernels(snap, p.rank, group, &p.q, &page);
         if (r == -ENOENT)
             return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)

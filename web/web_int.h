@@ -340,8 +340,9 @@ void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, si
                             size_t total, bool csv);
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
                                 const struct live_step_row *points);
+/* The operator table; group "name" or "type", side "host" or "device" (JSON only). */
 void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *page, const char *group,
-                          bool csv);
+                          const char *side, bool csv);
 /* The kernel table: name, calls, total_us, avg_us, min_us, max_us, percent (no self or type). */
 void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *page, bool csv);
 

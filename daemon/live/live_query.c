@@ -217,11 +217,26 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
     return query_table(snap, rank, ANALYSE_ROLES_HOST, true, group, q, ret_page);
 }
 
-int live_query_kernels(const struct live_snapshot *snap, int64_t rank,
+int live_query_kernels(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
                        const struct analyse_op_query *q, struct analyse_op_table **ret_page)
 {
-    return query_table(snap, rank, ANALYSE_ROLES_KERNEL, false, ANALYSE_OP_GROUP_NAME, q,
-                       ret_page);
+    return query_table(snap, rank, ANALYSE_ROLES_KERNEL, false, group, q, ret_page);
+}
+
+bool live_has_host_ops(const struct live_snapshot *snap, int64_t rank)
+{
+    for (size_t k = 0; k < snap->n_ranks; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        if (rank >= 0 && sr->rank != rank)
+            continue;
+        if (sr->other.calls > 0)
+            return true;
+        for (size_t i = 0; i < sr->n_agg && i < snap->n_ops; i++)
+            if (sr->agg[i].calls > 0 &&
+                (ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(snap->ops[i].role)))
+                return true;
+    }
+    return false;
 }
 
 /* ---- data queues ---- */

@@ -117,11 +117,17 @@ int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_
                    const struct analyse_op_query *q, struct analyse_op_table **ret_page);
 
 /* The kernel table of rank (rank < 0: every rank merged): the spans whose role is
- * ANALYSE_ROLE_KERNEL, grouped by name; self equals total for kernels, so percent is the share
- * of kernel time. Filtered, sorted, folded and paged by analyse_ops_query(q). Sets *ret_page
- * (free with analyse_op_table_free()). Returns 0, -ENOENT (no such rank), -ENOMEM. */
-int live_query_kernels(const struct live_snapshot *snap, int64_t rank,
+ * ANALYSE_ROLE_KERNEL, grouped by name or by type (analyse_ops_aggregate()'s rules: a MindSpore
+ * full name "Default/.../MatMul-op9" is of type "MatMul"); self equals total for kernels, so
+ * percent is the share of kernel time. Filtered, sorted, folded and paged by
+ * analyse_ops_query(q). Sets *ret_page (free with analyse_op_table_free()). Returns 0, -ENOENT
+ * (no such rank), -ENOMEM. */
+int live_query_kernels(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
                        const struct analyse_op_query *q, struct analyse_op_table **ret_page);
+
+/* Whether rank (rank < 0: any rank) has at least one span of a host role (ANALYSE_ROLES_HOST)
+ * in its operator aggregates. False for an unknown rank. */
+bool live_has_host_ops(const struct live_snapshot *snap, int64_t rank);
 
 /* Which side of the input pipeline a queue is, by its name (exact, ASCII case ignored), in
  * MindInsight's terms (analyse.h, "Data queues and pipeline"):

@@ -5,7 +5,7 @@
 // the API gives, the interactions are exercised, a live update must show within 2 s, the hostile
 // operator name must stay text, and no page may log a console error or reach another host.
 // Writes JUnit XML to $JUNIT and a PNG of every page to $BUILD_DIR/e2e-screenshots/.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +20,8 @@ const JUNIT = process.env.JUNIT || path.join(BUILD, 'e2e-junit.xml');
 const SHOTS = path.join(BUILD, 'e2e-screenshots');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const HOSTILE = '<img src=x onerror=alert(1)>';
+// Real profiler outputs, with their sources and licences (tests/data/README.md).
+const DATA = path.join(ROOT, 'tests', 'data');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stepscope-e2e-'));
 const children = [];
@@ -415,6 +417,40 @@ test('live: a new step shows within 2 s without a reload; live indicator', async
   await shot(page, 'live-overview');
 });
 
+// Imports a profiler folder or file with the CLI into the main daemon as job; resolves with the
+// job's row once listed.
+async function importJob(src, job) {
+  const p = spawnSync(path.join(BUILD, 'collectors', 'import', 'stepscope'),
+    ['import', '--socket', sockPath, '--job', job, src], { encoding: 'utf8' });
+  if (p.status !== 0) fail(`import ${src}: exit ${p.status}: ${p.stderr}`);
+  return waitFor(`job ${job}`, async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === job));
+}
+
+test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, operators top 20)', async (page) => {
+  const job = await importJob(path.join(DATA, 'mindspore', '06_op_stats', 'run1_dev1'), 'e2e-ms-ops');
+  const types = await waitFor('24 types', async () => {
+    const d = await api(`/api/v1/jobs/${job.id}/operators?group=type&sort=total&limit=100`);
+    return d.total === 24 && d;
+  });
+  expectEq(types.side, 'device', 'side');
+  const names = types.rows.map((r) => r.name);
+  expectEq(names.slice(0, 3), ['MatMul', 'Cast', 'TransData'], 'MindInsight\'s order');
+  await open(page, `#/job/${job.id}/overview?rank=1`);
+  await page.waitForSelector('[data-card="operators"] canvas');
+  expectEq(await page.textContent('[data-card="operators"] h3'), 'AI Core operator types (total time)', 'overview card title');
+  expectEq(await page.$$eval('[data-card="operators"] .legend-list td.name', (n) => n.map((x) => x.textContent)),
+    [...names.slice(0, 5), 'Other'], 'overview pie legend');
+  await shot(page, 'mindspore-overview-aicore-pie');
+  await open(page, `#/job/${job.id}/operators?rank=1`);
+  await page.waitForSelector('[data-card="types"] canvas');
+  expectEq(await page.textContent('[data-card="types"] h3'), 'Device (AI Core) operator types: top 20 by total time', 'operators card title');
+  expectEq(await page.$$eval('.top-types td.name', (n) => n.map((x) => x.textContent)),
+    [...names.slice(0, 20), 'Other'], 'operators pie legend');
+  const pct = await page.$$eval('.top-types td.num:not(.muted)', (n) => n.map((x) => x.textContent));
+  expectEq(pct[0], (await page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), types.rows[0].percent)), 'MatMul share');
+  await shot(page, 'mindspore-operators-aicore-pie');
+}, { allow404: ['/step-trace?rank=1'] }); // an operator table alone has no steps
+
 // ---- runner --------------------------------------------------------------------------------
 
 let liveFeed;
@@ -554,7 +590,8 @@ async function main_() {
       '--disable-features=Translate,OptimizationHints,MediaRouter'],
   });
   const results = [];
-  for (const t of tests) {
+  // E2E_ONLY=text runs only the tests whose name contains it.
+  for (const t of tests.filter((x) => !process.env.E2E_ONLY || x.name.includes(process.env.E2E_ONLY))) {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
     const page = await context.newPage();
     const problems = [];

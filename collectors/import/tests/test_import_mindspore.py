@@ -735,3 +735,39 @@ def test_aicpu_totals_and_clock_match_mindinsight(daemon, tmp):
     # dispatch and execution times travel with each span
     assert [(e["args"]["dispatch_time_us"], e["args"]["execution_time_us"]) for e in aicpu] == [
         (round(r[3] * 1000, 3), round(r[4] * 1000, 3)) for r in rows]
+
+
+def test_aicore_operator_types_in_the_operator_views(daemon):
+    """MindInsight's central view, the AI Core operator types (aicore_type, sorted by total
+    time): a MindSpore Ascend folder has no host operators, so /operators answers its device
+    operators (side "device"), and group=type gives MindInsight's rows: kernel_type,
+    total_time (µs), execution_frequency, avg_time, in MindInsight's order.
+    Quirk: MindInsight's total_percent is the type file's percent times 100 (5760.0 for
+    57.60 %), and that percent's denominator is larger than the sum of the operators' times
+    (MindSpore adds output_op_compute_time's "total" line to it, docs/ANALYSIS.md); ours is
+    the share of the AI Core time the table holds, so the order is the same."""
+    exp = expected("06_op_stats")["run1_dev1 aicore_type sort total_time desc"]
+    assert_ok(run_import(daemon, MS / "06_op_stats" / "run1_dev1"))
+    want = [dict(zip(exp["col_name"], o)) for o in exp["object"]]
+    for path in ("/api/v1/jobs/run1_dev1/operators?group=type&sort=total&limit=100",
+                 "/api/v1/jobs/run1_dev1/kernels?group=type&sort=total&limit=100"):
+        doc = wait_json(daemon, path, lambda d: d["total"] == exp["size"])
+        if "operators" in path:
+            assert doc["side"] == "device" and doc["group"] == "type"
+        got = doc["rows"]
+        assert [r["name"] for r in got] == [w["kernel_type"] for w in want]
+        for r, w in zip(got, want):
+            assert r["calls"] == w["execution_frequency"], (r, w)
+            assert close(r["total_us"], w["total_time"], 0.006), (r, w)
+            assert close(r["avg_us"], w["avg_time"], 0.001), (r, w)
+            assert close(r["percent"], r["total_us"] / sum(x["total_us"] for x in got) * 100,
+                         1e-3)
+        assert got[0]["percent"] > want[0]["total_percent"] / 100
+    # the overview pie's query: top 5 types by self time (= total on the device) and Other
+    top = daemon.get_json("/api/v1/jobs/run1_dev1/operators?group=type&sort=self&top=5&limit=6")
+    assert [r["name"] for r in top["rows"]] == [w["kernel_type"] for w in want[:5]] + ["Other"]
+    assert close(top["rows"][-1]["total_us"], sum(w["total_time"] for w in want[5:]), 0.02)
+    # the host side is asked for explicitly: none here
+    assert daemon.get_json("/api/v1/jobs/run1_dev1/operators?side=host")["total"] == 0
+    st, _, body = daemon.request("/api/v1/jobs/run1_dev1/operators?side=gpu")
+    assert st == 400 and b"side: host or device" in body

@@ -64,6 +64,9 @@ async function operators(ctx) {
     getJSON(jobPath(ctx.job, 'operators', { rank: ctx.rank, group: 'type', sort: 'self', top: 20, limit: 21 })),
     getJSON(jobPath(ctx.job, 'operators', { rank: ctx.rank, group: mode === 'type' ? 'type' : 'name', sort: 'self', limit: ALL_ROWS })),
   ]);
+  // side "device": a rank without host operators (MindSpore on Ascend) shows its device
+  // operators, the AI Core table MindInsight centres on; self equals total there.
+  const device = top.side === 'device';
   const chartBox = el('div.chart-slot', null, top.rows.length ? typeChart(top.rows, kind) : note('empty', 'No operators yet.'));
   const setChart = (k) => {
     ctx.set({ ...ctx.params, chart: k });
@@ -82,9 +85,10 @@ async function operators(ctx) {
     ? el('p.filter', null, 'Operators of type ', el('strong.type-filter', null, type), ' ',
       el('a', { href: ctx.hashFor('operators', { rank: ctx.rank, mode: 'all' }) }, '(show all)')) : null;
   return [
-    card('Operator types: top 20 by self time', { id: 'types', cls: 'wide', actions: toggle },
+    card(device ? 'Device (AI Core) operator types: top 20 by total time' : 'Operator types: top 20 by self time',
+      { id: 'types', cls: 'wide', actions: toggle },
       el('div.two', null, chartBox, topList)),
-    card('Operators', { id: 'op-table', cls: 'wide', actions: modeTabs }, filter,
+    card(device ? 'Device operators' : 'Operators', { id: 'op-table', cls: 'wide', actions: modeTabs }, filter,
       dataTable({
         id: mode === 'type' ? 'op-types-table' : 'operators',
         columns: mode === 'type' ? TYPE_COLS : OP_COLS, rows, state: tableState(ctx),

@@ -105,7 +105,8 @@ function opsCard(ctx, res) {
     }, { id: 'overview-ops', height: 220 }));
     body.push(typeLegend(rows, 'legend-list'));
   }
-  return card('Operator types (self time)', { id: 'operators', actions: el('a.more', { href: ctx.hashFor('operators', { rank: ctx.rank }) }, 'Details →') }, body);
+  const device = res.ok && res.value.side === 'device';
+  return card(device ? 'AI Core operator types (total time)' : 'Operator types (self time)', { id: 'operators', actions: el('a.more', { href: ctx.hashFor('operators', { rank: ctx.rank }) }, 'Details →') }, body);
 }
 
 function queueCard(ctx, res) {
