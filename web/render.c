@@ -344,8 +344,50 @@ static void stage(struct sbuf *b, const char *name, int64_t start_ns, int64_t du
         sbuf_addc(b, ',');
 }
 
+/* The reduce lines of a trace: per stream, its segments (a communication op, or the gap before
+ * or after one: name null), relative to the step's start; a segment with a negative start or
+ * duration (ops of one stream that overlap) is null, as MindInsight draws nothing there. */
+static void reduce_lines(struct sbuf *b, const struct analyse_st_trace *t)
+{
+    key(b, "lines");
+    sbuf_addc(b, '[');
+    /* By stream id, as MindInsight lists its lines (a few lines: a selection pass each). */
+    int64_t after = INT64_MIN;
+    for (size_t i = 0; i < t->n_lines; i++) {
+        const struct analyse_st_line *l = NULL;
+        for (size_t k = 0; k < t->n_lines; k++)
+            if ((i == 0 || t->lines[k].stream > after) && (!l || t->lines[k].stream < l->stream))
+                l = &t->lines[k];
+        if (!l)
+            break;
+        after = l->stream;
+        sbuf_printf(b, "%s{\"stream\":%" PRId64 ",\"segments\":[", i ? "," : "", l->stream);
+        for (size_t k = 0; k < l->n_seg; k++) {
+            const struct analyse_st_seg *g = &l->seg[k];
+            if (k)
+                sbuf_addc(b, ',');
+            if (g->start_ns < 0 || g->dur_ns < 0) {
+                sbuf_adds(b, "null");
+                continue;
+            }
+            sbuf_adds(b, "{\"name\":");
+            if (g->name)
+                sbuf_json_str(b, g->name, g->name_len);
+            else
+                sbuf_adds(b, "null");
+            sbuf_adds(b, ",\"start_us\":");
+            sbuf_json_us(b, g->start_ns);
+            sbuf_adds(b, ",\"dur_us\":");
+            sbuf_json_us(b, g->dur_ns);
+            sbuf_addc(b, '}');
+        }
+        sbuf_adds(b, "]}");
+    }
+    sbuf_adds(b, "],");
+}
+
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
-                                const struct live_step_row *p)
+                                const struct live_step_row *p, size_t skip)
 {
     sbuf_addc(b, '{');
     member_i64(b, "rank", t->rank);
@@ -354,6 +396,7 @@ void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t
         sbuf_adds(b, "\"average\",");
     else
         sbuf_printf(b, "%" PRId64 ",", t->step);
+    member_u64(b, "skip", skip);
     member_i64(b, "first_step", t->first_step);
     member_i64(b, "last_step", t->last_step);
     member_u64(b, "n_steps", t->n_steps);
@@ -369,6 +412,7 @@ void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t
     stage(b, "fp_bp", t->fp_rel_ns, t->fp_bp_ns, t->fp_bp_pct, false);
     stage(b, "tail", t->bp_rel_ns, t->tail_ns, t->tail_pct, true);
     sbuf_adds(b, "],");
+    reduce_lines(b, t);
     key(b, "points");
     sbuf_addc(b, '{');
     member_i64(b, "step", p->step);

@@ -130,16 +130,17 @@ static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_
 
 static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    int64_t rank, step, from, to;
+    int64_t rank, step, from, to, skip;
     int mhd;
     if (web__param_i64(w, c, "rank", 0, INT32_MAX, 0, &rank, &mhd) < 0 ||
         web__param_i64(w, c, "step", INT64_MIN, INT64_MAX, INT64_MIN, &step, &mhd) < 0 ||
         web__param_i64(w, c, "from", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_FIRST, &from, &mhd) < 0 ||
-        web__param_i64(w, c, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to, &mhd) < 0)
+        web__param_i64(w, c, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to, &mhd) < 0 ||
+        web__param_i64(w, c, "skip", 0, INT32_MAX, 0, &skip, &mhd) < 0)
         return mhd;
     bool single = step != INT64_MIN;
-    if (single && (from != ANALYSE_ST_ALL_FIRST || to != ANALYSE_ST_ALL_LAST))
-        return bad(w, c, "step: not together with from/to");
+    if (single && (from != ANALYSE_ST_ALL_FIRST || to != ANALYSE_ST_ALL_LAST || skip != 0))
+        return bad(w, c, "step: not together with from/to/skip");
     if (to < from)
         return bad(w, c, "to: below from");
     if (!snap)
@@ -148,7 +149,7 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
     struct live_step_row pts;
     memset(&pts, 0, sizeof pts);
     pts.fp_name = pts.bp_name = "";
-    int r = live_query_steptrace(snap, rank, single, step, from, to, &t, &pts);
+    int r = live_query_steptrace(snap, rank, single, step, from, to, (size_t)skip, &t, &pts);
     if (r == -ENOENT)
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                single ? "no such step with FP/BP points on this rank"
@@ -157,7 +158,7 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
         return web__send_store_error(w, c, r, "live_query_steptrace");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_steptrace(&b, t, &pts);
+    web__render_live_steptrace(&b, t, &pts, (size_t)skip);
     analyse_steptrace_free(t);
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
@@ -441,7 +442,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
         what = "live_query_steptrace";
         struct live_step_row pts;
         r = live_query_steptrace(snap, rank, false, 0, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
-                                 &t, &pts);
+                                 0, &t, &pts);
         if (r < 0 && r != -ENOENT)
             goto fail;
         if (t) {

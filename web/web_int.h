@@ -338,8 +338,9 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
 /* render.c, live documents. csv selects CSV (a header line, then one line per row). */
 void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
                             size_t total, bool csv);
+/* The step trace: stages, reduce lines, points; skip = steps left out before the average. */
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
-                                const struct live_step_row *points);
+                                const struct live_step_row *points, size_t skip);
 /* The operator table; group "name" or "type", side "host" or "device" (JSON only). */
 void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *page, const char *group,
                           const char *side, bool csv);

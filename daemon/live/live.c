@@ -257,6 +257,8 @@ struct live_step {
     uint32_t bp_op;
     uint8_t fp_origin;
     uint8_t bp_origin;
+    struct live_comm *comm; /* the step's communication ops (reduce lines), kept once settled */
+    uint32_t n_comm;
 };
 
 struct live_steplist {
@@ -411,8 +413,10 @@ struct live *live_new(void)
 
 static void steplist_done(struct live_steplist *l)
 {
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
         free(l->steps[i].spans);
+        free(l->steps[i].comm);
+    }
     free(l->steps);
     free(l->pending);
 }
@@ -760,8 +764,63 @@ static void sort_spans(struct live *lv, struct live_step *s)
     s->n_sorted = s->n_spans;
 }
 
+/* The reduce-line stream of span sp, or -1 when it is no communication op: MindSpore's
+ * step-trace communication ops (cat "step_trace", name "stream_<id>_...": stream <id>, as
+ * collectors/import sends the columns of step_trace_raw), else the ops analyse's step trace
+ * takes for communication (role communication, or an all-reduce/NCCL/HCCL name: one line per
+ * thread, stream = the rank's thread index). */
+static int64_t comm_stream(const struct live_job *j, const struct live_span *sp, uint8_t bits)
+{
+    if (sp->op == LIVE_OP_OTHER)
+        return -1;
+    const struct kent *e = &j->ops.ents[sp->op];
+    const char *name = j->ops.text + e->off1, *cat = j->ops.text + e->off2;
+    if (e->len2 == 10 && memcmp(cat, "step_trace", 10) == 0 && e->len1 > 7 &&
+        memcmp(name, "stream_", 7) == 0) {
+        int64_t v = 0;
+        size_t i = 7;
+        for (; i < e->len1 && i < 16 && name[i] >= '0' && name[i] <= '9'; i++)
+            v = v * 10 + (name[i] - '0');
+        if (i > 7)
+            return v;
+    }
+    if (sp->role == ANALYSE_ROLE_COMMUNICATION || (bits & ANALYSE_ST_NAME_COMM))
+        return (int64_t)sp->thread;
+    return -1;
+}
+
+/* Recomputes s's communication ops (at most LIVE_STEP_COMM_MAX; later ones are counted in
+ * step_comm_dropped) from its spans, which are in execution order. */
+static void step_comm(struct live_job *j, struct live_step *s, const uint8_t *op_bits,
+                      struct live_counters *c)
+{
+    free(s->comm);
+    s->comm = NULL;
+    s->n_comm = 0;
+    for (size_t i = 0; i < s->n_spans; i++) {
+        const struct live_span *sp = &s->spans[i];
+        int64_t stream = comm_stream(j, sp, op_bits && sp->op != LIVE_OP_OTHER ? op_bits[sp->op] : 0);
+        if (stream < 0)
+            continue;
+        if (s->n_comm >= LIVE_STEP_COMM_MAX) {
+            c->step_comm_dropped++;
+            continue;
+        }
+        if (!s->comm && !(s->comm = malloc(LIVE_STEP_COMM_MAX * sizeof *s->comm))) {
+            c->step_comm_dropped++;
+            return;
+        }
+        s->comm[s->n_comm++] = (struct live_comm){sp->ts_ns, sp->end_ns, stream, sp->op};
+    }
+    if (s->n_comm == 0) {
+        free(s->comm);
+        s->comm = NULL;
+    }
+}
+
 /* Recomputes the trace points of s from its spans. */
-static void step_points(struct live *lv, struct live_job *j, struct live_step *s)
+static void step_points(struct live *lv, struct live_job *j, struct live_step *s,
+                        struct live_counters *c)
 {
     s->dirty = false;
     s->has_trace = false;
@@ -777,6 +836,7 @@ static void step_points(struct live *lv, struct live_job *j, struct live_step *s
         (uint8_t)analyse_steptrace_name_bits(LIVE_OTHER_NAME, sizeof LIVE_OTHER_NAME - 1);
     /* Execution order, made canonical so the points do not depend on arrival order. */
     sort_spans(lv, s);
+    step_comm(j, s, op_bits, c);
     for (size_t i = 0; i < s->n_spans; i++) {
         const struct live_span *sp = &s->spans[i];
         struct analyse_span *a = &lv->scratch[i];
@@ -827,6 +887,7 @@ static void list_drop_oldest(struct live_steplist *l, struct live_counters *c)
         if (!l->steps[i].settled)
             l->kept_spans -= l->steps[i].n_spans;
         free(l->steps[i].spans);
+        free(l->steps[i].comm);
     }
     memmove(l->steps, l->steps + drop, (l->n - drop) * sizeof *l->steps);
     l->n -= drop;
@@ -1414,12 +1475,13 @@ static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-static void settle(struct live *lv, struct live_job *j, struct live_steplist *l)
+static void settle(struct live *lv, struct live_job *j, struct live_steplist *l,
+                   struct live_counters *c)
 {
     while (l->kept_spans > LIVE_RANK_SPANS_MAX && l->n_settled < l->n) {
         struct live_step *s = &l->steps[l->n_settled++];
         if (s->dirty)
-            step_points(lv, j, s);
+            step_points(lv, j, s, c);
         l->kept_spans -= s->n_spans;
         free(s->spans);
         s->spans = NULL;
@@ -1480,7 +1542,7 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
         rk->n_batch = 0;
     }
     for (int k = 0; k < LIST_COUNT; k++)
-        settle(lv, j, &rk->lists[k]);
+        settle(lv, j, &rk->lists[k], &rk->c);
     return r;
 }
 
@@ -1494,7 +1556,7 @@ static void job_points(struct live *lv, struct live_job *j)
             struct live_steplist *l = &j->ranks[r]->lists[k];
             for (size_t i = l->n_settled; i < l->n; i++)
                 if (l->steps[i].dirty)
-                    step_points(lv, j, &l->steps[i]);
+                    step_points(lv, j, &l->steps[i], &j->ranks[r]->c);
         }
     }
 }
@@ -1522,6 +1584,7 @@ void live__snapshot_free(struct live_snapshot *s)
     for (size_t i = 0; i < s->n_ranks; i++) {
         free(s->ranks[i].agg);
         free(s->ranks[i].steps);
+        free(s->ranks[i].comm);
         live__qset_put(s->ranks[i].queues);
         live__pipe_put(s->ranks[i].pipe);
         live__snap_bd_done(&s->ranks[i].bd);
@@ -1540,6 +1603,7 @@ static void counters_add(struct live_counters *a, const struct live_counters *b)
     a->stack_dropped += b->stack_dropped;
     a->steps_dropped += b->steps_dropped;
     a->step_spans_dropped += b->step_spans_dropped;
+    a->step_comm_dropped += b->step_comm_dropped;
     a->unassigned += b->unassigned;
     a->late_spans += b->late_spans;
     a->dropped += b->dropped;
@@ -1606,6 +1670,28 @@ static struct live_qset *qset_get(struct live_rank *rk, bool *ret_oom)
     }
     atomic_fetch_add_explicit(&rk->qset->refs, 1, memory_order_relaxed);
     return rk->qset;
+}
+
+/* Copies the communication ops of l's steps (in the order of sr->steps, which mirror them) into
+ * sr->comm. Returns 0 or -ENOMEM. */
+static int snap_comm(const struct live_steplist *l, struct live_snap_rank *sr)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++)
+        n += l->steps[i].n_comm;
+    if (n == 0)
+        return 0;
+    if (!(sr->comm = malloc(n * sizeof *sr->comm)))
+        return -ENOMEM;
+    for (size_t i = 0; i < l->n && i < sr->n_steps; i++) {
+        const struct live_step *st = &l->steps[i];
+        sr->steps[i].first_comm = sr->n_comm;
+        sr->steps[i].n_comm = st->n_comm;
+        if (st->n_comm)
+            memcpy(sr->comm + sr->n_comm, st->comm, st->n_comm * sizeof *st->comm);
+        sr->n_comm += st->n_comm;
+    }
+    return 0;
 }
 
 static struct live_snapshot *snapshot_build(struct live_job *j)
@@ -1679,6 +1765,8 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
                 o->source = LIVE_POINTS_NONE;
             }
         }
+        if (snap_comm(l, sr) < 0)
+            goto fail;
         counters_add(&s->counters, &rk->c);
     }
     return s;
@@ -1710,7 +1798,8 @@ static size_t rank_bytes(const struct live_rank *rk)
         const struct live_steplist *l = &rk->lists[k];
         b += l->cap * sizeof *l->steps + l->cap_pending * sizeof *l->pending;
         for (size_t i = 0; i < l->n; i++)
-            b += l->steps[i].cap_spans * sizeof *l->steps[i].spans;
+            b += l->steps[i].cap_spans * sizeof *l->steps[i].spans +
+                 (l->steps[i].comm ? LIVE_STEP_COMM_MAX * sizeof *l->steps[i].comm : 0);
     }
     for (size_t i = 0; i < rk->n_queues; i++) /* and the published copy (qset) */
         b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *

@@ -43,6 +43,7 @@
 #define LIVE_STACK_MAX 4096         /* open (parentless so far) spans kept per thread */
 #define LIVE_STEPS_MAX 65536        /* steps kept per rank; the oldest eighth goes when full */
 #define LIVE_STEP_SPANS_MAX 65536   /* spans kept for one step's FP/BP points */
+#define LIVE_STEP_COMM_MAX 64       /* communication ops kept per step for its reduce lines */
 #define LIVE_RANK_SPANS_MAX (1 << 20) /* spans kept under steps per rank; oldest steps settle */
 #define LIVE_PENDING_MAX 65536      /* spans waiting for their step record, per rank */
 #define LIVE_QUEUES_MAX 64          /* distinct queue names per rank; samples of later ones counted */

@@ -33,6 +33,14 @@ struct live_snap_op {
     enum analyse_role role;
 };
 
+/* A communication op of a step, for its reduce line (live.c step_comm()). */
+struct live_comm {
+    int64_t ts_ns;
+    int64_t end_ns;
+    int64_t stream; /* reduce line: MindSpore's stream id, else the rank's thread index */
+    uint32_t op;    /* index into the job's ops (live_snapshot.ops in a snapshot) */
+};
+
 struct live_snap_step {
     int64_t step;
     int64_t begin_ns;
@@ -46,6 +54,8 @@ struct live_snap_step {
     uint32_t bp_op;
     enum analyse_st_origin fp_origin;
     enum analyse_st_origin bp_origin;
+    size_t first_comm; /* the step's communication ops: live_snap_rank.comm[first_comm, +n_comm) */
+    uint32_t n_comm;
 };
 
 /* One queue's series as published; shared by the snapshots that show the same version. */
@@ -173,6 +183,8 @@ struct live_snap_rank {
     struct live_agg other;    /* host spans of (name, cat) past LIVE_OPS_MAX */
     size_t n_steps;
     struct live_snap_step *steps; /* by begin */
+    size_t n_comm;
+    struct live_comm *comm;       /* [n_comm]: the steps' communication ops, step after step */
     struct live_qset *queues;     /* a reference; NULL when the rank sent no queue samples */
     struct live_pipe *pipe;       /* a reference; NULL when the rank sent no pipeline record */
     struct live_host host;

@@ -111,16 +111,25 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offs
 }
 
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
-                         int64_t first, int64_t last, struct analyse_st_trace **ret_trace,
-                         struct live_step_row *ret_points)
+                         int64_t first, int64_t last, size_t skip,
+                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points)
 {
     const struct live_snap_rank *sr = find_rank(snap, rank);
     if (!sr)
         return -ENOENT;
     struct analyse_st_step *in = malloc((sr->n_steps + 1) * sizeof *in);
-    if (!in)
+    struct analyse_st_comm *comm = malloc((sr->n_comm + 1) * sizeof *comm);
+    if (!in || !comm) {
+        free(in);
+        free(comm);
         return -ENOMEM;
-    size_t n = 0;
+    }
+    for (size_t i = 0; i < sr->n_comm; i++) {
+        const struct live_comm *c = &sr->comm[i];
+        const struct live_snap_op *op = &snap->ops[c->op];
+        comm[i] = (struct analyse_st_comm){c->stream, op->name, op->name_len, c->ts_ns, c->end_ns};
+    }
+    size_t n = 0, in_range_seen = 0;
     const struct live_snap_step *lastp = NULL;
     for (size_t i = 0; i < sr->n_steps; i++) {
         const struct live_snap_step *st = &sr->steps[i];
@@ -133,14 +142,24 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
             .fp_ns = st->fp_ns,
             .bp_ns = st->bp_ns,
             .end_ns = st->end_ns,
+            .comm = st->n_comm ? comm + st->first_comm : NULL,
+            .n_comm = st->n_comm,
         };
         bool in_range = single ? st->step == step && !lastp : st->step >= first && st->step <= last;
+        /* The first `skip` steps in range are left out: the average starts after them. */
+        if (in_range && !single && in_range_seen++ < skip) {
+            first = st->step + 1;
+            in_range = false;
+        }
         if (in_range)
             lastp = st;
     }
-    int r = single ? analyse_steptrace_step(in, n, step, false, ret_trace)
-                   : analyse_steptrace_average(in, n, first, last, false, ret_trace);
+    int r = single || first <= last
+                ? (single ? analyse_steptrace_step(in, n, step, false, ret_trace)
+                          : analyse_steptrace_average(in, n, first, last, false, ret_trace))
+                : -ENOENT;
     free(in);
+    free(comm);
     if (r == 0 && lastp)
         fill_row(snap, rank, lastp, ret_points);
     return r;

@@ -50,6 +50,7 @@ struct live_counters {
                                time then includes them) */
     int64_t steps_dropped;  /* oldest steps dropped past LIVE_STEPS_MAX */
     int64_t step_spans_dropped; /* spans not kept for a step past LIVE_STEP_SPANS_MAX */
+    int64_t step_comm_dropped;  /* communication ops not kept for a step past LIVE_STEP_COMM_MAX */
     int64_t unassigned;     /* spans no step covered when they left the pending list */
     int64_t late_spans;     /* spans of a step already settled (LIVE_RANK_SPANS_MAX) */
     int64_t dropped;        /* records not taken for lack of memory */
@@ -101,13 +102,16 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offs
                      struct live_step_row **ret_rows, size_t *ret_n, size_t *ret_total);
 
 /* A step trace of one rank: the single step `step` when single is true, else the average over
- * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound). Only steps
- * with points count. Sets *ret_trace (free with analyse_steptrace_free(); no reduce lines) and
- * *ret_points: the points of the last step behind the numbers (names borrowed from snap).
- * Returns 0, -ENOENT (no such rank, or no step with points in range), -ENOMEM. */
+ * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound) less the first
+ * `skip` of them (MindInsight's average leaves out step 1: skip 1). Only steps with points count.
+ * The reduce lines are the steps' communication ops (LIVE_STEP_COMM_MAX per step), averaged by
+ * (stream, name) as analyse does. Sets *ret_trace (free with analyse_steptrace_free(); names
+ * borrowed from snap) and *ret_points: the points of the last step behind the numbers (names
+ * borrowed from snap). Returns 0, -ENOENT (no such rank, or no step with points in range),
+ * -ENOMEM. */
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
-                         int64_t first, int64_t last, struct analyse_st_trace **ret_trace,
-                         struct live_step_row *ret_points);
+                         int64_t first, int64_t last, size_t skip,
+                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points);
 
 /* The operator table of rank (rank < 0: every rank merged), host spans only
  * (ANALYSE_ROLES_HOST, as torch's key_averages() counts them), grouped as analyse_ops_aggregate()

@@ -451,6 +451,27 @@ test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, 
   await shot(page, 'mindspore-operators-aicore-pie');
 }, { allow404: ['/step-trace?rank=1'] }); // an operator table alone has no steps
 
+test('MindSpore step trace: the all-reduce streams under the stages, and MindInsight\'s average without step 1', async (page) => {
+  const job = await importJob(path.join(DATA, 'mindspore', '01_step_trace_small'), 'e2e-ms-st');
+  await waitFor('20 steps', async () => (await api(`/api/v1/jobs/${job.id}/steps?limit=1`)).total === 20);
+  const mi = await api(`/api/v1/jobs/${job.id}/step-trace?skip=1`);
+  await open(page, `#/job/${job.id}/step-trace?rank=0`);
+  await page.click('[data-choose="average-skip1"]');
+  await until(page, () => location.hash.includes('skip=1') && document.querySelector('#trace-definition')?.textContent.includes('leaving out the first 1'));
+  expectEq(await page.textContent('#trace-title'), 'Average of 19 steps (2–20)', 'title');
+  expectEq(await page.textContent('[data-kpi="total"] .kpi-v'), await fmtUsText(page, mi.total_us), 'MindInsight\'s average step');
+  expectEq(await page.$$eval('.reduce-lines [data-line]', (n) => n.map((x) => x.dataset.line)), ['10', '11'], 'streams');
+  expectEq(await page.$$eval('.reduce-lines [data-line="10"] [data-seg]', (n) => n.map((x) => x.dataset.seg)),
+    ['stream_10_parallel_0', 'stream_10_parallel_1', 'stream_10_parallel_2'], 'stream 10 ops');
+  expectEq(await page.$$eval('.reduce-lines [data-line="11"] [data-seg]', (n) => n.map((x) => x.dataset.seg)),
+    ['stream_11_parallel_0'], 'stream 11 ops');
+  await shot(page, 'mindspore-step-trace-allreduce');
+  // Every step with points: step 1 (no interval) included.
+  await page.click('[data-choose="average"]');
+  await until(page, () => document.querySelector('#trace-title')?.textContent === 'Average of 20 steps (1–20)');
+  if (!(await page.textContent('#trace-definition')).includes('the first included')) fail('definition of the default average');
+});
+
 // ---- runner --------------------------------------------------------------------------------
 
 let liveFeed;

@@ -161,7 +161,7 @@ START_TEST(test_live_numbers_independent_of_chunking)
     struct analyse_st_trace *t;
     struct live_step_row pts;
     ck_assert_int_eq(live_query_steptrace(s, 0, false, 0, ANALYSE_ST_ALL_FIRST,
-                                          ANALYSE_ST_ALL_LAST, &t, &pts), 0);
+                                          ANALYSE_ST_ALL_LAST, 0, &t, &pts), 0);
     ck_assert_int_eq(t->interval_ns, 20 * US);
     ck_assert_int_eq(t->fp_bp_ns, 150 * US);
     ck_assert_int_eq(t->tail_ns, 30 * US);

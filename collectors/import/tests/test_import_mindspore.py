@@ -112,6 +112,47 @@ def test_step_trace_small_matches_mindinsight(daemon):
             assert close(w[1], x[1]) and close(w[2], x[2]), (k, w, x)
 
 
+def segments(doc):
+    """/step-trace's reduce lines as MindInsight's training_trace_graph lines 2.. (ms)."""
+    return [[(g["name"] or "", ms(g["start_us"]), ms(g["dur_us"])) for g in line["segments"]]
+            for line in doc["lines"]]
+
+
+def test_step_trace_reduce_lines_and_mindinsight_average(daemon):
+    """The all-reduce lines MindInsight draws under the step trace (one per stream: stream_10,
+    stream_11; the ops and the gaps between them, from fp to the step's end) come back from
+    /step-trace for every step MindInsight answered, and for the average: MindInsight's
+    average (graph_step_0, MindSpore's average row) leaves out step 1, which ?skip=1 does; the
+    default average includes every step (125.9 ms here, step 1 having no interval)."""
+    exp = expected("01_step_trace_small")
+    assert_ok(run_import(daemon, MS / "01_step_trace_small"))
+    job = "01_step_trace_small"
+    wait_json(daemon, f"/api/v1/jobs/{job}/steps", lambda d: d["total"] == 20)
+    for key in (k for k in exp if k.startswith("graph_step_")):
+        k = int(key[len("graph_step_"):])
+        g = exp[key]["training_trace_graph"]
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/step-trace?" + ("skip=1" if k == 0 else f"step={k}"))
+        assert doc["skip"] == (1 if k == 0 else 0)
+        assert close(ms(doc["total_us"]), g[0][0]["duration"]), (k, doc["total_us"])
+        got, want = segments(doc), [[(x["name"], x["start"], x["duration"]) for x in line]
+                                    for line in g[2:]]
+        assert [len(x) for x in got] == [len(x) for x in want], (k, got, want)
+        for gl, wl in zip(got, want):
+            for a, b in zip(gl, wl):
+                assert a[0] == b[0] and close(a[1], b[1]) and close(a[2], b[2]), (k, a, b)
+        assert [x["stream"] for x in doc["lines"]] == [10, 11]
+    every = daemon.get_json(f"/api/v1/jobs/{job}/step-trace")
+    mi = daemon.get_json(f"/api/v1/jobs/{job}/step-trace?skip=1")
+    assert (every["first_step"], every["n_steps"], every["skip"]) == (1, 20, 0)
+    assert (mi["first_step"], mi["n_steps"]) == (2, 19)
+    assert round(ms(every["total_us"]), 1) == 125.9
+    assert close(ms(mi["total_us"]), exp["summary"]["total_time"])
+    assert f"{round(next(x['percent'] for x in mi['stages'] if x['name'] == 'tail'), 2)}%" == \
+        exp["summary"]["tail_percent"]
+    st, _, body = daemon.request(f"/api/v1/jobs/{job}/step-trace?step=3&skip=1")
+    assert st == 400 and b"step: not together with from/to/skip" in body
+
+
 def test_step_trace_single_step_point_names_and_bogus_average(daemon):
     exp = expected("02_step_trace_single_step")
     p = run_import(daemon, MS / "02_step_trace_single_step")

@@ -28,6 +28,29 @@ function stageBars(t) {
   }));
 }
 
+// MindInsight's all-reduce lines: one row per stream, its communication ops on the step's scale
+// (the gaps between them are the empty track).
+function reduceLines(t) {
+  const lines = t.lines || [];
+  if (!lines.length) return null;
+  const total = t.total_us || 1;
+  return el('div.stages.reduce-lines', null, el('h4', null, 'All-reduce / communication streams'),
+    lines.map((l) => {
+      const ops = l.segments.filter((g) => g && g.name);
+      const track = el('div.stage-track.reduce', null, ops.map((g) => {
+        const bar = el('div.stage-bar', { title: `${g.name}: ${fmtUs(g.dur_us)} at ${fmtUs(g.start_us)}`, dataset: { seg: g.name } });
+        bar.style.left = `${(100 * g.start_us) / total}%`;
+        bar.style.width = `${Math.max(0.3, (100 * g.dur_us) / total)}%`;
+        return bar;
+      }));
+      const busy = ops.reduce((a, g) => a + g.dur_us, 0);
+      return el('div.stage', { dataset: { line: String(l.stream) } },
+        el('div.stage-label', null, `stream ${l.stream}`), track,
+        el('div.stage-num', null, `${fmtUs(busy)} in ${ops.length} op${ops.length === 1 ? '' : 's'}`),
+        el('div.stage-range.muted', null, ops.map((g) => g.name).join(', ')));
+    }));
+}
+
 function pointsBox(t) {
   const p = t.points || {};
   const rows = [['source', p.source], ['FP start', p.fp_start || '—'], ['FP origin', p.fp_origin || '—'],
@@ -71,8 +94,10 @@ function breakdownView(ctx, doc) {
 export async function render(ctx) {
   const { rank } = ctx;
   const step = ctx.params.step;
+  // The average: every step with points, or (skip=1) without the first, as MindInsight's.
+  const skip = !step && ctx.params.skip === '1' ? 1 : undefined;
   const [trace, series, breakdown] = await Promise.all([
-    getOptional(jobPath(ctx.job, 'step-trace', { rank, step })),
+    getOptional(jobPath(ctx.job, 'step-trace', { rank, step, skip })),
     getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 })),
     hasRoute('/api/v1/jobs/{job}/breakdown')
       .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank, limit: BREAKDOWN_ROWS })) : null))
@@ -85,9 +110,10 @@ export async function render(ctx) {
     : series;
 
   const input = el('input#step-input', { type: 'number', min: 0, placeholder: 'step', value: step || '', 'aria-label': 'step' });
-  const choose = (v) => ctx.go(ctx.hashFor('step-trace', { rank, step: v }));
+  const choose = (v, sk) => ctx.go(ctx.hashFor('step-trace', { rank, step: v, skip: sk }));
   const controls = el('form.controls', { onsubmit: (e) => { e.preventDefault(); choose(input.value); } },
-    el('button.btn', { type: 'button', 'aria-pressed': step ? 'false' : 'true', dataset: { choose: 'average' }, onclick: () => choose('') }, 'Average'),
+    el('button.btn', { type: 'button', 'aria-pressed': step || skip ? 'false' : 'true', dataset: { choose: 'average' }, onclick: () => choose('') }, 'Average'),
+    el('button.btn', { type: 'button', 'aria-pressed': skip ? 'true' : 'false', dataset: { choose: 'average-skip1' }, title: 'MindInsight\'s average leaves out the first step', onclick: () => choose('', '1') }, 'Average without step 1'),
     el('label', null, 'Step ', input), el('button.btn', { type: 'submit' }, 'Show'));
 
   let head;
@@ -97,11 +123,16 @@ export async function render(ctx) {
     const title = trace.step === 'average'
       ? `Average of ${fmtNum(trace.n_steps)} steps (${trace.first_step}–${trace.last_step})`
       : `Step ${trace.step}`;
+    const definition = trace.step === 'average'
+      ? `The mean of each point over the steps with FP/BP points${trace.skip ? `, leaving out the first ${trace.skip} (MindInsight's average leaves out step 1)` : ', the first included'}; the stages come from the mean points.`
+      : null;
     head = [
       el('div.kpis', null, kpi('step', fmtUs(trace.total_us), 'total'), kpi('interval', fmtUs(trace.interval_us), 'interval'),
         kpi('FP+BP', fmtUs(trace.fp_bp_us), 'fp_bp'), kpi('tail', fmtUs(trace.tail_us), 'tail')),
       el('h4#trace-title', null, title),
+      definition ? el('p#trace-definition.muted', null, definition) : null,
       stageBars(trace),
+      reduceLines(trace),
     ];
   }
   const tableCols = [
