@@ -1239,6 +1239,7 @@ int main(int argc, char **argv)
         .helper_rules = &d.helper_rules,
         .stats = &d.stats,
         .auth_token = d.cfg.auth_token,
+        .allowed_hosts = d.cfg.http_allowed_hosts,
         .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
         .decoder = &decoder,
         .captures = &captures,

@@ -18,6 +18,14 @@
  * X-Requested-With, which a cross-site form cannot send (CSRF). Without a token, web_start()
  * binds loopback addresses only.
  *
+ * DNS rebinding: a page at http://attacker.test:PORT whose name later resolves to 127.0.0.1 is
+ * same-origin with this server for the browser, and could read and change everything a loopback
+ * daemon without a token serves. What it cannot change is the Host header, which names the
+ * attacker's host: so before anything else a request whose Host is not one of this daemon's
+ * names (127.0.0.1, localhost, [::1], the bound address, http_allowed_hosts) gets 421. Any port
+ * is taken, since the name is what matters and an SSH tunnel's port differs from ours. A request
+ * without Host (HTTP/1.0; MHD refuses an HTTP/1.1 one) comes from no browser and is answered.
+ *
  * Every answer leaves through web__queue(), which adds the headers all answers carry and counts
  * the errors, so no handler can forget either. Handlers run on MHD's threads and only read: the
  * store through store_query.h, the counters with relaxed atomic loads.
@@ -308,6 +316,94 @@ static bool authorized(const struct web *w, struct MHD_Connection *c, const char
     return false;
 }
 
+/* True when Host names this daemon (see the file comment): "name" or "name:port", the name
+ * compared without case against w->hosts, the port digits only. */
+static bool host_allowed(const struct web *w, struct MHD_Connection *c)
+{
+    if (w->any_host)
+        return true;
+    const char *v;
+    size_t n;
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST,
+                                      sizeof MHD_HTTP_HEADER_HOST - 1, &v, &n) != MHD_YES ||
+        !v)
+        return true;
+    size_t name_len;
+    if (n > 0 && v[0] == '[') {
+        const char *close = memchr(v, ']', n);
+        if (!close)
+            return false;
+        name_len = (size_t)(close - v) + 1;
+    } else {
+        const char *colon = memchr(v, ':', n);
+        name_len = colon ? (size_t)(colon - v) : n;
+    }
+    if (name_len == 0)
+        return false;
+    if (name_len < n) {
+        size_t digits = n - name_len - 1;
+        if (v[name_len] != ':' || digits == 0 || digits > 5 ||
+            strspn(v + name_len + 1, "0123456789") < digits)
+            return false;
+    }
+    for (const char *h = w->hosts; *h;) {
+        const char *end = strchr(h, ',');
+        if ((size_t)(end - h) == name_len && strncasecmp(h, v, name_len) == 0)
+            return true;
+        h = end + 1;
+    }
+    return false;
+}
+
+/* Fills w->hosts from the loopback names, the bound address and the configured list; any_host
+ * when the list says "*", or is empty with a token on a wildcard address. */
+static int hosts_init(struct web *w, const char *bound, bool wildcard, const char *list,
+                      bool token, char *err)
+{
+    struct sbuf b;
+    sbuf_init(&b, sizeof w->hosts - 1);
+    sbuf_adds(&b, "127.0.0.1,localhost,[::1],");
+    sbuf_adds(&b, bound);
+    sbuf_addc(&b, ',');
+    bool listed = false;
+    for (const char *p = list ? list : ""; *p;) {
+        p += strspn(p, " ,");
+        size_t n = strcspn(p, " ,");
+        if (n == 0)
+            break;
+        listed = true;
+        if (n == 1 && *p == '*')
+            w->any_host = true;
+        else {
+            sbuf_add(&b, p, n);
+            sbuf_addc(&b, ',');
+        }
+        p += n;
+    }
+    if (!listed && token && wildcard)
+        w->any_host = true;
+    int r = b.error;
+    size_t len;
+    char *s = r < 0 ? NULL : sbuf_steal(&b, &len);
+    sbuf_done(&b);
+    if (!s) {
+        snprintf(err, WEB_ERR_MAX, "http: allowed hosts: %s",
+                 r == -EMSGSIZE ? "the list is too long" : "out of memory");
+        return r < 0 ? r : -ENOMEM;
+    }
+    for (size_t i = 0; i < len; i++)
+        w->hosts[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+    w->hosts[len] = '\0';
+    free(s);
+    if (w->any_host && !token) {
+        snprintf(err, WEB_ERR_MAX,
+                 "http: http_allowed_hosts \"*\" needs an auth token (any page could reach this "
+                 "daemon through DNS rebinding)");
+        return -EPERM;
+    }
+    return 0;
+}
+
 bool web__is_json_type(struct MHD_Connection *c)
 {
     static const char json[] = "application/json";
@@ -360,7 +456,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     if (!*con_cls) {
         STATS_ADD(w->stats, http_requests, 1);
-        /* Before anything else, so an unauthenticated client learns nothing, not even which
+        if (!host_allowed(w, c))
+            return (enum MHD_Result)web__send_error(
+                w, c, MHD_HTTP_MISDIRECTED_REQUEST, "misdirected_request",
+                "the Host header does not name this daemon (127.0.0.1, localhost, [::1], its "
+                "address, or http_allowed_hosts): refused against DNS rebinding");
+        /* Before anything else but the Host, so an unauthenticated client learns nothing, not even which
          * methods or paths exist. */
         if (!authorized(w, c, url))
             return (enum MHD_Result)web__send_error(
@@ -432,8 +533,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return r;
 }
 
+/* Parses "ADDR:PORT"; ret_host (WEB_HOST_NAME_MAX) gets the address as a Host header names it
+ * ("[v6]" bracketed), ret_wildcard whether it is 0.0.0.0 or [::]. */
 static int parse_addr(const char *http, union web_addr *ret_addr, socklen_t *ret_len,
-                      char *err)
+                      char *ret_host, bool *ret_wildcard, char *err)
 {
     char host[128];
     uint16_t port;
@@ -447,10 +550,14 @@ static int parse_addr(const char *http, union web_addr *ret_addr, socklen_t *ret
         a.in4.sin_family = AF_INET;
         a.in4.sin_port = htons(port);
         *ret_len = sizeof a.in4;
+        snprintf(ret_host, WEB_HOST_NAME_MAX, "%s", host);
+        *ret_wildcard = a.in4.sin_addr.s_addr == htonl(INADDR_ANY);
     } else if (inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
         a.in6.sin6_family = AF_INET6;
         a.in6.sin6_port = htons(port);
         *ret_len = sizeof a.in6;
+        snprintf(ret_host, WEB_HOST_NAME_MAX, "[%s]", host);
+        *ret_wildcard = IN6_IS_ADDR_UNSPECIFIED(&a.in6.sin6_addr);
     } else {
         snprintf(err, WEB_ERR_MAX, "http: \"%.64s\" is not an IPv4 or IPv6 address", host);
         return -EINVAL;
@@ -496,7 +603,9 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         snprintf(err, WEB_ERR_MAX, "http: missing address or stats");
         return -EINVAL;
     }
-    r = parse_addr(cfg->http, &addr, &addr_len, err);
+    char bound[WEB_HOST_NAME_MAX];
+    bool wildcard = false;
+    r = parse_addr(cfg->http, &addr, &addr_len, bound, &wildcard, err);
     if (r < 0)
         return r;
     size_t token_len = cfg->auth_token ? strlen(cfg->auth_token) : 0;
@@ -542,6 +651,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     if (token_len)
         memcpy(w->auth_token, cfg->auth_token, token_len + 1);
     w->auth_token_len = token_len;
+    r = hosts_init(w, bound, wildcard, cfg->allowed_hosts, token_len > 0, err);
+    if (r < 0)
+        goto fail;
+    r = -ENOMEM;
     for (size_t i = 0; i < token_len; i++)
         snprintf(w->auth_cookie + 2 * i, 3, "%02x", (unsigned char)cfg->auth_token[i]);
     if (cfg->jobs) {

@@ -79,6 +79,10 @@ struct web_config {
     const char *auth_token;      /* NULL or "": no authentication, and only a loopback address
                                     may be bound. Else every request but /api/v1/health needs
                                     "Authorization: Bearer <token>" (401 otherwise); copied */
+    const char *allowed_hosts;   /* NULL or a comma-separated list of Host names answered
+                                    besides 127.0.0.1, localhost, [::1] and the bound address
+                                    (any port); "*": any, which needs auth_token. NULL or ""
+                                    with a token on a wildcard address: any. Others get 421 */
     size_t metrics_max_ranks;    /* (job, rank) pairs GET /metrics exports at most */
     const struct web_line_decoder *decoder; /* copied at start; NULL: summary and benchmark
                                     answer 503 */
@@ -91,8 +95,8 @@ struct web_config {
  * leave MHD's defaults; zero max_response_bytes means no cap. cfg->stats is required; cfg itself
  * is not kept, its strings are copied; store and stats must outlive w. A static_dir that cannot
  * be resolved is logged and no files are served (the API still answers). Returns 0 and sets
- * *ret_web; -EINVAL (bad address, token too long, or no stats), -EPERM (a non-loopback address
- * without auth_token), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES (from the
+ * *ret_web; -EINVAL (bad address, token too long, allowed_hosts too long, or no stats), -EPERM
+ * (a non-loopback address, or allowed_hosts "*", without auth_token), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES (from the
  * bind), -ENOMEM, or -EIO (MHD would not start); err (WEB_ERR_MAX) gets the reason. *ret_web is
  * untouched on failure. */
 int web_start(const struct web_config *cfg, struct web **ret_web, char *err);

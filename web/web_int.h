@@ -42,6 +42,8 @@
 #define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
 #define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
 #define WEB_TOKEN_MAX 256                  /* bytes of an auth token, NUL included */
+#define WEB_HOSTS_MAX 1280                 /* web->hosts: the defaults and http_allowed_hosts */
+#define WEB_HOST_NAME_MAX 136              /* the bound address as a Host names it, "[v6]" */
 #define WEB_POST_BODY_MAX 16384            /* bytes of a POST body (413 past it) */
 #define WEB_GUARD_TICK_MS 250              /* how often guard.c checks request deadlines */
 
@@ -191,6 +193,8 @@ struct web {
     char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */
     size_t auth_token_len;
     char auth_cookie[2 * WEB_TOKEN_MAX]; /* the token in hex: the stepscope_token cookie */
+    char hosts[WEB_HOSTS_MAX];     /* Host names answered, lower case, each followed by ',' */
+    bool any_host;                 /* every Host is answered (a token guards the daemon) */
     bool has_jobs;
     struct web_jobs jobs;          /* copied from the config when has_jobs */
     size_t metrics_max_ranks;

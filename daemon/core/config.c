@@ -39,6 +39,9 @@ const struct config_option config_options[] = {
     {"http_max_exports", "32", "timeline exports streamed at once; more answer 503 busy"},
     {"http_request_timeout_s", "10",
      "seconds from a request's first byte to its last before the connection is closed (0: off)"},
+    {"http_allowed_hosts", "",
+     "Host names the HTTP server answers besides 127.0.0.1, localhost, [::1] and its address; "
+     "comma-separated, \"*\" any (token only)"},
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
     {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
@@ -118,6 +121,39 @@ static int set_token(struct config *c, const char *value, char *err)
     return set_str(c->auth_token, sizeof c->auth_token, "auth_token", value, err);
 }
 
+/* A comma-separated list of Host names (blanks around the commas allowed): each a DNS name
+ * (letters, digits, '-', '.'), an IPv4 literal, a bracketed IPv6 literal, or "*" alone. */
+static int set_hosts(struct config *c, const char *value, char *err)
+{
+    const char *p = value;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        size_t n = (size_t)(e - p);
+        if (n == 0)
+            break;
+        bool ok = n < 256;
+        if (n == 1 && *p == '*')
+            ok = true;
+        else if (*p == '[')
+            ok = ok && n > 2 && p[n - 1] == ']' && strspn(p + 1, "0123456789abcdefABCDEF:.") == n - 2;
+        else
+            ok = ok && strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") == n;
+        if (!ok) {
+            snprintf(err, CONFIG_ERR_MAX,
+                     "http_allowed_hosts: \"%.*s\" is not a host name, an IP literal ([v6] "
+                     "bracketed) or *", (int)(n < 64 ? n : 64), p);
+            return -EINVAL;
+        }
+        p = e;
+    }
+    return set_str(c->http_allowed_hosts, sizeof c->http_allowed_hosts, "http_allowed_hosts",
+                   value, err);
+}
+
 int config_set(struct config *c, const char *key, const char *value, char *err)
 {
 #define STR(field) set_str(c->field, sizeof c->field, key, value, err)
@@ -173,6 +209,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_max_exports, 1, 65536);
     if (strcmp(key, "http_request_timeout_s") == 0)
         return U64(http_request_timeout_s, 0, 86400);
+    if (strcmp(key, "http_allowed_hosts") == 0)
+        return set_hosts(c, value, err);
     if (strcmp(key, "max_response_bytes") == 0)
         return U64(max_response_bytes, 4096, UINT64_MAX / 4);
     if (strcmp(key, "durability") == 0) {

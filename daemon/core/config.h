@@ -43,6 +43,8 @@ struct config {
     uint64_t http_max_exports;        /* timeline exports streamed at once */
     uint64_t http_request_timeout_s;  /* a request not fully in this long after its first byte
                                          has its connection closed; 0: never */
+    char http_allowed_hosts[1024];    /* Host names answered besides the loopback names and the
+                                         bound address; comma-separated; "*": any */
     uint64_t max_response_bytes;      /* cap on one HTTP answer */
     enum config_durability durability;
     char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse.h);

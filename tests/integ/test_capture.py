@@ -188,7 +188,7 @@ def test_http_guards(daemon):
     assert st == 404
     # A body sent in chunks past the cap (no Content-Length) is refused too.
     s = socket.create_connection((daemon.host, daemon.port), timeout=30)
-    s.sendall(b"POST /api/v1/jobs/guard/captures HTTP/1.1\r\nHost: x\r\n"
+    s.sendall(b"POST /api/v1/jobs/guard/captures HTTP/1.1\r\nHost: 127.0.0.1\r\n"
               b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
     chunk = b"x" * 8192
     for _ in range(3):

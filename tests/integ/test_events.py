@@ -16,7 +16,7 @@ class Stream:
 
     def __init__(self, d):
         self.sock = socket.create_connection((d.host, d.port), timeout=10)
-        self.sock.sendall(b"GET /api/v1/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        self.sock.sendall(b"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         self.buf = b""
         self.events = []
         head = self._until(b"\r\n\r\n")

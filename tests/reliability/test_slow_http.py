@@ -99,7 +99,7 @@ class Trickler:
         self.socks = {}          # fd -> [socket, first byte time, bytes sent]
         self.thread = threading.Thread(target=self._run, daemon=True)
 
-    HEADER = b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100000
+    HEADER = b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100000
 
     def _open(self):
         try:
@@ -187,10 +187,10 @@ def test_slowloris_1000_trickling_connections(daemons, figures):
     # its answer stays open longer than the deadline (until the idle timeout), and an answer
     # still being sent (the event stream, whose first ping comes after 10 s) is not cut.
     s = socket.create_connection((d.host, d.port), timeout=10)
-    s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert s.recv(65536).startswith(b"HTTP/1.1 200")
     ev = socket.create_connection((d.host, d.port), timeout=10)
-    ev.sendall(b"GET /api/v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    ev.sendall(b"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     head = b""
     while b"event: hello" not in head:
         chunk = ev.recv(65536)
@@ -198,7 +198,7 @@ def test_slowloris_1000_trickling_connections(daemons, figures):
         head += chunk
     assert head.startswith(b"HTTP/1.1 200")
     time.sleep(deadline + 1.5)
-    s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert s.recv(65536).startswith(b"HTTP/1.1 200"), "an idle keep-alive was cut by the deadline"
     s.close()
     ev.settimeout(0.5)
@@ -234,7 +234,7 @@ def test_slow_readers_of_a_large_export(daemons, figures):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.connect((d.host, d.port))
-        s.sendall(b"GET /api/v1/jobs/big/timeline HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET /api/v1/jobs/big/timeline HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         readers.append(s)
     try:
         held = _sockets(d.proc.pid) - base
@@ -289,7 +289,7 @@ def test_per_address_limit(daemons, figures):
     t0 = time.monotonic()
     extra = socket.create_connection((d.host, d.port), timeout=10)
     try:
-        extra.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         got = extra.recv(65536)
     except (ConnectionResetError, BrokenPipeError):
         got = b""

@@ -445,6 +445,25 @@ START_TEST(test_config_http_is_loopback)
 }
 END_TEST
 
+START_TEST(test_config_allowed_hosts)
+{
+    struct config c;
+    char err[CONFIG_ERR_MAX];
+    config_init(&c, NULL, 0, "");
+    ck_assert_str_eq(c.http_allowed_hosts, "");
+    ck_assert_int_eq(config_set(&c, "http_allowed_hosts", "box.example, Stepscope-1.lan,*", err),
+                     0);
+    ck_assert_int_eq(config_set(&c, "http_allowed_hosts", "10.0.0.5,[fe80::1]", err), 0);
+    ck_assert_str_eq(c.http_allowed_hosts, "10.0.0.5,[fe80::1]");
+    static const char *const bad[] = {"box:8080", "evil/x", "[::1", "[]", "a\tb", "h@st", "x_y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(config_set(&c, "http_allowed_hosts", bad[i], err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "http_allowed_hosts"));
+    }
+    ck_assert_str_eq(c.http_allowed_hosts, "10.0.0.5,[fe80::1]"); /* failures leave it */
+}
+END_TEST
+
 /* config/stepscoped.conf documents every option with its default: the file is the manual, so
  * an option added to the table without a line there fails here. */
 START_TEST(test_config_sample_file_documents_every_option)
@@ -503,6 +522,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_config_sample_file_documents_every_option);
     tcase_add_test(tc, test_config_auth_token);
     tcase_add_test(tc, test_config_http_is_loopback);
+    tcase_add_test(tc, test_config_allowed_hosts);
     suite_add_tcase(s, tc);
     return s;
 }
