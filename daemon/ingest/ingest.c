@@ -338,7 +338,7 @@ static void conn_end_session(struct ingest_conn *c, bool clean)
 /* A clean end: the session closes now, but the connection stays (not reading, stream still
  * mapped) until ingest_ack() brings the ack that covers every line, the bye included, so a
  * client that waits for it knows all it sent is durable. */
-static void conn_drain(struct ingest_conn *c)
+static void conn_drain(struct ingest_conn *c, bool clean)
 {
     struct ingest *in = c->in;
     c->state = CONN_DRAINING;
@@ -346,7 +346,7 @@ static void conn_drain(struct ingest_conn *c)
     if (c->session_open) {
         c->session_open = false;
         if (in->cfg.on_close)
-            in->cfg.on_close(in->cfg.ud, c->session_id, true);
+            in->cfg.on_close(in->cfg.ud, c->session_id, clean);
     }
     if (c->ack_sent >= c->next_seq) {
         map_del(in, c->stream_id, c);
@@ -516,9 +516,35 @@ static bool batch_reserve(struct ingest_conn *c)
     return true;
 }
 
+/* True when the line may take c->next_seq. A stream's numbers end at INGEST_SEQ_END: past it an
+ * ack could not be written back in a hello (its "seq" is a non-negative int64), so the line is
+ * refused instead: what came before is delivered, the client is told (seq_exhausted, no "seq"),
+ * and the session ends as after a bye but unclean, once the ack covering the earlier lines is
+ * queued. */
+static bool conn_seq_left(struct ingest_conn *c, uint64_t line_no)
+{
+    if (c->next_seq < INGEST_SEQ_END)
+        return true;
+    struct ingest *in = c->in;
+    if (!conn_deliver(c, c->next_seq))
+        return false;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "the stream reached the last sequence number (%llu): the line is not taken; "
+             "send the rest on a new stream", (unsigned long long)INGEST_SEQ_END);
+    STATS_ADD(in->stats, invalid, 1);
+    if (log_ratelimit(&in->rl, NS_PER_S))
+        log_warn("ingest: session %lld: %s", (long long)c->session_id, msg);
+    conn_reply_error(c, line_no, -1, "seq_exhausted", msg, true);
+    conn_drain(c, false);
+    return false;
+}
+
 static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t line_no)
 {
     struct ingest *in = c->in;
+    if (!conn_seq_left(c, line_no))
+        return;
     uint64_t seq = c->next_seq++;
     STATS_ADD(in->stats, lines, 1);
     if (seq < c->welcome_seq) {
@@ -562,7 +588,7 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
     case INGEST_DECODE_BYE:
         if (!conn_deliver(c, c->next_seq))
             return;
-        conn_drain(c);
+        conn_drain(c, true);
         return;
     default:
         count_rejected(in->stats, r);
@@ -585,6 +611,8 @@ static void conn_oversized(struct ingest_conn *c, uint64_t line_no)
         conn_shut(c);
         return;
     }
+    if (!conn_seq_left(c, line_no))
+        return;
     uint64_t seq = c->next_seq++;
     STATS_ADD(in->stats, lines, 1);
     if (seq < c->welcome_seq) {

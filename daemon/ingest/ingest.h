@@ -29,6 +29,9 @@
 #define INGEST_LINE_MAX_DEFAULT (1u << 20)
 #define INGEST_CONN_MAX_DEFAULT 1024
 #define INGEST_ERR_MAX 256
+/* A stream's sequence numbers run below INT64_MAX: the line that would take INT64_MAX is refused
+ * (seq_exhausted), so no ack exceeds INT64_MAX, the largest "seq" a hello may carry. */
+#define INGEST_SEQ_END ((uint64_t)INT64_MAX)
 
 struct ingest;
 

@@ -99,3 +99,36 @@ def test_same_stream_twice_is_busy(daemon):
         w = c.hello("replay_busy", rank=1, world_size=2, stream="b1")
         assert w["next_seq"] == 0
     assert daemon.job("replay_busy")["events"] == 1
+
+
+def test_last_seq_is_refused_and_every_ack_resumes(daemon):
+    """Issue 18, item 7: a stream resumed at 2^63 - 2 was acknowledged past 2^63 (stored
+    negative), and the next hello with that ack as its seq got bad_hello. Now the line that would
+    take 2^63 - 1 is refused (seq_exhausted), the lines before it are acknowledged, and every
+    ack the daemon sent can be resumed from."""
+    top = 2**63 - 1
+    with Client(daemon.socket) as c:
+        c.hello("seqtop", stream="s", seq=top - 1)
+        c.send_lines([x_event(0), x_event(1), x_event(2)])
+        c.read_until_eof()
+        assert c.acks and max(c.acks) == top, (c.acks, c.errors)
+        assert [e["code"] for e in c.errors] == ["seq_exhausted"], c.errors
+        assert "seq" not in c.errors[0] and c.errors[0]["line"] == 3
+    assert daemon.job("seqtop")["events"] == 1
+    # Resuming where it was acknowledged: welcomed, next_seq = 2^63 - 1, and the next line is
+    # refused again, never stored nor acknowledged past the top.
+    with Client(daemon.socket) as c:
+        w = c.hello("seqtop", stream="s", seq=top)
+        assert w["next_seq"] == top
+        c.send_lines([x_event(3)])
+        c.read_until_eof()
+        assert [e["code"] for e in c.errors] == ["seq_exhausted"]
+        assert all(a <= top for a in c.acks)
+    # Resuming without a seq: the same next_seq, from the store.
+    with Client(daemon.socket) as c:
+        assert c.hello("seqtop", stream="s")["next_seq"] == top
+    assert daemon.stats()["invalid"] == 2  # each refused line counted
+    daemon.restart()
+    with Client(daemon.socket) as c:
+        assert c.hello("seqtop", stream="s")["next_seq"] == top
+    assert daemon.job("seqtop")["events"] == 1
