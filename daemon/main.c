@@ -1135,6 +1135,8 @@ int main(int argc, char **argv)
         .socket_mode = d.cfg.socket_mode,
         .max_line_bytes = (size_t)d.cfg.max_line_bytes,
         .max_connections = (size_t)d.cfg.max_connections,
+        .hello_timeout_ms = d.cfg.hello_timeout_ms,
+        .reserved_connections = (size_t)d.cfg.reserved_connections,
         .on_hello = on_hello,
         .sink = on_records,
         .on_close = on_session_closed,

@@ -26,6 +26,10 @@ const struct config_option config_options[] = {
     {"log_level", "info", "error, warn, info or debug"},
     {"max_line_bytes", "1048576", "longest protocol line accepted, in bytes"},
     {"max_connections", "1024", "concurrent client connections"},
+    {"hello_timeout_ms", "10000",
+     "a client connection without a complete hello this long is closed (hello_timeout)"},
+    {"reserved_connections", "64",
+     "client connections that connections without a hello cannot take (an idle flood's limit)"},
     {"max_buffered_bytes", "268435456", "bytes accepted but not yet durable before reading pauses"},
     {"flush_interval_ms", "20", "longest wait before accepted records are committed"},
     {"retention_bytes_per_job", "524288000", "stored timeline bytes kept per job; oldest evicted"},
@@ -189,6 +193,10 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(max_line_bytes, 256, 1u << 30);
     if (strcmp(key, "max_connections") == 0)
         return U64(max_connections, 1, 65536);
+    if (strcmp(key, "hello_timeout_ms") == 0)
+        return U64(hello_timeout_ms, 100, 3600000);
+    if (strcmp(key, "reserved_connections") == 0)
+        return U64(reserved_connections, 0, 65535);
     if (strcmp(key, "max_buffered_bytes") == 0)
         return U64(max_buffered_bytes, 1u << 20, UINT64_MAX / 4);
     if (strcmp(key, "flush_interval_ms") == 0)

@@ -32,6 +32,8 @@ struct config {
     char log_level[16];               /* error | warn | info | debug */
     uint64_t max_line_bytes;          /* longest accepted protocol line */
     uint64_t max_connections;         /* concurrent client connections */
+    uint64_t hello_timeout_ms;        /* a connection without a complete hello is closed after */
+    uint64_t reserved_connections;    /* slots of max_connections hello-less ones cannot take */
     uint64_t max_buffered_bytes;      /* accepted but not yet durable; reading pauses above it */
     uint64_t flush_interval_ms;       /* longest time a record waits for its transaction */
     uint64_t retention_bytes_per_job; /* stored timeline bytes per job before the oldest go */

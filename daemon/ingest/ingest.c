@@ -62,6 +62,10 @@ struct ingest_conn {
     uv_write_t wreq;                /* in flight iff writing */
     struct ingest *in;
     struct ingest_conn *prev, *next; /* in->conns */
+    struct ingest_conn *hprev, *hnext; /* in->hello_head: counted, no hello yet, oldest first */
+    bool hello_waiting;             /* in that list */
+    int64_t hello_since_ns;         /* accepted (or reading resumed) at; the hello is due by
+                                     * hello_since_ns + hello_timeout_ms */
     enum conn_state state;
     bool counted;                   /* in n_conns and connections_open */
     bool reading;                   /* uv_read_start() is in effect */
@@ -112,6 +116,12 @@ struct ingest {
     struct stream_slot *map;        /* stream_id -> connection, linear probing, map_cap slots */
     size_t map_cap;                 /* a power of two > 2 * max_connections */
     struct log_ratelimit rl;
+    struct ingest_conn *hello_head, *hello_tail; /* counted connections without a hello yet */
+    size_t n_hello_waiting;
+    size_t hello_slots;             /* they may hold at most this many: max_connections minus
+                                     * reserved_connections, at least 1 */
+    uv_timer_t hello_timer;         /* closes those whose hello is late; hello_timer.data == in */
+    bool hello_timer_open;
 };
 
 /* ---- stream map ---- */
@@ -190,14 +200,52 @@ static void on_write(uv_write_t *req, int status);
 static void on_conn_closed(uv_handle_t *h);
 static void conn_end_session(struct ingest_conn *c, bool clean);
 
+static void hello_wait_del(struct ingest_conn *c);
+
 static void conn_close_now(struct ingest_conn *c)
 {
+    hello_wait_del(c);
     if (c->handle_closing)
         return;
     c->handle_closing = true;
     c->state = CONN_CLOSING;
     c->reading = false;
     uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+}
+
+/* ---- connections without a hello (issue 18, item 6) ---- */
+
+static void hello_wait_add(struct ingest_conn *c)
+{
+    struct ingest *in = c->in;
+    c->hello_waiting = true;
+    c->hello_since_ns = clock_mono_ns();
+    c->hprev = in->hello_tail;
+    c->hnext = NULL;
+    if (in->hello_tail)
+        in->hello_tail->hnext = c;
+    else
+        in->hello_head = c;
+    in->hello_tail = c;
+    in->n_hello_waiting++;
+}
+
+static void hello_wait_del(struct ingest_conn *c)
+{
+    if (!c->hello_waiting)
+        return;
+    struct ingest *in = c->in;
+    c->hello_waiting = false;
+    if (c->hprev)
+        c->hprev->hnext = c->hnext;
+    else
+        in->hello_head = c->hnext;
+    if (c->hnext)
+        c->hnext->hprev = c->hprev;
+    else
+        in->hello_tail = c->hprev;
+    c->hprev = c->hnext = NULL;
+    in->n_hello_waiting--;
 }
 
 /* Starts writing what gathered, unless a write is in flight (on_write comes back here). A closing
@@ -358,6 +406,7 @@ static void conn_drain(struct ingest_conn *c, bool clean)
 /* No more input: reply what is queued, then close. */
 static void conn_shut(struct ingest_conn *c)
 {
+    hello_wait_del(c);
     c->state = CONN_CLOSING;
     conn_read_stop(c);
     conn_flush(c);
@@ -451,6 +500,7 @@ static void conn_hello(struct ingest_conn *c, char *line, size_t len, uint64_t l
             c->session_id = w.session_id;
             c->stream_id = w.stream_id;
             c->session_open = true;
+            hello_wait_del(c);
             c->welcome_seq = c->sunk_seq = w.next_seq;
             c->next_seq = h.has_seq ? h.seq : w.next_seq;
             map_put(in, c->stream_id, c);
@@ -705,6 +755,63 @@ static void on_conn_closed(uv_handle_t *h)
     ingest_maybe_free(in);
 }
 
+/* Closes c, which sent no complete hello: answered with code, uncounted at once so that its slot
+ * is free before the reply is written. Counted in bad_hellos. */
+static void hello_drop(struct ingest_conn *c, const char *code, const char *msg)
+{
+    struct ingest *in = c->in;
+    STATS_ADD(in->stats, bad_hellos, 1);
+    if (log_ratelimit(&in->rl, NS_PER_S))
+        log_warn("ingest: closing a connection without a hello: %s", code);
+    conn_reply_error(c, 0, -1, code, msg, true);
+    conn_shut(c);
+    if (c->counted) {
+        c->counted = false;
+        in->n_conns--;
+        STATS_SUB(in->stats, connections_open, 1);
+    }
+}
+
+/* How long a connection without a hello is safe from eviction: 1 s, or half the timeout. */
+static int64_t hello_grace_ns(const struct ingest *in)
+{
+    uint64_t ms = in->cfg.hello_timeout_ms / 2 < 1000 ? in->cfg.hello_timeout_ms / 2 : 1000;
+    return (int64_t)ms * 1000000;
+}
+
+/* An idle flood must not lock trainers out: connections without a hello hold at most
+ * hello_slots, and all connections max_connections, with room left for `room` more; past that
+ * the oldest of those without a hello are closed ("evicted"), those that have had their grace
+ * only (ranks that connected in one burst have not been read yet and must not be thrown out
+ * for each other). */
+static void hello_trim(struct ingest *in, size_t room)
+{
+    int64_t graced = clock_mono_ns() - hello_grace_ns(in);
+    while (in->hello_head && in->hello_head->hello_since_ns <= graced &&
+           (in->n_hello_waiting + room > in->hello_slots ||
+            in->n_conns + room > in->cfg.max_connections))
+        hello_drop(in->hello_head, "evicted",
+                   "closed to make room: no hello yet, and connections without one may hold "
+                   "only max_connections - reserved_connections slots");
+}
+
+/* Closes the connections whose hello is late, oldest first (the list is in arrival order).
+ * Nothing is late while reading is paused or stopped: their hellos are not being read. */
+static void on_hello_timer(uv_timer_t *t)
+{
+    struct ingest *in = t->data;
+    if (in->paused || in->stopped)
+        return;
+    int64_t due = clock_mono_ns() - (int64_t)in->cfg.hello_timeout_ms * 1000000;
+    while (in->hello_head && in->hello_head->hello_since_ns <= due) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "no complete hello within %llu ms",
+                 (unsigned long long)in->cfg.hello_timeout_ms);
+        hello_drop(in->hello_head, "hello_timeout", msg);
+    }
+    hello_trim(in, 0);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct ingest *in = server->data;
@@ -731,6 +838,7 @@ static void on_connection(uv_stream_t *server, int status)
         conn_close_now(c);
         return;
     }
+    hello_trim(in, 1);
     if (in->n_conns >= in->cfg.max_connections) {
         char msg[96];
         snprintf(msg, sizeof msg, "the daemon already serves %zu connections",
@@ -751,6 +859,7 @@ static void on_connection(uv_stream_t *server, int status)
     STATS_ADD(in->stats, connections_accepted, 1);
     STATS_ADD(in->stats, connections_open, 1);
     c->state = CONN_HELLO;
+    hello_wait_add(c);
     if (!in->paused && !in->stopped)
         conn_read_start(c);
 }
@@ -788,6 +897,14 @@ static void on_listener_closed(uv_handle_t *h)
     ingest_maybe_free(in);
 }
 
+static void hello_timer_close(struct ingest *in)
+{
+    if (!in->hello_timer_open)
+        return;
+    in->hello_timer_open = false;
+    uv_close((uv_handle_t *)&in->hello_timer, on_listener_closed);
+}
+
 static void listener_close(struct ingest *in)
 {
     if (!in->listening)
@@ -817,6 +934,11 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
         in->cfg.max_line_bytes = INGEST_LINE_MAX_DEFAULT;
     if (!in->cfg.max_connections)
         in->cfg.max_connections = INGEST_CONN_MAX_DEFAULT;
+    if (!in->cfg.hello_timeout_ms)
+        in->cfg.hello_timeout_ms = INGEST_HELLO_TIMEOUT_MS_DEFAULT;
+    in->hello_slots = in->cfg.reserved_connections < in->cfg.max_connections
+                          ? in->cfg.max_connections - in->cfg.reserved_connections
+                          : 1;
     in->stats = cfg->stats ? cfg->stats : &in->own_stats;
     in->path = strdup(cfg->socket_path);
     in->cfg.socket_path = in->path;
@@ -851,6 +973,14 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
     in->listener.data = in;
     in->listening = true;
     in->n_handles = 1;
+    /* Checked four times per timeout, so a late hello is closed within 1.25 timeouts. */
+    uint64_t period = in->cfg.hello_timeout_ms / 4 ? in->cfg.hello_timeout_ms / 4 : 1;
+    (void)uv_timer_init(loop, &in->hello_timer);
+    in->hello_timer.data = in;
+    in->hello_timer_open = true;
+    in->n_handles++;
+    (void)uv_timer_start(&in->hello_timer, on_hello_timer, period, period);
+    uv_unref((uv_handle_t *)&in->hello_timer);
     r = uv_pipe_open(&in->listener, fd);
     if (r == 0) {
         fd = -1; /* the handle owns it now */
@@ -863,6 +993,7 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
             (void)close(fd);
         in->closing = true;
         listener_close(in);
+        hello_timer_close(in);
         return r;
     }
     *ret_in = in;
@@ -912,6 +1043,10 @@ void ingest_resume(struct ingest *in)
     in->paused = false;
     if (in->stopped)
         return;
+    /* Their hellos were not read while paused: each gets its whole time again. */
+    int64_t now = clock_mono_ns();
+    for (struct ingest_conn *c = in->hello_head; c; c = c->hnext)
+        c->hello_since_ns = now;
     for (struct ingest_conn *c = in->conns; c; c = c->next) {
         if (c->counted)
             conn_read_start(c);
@@ -922,6 +1057,7 @@ void ingest_stop_reading(struct ingest *in)
 {
     in->stopped = true;
     listener_close(in);
+    hello_timer_close(in);
     for (struct ingest_conn *c = in->conns; c; c = c->next)
         conn_read_stop(c);
 }

@@ -28,6 +28,7 @@
 
 #define INGEST_LINE_MAX_DEFAULT (1u << 20)
 #define INGEST_CONN_MAX_DEFAULT 1024
+#define INGEST_HELLO_TIMEOUT_MS_DEFAULT 10000
 #define INGEST_ERR_MAX 256
 /* A stream's sequence numbers run below INT64_MAX: the line that would take INT64_MAX is refused
  * (seq_exhausted), so no ack exceeds INT64_MAX, the largest "seq" a hello may carry. */
@@ -74,6 +75,15 @@ struct ingest_config {
     unsigned socket_mode;      /* permission bits of the socket file; 0 means 0660 */
     size_t max_line_bytes;     /* INGEST_LINE_MAX_DEFAULT */
     size_t max_connections;    /* INGEST_CONN_MAX_DEFAULT */
+    uint64_t hello_timeout_ms; /* a connection without a complete hello this long after it was
+                                * accepted is answered hello_timeout and closed (not while
+                                * reading is paused); 0: INGEST_HELLO_TIMEOUT_MS_DEFAULT */
+    size_t reserved_connections; /* connections without a hello may hold at most
+                                * max_connections minus this (at least 1): past it, or with every
+                                * slot taken, a new connection closes the oldest of them
+                                * ("evicted") once it has waited 1 s (or half hello_timeout_ms),
+                                * so an idle flood cannot lock trainers out while a burst of
+                                * ranks connecting at once is never thrown out */
     ingest_hello_cb on_hello;
     ingest_sink_cb sink;
     ingest_close_cb on_close;
