@@ -241,6 +241,7 @@ struct live_step {
     int64_t end_ns;
     int64_t samples;
     bool from_record;
+    bool profiled;        /* a record step that a step span of its number covers (LIST_SPAN) */
     bool has_phases;
     int64_t ph_data_ns;   /* phases.dataloader */
     int64_t ph_fwdbwd_ns; /* phases.forward + phases.backward */
@@ -646,14 +647,10 @@ static void step_add_span(struct live_steplist *l, struct live_step *s, const st
     l->kept_spans++;
 }
 
-static void list_add_span(struct live_steplist *l, const struct live_span *sp,
+/* Keeps sp until a step that covers it is inserted (what no room is left for is counted). */
+static void l_pending_add(struct live_steplist *l, const struct live_span *sp,
                           struct live_counters *c)
 {
-    ptrdiff_t k = step_find(l, sp->ts_ns);
-    if (k >= 0) {
-        step_add_span(l, &l->steps[k], sp, c);
-        return;
-    }
     if (l->n_pending >= LIVE_PENDING_MAX) {
         size_t drop = LIVE_PENDING_MAX / 2;
         c->unassigned += (int64_t)drop;
@@ -665,6 +662,17 @@ static void list_add_span(struct live_steplist *l, const struct live_span *sp,
         return;
     }
     l->pending[l->n_pending++] = *sp;
+}
+
+static void list_add_span(struct live_steplist *l, const struct live_span *sp,
+                          struct live_counters *c)
+{
+    ptrdiff_t k = step_find(l, sp->ts_ns);
+    if (k >= 0) {
+        step_add_span(l, &l->steps[k], sp, c);
+        return;
+    }
+    l_pending_add(l, sp, c);
 }
 
 static int cmp_span_exec(const void *a, const void *b)
@@ -895,9 +903,10 @@ static void list_drop_oldest(struct live_steplist *l, struct live_counters *c)
     c->steps_dropped += (int64_t)drop;
 }
 
-/* Inserts a step (by begin) and takes the pending spans it covers. Returns it, or NULL. */
+/* Inserts a step (by begin) and takes the pending spans it covers, and those inside range (the
+ * step span of its number, or NULL). Returns it, or NULL. */
 static struct live_step *list_insert(struct live_steplist *l, const struct live_step *s,
-                                     struct live_counters *c)
+                                     const struct live_step *range, struct live_counters *c)
 {
     if (l->n >= LIVE_STEPS_MAX)
         list_drop_oldest(l, c);
@@ -917,6 +926,8 @@ static struct live_step *list_insert(struct live_steplist *l, const struct live_
         const struct live_span *sp = &l->pending[i];
         bool in = sp->ts_ns >= st->begin_ns &&
                   (sp->ts_ns < st->end_ns || (sp->ts_ns == st->begin_ns && st->end_ns == st->begin_ns));
+        if (range && sp->ts_ns >= range->begin_ns && sp->ts_ns < range->end_ns)
+            in = true;
         if (in)
             step_add_span(l, st, sp, c);
         else
@@ -992,6 +1003,8 @@ static void feed_step_record(struct live_rank *rk, const struct record *r)
     if (r->phases.len)
         parse_phases(r->phases.ptr, r->phases.len, &s);
     struct live_step *old = list_find_num(l, s.step);
+    const struct live_step *range = list_find_num(&rk->lists[LIST_SPAN], s.step);
+    s.profiled = range != NULL;
     if (old && old->begin_ns == s.begin_ns) {
         /* A replayed duplicate or a correction: keep the spans, take the new figures. */
         old->end_ns = s.end_ns;
@@ -1001,7 +1014,7 @@ static void feed_step_record(struct live_rank *rk, const struct record *r)
         old->ph_fwdbwd_ns = s.ph_fwdbwd_ns;
         return;
     }
-    (void)list_insert(l, &s, &rk->c);
+    (void)list_insert(l, &s, range, &rk->c);
 }
 
 /* The number after '#' in "ProfilerStep#12", or -1. */
@@ -1130,7 +1143,40 @@ static int add_span_step(struct live_rank *rk, const char *name, size_t len, int
     s.begin_ns = begin_ns;
     s.end_ns = end_ns;
     s.samples = -1;
-    return list_insert(spl, &s, &rk->c) ? 0 : -ENOMEM;
+    if (!list_insert(spl, &s, NULL, &rk->c))
+        return -ENOMEM;
+    struct live_step *rs = list_find_num(&rk->lists[LIST_RECORD], num);
+    if (rs)
+        rs->profiled = true;
+    return 0;
+}
+
+/* Files a span under the rank's step records. A span inside a step span (ProfilerStep#N) belongs
+ * to record step N when the rank has one, or may still get one (N is past the last record): a
+ * profiler's step and the record of the same number need not begin at the same instant
+ * (torch.profiler's prof.step() runs before the loop's next()). Any other span is filed by time.
+ * docs/ANALYSIS.md "Step identity". */
+static void record_add_span(struct live_rank *rk, const struct live_span *sp)
+{
+    struct live_steplist *rl = &rk->lists[LIST_RECORD], *sl = &rk->lists[LIST_SPAN];
+    ptrdiff_t k = sl->n > 0 ? step_find(sl, sp->ts_ns) : -1;
+    if (k >= 0) {
+        int64_t num = sl->steps[k].step;
+        struct live_step *r = list_find_num(rl, num);
+        if (r) {
+            step_add_span(rl, r, sp, &rk->c);
+            return;
+        }
+        if (rl->n > 0 && rl->steps[rl->n - 1].step < num) {
+            ptrdiff_t t = step_find(rl, sp->ts_ns);
+            if (t >= 0 && rl->steps[t].step != num) {
+                /* In an earlier record by time only: wait for record num. */
+                l_pending_add(rl, sp, &rk->c);
+                return;
+            }
+        }
+    }
+    list_add_span(rl, sp, &rk->c);
 }
 
 int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record *recs, size_t n)
@@ -1535,9 +1581,10 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
             const struct live_span *sp = &rk->batch[i];
             if (!role_nests(sp->role))
                 agg_add(agg_of(rk, sp->op), sp->end_ns - sp->ts_ns, sp->end_ns - sp->ts_ns);
-            if (role_for_steps(sp->role))
-                for (int k = 0; k < LIST_COUNT; k++)
-                    list_add_span(&rk->lists[k], sp, &rk->c);
+            if (role_for_steps(sp->role)) {
+                record_add_span(rk, sp);
+                list_add_span(&rk->lists[LIST_SPAN], sp, &rk->c);
+            }
         }
         rk->n_batch = 0;
     }
@@ -1749,7 +1796,12 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
             o->samples = st->samples;
             o->from_record = st->from_record;
             o->fp_op = o->bp_op = LIVE_OP_OTHER;
-            if (st->has_trace) {
+            /* Where the rank has step spans, a record step takes points from its spans only if
+             * one covers it: the profiler window ran through the whole step, not just its end
+             * (docs/ANALYSIS.md "Step identity"). */
+            bool use_trace = st->has_trace && (!st->from_record || st->profiled ||
+                                               rk->lists[LIST_SPAN].n == 0);
+            if (use_trace) {
                 o->source = LIVE_POINTS_TRACE;
                 o->fp_ns = st->fp_ns;
                 o->bp_ns = st->bp_ns;

@@ -18,10 +18,12 @@
  *
  * Steps come from step records ({"type":"step"}) and from step spans (role STEP, such as
  * "ProfilerStep#5", numbered by the digits after '#'); a step record wins over a step span of
- * the same number. A step's FP/BP points come from its spans (analyse_steptrace_points() over
- * the spans that start inside [begin, end), computed when a snapshot is built after they
- * changed), else from its "phases" (fp = begin + dataloader, bp = fp + forward + backward), else
- * it has none.
+ * the same number. A record step holds the spans inside the step span of its number, and the
+ * other spans that start inside its [begin, end). A step's FP/BP points come from its spans
+ * (analyse_steptrace_points(), computed when a snapshot is built after they changed; where the
+ * rank has step spans, only for a record step that a step span of its number covers), else from
+ * its "phases" (fp = begin + dataloader, bp = fp + forward + backward), else it has none
+ * (docs/ANALYSIS.md "Step identity").
  *
  * Every structure is capped (the LIVE_*_MAX below) and each cap has a counter in the snapshot.
  * The numbers after a restart equal the live ones as long as no counter is non-zero and the

@@ -166,6 +166,88 @@ def test_trace_handler_and_import_equal_key_averages(daemon, tmp):
         assert [s["step"] for s in steps_of(daemon, job)] == numbers, job
 
 
+STAGES = ("interval_us", "fp_bp_us", "tail_us")
+
+
+def check_no_negative_stage(daemon, job, rows):
+    """Every /steps row and its /step-trace: no stage below zero, and the stages sum to the
+    total."""
+    for r in rows:
+        assert all(r[k] >= 0 for k in STAGES), r
+        assert abs(sum(r[k] for k in STAGES) - r["total_us"]) < 0.01, r
+        one = daemon.get_json(f"/api/v1/jobs/{q(job)}/step-trace?step={r['step']}")
+        assert all(one[k] >= 0 for k in STAGES), one
+
+
+def window_spans(daemon, job):
+    """The job's X spans as the daemon holds them (its /timeline)."""
+    doc = daemon.get_json(f"/api/v1/jobs/{q(job)}/timeline")
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+
+
+def test_attach_and_profiler_window_share_step_numbers(daemon, tmp):
+    """attach() and a torch.profiler window (wait=1, warmup=1, active=4, prof.step() each
+    iteration, on_trace_ready=trace_handler()) over the same loop: one step numbering. The
+    window's ProfilerStep ranges carry attach()'s numbers (torch 1.13 labels iteration i
+    ProfilerStep#i-1, torch 2 ProfilerStep#i); every span torch recorded in iteration i lies in
+    /steps' step i; the active steps take their points from those spans, the others from their
+    phases; no stage is negative on any step; /breakdown numbers the same steps."""
+    job = "attach-profile"
+    out = tmp / job
+    out.mkdir()
+    run_script(SYSTEM_PYTHON, SCRIPT, ["attach-profile", out, 10], script_env(daemon, job))
+    res = json.loads((out / "result.json").read_text())
+    assert res["flushed"] and res["internal_errors"] == 0 and res["dropped"] == 0, res
+    loop = res["loop"]
+    assert len(loop) == res["recorded"] == 10
+    active = [i for i, it in enumerate(loop) if it["action"].startswith("RECORD")]
+    assert active == [2, 3, 4, 5], loop  # the schedule's own verdict, iteration by iteration
+    w = res["windows"][0]
+    trace = json.loads(open(w["path"]).read())
+    torch_labels = sorted(int(e["name"][len("ProfilerStep#"):]) for e in trace
+                          if e["name"].startswith("ProfilerStep#"))
+    assert len(torch_labels) == 4
+    daemon.wait_for("every event", lambda: daemon.job(job)["events"] == w["events"])
+    rows = daemon.wait_for("10 steps, 4 from the trace", lambda: (lambda r: r if len(r) == 10 and sum(
+        x["source"] == "trace" for x in r) == 4 else None)(steps_of(daemon, job)))
+    assert [r["step"] for r in rows] == list(range(10))
+    assert [r["step"] for r in rows if r["source"] == "trace"] == active, rows
+    assert all(r["source"] == "phases" for r in rows if r["step"] not in active), rows
+    check_no_negative_stage(daemon, job, rows)
+
+    spans = window_spans(daemon, job)
+    steps = {}
+    for e in spans:
+        if e["name"].startswith("ProfilerStep#"):
+            steps[int(e["name"][len("ProfilerStep#"):])] = e
+    assert sorted(steps) == active, sorted(steps)
+    assert sorted(e["args"]["profiler_step"] for e in steps.values()) == torch_labels
+    for i in active:
+        r, it = rows[i], loop[i]
+        ps = steps[i]
+        # the range runs from the previous iteration's prof.step() to this one's
+        assert loop[i - 1]["end"] / 1e3 <= ps["ts"] <= it["begin"] / 1e3, (i, ps, it)
+        assert it["end"] / 1e3 <= ps["ts"] + ps["dur"] <= r["end_us"], (i, ps, it, r)
+        inside = [e for e in spans if e is not ps and ps["ts"] <= e["ts"] < ps["ts"] + ps["dur"]]
+        assert len(inside) > 50
+        for e in inside:
+            if e["ts"] >= it["begin"] / 1e3:  # what the iteration ran after its next()
+                assert r["start_us"] <= e["ts"] and e["ts"] + e["dur"] <= r["end_us"], (i, e, r)
+            else:  # prof.step()'s own ops, between the two iterations
+                assert e["ts"] >= loop[i - 1]["end"] / 1e3, (i, e)
+        one = daemon.get_json(f"/api/v1/jobs/{q(job)}/step-trace?step={i}")
+        assert one["points"]["source"] == "trace", one
+        assert one["points"]["fp_start"] and one["points"]["bp_end"], one
+    # /breakdown: the same step numbers, each a ProfilerStep range (docs/ANALYSIS.md)
+    bd = daemon.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
+    assert [b["step"] for b in bd["rows"]] == active, bd
+    for b in bd["rows"]:
+        r, ps = rows[b["step"]], steps[b["step"]]
+        assert b["total_us"] == ps["dur"], (b, ps)
+        # the range and attach()'s step differ only by the loop between prof.step() and next()
+        assert b["start_us"] <= r["start_us"] <= b["start_us"] + 2000, (b, r)
+
+
 def test_trace_handler_with_autograd_profiler(daemon, tmp):
     """torch.autograd.profiler.profile (the API torch without Kineto has always had), the
     handler called with the finished profiler: the same equality."""
@@ -258,3 +340,54 @@ def test_trace_handler_streams_a_kineto_window_as_import_does(daemon, tmp):
         streamed = operators_of(daemon, "kineto-stream")
         imported = operators_of(daemon, "kineto-import")
     assert len(streamed) > 20 and streamed == imported
+
+
+KINETO_BASE = HERE.parent / "data" / "kineto" / "cpu_only_rank34.json.gz"
+
+
+def test_trace_handler_puts_a_kineto_window_on_the_wall_clock(daemon, tmp):
+    """Kineto (torch >= 2.1) writes ts relative to baseTimeNanoseconds. The handler adds the base
+    back, exactly (a real trace, tests/data/kineto/cpu_only_rank34, through a stand-in
+    profiler as above): every span's ts is the file's ts + base, to the nanosecond, so that
+    spans meet attach()'s wall-clock steps; the operator table is that of `stepscope import`
+    of the same file."""
+    from decimal import Decimal
+    if not KINETO_BASE.exists():
+        pytest.fail(f"{KINETO_BASE} is missing (tests/data)")
+    doc = json.loads(__import__("gzip").decompress(KINETO_BASE.read_bytes()), parse_float=Decimal)
+    base = doc["baseTimeNanoseconds"]
+    assert isinstance(base, int) and base > 0
+    code = (
+        "import shutil, stepscope, stepscope.torch as st\n"
+        "class Prof:\n"
+        "    def export_chrome_trace(self, path):\n"
+        "        shutil.copyfile(%r, path)\n"
+        "n = st.trace_handler()(Prof())\n"
+        "c = stepscope.get_client()\n"
+        "assert c.flush(30) and c.stats['internal_errors'] == 0, c.stats\n"
+        "print(n)\n") % str(KINETO_BASE)
+    r = subprocess.run(["python3", "-c", code], capture_output=True, text=True, timeout=120,
+                       env=script_env(daemon, "kineto-base-stream"))
+    assert r.returncode == 0, r.stderr
+    events = doc["traceEvents"]
+    assert int(r.stdout) == len(events)
+    r = subprocess.run([str(import_cli()), "import", "--quiet", "--socket", daemon.socket, "--job",
+                        "kineto-base-import", str(KINETO_BASE)], capture_output=True, text=True,
+                       timeout=120, env=integ.clean_env(tmp))
+    assert r.returncode == 0, r.stderr
+    for job in ("kineto-base-stream", "kineto-base-import"):
+        daemon.wait_for(f"{job}: every event", lambda: daemon.job(job)["events"] == len(events))
+    st, _, body = daemon.request("/api/v1/jobs/kineto-base-stream/timeline")
+    assert st == 200
+    got = sorted((e["name"], e["ts"], e["dur"]) for e in
+                 json.loads(body, parse_float=Decimal)["traceEvents"] if e.get("ph") == "X")
+    want = sorted((e["name"], e["ts"] + Decimal(base) / 1000, e["dur"]) for e in events
+                  if e.get("ph") == "X")
+    assert len(got) == len(want) >= 10
+    assert got == want
+
+    def both():
+        a, b = operators_of(daemon, "kineto-base-stream"), operators_of(daemon, "kineto-base-import")
+        return (a, b) if a and a == b else None
+    streamed, imported = daemon.wait_for("both operator tables, equal", both)
+    assert len(streamed) >= 3

@@ -8,7 +8,8 @@ import subprocess
 import time
 
 from fwutil import HERE, SYSTEM_PYTHON, script_env
-from test_torch import compare_with_key_averages, operators_of, q, steps_of, torch_available  # noqa: F401
+from test_torch import (check_no_negative_stage, compare_with_key_averages, operators_of, q,  # noqa: F401
+                        steps_of, torch_available, window_spans)
 
 SCRIPT = HERE / "torch_capture_train.py"
 
@@ -76,6 +77,31 @@ def test_capture_three_steps_from_next(daemon, tmp):
     assert table["aten::conv2d"]["calls"] == 3
     # the loop's steps kept flowing around the capture
     assert len(steps_of(daemon, job)) == res["recorded"] > cap["last_step"]
+    check_spans_in_captured_steps(daemon, job, cap)
+
+
+def check_spans_in_captured_steps(daemon, job, cap):
+    """The steps the collector reports are those whose spans the daemon stored: every span of the
+    window lies inside steps first_step..last_step, each of them holds the window's per-step
+    range (train_step_body) and takes its points from the trace (the dashboard's link to the
+    captured steps opens them); no stage is negative on any step."""
+    rows = steps_of(daemon, job)
+    first, last = cap["first_step"], cap["last_step"]
+    by_step = {r["step"]: r for r in rows}
+    lo, hi = by_step[first]["start_us"], by_step[last]["end_us"]
+    spans = window_spans(daemon, job)
+    assert len(spans) == cap["events"]
+    outside = [e for e in spans if not (lo <= e["ts"] and e["ts"] + e["dur"] <= hi)]
+    assert not outside, (first, last, lo, hi, outside[:3])
+    bodies = sorted((e for e in spans if e["name"] == "train_step_body"), key=lambda e: e["ts"])
+    assert len(bodies) == last - first + 1
+    for n, e in zip(range(first, last + 1), bodies):
+        r = by_step[n]
+        assert r["start_us"] <= e["ts"] and e["ts"] + e["dur"] <= r["end_us"], (n, e, r)
+        assert r["source"] == "trace", r
+        doc = daemon.get_json(f"/api/v1/jobs/{q(job)}/timeline?step={n}")
+        assert any(x.get("name") == "train_step_body" for x in doc["traceEvents"]), n
+    check_no_negative_stage(daemon, job, rows)
 
 
 def test_capture_at_a_step_number_with_the_mindspore_form(daemon, tmp):
@@ -88,3 +114,4 @@ def test_capture_at_a_step_number_with_the_mindspore_form(daemon, tmp):
     table = daemon.wait_for("operators", lambda: operators_of(daemon, job))
     compare_with_key_averages(table, cap["averages"], "captured window")
     assert table["train_step_body"]["calls"] == 2
+    check_spans_in_captured_steps(daemon, job, cap)

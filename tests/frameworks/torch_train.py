@@ -13,6 +13,12 @@ STEPSCOPE_SOCKET / STEPSCOPE_JOB; the collector (collectors/python) must be on P
         (keeping the exported file in OUTDIR), plus prof.key_averages() of the same window.
     torch_train.py autograd OUTDIR
         the same with torch.autograd.profiler.profile, the handler called by hand.
+    torch_train.py attach-profile OUTDIR STEPS
+        attach() on model, optimizer and DataLoader and, around the same loop, a torch.profiler
+        window (schedule wait=1 warmup=1 active=4, prof.step() each iteration) whose
+        on_trace_ready is stepscope.torch.trace_handler() (the file kept in OUTDIR); the loop
+        notes each iteration's wall-clock bounds, the profiler's step_num in it and what the
+        schedule did with it.
     torch_train.py hostile OUT.json
         10 steps through attach() with dict batches, a forward that raises once (the loop catches
         it), a user phase inside the attached step, then detach() and 2 steps more.
@@ -249,14 +255,54 @@ def run_autograd(outdir):
            "torch.autograd.profiler.profile")
 
 
-def finish(client, outdir, windows, api):
+def run_attach_profile(outdir, steps):
+    """attach() and a profiler window over the same loop: the steps attach() records and the
+    ProfilerStep#N spans of the window must be one numbering (docs/ANALYSIS.md "Step identity")."""
+    client = stepscope.attach()
+    handler = stepscope.torch.trace_handler(keep_dir=outdir)
+    windows = []
+
+    def on_ready(prof):
+        n = handler(prof)
+        windows.append({"events": n, "path": handler.last_path, "averages": averages(prof)})
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = DataLoader(Data(BATCH * steps, 0.001), batch_size=BATCH)
+    net = Net(0.002, 0.002)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    att = stepscope.torch.attach(net, opt, loader)
+    assert att is not None and att.active, "attach() did not activate"
+    loop = []
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=on_ready) as prof:
+        it = iter(loader)
+        while True:
+            t0 = time.time_ns()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                break
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+            loop.append({"begin": t0, "end": time.time_ns(), "profiler_step": prof.step_num,
+                         "action": sched(prof.step_num).name})
+            prof.step()
+    att.detach()
+    finish(client, outdir, windows, "torch.profiler.profile", {"loop": loop, "recorded": att.steps})
+
+
+def finish(client, outdir, windows, api, extra=None):
     flushed = client.flush(30)
     st = client.stats
     kineto = torch.autograd.kineto_available() if hasattr(torch.autograd, "kineto_available") else False
     with open(outdir + "/result.json", "w") as f:
         json.dump({"windows": windows, "flushed": flushed, "internal_errors": st["internal_errors"],
                    "dropped": st["dropped"], "last_error": st["last_error"], "api": api,
-                   "torch": torch.__version__, "kineto": bool(kineto)}, f)
+                   "torch": torch.__version__, "kineto": bool(kineto), **(extra or {})}, f)
 
 
 def main():
@@ -267,6 +313,8 @@ def main():
         run_profile(sys.argv[2], int(sys.argv[3]))
     elif mode == "autograd":
         run_autograd(sys.argv[2])
+    elif mode == "attach-profile":
+        run_attach_profile(sys.argv[2], int(sys.argv[3]))
     elif mode == "hostile":
         run_hostile(sys.argv[2])
     else:

@@ -13,6 +13,8 @@ Importing this module does not import torch: ``attach`` imports it when called, 
 counts them in the client's ``stats["internal_errors"]``. See docs/PYTHON.md.
 """
 import atexit
+import collections
+import decimal
 import json
 import os
 import sys
@@ -22,12 +24,14 @@ import weakref
 
 from ._capture import Captures
 from ._client import _count_internal
+from ._encode import encode_line
 
 __all__ = ["attach", "trace_handler", "Attachment"]
 
 _time_ns = time.time_ns
 
 _attachments = weakref.WeakSet()
+_HISTORY = 4096  # steps an Attachment remembers for trace_handler (Attachment.history)
 _iter_classes = {}  # DataLoader iterator class -> its timed subclass
 
 
@@ -162,6 +166,8 @@ class Attachment:
         self._step_src = None    # id() of the iterator whose next() opened the open step
         self._pid = os.getpid()
         self.steps = 0           # step records made
+        # (step, begin ns, end ns) of the latest steps, for trace_handler's step numbering
+        self.history = collections.deque(maxlen=_HISTORY)
         self.captures = None     # Captures, once attached (docs/PYTHON.md "Capture")
 
     # -- step bookkeeping ------------------------------------------------------------------
@@ -194,7 +200,9 @@ class Attachment:
         if self._step is None:
             return
         c = self.client
-        c._emit_step(self._take(), end)
+        s = self._take()
+        c._emit_step(s, end)
+        self.history.append((s.step, s.begin, end))
         self.steps += 1
         if self.captures is not None:
             self.captures.step_end()
@@ -537,6 +545,9 @@ def attach(model, optimizer, dataloader, client=None, samples=None, host_interva
 # -- profiler traces ----------------------------------------------------------------------------
 
 def _trace_events(path):
+    """(events, legacy, base_ns) of an exported trace: legacy is True for torch's bare array
+    (torch without Kineto); base_ns is Kineto's baseTimeNanoseconds (the wall-clock time its
+    ``ts`` count from), or None."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
@@ -544,34 +555,162 @@ def _trace_events(path):
         raw = gzip.decompress(raw)
     doc = json.loads(raw)
     if isinstance(doc, list):
-        return doc, True
+        return doc, True, None
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-        return doc["traceEvents"], False
+        base = doc.get("baseTimeNanoseconds")
+        if base.__class__ is not int or base <= 0:
+            base = None
+        return doc["traceEvents"], False, base
     raise ValueError("not a Chrome trace")
 
 
-def _rebase_legacy(events):
-    """torch without Kineto writes ts in whole microseconds from the profiler's start. Shifts them
-    by a whole number of microseconds so that the window ends now on the wall clock: windows then
-    follow each other in time (no overlap, so spans of different windows never nest), and
-    durations and nesting stay exactly as torch measured them."""
-    last = None
-    for ev in events:
-        ts = ev.get("ts") if isinstance(ev, dict) else None
-        if ts.__class__ is not int:
-            if ts is None or isinstance(ts, bool):
-                continue
-            return  # not whole microseconds: leave as written
-        d = ev.get("dur", 0)
-        end = ts + (d if d.__class__ is int else 0)
-        if last is None or end > last:
-            last = end
-    if last is None:
-        return
-    shift = _time_ns() // 1000 - last
+_DAY_US = 86400 * 10**6
+
+
+def _trace_start_us(prof, now_ns):
+    """The wall-clock time (µs) that a legacy export's ts count from: the profiler results'
+    trace_start_us() (torch.profiler.profile keeps them in prof.profiler, the autograd profiler
+    in itself); None when the profiler has none or it is not on the wall clock (not within a day
+    before now)."""
+    for p in (getattr(prof, "profiler", None), prof):
+        res = getattr(p, "kineto_results", None)
+        fn = getattr(res, "trace_start_us", None)
+        if fn is None:
+            continue
+        try:
+            t = fn()
+        except Exception:
+            continue
+        if t.__class__ is int and 0 <= now_ns // 1000 - t <= _DAY_US:
+            return t
+    return None
+
+
+def _rebase_legacy(events, start_us, now_ns):
+    """torch without Kineto writes ts in whole microseconds from the profiler's start. Adds
+    start_us (the wall-clock start, _trace_start_us) to every whole ts, so that spans lie where
+    they ran, on the clock of attach()'s step records. Without start_us, shifts them so that the
+    window ends at now_ns (an upper bound: the handler runs after the window). Durations and
+    nesting stay exactly as torch measured them."""
+    if start_us is None:
+        last = None
+        for ev in events:
+            ts = ev.get("ts") if isinstance(ev, dict) else None
+            if ts.__class__ is not int:
+                if ts is None or isinstance(ts, bool):
+                    continue
+                return  # not whole microseconds: leave as written
+            d = ev.get("dur", 0)
+            end = ts + (d if d.__class__ is int else 0)
+            if last is None or end > last:
+                last = end
+        if last is None:
+            return
+        start_us = now_ns // 1000 - last
     for ev in events:
         if isinstance(ev, dict) and ev.get("ts").__class__ is int:
-            ev["ts"] += shift
+            ev["ts"] += start_us
+
+
+class _ExactTs:
+    """A ts moved by Kineto's baseTimeNanoseconds, kept as exact decimal text (the sum of a
+    16-digit µs count and a fraction does not fit a float); _send writes it into the line."""
+    __slots__ = ("text", "us")
+
+    def __init__(self, ts, base_ns):
+        d = decimal.Decimal(ts if ts.__class__ is int else repr(float(ts)))
+        d += decimal.Decimal(base_ns) / 1000
+        self.text = format(d.normalize(), "f")
+        self.us = float(d)
+
+
+def _rebase_kineto(events, base_ns, now_ns):
+    """Kineto (torch >= 2.1) writes ts relative to baseTimeNanoseconds: adds it back, so that
+    spans lie on the wall clock of attach()'s step records. Leaves ts that are on the wall clock
+    already (the first one within a day of now) as written."""
+    for ev in events:
+        ts = ev.get("ts") if isinstance(ev, dict) else None
+        if _is_num(ts) and not isinstance(ts, bool):
+            if abs(ts * 1000 - now_ns) <= _DAY_US * 1000:
+                return
+            break
+    for ev in events:
+        if isinstance(ev, dict):
+            ts = ev.get("ts")
+            if _is_num(ts) and not isinstance(ts, bool):
+                ev["ts"] = _ExactTs(ts, base_ns)
+
+
+def _ts_us(ev):
+    ts = ev.get("ts")
+    return ts.us if ts.__class__ is _ExactTs else ts
+
+
+_STEP_PREFIX = "ProfilerStep#"
+
+
+def _step_number(name):
+    if name.__class__ is str and name.startswith(_STEP_PREFIX):
+        n = name[len(_STEP_PREFIX):]
+        if n.isdigit():
+            return int(n)
+    return None
+
+
+def _renumber_steps(events, history):
+    """Gives each ProfilerStep#N range of the window the number of attach()'s step it overlaps
+    most (history: (step, begin ns, end ns), the latest last; end None for the open step), so that
+    the job has one step numbering (docs/ANALYSIS.md "Step identity"). The range keeps torch's
+    label in args["profiler_step"]; its GPU mirror (cat gpu_user_annotation) follows it. Returns
+    {N: step}."""
+    if not history:
+        return {}
+    hist = sorted(history, key=lambda h: h[1])
+    begins = [h[1] for h in hist]
+    import bisect
+    best = {}
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") == "gpu_user_annotation":
+            continue
+        n = _step_number(ev.get("name"))
+        ts, dur = _ts_us(ev), ev.get("dur")
+        if n is None or not _is_num(ts) or not _is_num(dur):
+            continue
+        a, b = ts * 1000.0, (ts + dur) * 1000.0
+        i = bisect.bisect_right(begins, b)
+        while i > 0:
+            i -= 1
+            step, sb, se = hist[i]
+            se = float("inf") if se is None else se
+            if se <= a:
+                break
+            ov = min(b, se) - max(a, sb)
+            if ov > 0 and ov > best.get(n, (0.0, None))[0]:
+                best[n] = (ov, step)
+    mapping = {n: v[1] for n, v in best.items()}
+    if not mapping:
+        return mapping
+    for ev in events:
+        if isinstance(ev, dict):
+            n = _step_number(ev.get("name"))
+            if n is not None and n in mapping:
+                ev["name"] = _STEP_PREFIX + str(mapping[n])
+                args = ev.get("args")
+                if not isinstance(args, dict):
+                    args = ev["args"] = {}
+                args["profiler_step"] = n
+    return mapping
+
+
+def _step_history(c):
+    """The step history of the active attachment that sends through c, the open step last."""
+    for a in list(_attachments):
+        if a.client is c and a.active:
+            h = list(a.history)
+            if a._step is not None:
+                h.append((a._step.step, a._step.begin, None))
+            return h
+    return []
 
 
 def _is_num(v):
@@ -591,7 +730,7 @@ def _torch_order(events):
     for i, ev in enumerate(events):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
-        ts, dur = ev.get("ts"), ev.get("dur")
+        ts, dur = _ts_us(ev), ev.get("dur")
         if not (_is_num(ts) and _is_num(dur)):
             continue
         key = (repr(ev.get("pid")), repr(ev.get("tid")))
@@ -604,21 +743,38 @@ def _torch_order(events):
         return events
     out = list(events)
     for idx in places.values():
-        ordered = sorted(idx, key=lambda i: (events[i]["ts"], -events[i]["dur"]))
+        ordered = sorted(idx, key=lambda i: (_ts_us(events[i]), -events[i]["dur"]))
         for at, i in zip(idx, ordered):
             out[at] = events[i]
     return out
 
 
+def _send(c, ev):
+    ts = ev.get("ts")
+    if ts.__class__ is not _ExactTs:
+        c.event(ev)
+        return
+    rest = {"ts": 0}
+    rest.update((k, v) for k, v in ev.items() if k != "ts")
+    b = encode_line(rest)
+    if b is None or not b.startswith(b'{"ts":0'):
+        ev["ts"] = ts.us
+        c.event(ev)
+        return
+    c._put(b'{"ts":' + ts.text.encode() + b[len(b'{"ts":0'):])
+
+
 def _stream_window(c, prof, keep_dir):
-    """Exports a finished profiler window and sends its events through c. Returns (events sent,
-    the kept file or None); raises on failure."""
+    """Exports a finished profiler window and sends its events through c, on the wall clock and
+    with attach()'s step numbers (see trace_handler). Returns (events sent, the kept file or
+    None); raises on failure."""
+    now = _time_ns()  # before the export, which takes a while
     d = keep_dir or tempfile.gettempdir()
     fd, path = tempfile.mkstemp(prefix="stepscope-trace-", suffix=".json", dir=d)
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
-        events, legacy = _trace_events(path)
+        events, legacy, base_ns = _trace_events(path)
     finally:
         if not keep_dir:
             try:
@@ -626,12 +782,15 @@ def _stream_window(c, prof, keep_dir):
             except OSError:
                 pass
     if legacy:
-        _rebase_legacy(events)
+        _rebase_legacy(events, _trace_start_us(prof, now), now)
+    elif base_ns is not None:
+        _rebase_kineto(events, base_ns, now)
+    _renumber_steps(events, _step_history(c))
     events = _torch_order(events)
     n = 0
     for ev in events:
         if isinstance(ev, dict) and "ph" in ev:
-            c.event(ev)
+            _send(c, ev)
             n += 1
     return n, (path if keep_dir else None)
 
@@ -643,10 +802,12 @@ def trace_handler(client=None, keep_dir=None):
     The window is exported with the profiler's own ``export_chrome_trace`` (a temp file, removed
     afterwards unless ``keep_dir`` names a directory to keep it in) and every event is sent
     as written, each thread's spans in torch's order (_torch_order), so the daemon holds the
-    same trace, in the same order, as ``stepscope import`` of that file would.
-    Legacy traces (torch without Kineto) have their timestamps shifted to the wall clock (see
-    _rebase_legacy). Also callable with a finished ``torch.autograd.profiler.profile``. Returns
-    the number of events sent; never raises."""
+    same operators, in the same order, as ``stepscope import`` of that file would, but on the
+    wall clock: legacy traces (torch without Kineto) from the profiler's recorded start
+    (_rebase_legacy), Kineto's from its baseTimeNanoseconds (_rebase_kineto). When an active
+    attach() sends through the same client, each ProfilerStep#N range is renumbered to the
+    attach() step it overlaps most (_renumber_steps). Also callable with a finished
+    ``torch.autograd.profiler.profile``. Returns the number of events sent; never raises."""
 
     def handler(prof):
         c = None
