@@ -255,6 +255,30 @@ def run_autograd(outdir):
            "torch.autograd.profiler.profile")
 
 
+def profiled_loop(loader, train_step, activities, on_ready):
+    """Runs train_step(x, y) on every batch of loader inside a torch.profiler window (schedule
+    wait=1, warmup=1, active=4, prof.step() after each iteration; on_trace_ready=on_ready).
+    Returns each iteration's wall-clock bounds (begin before its next(), end before its
+    prof.step()), the profiler's step_num in it, the schedule's action for it and what
+    train_step returned. tests/device/cuda_attach.py runs the same loop on CUDA."""
+    loop = []
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=1)
+    with torch.profiler.profile(activities=activities, schedule=sched,
+                                on_trace_ready=on_ready) as prof:
+        it = iter(loader)
+        while True:
+            t0 = time.time_ns()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                break
+            ret = train_step(x, y)
+            loop.append({"begin": t0, "end": time.time_ns(), "profiler_step": prof.step_num,
+                         "action": sched(prof.step_num).name, "ret": ret})
+            prof.step()
+    return loop
+
+
 def run_attach_profile(outdir, steps):
     """attach() and a profiler window over the same loop: the steps attach() records and the
     ProfilerStep#N spans of the window must be one numbering (docs/ANALYSIS.md "Step identity")."""
@@ -274,23 +298,13 @@ def run_attach_profile(outdir, steps):
     loss_fn = nn.CrossEntropyLoss()
     att = stepscope.torch.attach(net, opt, loader)
     assert att is not None and att.active, "attach() did not activate"
-    loop = []
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=1)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
-                                on_trace_ready=on_ready) as prof:
-        it = iter(loader)
-        while True:
-            t0 = time.time_ns()
-            try:
-                x, y = next(it)
-            except StopIteration:
-                break
-            opt.zero_grad()
-            loss_fn(net(x), y).backward()
-            opt.step()
-            loop.append({"begin": t0, "end": time.time_ns(), "profiler_step": prof.step_num,
-                         "action": sched(prof.step_num).name})
-            prof.step()
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    loop = profiled_loop(loader, train_step, [torch.profiler.ProfilerActivity.CPU], on_ready)
     att.detach()
     finish(client, outdir, windows, "torch.profiler.profile", {"loop": loop, "recorded": att.steps})
 

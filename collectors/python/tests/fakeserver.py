@@ -17,12 +17,14 @@ class Stream:
         self.key = key
         self.next_seq = 0
         self.lines = []       # (seq, parsed record) in the order taken
+        self.raw = []         # the same lines as received (bytes), with keep_raw
         self.duplicates = 0
 
 
 class FakeServer:
-    def __init__(self, path, auto_ack=True, welcome_delay=0.0):
+    def __init__(self, path, auto_ack=True, welcome_delay=0.0, keep_raw=False):
         self.path = str(path)
+        self.keep_raw = keep_raw  # also keep each taken line's bytes (Stream.raw), e.g. to replay
         self.auto_ack = auto_ack
         self.welcome_delay = welcome_delay
         self.streams = {}
@@ -186,6 +188,8 @@ class FakeServer:
                             self.invalid.append(raw)
                         if seq >= stream.next_seq:
                             stream.lines.append((seq, obj))
+                            if self.keep_raw:
+                                stream.raw.append(raw)
                             stream.next_seq = seq + 1
                         else:
                             stream.duplicates += 1

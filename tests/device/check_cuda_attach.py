@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks what tests/device/cuda_attach.py recorded, against a real stepscoped (run here, where
+the daemon is built; tests/device/README.md):
+
+    BUILD_DIR=build check_cuda_attach.py OUTDIR
+
+1. starts the built daemon (tests/integ/conftest.py's Daemon), replays OUTDIR/records.ndjson
+   into it over its socket with the recorded hello (job "cuda-attach"), and imports
+   OUTDIR/trace.json.gz, the same window, with `stepscope import` as job "cuda-attach-import";
+2. compares each job's /operators with torch's own prof.key_averages() (host rows: calls, Self
+   CPU total, CPU total) and, for a CUDA run, /kernels with key_averages' CUDA rows (calls, Self
+   CUDA total);
+3. checks the live job's steps: one step per iteration, the window's ProfilerStep ranges carry
+   attach()'s numbers (torch's labels in args.profiler_step), every host span an active
+   iteration ran after its next() lies inside /steps' step of that number, every kernel inside
+   the step that launched it, the active steps take their points from the trace and the others
+   from their phases, /breakdown numbers the same steps, and no stage is negative on any step
+   of either job.
+
+Prints a table per comparison and one line per check; exits 1 on any mismatch.
+"""
+import gzip
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "integ"))
+_spec = importlib.util.spec_from_file_location("integ_conftest", REPO / "tests" / "integ" / "conftest.py")
+integ = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(integ)
+import ssclient  # noqa: E402
+
+# Names torch's key_averages() leaves out on purpose (torch/autograd/profiler_util.py
+# _filter_name) while Kineto's export keeps them.
+TORCH_FILTERED = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+                  "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+                  "aten::is_leaf", "aten::output_nr", "aten::_version"}
+KERNEL_CATS = {"kernel", "Kernel"}
+DEVICE_CATS = KERNEL_CATS | {"gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Memcpy", "Memset"}
+STAGES = ("interval_us", "fp_bp_us", "tail_us")
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def q(s):
+    return urllib.parse.quote(str(s), safe="")
+
+
+def close(a, b, count):
+    """Equal to what the two sides can round: nothing for legacy whole µs, a ns per call for
+    Kineto's 3-decimal µs."""
+    return abs(a - b) <= 0.0015 * max(count, 1) + 1e-9 * max(abs(a), abs(b)) + 1e-6
+
+
+def table(title, rows, header):
+    print("\n" + title)
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    widths[0] = min(widths[0], 60)
+    fmt = "  ".join("%%-%ds" % w if i == 0 else "%%%ds" % w for i, w in enumerate(widths))
+    print(fmt % tuple(header))
+    for r in rows:
+        print(fmt % tuple((str(r[0])[:60],) + tuple(r[1:])))
+
+
+def fnum(v):
+    return "-" if v is None else ("%.3f" % v if isinstance(v, float) else str(v))
+
+
+def get_all(d, job, route):
+    doc = d.get_json(f"/api/v1/jobs/{q(job)}/{route}?limit=100000")
+    return {r["name"]: r for r in doc["rows"]}
+
+
+def compare_operators(d, job, ka, trace):
+    device = {e["name"] for e in trace if isinstance(e, dict) and e.get("cat") in DEVICE_CATS}
+    host = [a for a in ka if a["device_type"] in ("CPU", None) and a["name"] not in device]
+    ops = get_all(d, job, "operators")
+    rows, bad = [], 0
+    for a in sorted(host, key=lambda a: -a["cpu_total_us"]):
+        r = ops.get(a["name"])
+        if r is None:
+            status = "filtered" if a["name"] in TORCH_FILTERED else "MISSING"
+        else:
+            good = (r["calls"] == a["count"] and close(r["self_us"], a["self_cpu_us"], a["count"])
+                    and close(r["total_us"], a["cpu_total_us"], a["count"]))
+            status = "ok" if good else "DIFF"
+        bad += status in ("MISSING", "DIFF")
+        rows.append((a["name"], a["count"], fnum(r and r["calls"]), fnum(a["self_cpu_us"]),
+                     fnum(r and r["self_us"]), fnum(a["cpu_total_us"]), fnum(r and r["total_us"]),
+                     status))
+    names = {a["name"] for a in ka}
+    extra = sorted(n for n in ops if n not in names)
+    for n in extra:
+        r = ops[n]
+        status = "filtered" if n in TORCH_FILTERED else "EXTRA"
+        bad += status == "EXTRA"
+        rows.append((n, "-", r["calls"], "-", fnum(r["self_us"]), "-", fnum(r["total_us"]), status))
+    table(f"/operators of {job} against key_averages() (µs)", rows,
+          ("name", "calls", "stepscope", "self", "stepscope", "total", "stepscope", ""))
+    check(bad == 0, f"{job}: /operators equals key_averages() on {len(host)} host rows "
+                    f"({bad} differ, missing or extra)")
+
+
+def compare_kernels(d, job, ka, trace):
+    kernel_names = {e["name"] for e in trace if isinstance(e, dict) and e.get("cat") in KERNEL_CATS}
+    cuda = [a for a in ka if a["device_type"] not in ("CPU", None) and a["name"] in kernel_names]
+    kern = get_all(d, job, "kernels")
+    rows, bad = [], 0
+    for a in sorted(cuda, key=lambda a: -a["self_cuda_us"]):
+        r = kern.get(a["name"])
+        good = r is not None and r["calls"] == a["count"] and close(r["total_us"], a["self_cuda_us"], a["count"])
+        bad += not good
+        rows.append((a["name"], a["count"], fnum(r and r["calls"]), fnum(a["self_cuda_us"]),
+                     fnum(r and r["total_us"]), "ok" if good else ("MISSING" if r is None else "DIFF")))
+    if rows:
+        table(f"/kernels of {job} against key_averages()' CUDA rows (µs)", rows,
+              ("kernel", "calls", "stepscope", "self cuda", "stepscope", ""))
+    check(bool(cuda) and bad == 0, f"{job}: /kernels equals key_averages() on {len(cuda)} kernels "
+                                   f"({bad} differ or missing)")
+
+
+def no_negative_stage(d, job):
+    rows = d.get_json(f"/api/v1/jobs/{q(job)}/steps?limit=100000")["rows"]
+    bad = []
+    for r in rows:
+        one = d.get_json(f"/api/v1/jobs/{q(job)}/step-trace?step={r['step']}")
+        if any(r[k] < 0 for k in STAGES) or any(one[k] < 0 for k in STAGES) or \
+                abs(sum(r[k] for k in STAGES) - r["total_us"]) > 0.01:
+            bad.append({k: r[k] for k in ("step", "total_us") + STAGES})
+    check(rows and not bad, f"{job}: no negative stage on any of {len(rows)} steps {bad[:3]}")
+    return rows
+
+
+def step_num(name):
+    return int(name[len("ProfilerStep#"):])
+
+
+def check_steps(d, job, meta, trace):
+    loop = meta["loop"]
+    active = [i for i, it in enumerate(loop) if it["action"].startswith("RECORD")]
+    rows = d.get_json(f"/api/v1/jobs/{q(job)}/steps?limit=100000")["rows"]
+    check([r["step"] for r in rows] == list(range(len(loop))) and meta["recorded"] == len(loop),
+          f"{job}: one step per iteration, 0..{len(loop) - 1} ({len(rows)} in /steps)")
+    by = {r["step"]: r for r in rows}
+    srcs = {r["step"]: r["source"] for r in rows}
+    check(all(srcs.get(i) == ("trace" if i in active else "phases") for i in range(len(loop))),
+          f"{job}: active steps {active} take points from the trace, the others from phases: {srcs}")
+    labels = sorted(step_num(e["name"]) for e in trace if isinstance(e, dict) and e.get("ph") == "X"
+                    and str(e.get("name", "")).startswith("ProfilerStep#")
+                    and e.get("cat") != "gpu_user_annotation")
+    tl = d.get_json(f"/api/v1/jobs/{q(job)}/timeline")["traceEvents"]
+    spans = [e for e in tl if e.get("ph") == "X"]
+    ranges = {step_num(e["name"]): e for e in spans if e["name"].startswith("ProfilerStep#")
+              and e.get("cat") != "gpu_user_annotation"}
+    check(sorted(ranges) == active, f"{job}: ProfilerStep ranges numbered {sorted(ranges)} = attach()'s {active}")
+    check(sorted(e.get("args", {}).get("profiler_step", -1) for e in ranges.values()) == labels,
+          f"{job}: torch's labels {labels} kept in args.profiler_step")
+    report = []
+    for s in active:
+        ps, r, it = ranges.get(s), by.get(s), loop[s]
+        if ps is None or r is None:
+            continue
+        prev_end = loop[s - 1]["end"] / 1e3 if s > 0 else r["start_us"]
+        inside = [e for e in spans if e is not ps and e.get("cat") not in DEVICE_CATS
+                  and ps["ts"] <= e["ts"] < ps["ts"] + ps["dur"]]
+        late = [e for e in inside if e["ts"] >= it["begin"] / 1e3
+                and not (r["start_us"] <= e["ts"] and e["ts"] + e["dur"] <= r["end_us"])]
+        early = [e for e in inside if e["ts"] < it["begin"] / 1e3 and e["ts"] < prev_end]
+        report.append((s, fnum(ps["ts"]), fnum(r["start_us"]), fnum(ps["ts"] + ps["dur"]),
+                       fnum(r["end_us"]), len(inside), len(late) + len(early)))
+        check(inside and not late and not early,
+              f"{job}: step {s}: {len(inside)} host spans of ProfilerStep#{s} inside /steps' step {s} "
+              f"(outside: {[(e['name'], e['ts']) for e in (late + early)[:3]]})")
+    table(f"{job}: ProfilerStep ranges against /steps (µs)", report,
+          ("step", "range start", "step start", "range end", "step end", "spans", "outside"))
+    # device work: inside the step whose runtime call launched it (the loop waits on loss.item())
+    runtime = {}
+    for e in spans:
+        c = (e.get("args") or {}).get("correlation")
+        if c is not None and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime"):
+            runtime[c] = e
+    kernels = [e for e in spans if e.get("cat") in DEVICE_CATS - {"gpu_user_annotation"}]
+    if kernels:
+        bad = []
+        for k in kernels:
+            rt = runtime.get((k.get("args") or {}).get("correlation"))
+            st = next((r for r in rows if rt and r["start_us"] <= rt["ts"] < r["end_us"]), None)
+            if rt is None or st is None or not (rt["ts"] <= k["ts"] and k["ts"] + k["dur"] <= st["end_us"]):
+                bad.append((k["name"][:40], k["ts"], rt and rt["ts"], st and st["step"]))
+        check(not bad, f"{job}: {len(kernels)} kernels/memcpys/memsets inside the step that launched them "
+                       f"({len(bad)} not: {bad[:3]})")
+    bd = d.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
+    check([b["step"] for b in bd["rows"]] == active, f"{job}: /breakdown steps {[b['step'] for b in bd['rows']]} = {active}")
+    return labels
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = pathlib.Path(sys.argv[1]).resolve()
+    meta = json.loads((out / "meta.json").read_text())
+    ka = json.loads((out / "key_averages.json").read_text())
+    raw = gzip.decompress((out / "trace.json.gz").read_bytes())
+    doc = json.loads(raw)
+    trace = doc if isinstance(doc, list) else doc["traceEvents"]
+    lines = [ln for ln in (out / "records.ndjson").read_bytes().split(b"\n") if ln.strip()]
+    hellos = [i for i, ln in enumerate(lines) if ln.startswith(b'{"hello"')]
+    print(f"torch {meta['torch']} cuda {meta['cuda']} on {meta['device']} (kineto {meta['kineto']}); "
+          f"{len(lines) - len(hellos)} lines recorded, {meta['recorder']['connections']} connection(s)")
+    check(hellos == [0], f"one connection, hello first (hellos at lines {hellos[:5]})")
+    hello, body = lines[0], [ln for i, ln in enumerate(lines) if i not in hellos]
+    job = json.loads(hello)["job"]
+
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="ss-chk-"))
+    d = integ.Daemon(tmp, "d")
+    d.start()
+    try:
+        c = ssclient.Client(d.socket, timeout=60)
+        c.send_raw(hello + b"\n")
+        c.read_welcome()
+        c.send_lines([ln.decode() for ln in body])
+        c.wait_ack(len(body), timeout=120)
+        c.close()
+        check(not c.errors, f"replay: {len(body)} lines acknowledged, errors {c.errors[:3]}")
+        imp = subprocess.run([str(integ.build_dir() / "collectors" / "import" / "stepscope"), "import",
+                              "--quiet", "--socket", d.socket, "--job", job + "-import",
+                              str(out / "trace.json.gz")], capture_output=True, text=True, timeout=300,
+                             env=integ.clean_env(tmp))
+        check(imp.returncode == 0, f"stepscope import: exit {imp.returncode} {imp.stderr[-300:]}")
+        n_trace = sum(1 for e in trace if isinstance(e, dict) and "ph" in e)
+        want = {job: meta["window_events"], job + "-import": n_trace}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = {j: (d.job(j) or {}).get("events") for j in want}
+            if got == want:
+                break
+            time.sleep(0.5)
+        check(got == want, f"events held {got}, sent {want}")
+        time.sleep(1.5)  # one publish after the last event
+        for j in want:
+            compare_operators(d, j, ka, trace)
+            if not meta["cpu_only"]:
+                compare_kernels(d, j, ka, trace)
+            no_negative_stage(d, j)
+        labels = check_steps(d, job, meta, trace)
+        bd = d.get_json(f"/api/v1/jobs/{q(job + '-import')}/breakdown")
+        check([b["step"] for b in bd["rows"]] == labels,
+              f"{job}-import: /breakdown steps {[b['step'] for b in bd['rows']]} = torch's labels {labels}")
+    finally:
+        d.stop()
+    print(f"\n{len(failures)} check(s) failed" if failures else "\nall checks passed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
