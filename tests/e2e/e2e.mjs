@@ -214,6 +214,14 @@ test('step trace: average, chosen step, stage bars, charts, row click', async (p
       expectEq(await page.textContent('[data-kpi="bd-total"] .kpi-v'), await fmtUsText(page, bd.average.total_us), 'breakdown mean');
       expectEq(await page.$eval('[data-chart="breakdown"] canvas', (c) => c.chart.data.labels.length), bd.rows.length, 'breakdown bars');
       expectEq((await rowsText(page, 'breakdown')).length, Math.min(20, bd.rows.length), 'breakdown rows');
+      // Where the rank has step records, the page says how its steps differ from the records'
+      // and shows each record's total beside the range's (docs/ANALYSIS.md "Step identity").
+      const recs = (await api(`/api/v1/jobs/${main.id}/steps?rank=0&limit=100000`)).rows.filter((r) => r.from === 'record');
+      if (recs.length) {
+        expectEq(await page.$$eval('[data-card="breakdown"] [data-note="bd-steps"]', (n) => n.length), 1, 'breakdown note on step identity');
+        const rec = recs.find((r) => r.step === bd.rows[0].step);
+        expectEq((await rowsText(page, 'breakdown'))[0][2], await fmtUsText(page, rec ? rec.total_us : null), 'breakdown record total');
+      }
     }
   } else {
     expectEq(await page.$$eval('[data-card="breakdown"] .note.unavailable', (n) => n.length), 1, 'breakdown unavailable note');

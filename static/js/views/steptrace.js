@@ -71,23 +71,35 @@ const BD_KEYS = [['kernel_us', 'kernel'], ['memcpy_us', 'memcpy'], ['memset_us',
   ['communication_us', 'communication'], ['runtime_us', 'runtime'], ['dataloader_us', 'dataloader'],
   ['cpu_exec_us', 'CPU exec'], ['other_us', 'other']];
 
-function breakdownView(ctx, doc) {
+// The breakdown's steps are the trace's step ranges; where the rank has step records (attach(),
+// the Paddle/MindSpore hooks), /steps' steps are the records: same numbers (docs/ANALYSIS.md
+// "Step identity"), other bounds. Each row then shows the record's total beside its own.
+function breakdownView(ctx, doc, stepRows) {
   if (!doc.rows.length) return note('empty', 'No step to break down yet (needs ProfilerStep spans or host operators).');
   const a = doc.average || {};
+  const recorded = new Map(stepRows.filter((r) => r.from === 'record').map((r) => [r.step, r.total_us]));
+  const rows = recorded.size ? doc.rows.map((r) => ({ ...r, record_total_us: recorded.has(r.step) ? recorded.get(r.step) : null })) : doc.rows;
   const cols = [{ key: 'step', label: 'step', num: true }, { key: 'total_us', label: 'total', num: true, fmt: fmtUs },
+    ...(recorded.size ? [{ key: 'record_total_us', label: 'record total', num: true, fmt: fmtUs }] : []),
     ...BD_KEYS.map(([key, label]) => ({ key, label, num: true, fmt: fmtUs })),
     { key: 'device_events', label: 'device events', num: true, fmt: fmtNum }];
+  const why = recorded.size ? el('p.note.info', { dataset: { note: 'bd-steps' } },
+    'Steps here are the trace\'s own step ranges (ProfilerStep#N: from one prof.step() to the next; without any, one step 0 over all host operators). ',
+    'The Steps table above holds the step records (attach(): from one next() to the next), with the same numbers: ',
+    '"record total" differs from "total" by the loop\'s work between prof.step() and next(), and in a profiler window\'s last step by the trace handler\'s export, which runs after the range has closed. ',
+    'See docs/ANALYSIS.md, "Step identity".') : null;
   return [
     el('div.kpis', null, kpi('step (mean)', fmtUs(a.total_us), 'bd-total'),
       ...BD_KEYS.filter(([k]) => a[k]).map(([k, label]) => kpi(label, `${fmtUs(a[k])} (${fmtPct((100 * a[k]) / a.total_us)})`, `bd-${label}`)),
       ...(doc.gpus || []).map((g) => kpi(`GPU ${g.device} utilisation`, fmtPct(100 * g.utilization), `gpu-${g.device}`))),
     doc.total > doc.rows.length ? note('info', `The first ${fmtNum(doc.rows.length)} of ${fmtNum(doc.total)} steps.`) : null,
+    why,
     chart({
       type: 'bar',
       data: { labels: doc.rows.map((r) => r.step), datasets: BD_KEYS.map(([k, label], i) => ({ label, data: doc.rows.map((r) => r[k] / 1000), backgroundColor: PALETTE[i], stack: 'b' })) },
       options: { barPercentage: 1, categoryPercentage: 0.9, scales: { x: { stacked: true, title: { display: true, text: 'step' }, ticks: { maxTicksLimit: 12 } }, y: { ...msAxis('ms'), stacked: true } } },
     }, { id: 'breakdown' }),
-    dataTable({ id: 'breakdown', columns: cols, rows: doc.rows, csv: `job${ctx.job}-breakdown.csv` }),
+    dataTable({ id: 'breakdown', columns: cols, rows, csv: `job${ctx.job}-breakdown.csv` }),
   ];
 }
 
@@ -149,7 +161,7 @@ export async function render(ctx) {
   let bd;
   if (breakdown && breakdown.error) bd = note('error', `Cannot load the breakdown: ${breakdown.error.message}`);
   else if (!breakdown) bd = note('unavailable', 'Breakdown unavailable: this daemon has no /breakdown route, or the rank has no spans for it.');
-  else bd = breakdownView(ctx, breakdown);
+  else bd = breakdownView(ctx, breakdown, table.rows); // not series: folded rows average their totals
 
   return el('div.page', null,
     card('Step trace', { id: 'trace', cls: 'wide', actions: controls }, head,
