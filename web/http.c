@@ -423,12 +423,40 @@ bool web__csrf_safe(struct MHD_Connection *c)
 }
 
 static int first_call_seen; /* its address marks a GET or HEAD past its first call, */
-static int delete_seen;     /* and this one a DELETE; any other non-NULL con_cls is a POST body
-                             * being gathered (captures.c) */
+static int delete_seen;     /* and this one a DELETE; */
+static int too_many_params; /* this one a request with over WEB_QUERY_PARAMS_MAX query parameters
+                             * (on_uri); any other non-NULL con_cls is a POST body being gathered
+                             * (captures.c) */
 
 static bool is_post(void *con_cls)
 {
-    return con_cls && con_cls != &first_call_seen && con_cls != &delete_seen;
+    return con_cls && con_cls != &first_call_seen && con_cls != &delete_seen &&
+           con_cls != &too_many_params;
+}
+
+/* MHD calls this with the request target as sent, before it splits the query into its
+ * connection's memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT): a record per parameter, and
+ * libmicrohttpd 0.9.75, out of pool, closes the connection without any answer (500 parameters
+ * did that at the default 32 KiB). No route takes more than a few parameters, so past
+ * WEB_QUERY_PARAMS_MAX the query's '&' become ';' in place, making it one parameter MHD can
+ * hold, and the request is marked for a 414 from the access handler. uri points into MHD's own
+ * read buffer, which it writes itself (it cuts the query off at '?' right after this call). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    char *q = strchr(uri, '?');
+    if (!q)
+        return NULL;
+    size_t n = 1;
+    for (const char *p = q; *p; p++)
+        n += *p == '&';
+    if (n <= WEB_QUERY_PARAMS_MAX)
+        return NULL;
+    for (char *p = q; *p; p++)
+        if (*p == '&')
+            *p = ';';
+    return &too_many_params;
 }
 
 /* Frees a POST body still held when its request ends (answered, or the client went away). */
@@ -454,6 +482,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     struct web *w = cls;
     (void)version;
+    if (*con_cls == &too_many_params) {
+        STATS_ADD(w->stats, http_requests, 1);
+        *con_cls = NULL;
+        char msg[96];
+        snprintf(msg, sizeof msg, "more than %d query parameters", WEB_QUERY_PARAMS_MAX);
+        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_URI_TOO_LONG, "uri_too_long", msg);
+    }
     if (!*con_cls) {
         STATS_ADD(w->stats, http_requests, 1);
         if (!host_allowed(w, c))
@@ -716,6 +751,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_SOCK_ADDR, &addr.sa,
                               MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, (void *)NULL,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)w,
                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)w,
                               MHD_OPTION_ARRAY, opts,

@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static void key(struct sbuf *b, const char *k)
@@ -62,9 +63,20 @@ void web__render_error(struct sbuf *b, const char *code, const char *message)
     sbuf_adds(b, "}}");
 }
 
-void web__render_health(struct sbuf *b, const char *version)
+void web__render_health(struct sbuf *b, const char *version, struct stats *s)
 {
-    sbuf_adds(b, "{\"status\":\"ok\",");
+    uint64_t failing = STATS_GET(s, commit_failing);
+    if (failing) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "store: commits are failing (%s) and retried; nothing new is acknowledged",
+                 strerror((int)failing));
+        sbuf_adds(b, "{\"status\":\"degraded\",\"problems\":[");
+        sbuf_json_strz(b, msg);
+        sbuf_adds(b, "],");
+    } else {
+        sbuf_adds(b, "{\"status\":\"ok\",");
+    }
     key(b, "version");
     sbuf_json_strz(b, version);
     sbuf_addc(b, '}');
@@ -232,8 +244,9 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_i64(b, "jobs", info->jobs);
     member_i64(b, "blocks", info->blocks);
     member_i64(b, "block_bytes", info->block_bytes);
-    key(b, "block_raw_bytes");
-    sbuf_printf(b, "%" PRId64 "}}", info->block_raw_bytes);
+    member_i64(b, "block_raw_bytes", info->block_raw_bytes);
+    member_bool_last(b, "started_from_empty_file", info->opened_empty_file);
+    sbuf_adds(b, "}}");
 }
 
 /* ---- live documents (steps, step-trace, operators) ---- */

@@ -42,6 +42,7 @@
 #define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
 #define WEB_TIMELINE_CHUNK 65536           /* bytes per chunk handed to MHD */
 #define WEB_TOKEN_MAX 256                  /* bytes of an auth token, NUL included */
+#define WEB_QUERY_PARAMS_MAX 64            /* more: 414 (http.c on_uri) */
 #define WEB_HOSTS_MAX 1280                 /* web->hosts: the defaults and http_allowed_hosts */
 #define WEB_HOST_NAME_MAX 136              /* the bound address as a Host names it, "[v6]" */
 #define WEB_POST_BODY_MAX 16384            /* bytes of a POST body (413 past it) */
@@ -153,7 +154,9 @@ const char *web__mime_type(const char *name);
  * state (sbuf.h) say whether it fitted. Strings go through sbuf_json_str(), times through
  * sbuf_json_us() (ns in, us out). */
 void web__render_error(struct sbuf *b, const char *code, const char *message);
-void web__render_health(struct sbuf *b, const char *version);
+/* {"status":"ok"} or, while the store's commits fail (stats->commit_failing), "degraded" with
+ * "problems": one sentence each; and "version". */
+void web__render_health(struct sbuf *b, const char *version, struct stats *s);
 /* The members of one job object, without braces. */
 void web__render_job_fields(struct sbuf *b, const struct store_job *j);
 void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n);

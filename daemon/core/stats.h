@@ -30,6 +30,8 @@ struct stats {
     _Atomic uint64_t acknowledged;        /* lines made durable (every kind, bad ones included) */
     _Atomic uint64_t commits;
     _Atomic uint64_t commit_errors;
+    _Atomic uint64_t commit_failing;      /* gauge: the errno of the last commit if it failed,
+                                           * 0 once one works (GET /api/v1/health: degraded) */
     _Atomic uint64_t buffered_bytes;      /* gauge: accepted, not yet durable */
     _Atomic uint64_t pauses;              /* times reading paused for backpressure */
     _Atomic uint64_t evicted_blocks;      /* retention */
@@ -48,6 +50,7 @@ struct stats {
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)
 #define STATS_SUB(s, field, n) atomic_fetch_sub_explicit(&(s)->field, (n), memory_order_relaxed)
+#define STATS_SET(s, field, v) atomic_store_explicit(&(s)->field, (v), memory_order_relaxed)
 #define STATS_GET(s, field) atomic_load_explicit(&(s)->field, memory_order_relaxed)
 
 #endif

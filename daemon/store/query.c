@@ -365,6 +365,7 @@ int store_query_info(struct store *st, struct store_info *ret_info)
         info.blocks = sqlite3_column_int64(s, 1);
         info.block_raw_bytes = sqlite3_column_int64(s, 2);
         info.block_bytes = sqlite3_column_int64(s, 3);
+        info.opened_empty_file = st->opened_empty_file;
         *ret_info = info;
         r = 0;
     } else {

@@ -330,6 +330,16 @@ static int pragma_expect(struct store *st, const char *sql, const char *want, ch
 static int open_db(struct store *st, enum config_durability durability, char *err)
 {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    /* SQLite takes a 0-byte file for an empty database and fills it without a word; a store
+     * truncated by accident (a copy that failed, a full disk at some earlier time) would then
+     * start empty unnoticed. Say so in the log and in /api/v1/stats. */
+    struct stat sb;
+    if (stat(st->db_path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        st->opened_empty_file = true;
+        log_warn("store: %s is an empty file (0 bytes): starting an empty store in it; if it "
+                 "held jobs, they were lost before this start",
+                 st->db_path);
+    }
     int rc = sqlite3_open_v2(st->db_path, &st->db, flags, NULL);
     if (rc != SQLITE_OK) {
         int e = st->db ? sqlite3_system_errno(st->db) : 0;

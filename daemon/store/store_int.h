@@ -253,6 +253,7 @@ struct store {
     char *db_path;
     char *wal_path;
     int lock_fd;               /* -1 when not held */
+    bool opened_empty_file;    /* stepscope.db existed with 0 bytes at open (store_info) */
     uint64_t retention_bytes;  /* 0: no cap */
     uint64_t max_buffered;     /* 0: no cap */
     struct stats *stats;       /* cfg->stats or own_stats */

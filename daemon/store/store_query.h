@@ -55,6 +55,8 @@ struct store_info {
     int64_t blocks;          /* compressed timeline blocks stored */
     int64_t block_raw_bytes; /* their size before compression */
     int64_t block_bytes;     /* and after */
+    bool opened_empty_file;  /* the database file existed with 0 bytes when the daemon started
+                              * (and was begun empty, the start logged a warning) */
 };
 
 /* All jobs, most recently seen first. *ret_jobs is malloc'd (caller frees; NULL when n is 0).

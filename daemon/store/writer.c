@@ -605,6 +605,7 @@ void *store__writer_main(void *arg)
             }
             sub_buffered(st, bytes);
             STATS_ADD(st->stats, commits, 1);
+            STATS_SET(st->stats, commit_failing, 0);
             STATS_ADD(st->stats, acknowledged, acked);
             STATS_ADD(st->stats, evicted_blocks, ev.blocks);
             STATS_ADD(st->stats, evicted_events, ev.events);
@@ -626,6 +627,7 @@ void *store__writer_main(void *arg)
 
         failures++;
         STATS_ADD(st->stats, commit_errors, 1);
+        STATS_SET(st->stats, commit_failing, (uint64_t)(r < 0 ? -r : EIO));
         if (log_ratelimit(&rl, 10 * 1000000000LL))
             log_error("store: commit failed, will retry (%" PRIu64 " failures so far): %s",
                       failures, rc != SQLITE_OK ? sqlite3_errmsg(st->db) : strerror(-r));

@@ -138,6 +138,27 @@ def test_corrupt_database_exits_4(daemons):
         "the daemon must not overwrite a database it cannot read"
 
 
+def test_empty_database_file_is_reported(daemons):
+    """Issue 18, item 8: a 0-byte stepscope.db (a copy that failed, an old full disk) started an
+    empty store without a word. It still starts (SQLite takes the file for an empty database),
+    but the log says so and /api/v1/stats reports store.started_from_empty_file until the next
+    start."""
+    data = daemons.tmp / "empty"
+    data.mkdir()
+    (data / "stepscope.db").write_bytes(b"")
+    d = daemons("empty", data_dir=data)
+    assert d.stats()["store"]["started_from_empty_file"] is True
+    log = d.stderr_path.read_text()
+    assert "empty file (0 bytes)" in log and str(data / "stepscope.db") in log, log
+    with Client(d.socket) as c:
+        c.hello("after", stream="s")
+        c.send_lines([x_event(0)])
+        c.wait_ack(1)
+    d.restart()
+    assert d.stats()["store"]["started_from_empty_file"] is False
+    assert d.job("after")["events"] == 1
+
+
 def test_http_port_in_use_exits_5(daemons):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

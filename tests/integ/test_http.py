@@ -137,3 +137,49 @@ def test_many_http_requests_do_not_leak_or_stall(daemon):
         assert daemon.request("/api/v1/stats")[0] == 200
     st = daemon.stats()
     assert st["http"]["requests"] >= 201
+
+
+def _raw(daemon, request, timeout=10):
+    import socket
+    s = socket.create_connection((daemon.host, daemon.port), timeout=timeout)
+    try:
+        s.sendall(request)
+        data = b""
+        while True:
+            try:
+                d = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not d:
+                break
+            data += d
+        return data
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("n", [65, 500, 3000])
+def test_many_query_parameters_answer_414(daemon, n):
+    """Issue 18, item 8: ~500 query parameters exhausted libmicrohttpd's per-connection pool and
+    the connection was closed with no answer at all. Past 64 parameters the answer is a 414 with
+    the JSON error; the daemon serves the next request."""
+    q = "&".join(f"a{i}={i}" for i in range(n))
+    for method in ("GET", "POST", "DELETE"):
+        data = _raw(daemon, f"{method} /api/v1/jobs?{q} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                            "Content-Type: application/json\r\nContent-Length: 0\r\n"
+                            "Connection: close\r\n\r\n".encode())
+        assert data.startswith(b"HTTP/1.1 414 "), (method, data[:200])
+        assert b'"code":"uri_too_long"' in data
+    q = "&".join(f"a{i}={i}" for i in range(64))
+    st, _, body = daemon.request(f"/api/v1/jobs?{q}")
+    assert st == 200, body
+    assert daemon.stats()["http"]["errors"] >= 3
+
+
+def test_many_headers_answer_431(daemon):
+    """The same pool holds the headers: 1000 of them are answered by libmicrohttpd with 431."""
+    hdrs = "".join(f"X-H{i}: {i}\r\n" for i in range(1000))
+    data = _raw(daemon, f"GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n{hdrs}"
+                        "Connection: close\r\n\r\n".encode())
+    assert data.startswith(b"HTTP/1.1 431 "), data[:200]
+    assert daemon.get_json("/api/v1/health")["status"] == "ok"

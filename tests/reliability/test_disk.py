@@ -62,7 +62,10 @@ def test_disk_full_errors_then_resumes(tmp, daemons, figures):
                 break
         assert (c.last_ack or 100) < 20100, "acknowledged on a full disk"
         d.assert_alive()
-        assert d.get_json("/api/v1/health")
+        # /api/v1/health says the store is failing (issue 18, item 8: it said "ok"), still 200.
+        health = d.get_json("/api/v1/health")
+        assert health["status"] == "degraded", health
+        assert "No space left on device" in health["problems"][0], health
         assert d.job("diskfull")["events"] >= 100
         st, _, body = d.request("/")
         assert st == 200 and b"<html" in body.lower()
@@ -84,7 +87,9 @@ def test_disk_full_errors_then_resumes(tmp, daemons, figures):
         t0 = time.monotonic()
         filler.unlink()
         assert c.wait_ack(20100, timeout=60) == 20100
-        figures(resume_s=round(time.monotonic() - t0, 3))
+        figures(resume_s=round(time.monotonic() - t0, 3), health_while_full=health)
+        health = d.get_json("/api/v1/health")
+        assert health["status"] == "ok" and "problems" not in health, health
         c.close()
         d.wait_for("every event stored", lambda: d.job("diskfull")["events"] == 20100)
         d.assert_alive()

@@ -727,7 +727,7 @@ START_TEST(test_render_stats_all_counters)
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
         "\"deadline_closed\":48,\"exports_refused\":49},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
-        "\"block_raw_bytes\":43}}");
+        "\"block_raw_bytes\":43,\"started_from_empty_file\":false}}");
     sbuf_reset(&b);
     web__render_stats(&b, &s, NULL);
     ck_assert_ptr_nonnull(strstr(b.data, ",\"store\":null}"));
