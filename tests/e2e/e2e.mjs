@@ -20,6 +20,7 @@ const JUNIT = process.env.JUNIT || path.join(BUILD, 'e2e-junit.xml');
 const SHOTS = path.join(BUILD, 'e2e-screenshots');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const HOSTILE = '<img src=x onerror=alert(1)>';
+const REBIND_HOST = 'rebind.attacker.test';
 // Real profiler outputs, with their sources and licences (tests/data/README.md).
 const DATA = path.join(ROOT, 'tests', 'data');
 
@@ -592,6 +593,41 @@ test('auth token: the prompt, a wrong token, then every view and the live stream
   }
 }, { allow401: true });
 
+// DNS rebinding (issue 18, item 1): a page of the attacker's origin, http://rebind.attacker.test
+// at the daemon's port, whose name now resolves to 127.0.0.1 (--host-resolver-rules below stands
+// for the attacker's DNS). Its fetches
+// are same-origin for chromium and reach the daemon, which must refuse them (421): before, this
+// read every job (200) and deleted a job (204); see the test's comment for where the page is from.
+test('DNS rebinding: a page at another name resolving to 127.0.0.1 is refused', async (page) => {
+  const saved = base;
+  const evil = `http://${REBIND_HOST}:${new URL(base).port}`;
+  base = evil; // the harness lets requests to the page's origin through
+  try {
+    // The attacker's page was loaded from its own server before the switch; here the name
+    // resolves to loopback from the start, so the document comes from the daemon too (its 421,
+    // or before the fix its 404 page): the origin is what counts, and a document loaded from a
+    // loopback address may fetch loopback (chromium's Private Network Access blocks a page from
+    // a public address, which the probe's page was not).
+    await page.goto(`${evil}/attack.html`);
+    const got = await page.evaluate(async (id) => {
+      const json = { 'Content-Type': 'application/json' };
+      const list = await fetch('/api/v1/jobs');
+      const cap = await fetch(`/api/v1/jobs/${id}/captures`, { method: 'POST', headers: json, body: '{"steps":1}' });
+      const del = await fetch(`/api/v1/jobs/${id}`, { method: 'DELETE', headers: json });
+      const dash = await fetch('/');
+      return { status: [list.status, cap.status, del.status, dash.status], body: await list.text() };
+    }, main.id);
+    expectEq(got.status, [421, 421, 421, 421], 'list, capture, delete, dashboard from the rebinding page');
+    if (got.body.includes('e2e-main')) fail(`the job list reached the page: ${got.body.slice(0, 200)}`);
+  } finally {
+    base = saved;
+  }
+  // Nothing happened to the job; the daemon's own name still serves it.
+  const jobs = (await api('/api/v1/jobs')).jobs;
+  if (!jobs.some((j) => j.id === main.id)) fail('the job is gone');
+  expectEq((await api(`/api/v1/jobs/${main.id}/captures`)).captures.length, 0, 'captures of the job');
+}, { allow421: true });
+
 function xmlEscape(s) {
   return String(s).replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' }[c]));
 }
@@ -616,7 +652,8 @@ async function main_() {
     headless: true,
     args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
       '--disable-sync', '--disable-default-apps', '--no-first-run', '--disable-domain-reliability',
-      '--disable-features=Translate,OptimizationHints,MediaRouter'],
+      '--disable-features=Translate,OptimizationHints,MediaRouter',
+      `--host-resolver-rules=MAP ${REBIND_HOST} 127.0.0.1`],
   });
   const results = [];
   // E2E_ONLY=text runs only the tests whose name contains it.
@@ -631,6 +668,8 @@ async function main_() {
       if (t.allow404 && m.text().includes('404') && t.allow404.some((u) => where.endsWith(u))) return;
       // The auth test: the API answers 401 until the token is entered (and for the wrong one).
       if (t.allow401 && m.text().includes('401')) return;
+      // The rebinding test: every request of the attacker's page is refused.
+      if (t.allow421 && m.text().includes('421')) return;
       problems.push(`console error: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
