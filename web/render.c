@@ -637,11 +637,51 @@ void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, 
 
 static const char *const pipe_reasons[] = {"child_fuller", "leaf_low", "all_high"};
 
+/* A number, or null when it is not finite (NAN: absent). */
+static void num_or_null(struct sbuf *b, double v)
+{
+    if (isfinite(v))
+        sbuf_printf(b, "%.10g", v);
+    else
+        sbuf_adds(b, "null");
+}
+
+/* A pipeline series as at most WEB_QUEUE_POINTS_MAX numbers: the kept values, or, when there are
+ * more, that many even buckets of consecutive values, each shown by its mean. */
+static void series_values(struct sbuf *b, const double *values, const struct live_series *s)
+{
+    size_t n = s->n, pts = n < WEB_QUEUE_POINTS_MAX ? n : WEB_QUEUE_POINTS_MAX;
+    sbuf_addc(b, '[');
+    for (size_t p = 0; p < pts; p++) {
+        size_t lo = p * n / pts, hi = (p + 1) * n / pts;
+        double sum = 0;
+        for (size_t i = lo; i < hi; i++)
+            sum += values[s->first + i];
+        sbuf_printf(b, "%s%.10g", p ? "," : "", sum / (double)(hi - lo));
+    }
+    sbuf_addc(b, ']');
+}
+
+/* "name_avg": the mean of all the series' numbers (null without any) and, when values is not
+ * NULL, "name": its numbers. */
+static void series_member(struct sbuf *b, const char *name, const double *values,
+                          const struct live_series *s)
+{
+    sbuf_printf(b, ",\"%s_avg\":", name);
+    num_or_null(b, s->count ? s->sum / (double)s->count : NAN);
+    if (values) {
+        sbuf_printf(b, ",\"%s\":", name);
+        series_values(b, values, s);
+    }
+}
+
 void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
-                               const struct analyse_pipe_finding *f, size_t nf, bool csv)
+                               const struct analyse_pipe_finding *f, size_t nf, int64_t op_id,
+                               bool csv)
 {
     if (csv) {
-        sbuf_adds(b, "id,type,num_workers,parent,children,queue_usage,queue_capacity\n");
+        sbuf_adds(b, "id,type,num_workers,parent,children,queue_usage,queue_capacity,"
+                     "queue_avg_size,sample_interval_ms,cpu_user_avg,cpu_sys_avg\n");
         for (size_t i = 0; i < p->n_ops; i++) {
             const struct live_pipe_op *o = &p->ops[i];
             sbuf_printf(b, "%" PRId64 ",", o->id);
@@ -655,6 +695,14 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
             sbuf_addc(b, ',');
             if (o->capacity >= 0)
                 sbuf_printf(b, "%" PRId64, o->capacity);
+            double v[4] = {o->queue_avg, o->sample_interval_ms,
+                           o->cpu_user.count ? o->cpu_user.sum / (double)o->cpu_user.count : -1,
+                           o->cpu_sys.count ? o->cpu_sys.sum / (double)o->cpu_sys.count : -1};
+            for (size_t k = 0; k < 4; k++) {
+                sbuf_addc(b, ',');
+                if (v[k] >= 0)
+                    sbuf_printf(b, "%.10g", v[k]);
+            }
             sbuf_addc(b, '\n');
         }
         return;
@@ -681,12 +729,33 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
         else
             sbuf_adds(b, "null,");
         key(b, "queue_capacity");
-        if (o->capacity >= 0)
-            sbuf_printf(b, "%" PRId64 "}", o->capacity);
-        else
-            sbuf_adds(b, "null}");
+        num_or_null(b, o->capacity >= 0 ? (double)o->capacity : NAN);
+        bool detail = o->id == op_id;
+        sbuf_printf(b, ",\"queue_samples\":%zu,\"queue_size_avg\":", o->sizes.count);
+        num_or_null(b, o->queue_avg >= 0 ? o->queue_avg : NAN);
+        if (detail) {
+            sbuf_adds(b, ",\"queue_size\":");
+            series_values(b, p->values, &o->sizes);
+        }
+        sbuf_adds(b, ",\"sample_interval_ms\":");
+        num_or_null(b, o->sample_interval_ms >= 0 ? o->sample_interval_ms : NAN);
+        series_member(b, "cpu_user", detail ? p->values : NULL, &o->cpu_user);
+        series_member(b, "cpu_sys", detail ? p->values : NULL, &o->cpu_sys);
+        sbuf_addc(b, '}');
     }
     sbuf_adds(b, "],");
+    key(b, "cpu");
+    if (!p->has_cpu) {
+        sbuf_adds(b, "null,");
+    } else {
+        sbuf_adds(b, "{\"sampling_interval_ms\":");
+        num_or_null(b, p->cpu_interval_ms >= 0 ? p->cpu_interval_ms : NAN);
+        sbuf_adds(b, ",\"processors\":");
+        num_or_null(b, p->processors >= 0 ? (double)p->processors : NAN);
+        for (size_t k = 0; k < LIVE_CPU_SERIES; k++)
+            series_member(b, live_cpu_series_names[k], p->values, &p->cpu[k]);
+        sbuf_adds(b, "},");
+    }
     key(b, "bottlenecks");
     if (!analysed) {
         sbuf_adds(b, "null}");
@@ -725,14 +794,6 @@ static void member_dus(struct sbuf *b, const char *k, bool have, double ns)
     key(b, k);
     dus(b, have, ns);
     sbuf_addc(b, ',');
-}
-
-static void num_or_null(struct sbuf *b, double v)
-{
-    if (isfinite(v))
-        sbuf_printf(b, "%.10g", v);
-    else
-        sbuf_adds(b, "null");
 }
 
 void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, bool csv)

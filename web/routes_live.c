@@ -348,10 +348,11 @@ static struct analyse_pipe_op *pipe_ops(const struct live_pipeline_view *v, bool
 
 static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    int64_t rank;
+    int64_t rank, op_id;
     bool csv;
     int mhd;
     if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
+        web__param_i64(w, c, "op", INT64_MIN + 1, INT64_MAX, INT64_MIN, &op_id, &mhd) < 0 ||
         web__param_format(w, c, &csv, &mhd) < 0)
         return mhd;
     struct live_pipeline_view v;
@@ -372,7 +373,7 @@ static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct li
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_pipeline(&b, &v, analysed, f, nf, csv);
+    web__render_live_pipeline(&b, &v, analysed, f, nf, op_id, csv);
     free(f);
     free(ops);
     return send_doc(w, c, &b, csv);

@@ -363,11 +363,14 @@ void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, 
                              bool csv);
 
 /* The latest pipeline topology of a rank and, when any op has queue figures (findings not NULL
- * or n_findings 0 with analysed true), MindInsight's bottleneck findings. csv: one line per op
- * (id, type, num_workers, parent, children space-separated, queue_usage, queue_capacity). */
+ * or n_findings 0 with analysed true), MindInsight's bottleneck findings; the means of the ops'
+ * queue sizes and CPU series, the op op_id's series themselves (INT64_MIN: none), and the
+ * record's CPU series (docs/API.md). csv: one line per op (id, type, num_workers, parent,
+ * children space-separated, queue_usage, queue_capacity, queue_avg_size, sample_interval_ms,
+ * cpu_user_avg, cpu_sys_avg). */
 void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
                                const struct analyse_pipe_finding *findings, size_t n_findings,
-                               bool csv);
+                               int64_t op_id, bool csv);
 
 /* Per-rank step statistics and stragglers: {"ranks":[...],"mean_us",...}; csv: one line per
  * rank. */

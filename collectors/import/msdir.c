@@ -319,6 +319,13 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         sbuf_printf(&files, "%s%s", files.len ? ", " : "", base_name(use->path));
     }
     if (ret == 0) {
+        struct msf_err e;
+        if (msf_end(m, &e) < 0) {
+            fprintf(stderr, "stepscope import: rank %lld: %s\n", (long long)rank, e.reason);
+            ret = -1;
+        }
+    }
+    if (ret == 0) {
         size_t len;
         uint64_t n;
         const char *lines = msf_lines(m, &len, &n);

@@ -33,6 +33,11 @@ struct fw_row {             /* framework_raw: full kernel name -> short name, ty
     char *full, *kname, *type, *info;
 };
 
+struct pend_op {            /* a pipeline op's JSON text, waiting for msf_end() */
+    int64_t id;
+    char *json;
+};
+
 struct flops_row {
     char *full;
     char *vals;             /* ",\"col\":value..." ready to append to args */
@@ -52,6 +57,14 @@ struct msf {
     int64_t getnext_step;   /* GetNext queue samples so far (their step numbers) */
     uint64_t cpu_op_n;      /* executions in cpu_op_execute_timestamp, and their first and */
     int64_t cpu_op_min, cpu_op_max; /* last start (ns): trace_view.json is aligned on them */
+    /* The pipeline record waits for msf_end(): minddata_pipeline_raw's ops (each op's JSON
+     * object without its closing brace) and minddata_cpu_utilization's series go into it. */
+    bool have_pipe;
+    struct pend_op *pops;   /* the pipeline's ops */
+    size_t n_pops, cap_pops;
+    struct pend_op *cops;   /* per-op CPU: ",\"cpu_user\":[...],\"cpu_sys\":[...]" */
+    size_t n_cops, cap_cops;
+    char *cpu_json;         /* the record's "cpu" object, or NULL */
 };
 
 /* ---- errors and positions ---- */
@@ -1208,7 +1221,26 @@ static int put_num_list(struct sbuf *o, const struct fld *fd, uint64_t line, con
     return 0;
 }
 
-/* minddata_pipeline_raw_<r>.csv -> one pipeline record (PROTOCOL.md section 8). */
+/* Appends (id, the text of b) to *v. Returns 0 or -ENOMEM / -EMSGSIZE with *e filled. */
+static int pend_add(struct pend_op **v, size_t *n, size_t *cap, int64_t id, struct sbuf *b,
+                    uint64_t line, struct msf_err *e)
+{
+    if (b->error)
+        return fail(e, line, 0, b->error == -ENOMEM ? -ENOMEM : -EMSGSIZE,
+                    "a pipeline op passes the %zu-byte limit or memory ran out", b->max);
+    if (*n >= MSF_PIPE_OPS_MAX)
+        return fail(e, line, 0, -EMSGSIZE, "more than %d pipeline ops", MSF_PIPE_OPS_MAX);
+    if (grow((void **)v, cap, *n + 1, sizeof **v) < 0)
+        return fail(e, line, 0, -ENOMEM, "out of memory");
+    char *t = strdup(b->len ? b->data : "");
+    if (!t)
+        return fail(e, line, 0, -ENOMEM, "out of memory");
+    (*v)[(*n)++] = (struct pend_op){id, t};
+    return 0;
+}
+
+/* minddata_pipeline_raw_<r>.csv -> the ops of the pipeline record msf_end() sends
+ * (PROTOCOL.md section 8). */
 static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
     struct csv c;
@@ -1223,10 +1255,8 @@ static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *
     int c_qu = col_find(h, nh, "output_queue_usage_rate");
     int c_par = col_find(h, nh, "parent_id");
     int c_si = col_find(h, nh, "sample_interval");
-    struct sbuf *o = &m->out;
-    size_t mark = o->len;
-    size_t n_ops = 0;
-    sbuf_adds(o, "{\"type\":\"pipeline\",\"source\":\"mindspore minddata_pipeline_raw\",\"ops\":[");
+    struct sbuf tb, *o = &tb;
+    sbuf_init(&tb, m->out.max);
     while (r == 0 && (r = table_row(&c, h, nh, f, &nf, &line, false, e)) == 1) {
         /* MindSpore writes Python's None as an empty cell: a leaf's children_id, the root's
          * parent_id and, for an op without an output queue (an inline op), every queue
@@ -1235,7 +1265,8 @@ static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *
         if ((r = fld_count(&f[c_id], line, "op_id", &id, e)) < 0 ||
             (f[c_w].n && (r = fld_count(&f[c_w], line, "num_workers", &w, e)) < 0))
             break;
-        sbuf_printf(o, "%s{\"id\":%lld,\"name\":", n_ops++ ? "," : "", (long long)id);
+        sbuf_reset(o);
+        sbuf_printf(o, "{\"id\":%lld,\"name\":", (long long)id);
         sbuf_json_str(o, f[c_type].s, f[c_type].n);
         if (f[c_w].n)
             sbuf_printf(o, ",\"num_workers\":%lld", (long long)w);
@@ -1281,20 +1312,17 @@ static int feed_pipeline(struct msf *m, char *data, size_t len, struct msf_err *
             sbuf_adds(o, ",\"sample_interval_ms\":");
             put_e6(o, v);
         }
-        sbuf_addc(o, '}');
+        /* the closing brace comes in msf_end(), after the op's CPU series */
+        if ((r = pend_add(&m->pops, &m->n_pops, &m->cap_pops, id, o, line, e)) < 0)
+            break;
         r = 0;
     }
+    sbuf_done(&tb);
     free(h);
     if (r < 0)
         return r;
-    if (n_ops == 0) { /* a header alone: nothing to send */
-        o->len = mark;
-        if (o->data)
-            o->data[mark] = '\0';
-        return 0;
-    }
-    sbuf_adds(o, "]}");
-    return line_done(m, e, line);
+    m->have_pipe = m->n_pops > 0; /* a header alone: nothing to send */
+    return 0;
 }
 
 /* device_queue_profiling_<r>.txt: "type extra batch value timestamp" per line. Type 1 is a
@@ -1445,14 +1473,157 @@ static int feed_getnext_ns(struct msf *m, char *data, size_t len, struct msf_err
 
 /* ---- CPU utilisation ---- */
 
+/* MindSpore's names of the series and the record's (PROTOCOL.md section 8, "cpu"). */
+static const char *const cpu_dev_keys[] = {"user_utilization", "sys_utilization",
+                                           "io_utilization", "idle_utilization",
+                                           "runable_processes", "context_switch_count"};
+static const char *const cpu_dev_names[] = {"user", "sys", "io", "idle", "runnable",
+                                            "context_switch"};
+enum { CPU_DEV_N = 6, CPU_IDLE = 3 };
+
+static bool key_is(const char *k, size_t kn, const char *lit)
+{
+    return kn == strlen(lit) && memcmp(k, lit, kn) == 0;
+}
+
+/* ,"name":[v...] with every value checked (a number >= 0) and written exactly to 1e-6. */
+static int put_series(struct sbuf *b, const char *name, const struct numv *v, struct msf_err *e)
+{
+    sbuf_printf(b, ",\"%s\":[", name);
+    for (size_t i = 0; i < v->len; i++) {
+        int64_t x;
+        if (dec_scaled(v->s[i], v->n[i], 6, &x) < 0 || x < 0)
+            return fail(e, 0, 0, -EINVAL, "%s[%zu] is not a number >= 0", name, i);
+        if (i)
+            sbuf_addc(b, ',');
+        put_e6(b, x);
+    }
+    sbuf_addc(b, ']');
+    return 0;
+}
+
+/* An object of arrays of numbers: the arrays whose key is in keys[0, nk) go to v[k], every
+ * other value is skipped. */
+static int mj_series_object(struct mj *j, const char *const *keys, size_t nk, struct numv *v,
+                            struct msf_err *e)
+{
+    const char *s;
+    size_t n;
+    bool pl;
+    int r;
+    if (!mj_eat(j, '{'))
+        return mj_fail(j, e, "expected a JSON object");
+    if (mj_eat(j, '}'))
+        return 0;
+    for (;;) {
+        if ((r = mj_string(j, &s, &n, &pl, e)) < 0)
+            return r;
+        if (!mj_eat(j, ':'))
+            return mj_fail(j, e, "expected ':'");
+        size_t k = 0;
+        while (k < nk && !key_is(s, n, keys[k]))
+            k++;
+        if ((r = k < nk ? mj_numbers(j, &v[k], e) : mj_skip(j, e)) < 0)
+            return r;
+        if (mj_eat(j, '}'))
+            return 0;
+        if (!mj_eat(j, ','))
+            return mj_fail(j, e, "expected ',' or '}'");
+    }
+}
+
+/* op_info: [{"op_id": N, "metrics": {"user_utilization": [...], "sys_utilization": [...]}}]:
+ * each op's series become a pending ",\"cpu_user\":[...],\"cpu_sys\":[...]" (op_id -1, the
+ * threads outside the pipeline, is left out, as MindInsight does). */
+static int mj_cpu_ops(struct msf *m, struct mj *j, struct msf_err *e)
+{
+    static const char *const keys[] = {"user_utilization", "sys_utilization"};
+    struct numv v[2] = {{0}, {0}};
+    struct sbuf b;
+    sbuf_init(&b, m->out.max);
+    int r = 0;
+    if (!mj_eat(j, '[')) {
+        r = mj_fail(j, e, "op_info: expected an array");
+        goto out;
+    }
+    if (mj_eat(j, ']'))
+        goto out;
+    for (;;) {
+        int64_t id = -1;
+        bool have_id = false;
+        v[0].len = v[1].len = 0;
+        if (!mj_eat(j, '{')) {
+            r = mj_fail(j, e, "op_info: expected an object");
+            goto out;
+        }
+        if (!mj_eat(j, '}')) {
+            for (;;) {
+                const char *k, *ns;
+                size_t kn, nn;
+                bool pl;
+                if ((r = mj_string(j, &k, &kn, &pl, e)) < 0)
+                    goto out;
+                if (!mj_eat(j, ':')) {
+                    r = mj_fail(j, e, "expected ':'");
+                    goto out;
+                }
+                if (key_is(k, kn, "op_id")) {
+                    if ((r = mj_number(j, &ns, &nn, e)) < 0)
+                        goto out;
+                    if (num_parse_i64(ns, nn, &id) < 0 || id < -1) {
+                        r = mj_fail(j, e, "op_id: expected an integer >= -1");
+                        goto out;
+                    }
+                    have_id = true;
+                } else if (key_is(k, kn, "metrics")) {
+                    if ((r = mj_series_object(j, keys, 2, v, e)) < 0)
+                        goto out;
+                } else if ((r = mj_skip(j, e)) < 0) {
+                    goto out;
+                }
+                if (mj_eat(j, '}'))
+                    break;
+                if (!mj_eat(j, ',')) {
+                    r = mj_fail(j, e, "expected ',' or '}'");
+                    goto out;
+                }
+            }
+        }
+        if (have_id && id >= 0) {
+            sbuf_reset(&b);
+            if ((r = put_series(&b, "cpu_user", &v[0], e)) < 0 ||
+                (r = put_series(&b, "cpu_sys", &v[1], e)) < 0 ||
+                (r = pend_add(&m->cops, &m->n_cops, &m->cap_cops, id, &b, 0, e)) < 0)
+                goto out;
+        }
+        if (mj_eat(j, ']'))
+            break;
+        if (!mj_eat(j, ',')) {
+            r = mj_fail(j, e, "expected ',' or ']'");
+            goto out;
+        }
+    }
+out:
+    sbuf_done(&b);
+    numv_free(&v[0]);
+    numv_free(&v[1]);
+    return r;
+}
+
 /* minddata_cpu_utilization_<r>.json -> one host record per sample: sys_cpu_percent = 100 - idle
  * (MindInsight's "active"), cpu_percent = the process's user + sys, which MindSpore gives as a
- * share of the whole machine, times cpu_processor_num (the protocol's "% of one core"). */
+ * share of the whole machine, times cpu_processor_num (the protocol's "% of one core"); and the
+ * series MindInsight's CPU view shows (system user, sys, io, idle, runnable processes, context
+ * switches; process user, sys; user and sys per pipeline op) for the pipeline record of
+ * msf_end(). */
 static int feed_cpu_util(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
+    static const char *const proc_keys[] = {"user_utilization", "sys_utilization"};
     struct mj j = {data, data, data + len, 0};
-    struct numv idle = {0}, puser = {0}, psys = {0};
-    int64_t ncpu = 0;
+    struct numv dev[CPU_DEV_N] = {{0}}, proc[2] = {{0}, {0}};
+    int64_t ncpu = 0, interval = -1;
+    struct sbuf cj;
+    sbuf_init(&cj, m->out.max);
     int r = 0;
     if (!mj_eat(&j, '{')) {
         r = mj_fail(&j, e, "expected a JSON object");
@@ -1470,44 +1641,30 @@ static int feed_cpu_util(struct msf *m, char *data, size_t len, struct msf_err *
             r = mj_fail(&j, e, "expected ':'");
             goto out;
         }
-        bool dev = kn == 11 && memcmp(k, "device_info", 11) == 0;
-        bool proc = kn == 12 && memcmp(k, "process_info", 12) == 0;
         mj_ws(&j);
-        if (kn == sizeof "cpu_processor_num" - 1 && memcmp(k, "cpu_processor_num", kn) == 0) {
+        if (key_is(k, kn, "cpu_processor_num")) {
             if ((r = mj_number(&j, &s, &n, e)) < 0)
                 goto out;
             if (num_parse_i64(s, n, &ncpu) < 0 || ncpu < 0 || ncpu > 1000000) {
                 r = fail(e, 0, 0, -EINVAL, "cpu_processor_num is not a count");
                 goto out;
             }
-        } else if ((dev || proc) && j.p < j.end && *j.p == '{') {
-            j.p++;
-            if (!mj_eat(&j, '}')) {
-                for (;;) {
-                    if ((r = mj_string(&j, &s, &n, &pl, e)) < 0)
-                        goto out;
-                    if (!mj_eat(&j, ':')) {
-                        r = mj_fail(&j, e, "expected ':'");
-                        goto out;
-                    }
-                    struct numv *v = NULL;
-                    if (dev && n == 16 && memcmp(s, "idle_utilization", 16) == 0)
-                        v = &idle;
-                    else if (proc && n == 16 && memcmp(s, "user_utilization", 16) == 0)
-                        v = &puser;
-                    else if (proc && n == 15 && memcmp(s, "sys_utilization", 15) == 0)
-                        v = &psys;
-                    r = v ? mj_numbers(&j, v, e) : mj_skip(&j, e);
-                    if (r < 0)
-                        goto out;
-                    if (mj_eat(&j, '}'))
-                        break;
-                    if (!mj_eat(&j, ',')) {
-                        r = mj_fail(&j, e, "expected ',' or '}'");
-                        goto out;
-                    }
-                }
+        } else if (key_is(k, kn, "sampling_interval")) {
+            if ((r = mj_number(&j, &s, &n, e)) < 0)
+                goto out;
+            if (dec_scaled(s, n, 6, &interval) < 0 || interval < 0) {
+                r = fail(e, 0, 0, -EINVAL, "sampling_interval is not a number >= 0");
+                goto out;
             }
+        } else if (key_is(k, kn, "device_info")) {
+            if ((r = mj_series_object(&j, cpu_dev_keys, CPU_DEV_N, dev, e)) < 0)
+                goto out;
+        } else if (key_is(k, kn, "process_info")) {
+            if ((r = mj_series_object(&j, proc_keys, 2, proc, e)) < 0)
+                goto out;
+        } else if (key_is(k, kn, "op_info")) {
+            if ((r = mj_cpu_ops(m, &j, e)) < 0)
+                goto out;
         } else if ((r = mj_skip(&j, e)) < 0) {
             goto out;
         }
@@ -1521,22 +1678,23 @@ static int feed_cpu_util(struct msf *m, char *data, size_t len, struct msf_err *
 end:
     if ((r = mj_end(&j, e)) < 0)
         goto out;
-    size_t ns = idle.len > puser.len ? idle.len : puser.len;
+    const struct numv *idle = &dev[CPU_IDLE], *puser = &proc[0], *psys = &proc[1];
+    size_t ns = idle->len > puser->len ? idle->len : puser->len;
     for (size_t i = 0; i < ns; i++) {
         struct sbuf *o = &m->out;
         int64_t v, u = 0, sy = 0;
         sbuf_adds(o, "{\"type\":\"host\"");
-        if (i < idle.len) {
-            if (dec_scaled(idle.s[i], idle.n[i], 6, &v) < 0 || v < 0 || v > 100000000) {
+        if (i < idle->len) {
+            if (dec_scaled(idle->s[i], idle->n[i], 6, &v) < 0 || v < 0 || v > 100000000) {
                 r = fail(e, 0, 0, -EINVAL, "idle_utilization[%zu] is not a percentage", i);
                 goto out;
             }
             sbuf_adds(o, ",\"sys_cpu_percent\":");
             sbuf_json_us(o, (100000000 - v) / 1000);
         }
-        if (i < puser.len && i < psys.len && ncpu > 0) {
-            if (dec_scaled(puser.s[i], puser.n[i], 6, &u) < 0 ||
-                dec_scaled(psys.s[i], psys.n[i], 6, &sy) < 0 || u < 0 || sy < 0 ||
+        if (i < puser->len && i < psys->len && ncpu > 0) {
+            if (dec_scaled(puser->s[i], puser->n[i], 6, &u) < 0 ||
+                dec_scaled(psys->s[i], psys->n[i], 6, &sy) < 0 || u < 0 || sy < 0 ||
                 u > 100000000 || sy > 100000000) {
                 r = fail(e, 0, 0, -EINVAL, "process utilization[%zu] is not a percentage", i);
                 goto out;
@@ -1548,10 +1706,35 @@ end:
         if ((r = line_done(m, e, 0)) < 0)
             goto out;
     }
+    /* The "cpu" object of the pipeline record. */
+    sbuf_adds(&cj, "{\"sampling_interval_ms\":");
+    if (interval >= 0)
+        put_e6(&cj, interval);
+    else
+        sbuf_adds(&cj, "null");
+    sbuf_printf(&cj, ",\"processors\":%lld", (long long)ncpu);
+    for (size_t k = 0; k < CPU_DEV_N; k++)
+        if ((r = put_series(&cj, cpu_dev_names[k], &dev[k], e)) < 0)
+            goto out;
+    if ((r = put_series(&cj, "process_user", &proc[0], e)) < 0 ||
+        (r = put_series(&cj, "process_sys", &proc[1], e)) < 0)
+        goto out;
+    sbuf_addc(&cj, '}');
+    if (cj.error) {
+        r = fail(e, 0, 0, cj.error == -ENOMEM ? -ENOMEM : -EMSGSIZE,
+                 "the CPU series pass the %zu-byte limit or memory ran out", cj.max);
+        goto out;
+    }
+    free(m->cpu_json);
+    m->cpu_json = sbuf_steal(&cj, NULL);
+    if (!m->cpu_json)
+        r = fail(e, 0, 0, -ENOMEM, "out of memory");
 out:
-    numv_free(&idle);
-    numv_free(&puser);
-    numv_free(&psys);
+    sbuf_done(&cj);
+    for (size_t k = 0; k < CPU_DEV_N; k++)
+        numv_free(&dev[k]);
+    numv_free(&proc[0]);
+    numv_free(&proc[1]);
     return r;
 }
 
@@ -1900,7 +2083,49 @@ void msf_free(struct msf *m)
         free(m->fl[i].vals);
     }
     free(m->fl);
+    for (size_t i = 0; i < m->n_pops; i++)
+        free(m->pops[i].json);
+    free(m->pops);
+    for (size_t i = 0; i < m->n_cops; i++)
+        free(m->cops[i].json);
+    free(m->cops);
+    free(m->cpu_json);
     free(m);
+}
+
+int msf_end(struct msf *m, struct msf_err *err)
+{
+    memset(err, 0, sizeof *err);
+    if (!m->have_pipe && !m->cpu_json)
+        return 0;
+    struct sbuf *o = &m->out;
+    sbuf_printf(o, "{\"type\":\"pipeline\",\"source\":\"mindspore %s\",\"ops\":[",
+                m->have_pipe ? "minddata_pipeline_raw" : "minddata_cpu_utilization");
+    /* The pipeline's ops, each with its CPU series; without a pipeline file, the ops of the CPU
+     * file alone (ids only). */
+    size_t n = m->have_pipe ? m->n_pops : m->n_cops;
+    for (size_t i = 0; i < n; i++) {
+        int64_t id = m->have_pipe ? m->pops[i].id : m->cops[i].id;
+        if (i)
+            sbuf_addc(o, ',');
+        if (m->have_pipe)
+            sbuf_adds(o, m->pops[i].json);
+        else
+            sbuf_printf(o, "{\"id\":%lld,\"children\":[]", (long long)id);
+        for (size_t k = 0; k < m->n_cops; k++)
+            if (m->cops[k].id == id) {
+                sbuf_adds(o, m->cops[k].json);
+                break;
+            }
+        sbuf_addc(o, '}');
+    }
+    sbuf_addc(o, ']');
+    if (m->cpu_json) {
+        sbuf_adds(o, ",\"cpu\":");
+        sbuf_adds(o, m->cpu_json);
+    }
+    sbuf_addc(o, '}');
+    return line_done(m, err, 0);
 }
 
 int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct msf_err *err)

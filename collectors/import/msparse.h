@@ -23,6 +23,7 @@
 #define MSF_TABLE_MAX 1000000       /* rows kept from framework_raw / flops */
 #define MSF_EVENTS_MAX 50000000ull  /* lines one rank may produce */
 #define MSF_NAME_MAX 256            /* longest FP/BP point name (the protocol's env value limit) */
+#define MSF_PIPE_OPS_MAX 256        /* pipeline ops (the daemon reads up to LIVE_PIPE_OPS_MAX, 256) */
 
 enum msf_kind {
     MSF_POINT_INFO,      /* step_trace_point_info[_<r>].json */
@@ -60,6 +61,11 @@ void msf_free(struct msf *m);
  * than max_bytes or MSF_EVENTS_MAX of output) or -ENOMEM, also with *err. Lines produced before
  * a failure stay in the buffer: the caller must drop the whole converter. */
 int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct msf_err *err);
+
+/* Sends what waits for the end of the rank's files: the pipeline record (PROTOCOL.md section 8)
+ * of minddata_pipeline_raw's ops and minddata_cpu_utilization's series, when either was fed.
+ * Call once, after the last msf_feed(). Returns 0, or -EMSGSIZE / -ENOMEM with *err filled. */
+int msf_end(struct msf *m, struct msf_err *err);
 
 /* The lines so far: '\n'-terminated, *ret_n of them (borrowed). */
 const char *msf_lines(const struct msf *m, size_t *ret_len, uint64_t *ret_n);

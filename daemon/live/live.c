@@ -1857,7 +1857,7 @@ static size_t rank_bytes(const struct live_rank *rk)
         b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *
                                                     sizeof *rk->queues[i].samples;
     if (rk->pipe)
-        b += sizeof *rk->pipe;
+        b += sizeof *rk->pipe + rk->pipe->cap_values * sizeof *rk->pipe->values;
     b += rk->bd.cap_chunks * sizeof *rk->bd.chunks + rk->bd.n_chunks * sizeof **rk->bd.chunks;
     return b;
 }

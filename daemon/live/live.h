@@ -53,6 +53,8 @@
 #define LIVE_QUEUE_NAME_MAX 256     /* bytes of a queue name kept; longer names are cut */
 #define LIVE_PIPE_OPS_MAX 256       /* operators of one pipeline record; a bigger one is refused */
 #define LIVE_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
+#define LIVE_PIPE_VALUES_MAX (1 << 18) /* numbers kept of one pipeline record's series (queue
+                                        * sizes, CPU); later ones count in the means only */
 #define LIVE_BD_CHUNK 8192          /* breakdown spans per shared chunk */
 #define LIVE_BD_SPANS_MAX (1 << 18) /* breakdown spans kept per rank (10 MiB); the oldest chunk
                                        goes when full, and the steps it touched with it */

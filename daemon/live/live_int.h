@@ -83,6 +83,12 @@ struct live_pipe {
     struct live_pipe_op ops[LIVE_PIPE_OPS_MAX];
     size_t n_children;
     int64_t children[LIVE_PIPE_CHILDREN_MAX];
+    double *values;         /* the series' first LIVE_PIPE_VALUES_MAX numbers, owned */
+    size_t n_values, cap_values;
+    bool has_cpu;
+    double cpu_interval_ms;
+    int64_t processors;
+    struct live_series cpu[LIVE_CPU_SERIES];
 };
 
 /* Parses the verbatim record json[0, len). Returns 0 and sets *ret_pipe (one reference; drop it

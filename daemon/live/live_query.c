@@ -292,10 +292,16 @@ int live_query_pipeline(const struct live_snapshot *snap, int64_t rank,
         const struct live_snap_rank *sr = &snap->ranks[k];
         if (!sr->pipe || (rank >= 0 && sr->rank != rank))
             continue;
+        const struct live_pipe *pl = sr->pipe;
         *ret = (struct live_pipeline_view){.rank = sr->rank,
-                                           .n_ops = sr->pipe->n_ops,
-                                           .ops = sr->pipe->ops,
-                                           .children = sr->pipe->children};
+                                           .n_ops = pl->n_ops,
+                                           .ops = pl->ops,
+                                           .children = pl->children,
+                                           .values = pl->values,
+                                           .has_cpu = pl->has_cpu,
+                                           .cpu_interval_ms = pl->cpu_interval_ms,
+                                           .processors = pl->processors};
+        memcpy(ret->cpu, pl->cpu, sizeof ret->cpu);
         return 0;
     }
     return -ENOENT;

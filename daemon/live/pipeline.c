@@ -4,8 +4,10 @@
  * operator list daemon/live keeps per rank. Ingest has validated the line as JSON already and
  * live may not use its decoder (live depends on core and analyse only), so this is a small
  * recursive-descent reader of just this shape: it takes "ops" and, in each op, "id", "name" or
- * "type", "num_workers", "children", "queue_usage", "queue_size", "queue_sizes" and
- * "queue_capacity", and skips every other value. Pipeline records are rare (one per topology),
+ * "type", "num_workers", "children", "queue_usage", "queue_size", "queue_sizes",
+ * "queue_capacity", "sample_interval_ms", "cpu_user" and "cpu_sys", and the "cpu" object's
+ * series (live_cpu_series_names), "sampling_interval_ms" and "processors"; it skips every other
+ * value. The series' numbers go to one array per record, the first LIVE_PIPE_VALUES_MAX of them. Pipeline records are rare (one per topology),
  * so nothing here is on the hot path. Anything it does not expect makes the record unusable
  * (-EINVAL), never a crash: depth, ops and children are capped (live.h).
  */
@@ -143,6 +145,72 @@ static int integer(struct jp *j, int64_t *ret)
     return 0;
 }
 
+const char *const live_cpu_series_names[LIVE_CPU_SERIES] = {
+    "user", "sys", "io", "idle", "runnable", "context_switch", "process_user", "process_sys"};
+
+/* An array of numbers into a series: the first LIVE_PIPE_VALUES_MAX numbers of the record are
+ * kept in pl->values, every one counts in the sum. */
+static int series(struct jp *j, struct live_pipe *pl, struct live_series *s)
+{
+    *s = (struct live_series){.first = pl->n_values};
+    if (!eat(j, '['))
+        return -EINVAL;
+    if (eat(j, ']'))
+        return 0;
+    do {
+        double v;
+        if (number(j, &v) < 0)
+            return -EINVAL;
+        s->sum += v;
+        s->count++;
+        if (pl->n_values >= LIVE_PIPE_VALUES_MAX)
+            continue;
+        if (pl->n_values == pl->cap_values) {
+            size_t nc = pl->cap_values ? pl->cap_values * 2 : 256;
+            double *nv = realloc(pl->values, nc * sizeof *nv);
+            if (!nv)
+                return -ENOMEM;
+            pl->values = nv;
+            pl->cap_values = nc;
+        }
+        pl->values[pl->n_values++] = v;
+        s->n++;
+    } while (eat(j, ','));
+    return eat(j, ']') ? 0 : -EINVAL;
+}
+
+/* The record's "cpu" object (PROTOCOL.md section 8). */
+static int parse_cpu(struct jp *j, struct live_pipe *pl)
+{
+    pl->has_cpu = true;
+    if (!eat(j, '{'))
+        return -EINVAL;
+    if (eat(j, '}'))
+        return 0;
+    do {
+        char k[32];
+        if (string(j, k, sizeof k) < 0 || !eat(j, ':'))
+            return -EINVAL;
+        int r = -1;
+        for (size_t i = 0; i < LIVE_CPU_SERIES; i++)
+            if (strcmp(k, live_cpu_series_names[i]) == 0)
+                r = series(j, pl, &pl->cpu[i]);
+        if (r == -1) {
+            ws(j);
+            bool null = j->end - j->p >= 4 && memcmp(j->p, "null", 4) == 0;
+            if (strcmp(k, "sampling_interval_ms") == 0 && !null)
+                r = number(j, &pl->cpu_interval_ms);
+            else if (strcmp(k, "processors") == 0 && !null)
+                r = integer(j, &pl->processors);
+            else
+                r = skip(j, 1);
+        }
+        if (r < 0)
+            return r;
+    } while (eat(j, ','));
+    return eat(j, '}') ? 0 : -EINVAL;
+}
+
 /* The op's queue figures while it is read: usage given directly, or sizes and a capacity. */
 struct opq {
     double usage; /* < 0: not given */
@@ -157,6 +225,7 @@ static int parse_op(struct jp *j, struct live_pipe *pl, struct live_pipe_op *op)
     memset(op, 0, sizeof *op);
     op->id = -1;
     op->num_workers = -1;
+    op->sample_interval_ms = -1;
     op->first_child = pl->n_children;
     if (!eat(j, '{'))
         return -EINVAL;
@@ -185,18 +254,22 @@ static int parse_op(struct jp *j, struct live_pipe *pl, struct live_pipe_op *op)
             }
         } else if (strcmp(k, "queue_capacity") == 0) {
             r = integer(j, &q.capacity);
-        } else if (strcmp(k, "queue_sizes") == 0 || strcmp(k, "children") == 0) {
-            bool kids = k[0] == 'c';
+        } else if (strcmp(k, "queue_sizes") == 0) {
+            r = series(j, pl, &op->sizes);
+            q.sum += op->sizes.sum;
+            q.n += op->sizes.count;
+        } else if (strcmp(k, "cpu_user") == 0 || strcmp(k, "cpu_sys") == 0) {
+            r = series(j, pl, k[4] == 'u' ? &op->cpu_user : &op->cpu_sys);
+        } else if (strcmp(k, "sample_interval_ms") == 0) {
+            r = number(j, &op->sample_interval_ms);
+        } else if (strcmp(k, "children") == 0) {
             if (!eat(j, '['))
                 return -EINVAL;
             if (!eat(j, ']')) {
                 do {
                     if (number(j, &v) < 0)
                         return -EINVAL;
-                    if (!kids) {
-                        q.sum += v;
-                        q.n++;
-                    } else if (pl->n_children < LIVE_PIPE_CHILDREN_MAX) {
+                    if (pl->n_children < LIVE_PIPE_CHILDREN_MAX) {
                         pl->children[pl->n_children++] = (int64_t)v;
                     } else {
                         return -EINVAL;
@@ -209,13 +282,14 @@ static int parse_op(struct jp *j, struct live_pipe *pl, struct live_pipe_op *op)
             r = skip(j, 1);
         }
         if (r < 0)
-            return -EINVAL;
+            return r == -ENOMEM ? r : -EINVAL;
     } while (eat(j, ','));
     if (!eat(j, '}'))
         return -EINVAL;
 done:
     op->n_children = pl->n_children - op->first_child;
     op->capacity = q.capacity;
+    op->queue_avg = q.n > 0 ? q.sum / (double)q.n : -1;
     /* mean(sizes) / capacity, MindSpore's usage rate (analyse_pipe_usage()), unless given. */
     if (q.usage >= 0)
         op->usage = q.usage;
@@ -233,6 +307,8 @@ int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe)
     if (!pl)
         return -ENOMEM;
     atomic_init(&pl->refs, 1);
+    pl->cpu_interval_ms = -1;
+    pl->processors = -1;
     int r = -EINVAL;
     if (!eat(&j, '{'))
         goto fail;
@@ -242,6 +318,14 @@ int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe)
             char k[16];
             if (string(&j, k, sizeof k) < 0 || !eat(&j, ':'))
                 goto fail;
+            if (strcmp(k, "cpu") == 0) {
+                int pr = parse_cpu(&j, pl);
+                if (pr < 0) {
+                    r = pr == -ENOMEM ? pr : -EINVAL;
+                    goto fail;
+                }
+                continue;
+            }
             if (strcmp(k, "ops") != 0) {
                 if (skip(&j, 1) < 0)
                     goto fail;
@@ -255,8 +339,11 @@ int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe)
             do {
                 if (pl->n_ops >= LIVE_PIPE_OPS_MAX)
                     goto fail;
-                if (parse_op(&j, pl, &pl->ops[pl->n_ops]) < 0)
+                int pr = parse_op(&j, pl, &pl->ops[pl->n_ops]);
+                if (pr < 0) {
+                    r = pr == -ENOMEM ? pr : -EINVAL;
                     goto fail;
+                }
                 pl->n_ops++;
             } while (eat(&j, ','));
             if (!eat(&j, ']'))
@@ -278,12 +365,15 @@ int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe)
     *ret_pipe = pl;
     return 0;
 fail:
+    free(pl->values);
     free(pl);
     return r;
 }
 
 void live__pipe_put(struct live_pipe *pl)
 {
-    if (pl && atomic_fetch_sub_explicit(&pl->refs, 1, memory_order_acq_rel) == 1)
+    if (pl && atomic_fetch_sub_explicit(&pl->refs, 1, memory_order_acq_rel) == 1) {
+        free(pl->values);
         free(pl);
+    }
 }

@@ -481,6 +481,40 @@ test('MindSpore step trace: the all-reduce streams under the stages, and MindIns
   if (!(await page.textContent('#trace-definition')).includes('the first included')) fail('definition of the default average');
 });
 
+test('MindSpore data process: a queue\'s size series, average and interval; the CPU view', async (page) => {
+  // Files as MindSpore writes them: csv.writer (CRLF, None as an empty cell) and json.dump.
+  const dir = path.join(tmp, 'e2e-ms-md');
+  fs.mkdirSync(dir);
+  fs.writeFileSync(path.join(dir, 'minddata_pipeline_raw_0.csv'), [
+    'op_id,op_type,num_workers,output_queue_size,output_queue_average_size,output_queue_length,output_queue_usage_rate,sample_interval,parent_id,children_id',
+    '0,DeviceQueue,1,,,,,20,,[1]',
+    '1,Batch,4,"[60, 62, 64, 63, 58, 64]",61.833333333333336,64,0.9661458333333334,20,0,[2]',
+    '2,Map,8,"[2, 0, 1, 1, 0, 2]",1.0,16,0.0625,20,1,', ''].join('\r\n'));
+  fs.writeFileSync(path.join(dir, 'minddata_cpu_utilization_0.json'), JSON.stringify({
+    sampling_interval: 1000, cpu_processor_num: 8, time_stamp: [1, 2, 3, 4],
+    device_info: { user_utilization: [30, 41, 52, 45], sys_utilization: [5, 6, 8, 7], io_utilization: [0, 1, 0, 0],
+      idle_utilization: [65, 52, 40, 48], runable_processes: [3, 4, 2, 3], context_switch_count: [900, 1000, 1150, 990] },
+    process_info: { user_utilization: [10, 12.5, 15, 14], sys_utilization: [1, 1.5, 2, 2] },
+    op_info: [{ op_id: -1, metrics: { user_utilization: [9, 9, 9, 9], sys_utilization: [1, 1, 1, 1] } },
+      { op_id: 1, metrics: { user_utilization: [4, 5, 7, 6], sys_utilization: [1, 1, 2, 1] } },
+      { op_id: 2, metrics: { user_utilization: [20, 30, 40, 35], sys_utilization: [2, 3, 4, 3] } }],
+  }));
+  const job = await importJob(dir, 'e2e-ms-md');
+  await waitFor('pipeline', async () => (await fetch(`${base}/api/v1/jobs/${job.id}/pipeline`)).ok);
+  await open(page, `#/job/${job.id}/queues?rank=0&tab=process`);
+  await page.click('[data-op="1"]');
+  await page.waitForSelector('[data-detail="1"] [data-chart="queue-size-series"] canvas');
+  expectEq(await page.textContent('[data-detail="1"] [data-field="avg-size"]'), '61.83', 'average size');
+  expectEq(await page.textContent('[data-detail="1"] [data-field="interval"]'), '20 ms', 'sampling interval');
+  expectEq(await page.textContent('[data-detail="1"] [data-field="cpu"]'), '5.50 % / 1.25 %', 'op CPU');
+  await page.waitForSelector('[data-card="cpu"] [data-chart="cpu-series"] canvas');
+  expectEq(await page.textContent('[data-kpi="cpu-user"] .kpi-v'), '42.00 %', 'system user mean');
+  expectEq(await page.textContent('[data-kpi="cpu-context_switch"] .kpi-v'), '1,010', 'context switches mean');
+  expectEq(await page.textContent('[data-kpi="cpu-process_user"] .kpi-v'), '12.88 %', 'process user mean');
+  expectEq((await rowsText(page, 'op-cpu')).map((r) => r.slice(0, 2)), [['1', 'Batch'], ['2', 'Map']], 'ops with CPU');
+  await shot(page, 'mindspore-data-process-queue-cpu');
+});
+
 // ---- runner --------------------------------------------------------------------------------
 
 let liveFeed;

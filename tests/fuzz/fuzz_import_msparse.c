@@ -71,6 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct msf_err e;
     int r = msf_feed(m, kind, buf, n, &e);
     assert(r == 0 || r == -EINVAL || r == -EMSGSIZE);
+    if (r == 0) {
+        r = msf_end(m, &e);
+        assert(r == 0 || r == -EMSGSIZE);
+    }
     if (r < 0) {
         assert(memchr(e.reason, '\0', sizeof e.reason) && e.reason[0]);
         uint64_t lines = 1;

@@ -51,15 +51,20 @@ PIPELINE = {"type": "pipeline", "extra": {"x": [1, {"y": None}], "s": "a\"b"}, "
     {"id": 3, "name": "GeneratorOp", "children": [], "num_workers": 1, "queue_size": 9,
      "queue_capacity": 10},
 ]}
+NO_CPU = {"sample_interval_ms": None, "cpu_user_avg": None, "cpu_sys_avg": None}
 PIPE_OPS = [
     {"id": 0, "type": "DeviceQueueOp", "num_workers": 1, "parent": -1, "children": [1],
-     "queue_usage": None, "queue_capacity": None},
+     "queue_usage": None, "queue_capacity": None, "queue_samples": 0, "queue_size_avg": None,
+     **NO_CPU},
     {"id": 1, "type": "BatchOp", "num_workers": 4, "parent": 0, "children": [2],
-     "queue_usage": 0.2, "queue_capacity": 10},
+     "queue_usage": 0.2, "queue_capacity": 10, "queue_samples": 2, "queue_size_avg": 2,
+     **NO_CPU},
     {"id": 2, "type": "MapOp", "num_workers": 8, "parent": 1, "children": [3],
-     "queue_usage": 0.9, "queue_capacity": None},
+     "queue_usage": 0.9, "queue_capacity": None, "queue_samples": 0, "queue_size_avg": None,
+     **NO_CPU},
     {"id": 3, "type": "GeneratorOp", "num_workers": 1, "parent": 2, "children": [],
-     "queue_usage": 0.9, "queue_capacity": 10},
+     "queue_usage": 0.9, "queue_capacity": 10, "queue_samples": 0, "queue_size_avg": 9,
+     **NO_CPU},
 ]
 
 RANK1 = ([queue("device_queue", s, v) for s, v in enumerate(HOST1)]

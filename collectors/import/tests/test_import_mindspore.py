@@ -812,3 +812,69 @@ def test_aicore_operator_types_in_the_operator_views(daemon):
     assert daemon.get_json("/api/v1/jobs/run1_dev1/operators?side=host")["total"] == 0
     st, _, body = daemon.request("/api/v1/jobs/run1_dev1/operators?side=gpu")
     assert st == 400 and b"side: host or device" in body
+
+
+def test_pipeline_queue_and_cpu_figures_as_mindinsight_shows(daemon, tmp):
+    """What MindInsight's data-process page shows, from the same real-shaped files: per op the
+    output queue size series, its average size and the sampling interval (op-queue and
+    /minddata-pipeline/queue), and the CPU view (minddata-cpu-utilization-summary): the system's
+    user, sys, io, idle, runnable and context-switch series, the process's user and sys, and
+    user and sys per pipeline op (op_id -1, the threads outside the pipeline, left out), each
+    with its average (MindInsight rounds it, round(mean); we give the mean)."""
+    d = tmp / "md-cpu"
+    d.mkdir()
+    rows = [
+        pipeline_row(0, "DeviceQueue", 1, None, None, None, [1], 20),
+        pipeline_row(1, "Batch", 4, [60, 62, 64, 63], 64, 0, [2], 20),
+        pipeline_row(2, "Map", 8, [2, 0, 1, 1], 16, 1, None, 20),
+    ]
+    write_ms_csv(d / "minddata_pipeline_raw_0.csv", PIPELINE_HEADER, rows)
+    cpu = {"sampling_interval": 1000, "cpu_processor_num": 8, "time_stamp": [1.5, 2.5, 3.5],
+           "device_info": {"user_utilization": [30, 41, 52], "sys_utilization": [5, 6, 8],
+                           "io_utilization": [0, 1, 0], "idle_utilization": [65, 52, 40],
+                           "runable_processes": [3, 4, 2],
+                           "context_switch_count": [900, 1000, 1150]},
+           "process_info": {"user_utilization": [10, 12.5, 15], "sys_utilization": [1, 1.5, 2]},
+           "op_info": [{"op_id": -1, "metrics": {"user_utilization": [9, 9, 9],
+                                                 "sys_utilization": [1, 1, 1]}},
+                       {"op_id": 1, "metrics": {"user_utilization": [4, 5, 7],
+                                                "sys_utilization": [1, 1, 2]}},
+                       {"op_id": 2, "metrics": {"user_utilization": [20, 30, 40],
+                                                "sys_utilization": [2, 3, 4]}}]}
+    (d / "minddata_cpu_utilization_0.json").write_text(json.dumps(cpu))
+    assert_ok(run_import(daemon, d))
+    base = "/api/v1/jobs/md-cpu/pipeline?rank=0"
+    doc = wait_json(daemon, base, lambda x: x.get("ops"))
+    ops = {o["id"]: o for o in doc["ops"]}
+    # the root has no output queue: no figures (MindInsight shows its usage as 0)
+    assert ops[0]["queue_usage"] is None and ops[0]["queue_size_avg"] is None
+    assert ops[0]["queue_samples"] == 0 and ops[0]["sample_interval_ms"] == 20
+    for r in rows[1:]:
+        o = ops[r[0]]
+        assert close(o["queue_size_avg"], r[4], 1e-9) and o["queue_samples"] == len(r[3])
+        assert o["sample_interval_ms"] == r[7] and "queue_size" not in o  # series on request
+        one = daemon.get_json(f"{base}&op={r[0]}")
+        mine = next(x for x in one["ops"] if x["id"] == r[0])
+        assert mine["queue_size"] == r[3]
+    by_op = {x["op_id"]: x["metrics"] for x in cpu["op_info"]}
+    for i in (1, 2):
+        assert close(ops[i]["cpu_user_avg"], sum(by_op[i]["user_utilization"]) / 3, 1e-9)
+        assert close(ops[i]["cpu_sys_avg"], sum(by_op[i]["sys_utilization"]) / 3, 1e-9)
+    assert daemon.get_json(f"{base}&op=2")["ops"][2]["cpu_user"] == [20, 30, 40]
+    c = doc["cpu"]
+    assert (c["sampling_interval_ms"], c["processors"]) == (1000, 8)
+    names = {"user": "user_utilization", "sys": "sys_utilization", "io": "io_utilization",
+             "idle": "idle_utilization", "runnable": "runable_processes",
+             "context_switch": "context_switch_count"}
+    for ours, theirs in names.items():
+        want = cpu["device_info"][theirs]
+        assert c[ours] == want, ours
+        assert close(c[ours + "_avg"], sum(want) / len(want), 1e-9), ours
+    for ours, theirs in (("process_user", "user_utilization"), ("process_sys", "sys_utilization")):
+        want = cpu["process_info"][theirs]
+        assert c[ours] == want and close(c[ours + "_avg"], sum(want) / len(want), 1e-9)
+    # CSV: the averages as columns
+    st, _, body = daemon.request(base + "&format=csv")
+    lines = body.decode().splitlines()
+    assert lines[0].endswith(",queue_avg_size,sample_interval_ms,cpu_user_avg,cpu_sys_avg")
+    assert lines[2].split(",")[-4:] == ["62.25", "20", "5.333333333", "1.333333333"]

@@ -3,7 +3,9 @@
 // queue sizes per step, and every queue's statistics. Data-process tab: the pipeline graph
 // (sources on the left, the op feeding the device on the right) with each op's output-queue
 // usage; the bottleneck is highlighted with its suggestion; a click on an op shows its queue's
-// usage over time and the operators on both sides of it.
+// size series (average, sampling interval), its CPU and the operators on both sides of it; under
+// it MindInsight's CPU view: the system's and the process's CPU series with their means, and
+// the CPU of each pipeline operator.
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtNum, fmtPct, tabs } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
@@ -129,13 +131,59 @@ function opDetail(ctx, doc, id) {
       el('dt', null, 'capacity'), el('dd', null, o.queue_capacity ?? 'n/a'),
       el('dt', null, 'workers'), el('dd', null, o.num_workers),
       el('dt', null, 'input side (children)'), el('dd', { dataset: { field: 'inputs' } }, kids.length ? kids.map(name).join(', ') : 'none (a source)'),
-      el('dt', null, 'output side (parent)'), el('dd', { dataset: { field: 'output' } }, parent ? name(parent) : 'none (the root)')),
+      el('dt', null, 'output side (parent)'), el('dd', { dataset: { field: 'output' } }, parent ? name(parent) : 'none (the root)'),
+      el('dt', null, 'average size'), el('dd', { dataset: { field: 'avg-size' } }, o.queue_size_avg === null ? 'n/a' : fmtNum(o.queue_size_avg)),
+      el('dt', null, 'samples'), el('dd', null, fmtNum(o.queue_samples)),
+      el('dt', null, 'sampling interval'), el('dd', { dataset: { field: 'interval' } }, o.sample_interval_ms === null ? 'n/a' : `${fmtNum(o.sample_interval_ms)} ms`),
+      el('dt', null, 'CPU user / sys'), el('dd', { dataset: { field: 'cpu' } }, o.cpu_user_avg === null ? 'n/a' : `${fmtPct(o.cpu_user_avg)} / ${fmtPct(o.cpu_sys_avg)}`)),
     b ? el('div.verdict.v-data_process', null, el('strong', null, 'Bottleneck'), el('p', null, b.message)) : null,
-    hist.length > 1 ? chart({
+    (o.queue_size || []).length ? chart({
+      type: 'line',
+      data: { labels: o.queue_size.map((_, i) => i + 1), datasets: [{ label: 'output queue size', data: o.queue_size, borderColor: PALETTE[0], backgroundColor: PALETTE[0], pointRadius: 0, stepped: true }] },
+      options: { scales: { x: { title: { display: true, text: o.sample_interval_ms === null ? 'sample' : `sample (interval ${fmtNum(o.sample_interval_ms)} ms)` }, ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true, max: o.queue_capacity ?? undefined, title: { display: true, text: 'queue size' } } }, plugins: { legend: { display: false } } },
+    }, { id: 'queue-size-series', height: 180 }) : null,
+    (o.cpu_user || []).length ? chart({
+      type: 'line',
+      data: { labels: o.cpu_user.map((_, i) => i + 1), datasets: [
+        { label: 'user %', data: o.cpu_user, borderColor: PALETTE[1], backgroundColor: PALETTE[1], pointRadius: 0 },
+        { label: 'sys %', data: o.cpu_sys, borderColor: PALETTE[2], backgroundColor: PALETTE[2], pointRadius: 0 }] },
+      options: { scales: { x: { title: { display: true, text: 'CPU sample' }, ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true, title: { display: true, text: '%' } } } },
+    }, { id: 'op-cpu-series', height: 160 }) : null,
+    (o.queue_size || []).length ? null : hist.length > 1 ? chart({
       type: 'line',
       data: { labels: hist.map((h) => new Date(h.t).toLocaleTimeString()), datasets: [{ label: 'usage %', data: hist.map((h) => (h.u === null ? null : h.u * 100)), borderColor: PALETTE[3], pointRadius: 2 }] },
       options: { scales: { y: { beginAtZero: true, max: 100 } } },
     }, { id: 'queue-usage', height: 160 }) : el('p.muted', null, 'Usage over time: the daemon keeps the latest pipeline record; this page charts each new one as it arrives.'));
+}
+
+// MindInsight's CPU view (minddata_cpu_utilization): the system's and the process's series with
+// their averages, and the CPU of each pipeline operator.
+const CPU_PCT = [['user', 'system user'], ['sys', 'system sys'], ['io', 'system io'], ['idle', 'system idle'],
+  ['process_user', 'process user'], ['process_sys', 'process sys']];
+
+function cpuCard(doc) {
+  const c = doc.cpu;
+  if (!c) return null;
+  const avg = (k) => c[`${k}_avg`];
+  const shown = CPU_PCT.filter(([k]) => (c[k] || []).length);
+  const n = Math.max(0, ...shown.map(([k]) => c[k].length));
+  const ops = doc.ops.filter((o) => o.cpu_user_avg !== null);
+  return card('CPU utilisation (MindData)', { id: 'cpu', cls: 'wide' },
+    el('div.kpis', null,
+      ...CPU_PCT.filter(([k]) => avg(k) !== null).map(([k, label]) => kpi(`${label} (mean)`, fmtPct(avg(k)), `cpu-${k}`)),
+      avg('runnable') !== null ? kpi('runnable processes (mean)', fmtNum(avg('runnable')), 'cpu-runnable') : null,
+      avg('context_switch') !== null ? kpi('context switches (mean)', fmtNum(avg('context_switch')), 'cpu-context_switch') : null,
+      c.processors !== null ? kpi('processors', fmtNum(c.processors), 'cpu-processors') : null),
+    n ? chart({
+      type: 'line',
+      data: { labels: [...Array(n).keys()].map((i) => i + 1), datasets: shown.map(([k, label], i) => ({ label: `${label} %`, data: c[k], borderColor: PALETTE[i], backgroundColor: PALETTE[i], pointRadius: 0 })) },
+      options: { scales: { x: { title: { display: true, text: c.sampling_interval_ms === null ? 'sample' : `sample (interval ${fmtNum(c.sampling_interval_ms)} ms)` }, ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true, title: { display: true, text: '%' } } } },
+    }, { id: 'cpu-series', height: 220 }) : null,
+    ops.length ? dataTable({ id: 'op-cpu', rows: ops, columns: [
+      { key: 'id', label: 'op', num: true }, { key: 'type', label: 'type' },
+      { key: 'num_workers', label: 'workers', num: true, fmt: fmtNum },
+      { key: 'cpu_user_avg', label: 'user % (mean)', num: true, fmt: fmtPct },
+      { key: 'cpu_sys_avg', label: 'sys % (mean)', num: true, fmt: fmtPct }] }) : null);
 }
 
 function dataProcess(ctx, doc) {
@@ -162,8 +210,8 @@ function dataProcess(ctx, doc) {
 export async function render(ctx) {
   const tab = ctx.params.tab === 'process' ? 'process' : 'gap';
   const bar = tabs([['gap', 'Step gap'], ['process', 'Data process']], tab, (t) => ctx.go(ctx.hashFor('queues', { rank: ctx.rank, tab: t })));
-  const body = tab === 'gap'
-    ? stepGap(ctx, await getOptional(jobPath(ctx.job, 'queues', { rank: ctx.rank })))
-    : dataProcess(ctx, await getOptional(jobPath(ctx.job, 'pipeline', { rank: ctx.rank })));
-  return el('div.page', null, card(tab === 'gap' ? 'Step gap: data queues' : 'Data process: pipeline', { id: `queues-${tab}`, cls: 'wide', actions: bar }, body));
+  const doc = await getOptional(jobPath(ctx.job, tab === 'gap' ? 'queues' : 'pipeline', tab === 'gap' ? { rank: ctx.rank } : { rank: ctx.rank, op: ctx.params.op }));
+  const body = tab === 'gap' ? stepGap(ctx, doc) : dataProcess(ctx, doc);
+  return el('div.page', null, card(tab === 'gap' ? 'Step gap: data queues' : 'Data process: pipeline', { id: `queues-${tab}`, cls: 'wide', actions: bar }, body),
+    tab === 'process' && doc ? cpuCard(doc) : null);
 }
