@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -132,6 +133,9 @@ struct daemon {
     bool async_open;          /* durable_async, capture_async, delete_async and reload_async may
                                * be sent to */
     struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
+    char instance[33];        /* this run's id, in hex: /api/v1/health and the probe answer */
+    char socket_abs[PATH_MAX]; /* cfg.socket, absolute: /api/v1/health names it */
+    char probe_answer[256];   /* the socket's answer to a probe hello (docs/PROTOCOL.md 1) */
     bool capture_offer;       /* sessions or captures changed: offer captures on the next tick */
     uv_timer_t flush_timer;
     uv_timer_t drain_timer;   /* shutdown: waits for the last commit */
@@ -798,6 +802,35 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_timer_start(&d->drain_timer, on_drain_timer, 0, 5);
 }
 
+/* 16 random bytes in hex: this run of the daemon. The clock and pid if the kernel has none to
+ * give (the id only tells two daemons apart). */
+static void make_instance(char out[33])
+{
+    uint8_t b[16];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        uint64_t t = (uint64_t)clock_mono_ns() ^ (uint64_t)clock_now_ns();
+        uint64_t p = (uint64_t)getpid() * 0x9e3779b97f4a7c15u;
+        memcpy(b, &t, 8);
+        memcpy(b + 8, &p, 8);
+    }
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* path made absolute against the working directory (not resolved: the socket is not bound yet). */
+static void absolute_path(const char *path, char *out, size_t size)
+{
+    char cwd[PATH_MAX];
+    size_t n = strlen(path), k;
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd) || (k = strlen(cwd)) + 1 + n >= size) {
+        snprintf(out, size, "%s", path);
+        return;
+    }
+    memcpy(out, cwd, k);
+    out[k] = '/';
+    memcpy(out + k + 1, path, n + 1);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -1129,6 +1162,12 @@ int main(int argc, char **argv)
     d.loop = uv_default_loop();
     int r;
 
+    /* Which daemon this is, for clients that were given only one of its addresses: the socket
+     * answers a probe with the HTTP address and /api/v1/health names the socket, each with the
+     * instance, so that a client given both can check they are the same daemon. */
+    make_instance(d.instance);
+    absolute_path(d.cfg.socket, d.socket_abs, sizeof d.socket_abs);
+
     /* The socket first: if another daemon is live there, say so before touching its data dir. */
     struct ingest_config icfg = {
         .socket_path = d.cfg.socket,
@@ -1143,6 +1182,7 @@ int main(int argc, char **argv)
         .on_capture = on_capture_report,
         .ud = &d,
         .stats = &d.stats,
+        .probe_answer = d.probe_answer, /* filled once HTTP listens, before the loop runs */
     };
     r = ingest_start(d.loop, &icfg, &d.ingest);
     if (r < 0) {
@@ -1236,6 +1276,8 @@ int main(int argc, char **argv)
         .max_exports = (unsigned)d.cfg.http_max_exports,
         .max_response_bytes = (size_t)d.cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
+        .instance = d.instance,
+        .socket = d.socket_abs,
         .store = d.store,
         .live = d.live,
         .helper_rules = &d.helper_rules,
@@ -1274,6 +1316,11 @@ int main(int argc, char **argv)
     bool v6 = strchr(addr, ':') != NULL;
     printf("stepscoped: listening on socket %s, dashboard http://%s%s%s:%u/\n", d.cfg.socket,
            v6 ? "[" : "", addr, v6 ? "]" : "", (unsigned)web_port(d.web));
+    snprintf(d.probe_answer, sizeof d.probe_answer,
+             "{\"probe\":\"stepscope/1\",\"version\":\"%s\",\"instance\":\"%s\","
+             "\"http\":\"%s%s%s:%u\"}\n",
+             STEPSCOPE_VERSION, d.instance, v6 ? "[" : "", addr, v6 ? "]" : "",
+             (unsigned)web_port(d.web));
     fflush(stdout);
     log_info("data dir %s, static dir %s", d.cfg.data_dir, d.cfg.static_dir);
 

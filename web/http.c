@@ -700,6 +700,8 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     w->exports_max = cfg->max_exports ? cfg->max_exports : 32;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
+    snprintf(w->instance, sizeof w->instance, "%s", cfg->instance ? cfg->instance : "");
+    snprintf(w->socket, sizeof w->socket, "%s", cfg->socket ? cfg->socket : "");
     if (cfg->static_dir && cfg->static_dir[0]) {
         if (!realpath(cfg->static_dir, w->static_root)) {
             /* The API stays useful without the dashboard: serve no files, say so once. */

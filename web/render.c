@@ -63,7 +63,8 @@ void web__render_error(struct sbuf *b, const char *code, const char *message)
     sbuf_adds(b, "}}");
 }
 
-void web__render_health(struct sbuf *b, const char *version, struct stats *s)
+void web__render_health(struct sbuf *b, const char *version, const char *instance,
+                        const char *socket, struct stats *s)
 {
     uint64_t failing = STATS_GET(s, commit_failing);
     if (failing) {
@@ -79,6 +80,12 @@ void web__render_health(struct sbuf *b, const char *version, struct stats *s)
     }
     key(b, "version");
     sbuf_json_strz(b, version);
+    sbuf_addc(b, ',');
+    key(b, "instance");
+    sbuf_json_strz(b, instance);
+    sbuf_addc(b, ',');
+    key(b, "socket");
+    sbuf_json_strz(b, socket);
     sbuf_addc(b, '}');
 }
 

@@ -30,7 +30,7 @@ static int get_health(struct web *w, struct MHD_Connection *c)
 {
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_health(&b, w->version, w->stats);
+    web__render_health(&b, w->version, w->instance, w->socket, w->stats);
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 

@@ -68,6 +68,10 @@ struct web_config {
                                     after its first byte has its connection closed; 0: never */
     size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
     const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
+    const char *instance;        /* this run of the daemon, reported by /api/v1/health (the same
+                                    as its socket's probe answer); copied (63 bytes kept) */
+    const char *socket;          /* the ingest socket's absolute path, reported by /api/v1/health
+                                    so that a client given only the HTTP address finds it; copied */
     struct store *store;         /* borrowed; read through store_query.h. NULL: the routes that
                                     need it answer 503 "unavailable" (health and stats still
                                     answer, stats with "store":null) */

@@ -155,8 +155,9 @@ const char *web__mime_type(const char *name);
  * sbuf_json_us() (ns in, us out). */
 void web__render_error(struct sbuf *b, const char *code, const char *message);
 /* {"status":"ok"} or, while the store's commits fail (stats->commit_failing), "degraded" with
- * "problems": one sentence each; and "version". */
-void web__render_health(struct sbuf *b, const char *version, struct stats *s);
+ * "problems": one sentence each; "version", "instance" and "socket" (the ingest socket's path). */
+void web__render_health(struct sbuf *b, const char *version, const char *instance,
+                        const char *socket, struct stats *s);
 /* The members of one job object, without braces. */
 void web__render_job_fields(struct sbuf *b, const struct store_job *j);
 void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n);
@@ -191,6 +192,8 @@ struct web {
     struct web_line_decoder decoder; /* copied from the config when has_decoder */
     size_t max_response_bytes;
     char version[64];
+    char instance[64];
+    char socket[PATH_MAX];
     char static_root[PATH_MAX];    /* realpath() of static_dir; "" serves no files */
     size_t static_root_len;
     char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */

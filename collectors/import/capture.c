@@ -17,6 +17,7 @@
 
 #include "../../daemon/core/sbuf.h"
 #include "hclient.h"
+#include "locate.h"
 
 extern char **environ;
 
@@ -26,7 +27,7 @@ void capture_usage(FILE *f)
 {
     fputs("usage: stepscope capture JOB --steps N [--start next|STEP] [--ranks R,R...]\n"
           "                         [--what cpu,shapes,...] [--wait [--timeout SECONDS]]\n"
-          "                         [--http ADDR:PORT] [--auth-token-file FILE]\n"
+          "                         [--socket PATH | --http ADDR:PORT] [--auth-token-file FILE]\n"
           "Asks the running ranks of JOB to record N detailed steps with their profiler and\n"
           "prints the capture's id.\n"
           "\n"
@@ -38,8 +39,7 @@ void capture_usage(FILE *f)
           "  --wait                  follow the capture until every rank is done or failed,\n"
           "                          then print each rank's state\n"
           "  --timeout SECONDS       with --wait, give up after this long (default: never)\n"
-          "  --http ADDR:PORT        the daemon's HTTP address (env STEPSCOPE_HTTP;\n"
-          "                          default 127.0.0.1:8080)\n"
+          LOCATE_HELP
           "  --auth-token-file FILE  its bearer token, when it has one (env\n"
           "                          STEPSCOPE_AUTH_TOKEN_FILE or STEPSCOPE_AUTH_TOKEN)\n"
           "\n"
@@ -428,7 +428,7 @@ int capture_command(int argc, char **argv)
     long long steps = -1, timeout = 0;
     bool wait = false;
     int c, code;
-    struct hclient_options o = {NULL, NULL};
+    struct hclient_options o = {NULL, NULL, NULL};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -510,8 +510,10 @@ int capture_command(int argc, char **argv)
         goto out;
     }
     strcat(path, "/captures");
-    if (hclient_target(&t, environ, o.http, o.token_file, err) < 0) {
+    int lr = locate_daemon(&t, environ, &o, LOCATE_HTTP, err);
+    if (lr < 0) {
         fprintf(stderr, "stepscope capture: %s\n", err);
+        code = lr == -EINVAL ? CAPTURE_EXIT_USAGE : CAPTURE_EXIT_DAEMON;
         goto out;
     }
     int status;

@@ -6,9 +6,9 @@
  */
 #include "hclient.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,52 +61,46 @@ out:
     return r;
 }
 
-union addr {
-    struct sockaddr sa;
-    struct sockaddr_in in4;
-    struct sockaddr_in6 in6;
-};
-
+/* Connects to http's host at its port: a numeric address, or a name (localhost, [::1] ...)
+ * tried at each address getaddrinfo() gives, in its order, until one answers. */
 static int connect_to(const char *http, char *host, size_t host_size, char *err)
 {
     uint16_t port;
-    union addr a;
-    socklen_t len;
-    memset(&a, 0, sizeof a);
     if (config_parse_hostport(http, host, host_size, &port) < 0) {
         snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", http);
         return -EINVAL;
     }
-    if (inet_pton(AF_INET, host, &a.in4.sin_addr) == 1) {
-        a.in4.sin_family = AF_INET;
-        a.in4.sin_port = htons(port);
-        len = sizeof a.in4;
-    } else if (inet_pton(AF_INET6, host, &a.in6.sin6_addr) == 1) {
-        a.in6.sin6_family = AF_INET6;
-        a.in6.sin6_port = htons(port);
-        len = sizeof a.in6;
-    } else {
-        snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not an IPv4 or IPv6 address", host);
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *list = NULL;
+    int g = getaddrinfo(host, service, &hints, &list);
+    if (g != 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "http: cannot resolve \"%.64s\": %s", host, gai_strerror(g));
         return -EINVAL;
     }
-    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, HCLIENT_ERR_MAX, "socket: %s", strerror(e));
-        return -e;
-    }
-    struct timeval tv = {.tv_sec = HCLIENT_TIMEOUT_MS / 1000,
-                         .tv_usec = (HCLIENT_TIMEOUT_MS % 1000) * 1000};
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, &a.sa, len) < 0) {
-        int e = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
-        snprintf(err, HCLIENT_ERR_MAX, "cannot connect to stepscoped at %.64s: %s", http,
-                 strerror(e));
+    int e = ECONNREFUSED;
+    for (struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        struct timeval tv = {.tv_sec = HCLIENT_TIMEOUT_MS / 1000,
+                             .tv_usec = (HCLIENT_TIMEOUT_MS % 1000) * 1000};
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            freeaddrinfo(list);
+            return fd;
+        }
+        e = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
         close(fd);
-        return -e;
     }
-    return fd;
+    freeaddrinfo(list);
+    snprintf(err, HCLIENT_ERR_MAX, "cannot connect to stepscoped at %.64s: %s", http, strerror(e));
+    return -e;
 }
 
 static int send_all(int fd, const char *p, size_t n, char *err)
@@ -288,6 +282,9 @@ int hclient_option(int c, const char *cmd, void (*usage)(FILE *), char **argv,
         return -1;
     case 'T':
         o->token_file = optarg;
+        return -1;
+    case 'S':
+        o->socket = optarg;
         return -1;
     case 'h':
         usage(stdout);

@@ -3,8 +3,9 @@
  * hclient: the CLI's read side of stepscoped's HTTP API (docs/API.md): one GET over HTTP/1.0
  * (so the answer is never chunked and ends when the daemon closes), with the bearer token when
  * the daemon has one, bounded in size and time (hclient_request() also POSTs a JSON body). For
- * the subcommands that talk to the API (`stepscope jobs`, `capture`, `summary`); where the daemon is and the token come from the same options and
- * environment as the daemon's own (hclient_target()).
+ * the subcommands that talk to the API (`stepscope jobs`, `capture`, `summary`). The token and
+ * an HTTP address come from the same options and environment as the daemon's own
+ * (hclient_target()); which daemon that is, locate.h decides.
  */
 #ifndef STEPSCOPE_IMPORT_HCLIENT_H
 #define STEPSCOPE_IMPORT_HCLIENT_H
@@ -20,8 +21,10 @@
 
 /* Where the daemon answers and how to authenticate. */
 struct hclient_target {
-    char http[HCLIENT_ADDR_MAX];   /* ADDR:PORT, as the daemon's http option */
+    char http[HCLIENT_ADDR_MAX];   /* ADDR:PORT, as the daemon's http option; ADDR may also be a
+                                      name (localhost), tried at each of its addresses */
     char token[HCLIENT_TOKEN_MAX]; /* "" : none */
+    char socket[HCLIENT_ADDR_MAX]; /* its Unix socket (locate_daemon() fills it) */
 };
 
 /* Fills *ret from envp (STEPSCOPE_HTTP, STEPSCOPE_AUTH_TOKEN, STEPSCOPE_AUTH_TOKEN_FILE, each as
@@ -47,10 +50,13 @@ int hclient_request(const struct hclient_target *t, const char *method, const ch
 /* The getopt_long options every API command takes (put them last in its table), and what they
  * set. */
 #define HCLIENT_OPTIONS                                                                            \
-    {"http", required_argument, NULL, 'H'}, {"auth-token-file", required_argument, NULL, 'T'},     \
-        {"help", no_argument, NULL, 'h'}, { NULL, 0, NULL, 0 }
+    {"http", required_argument, NULL, 'H'}, {"socket", required_argument, NULL, 'S'},              \
+        {"auth-token-file", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},       \
+    {                                                                                              \
+        NULL, 0, NULL, 0                                                                           \
+    }
 struct hclient_options {
-    const char *http, *token_file;
+    const char *http, *token_file, *socket;
 };
 
 /* Handles getopt_long's answer c when it is one of HCLIENT_OPTIONS or an unknown option (the

@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "hclient.h"
+#include "locate.h"
 #include "log.h"
 #include "msdir.h"
 #include "order.h"
@@ -46,6 +48,8 @@
 #include "spool.h"
 #include "tfile.h"
 #include "tscan.h"
+
+extern char **environ;
 
 #define IMPORT_JOB_MAX 256        /* the protocol's longest job name */
 #define IMPORT_STREAM_MAX 256     /* the protocol's longest stream key */
@@ -91,6 +95,7 @@ struct input {
 
 struct opts {
     const char *socket;
+    const char *http;
     const char *job;
     int64_t rank;             /* -1: not given */
     bool quiet;
@@ -98,7 +103,8 @@ struct opts {
 
 void import_usage(FILE *f)
 {
-    fputs("usage: stepscope import [--socket PATH] [--job NAME] [--rank R] [--quiet] PATH...\n"
+    fputs("usage: stepscope import [--socket PATH | --http ADDR:PORT] [--job NAME] [--rank R]\n"
+          "                        [--quiet] PATH...\n"
           "\n"
           "Imports Chrome-trace files (.json or .json.gz; Kineto, legacy torch, Paddle\n"
           "export_chrome_tracing, MindSpore timelines) and Paddle protobuf exports (.pb) into\n"
@@ -111,6 +117,8 @@ void import_usage(FILE *f)
           "\n"
           "  --socket PATH  the daemon's socket (default $STEPSCOPE_SOCKET, else\n"
           "                 $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock)\n"
+          "  --http ADDR:PORT  or the daemon by its HTTP address (env STEPSCOPE_HTTP), which\n"
+          "                 names its socket; given both, they must be the same daemon\n"
           "  --job NAME     job name (default: the file name without .gz/.json/.pt.trace,\n"
           "                 .pb/.paddle_trace;\n"
           "                 required with several files)\n"
@@ -201,19 +209,6 @@ static char *job_from_path(const char *path)
                 j[i] = '_';
     }
     return j;
-}
-
-static const char *default_socket(char *buf, size_t n)
-{
-    const char *s = getenv("STEPSCOPE_SOCKET");
-    if (s && *s)
-        return s;
-    s = getenv("XDG_RUNTIME_DIR");
-    if (s && *s)
-        snprintf(buf, n, "%s/stepscope.sock", s);
-    else
-        snprintf(buf, n, "/tmp/stepscope-%u.sock", (unsigned)getuid());
-    return buf;
 }
 
 /* True when the raw JSON string text q (quotes included) starts with the characters of lit. */
@@ -1273,7 +1268,7 @@ int import_command(int argc, char **argv)
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t n = 0;
     int ret = IMPORT_EXIT_USAGE;
-    char sockbuf[4096];
+    struct hclient_target target;
     char *job_owned = NULL;
     struct input *ins = NULL;
     size_t n_in = 0;
@@ -1303,9 +1298,9 @@ int import_command(int argc, char **argv)
             o.quiet = true;
             continue;
         }
-        const char *names[] = {"--socket", "--job", "--rank"};
+        const char *names[] = {"--socket", "--job", "--rank", "--http"};
         size_t k;
-        for (k = 0; k < 3; k++) {
+        for (k = 0; k < 4; k++) {
             size_t nl = strlen(names[k]);
             if (strncmp(a, names[k], nl) == 0 && (a[nl] == '\0' || a[nl] == '=')) {
                 if (a[nl] == '=')
@@ -1315,7 +1310,7 @@ int import_command(int argc, char **argv)
                 break;
             }
         }
-        if (k == 3) {
+        if (k == 4) {
             usage_error("unknown option %s", a);
             goto out;
         }
@@ -1325,6 +1320,8 @@ int import_command(int argc, char **argv)
         }
         if (k == 0) {
             o.socket = val;
+        } else if (k == 3) {
+            o.http = val;
         } else if (k == 1) {
             if (!job_ok(val)) {
                 usage_error("--job must be 1 to 256 bytes without control characters: %s", val);
@@ -1349,8 +1346,17 @@ int import_command(int argc, char **argv)
         usage_error("%s", "several files go into one job: name it with --job NAME");
         goto out;
     }
-    if (!o.socket)
-        o.socket = default_socket(sockbuf, sizeof sockbuf);
+    /* The daemon's socket: given, or asked from the daemon --http names (locate.h). */
+    struct hclient_options lo = {.http = o.http, .socket = o.socket};
+    char lerr[HCLIENT_ERR_MAX];
+    int lr = locate_daemon(&target, environ, &lo, LOCATE_SOCKET, lerr);
+    explicit_bzero(target.token, sizeof target.token);
+    if (lr < 0) {
+        fprintf(stderr, "stepscope import: %s\n", lerr);
+        ret = lr == -EINVAL ? IMPORT_EXIT_USAGE : IMPORT_EXIT_DAEMON;
+        goto out;
+    }
+    o.socket = target.socket;
 
     /* Pass 1: every file, completely, before anything is sent. */
     dirs = calloc(n, sizeof *dirs);

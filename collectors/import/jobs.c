@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "hclient.h"
+#include "locate.h"
 
 extern char **environ;
 
@@ -21,11 +22,11 @@ enum { JOBS_EXIT_OK = 0, JOBS_EXIT_DAEMON = 1, JOBS_EXIT_USAGE = 2 };
 
 void jobs_usage(FILE *f)
 {
-    fputs("usage: stepscope jobs [--http ADDR:PORT] [--auth-token-file FILE] [--csv]\n"
+    fputs("usage: stepscope jobs [--socket PATH | --http ADDR:PORT] [--auth-token-file FILE]\n"
+          "                      [--csv]\n"
           "Lists the jobs stepscoped holds, most recently seen first.\n"
           "\n"
-          "  --http ADDR:PORT        the daemon's HTTP address (env STEPSCOPE_HTTP;\n"
-          "                          default 127.0.0.1:8080)\n"
+          LOCATE_HELP
           "  --auth-token-file FILE  its bearer token, when it has one (env\n"
           "                          STEPSCOPE_AUTH_TOKEN_FILE or STEPSCOPE_AUTH_TOKEN)\n"
           "  --csv                   print the daemon's CSV (every column) instead\n"
@@ -197,7 +198,7 @@ int jobs_command(int argc, char **argv)
     };
     bool csv = false;
     int c, code;
-    struct hclient_options o = {NULL, NULL};
+    struct hclient_options o = {NULL, NULL, NULL};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -217,9 +218,10 @@ int jobs_command(int argc, char **argv)
     }
     struct hclient_target t;
     char err[HCLIENT_ERR_MAX];
-    if (hclient_target(&t, environ, o.http, o.token_file, err) < 0) {
+    int lr = locate_daemon(&t, environ, &o, LOCATE_HTTP, err);
+    if (lr < 0) {
         fprintf(stderr, "stepscope jobs: %s\n", err);
-        return JOBS_EXIT_USAGE;
+        return lr == -EINVAL ? JOBS_EXIT_USAGE : JOBS_EXIT_DAEMON;
     }
     int status;
     char *body;

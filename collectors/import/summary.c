@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hclient.h"
+#include "locate.h"
 
 extern char **environ;
 
@@ -25,7 +26,7 @@ enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 void summary_usage(FILE *f)
 {
     fputs("usage: stepscope summary JOB [--kind KIND] [--rank R] [--steps A-B]\n"
-          "                         [--time-unit s|ms|us|ns] [--http ADDR:PORT]\n"
+          "                         [--time-unit s|ms|us|ns] [--socket PATH | --http ADDR:PORT]\n"
           "                         [--auth-token-file FILE]\n"
           "Prints paddle.profiler's summary tables of one rank of JOB, computed by stepscoped.\n"
           "\n"
@@ -34,8 +35,7 @@ void summary_usage(FILE *f)
           "  --rank R                the rank (default 0)\n"
           "  --steps A-B             ProfileSteps A..B only (or one step N; default all)\n"
           "  --time-unit UNIT        the tables' time unit (default ms)\n"
-          "  --http ADDR:PORT        the daemon's HTTP address (env STEPSCOPE_HTTP;\n"
-          "                          default 127.0.0.1:8080)\n"
+          LOCATE_HELP
           "  --auth-token-file FILE  its bearer token, when it has one (env\n"
           "                          STEPSCOPE_AUTH_TOKEN_FILE or STEPSCOPE_AUTH_TOKEN)\n"
           "\n"
@@ -71,7 +71,7 @@ int summary_command(int argc, char **argv)
     const char *kind = NULL, *rank = "0", *steps = NULL;
     const char *unit = "ms";
     int c, code;
-    struct hclient_options o = {NULL, NULL};
+    struct hclient_options o = {NULL, NULL, NULL};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -121,9 +121,10 @@ int summary_command(int argc, char **argv)
         fprintf(stderr, "stepscope summary: the job's name is too long\n");
         return SUMMARY_EXIT_USAGE;
     }
-    if (hclient_target(&t, environ, o.http, o.token_file, err) < 0) {
+    int lr = locate_daemon(&t, environ, &o, LOCATE_HTTP, err);
+    if (lr < 0) {
         fprintf(stderr, "stepscope summary: %s\n", err);
-        return SUMMARY_EXIT_USAGE;
+        return lr == -EINVAL ? SUMMARY_EXIT_USAGE : SUMMARY_EXIT_DAEMON;
     }
     code = SUMMARY_EXIT_OK;
     for (size_t k = first; k < last && code == SUMMARY_EXIT_OK; k++) {

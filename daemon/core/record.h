@@ -70,6 +70,8 @@ struct record_hello {
     int64_t pid;                   /* -1 if absent */
     bool has_seq;                  /* the client numbered its records from seq */
     bool can_capture;              /* "capabilities" names "capture" (docs/PROTOCOL.md 6) */
+    bool probe;                    /* "probe":true: which daemon is this? Nothing else is read:
+                                      the strings are "" (docs/PROTOCOL.md 1) */
     uint64_t seq;
     /* The job's step-trace points from the hello's "env" object ("" when absent, not a string,
      * empty, longer than RECORD_NAME_MAX or holding a NUL: such an entry is ignored, never an

@@ -88,6 +88,7 @@ enum hello_id {
     H_SEQ,
     H_ENV,
     H_CAPABILITIES,
+    H_PROBE,
     H_COUNT,
 };
 
@@ -153,6 +154,7 @@ static const struct jscan_key hello_keys[] = {
     {"seq", H_SEQ, 0},
     {"env", H_ENV, 0},
     {"capabilities", H_CAPABILITIES, 0},
+    {"probe", H_PROBE, 0},
 };
 
 struct ingest_decoder {
@@ -582,6 +584,15 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
     if (s[H_HELLO].type != JSCAN_STRING || !TEXT_IS(&s[H_HELLO], "stepscope/1")) {
         fail(&c, INGEST_DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
         return c.status;
+    }
+    if (s[H_PROBE].type == JSCAN_BOOL && TEXT_IS(&s[H_PROBE], "true")) {
+        /* Asks which daemon this is (docs/PROTOCOL.md section 1): no session, nothing else read. */
+        h.probe = true;
+        h.job = h.run = h.stream = h.host = h.framework = h.framework_version = h.clock = "";
+        h.stepscope_fp_point = h.stepscope_bp_point = h.profiling_fp_start = "";
+        h.profiling_bp_end = h.fp_point_env = h.bp_point_env = "";
+        *ret = h;
+        return INGEST_DECODE_OK;
     }
     int64_t seq = -1;
     bool ok = hello_string(&c, &s[H_JOB], "job", true, true, &h.job) &&

@@ -488,6 +488,16 @@ static void conn_hello(struct ingest_conn *c, char *line, size_t len, uint64_t l
     const char *code = "bad_hello";
     if (r == INGEST_DECODE_NOSPACE)
         snprintf(msg, sizeof msg, "out of memory");
+    if (r == INGEST_DECODE_OK && h.probe && in->cfg.probe_answer) {
+        (void)out_add(&c->pend, in->cfg.probe_answer, strlen(in->cfg.probe_answer), SIZE_MAX);
+        c->arena.used = 0;
+        conn_shut(c);
+        return;
+    }
+    if (r == INGEST_DECODE_OK && h.probe) {
+        r = INGEST_DECODE_BAD_HELLO;
+        snprintf(msg, sizeof msg, "probe: not answered here");
+    }
     if (r == INGEST_DECODE_OK) {
         struct record_welcome w = {0};
         char err[INGEST_ERR_MAX] = "";
@@ -1136,7 +1146,8 @@ int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, s
     if (r < 0)
         return r;
     char msg[INGEST_DECODE_MSG_MAX];
-    if (ingest__decode_hello(ld->dec, ld->buf, len, &ld->arena, ret, msg) != INGEST_DECODE_OK)
+    if (ingest__decode_hello(ld->dec, ld->buf, len, &ld->arena, ret, msg) != INGEST_DECODE_OK ||
+        ret->probe)
         return -EINVAL;
     return 0;
 }

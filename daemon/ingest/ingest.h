@@ -90,6 +90,10 @@ struct ingest_config {
     ingest_capture_cb on_capture; /* NULL: capture reports are counted and dropped */
     void *ud;                  /* passed to the callbacks */
     struct stats *stats;       /* borrowed; bumped here */
+    /* The answer to a probe hello (docs/PROTOCOL.md section 1), one JSON line ending in '\n',
+     * read at each probe: the caller may fill it after ingest_start(), before the loop runs.
+     * NULL: a probe is refused as a bad hello. */
+    const char *probe_answer;
 };
 
 /* Binds the socket and starts accepting. Checks the path length itself (-ENAMETOOLONG); returns
@@ -141,7 +145,8 @@ int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t 
 
 /* Decodes one hello line (as a session's hello is stored) into *ret, with the same rules as a
  * connection's first line; its strings borrow ld's buffers until the next call on ld. Returns 0;
- * -EMSGSIZE for a line longer than max_line; -EINVAL for a line that is not a valid hello. */
+ * -EMSGSIZE for a line longer than max_line; -EINVAL for a line that is not a valid hello or is a
+ * probe. */
 int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, size_t len,
                              struct record_hello *ret);
 

@@ -9,7 +9,7 @@
  * Invariants checked: a decode returns a known result and leaves the arena as it was on failure;
  * a record's kind is valid, its raw text is the line, its borrowed strings lie inside the line or
  * the arena, ph is set for traces only, X events have dur >= 0, steps end >= begin; a hello has a
- * job of 1..256 bytes and world_size > rank >= 0; and decoding the same line twice gives the same
+ * job of 1..256 bytes (a probe: none) and world_size > rank >= 0; and decoding the same line twice gives the same
  * answer (the parser keeps no state between lines).
  */
 #include <assert.h>
@@ -123,7 +123,7 @@ static void decode_line(const char *line, size_t len, bool first)
         assert(rh == INGEST_DECODE_OK || rh == INGEST_DECODE_BAD_HELLO);
         if (rh == INGEST_DECODE_OK) {
             size_t jl = strlen(h.job);
-            assert(jl >= 1 && jl <= RECORD_NAME_MAX);
+            assert(h.probe ? jl == 0 : jl >= 1 && jl <= RECORD_NAME_MAX);
             assert(h.rank >= 0 && h.world_size > h.rank);
             assert(strlen(h.stream) <= RECORD_NAME_MAX);
             assert(h.raw == line && h.raw_len == len);

@@ -336,6 +336,9 @@ START_TEST(test_decode_hello_line_public)
     ck_assert_str_eq(h.profiling_bp_end, "ab");
     ck_assert_str_eq(h.stepscope_fp_point, "");
     ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\"}", 23, &h), -EINVAL);
+    /* A probe asks which daemon this is: never a stored session's hello. */
+    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\",\"probe\":true}", 36, &h),
+                     -EINVAL);
     ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"ph\":\"X\"}", 10, &h), -EINVAL);
     char big[300];
     memset(big, ' ', sizeof big);

@@ -796,6 +796,8 @@ static void http_setup(void)
         .timeout_s = 5,
         .max_response_bytes = 1 << 20,
         .version = "9.9.9-test",
+        .instance = "0123456789abcdef0123456789abcdef",
+        .socket = "/run/test/stepscope.sock",
         .store = NULL,
         .stats = &http_stats,
     };
@@ -1057,7 +1059,9 @@ START_TEST(test_http_health)
     ck_assert_int_eq(r->status, 200);
     assert_header(r, "Content-Type", "application/json");
     assert_header(r, "Cache-Control", "no-store");
-    ck_assert_str_eq(r->body, "{\"status\":\"ok\",\"version\":\"9.9.9-test\"}");
+    ck_assert_str_eq(r->body, "{\"status\":\"ok\",\"version\":\"9.9.9-test\",\"instance\":"
+                              "\"0123456789abcdef0123456789abcdef\",\"socket\":"
+                              "\"/run/test/stepscope.sock\"}");
 }
 END_TEST
 
