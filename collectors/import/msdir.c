@@ -24,7 +24,9 @@ struct found {
     char *path;
     int kind;                  /* enum msf_kind, or KIND_TIMELINE */
     int64_t rank;              /* -1: every rank (step_trace_point_info.json) */
-    bool fallback;             /* dataset_iterator_profiling: only without device_queue */
+    bool fallback;             /* used only when the rank has no other file of its kind:
+                                  dataset_iterator_profiling (device_queue_profiling),
+                                  output_data_preprocess_aicpu (aicpu_intermediate) */
 };
 
 struct scan {
@@ -46,6 +48,7 @@ static const struct pattern patterns[] = {
     {"aicore_intermediate_", "_detail.csv", MSF_AICORE_DETAIL, false},
     {"aicore_intermediate_", "_type.csv", MSF_AICORE_TYPE, false},
     {"aicpu_intermediate_", ".csv", MSF_AICPU, false},
+    {"output_data_preprocess_aicpu_", ".txt", MSF_AICPU, true},
     {"framework_raw_", ".csv", MSF_FRAMEWORK, false},
     {"flops_", ".txt", MSF_FLOPS, false},
     {"minddata_pipeline_raw_", ".csv", MSF_PIPELINE, false},
@@ -267,16 +270,16 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         fputs("stepscope import: out of memory\n", stderr);
         return -1;
     }
-    bool has_primary_queue = false;
+    bool has_primary[MSF_KIND_COUNT] = {false};
     for (size_t i = 0; i < s->n; i++)
-        if (s->f[i].rank == rank && s->f[i].kind == MSF_DEVICE_QUEUE && !s->f[i].fallback)
-            has_primary_queue = true;
+        if (s->f[i].rank == rank && s->f[i].kind < MSF_KIND_COUNT && !s->f[i].fallback)
+            has_primary[s->f[i].kind] = true;
     for (int kind = 0; kind < MSF_KIND_COUNT && ret == 0; kind++) {
         /* A rank's own file wins over a folder-wide one (step_trace_point_info.json). */
         const struct found *use = NULL, *wide = NULL;
         for (size_t i = 0; i < s->n; i++) {
             const struct found *f = &s->f[i];
-            if (f->kind != kind || (f->fallback && has_primary_queue))
+            if (f->kind != kind || (f->fallback && has_primary[kind]))
                 continue;
             if (f->rank == -1 && !wide)
                 wide = f;

@@ -1135,60 +1135,149 @@ static int feed_aicore_type(struct msf *m, char *data, size_t len, struct msf_er
     return r < 0 ? r : 0;
 }
 
+/* The columns of an AI CPU table (aicpu_intermediate_<r>.csv or its source,
+ * output_data_preprocess_aicpu_<r>.txt). */
+struct aicpu_cols {
+    int type, total, disp, exec, rs, re;
+};
+
+static int aicpu_cols(const struct fld *h, size_t nh, struct aicpu_cols *c, struct msf_err *e)
+{
+    static const char *const need[] = {"total_time", "dispatch_time", "run_start", "run_end"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (col_find(h, nh, need[i]) < 0)
+            return fail(e, 1, 1, -EINVAL, "the header has no column \"%s\"", need[i]);
+    c->type = col_find(h, nh, "kernel_type");
+    if (c->type < 0)
+        c->type = col_find(h, nh, "op_type");
+    if (c->type < 0)
+        c->type = col_find(h, nh, "node_type_name");
+    c->total = col_find(h, nh, "total_time");
+    c->disp = col_find(h, nh, "dispatch_time");
+    c->exec = col_find(h, nh, "execution_time");
+    c->rs = col_find(h, nh, "run_start");
+    c->re = col_find(h, nh, "run_end");
+    if (c->type < 0)
+        return fail(e, 1, 1, -EINVAL, "the header has no kernel_type/op_type/node_type_name column");
+    return 0;
+}
+
+/* One AI CPU task -> one kernel span. Times in ms; run_start and run_end in µs (MindSpore's
+ * system counter / 100, the clock of minddata_aicpu_<r>.txt's GetNext records). The span lasts
+ * total_time, the time MindInsight's AI CPU tables sum and average; execution_time (else
+ * run_end - run_start) and dispatch_time travel in args. */
+static int aicpu_row(struct msf *m, const struct aicpu_cols *c, const struct fld *f,
+                     uint64_t line, struct msf_err *e)
+{
+    int64_t tot, disp, rs, re, ex;
+    int r;
+    if ((r = fld_num(&f[c->total], line, 6, "total_time (ms)", &tot, e)) < 0 ||
+        (r = fld_num(&f[c->disp], line, 6, "dispatch_time (ms)", &disp, e)) < 0 ||
+        (r = fld_num(&f[c->rs], line, 3, "run_start (us)", &rs, e)) < 0 ||
+        (r = fld_num(&f[c->re], line, 3, "run_end (us)", &re, e)) < 0)
+        return r;
+    if (c->exec >= 0) {
+        if ((r = fld_num(&f[c->exec], line, 6, "execution_time (ms)", &ex, e)) < 0)
+            return r;
+    } else {
+        ex = re - rs;
+    }
+    if (ex < 0 || rs < 0 || tot < 0 || disp < 0)
+        return fail(e, line, f[c->rs].col, -EINVAL,
+                    "negative run_start, total, dispatch or execution time");
+    struct sbuf *o = &m->out;
+    sbuf_adds(o, "{\"ph\":\"X\",\"name\":");
+    sbuf_json_str(o, f[c->type].s, f[c->type].n);
+    sbuf_adds(o, ",\"cat\":\"kernel\",\"ts\":");
+    put_us(o, rs);
+    sbuf_adds(o, ",\"dur\":");
+    put_us(o, tot);
+    sbuf_adds(o, ",\"pid\":\"AI CPU\",\"tid\":0,\"args\":{\"execution_time_us\":");
+    put_us(o, ex);
+    sbuf_adds(o, ",\"dispatch_time_us\":");
+    put_us(o, disp);
+    sbuf_adds(o, "}}");
+    return line_done(m, e, line);
+}
+
+/* output_data_preprocess_aicpu_<r>.txt, the table aicpu_intermediate_<r>.csv is copied from
+ * (MindSpore's Integrator): blank-separated, a header "serial_number node_type_name
+ * total_time(ms) dispatch_time(ms) execution_time(ms) run_start run_end", one row per task, and
+ * a last line "AI CPU Total Time(ms): <sum>", which is skipped as MindSpore skips it. */
+static int feed_aicpu_txt(struct msf *m, char *data, size_t len, struct msf_err *e)
+{
+    struct fld h[16], f[16];
+    size_t nh = 0;
+    struct aicpu_cols c;
+    char *p = data, *end = data + len;
+    uint64_t line = 1;
+    int r;
+    for (; p < end; p = p < end ? p + 1 : p, line++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        struct fld *v = nh ? f : h;
+        size_t n = 0;
+        for (char *q = p; q < le;) {
+            while (q < le && (is_blank(*q) || *q == '\r'))
+                q++;
+            if (q >= le)
+                break;
+            if (n == 16)
+                return fail(e, line, (uint64_t)(q - p) + 1, -EINVAL, "more than 16 fields");
+            v[n].s = q;
+            v[n].col = (uint64_t)(q - p) + 1;
+            while (q < le && !is_blank(*q) && *q != '\r')
+                q++;
+            v[n].n = (size_t)(q - v[n].s);
+            n++;
+        }
+        p = le;
+        if (n == 0)
+            continue;
+        if (!nh) {
+            if (!fld_is(&h[0], "serial_number"))
+                return fail(e, line, 1, -EINVAL, "expected the header \"serial_number "
+                                                 "node_type_name total_time(ms) ...\"");
+            for (size_t i = 0; i < n; i++) /* "total_time(ms)" -> "total_time" */
+                if (h[i].n > 4 && memcmp(h[i].s + h[i].n - 4, "(ms)", 4) == 0)
+                    h[i].n -= 4;
+            nh = n;
+            if ((r = aicpu_cols(h, nh, &c, e)) < 0) {
+                e->line = line;
+                return r;
+            }
+            continue;
+        }
+        if (f[0].n == 2 && memcmp(f[0].s, "AI", 2) == 0)
+            continue; /* "AI CPU Total Time(ms): ..." */
+        if (n != nh)
+            return fail(e, line, 1, -EINVAL, "%zu fields where the header has %zu", n, nh);
+        if ((r = aicpu_row(m, &c, f, line, e)) < 0)
+            return r;
+    }
+    if (!nh)
+        return fail(e, 0, 0, -EINVAL, "empty file: no header row");
+    return 0;
+}
+
 /* aicpu_intermediate_<r>.csv: one row per AI CPU task (MindSpore writes it from
- * output_data_preprocess_aicpu_<r>.txt), durations in ms, run_start/run_end in µs. */
+ * output_data_preprocess_aicpu_<r>.txt with csv.writer), or that .txt itself (msdir reads it
+ * when the rank has no .csv). */
 static int feed_aicpu(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
+    const char *nl = memchr(data, '\n', len);
+    if (!memchr(data, ',', nl ? (size_t)(nl - data) : len) && len > 0)
+        return feed_aicpu_txt(m, data, len, e);
     struct csv c;
     struct fld *h, *f;
     size_t nh, nf;
     uint64_t line = 1;
-    static const char *const need[] = {"total_time", "dispatch_time", "run_start", "run_end", NULL};
-    int r = table_open(&c, &h, &f, data, len, need, &nh, e);
-    int c_type = col_find(h, nh, "kernel_type");
-    if (c_type < 0)
-        c_type = col_find(h, nh, "op_type");
-    int c_total = col_find(h, nh, "total_time"), c_disp = col_find(h, nh, "dispatch_time");
-    int c_exec = col_find(h, nh, "execution_time");
-    int c_rs = col_find(h, nh, "run_start"), c_re = col_find(h, nh, "run_end");
-    if (r == 0 && c_type < 0)
-        r = fail(e, 1, 1, -EINVAL, "the header has no kernel_type/op_type column");
-    struct sbuf *o = &m->out;
-    while (r == 0 && (r = table_row(&c, h, nh, f, &nf, &line, false, e)) == 1) {
-        int64_t tot, disp, rs, re, ex;
-        /* Times in ms; run_start and run_end in µs (MindSpore's system counter / 100, the
-         * clock of minddata_aicpu_<r>.txt's GetNext records). */
-        if ((r = fld_num(&f[c_total], line, 6, "total_time (ms)", &tot, e)) < 0 ||
-            (r = fld_num(&f[c_disp], line, 6, "dispatch_time (ms)", &disp, e)) < 0 ||
-            (r = fld_num(&f[c_rs], line, 3, "run_start (us)", &rs, e)) < 0 ||
-            (r = fld_num(&f[c_re], line, 3, "run_end (us)", &re, e)) < 0)
-            break;
-        if (c_exec >= 0) {
-            if ((r = fld_num(&f[c_exec], line, 6, "execution_time (ms)", &ex, e)) < 0)
-                break;
-        } else {
-            ex = re - rs;
-        }
-        if (ex < 0 || rs < 0 || tot < 0 || disp < 0) {
-            r = fail(e, line, f[c_rs].col, -EINVAL,
-                     "negative run_start, total, dispatch or execution time");
-            break;
-        }
-        /* The span lasts total_time, the time MindInsight's AI CPU tables sum and average;
-         * execution_time and dispatch_time travel in args. */
-        sbuf_adds(o, "{\"ph\":\"X\",\"name\":");
-        sbuf_json_str(o, f[c_type].s, f[c_type].n);
-        sbuf_adds(o, ",\"cat\":\"kernel\",\"ts\":");
-        put_us(o, rs);
-        sbuf_adds(o, ",\"dur\":");
-        put_us(o, tot);
-        sbuf_adds(o, ",\"pid\":\"AI CPU\",\"tid\":0,\"args\":{\"execution_time_us\":");
-        put_us(o, ex);
-        sbuf_adds(o, ",\"dispatch_time_us\":");
-        put_us(o, disp);
-        sbuf_adds(o, "}}");
-        r = line_done(m, e, line);
-    }
+    struct aicpu_cols cols;
+    int r = table_open(&c, &h, &f, data, len, NULL, &nh, e);
+    if (r == 0)
+        r = aicpu_cols(h, nh, &cols, e);
+    while (r == 0 && (r = table_row(&c, h, nh, f, &nf, &line, false, e)) == 1)
+        r = aicpu_row(m, &cols, f, line, e);
     free(h);
     return r < 0 ? r : 0;
 }

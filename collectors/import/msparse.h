@@ -32,7 +32,7 @@ enum msf_kind {
     MSF_STEP_TRACE,      /* step_trace_raw_<r>_detail_time.csv */
     MSF_AICORE_DETAIL,   /* aicore_intermediate_<r>_detail.csv */
     MSF_AICORE_TYPE,     /* aicore_intermediate_<r>_type.csv (checked; derived from the detail) */
-    MSF_AICPU,           /* aicpu_intermediate_<r>.csv */
+    MSF_AICPU,           /* aicpu_intermediate_<r>.csv, or output_data_preprocess_aicpu_<r>.txt */
     MSF_PIPELINE,        /* minddata_pipeline_raw_<r>.csv */
     MSF_DEVICE_QUEUE,    /* device_queue_profiling_<r>.txt or dataset_iterator_profiling_<r>.txt */
     MSF_GETNEXT_US,      /* minddata_aicpu_<r>.txt (µs) */

@@ -738,19 +738,55 @@ AICPU_HEADER = ["serial_number", "op_type", "total_time", "dispatch_time", "exec
                 "run_start", "run_end"]
 
 
+AICPU_ROWS = [  # serial, op, total, dispatch, execution, run_start, run_end
+    [1, "InitData", 7.906, 0.012, 7.85, 154907895000.12, 154907902850.12],
+    [2, "GetNext-op6", 0.05, 0.011, 0.003, 154907895300.5, 154907895303.5],
+    [3, "GetNext-op6", 0.07, 0.013, 0.004, 154907895610.25, 154907895614.25],
+    [4, "DropoutGenMask-op281", 0.2, 0.02, 0.15, 154907896000.0, 154907896150.0],
+    [5, "DropoutGenMask-op281", 0.4, 0.04, 0.1, 154907896500.0, 154907896600.0],
+]
+
+
+def write_aicpu_txt(path, rows):
+    """output_data_preprocess_aicpu_<r>.txt as MindSpore's DataPreProcessParser writes it
+    (fwrite_format: the header joined by blanks, each row's str()s joined by blanks, then the
+    "AI CPU Total Time(ms):" line)."""
+    header = ["serial_number", "node_type_name", "total_time(ms)", "dispatch_time(ms)",
+              "execution_time(ms)", "run_start", "run_end"]
+    lines = [" ".join(header)] + [" ".join(map(str, r)) for r in rows]
+    lines.append(" ".join(["AI CPU Total Time(ms):", format(sum(r[2] for r in rows), ".6f")]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("files", ["txt", "csv+txt"])
+def test_aicpu_from_output_data_preprocess_txt(daemon, tmp, files):
+    """Without aicpu_intermediate_<r>.csv the import reads the table it is copied from,
+    output_data_preprocess_aicpu_<r>.txt, to the same figures; with both, the .csv alone (each
+    task once)."""
+    d = copy_folder(tmp, "04_minddata_queues", "aicpu-" + files.replace("+", "-"))
+    write_aicpu_txt(d / "output_data_preprocess_aicpu_1.txt", AICPU_ROWS)
+    if files == "csv+txt":
+        write_ms_csv(d / "aicpu_intermediate_1.csv", AICPU_HEADER, AICPU_ROWS)
+    p = run_import(daemon, d)
+    assert_ok(p)
+    used = "aicpu_intermediate_1.csv" if files == "csv+txt" else "output_data_preprocess_aicpu_1.txt"
+    assert used in p.stdout and (files == "txt" or "output_data_preprocess" not in p.stdout), p.stdout
+    job = d.name
+    doc = wait_json(daemon, f"/api/v1/jobs/{job}/kernels?rank=1&sort=total", lambda x: x["total"] >= 3)
+    assert [(r["name"], r["calls"]) for r in doc["rows"]] == [
+        ("InitData", 1), ("DropoutGenMask-op281", 2), ("GetNext-op6", 2)]
+    assert close(sum(r["total_us"] for r in doc["rows"]), sum(r[2] for r in AICPU_ROWS) * 1000, 1e-6)
+    ev = [e for e in timeline(daemon, job) if e.get("ph") == "X" and e["pid"] == "AI CPU"]
+    assert [e["ts"] for e in ev] == [r[5] for r in AICPU_ROWS]
+
+
 def test_aicpu_totals_and_clock_match_mindinsight(daemon, tmp):
     """aicpu_intermediate_<r>.csv as MindSpore writes it (Integrator._parse_aicpu_time copies
     output_data_preprocess_aicpu_<r>.txt's rows: times in ms, run_start/run_end in µs of the
     clock GetNext's minddata_aicpu_<r>.txt uses). MindInsight's AI CPU type table sums
     total_time (not execution_time) per type, its detail averages total_time and dispatch_time."""
     d = copy_folder(tmp, "04_minddata_queues", "aicpu")
-    rows = [  # serial, op, total, dispatch, execution, run_start, run_end
-        [1, "InitData", 7.906, 0.012, 7.85, 154907895000.12, 154907902850.12],
-        [2, "GetNext-op6", 0.05, 0.011, 0.003, 154907895300.5, 154907895303.5],
-        [3, "GetNext-op6", 0.07, 0.013, 0.004, 154907895610.25, 154907895614.25],
-        [4, "DropoutGenMask-op281", 0.2, 0.02, 0.15, 154907896000.0, 154907896150.0],
-        [5, "DropoutGenMask-op281", 0.4, 0.04, 0.1, 154907896500.0, 154907896600.0],
-    ]
+    rows = AICPU_ROWS
     write_ms_csv(d / "aicpu_intermediate_1.csv", AICPU_HEADER, rows)
     assert_ok(run_import(daemon, d))
     doc = wait_json(daemon, "/api/v1/jobs/aicpu/kernels?rank=1&limit=100", lambda x: x["total"] >= 3)
