@@ -106,6 +106,12 @@ void analyse_classify(struct analyse_span *spans, size_t n, const struct analyse
 /* The role of one span under user rules (may be NULL) and the built-in table. */
 enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user);
 
+/* True for Kineto's GPU mirror of a host range (cat gpu_user_annotation, e.g. a second
+ * "ProfilerStep#5" on the GPU row): a user annotation by role, but device-side, so the host
+ * operator table leaves it out, as torch's key_averages() keeps it apart (a CUDA row; it groups
+ * by device type). */
+bool analyse_is_gpu_mirror(const char *cat, size_t cat_len);
+
 /* --- Operator and kernel statistics (ops.c) ----------------------------------------------
  * A table aggregates the spans whose role is in a mask, grouped by name or by type.
  *  - name: the span's name, except that step spans ("ProfilerStep#5") group as "ProfilerStep*"

@@ -163,6 +163,12 @@ static bool table_role(const struct analyse_rules *t, const struct analyse_span 
     return false;
 }
 
+bool analyse_is_gpu_mirror(const char *cat, size_t cat_len)
+{
+    static const char mirror[] = "gpu_user_annotation";
+    return cat && cat_len == sizeof mirror - 1 && memcmp(cat, mirror, cat_len) == 0;
+}
+
 enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user)
 {
     enum analyse_role role = ANALYSE_ROLE_OTHER;

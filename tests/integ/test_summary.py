@@ -156,3 +156,35 @@ def test_summary_per_rank_range_units_and_unknown_rank(daemon):
     assert (b["source"], b["counted"], b["ips_unit"]) == ("spans", 3, "steps/s")
     assert {r["name"]: r["avg"] for r in b["rows"]} == pytest.approx(
         {"reader_cost": 0.0003, "batch_cost": 0.0027, "ips": 1 / 0.0027})
+
+
+def test_operators_leave_out_the_gpu_mirrors_of_host_ranges(daemon):
+    """rocm_minitoy_3steps (current Kineto) mirrors its host ranges on the GPU row (cat
+    gpu_user_annotation: ProfilerStep#1, Optimizer.step#SGD.step). torch's key_averages() keeps
+    those apart (a CUDA row; it groups by device type), so /operators counts each range once, on
+    the host: the user annotations' calls and totals are those of their host spans, and no row is
+    made of mirrors alone."""
+    path = DATA / "rocm_minitoy_3steps.json.gz"
+    sp = spans(tb.load(path))
+    mirrors = {n for n, c, _, _, _ in sp if c == "gpu_user_annotation"}
+    assert {"ProfilerStep#1", "Optimizer.step#SGD.step"} <= mirrors
+    lines = tb.lines(path)
+    with Client(daemon.socket) as c:
+        c.hello("mirrors")
+        c.send_lines(lines)
+        c.wait_ack(len(lines), timeout=60)
+    host = {}
+    for n, c, _, s, e in sp:
+        if c == "user_annotation":
+            key = "ProfilerStep*" if n.startswith("ProfilerStep#") else n
+            calls, total = host.get(key, (0, 0))
+            host[key] = (calls + 1, total + e - s)
+
+    def rows():
+        got = {r["name"]: r for r in daemon.get_json("/api/v1/jobs/mirrors/operators?limit=100000")["rows"]}
+        return got if "ProfilerStep*" in got else None
+    got = daemon.wait_for("the operator table", rows)
+    for name, (calls, total) in host.items():
+        assert (got[name]["calls"], us(got[name]["total_us"])) == (calls, total), (name, got[name])
+    assert not (mirrors - set(host)) & set(got), sorted(got)
+    assert "ProfilerStep#1" not in got

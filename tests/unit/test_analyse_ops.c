@@ -198,6 +198,32 @@ START_TEST(test_analyse_ops_self_nesting)
 }
 END_TEST
 
+/* Kineto mirrors each host range on the GPU row (cat gpu_user_annotation): torch's key_averages()
+ * keeps those apart (a CUDA row, it groups by device type), so the host table counts the range
+ * once, as rocm_minitoy_3steps' Optimizer.step#SGD.step and ProfilerStep#1 show. */
+START_TEST(test_analyse_ops_gpu_mirror_not_a_host_row)
+{
+    struct analyse_span sp[] = {
+        mk(0, 100, 1, "user_annotation", "ProfilerStep#1"),
+        mk(10, 20, 1, "user_annotation", "Optimizer.step#SGD.step"),
+        mk(40, 90, 7, "gpu_user_annotation", "ProfilerStep#1"),
+        mk(50, 5, 7, "gpu_user_annotation", "Optimizer.step#SGD.step"),
+    };
+    analyse_classify(sp, 4, NULL);
+    ck_assert_int_eq(sp[2].role, ANALYSE_ROLE_USER_ANNOTATION);
+    ck_assert(analyse_is_gpu_mirror(sp[2].cat, sp[2].cat_len));
+    ck_assert(!analyse_is_gpu_mirror(sp[1].cat, sp[1].cat_len));
+    struct analyse_op_table *t = NULL;
+    ck_assert_int_eq(analyse_ops_aggregate(sp, 4, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
+    ck_assert_uint_eq(t->n_rows, 2);
+    ck_assert_int_eq(find_row(t, "ProfilerStep*")->calls, 1);
+    ck_assert_int_eq(find_row(t, "ProfilerStep*")->self_ns, 80);
+    ck_assert_int_eq(find_row(t, "Optimizer.step#SGD.step")->calls, 1);
+    ck_assert_ptr_null(find_row(t, "ProfilerStep#1"));
+    analyse_op_table_free(t);
+}
+END_TEST
+
 START_TEST(test_analyse_ops_type_and_steps)
 {
     struct analyse_span sp[] = {
@@ -910,6 +936,7 @@ static Suite *analyse_ops_suite(void)
 
     tc = tcase_create("ops");
     tcase_add_test(tc, test_analyse_ops_self_nesting);
+    tcase_add_test(tc, test_analyse_ops_gpu_mirror_not_a_host_row);
     tcase_add_test(tc, test_analyse_ops_type_and_steps);
     tcase_add_test(tc, test_analyse_ops_query_top_search_page);
     suite_add_tcase(s, tc);
