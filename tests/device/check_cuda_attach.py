@@ -87,7 +87,10 @@ def get_all(d, job, route):
 
 
 def compare_operators(d, job, ka, trace):
-    device = {e["name"] for e in trace if isinstance(e, dict) and e.get("cat") in DEVICE_CATS}
+    # device activity's rows; the GPU mirrors of host ranges (gpu_user_annotation) share their
+    # names with host rows, which torch keeps apart by device type
+    device = {e["name"] for e in trace if isinstance(e, dict)
+              and e.get("cat") in DEVICE_CATS - {"gpu_user_annotation"}}
     host = [a for a in ka if a["device_type"] in ("CPU", None) and a["name"] not in device]
     ops = get_all(d, job, "operators")
     rows, bad = [], 0
@@ -200,7 +203,7 @@ def check_steps(d, job, meta, trace):
         for k in kernels:
             rt = runtime.get((k.get("args") or {}).get("correlation"))
             st = next((r for r in rows if rt and r["start_us"] <= rt["ts"] < r["end_us"]), None)
-            if rt is None or st is None or not (rt["ts"] <= k["ts"] and k["ts"] + k["dur"] <= st["end_us"]):
+            if rt is None or st is None or not (st["start_us"] <= k["ts"] and k["ts"] + k["dur"] <= st["end_us"]):
                 bad.append((k["name"][:40], k["ts"], rt and rt["ts"], st and st["step"]))
         check(not bad, f"{job}: {len(kernels)} kernels/memcpys/memsets inside the step that launched them "
                        f"({len(bad)} not: {bad[:3]})")

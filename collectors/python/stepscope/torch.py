@@ -615,9 +615,10 @@ def _rebase_legacy(events, start_us, now_ns):
 class _ExactTs:
     """A ts moved by Kineto's baseTimeNanoseconds, kept as exact decimal text (the sum of a
     16-digit µs count and a fraction does not fit a float); _send writes it into the line."""
-    __slots__ = ("text", "us")
+    __slots__ = ("text", "us", "orig")
 
     def __init__(self, ts, base_ns):
+        self.orig = ts  # as written: orders the spans exactly (us is a float of the sum)
         d = decimal.Decimal(ts if ts.__class__ is int else repr(float(ts)))
         d += decimal.Decimal(base_ns) / 1000
         self.text = format(d.normalize(), "f")
@@ -644,6 +645,12 @@ def _rebase_kineto(events, base_ns, now_ns):
 def _ts_us(ev):
     ts = ev.get("ts")
     return ts.us if ts.__class__ is _ExactTs else ts
+
+
+def _ts_order(ev):
+    """ts for ordering: as written where _rebase_kineto moved it (the same shift for all)."""
+    ts = ev.get("ts")
+    return ts.orig if ts.__class__ is _ExactTs else ts
 
 
 _STEP_PREFIX = "ProfilerStep#"
@@ -730,7 +737,7 @@ def _torch_order(events):
     for i, ev in enumerate(events):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
-        ts, dur = _ts_us(ev), ev.get("dur")
+        ts, dur = _ts_order(ev), ev.get("dur")
         if not (_is_num(ts) and _is_num(dur)):
             continue
         key = (repr(ev.get("pid")), repr(ev.get("tid")))
@@ -743,7 +750,7 @@ def _torch_order(events):
         return events
     out = list(events)
     for idx in places.values():
-        ordered = sorted(idx, key=lambda i: (_ts_us(events[i]), -events[i]["dur"]))
+        ordered = sorted(idx, key=lambda i: (_ts_order(events[i]), -events[i]["dur"]))
         for at, i in zip(idx, ordered):
             out[at] = events[i]
     return out
