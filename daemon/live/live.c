@@ -805,24 +805,32 @@ static void step_comm(struct live_job *j, struct live_step *s, const uint8_t *op
     free(s->comm);
     s->comm = NULL;
     s->n_comm = 0;
-    for (size_t i = 0; i < s->n_spans; i++) {
-        const struct live_span *sp = &s->spans[i];
-        int64_t stream = comm_stream(j, sp, op_bits && sp->op != LIVE_OP_OTHER ? op_bits[sp->op] : 0);
-        if (stream < 0)
-            continue;
-        if (s->n_comm >= LIVE_STEP_COMM_MAX) {
-            c->step_comm_dropped++;
-            continue;
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < s->n_spans; i++) {
+            const struct live_span *sp = &s->spans[i];
+            uint8_t bits = op_bits && sp->op != LIVE_OP_OTHER ? op_bits[sp->op] : 0;
+            int64_t stream = comm_stream(j, sp, bits);
+            if (stream < 0)
+                continue;
+            if (pass == 0) {
+                n++;
+            } else if (s->n_comm < LIVE_STEP_COMM_MAX) {
+                s->comm[s->n_comm++] = (struct live_comm){sp->ts_ns, sp->end_ns, stream, sp->op};
+            }
         }
-        if (!s->comm && !(s->comm = malloc(LIVE_STEP_COMM_MAX * sizeof *s->comm))) {
-            c->step_comm_dropped++;
-            return;
+        if (pass == 0) {
+            if (n == 0)
+                return;
+            if (n > LIVE_STEP_COMM_MAX) {
+                c->step_comm_dropped += (int64_t)(n - LIVE_STEP_COMM_MAX);
+                n = LIVE_STEP_COMM_MAX;
+            }
+            if (!(s->comm = malloc(n * sizeof *s->comm))) {
+                c->step_comm_dropped += (int64_t)n;
+                return;
+            }
         }
-        s->comm[s->n_comm++] = (struct live_comm){sp->ts_ns, sp->end_ns, stream, sp->op};
-    }
-    if (s->n_comm == 0) {
-        free(s->comm);
-        s->comm = NULL;
     }
 }
 
@@ -1853,7 +1861,7 @@ static size_t rank_bytes(const struct live_rank *rk)
         b += l->cap * sizeof *l->steps + l->cap_pending * sizeof *l->pending;
         for (size_t i = 0; i < l->n; i++)
             b += l->steps[i].cap_spans * sizeof *l->steps[i].spans +
-                 (l->steps[i].comm ? LIVE_STEP_COMM_MAX * sizeof *l->steps[i].comm : 0);
+                 l->steps[i].n_comm * sizeof *l->steps[i].comm;
     }
     for (size_t i = 0; i < rk->n_queues; i++) /* and the published copy (qset) */
         b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *
