@@ -1274,6 +1274,7 @@ int main(int argc, char **argv)
         .timeout_s = (unsigned)d.cfg.http_timeout_s,
         .request_timeout_s = (unsigned)d.cfg.http_request_timeout_s,
         .max_exports = (unsigned)d.cfg.http_max_exports,
+        .analysis_timeout_ms = (unsigned)d.cfg.http_analysis_timeout_ms,
         .max_response_bytes = (size_t)d.cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
         .instance = d.instance,

@@ -382,6 +382,14 @@ static const struct m_counter counters[] = {
     {"stepscope_http_exports_refused_total", "counter",
      "Timeline exports refused (503) because http_max_exports were in progress.",
      C(http_exports_refused)},
+    {"stepscope_http_analyses_refused_total", "counter",
+     "Analyses refused (503 busy) because http_threads - 1 were running.",
+     C(http_analyses_refused)},
+    {"stepscope_http_analyses_timed_out_total", "counter",
+     "Analyses stopped (503 deadline) past http_analysis_timeout_ms.",
+     C(http_analyses_timed_out)},
+    {"stepscope_http_analyses_abandoned_total", "counter",
+     "Analyses stopped because their client hung up.", C(http_analyses_abandoned)},
 };
 #undef C
 

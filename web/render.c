@@ -239,8 +239,11 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "cache_hits", STATS_GET(s, http_cache_hits));
     member_u64(b, "cache_misses", STATS_GET(s, http_cache_misses));
     member_u64(b, "deadline_closed", STATS_GET(s, http_deadline_closed));
-    key(b, "exports_refused");
-    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_exports_refused));
+    member_u64(b, "exports_refused", STATS_GET(s, http_exports_refused));
+    member_u64(b, "analyses_refused", STATS_GET(s, http_analyses_refused));
+    member_u64(b, "analyses_timed_out", STATS_GET(s, http_analyses_timed_out));
+    key(b, "analyses_abandoned");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_analyses_abandoned));
     key(b, "store");
     if (!info) {
         sbuf_adds(b, "null}");

@@ -8,17 +8,93 @@
  * max_spans (each distinct (cat, name) once, into an arena, classified once), and what lies
  * beyond is counted and reported as cut.
  * The CPU figures of the device summary come from the live snapshot's host-record means.
+ *
+ * An analysis holds an HTTP worker for its time, so three bounds keep the server answering
+ * (issue 18; docs/RELIABILITY.md): at most analyses_max (http_threads - 1) run at once, the next
+ * answers 503 busy, so a worker is always free for /health and the dashboard; one still reading
+ * the store http_analysis_timeout_ms after it began stops and answers 503 deadline; and one
+ * whose client hung up stops at once (its socket is peeked every SPANS_CHECK lines). What is
+ * read is capped by ?max_spans= (reported as spans_cut), and the tables are O(n log n) in it.
  */
 #include "web_int.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#include "../daemon/core/clock.h"
 
 #include <microhttpd.h>
 
 #define ARENA_CHUNK (1u << 20)
+#define SPANS_CHECK 4096 /* lines read between two looks at the clock and the client */
+
+/* The bounds of one analysis: its deadline and its client's socket. */
+struct budget {
+    struct MHD_Connection *c;
+    int64_t deadline_ns;
+};
+
+/* -ETIMEDOUT past the deadline, -ECONNABORTED when the client has closed its end (a peek reads
+ * the end of the stream or an error), else 0. */
+static int budget_check(const struct budget *bg)
+{
+    if (!bg)
+        return 0;
+    if (clock_mono_ns() > bg->deadline_ns)
+        return -ETIMEDOUT;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(bg->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci && ci->connect_fd >= 0) {
+        char b;
+        ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return -ECONNABORTED;
+    }
+    return 0;
+}
+
+/* Takes an analysis slot: 0, or -1 with the answer (503 busy) queued in *ret_mhd. */
+static int slot_take(struct web *w, struct MHD_Connection *c, int *ret_mhd)
+{
+    if (atomic_fetch_add_explicit(&w->analyses_active, 1, memory_order_relaxed) >= w->analyses_max) {
+        atomic_fetch_sub_explicit(&w->analyses_active, 1, memory_order_relaxed);
+        STATS_ADD(w->stats, http_analyses_refused, 1);
+        *ret_mhd = web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                                   "every analysis worker is busy (http_threads - 1 at once); "
+                                   "retry");
+        return -1;
+    }
+    return 0;
+}
+
+static void slot_put(struct web *w)
+{
+    atomic_fetch_sub_explicit(&w->analyses_active, 1, memory_order_relaxed);
+}
+
+/* The answer to a failed analysis: a hung-up client gets none (MHD_NO closes the connection),
+ * a deadline 503, the rest web__send_store_error(). */
+static int send_failure(struct web *w, struct MHD_Connection *c, int r, const char *what)
+{
+    if (r == -ECONNABORTED) {
+        STATS_ADD(w->stats, http_analyses_abandoned, 1);
+        return MHD_NO;
+    }
+    if (r == -ETIMEDOUT) {
+        STATS_ADD(w->stats, http_analyses_timed_out, 1);
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "the analysis ran past http_analysis_timeout_ms (%lld ms); narrow ?steps= or "
+                 "lower ?max_spans=",
+                 (long long)(w->analysis_timeout_ns / 1000000));
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "deadline", msg);
+    }
+    return web__send_store_error(w, c, r, what);
+}
 
 static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
 {
@@ -163,8 +239,10 @@ static const struct intern *intern_get(struct spans *s, struct record_text cat,
     return &s->tab[k];
 }
 
-/* Reads the X spans of job's rank into *s. Returns 0, -ENOENT, -ENOMEM, -EIO. */
-static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s)
+/* Reads the X spans of job's rank into *s. Returns 0, -ENOENT, -ENOMEM, -EIO, or budget_check()'s
+ * -ETIMEDOUT / -ECONNABORTED. */
+static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
+                      const struct budget *bg)
 {
     struct store_event_iter *it = NULL;
     int r = store_event_iter_new(w->store, job_id, rank, INT64_MIN, INT64_MAX, &it);
@@ -176,7 +254,10 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
         return -ENOMEM;
     }
     struct store_event ev;
+    uint64_t lines = 0;
     while ((r = store_event_iter_next(it, &ev)) == 1) {
+        if (++lines % SPANS_CHECK == 0 && (r = budget_check(bg)) < 0)
+            break;
         struct record rec;
         if (w->decoder.decode(dec, ev.line, ev.len, &rec) < 0) {
             s->bad++;
@@ -403,7 +484,7 @@ out:
 
 static int get_benchmark(struct web *w, struct MHD_Connection *c, const struct store_job *job,
                          int64_t rank, int64_t first, int64_t last, enum web_format fmt,
-                         size_t max_spans)
+                         size_t max_spans, const struct budget *bg)
 {
     int64_t skip;
     int mhd;
@@ -416,7 +497,7 @@ static int get_benchmark(struct web *w, struct MHD_Connection *c, const struct s
     if (r == 0 && s.n == 0) {
         d.source = "spans";
         struct spans sp = {.max = max_spans};
-        r = read_spans(w, job->id, rank, &sp);
+        r = read_spans(w, job->id, rank, &sp, bg);
         if (r == 0)
             r = bench_from_spans(&sp, &s);
         spans_free(&sp);
@@ -425,7 +506,7 @@ static int get_benchmark(struct web *w, struct MHD_Connection *c, const struct s
         r = analyse_benchmark_compute(s.v, s.n, (size_t)skip, &d.bench);
     free(s.v);
     if (r < 0)
-        return web__send_store_error(w, c, r, "benchmark");
+        return send_failure(w, c, r, "benchmark");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_benchmark(&b, &d, fmt);
@@ -467,14 +548,21 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     free(ranks);
     if (!known)
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
-    if (rt->id == WEB_ROUTE_BENCHMARK)
-        return get_benchmark(w, c, job, rank, first, last, fmt, (size_t)max_spans);
+    if (slot_take(w, c, &mhd) < 0)
+        return mhd;
+    struct budget bg = {.c = c, .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
+    if (rt->id == WEB_ROUTE_BENCHMARK) {
+        mhd = get_benchmark(w, c, job, rank, first, last, fmt, (size_t)max_spans, &bg);
+        slot_put(w);
+        return mhd;
+    }
     struct spans sp = {.max = (size_t)max_spans};
     struct web_summary_doc d = {.kind = kind, .rank = rank, .max_spans = (size_t)max_spans,
                                 .time_unit = unit};
-    r = read_spans(w, job->id, rank, &sp);
+    r = read_spans(w, job->id, rank, &sp, &bg);
     if (r == 0)
         r = analyse_summary_compute(sp.v, sp.n, first, last, &d.sum);
+    slot_put(w);
     if (r == -ENOENT) {
         spans_free(&sp);
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
@@ -482,7 +570,7 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     }
     if (r < 0) {
         spans_free(&sp);
-        return web__send_store_error(w, c, r, "summary");
+        return send_failure(w, c, r, "summary");
     }
     d.n_read = sp.n;
     d.spans_cut = sp.cut;

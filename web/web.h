@@ -66,6 +66,8 @@ struct web_config {
     unsigned max_exports;        /* timeline exports streamed at once; 0: 32 */
     unsigned request_timeout_s;  /* a request (headers and body) not fully received this long
                                     after its first byte has its connection closed; 0: never */
+    unsigned analysis_timeout_ms; /* an analysis (summaries, benchmark) still reading the store
+                                    this long answers 503 deadline; 0: 30000 */
     size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
     const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
     const char *instance;        /* this run of the daemon, reported by /api/v1/health (the same

@@ -211,6 +211,10 @@ struct web {
     struct web_guard *guard;       /* guard.c's request deadline; NULL: none */
     _Atomic unsigned exports_active; /* timeline exports being streamed (routes.c) */
     unsigned exports_max;          /* past it a new export answers 503 busy */
+    _Atomic unsigned analyses_active; /* summaries and benchmarks being computed */
+    unsigned analyses_max;         /* past it a new one answers 503 busy: threads - 1, so one
+                                      worker is always left for /health and the dashboard */
+    int64_t analysis_timeout_ns;   /* an analysis still reading this long answers 503 deadline */
 };
 
 /* --- guard.c: the request deadline (slowloris) ----------------------------------------------- */

@@ -46,6 +46,8 @@ const struct config_option config_options[] = {
     {"http_allowed_hosts", "",
      "Host names the HTTP server answers besides 127.0.0.1, localhost, [::1] and its address; "
      "comma-separated, \"*\" any (token only)"},
+    {"http_analysis_timeout_ms", "30000",
+     "longest an analysis (summaries, benchmark) may run before it answers 503 deadline"},
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
     {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
@@ -219,6 +221,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_request_timeout_s, 0, 86400);
     if (strcmp(key, "http_allowed_hosts") == 0)
         return set_hosts(c, value, err);
+    if (strcmp(key, "http_analysis_timeout_ms") == 0)
+        return U64(http_analysis_timeout_ms, 1, 86400000);
     if (strcmp(key, "max_response_bytes") == 0)
         return U64(max_response_bytes, 4096, UINT64_MAX / 4);
     if (strcmp(key, "durability") == 0) {

@@ -46,6 +46,9 @@ struct stats {
     _Atomic uint64_t http_cache_misses;   /* live answers computed and kept there */
     _Atomic uint64_t http_deadline_closed; /* requests not in by http_request_timeout_s */
     _Atomic uint64_t http_exports_refused; /* timeline exports past http_max_exports (503) */
+    _Atomic uint64_t http_analyses_refused; /* analyses past http_threads - 1 at once (503 busy) */
+    _Atomic uint64_t http_analyses_timed_out; /* past http_analysis_timeout_ms (503 deadline) */
+    _Atomic uint64_t http_analyses_abandoned; /* stopped because their client hung up */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

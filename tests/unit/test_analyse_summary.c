@@ -10,8 +10,10 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static struct analyse_span mk(int64_t ts, int64_t dur, int64_t pid, int64_t tid, const char *cat,
                               const char *name)
@@ -339,6 +341,65 @@ START_TEST(test_benchmark)
 }
 END_TEST
 
+/* Issue 18: the operator table cost the square of its distinct names (order_ops() scanned every
+ * row for each top-level row: 80 k names took 5 s, 1 M held an HTTP worker for minutes). 150 k
+ * operators of distinct names, each with one inner row of its own name, under one step: before
+ * the fix that was 4.5e10 row visits (minutes of CPU); now it takes half a second. The bound is
+ * on CPU time (the machine may be shared), SUM_SCALE_CPU_S, more under a sanitizer. The order
+ * and the parents stay Paddle's: each operator by total desc, then its inner row. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SUM_SCALE_CPU_S 20.0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SUM_SCALE_CPU_S 20.0
+#endif
+#endif
+#ifndef SUM_SCALE_CPU_S
+#define SUM_SCALE_CPU_S 3.0
+#endif
+START_TEST(test_summary_operator_rows_scale)
+{
+    enum { N = 150000 };
+    struct analyse_span *sp = calloc(2 * N + 1, sizeof *sp);
+    char (*names)[24] = calloc(2 * N, sizeof *names);
+    ck_assert_ptr_nonnull(sp);
+    ck_assert_ptr_nonnull(names);
+    sp[0] = mk(0, 10 * (int64_t)N + 10, 1, 1, "ProfileStep", "ProfileStep#0");
+    for (int i = 0; i < N; i++) {
+        snprintf(names[2 * i], sizeof names[0], "op_%d", i);
+        snprintf(names[2 * i + 1], sizeof names[0], "inner_%d", i);
+        /* Operator i lasts 5 + i % 4 ns, so the sort by total has ties to keep stable. */
+        sp[1 + 2 * i] = mk(10 * (int64_t)i + 1, 5 + i % 4, 1, 1, "Operator", names[2 * i]);
+        sp[2 + 2 * i] = mk(10 * (int64_t)i + 2, 2, 1, 1, "OperatorInner", names[2 * i + 1]);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0); /* CPU time: the machine may be shared */
+    struct analyse_summary *sum = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, 2 * N + 1, ANALYSE_ST_ALL_FIRST,
+                                             ANALYSE_ST_ALL_LAST, &sum), 0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ck_assert_msg(s < SUM_SCALE_CPU_S, "150 k operator names took %.2f s of CPU", s);
+    ck_assert_uint_eq(sum->n_ops, 2 * N);
+    int64_t prev = INT64_MAX;
+    for (size_t i = 0; i < sum->n_ops; i += 2) {
+        const struct analyse_sum_row *op = &sum->ops[i], *in = &sum->ops[i + 1];
+        ck_assert(op->parent == ANALYSE_SUM_TOP);
+        ck_assert_uint_eq(in->parent, i);
+        ck_assert_int_le(op->total_ns, prev);
+        prev = op->total_ns;
+        /* inner_K belongs to op_K. */
+        ck_assert_int_eq(memcmp(in->name, "inner_", 6), 0);
+        ck_assert_int_eq(in->name_len - 6, op->name_len - 3);
+        ck_assert_int_eq(memcmp(in->name + 6, op->name + 3, op->name_len - 3), 0);
+        ck_assert_double_eq_tol(in->ratio, 2.0 / (double)op->total_ns, 1e-12);
+    }
+    analyse_summary_free(sum);
+    free(names);
+    free(sp);
+}
+END_TEST
+
 static Suite *summary_suite(void)
 {
     Suite *s = suite_create("analyse_summary");
@@ -352,6 +413,10 @@ static Suite *summary_suite(void)
     tcase_add_test(tc, test_summary_extremes);
     tcase_add_test(tc, test_benchmark);
     suite_add_tcase(s, tc);
+    TCase *big = tcase_create("scale");
+    tcase_set_timeout(big, 120); /* wall time; the test bounds its CPU time itself */
+    tcase_add_test(big, test_summary_operator_rows_scale);
+    suite_add_tcase(s, big);
     return s;
 }
 

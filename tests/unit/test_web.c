@@ -710,6 +710,9 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.http_cache_misses, 39);
     atomic_store(&s.http_deadline_closed, 48);
     atomic_store(&s.http_exports_refused, 49);
+    atomic_store(&s.http_analyses_refused, 50);
+    atomic_store(&s.http_analyses_timed_out, 51);
+    atomic_store(&s.http_analyses_abandoned, 52);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
                               .block_bytes = 44};
     struct sbuf b;
@@ -725,7 +728,8 @@ START_TEST(test_render_stats_all_counters)
         "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
         "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47},"
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
-        "\"deadline_closed\":48,\"exports_refused\":49},"
+        "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
+        "\"analyses_timed_out\":51,\"analyses_abandoned\":52},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43,\"started_from_empty_file\":false}}");
     sbuf_reset(&b);
@@ -1078,7 +1082,8 @@ START_TEST(test_http_stats_and_counters)
     ck_assert_ptr_nonnull(strstr(r->body, "\"evicted\":{\"blocks\":0,\"events\":0,\"bytes\":33}"));
     /* The stats request counts itself; the two errors before it are in. */
     ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2,\"cache_hits\":0,\"cache_misses\":0,"
-                                         "\"deadline_closed\":0,\"exports_refused\":0}"));
+                                         "\"deadline_closed\":0,\"exports_refused\":0,\"analyses_refused\":0,"
+                              "\"analyses_timed_out\":0,\"analyses_abandoned\":0}"));
     ck_assert_ptr_nonnull(strstr(r->body, "\"store\":null}"));
     ck_assert_uint_eq(atomic_load(&http_stats.http_requests), 4);
     ck_assert_uint_eq(atomic_load(&http_stats.http_errors), 2);

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: MIT
+"""Slow analyses must not freeze HTTP (issue 18, item 2). /summary/{kind} cost the square of the
+distinct operator names (80 k names: 5 s per request); a few such requests held every HTTP
+worker and /health stopped answering. Now the tables are O(n log n), at most http_threads - 1
+analyses run at once (the next answers 503 busy), each has a deadline
+(http_analysis_timeout_ms, 503 deadline) and stops when its client hangs up; all three are
+counted in /stats."""
+import socket
+import threading
+import time
+
+from relutil import SCALE
+from ssclient import Client
+
+TS0 = 1700000000000000
+NAMES = int(80000 * SCALE)   # distinct operator names (issue 18: 80 k took 5.1 s per request)
+
+
+def _sanitized(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
+
+
+def _ingest_names(d, job, n):
+    """One step holding n operators of distinct names, each with an inner row."""
+    with Client(d.socket, timeout=120) as c:
+        c.hello(job, rank=0, world_size=1, stream="r0")
+        batch = [{"ph": "X", "cat": "ProfileStep", "name": "ProfileStep#0", "pid": 0, "tid": 1,
+                  "ts": TS0, "dur": 10 * n + 10}]
+        for i in range(n):
+            batch.append({"ph": "X", "cat": "Operator", "name": f"op_{i}", "pid": 0, "tid": 1,
+                          "ts": TS0 + 10 * i + 1, "dur": 5})
+            batch.append({"ph": "X", "cat": "OperatorInner", "name": f"in_{i}", "pid": 0,
+                          "tid": 1, "ts": TS0 + 10 * i + 2, "dur": 2})
+        c.send_lines(batch)
+        assert c.wait_ack(len(batch)) == len(batch)
+    d.wait_for("job visible", lambda: d.job(job)["events"] == 2 * n + 1, timeout=60)
+    return 2 * n + 1
+
+
+def test_summaries_of_many_names_leave_health_answering(daemons, figures):
+    """Four operator summaries of 80 k distinct names at once, on two HTTP threads: /health and
+    the dashboard keep answering within a second meanwhile, every summary answers (200, or 503
+    busy past the one analysis slot two threads leave), and none takes seconds."""
+    d = daemons(config="http_threads = 2\n")
+    _ingest_names(d, "names", NAMES)
+    bound = 3.0 if _sanitized(d.proc.pid) else 1.0
+    results = []
+
+    def summary():
+        t0 = time.monotonic()
+        st, _, body = d.request("/api/v1/jobs/names/summary/operator?format=json")
+        results.append((st, time.monotonic() - t0, body[:300]))
+
+    threads = [threading.Thread(target=summary) for _ in range(4)]
+    t_start = time.monotonic()
+    for t in threads:
+        t.start()
+    worst = 0.0
+    probes = 0
+    while any(t.is_alive() for t in threads) and time.monotonic() - t_start < 120:
+        for p in ("/api/v1/health", "/"):
+            t0 = time.monotonic()
+            st, _, body = d.request(p)
+            dt = time.monotonic() - t0
+            worst = max(worst, dt)
+            probes += 1
+            assert st == 200, f"{p}: {st} {body[:200]}"
+        time.sleep(0.05)
+    for t in threads:
+        t.join(timeout=120)
+    wall = time.monotonic() - t_start
+    assert len(results) == 4, "a summary never answered"
+    for st, _, body in results:
+        assert st in (200, 503), body
+        if st == 503:
+            assert b'"busy"' in body, body
+    ok = [r for r in results if r[0] == 200]
+    assert ok, results
+    refused = d.stats()["http"]["analyses_refused"]
+    assert refused == len(results) - len(ok)
+    figures(names=NAMES, summaries=4, answered_200=len(ok), refused_busy=refused,
+            summary_max_s=round(max(r[1] for r in results), 3), wall_s=round(wall, 3),
+            health_probes=probes, health_worst_s=round(worst, 3))
+    assert worst < bound, f"/health or / took {worst:.2f} s while summaries ran"
+    assert max(r[1] for r in results) < 10 * bound, results
+
+
+def test_analysis_deadline_answers_503(daemons, figures):
+    """An analysis still reading at http_analysis_timeout_ms answers 503 deadline, counted."""
+    d = daemons(config="http_analysis_timeout_ms = 1\n")
+    _ingest_names(d, "late", 20000)
+    st, _, body = d.request("/api/v1/jobs/late/summary/operator")
+    assert st == 503, body[:300]
+    assert b'"deadline"' in body and b"http_analysis_timeout_ms" in body, body
+    assert d.stats()["http"]["analyses_timed_out"] == 1
+    st, _, body = d.request("/api/v1/jobs/late/benchmark")
+    assert st == 503 and b'"deadline"' in body, body[:300]
+    assert d.stats()["http"]["analyses_timed_out"] == 2
+    # The daemon still answers everything else.
+    assert d.request("/api/v1/health")[0] == 200
+    figures(timeout_ms=1, spans=40001, status=st)
+
+
+def test_analysis_stops_when_its_client_hangs_up(daemons):
+    """A summary whose client closed its connection stops (counted) rather than running on."""
+    d = daemons()
+    _ingest_names(d, "gone", NAMES)
+    for _ in range(3):
+        s = socket.create_connection((d.host, d.port), timeout=5)
+        s.sendall(b"GET /api/v1/jobs/gone/summary/operator HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.02)
+        s.close()
+    d.wait_for("abandoned analyses counted",
+               lambda: d.stats()["http"]["analyses_abandoned"] >= 1, timeout=30)
+    assert d.request("/api/v1/health")[0] == 200
