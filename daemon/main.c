@@ -745,6 +745,16 @@ static int replay_live(struct daemon *d)
         }
         c.job_id = jobs[i].id;
         r = replay_job(&c);
+        if (r < 0 && r != -ENOMEM) {
+            /* One job the store cannot give back (a damaged block is skipped by the store
+             * itself; this is any other read error) must not keep the others down: it is
+             * named, and loads on first use instead, where the error is answered. */
+            log_error("live: job %lld (%s): replaying the store failed: %s; the job loads on "
+                      "first use", (long long)jobs[i].id, jobs[i].name, strerror(-r));
+            r = live_mark_evicted(d->live, jobs[i].id);
+            n_lazy++;
+            continue;
+        }
         if (r == 0)
             r = live_publish(d->live); /* accounts the job's bytes */
     }

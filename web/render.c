@@ -106,6 +106,11 @@ void web__render_job_fields(struct sbuf *b, const struct store_job *j)
     member_i64(b, "evicted_events", j->evicted_events);
     member_us(b, "first_seen_us", j->first_seen_ns);
     member_us(b, "last_seen_us", j->last_seen_ns);
+    member_i64(b, "damaged_blocks", j->damaged_blocks);
+    sbuf_adds(b, "\"damaged_block_ids\":[");
+    for (int64_t k = 0; k < j->damaged_blocks && k < STORE_JOB_DAMAGED_IDS; k++)
+        sbuf_printf(b, "%s%" PRId64, k ? "," : "", j->damaged_block_ids[k]);
+    sbuf_adds(b, "],");
     member_bool_last(b, "live", j->live);
 }
 
@@ -255,6 +260,13 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_i64(b, "blocks", info->blocks);
     member_i64(b, "block_bytes", info->block_bytes);
     member_i64(b, "block_raw_bytes", info->block_raw_bytes);
+    member_i64(b, "damaged_blocks", info->damaged_blocks);
+    sbuf_adds(b, "\"damaged\":[");
+    for (size_t i = 0; i < info->n_damaged; i++)
+        sbuf_printf(b, "%s{\"job_id\":%" PRId64 ",\"rank\":%" PRId64 ",\"block\":%" PRId64 "}",
+                    i ? "," : "", info->damaged[i].job_id, info->damaged[i].rank,
+                    info->damaged[i].block_id);
+    sbuf_adds(b, "],");
     member_bool_last(b, "started_from_empty_file", info->opened_empty_file);
     sbuf_adds(b, "}}");
 }

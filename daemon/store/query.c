@@ -7,7 +7,10 @@
  * loop's table of open sessions under live_mu.
  *
  * Counters come from the running totals in jobs and ranks, so listing jobs never scans data;
- * timeline events are decompressed block by block and handed to the caller line by line.
+ * timeline events are decompressed block by block and handed to the caller line by line. A
+ * block that does not decode (bad codec, raw size or compressed data) is skipped, logged once
+ * naming its job, rank and id, and listed (store_query_info(), store_job.damaged_blocks): one
+ * damaged block costs its own events, not the job's or the store's.
  */
 #include "store_query.h"
 
@@ -86,6 +89,81 @@ void store__readers_close(struct store *st)
 static int sql_errno(int rc)
 {
     return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+/* ---- damaged blocks ---- */
+
+/* Notes that block id (job_id, rank) cannot be decoded, why; logged the first time. Readers skip
+ * such a block and go on with the next, so one bad block costs its own lines only. */
+static void block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_t id,
+                          const char *why)
+{
+    bool first = true;
+    pthread_mutex_lock(&st->live_mu);
+    for (size_t i = 0; i < st->n_damaged && first; i++)
+        first = st->damaged[i].block_id != id;
+    if (first) {
+        st->n_damaged_all++;
+        if (st->n_damaged < STORE_DAMAGED_MAX &&
+            store__reserve((void **)&st->damaged, &st->cap_damaged, st->n_damaged + 1,
+                           sizeof *st->damaged) == 0)
+            st->damaged[st->n_damaged++] = (struct store_damaged_block){job_id, rank, id};
+    }
+    pthread_mutex_unlock(&st->live_mu);
+    if (first)
+        log_error("store: job %lld rank %lld block %lld is damaged (%s): its events are skipped",
+                  (long long)job_id, (long long)rank, (long long)id, why);
+}
+
+/* Fills job's damaged_blocks and damaged_block_ids from the list. */
+static void job_damage(struct store *st, struct store_job *j)
+{
+    j->damaged_blocks = 0;
+    for (size_t k = 0; k < STORE_JOB_DAMAGED_IDS; k++)
+        j->damaged_block_ids[k] = -1;
+    pthread_mutex_lock(&st->live_mu);
+    for (size_t i = 0; i < st->n_damaged; i++) {
+        if (st->damaged[i].job_id != j->id)
+            continue;
+        if (j->damaged_blocks < STORE_JOB_DAMAGED_IDS)
+            j->damaged_block_ids[j->damaged_blocks] = st->damaged[i].block_id;
+        j->damaged_blocks++;
+    }
+    pthread_mutex_unlock(&st->live_mu);
+}
+
+/* Decodes one stored block (codec, raw_bytes, data[0..len)) into *ret_lines / *ret_n: the data
+ * itself (STORE_CODEC_NONE) or *buf, decompressed with *dctx (both created on demand). Returns
+ * 0, -ENOMEM, or -EIO with *why set (the block is damaged). */
+static int decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t raw_bytes,
+                        int codec, const void *data, size_t len, const char **ret_lines,
+                        size_t *ret_n, const char **why)
+{
+    if (codec == STORE_CODEC_NONE) {
+        *ret_lines = data;
+        *ret_n = len;
+        return 0;
+    }
+    if (codec != STORE_CODEC_ZSTD) {
+        *why = "unknown codec";
+        return -EIO;
+    }
+    if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2) {
+        *why = "bad raw size";
+        return -EIO;
+    }
+    if (!*dctx && !(*dctx = ZSTD_createDCtx()))
+        return -ENOMEM;
+    if (store__reserve((void **)buf, buf_cap, (size_t)raw_bytes, 1) < 0)
+        return -ENOMEM;
+    size_t z = ZSTD_decompressDCtx(*dctx, *buf, (size_t)raw_bytes, data, len);
+    if (ZSTD_isError(z) || z != (size_t)raw_bytes) {
+        *why = ZSTD_isError(z) ? "compressed data does not decode" : "raw size does not match";
+        return -EIO;
+    }
+    *ret_lines = *buf;
+    *ret_n = z;
+    return 0;
 }
 
 /* ---- live state ---- */
@@ -199,8 +277,10 @@ int store_query_jobs(struct store *st, struct store_job **ret_jobs, size_t *ret_
     r = live_snapshot(st, &live, &n_live);
     if (r < 0)
         goto out;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         v[i].live = is_live(live, n_live, v[i].id, -1);
+        job_damage(st, &v[i]);
+    }
     if (n == 0) {
         free(v);
         v = NULL;
@@ -269,6 +349,7 @@ int store_query_job(struct store *st, const char *id_or_name, struct store_job *
         return r;
     j.live = is_live(live, n_live, j.id, -1);
     free(live);
+    job_damage(st, &j);
     *ret_job = j;
     return 0;
 }
@@ -366,6 +447,11 @@ int store_query_info(struct store *st, struct store_info *ret_info)
         info.block_raw_bytes = sqlite3_column_int64(s, 2);
         info.block_bytes = sqlite3_column_int64(s, 3);
         info.opened_empty_file = st->opened_empty_file;
+        pthread_mutex_lock(&st->live_mu);
+        info.damaged_blocks = st->n_damaged_all;
+        for (size_t i = 0; i < st->n_damaged && info.n_damaged < STORE_INFO_DAMAGED; i++)
+            info.damaged[info.n_damaged++] = st->damaged[i];
+        pthread_mutex_unlock(&st->live_mu);
         *ret_info = info;
         r = 0;
     } else {
@@ -403,10 +489,12 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
         goto out;
     }
     /* Two statements rather than "rank = ?2 OR ?2 < 0", which would hide the index. */
-    const char *sql = rank < 0 ? "SELECT raw_bytes, codec, data FROM blocks WHERE job_id = ?1 "
-                                 "AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id"
-                               : "SELECT raw_bytes, codec, data FROM blocks WHERE job_id = ?1 "
-                                 "AND rank = ?2 AND t_min_ns <= ?4 AND t_max_ns >= ?3 ORDER BY id";
+    const char *sql = rank < 0 ? "SELECT raw_bytes, codec, data, id, rank FROM blocks "
+                                 "WHERE job_id = ?1 AND t_min_ns <= ?4 AND t_max_ns >= ?3 "
+                                 "ORDER BY id"
+                               : "SELECT raw_bytes, codec, data, id, rank FROM blocks "
+                                 "WHERE job_id = ?1 AND rank = ?2 AND t_min_ns <= ?4 "
+                                 "AND t_max_ns >= ?3 ORDER BY id";
     rc = sqlite3_prepare_v2(rd->db, sql, -1, &s, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, job_id);
@@ -422,33 +510,18 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
         /* The blob pointer lives until the next step: decompress (or read) it in place. */
         const void *data = sqlite3_column_blob(s, 2);
         size_t len = (size_t)sqlite3_column_bytes(s, 2);
-        const char *lines;
-        size_t n_lines;
-        if (codec == STORE_CODEC_ZSTD) {
-            if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2) {
-                r = -EIO;
-                goto out;
-            }
-            if (!dctx && !(dctx = ZSTD_createDCtx())) {
-                r = -ENOMEM;
-                goto out;
-            }
-            if (store__reserve((void **)&buf, &buf_cap, (size_t)raw_bytes, 1) < 0) {
-                r = -ENOMEM;
-                goto out;
-            }
-            size_t z = ZSTD_decompressDCtx(dctx, buf, (size_t)raw_bytes, data, len);
-            if (ZSTD_isError(z) || z != (size_t)raw_bytes) {
-                r = -EIO;
-                goto out;
-            }
-            lines = buf;
-            n_lines = z;
-        } else if (codec == STORE_CODEC_NONE) {
-            lines = data;
-            n_lines = len;
-        } else {
-            r = -EIO;
+        const char *lines = NULL, *why = NULL;
+        size_t n_lines = 0;
+        int e = decode_block(&dctx, &buf, &buf_cap, raw_bytes, codec, data, len, &lines,
+                             &n_lines, &why);
+        if (e == -EIO) { /* damaged: noted, skipped */
+            block_damaged(st, job_id, sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 3),
+                          why);
+            rc = SQLITE_OK;
+            continue;
+        }
+        if (e < 0) {
+            r = e;
             goto out;
         }
         size_t pos = 0;
@@ -675,7 +748,9 @@ static int load_block(struct store_event_iter *it, int64_t id)
     int r = reader_get(it->st, &rd);
     if (r < 0)
         return r;
-    int rc = sqlite3_prepare_v2(rd->db, "SELECT raw_bytes, codec, data FROM blocks WHERE id = ?1",
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT raw_bytes, codec, data, job_id, rank FROM blocks "
+                                "WHERE id = ?1",
                                 -1, &s, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
@@ -693,30 +768,25 @@ static int load_block(struct store_event_iter *it, int64_t id)
     int codec = sqlite3_column_int(s, 1);
     const void *data = sqlite3_column_blob(s, 2);
     size_t len = (size_t)sqlite3_column_bytes(s, 2);
-    r = -EIO;
-    if (codec == STORE_CODEC_ZSTD) {
-        if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2)
-            goto out;
-        r = -ENOMEM;
-        if (!it->dctx && !(it->dctx = ZSTD_createDCtx()))
-            goto out;
-        if (store__reserve((void **)&it->buf, &it->buf_cap, (size_t)raw_bytes, 1) < 0)
-            goto out;
-        r = -EIO;
-        size_t z = ZSTD_decompressDCtx(it->dctx, it->buf, (size_t)raw_bytes, data, len);
-        if (ZSTD_isError(z) || z != (size_t)raw_bytes)
-            goto out;
-        it->buf_len = z;
-    } else if (codec == STORE_CODEC_NONE) {
-        r = -ENOMEM;
-        if (len > 0 && store__reserve((void **)&it->buf, &it->buf_cap, len, 1) < 0)
-            goto out;
-        if (len > 0)
-            memcpy(it->buf, data, len);
-        it->buf_len = len;
-    } else {
+    const char *lines = NULL, *why = NULL;
+    size_t n_lines = 0;
+    r = decode_block(&it->dctx, &it->buf, &it->buf_cap, raw_bytes, codec, data, len, &lines,
+                     &n_lines, &why);
+    if (r == -EIO) { /* damaged: noted, and skipped like a block that is gone */
+        block_damaged(it->st, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), id, why);
+        r = 0;
         goto out;
     }
+    if (r < 0)
+        goto out;
+    if (lines != it->buf) { /* not compressed: copied out of SQLite's row */
+        r = -ENOMEM;
+        if (n_lines > 0 && store__reserve((void **)&it->buf, &it->buf_cap, n_lines, 1) < 0)
+            goto out;
+        if (n_lines > 0)
+            memcpy(it->buf, lines, n_lines);
+    }
+    it->buf_len = n_lines;
     it->pos = 0;
     r = 1;
 out:

@@ -634,6 +634,7 @@ static void store_free(struct store *st)
     free(st->streams.buckets);
     free(st->jobs.buckets);
     free(st->durable);
+    free(st->damaged);
     for (size_t i = 0; i < st->n_pool; i++)
         free(st->pool[i]);
     free(st->pool);

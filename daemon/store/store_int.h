@@ -22,6 +22,7 @@
 #include "../core/log.h"
 #include "../core/stats.h"
 #include "store.h"
+#include "store_query.h"
 
 #define STORE_SCHEMA_VERSION 2
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
@@ -175,6 +176,8 @@ struct store_seq {
     type *name;               \
     size_t n_##name, cap_##name
 
+#define STORE_DAMAGED_MAX 1024
+
 /* A batch: everything accepted between two seals, committed in one transaction (or with the
  * batches queued beside it). Order inside matters: jobs, streams, sessions, then data. */
 struct store_batch {
@@ -272,6 +275,10 @@ struct store {
     /* Open sessions: changed by the loop thread under live_mu, counted by readers. */
     pthread_mutex_t live_mu;
     struct store_htab sessions;
+    /* Blocks a reader could not decode (bad codec, raw size or compressed data), under live_mu:
+     * the first STORE_DAMAGED_MAX of them; n_damaged_all counts every one. */
+    STORE_VEC(struct store_damaged_block, damaged);
+    int64_t n_damaged_all;
 
     /* Between the loop and the writer, under mu. */
     pthread_mutex_t mu;

@@ -18,6 +18,8 @@
 
 struct store;
 
+#define STORE_JOB_DAMAGED_IDS 8
+
 struct store_job {
     int64_t id;
     char name[RECORD_NAME_MAX + 1];
@@ -35,6 +37,8 @@ struct store_job {
     int64_t first_seen_ns;  /* wall clock of the first hello */
     int64_t last_seen_ns;   /* wall clock of the last commit that touched the job */
     bool live;              /* at least one session open now */
+    int64_t damaged_blocks; /* timeline blocks of the job found undecodable so far (skipped) */
+    int64_t damaged_block_ids[STORE_JOB_DAMAGED_IDS]; /* the first of them; -1 past the count */
 };
 
 struct store_rank {
@@ -49,6 +53,8 @@ struct store_rank {
     bool live;
 };
 
+#define STORE_INFO_DAMAGED 16
+
 struct store_info {
     int64_t db_bytes;        /* database plus WAL file size */
     int64_t jobs;
@@ -57,6 +63,12 @@ struct store_info {
     int64_t block_bytes;     /* and after */
     bool opened_empty_file;  /* the database file existed with 0 bytes when the daemon started
                               * (and was begun empty, the start logged a warning) */
+    int64_t damaged_blocks;  /* blocks found undecodable since start (skipped by every reader:
+                                store_query_events(), store_event_iter_next()) */
+    size_t n_damaged;        /* the first of them, up to STORE_INFO_DAMAGED */
+    struct store_damaged_block {
+        int64_t job_id, rank, block_id;
+    } damaged[STORE_INFO_DAMAGED];
 };
 
 /* All jobs, most recently seen first. *ret_jobs is malloc'd (caller frees; NULL when n is 0).

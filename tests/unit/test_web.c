@@ -600,6 +600,9 @@ static struct store_job sample_job(void)
     j.first_seen_ns = INT64_C(1700000000123456789);
     j.last_seen_ns = INT64_C(1700000001000000000);
     j.live = true;
+    j.damaged_blocks = 2;
+    j.damaged_block_ids[0] = 17;
+    j.damaged_block_ids[1] = 40;
     return j;
 }
 
@@ -616,7 +619,8 @@ START_TEST(test_render_job_escapes_name_and_converts_times)
         "\"world_size\":8,\"sessions\":3,\"steps\":100,\"spans\":1000,\"events\":1200,"
         "\"queue_samples\":5,\"host_samples\":6,\"pipelines\":1,\"stored_bytes\":4096,"
         "\"evicted_events\":0,\"first_seen_us\":1700000000123456.789,"
-        "\"last_seen_us\":1700000001000000,\"live\":true}]}");
+        "\"last_seen_us\":1700000001000000,\"damaged_blocks\":2,"
+        "\"damaged_block_ids\":[17,40],\"live\":true}]}");
     ck_assert_ptr_null(strchr(b.data, '<'));
     sbuf_done(&b);
 }
@@ -714,7 +718,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.http_analyses_timed_out, 51);
     atomic_store(&s.http_analyses_abandoned, 52);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
-                              .block_bytes = 44};
+                              .block_bytes = 44, .damaged_blocks = 3, .n_damaged = 2,
+                              .damaged = {{5, 1, 60}, {6, 0, 61}}};
     struct sbuf b;
     sbuf_init(&b, 1 << 16);
     web__render_stats(&b, &s, &info);
@@ -731,7 +736,9 @@ START_TEST(test_render_stats_all_counters)
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
-        "\"block_raw_bytes\":43,\"started_from_empty_file\":false}}");
+        "\"block_raw_bytes\":43,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
+        "\"rank\":1,\"block\":60},{\"job_id\":6,\"rank\":0,\"block\":61}],"
+        "\"started_from_empty_file\":false}}");
     sbuf_reset(&b);
     web__render_stats(&b, &s, NULL);
     ck_assert_ptr_nonnull(strstr(b.data, ",\"store\":null}"));
