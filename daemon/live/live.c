@@ -1868,7 +1868,16 @@ static size_t rank_bytes(const struct live_rank *rk)
                                                     sizeof *rk->queues[i].samples;
     if (rk->pipe)
         b += sizeof *rk->pipe + rk->pipe->cap_values * sizeof *rk->pipe->values;
-    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks + rk->bd.n_chunks * sizeof **rk->bd.chunks;
+    /* The breakdown chunks: the full ones whole, the last as far as it is written, in pages. A
+     * chunk (LIVE_BD_CHUNK spans, 320 KiB) is malloc()'d whole but its pages are touched only as
+     * spans are appended, so charging its capacity charged a one-event job 100 times what it
+     * holds and filled the budget at ~3 200 small jobs (issue 18). */
+    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks;
+    if (rk->bd.n_chunks > 0) {
+        const struct live_bd_chunk *last = rk->bd.chunks[rk->bd.n_chunks - 1];
+        size_t used = offsetof(struct live_bd_chunk, v) + last->n * sizeof last->v[0];
+        b += (rk->bd.n_chunks - 1) * sizeof **rk->bd.chunks + (used + 4095) / 4096 * 4096;
+    }
     return b;
 }
 
@@ -1911,37 +1920,72 @@ uint64_t live_job_bytes(const struct live *lv, int64_t job_id)
 
 /* ---- eviction and reload ---- */
 
+/* A job's last use, for the LRU order. */
+struct lru {
+    int64_t used;
+    int64_t id;
+};
+
+static int cmp_lru_id(const void *a, const void *b)
+{
+    const struct lru *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_lru_used(const void *a, const void *b)
+{
+    const struct lru *x = a, *y = b;
+    if (x->used != y->used)
+        return x->used < y->used ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
 size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
                   bool (*can_evict)(void *ud, int64_t job_id), void *ud)
 {
+    if (live_bytes(lv) <= budget || lv->n_jobs == 0)
+        return 0;
+    /* One pass per call: each job's last use (its feed stamp, or a reader's live_ensure() of its
+     * snapshot), the jobs past the grace sorted oldest first, then evicted in that order while
+     * over the budget. O(n log n) a call; it was a scan of every job, and for each of every
+     * snapshot, per job evicted (at 3 200 jobs on the loop: hello->ack of 1.4-2 s, issue 18). */
+    struct lru *pubs = NULL, *cand = malloc(lv->n_jobs * sizeof *cand);
+    pthread_mutex_lock(&lv->lock);
+    size_t n_pubs = lv->n_pub;
+    if (n_pubs > 0 && (pubs = malloc(n_pubs * sizeof *pubs)) != NULL)
+        for (size_t k = 0; k < n_pubs; k++)
+            pubs[k] = (struct lru){lv->pub[k].used_ns, lv->pub[k].job_id};
+    pthread_mutex_unlock(&lv->lock);
+    if (!cand || (n_pubs > 0 && !pubs)) {
+        free(cand);
+        free(pubs);
+        return 0;
+    }
+    qsort(pubs, n_pubs, sizeof *pubs, cmp_lru_id);
+    size_t m = 0;
+    for (size_t i = 0; i < lv->n_jobs; i++) {
+        const struct live_job *j = lv->jobs[i];
+        struct lru key = {0, j->id};
+        const struct lru *p = n_pubs ? bsearch(&key, pubs, n_pubs, sizeof *pubs, cmp_lru_id) : NULL;
+        int64_t used = p && p->used > j->used_ns ? p->used : j->used_ns;
+        if (used <= now_ns - LIVE_EVICT_GRACE_NS)
+            cand[m++] = (struct lru){used, j->id};
+    }
+    free(pubs);
+    qsort(cand, m, sizeof *cand, cmp_lru_used);
     size_t n = 0;
-    while (live_bytes(lv) > budget) {
-        struct live_job *best = NULL;
-        int64_t best_used = 0;
-        for (size_t i = 0; i < lv->n_jobs; i++) {
-            struct live_job *j = lv->jobs[i];
-            int64_t used = j->used_ns;
-            pthread_mutex_lock(&lv->lock);
-            for (size_t k = 0; k < lv->n_pub; k++)
-                if (lv->pub[k].job_id == j->id && lv->pub[k].used_ns > used)
-                    used = lv->pub[k].used_ns;
-            pthread_mutex_unlock(&lv->lock);
-            if (used > now_ns - LIVE_EVICT_GRACE_NS || (best && used >= best_used) ||
-                !can_evict(ud, j->id))
-                continue;
-            best = j;
-            best_used = used;
-        }
-        if (!best)
-            break;
-        /* -EBUSY: used since the scan (its stamp is recent now, the next scan skips it);
-         * -ENOMEM: nothing more can be marked, so nothing more goes. */
-        int r = drop_job(lv, best->id, true, now_ns - LIVE_EVICT_GRACE_NS);
+    for (size_t k = 0; k < m && live_bytes(lv) > budget; k++) {
+        if (!can_evict(ud, cand[k].id))
+            continue;
+        /* -EBUSY: used since the copy (a reader's live_ensure()), so it stays; -ENOMEM: nothing
+         * more can be marked, so nothing more goes. */
+        int r = drop_job(lv, cand[k].id, true, now_ns - LIVE_EVICT_GRACE_NS);
         if (r == -ENOMEM)
             break;
         if (r == 0)
             n++;
     }
+    free(cand);
     return n;
 }
 

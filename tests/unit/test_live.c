@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../daemon/live/live.h"
 #include "../../daemon/core/clock.h"
@@ -432,6 +433,57 @@ START_TEST(test_live_budget_lru_reload)
     ck_assert(!live_is_evicted(lv, 42));
     live_drop_job(lv, 3);
     ck_assert(!live_is_evicted(lv, 3));
+    live_free(lv);
+}
+END_TEST
+
+/* Issue 18, item 3: a job with one event was charged ~337 KB (the capacity of its first
+ * breakdown chunk, LIVE_BD_CHUNK spans, not the one span in it), so the 1 GiB budget filled at
+ * ~3 200 jobs; and every eviction scanned every job and, for each, every published snapshot
+ * (O(jobs x snapshots) per evicted job), on the loop: hello->ack took seconds. A one-event job
+ * is now charged what it uses (under 32 KiB), and evicting from 4 000 such jobs takes
+ * milliseconds per call. */
+START_TEST(test_live_small_jobs_charge_and_evict_fast)
+{
+    enum { JOBS = 4000 };
+    struct live *lv = live_new();
+    struct record v[N_RECS];
+    records(v);
+    ck_assert_int_eq(live_feed(lv, 1, 0, v + 1, 1), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    uint64_t one = live_job_bytes(lv, 1);
+    ck_assert_msg(one < 32 * 1024, "a one-event job is charged %llu bytes",
+                  (unsigned long long)one);
+    for (int64_t job = 2; job <= JOBS; job++) {
+        ck_assert_int_eq(live_feed(lv, job, 0, v + 1, 1), 0);
+        if (job % 500 == 0)
+            ck_assert_int_eq(live_publish(lv), 0);
+    }
+    ck_assert_int_eq(live_publish(lv), 0);
+    uint64_t all = live_bytes(lv);
+    int calls = 0;
+    int64_t later = INT64_MAX / 2;
+    /* The loop's pattern over budget: a few jobs over it per publish, one call each time. */
+    double worst = 0;
+    for (int k = 0; k < 200; k++) {
+        uint64_t budget = live_bytes(lv) - 3 * one + 1;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0); /* CPU time: the machine may be shared */
+        size_t n = live_evict(lv, budget, later, may_evict, &calls);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        worst = s > worst ? s : worst;
+        ck_assert_uint_eq(n, 3);
+        ck_assert_uint_le(live_bytes(lv), budget);
+    }
+    /* Least recently used first: jobs 1..600 went, 601 did not. */
+    ck_assert(live_is_evicted(lv, 1));
+    ck_assert(live_is_evicted(lv, 600));
+    ck_assert(!live_is_evicted(lv, 601));
+    ck_assert_uint_eq(live_bytes(lv), all - 600 * one);
+    printf("live_evict over %d one-event jobs: worst call %.6f s CPU, a job charged %llu bytes\n",
+           JOBS, worst, (unsigned long long)one);
+    ck_assert_msg(worst < 0.02, "one eviction call over %d jobs took %.3f s", JOBS, worst);
     live_free(lv);
 }
 END_TEST
@@ -1031,6 +1083,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_drop_job);
     tcase_add_test(tc, test_live_budget_lru_reload);
+    tcase_add_test(tc, test_live_small_jobs_charge_and_evict_fast);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
     tcase_add_test(tc, test_live_breakdown_cache_and_cap);
