@@ -423,15 +423,17 @@ bool web__csrf_safe(struct MHD_Connection *c)
 }
 
 static int first_call_seen; /* its address marks a GET or HEAD past its first call, */
-static int delete_seen;     /* and this one a DELETE; */
+static int delete_seen;     /* this one a DELETE, */
 static int too_many_params; /* this one a request with over WEB_QUERY_PARAMS_MAX query parameters
-                             * (on_uri); any other non-NULL con_cls is a POST body being gathered
-                             * (captures.c) */
+                             * (on_uri), */
+static int analysis_seen;   /* and this one a GET whose analysis runs on its own thread
+                             * (routes_summary.c); any other non-NULL con_cls is a POST body
+                             * being gathered (captures.c) */
 
 static bool is_post(void *con_cls)
 {
     return con_cls && con_cls != &first_call_seen && con_cls != &delete_seen &&
-           con_cls != &too_many_params;
+           con_cls != &too_many_params && con_cls != &analysis_seen;
 }
 
 /* MHD calls this with the request target as sent, before it splits the query into its
@@ -529,6 +531,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *con_cls = &first_call_seen;
         return MHD_YES;
     }
+    if (*con_cls == &analysis_seen) /* resumed by the analysis thread: its answer */
+        return (enum MHD_Result)web__analysis_answer(w, c);
     if (is_post(*con_cls))
         return (enum MHD_Result)web__post_data(w, c, *con_cls, upload_data, upload_data_size);
     if (*upload_data_size != 0) {
@@ -549,7 +553,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return (enum MHD_Result)web__route_static(w, c, url);
     if (*con_cls == &delete_seen)
         return (enum MHD_Result)web__route_delete(w, c, &r);
-    return (enum MHD_Result)web__route_api(w, c, &r);
+    int res = web__route_api(w, c, &r);
+    if (res == WEB_SUSPENDED) {
+        *con_cls = &analysis_seen;
+        return MHD_YES;
+    }
+    return (enum MHD_Result)res;
 }
 
 /* Every call of the access handler. The request deadline (guard.c) stops once the request is
@@ -661,6 +670,10 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     r = -ENOMEM;
     w = calloc(1, sizeof *w);
     if (!w) {
+        snprintf(err, WEB_ERR_MAX, "http: out of memory");
+        goto fail;
+    }
+    if (web__analyses_init(w) < 0) {
         snprintf(err, WEB_ERR_MAX, "http: out of memory");
         goto fail;
     }
@@ -785,9 +798,11 @@ void web_stop(struct web *w)
     if (!w)
         return;
     web__events_quiesce(w);
+    web__analyses_stop(w);
     web__guard_stop_thread(w->guard);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
+    web__analyses_free(w);
     web__guard_free(w->guard); /* MHD's CLOSED notifications have emptied it */
     explicit_bzero(w->auth_token, sizeof w->auth_token);
     explicit_bzero(w->auth_cookie, sizeof w->auth_cookie);

@@ -9,17 +9,22 @@
  * beyond is counted and reported as cut.
  * The CPU figures of the device summary come from the live snapshot's host-record means.
  *
- * An analysis holds an HTTP worker for its time, so three bounds keep the server answering
- * (issue 18; docs/RELIABILITY.md): at most analyses_max (http_threads - 1) run at once, the next
- * answers 503 busy, so a worker is always free for /health and the dashboard; one still reading
- * the store http_analysis_timeout_ms after it began stops and answers 503 deadline; and one
- * whose client hung up stops at once (its socket is peeked every SPANS_CHECK lines). What is
- * read is capped by ?max_spans= (reported as spans_cut), and the tables are O(n log n) in it.
+ * An analysis runs on a thread of its own while its connection is suspended
+ * (MHD_suspend_connection()): an HTTP worker would otherwise be held for its time, and with it
+ * every connection that worker had accepted (a /health among them). When it is done the thread
+ * resumes the connection and MHD calls the access handler again, which sends the answer
+ * (web__analysis_answer(), from http.c). Bounds (issue 18; docs/RELIABILITY.md): at most
+ * analyses_max (http_threads - 1) run at once, the next answers 503 busy; one still reading the
+ * store http_analysis_timeout_ms after it began stops and answers 503 deadline; one whose client
+ * hung up stops (its socket is peeked every SPANS_CHECK lines) and is not answered; web_stop()
+ * stops them all the same way and waits for them. What is read is capped by ?max_spans=
+ * (reported as spans_cut), and the tables are O(n log n) in it.
  */
 #include "web_int.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +39,19 @@
 
 /* The bounds of one analysis: its deadline and its client's socket. */
 struct budget {
+    struct web *w;
     struct MHD_Connection *c;
     int64_t deadline_ns;
 };
 
 /* -ETIMEDOUT past the deadline, -ECONNABORTED when the client has closed its end (a peek reads
- * the end of the stream or an error), else 0. */
+ * the end of the stream or an error) or the server is stopping, else 0. */
 static int budget_check(const struct budget *bg)
 {
     if (!bg)
         return 0;
+    if (atomic_load_explicit(&bg->w->analyses_stopping, memory_order_relaxed))
+        return -ECONNABORTED;
     if (clock_mono_ns() > bg->deadline_ns)
         return -ETIMEDOUT;
     const union MHD_ConnectionInfo *ci =
@@ -482,35 +490,159 @@ out:
     return r;
 }
 
-static int get_benchmark(struct web *w, struct MHD_Connection *c, const struct store_job *job,
-                         int64_t rank, int64_t first, int64_t last, enum web_format fmt,
-                         size_t max_spans, const struct budget *bg)
+/* One analysis, run on a thread of its own while its connection is suspended. */
+struct web_analysis {
+    struct web_analysis *next;      /* w->analyses */
+    struct web *w;
+    struct MHD_Connection *c;
+    bool bench;
+    struct store_job job;
+    enum web_summary_kind kind;
+    int64_t rank, first, last, skip;
+    size_t max_spans;
+    enum web_format fmt;
+    char unit[4];
+    struct budget bg;
+    int r;                          /* 0: b is the answer; else send_failure()'s, or -ENOENT */
+    const char *not_found;          /* with -ENOENT: the message */
+    struct sbuf b;
+    bool done;                      /* under w->analyses_lock */
+};
+
+static int run_benchmark(struct web_analysis *a)
 {
-    int64_t skip;
-    int mhd;
-    if (web__param_i64(w, c, "skip", 0, INT32_MAX, ANALYSE_BENCH_SKIP_DEFAULT, &skip, &mhd) < 0)
-        return mhd;
-    struct bench_scan s = {.rank = rank, .first = first, .last = last};
-    struct web_bench_doc d = {.rank = rank, .source = "records"};
-    int64_t n = store_query_steps(w->store, job->id, on_bench_step, &s);
+    struct web *w = a->w;
+    struct bench_scan s = {.rank = a->rank, .first = a->first, .last = a->last};
+    struct web_bench_doc d = {.rank = a->rank, .source = "records"};
+    int64_t n = store_query_steps(w->store, a->job.id, on_bench_step, &s);
     int r = n < 0 ? (int)n : s.err;
     if (r == 0 && s.n == 0) {
         d.source = "spans";
-        struct spans sp = {.max = max_spans};
-        r = read_spans(w, job->id, rank, &sp, bg);
+        struct spans sp = {.max = a->max_spans};
+        r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
         if (r == 0)
             r = bench_from_spans(&sp, &s);
         spans_free(&sp);
     }
     if (r == 0)
-        r = analyse_benchmark_compute(s.v, s.n, (size_t)skip, &d.bench);
+        r = analyse_benchmark_compute(s.v, s.n, (size_t)a->skip, &d.bench);
     free(s.v);
-    if (r < 0)
-        return send_failure(w, c, r, "benchmark");
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
-    web__render_benchmark(&b, &d, fmt);
-    return send_fmt(w, c, &b, fmt);
+    if (r == 0)
+        web__render_benchmark(&a->b, &d, a->fmt);
+    return r;
+}
+
+static int run_summary(struct web_analysis *a)
+{
+    struct web *w = a->w;
+    struct spans sp = {.max = a->max_spans};
+    struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
+                                .time_unit = a->unit};
+    int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0)
+        r = analyse_summary_compute(sp.v, sp.n, a->first, a->last, &d.sum);
+    if (r == -ENOENT)
+        a->not_found = "steps: no ProfileStep span in range on this rank";
+    if (r == 0) {
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        if (a->kind == WEB_SUMMARY_DEVICE)
+            host_cpu(w, a->job.id, a->rank, &d);
+        web__render_summary(&a->b, &d, a->fmt);
+    }
+    analyse_summary_free(d.sum);
+    spans_free(&sp);
+    return r;
+}
+
+/* The analysis thread: computes and renders, gives the slot back, then resumes the connection
+ * (under the lock, so web__analyses_stop() cannot let MHD stop before the resume); MHD then
+ * calls the access handler again, which sends the answer (web__analysis_answer()). */
+static void *analysis_main(void *arg)
+{
+    struct web_analysis *a = arg;
+    struct web *w = a->w;
+    a->r = a->bench ? run_benchmark(a) : run_summary(a);
+    slot_put(w);
+    pthread_mutex_lock(&w->analyses_lock);
+    MHD_resume_connection(a->c);
+    a->done = true;
+    pthread_cond_broadcast(&w->analyses_cond);
+    pthread_mutex_unlock(&w->analyses_lock);
+    return NULL;
+}
+
+int web__analyses_init(struct web *w)
+{
+    if (pthread_mutex_init(&w->analyses_lock, NULL) != 0)
+        return -ENOMEM;
+    if (pthread_cond_init(&w->analyses_cond, NULL) != 0) {
+        pthread_mutex_destroy(&w->analyses_lock);
+        return -ENOMEM;
+    }
+    w->analyses_ready = true;
+    return 0;
+}
+
+void web__analyses_stop(struct web *w)
+{
+    if (!w->analyses_ready)
+        return;
+    atomic_store_explicit(&w->analyses_stopping, true, memory_order_relaxed);
+    pthread_mutex_lock(&w->analyses_lock);
+    for (;;) {
+        bool running = false;
+        for (struct web_analysis *a = w->analyses; a; a = a->next)
+            running |= !a->done;
+        if (!running)
+            break;
+        pthread_cond_wait(&w->analyses_cond, &w->analyses_lock);
+    }
+    pthread_mutex_unlock(&w->analyses_lock);
+}
+
+static void analysis_free(struct web_analysis *a)
+{
+    sbuf_done(&a->b);
+    free(a);
+}
+
+void web__analyses_free(struct web *w)
+{
+    if (!w->analyses_ready)
+        return;
+    while (w->analyses) {
+        struct web_analysis *a = w->analyses;
+        w->analyses = a->next;
+        analysis_free(a);
+    }
+    pthread_cond_destroy(&w->analyses_cond);
+    pthread_mutex_destroy(&w->analyses_lock);
+    w->analyses_ready = false;
+}
+
+int web__analysis_answer(struct web *w, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&w->analyses_lock);
+    struct web_analysis **p = &w->analyses;
+    while (*p && ((*p)->c != c || !(*p)->done))
+        p = &(*p)->next;
+    struct web_analysis *a = *p;
+    if (a)
+        *p = a->next;
+    pthread_mutex_unlock(&w->analyses_lock);
+    if (!a)
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", NULL);
+    int mhd;
+    if (a->r == 0)
+        mhd = send_fmt(w, c, &a->b, a->fmt);
+    else if (a->r == -ENOENT && a->not_found)
+        mhd = web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", a->not_found);
+    else
+        mhd = send_failure(w, c, a->r, a->bench ? "benchmark" : "summary");
+    analysis_free(a);
+    return mhd;
 }
 
 int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
@@ -521,7 +653,7 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                "kind: overview, model, distributed, operator, kernel, memory, "
                                "user-defined or device");
-    int64_t rank, first, last, max_spans;
+    int64_t rank, first, last, max_spans, skip = 0;
     enum web_format fmt;
     int mhd;
     char unit[4] = "ms";
@@ -537,6 +669,9 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     if (strcmp(unit, "s") != 0 && strcmp(unit, "ms") != 0 && strcmp(unit, "us") != 0 &&
         strcmp(unit, "ns") != 0)
         return bad(w, c, "time_unit: s, ms, us or ns");
+    if (rt->id == WEB_ROUTE_BENCHMARK &&
+        web__param_i64(w, c, "skip", 0, INT32_MAX, ANALYSE_BENCH_SKIP_DEFAULT, &skip, &mhd) < 0)
+        return mhd;
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
     r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
@@ -548,39 +683,47 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     free(ranks);
     if (!known)
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
-    if (slot_take(w, c, &mhd) < 0)
+    if (atomic_load_explicit(&w->analyses_stopping, memory_order_relaxed) || !w->analyses_ready)
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                               "the server is stopping");
+    struct web_analysis *a = calloc(1, sizeof *a);
+    if (!a)
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                               "out of memory");
+    if (slot_take(w, c, &mhd) < 0) {
+        free(a);
         return mhd;
-    struct budget bg = {.c = c, .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
-    if (rt->id == WEB_ROUTE_BENCHMARK) {
-        mhd = get_benchmark(w, c, job, rank, first, last, fmt, (size_t)max_spans, &bg);
+    }
+    *a = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
+                               .job = *job, .kind = kind, .rank = rank, .first = first,
+                               .last = last, .skip = skip, .max_spans = (size_t)max_spans,
+                               .fmt = fmt};
+    memcpy(a->unit, unit, sizeof a->unit);
+    a->bg = (struct budget){.w = w, .c = c,
+                            .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
+    sbuf_init(&a->b, w->max_response_bytes);
+    /* Under the lock: the thread cannot resume the connection (its last step takes the lock)
+     * before it is linked and suspended. */
+    pthread_mutex_lock(&w->analyses_lock);
+    pthread_attr_t attr;
+    pthread_t th;
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&th, &attr, analysis_main, a);
+        pthread_attr_destroy(&attr);
+    }
+    if (e != 0) { /* no thread: answered at once, as a busy server */
+        pthread_mutex_unlock(&w->analyses_lock);
         slot_put(w);
-        return mhd;
+        analysis_free(a);
+        STATS_ADD(w->stats, http_analyses_refused, 1);
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                               "no thread for the analysis; retry");
     }
-    struct spans sp = {.max = (size_t)max_spans};
-    struct web_summary_doc d = {.kind = kind, .rank = rank, .max_spans = (size_t)max_spans,
-                                .time_unit = unit};
-    r = read_spans(w, job->id, rank, &sp, &bg);
-    if (r == 0)
-        r = analyse_summary_compute(sp.v, sp.n, first, last, &d.sum);
-    slot_put(w);
-    if (r == -ENOENT) {
-        spans_free(&sp);
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
-                               "steps: no ProfileStep span in range on this rank");
-    }
-    if (r < 0) {
-        spans_free(&sp);
-        return send_failure(w, c, r, "summary");
-    }
-    d.n_read = sp.n;
-    d.spans_cut = sp.cut;
-    d.lines_bad = sp.bad;
-    if (kind == WEB_SUMMARY_DEVICE)
-        host_cpu(w, job->id, rank, &d);
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
-    web__render_summary(&b, &d, fmt);
-    analyse_summary_free(d.sum);
-    spans_free(&sp);
-    return send_fmt(w, c, &b, fmt);
+    a->next = w->analyses;
+    w->analyses = a;
+    MHD_suspend_connection(c);
+    pthread_mutex_unlock(&w->analyses_lock);
+    return WEB_SUSPENDED;
 }

@@ -19,6 +19,7 @@
 #define STEPSCOPE_WEB_INT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -180,6 +181,7 @@ struct MHD_Connection;
 struct MHD_Daemon;
 struct MHD_Response;
 struct web_events;
+struct web_analysis;
 
 struct web {
     struct MHD_Daemon *mhd;
@@ -212,6 +214,11 @@ struct web {
     _Atomic unsigned exports_active; /* timeline exports being streamed (routes.c) */
     unsigned exports_max;          /* past it a new export answers 503 busy */
     _Atomic unsigned analyses_active; /* summaries and benchmarks being computed */
+    pthread_mutex_t analyses_lock; /* guards analyses and their done flags (routes_summary.c) */
+    pthread_cond_t analyses_cond;  /* an analysis finished */
+    struct web_analysis *analyses; /* running, or done and not yet answered */
+    _Atomic bool analyses_stopping; /* web_stop(): running analyses stop, new ones are refused */
+    bool analyses_ready;           /* the lock and cond are initialised */
     unsigned analyses_max;         /* past it a new one answers 503 busy: threads - 1, so one
                                       worker is always left for /health and the dashboard */
     int64_t analysis_timeout_ns;   /* an analysis still reading this long answers 503 deadline */
@@ -448,6 +455,16 @@ struct web_bench_doc {
 void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum web_format fmt);
 
 /* routes_summary.c: /summary/{kind} and /benchmark of job. */
+/* What web__route_summary() returns when it suspended the connection and runs the analysis on
+ * a thread of its own: the access handler returns MHD_YES and, called again once the thread
+ * resumed the connection, web__analysis_answer() sends the answer. */
+#define WEB_SUSPENDED 2
+int web__analysis_answer(struct web *w, struct MHD_Connection *c);
+/* web_start(): the lock and cond. web_stop(): before MHD_stop_daemon(), stops the running
+ * analyses (as if their clients had gone) and waits for them; after it, frees what is left. */
+int web__analyses_init(struct web *w);
+void web__analyses_stop(struct web *w);
+void web__analyses_free(struct web *w);
 int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web_route *r,
                        const struct store_job *job);
 

@@ -114,3 +114,27 @@ def test_analysis_stops_when_its_client_hangs_up(daemons):
     d.wait_for("abandoned analyses counted",
                lambda: d.stats()["http"]["analyses_abandoned"] >= 1, timeout=30)
     assert d.request("/api/v1/health")[0] == 200
+
+
+def test_sigterm_during_an_analysis_exits_promptly(daemons, figures):
+    """SIGTERM while a summary runs: the analysis stops and the daemon exits 0 at once (it used
+    to wait for the analysis, minutes with many names)."""
+    d = daemons()
+    _ingest_names(d, "stop", NAMES)
+    got = []
+
+    def summary():
+        try:
+            got.append(d.request("/api/v1/jobs/stop/summary/operator")[0])
+        except OSError as e:  # the daemon closed the connection as it stopped
+            got.append(repr(e))
+
+    t = threading.Thread(target=summary)
+    t.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    d.stop()  # exit 0 asserted
+    took = time.monotonic() - t0
+    t.join(timeout=30)
+    figures(names=NAMES, stop_s=round(took, 3), summary=str(got))
+    assert took < 5, f"SIGTERM took {took:.2f} s"
