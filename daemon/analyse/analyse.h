@@ -37,6 +37,9 @@ enum analyse_role {
     ANALYSE_ROLE_RUNTIME,         /* cudaLaunchKernel and other runtime/driver calls */
     ANALYSE_ROLE_USER_ANNOTATION, /* record_function / RecordEvent ranges */
     ANALYSE_ROLE_PYTHON,          /* python_function events */
+    ANALYSE_ROLE_GPU_ANNOTATION,  /* Kineto's GPU mirror of a host range (cat gpu_user_annotation):
+                                     device-side, so in neither the host nor the kernel table (torch's
+                                     key_averages() lists it as a CUDA row); CPU exec in the breakdown */
     ANALYSE_ROLE_COUNT,
 };
 
@@ -105,12 +108,6 @@ void analyse_classify(struct analyse_span *spans, size_t n, const struct analyse
 
 /* The role of one span under user rules (may be NULL) and the built-in table. */
 enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user);
-
-/* True for Kineto's GPU mirror of a host range (cat gpu_user_annotation, e.g. a second
- * "ProfilerStep#5" on the GPU row): a user annotation by role, but device-side, so the host
- * operator table leaves it out, as torch's key_averages() keeps it apart (a CUDA row; it groups
- * by device type). */
-bool analyse_is_gpu_mirror(const char *cat, size_t cat_len);
 
 /* --- Operator and kernel statistics (ops.c) ----------------------------------------------
  * A table aggregates the spans whose role is in a mask, grouped by name or by type.

@@ -347,6 +347,7 @@ int analyse_breakdown_compute(const struct analyse_span *spans, size_t n, struct
             break;
         case ANALYSE_ROLE_HOST_OP:
         case ANALYSE_ROLE_USER_ANNOTATION:
+        case ANALYSE_ROLE_GPU_ANNOTATION: /* tb-plugin: UserAnnotation, whichever side */
         case ANALYSE_ROLE_FORWARD:
         case ANALYSE_ROLE_BACKWARD:
         case ANALYSE_ROLE_OPTIMIZER:

@@ -253,23 +253,13 @@ fail:
     return r;
 }
 
-/* A span the table of role_mask counts: its role is in the mask, it has a duration, and it is not
- * a GPU mirror in the host table (analyse_is_gpu_mirror()). */
-static bool counts(const struct analyse_span *sp, uint32_t role_mask)
-{
-    if (!(role_mask & ANALYSE_ROLE_BIT(sp->role)) || sp->dur_ns < 0)
-        return false;
-    return !(role_mask & ANALYSE_ROLE_BIT(ANALYSE_ROLE_USER_ANNOTATION)) ||
-           !analyse_is_gpu_mirror(sp->cat, sp->cat_len);
-}
-
 int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
                           enum analyse_op_group group, struct analyse_op_table **ret_table)
 {
     int r = -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (counts(&spans[i], role_mask))
+        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
             m++;
     struct nest_ctx_item *items = malloc((m ? m : 1) * sizeof *items);
     int64_t *self_ns = malloc((m ? m : 1) * sizeof *self_ns);
@@ -278,7 +268,7 @@ int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t r
         goto out;
     m = 0;
     for (size_t i = 0; i < n; i++)
-        if (counts(&spans[i], role_mask))
+        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
             items[m++] = (struct nest_ctx_item){ &spans[i], i };
     r = compute_self(items, m, self_ns);
     if (r < 0)

@@ -19,12 +19,12 @@
       .contains = contains_, .nocase = false }
 
 /* Order matters: the first match wins. Device categories come first (a gpu_user_annotation named
- * ProfilerStep#N is the GPU mirror of a step, not a second step), then the names torch gives its
- * phases whatever their cat, then categories, then the cat-less names of legacy torch and
- * MindSpore traces. */
+ * ProfilerStep#N is the GPU mirror of a step, not a second step nor a host operator), then the
+ * names torch gives its phases whatever their cat, then categories, then the cat-less names of
+ * legacy torch and MindSpore traces. */
 static const struct analyse_rule default_rules[] = {
     /* Kineto device side and runtime (ActivityType.h; 2021 names Kernel/Memcpy/Memset/Runtime). */
-    R(USER_ANNOTATION, "gpu_user_annotation", NULL, NULL, NULL, NULL),
+    R(GPU_ANNOTATION, "gpu_user_annotation", NULL, NULL, NULL, NULL),
     R(KERNEL, "kernel", NULL, NULL, NULL, NULL),
     R(MEMCPY, "gpu_memcpy|memcpy", NULL, NULL, NULL, NULL),
     R(MEMSET, "gpu_memset|memset", NULL, NULL, NULL, NULL),
@@ -161,12 +161,6 @@ static bool table_role(const struct analyse_rules *t, const struct analyse_span 
         }
     }
     return false;
-}
-
-bool analyse_is_gpu_mirror(const char *cat, size_t cat_len)
-{
-    static const char mirror[] = "gpu_user_annotation";
-    return cat && cat_len == sizeof mirror - 1 && memcmp(cat, mirror, cat_len) == 0;
 }
 
 enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user)

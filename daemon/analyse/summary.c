@@ -62,6 +62,7 @@ enum analyse_sum_type analyse_sum_type_of(const struct analyse_span *span)
     case ANALYSE_ROLE_RUNTIME:
         return ANALYSE_SUM_CUDA_RUNTIME;
     case ANALYSE_ROLE_USER_ANNOTATION:
+    case ANALYSE_ROLE_GPU_ANNOTATION:
         return ANALYSE_SUM_PYTHON_USER_DEFINED;
     case ANALYSE_ROLE_PYTHON:
         return ANALYSE_SUM_PYTHON_OP;

@@ -1768,8 +1768,6 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
         s->ops[i].name = s->text + j->ops.ents[i].off1;
         s->ops[i].name_len = j->ops.ents[i].len1;
         s->ops[i].role = i < j->n_roles_done ? (enum analyse_role)j->roles[i] : ANALYSE_ROLE_OTHER;
-        s->ops[i].gpu_mirror =
-            analyse_is_gpu_mirror(j->ops.text + j->ops.ents[i].off2, j->ops.ents[i].len2);
     }
     for (size_t k = 0; k < j->n_ranks; k++) {
         struct live_rank *rk = j->ranks[k];

@@ -31,7 +31,6 @@ struct live_snap_op {
     const char *name; /* NUL-terminated, into live_snapshot.text */
     size_t name_len;
     enum analyse_role role;
-    bool gpu_mirror;  /* analyse_is_gpu_mirror(): not in the host operator table */
 };
 
 /* A communication op of a step, for its reduce line (live.c step_comm()). */

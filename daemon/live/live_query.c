@@ -214,8 +214,6 @@ static int query_table(const struct live_snapshot *snap, int64_t rank, uint32_t 
             continue;
         if (!other && !(mask & ANALYSE_ROLE_BIT(snap->ops[i].role)))
             continue;
-        if (!other && snap->ops[i].gpu_mirror && (mask & ANALYSE_ROLE_BIT(ANALYSE_ROLE_USER_ANNOTATION)))
-            continue; /* a host range's GPU mirror: torch's key_averages() keeps it apart */
         parts[n++] = (struct analyse_op_part){
             .name = other ? LIVE_OTHER_NAME : snap->ops[i].name,
             .name_len = other ? sizeof LIVE_OTHER_NAME - 1 : snap->ops[i].name_len,
@@ -253,7 +251,7 @@ bool live_has_host_ops(const struct live_snapshot *snap, int64_t rank)
         if (sr->other.calls > 0)
             return true;
         for (size_t i = 0; i < sr->n_agg && i < snap->n_ops; i++)
-            if (sr->agg[i].calls > 0 && !snap->ops[i].gpu_mirror &&
+            if (sr->agg[i].calls > 0 &&
                 (ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(snap->ops[i].role)))
                 return true;
     }

@@ -212,34 +212,50 @@ def check_steps(d, job, meta, trace):
     return labels
 
 
+def load(out):
+    """meta.json, key_averages.json, the trace's events and the recorded lines (records.ndjson,
+    or records.ndjson.gz as tests/data keeps it) of a cuda_attach.py output folder."""
+    meta = json.loads((out / "meta.json").read_text())
+    ka = json.loads((out / "key_averages.json").read_text())
+    doc = json.loads(gzip.decompress((out / "trace.json.gz").read_bytes()))
+    trace = doc if isinstance(doc, list) else doc["traceEvents"]
+    rec = out / "records.ndjson"
+    raw = rec.read_bytes() if rec.exists() else gzip.decompress((out / "records.ndjson.gz").read_bytes())
+    lines = [ln for ln in raw.split(b"\n") if ln.strip()]
+    return meta, ka, trace, lines
+
+
+def replay(d, lines):
+    """Sends the recorded lines to daemon d over its socket as the collector did: the recorded
+    hello (its job), then every other line; waits for every acknowledgement. Returns (number of
+    lines after the hello, the client's errors)."""
+    body = [ln for ln in lines[1:] if not ln.startswith(b'{"hello"')]
+    c = ssclient.Client(d.socket, timeout=60)
+    c.send_raw(lines[0] + b"\n")
+    c.read_welcome()
+    c.send_lines([ln.decode() for ln in body])
+    c.wait_ack(len(body), timeout=120)
+    c.close()
+    return len(body), c.errors
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = pathlib.Path(sys.argv[1]).resolve()
-    meta = json.loads((out / "meta.json").read_text())
-    ka = json.loads((out / "key_averages.json").read_text())
-    raw = gzip.decompress((out / "trace.json.gz").read_bytes())
-    doc = json.loads(raw)
-    trace = doc if isinstance(doc, list) else doc["traceEvents"]
-    lines = [ln for ln in (out / "records.ndjson").read_bytes().split(b"\n") if ln.strip()]
+    meta, ka, trace, lines = load(out)
     hellos = [i for i, ln in enumerate(lines) if ln.startswith(b'{"hello"')]
     print(f"torch {meta['torch']} cuda {meta['cuda']} on {meta['device']} (kineto {meta['kineto']}); "
           f"{len(lines) - len(hellos)} lines recorded, {meta['recorder']['connections']} connection(s)")
     check(hellos == [0], f"one connection, hello first (hellos at lines {hellos[:5]})")
-    hello, body = lines[0], [ln for i, ln in enumerate(lines) if i not in hellos]
-    job = json.loads(hello)["job"]
+    job = json.loads(lines[0])["job"]
 
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="ss-chk-"))
     d = integ.Daemon(tmp, "d")
     d.start()
     try:
-        c = ssclient.Client(d.socket, timeout=60)
-        c.send_raw(hello + b"\n")
-        c.read_welcome()
-        c.send_lines([ln.decode() for ln in body])
-        c.wait_ack(len(body), timeout=120)
-        c.close()
-        check(not c.errors, f"replay: {len(body)} lines acknowledged, errors {c.errors[:3]}")
+        n_body, errors = replay(d, lines)
+        check(not errors, f"replay: {n_body} lines acknowledged, errors {errors[:3]}")
         imp = subprocess.run([str(integ.build_dir() / "collectors" / "import" / "stepscope"), "import",
                               "--quiet", "--socket", d.socket, "--job", job + "-import",
                               str(out / "trace.json.gz")], capture_output=True, text=True, timeout=300,

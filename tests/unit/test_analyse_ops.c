@@ -44,7 +44,8 @@ static const struct {
     { "user_annotation", "ProfilerStep#5", ANALYSE_ROLE_STEP },
     { "Operator", "ProfilerStep#5", ANALYSE_ROLE_STEP },
     { "", "ProfilerStep#5", ANALYSE_ROLE_STEP },
-    { "gpu_user_annotation", "ProfilerStep#5", ANALYSE_ROLE_USER_ANNOTATION },
+    { "gpu_user_annotation", "ProfilerStep#5", ANALYSE_ROLE_GPU_ANNOTATION },
+    { "gpu_user_annotation", "Optimizer.step#SGD.step", ANALYSE_ROLE_GPU_ANNOTATION },
     { "cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ANALYSE_ROLE_DATALOADER },
     { "", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ANALYSE_ROLE_DATALOADER },
     { "", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__init__", ANALYSE_ROLE_HOST_OP },
@@ -198,29 +199,53 @@ START_TEST(test_analyse_ops_self_nesting)
 }
 END_TEST
 
-/* Kineto mirrors each host range on the GPU row (cat gpu_user_annotation): torch's key_averages()
- * keeps those apart (a CUDA row, it groups by device type), so the host table counts the range
- * once, as rocm_minitoy_3steps' Optimizer.step#SGD.step and ProfilerStep#1 show. */
-START_TEST(test_analyse_ops_gpu_mirror_not_a_host_row)
+/* Kineto's GPU mirror of a host range (cat gpu_user_annotation, on the GPU row) is no host
+ * operator: torch's key_averages() lists it as a CUDA row of its own (torch 2.11 on an H200,
+ * tests/data/kineto/cuda_attach_h200), so it has a role outside the host and kernel tables; the
+ * breakdown still counts it as CPU exec and Paddle's summary as PythonUserDefined, as before. */
+START_TEST(test_analyse_gpu_annotation_role)
 {
     struct analyse_span sp[] = {
-        mk(0, 100, 1, "user_annotation", "ProfilerStep#1"),
+        mk(0, 100, 1, "user_annotation", "ProfilerStep#5"),
         mk(10, 20, 1, "user_annotation", "Optimizer.step#SGD.step"),
-        mk(40, 90, 7, "gpu_user_annotation", "ProfilerStep#1"),
+        mk(40, 90, 7, "gpu_user_annotation", "ProfilerStep#5"),
         mk(50, 5, 7, "gpu_user_annotation", "Optimizer.step#SGD.step"),
     };
+    sp[2].pid = sp[3].pid = 0;
     analyse_classify(sp, 4, NULL);
-    ck_assert_int_eq(sp[2].role, ANALYSE_ROLE_USER_ANNOTATION);
-    ck_assert(analyse_is_gpu_mirror(sp[2].cat, sp[2].cat_len));
-    ck_assert(!analyse_is_gpu_mirror(sp[1].cat, sp[1].cat_len));
+    ck_assert_str_eq(analyse_role_names[sp[2].role], "gpu_annotation");
+    ck_assert_str_eq(analyse_role_names[sp[3].role], "gpu_annotation");
+    ck_assert(!(ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(sp[2].role)));
+    ck_assert(!(ANALYSE_ROLES_KERNEL & ANALYSE_ROLE_BIT(sp[2].role)));
     struct analyse_op_table *t = NULL;
     ck_assert_int_eq(analyse_ops_aggregate(sp, 4, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
     ck_assert_uint_eq(t->n_rows, 2);
     ck_assert_int_eq(find_row(t, "ProfilerStep*")->calls, 1);
     ck_assert_int_eq(find_row(t, "ProfilerStep*")->self_ns, 80);
     ck_assert_int_eq(find_row(t, "Optimizer.step#SGD.step")->calls, 1);
-    ck_assert_ptr_null(find_row(t, "ProfilerStep#1"));
+    ck_assert_ptr_null(find_row(t, "ProfilerStep#5"));
     analyse_op_table_free(t);
+    /* CPU exec in the breakdown, as tb-plugin's UserAnnotation: the mirror's [50, 100) inside the
+     * host step (the step span itself is no CPU exec). */
+    struct analyse_span bsp[] = {
+        mk(0, 100, 1, "user_annotation", "ProfilerStep#5"),
+        mk(50, 80, 7, "gpu_user_annotation", "ProfilerStep#5"),
+    };
+    analyse_classify(bsp, 2, NULL);
+    struct analyse_breakdown *bd = NULL;
+    ck_assert_int_eq(analyse_breakdown_compute(bsp, 2, &bd), 0);
+    ck_assert_uint_eq(bd->n_steps, 1);
+    ck_assert_int_eq(bd->steps[0].cost_ns[ANALYSE_BD_CPU_EXEC], 50);
+    analyse_breakdown_free(bd);
+    ck_assert_int_eq(analyse_sum_type_of(&sp[2]), ANALYSE_SUM_PYTHON_USER_DEFINED);
+    /* and a user rule can name the role */
+    static const char ur[] = "role = gpu_annotation cat = my_gpu_range\n";
+    struct analyse_rules *rules = NULL;
+    size_t bad = 0;
+    ck_assert_int_eq(analyse_rules_parse(ur, strlen(ur), &rules, &bad), 0);
+    struct analyse_span u = mk(0, 1, 1, "my_gpu_range", "r");
+    ck_assert_str_eq(analyse_role_names[analyse_role_of(&u, rules)], "gpu_annotation");
+    analyse_rules_free(rules);
 }
 END_TEST
 
@@ -844,7 +869,7 @@ static const struct {
 } kineto_cases[] = {
     { "gpu_5steps_rank0.json.gz", true },      { "gpu_2steps_sampled_rank0.json.gz", true },
     { "rocm_minitoy_3steps.json.gz", true },   { "cpu_only_rank34.json.gz", false },
-    { "cpu_ops_rank_non_gpu.json.gz", false },
+    { "cpu_ops_rank_non_gpu.json.gz", false }, { "cuda_attach_h200/trace.json.gz", true },
 };
 
 /* Breakdown properties on real Kineto traces: every step's categories sum exactly to its
@@ -921,6 +946,17 @@ START_TEST(test_analyse_breakdown_kineto_properties)
         ck_assert(fabs(pct - 100.0) < 1e-6);
     ck_assert(kineto_cases[_i].gpu == (kt->n_rows > 0));
     analyse_op_table_free(kt);
+
+    /* The host table, as torch's key_averages() counts it: one ProfilerStep* row with a call per
+     * host step, and no row made of Kineto's GPU mirrors (a "ProfilerStep#N"). */
+    struct analyse_op_table *ht = NULL;
+    ck_assert_int_eq(analyse_ops_aggregate(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &ht), 0);
+    for (size_t j = 0; j < ht->n_rows; j++)
+        ck_assert_msg(strncmp(ht->rows[j].name, "ProfilerStep#", 13) != 0, "%s: host row %s", kineto_cases[_i].file,
+                      ht->rows[j].name);
+    const struct analyse_op_row *ps = find_row(ht, "ProfilerStep*");
+    ck_assert_int_eq(ps ? ps->calls : 0, (int64_t)n_want);
+    analyse_op_table_free(ht);
     trace_free(&tr);
 }
 END_TEST
@@ -936,7 +972,7 @@ static Suite *analyse_ops_suite(void)
 
     tc = tcase_create("ops");
     tcase_add_test(tc, test_analyse_ops_self_nesting);
-    tcase_add_test(tc, test_analyse_ops_gpu_mirror_not_a_host_row);
+    tcase_add_test(tc, test_analyse_gpu_annotation_role);
     tcase_add_test(tc, test_analyse_ops_type_and_steps);
     tcase_add_test(tc, test_analyse_ops_query_top_search_page);
     suite_add_tcase(s, tc);
