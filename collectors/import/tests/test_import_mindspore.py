@@ -709,6 +709,9 @@ def test_real_pipeline_raw_with_empty_cells_imports(daemon, tmp):
     # (0.0625) by more than 0.1, and TFReader 4 is a leaf below 0.6.
     assert sorted((b["op_id"], b["reason"]) for b in doc["bottlenecks"]) == [
         (2, "child_fuller"), (4, "leaf_low")]
+    # and the helper's pipeline rule reads the real folder's ops
+    helper = daemon.get_json("/api/v1/jobs/md-real/helper?rank=0")
+    assert helper["inputs"]["pipeline_ops"] == 5
 
 
 def test_cpu_utilization_process_figure_is_sent(daemon, tmp):
