@@ -60,6 +60,7 @@ enum {
 #define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
 #define FLAG_NAME_MAX 64        /* longest --flag made from a config key, + 1 */
 #define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
+#define CAPTURE_EXPIRE_TICK_NS 250000000LL /* pending captures are checked for expiry this often */
 #define DELETE_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a job deletion waits this long for the loop,
                                                      * then as long again for its commit */
 #define RELOAD_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a request for an evicted job waits this long
@@ -117,6 +118,7 @@ struct daemon {
     size_t cap_sessions;
     size_t last_session;      /* index of the last lookup's hit */
     int64_t live_published_ns;
+    int64_t captures_expired_ns; /* monotonic time of the last capture_reg_expire() */
     uv_async_t durable_async; /* the writer thread's wake-up call */
     uv_async_t capture_async; /* an HTTP thread added a capture */
     uv_async_t delete_async;  /* an HTTP thread queued a job deletion */
@@ -191,6 +193,11 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
                              ret_welcome->stream_id, hello->can_capture};
     /* ingest maps the connection to its stream only after this returns: offer on the next tick. */
     d->capture_offer = true;
+    if (capture_reg_session_open(d->captures, ret_welcome->job_id, hello->rank,
+                                 ret_welcome->session_id, hello->can_capture) < 0)
+        log_warn("capture: job %lld rank %lld: the session is not counted as able to capture "
+                 "(out of memory)",
+                 (long long)ret_welcome->job_id, (long long)hello->rank);
     /* A job evicted from live memory comes back before its new records, which add to it. */
     if (live_is_evicted(d->live, ret_welcome->job_id) && reload_job(d, ret_welcome->job_id) < 0)
         log_warn("live: job %lld: could not be reloaded for its new session; its analyses show "
@@ -329,8 +336,14 @@ static int web_capture_create(void *ud, const char *job, const char *body, size_
             known[i] = ranks[i].rank;
     }
     if (r == 0) {
-        int64_t id = capture_reg_add(d->captures, j.id, spec, known, n_ranks, clock_now_ns(), out);
+        char cerr[CAPTURE_ERR_MAX] = "";
+        int64_t id = capture_reg_add(d->captures, j.id, spec, known, n_ranks,
+                                     (size_t)d->cfg.capture_max_open, clock_now_ns(), out, cerr);
         r = id < 0 ? (int)id : 0;
+        if (r == -EHOSTDOWN || r == -EDQUOT) {
+            snprintf(err, WEB_ERR_MAX, "%s", cerr);
+            STATS_ADD(&d->stats, captures_refused, 1);
+        }
     }
     if (r == 0) {
         pthread_mutex_lock(&d->async_lock);
@@ -422,7 +435,7 @@ static int load_capture(void *ud, const struct record_capture *c)
 static int load_capture_rank(void *ud, const struct record_capture_rank *r)
 {
     struct daemon *d = ud;
-    return capture_reg_load_rank(d->captures, r) == -ENOMEM;
+    return capture_reg_load_rank(d->captures, r, clock_now_ns()) == -ENOMEM;
 }
 
 static void on_session_closed(void *ud, int64_t session_id, bool clean)
@@ -537,6 +550,15 @@ static void on_flush_timer(uv_timer_t *h)
         offer_captures(d);
     store_flush(d->store);
     int64_t now = clock_mono_ns();
+    if (now - d->captures_expired_ns >= CAPTURE_EXPIRE_TICK_NS) {
+        d->captures_expired_ns = now;
+        size_t n = capture_reg_expire(d->captures, clock_now_ns(),
+                                      (int64_t)d->cfg.capture_expire_s * 1000000000);
+        if (n > 0) {
+            STATS_ADD(&d->stats, captures_expired, n);
+            persist_captures(d);
+        }
+    }
     if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
         d->live_published_ns = now;
         (void)live_publish(d->live);

@@ -83,6 +83,10 @@ static int create(struct web *w, struct MHD_Connection *c, struct web_post *p)
         return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", err);
     case -EMSGSIZE:
         return web__send_error(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large", err);
+    case -EHOSTDOWN: /* no open session could serve it: the job ended, was imported, ... */
+        return web__send_error(w, c, MHD_HTTP_CONFLICT, "no_live_session", err);
+    case -EDQUOT: /* capture_max_open captures of the job have not ended */
+        return web__send_error(w, c, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_captures", err);
     case -ENOSPC:
         return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_captures",
                                "the daemon keeps no more captures");

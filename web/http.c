@@ -66,6 +66,18 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
+    /* A client that goes away (a browser tab closing its event stream, a curl interrupted)
+     * makes MHD report the failed send: that is how HTTP ends, not a fault of the daemon. */
+    static const char *const peer_gone[] = {
+        "no longer available for sending", "forcibly closed by remote peer",
+        "Connection reset by peer", "Broken pipe",
+    };
+    for (size_t i = 0; i < sizeof peer_gone / sizeof peer_gone[0]; i++) {
+        if (strstr(msg, peer_gone[i])) {
+            log_debug("http: %s", msg);
+            return;
+        }
+    }
     if (log_ratelimit(&rl, 1000000000))
         log_warn("http: %s", msg);
 }

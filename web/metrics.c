@@ -390,6 +390,12 @@ static const struct m_counter counters[] = {
      C(http_analyses_timed_out)},
     {"stepscope_http_analyses_abandoned_total", "counter",
      "Analyses stopped because their client hung up.", C(http_analyses_abandoned)},
+    {"stepscope_captures_refused_total", "counter",
+     "Captures refused: no connected session could serve them (409), or past capture_max_open "
+     "(429).",
+     C(captures_refused)},
+    {"stepscope_captures_expired_total", "counter",
+     "Capture parts expired after capture_expire_s pending.", C(captures_expired)},
 };
 #undef C
 

@@ -249,6 +249,10 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "analyses_timed_out", STATS_GET(s, http_analyses_timed_out));
     key(b, "analyses_abandoned");
     sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_analyses_abandoned));
+    sbuf_adds(b, "\"captures\":{");
+    member_u64(b, "refused", STATS_GET(s, captures_refused));
+    key(b, "expired");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, captures_expired));
     key(b, "store");
     if (!info) {
         sbuf_adds(b, "null}");
@@ -895,8 +899,12 @@ void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_
     member_i64(b, "rank", rank);
     /* What the rules had to go on: a rule whose evidence is absent stays silent. */
     sbuf_adds(b, "\"inputs\":{");
+    member_str(b, "framework", analyse_framework_names[in->framework]);
     key(b, "step_interval_us");
     dus(b, !isnan(in->st_interval_ns), in->st_interval_ns);
+    sbuf_addc(b, ',');
+    key(b, "step_us");
+    dus(b, !isnan(in->st_total_ns), in->st_total_ns);
     sbuf_addc(b, ',');
     key(b, "host_queue_empty_ratio");
     num_or_null(b, in->host_queue ? in->host_queue->empty_ratio : NAN);

@@ -399,11 +399,29 @@ static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_
     return send_doc(w, c, &b, csv);
 }
 
+/* The framework the rank's hello named (the store keeps the latest session's), which picks the
+ * rule families. Any failure leaves ANALYSE_FW_OTHER: every family, each on its own evidence. */
+static enum analyse_framework rank_framework(struct web *w, int64_t job_id, int64_t rank)
+{
+    struct store_rank *ranks = NULL;
+    size_t n = 0;
+    enum analyse_framework fw = ANALYSE_FW_OTHER;
+    if (!w->store || store_query_ranks(w->store, job_id, &ranks, &n) < 0)
+        return fw;
+    for (size_t i = 0; i < n; i++)
+        if (ranks[i].rank == rank)
+            fw = analyse_framework_of(ranks[i].framework);
+    free(ranks);
+    return fw;
+}
+
 /* The helper's evidence for one rank, from what live keeps: the rank's step-trace average, its
  * host and device queues, its pipeline's queue figures, its mean system CPU, its step-time
  * breakdown and GPU utilisation, and the per-rank statistics of the job (when it has more than
- * one rank). TF's input percentages are not kept live, so their rules stay silent. */
-static int get_helper(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+ * one rank); and the framework its hello named, which decides the rule families. TF's input
+ * percentages are not kept live, so their rules stay silent. */
+static int get_helper(struct web *w, struct MHD_Connection *c, const struct store_job *job,
+                      const struct live_snapshot *snap)
 {
     int64_t rank;
     int mhd;
@@ -439,6 +457,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct live
     }
     if (rank < 0)
         rank = 0;
+    in.framework = rank_framework(w, job->id, rank);
     if (snap) {
         what = "live_query_steptrace";
         struct live_step_row pts;
@@ -570,7 +589,7 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         mhd = get_ranks(w, c, snap);
         break;
     case WEB_ROUTE_HELPER:
-        mhd = get_helper(w, c, snap);
+        mhd = get_helper(w, c, job, snap);
         break;
     case WEB_ROUTE_BREAKDOWN:
         mhd = get_breakdown(w, c, snap);

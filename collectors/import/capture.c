@@ -36,15 +36,17 @@ void capture_usage(FILE *f)
           "  --ranks R,R...          these ranks only (default every rank of the job)\n"
           "  --what LIST             what to record: cpu, cuda, device, shapes, stack, memory,\n"
           "                          flops, modules (default cpu)\n"
-          "  --wait                  follow the capture until every rank is done or failed,\n"
-          "                          then print each rank's state\n"
-          "  --timeout SECONDS       with --wait, give up after this long (default: never)\n"
+          "  --wait                  follow the capture until every rank is done, failed or\n"
+          "                          expired, then print each rank's state\n"
+          "  --timeout SECONDS       with --wait, stop waiting after this long (default 300;\n"
+          "                          0: until the capture ends)\n"
           LOCATE_HELP
           "  --auth-token-file FILE  its bearer token, when it has one (env\n"
           "                          STEPSCOPE_AUTH_TOKEN_FILE or STEPSCOPE_AUTH_TOKEN)\n"
           "\n"
           "Exit status: 0 created (with --wait: every rank done); 1 daemon unreachable or error\n"
-          "answer; 2 bad usage; 3 a rank failed; 4 --timeout passed.\n",
+          "answer (a job with no running session cannot capture); 2 bad usage; 3 a rank failed\n"
+          "or expired; 4 the wait's time passed (the capture goes on in the daemon).\n",
           f);
 }
 
@@ -141,55 +143,6 @@ static bool int_token(const char *s, size_t n, long long *ret)
     return *e == '\0' && errno == 0;
 }
 
-static void put_utf8(char *out, size_t *k, size_t size, unsigned v)
-{
-    char b[4];
-    size_t m;
-    if (v < 0x20 || v == 0x7f) {
-        b[0] = '?', m = 1;
-    } else if (v < 0x80) {
-        b[0] = (char)v, m = 1;
-    } else if (v < 0x800) {
-        b[0] = (char)(0xc0 | v >> 6), b[1] = (char)(0x80 | (v & 0x3f)), m = 2;
-    } else if (v >= 0xd800 && v < 0xe000) {
-        b[0] = '?', m = 1; /* a surrogate half: shown as unknown */
-    } else {
-        b[0] = (char)(0xe0 | v >> 12), b[1] = (char)(0x80 | ((v >> 6) & 0x3f));
-        b[2] = (char)(0x80 | (v & 0x3f)), m = 3;
-    }
-    if (*k + m < size) {
-        memcpy(out + *k, b, m);
-        *k += m;
-    }
-}
-
-/* Unescapes the raw JSON string s into out (size bytes, NUL-terminated, cut to fit), with
- * control characters as '?'. */
-static void unescape(const char *s, size_t n, char *out, size_t size)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n && k + 1 < size; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch != '\\' || i + 1 == n) {
-            out[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-            continue;
-        }
-        char e = s[++i];
-        unsigned v = (unsigned char)e;
-        if (e == 'u' && i + 4 < n) {
-            char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], '\0'};
-            char *end;
-            v = (unsigned)strtoul(hex, &end, 16);
-            v = *end == '\0' ? v : '?';
-            i += 4;
-        } else if (strchr("bfnrt", e)) {
-            v = '?';
-        }
-        put_utf8(out, &k, size, v);
-    }
-    out[k] = '\0';
-}
-
 struct part {
     long long rank;
     char state[16];
@@ -225,9 +178,9 @@ static bool read_part(struct jcur *c, struct part *p)
             if (!raw_string(c, &v, &vn))
                 return false;
             if (key_is(k, kn, "state"))
-                unescape(v, vn, p->state, sizeof p->state);
+                hclient_json_unescape(v, vn, p->state, sizeof p->state);
             else
-                unescape(v, vn, p->reason, sizeof p->reason);
+                hclient_json_unescape(v, vn, p->reason, sizeof p->reason);
         } else if (!skip_value(c, 1)) {
             return false;
         }
@@ -327,7 +280,8 @@ static bool add_list(struct sbuf *body, const char *s, bool ints)
 
 static bool finished(const struct part *p)
 {
-    return strcmp(p->state, "done") == 0 || strcmp(p->state, "failed") == 0;
+    return strcmp(p->state, "done") == 0 || strcmp(p->state, "failed") == 0 ||
+           strcmp(p->state, "expired") == 0;
 }
 
 static double now_s(void)
@@ -388,7 +342,10 @@ static int wait_for(const struct hclient_target *t, const char *path, double tim
             break;
         }
         if (timeout_s > 0 && now_s() >= deadline) {
-            fprintf(stderr, "stepscope capture: not finished after %g s\n", timeout_s);
+            fprintf(stderr,
+                    "stepscope capture: capture %lld has not ended after %g s; it goes on in "
+                    "the daemon (wait longer with --timeout SECONDS, 0 for no limit)\n",
+                    now.id, timeout_s);
             code = CAPTURE_EXIT_TIMEOUT;
             break;
         }
@@ -406,7 +363,8 @@ static int finish(struct capture *cap, int code)
     for (size_t i = 0; i < cap->n_parts; i++) {
         const struct part *p = &cap->parts[i];
         printf("%4lld  %-9s  %s\n", p->rank, p->state, p->reason[0] ? p->reason : "-");
-        if (code == CAPTURE_EXIT_OK && strcmp(p->state, "failed") == 0)
+        if (code == CAPTURE_EXIT_OK &&
+            (strcmp(p->state, "failed") == 0 || strcmp(p->state, "expired") == 0))
             code = CAPTURE_EXIT_FAILED;
     }
     free(cap->parts);
@@ -425,7 +383,7 @@ int capture_command(int argc, char **argv)
         HCLIENT_OPTIONS,
     };
     const char *start = "next", *ranks = NULL, *what = NULL;
-    long long steps = -1, timeout = 0;
+    long long steps = -1, timeout = CAPTURE_WAIT_DEFAULT_S;
     bool wait = false;
     int c, code;
     struct hclient_options o = {NULL, NULL, NULL};

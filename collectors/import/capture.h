@@ -13,11 +13,12 @@ enum {
     CAPTURE_EXIT_OK = 0,
     CAPTURE_EXIT_DAEMON = 1,  /* unreachable, or an error answer */
     CAPTURE_EXIT_USAGE = 2,
-    CAPTURE_EXIT_FAILED = 3,  /* --wait: some rank's part failed */
-    CAPTURE_EXIT_TIMEOUT = 4, /* --wait --timeout: not finished in time */
+    CAPTURE_EXIT_FAILED = 3,  /* --wait: some rank's part failed or expired */
+    CAPTURE_EXIT_TIMEOUT = 4, /* --wait: not ended within --timeout (default 300 s) */
 };
 
 #define CAPTURE_POLL_MS 200 /* --wait: one GET per this many milliseconds */
+#define CAPTURE_WAIT_DEFAULT_S 300 /* --wait without --timeout stops after this long */
 #define CAPTURE_REASON_MAX 512
 
 /* argv[0] is "capture". Returns the exit code above. */

@@ -220,6 +220,53 @@ out:
     return r;
 }
 
+static void put_utf8(char *out, size_t *k, size_t size, unsigned v)
+{
+    char b[4];
+    size_t m;
+    if (v < 0x20 || v == 0x7f) {
+        b[0] = '?', m = 1;
+    } else if (v < 0x80) {
+        b[0] = (char)v, m = 1;
+    } else if (v < 0x800) {
+        b[0] = (char)(0xc0 | v >> 6), b[1] = (char)(0x80 | (v & 0x3f)), m = 2;
+    } else if (v >= 0xd800 && v < 0xe000) {
+        b[0] = '?', m = 1; /* a surrogate half: shown as unknown */
+    } else {
+        b[0] = (char)(0xe0 | v >> 12), b[1] = (char)(0x80 | ((v >> 6) & 0x3f));
+        b[2] = (char)(0x80 | (v & 0x3f)), m = 3;
+    }
+    if (*k + m < size) {
+        memcpy(out + *k, b, m);
+        *k += m;
+    }
+}
+
+void hclient_json_unescape(const char *s, size_t n, char *out, size_t size)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < size; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch != '\\' || i + 1 == n) {
+            out[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+            continue;
+        }
+        char e = s[++i];
+        unsigned v = (unsigned char)e;
+        if (e == 'u' && i + 4 < n) {
+            char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], '\0'};
+            char *end;
+            v = (unsigned)strtoul(hex, &end, 16);
+            v = *end == '\0' ? v : '?';
+            i += 4;
+        } else if (strchr("bfnrt", e)) {
+            v = '?';
+        }
+        put_utf8(out, &k, size, v);
+    }
+    out[k] = '\0';
+}
+
 void hclient_error_message(const char *body, size_t len, char *buf, size_t size)
 {
     static const char key[] = "\"message\":\"";
@@ -227,11 +274,13 @@ void hclient_error_message(const char *body, size_t len, char *buf, size_t size)
     const char *end = body + len;
     if (s) {
         s += sizeof key - 1;
-        /* Up to the closing quote; escapes are kept as written. */
+        /* Up to the closing quote, unescaped: the daemon escapes the quotes around a job's
+         * name, which a person should read as quotes. */
         const char *q = s;
         while (q < end && *q != '"')
             q += *q == '\\' && q + 1 < end ? 2 : 1;
-        end = q;
+        hclient_json_unescape(s, (size_t)(q - s), buf, size);
+        return;
     } else {
         s = body;
         const char *nl = memchr(body, '\n', len);

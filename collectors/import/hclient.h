@@ -73,8 +73,12 @@ int hclient_add_segment(char *buf, size_t size, const char *s);
  * stderr. */
 void hclient_print_error(const char *cmd, int status, const char *body, size_t len);
 
-/* The "message" of a {"error":{"code","message"}} body, copied into buf (size bytes) with
- * control bytes replaced by '?'; the body's first line when it is not one. */
+/* The "message" of a {"error":{"code","message"}} body, unescaped into buf (size bytes) as
+ * hclient_json_unescape() does; the body's first line, control bytes as '?', when it is not one. */
 void hclient_error_message(const char *body, size_t len, char *buf, size_t size);
+
+/* Unescapes the raw text s[0, n) of a JSON string (quotes excluded) into out (size bytes,
+ * NUL-terminated, cut to fit), with control characters and lone surrogate halves as '?'. */
+void hclient_json_unescape(const char *s, size_t n, char *out, size_t size);
 
 #endif

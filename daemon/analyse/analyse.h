@@ -729,9 +729,28 @@ void analyse_ranks_free(struct analyse_ranks *ranks);
  * triggered it and the dashboard view to open. Missing evidence never triggers a rule. The rule
  * table, thresholds and wording are in docs/ANALYSIS.md, "Helper and ranks". */
 
+/* The framework a job's ranks name in their hello ("framework"). It decides which rule families
+ * apply: each peer's rules were written for its own framework (docs/ANALYSIS.md, "Which rules
+ * apply"). */
+enum analyse_framework {
+    ANALYSE_FW_OTHER,     /* none named, or one with no peer rules of its own: every family */
+    ANALYSE_FW_TORCH,     /* torch-tb-profiler's rules */
+    ANALYSE_FW_PADDLE,    /* no peer helper: only the framework-neutral rules */
+    ANALYSE_FW_MINDSPORE, /* MindInsight's rules */
+    ANALYSE_FW_COUNT,
+};
+
+/* "other", "torch", "paddle", "mindspore". */
+extern const char *const analyse_framework_names[ANALYSE_FW_COUNT];
+
+/* The framework a hello's "framework" names: "torch"/"pytorch", "paddle"/"paddlepaddle",
+ * "mindspore" (any case); ANALYSE_FW_OTHER for anything else, "" or NULL. Pure. */
+enum analyse_framework analyse_framework_of(const char *name);
+
 /* Thresholds; analyse_helper_rules_default() gives the peers' values. Ratios are fractions. */
 struct analyse_helper_rules {
     double step_interval_ms;       /* 0.5: MindInsight, average step interval > 0.5 ms */
+    double step_interval_ratio;    /* 0.05: and >= 5 % of the average step (ours: material) */
     double queue_empty_ratio;      /* 0.3: host queue empty in > 30 % of steps */
     double cpu_pct;                /* 80: system CPU use, round(mean) > 80 % */
     double pipe_high;              /* 0.8, 0.6, 0.1: pipeline usage thresholds (§1.4) */
@@ -763,6 +782,8 @@ int analyse_helper_rules_parse(const char *text, size_t len, struct analyse_help
 /* The evidence for the rules. Every part is optional: NaN for a missing number, NULL or 0 for a
  * missing array. Pointers are borrowed for the duration of analyse_helper_run(). */
 struct analyse_helper_input {
+    /* Which rule families apply (ANALYSE_FW_OTHER after analyse_helper_input_init()). */
+    enum analyse_framework framework;
     /* Step-trace average (analyse_steptrace_average()), ns; NaN = no step trace. */
     double st_interval_ns;
     double st_fp_bp_ns;
@@ -822,8 +843,9 @@ struct analyse_helper_suggestion {
     const char *title;    /* static, short */
     char message[ANALYSE_HELPER_MESSAGE_MAX]; /* the peer's wording, numbers filled in */
     const char *source;   /* static citation: "MindInsight step_trace-iter_interval", ... */
-    const char *view;     /* static dashboard view: "step-trace", "overview", "queues",
-                             "pipeline", "ranks", "gpu" */
+    const char *view;     /* static dashboard view: "step-trace", "queues", "pipeline",
+                             "ranks", "timeline", "kernels" (never "overview", where the
+                             suggestions are shown) */
     int64_t subject;      /* the rank or GPU pid the suggestion is about; -1 for the job */
     size_t n_evidence;
     struct analyse_helper_evidence evidence[ANALYSE_HELPER_EVIDENCE_MAX];

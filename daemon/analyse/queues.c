@@ -128,10 +128,16 @@ void analyse_queue_verdict(const struct analyse_queue_stats *host,
         v.message = "The host queue keeps up but the device queue ran empty: the transfer from "
                     "host to device is the bottleneck.";
     } else {
+        /* MindInsight's catch-all keeps its code (a MindSpore job's answer stays the peer's),
+         * but the sentence says what was measured: a job without a device queue (any torch
+         * job) has only its host queue to speak of. */
         v.status = ANALYSE_QUEUE_STATUS_DEVICE_QUEUE;
         v.code = "device_queue_warning";
-        v.message = "Neither queue runs empty often; the data-processing optimisation "
-                    "suggestions may still help.";
+        v.message = v.has_device
+                        ? "Neither queue runs empty often; the data-processing optimisation "
+                          "suggestions may still help."
+                        : "The host queue is rarely empty: data loading keeps up (no device-side "
+                          "queue was recorded).";
     }
     *ret = v;
 }

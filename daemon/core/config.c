@@ -57,6 +57,10 @@ const struct config_option config_options[] = {
     {"auth_token", "", "HTTP bearer token; required to bind a non-loopback address"},
     {"auth_token_file", "", "file holding the HTTP bearer token (instead of auth_token)"},
     {"metrics_max_ranks", "1024", "(job, rank) pairs GET /metrics exports; the rest are counted"},
+    {"capture_max_open", "16",
+     "captures of one job that have not ended; more answer 429 (0: no cap of its own)"},
+    {"capture_expire_s", "30",
+     "seconds a capture part may stay pending (not armed by a client) before it expires"},
     {NULL, NULL, NULL},
 };
 
@@ -217,6 +221,10 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_max_connections_per_ip, 0, 65536);
     if (strcmp(key, "http_max_exports") == 0)
         return U64(http_max_exports, 1, 65536);
+    if (strcmp(key, "capture_max_open") == 0)
+        return U64(capture_max_open, 0, 100000);
+    if (strcmp(key, "capture_expire_s") == 0)
+        return U64(capture_expire_s, 1, 86400);
     if (strcmp(key, "http_request_timeout_s") == 0)
         return U64(http_request_timeout_s, 0, 86400);
     if (strcmp(key, "http_allowed_hosts") == 0)

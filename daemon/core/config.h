@@ -60,6 +60,8 @@ struct config {
                                            only). Visible ASCII, CONFIG_TOKEN_MIN bytes or more */
     char auth_token_file[CONFIG_PATH_MAX]; /* file holding the token (config_load_token()) */
     uint64_t metrics_max_ranks;         /* (job, rank) pairs GET /metrics exports at most */
+    uint64_t capture_max_open;          /* captures of one job not yet ended; 0: no cap */
+    uint64_t capture_expire_s;          /* a pending capture part expires after this long */
 };
 
 struct config_option {

@@ -49,6 +49,10 @@ struct stats {
     _Atomic uint64_t http_analyses_refused; /* analyses past http_threads - 1 at once (503 busy) */
     _Atomic uint64_t http_analyses_timed_out; /* past http_analysis_timeout_ms (503 deadline) */
     _Atomic uint64_t http_analyses_abandoned; /* stopped because their client hung up */
+    _Atomic uint64_t captures_refused;    /* POST /captures no session could serve, or past
+                                             capture_max_open (409, 429) */
+    _Atomic uint64_t captures_expired;    /* capture parts expired, still pending after
+                                             capture_expire_s */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

@@ -17,7 +17,7 @@
 #include "jscan.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
-    "pending", "armed", "recording", "done", "failed",
+    "pending", "armed", "recording", "done", "failed", "expired",
 };
 
 /* What a client may be asked to record. */
@@ -271,6 +271,8 @@ struct capture_part {
     int64_t rank;
     int64_t updated_ns;
     int64_t session_id; /* the session the request went to; 0: not sent */
+    int64_t waits_ns;   /* while pending: when its wait began (made, sent, its session ended, or
+                           loaded at start-up); capture_reg_expire() counts from here */
     enum capture_state state;
     char reason[CAPTURE_REASON_MAX + 1];
 };
@@ -284,11 +286,19 @@ struct capture {
     size_t n_parts, cap_parts;
 };
 
+/* An open session, as main.c reports them. */
+struct capture_session {
+    int64_t job_id, rank, session_id;
+    bool can_capture;
+};
+
 struct capture_reg {
     pthread_mutex_t mu;
     struct capture **caps; /* by id, ascending */
     size_t n_caps, cap_caps;
     int64_t next_id;
+    struct capture_session *sessions; /* open sessions, unordered */
+    size_t n_sessions, cap_sessions;
 };
 
 struct capture_reg *capture_reg_new(void)
@@ -310,6 +320,7 @@ void capture_reg_free(struct capture_reg *reg)
         free(reg->caps[i]);
     }
     free(reg->caps);
+    free(reg->sessions);
     pthread_mutex_destroy(&reg->mu);
     free(reg);
 }
@@ -358,7 +369,8 @@ static struct capture_part *add_part(struct capture *c, int64_t rank, int64_t no
         c->cap_parts = cap;
     }
     struct capture_part *p = &c->parts[c->n_parts++];
-    *p = (struct capture_part){.rank = rank, .updated_ns = now_ns, .state = CAPTURE_PENDING};
+    *p = (struct capture_part){
+        .rank = rank, .updated_ns = now_ns, .waits_ns = now_ns, .state = CAPTURE_PENDING};
     return p;
 }
 
@@ -401,20 +413,73 @@ static void set_state(struct capture *c, struct capture_part *p, enum capture_st
 }
 
 /* The capture's overall state: failed if a part failed, else done when every part is, else the
- * most advanced state of a running part. */
+ * most advanced state of a running part, else expired when a part expired and none runs. */
 static enum capture_state overall(const struct capture *c)
 {
-    bool all_done = c->n_parts > 0;
+    bool all_done = c->n_parts > 0, expired = false, running = false;
     enum capture_state most = CAPTURE_PENDING;
     for (size_t i = 0; i < c->n_parts; i++) {
         enum capture_state s = c->parts[i].state;
         if (s == CAPTURE_FAILED)
             return CAPTURE_FAILED;
         all_done &= s == CAPTURE_DONE;
-        if (s != CAPTURE_DONE && s > most)
-            most = s;
+        expired |= s == CAPTURE_EXPIRED;
+        if (s < CAPTURE_DONE) {
+            running = true;
+            if (s > most)
+                most = s;
+        }
     }
-    return all_done ? CAPTURE_DONE : most;
+    if (all_done)
+        return CAPTURE_DONE;
+    return expired && !running ? CAPTURE_EXPIRED : most;
+}
+
+static bool ended(const struct capture *c)
+{
+    enum capture_state s = overall(c);
+    return s == CAPTURE_DONE || s == CAPTURE_FAILED || s == CAPTURE_EXPIRED;
+}
+
+/* Whether an open session of job_id that can capture exists, for rank (rank < 0: any rank); sets
+ * *ret_any when any open session of the job exists. */
+static bool can_serve(const struct capture_reg *reg, int64_t job_id, int64_t rank, bool *ret_any)
+{
+    for (size_t i = 0; i < reg->n_sessions; i++) {
+        const struct capture_session *s = &reg->sessions[i];
+        if (s->job_id != job_id || (rank >= 0 && s->rank != rank))
+            continue;
+        *ret_any = true;
+        if (s->can_capture)
+            return true;
+    }
+    return false;
+}
+
+/* 0 when an open session could serve spec; else -EHOSTDOWN with the reason in err. */
+static int check_served(const struct capture_reg *reg, int64_t job_id,
+                        const struct capture_spec *spec, char *err)
+{
+    bool any = false;
+    if (spec->all_ranks) {
+        if (can_serve(reg, job_id, -1, &any))
+            return 0;
+    } else {
+        for (size_t i = 0; i < spec->n_ranks; i++)
+            if (can_serve(reg, job_id, spec->ranks[i], &any))
+                return 0;
+    }
+    if (any)
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "no connected session of %s can capture: its clients did not announce the "
+                 "\"capture\" capability",
+                 spec->all_ranks ? "this job" : "those ranks");
+    else
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "no session of %s is connected: captures need a running job (this one has "
+                 "ended, or was imported)",
+                 spec->all_ranks ? "this job" : "those ranks");
+    return -EHOSTDOWN;
 }
 
 static void render_what(struct sbuf *b, const char *what)
@@ -459,11 +524,25 @@ static void render_one(struct sbuf *b, const struct capture *c)
 }
 
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
-                        const int64_t *known_ranks, size_t n_known, int64_t now_ns,
-                        struct sbuf *out)
+                        const int64_t *known_ranks, size_t n_known, size_t max_open,
+                        int64_t now_ns, struct sbuf *out, char *err)
 {
     pthread_mutex_lock(&reg->mu);
-    int64_t r = reg->n_caps >= CAPTURE_MAX ? -ENOSPC : -ENOMEM;
+    int64_t r = check_served(reg, job_id, spec, err);
+    if (r < 0)
+        goto out;
+    size_t open = 0;
+    for (size_t i = 0; i < reg->n_caps; i++)
+        open += reg->caps[i]->job_id == job_id && !ended(reg->caps[i]);
+    if (max_open > 0 && open >= max_open) {
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "this job has %zu captures that have not ended, the most capture_max_open "
+                 "allows: wait for them to end or expire",
+                 open);
+        r = -EDQUOT;
+        goto out;
+    }
+    r = reg->n_caps >= CAPTURE_MAX ? -ENOSPC : -ENOMEM;
     struct capture *c = new_capture(reg, reg->next_id);
     if (!c)
         goto out;
@@ -515,7 +594,8 @@ int capture_reg_load(struct capture_reg *reg, const struct record_capture *rc)
     return r;
 }
 
-int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *rr)
+int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *rr,
+                          int64_t now_ns)
 {
     pthread_mutex_lock(&reg->mu);
     int r = -EINVAL;
@@ -526,6 +606,7 @@ int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_r
         r = -ENOMEM;
         if (p) {
             p->state = (enum capture_state)s;
+            p->waits_ns = now_ns;
             snprintf(p->reason, sizeof p->reason, "%s", rr->reason);
             r = 0;
         }
@@ -561,13 +642,15 @@ int capture_reg_render(struct capture_reg *reg, int64_t job_id, int64_t id, stru
     return r;
 }
 
-/* An all-ranks capture takes in a newly seen rank until one of its parts has started. */
+/* An all-ranks capture takes in a newly seen rank until one of its parts has started recording
+ * (a part that failed or expired before that, such as a rank that cannot capture, does not
+ * count). */
 static bool takes_new_ranks(const struct capture *c)
 {
     if (!c->all_ranks)
         return false;
     for (size_t i = 0; i < c->n_parts; i++)
-        if (c->parts[i].state > CAPTURE_ARMED)
+        if (c->parts[i].state == CAPTURE_RECORDING || c->parts[i].state == CAPTURE_DONE)
             return false;
     return true;
 }
@@ -611,8 +694,10 @@ void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, in
             set_state(c, p, CAPTURE_FAILED, cannot, sizeof cannot - 1, now_ns);
             continue;
         }
-        if (send_request(c, send, ud) == 0)
+        if (send_request(c, send, ud) == 0) {
             p->session_id = session_id;
+            p->waits_ns = now_ns;
+        }
     }
     pthread_mutex_unlock(&reg->mu);
 }
@@ -636,23 +721,83 @@ int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, in
     return r;
 }
 
+int capture_reg_session_open(struct capture_reg *reg, int64_t job_id, int64_t rank,
+                             int64_t session_id, bool can_capture)
+{
+    pthread_mutex_lock(&reg->mu);
+    int r = 0;
+    if (reg->n_sessions == reg->cap_sessions) {
+        size_t cap = reg->cap_sessions ? 2 * reg->cap_sessions : 64;
+        struct capture_session *v =
+            cap <= CAPTURE_SESSIONS_MAX ? realloc(reg->sessions, cap * sizeof *v) : NULL;
+        if (!v) {
+            r = cap <= CAPTURE_SESSIONS_MAX ? -ENOMEM : -ENOSPC;
+            goto out;
+        }
+        reg->sessions = v;
+        reg->cap_sessions = cap;
+    }
+    reg->sessions[reg->n_sessions++] =
+        (struct capture_session){job_id, rank, session_id, can_capture};
+out:
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
 void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns)
 {
     static const char gone[] = "client disconnected";
     pthread_mutex_lock(&reg->mu);
+    for (size_t i = 0; i < reg->n_sessions; i++) {
+        if (reg->sessions[i].session_id == session_id) {
+            reg->sessions[i] = reg->sessions[--reg->n_sessions];
+            break;
+        }
+    }
     for (size_t i = 0; i < reg->n_caps; i++) {
         struct capture *c = reg->caps[i];
         for (size_t k = 0; k < c->n_parts; k++) {
             struct capture_part *p = &c->parts[k];
             if (p->session_id != session_id || p->state >= CAPTURE_DONE)
                 continue;
-            if (p->state == CAPTURE_PENDING)
-                p->session_id = 0; /* sent but not armed: offer it to the next session */
-            else
+            if (p->state == CAPTURE_PENDING) {
+                /* Sent but not armed: offer it to the next session, which has the whole
+                 * expiry window to come. */
+                p->session_id = 0;
+                p->waits_ns = now_ns;
+            } else {
                 set_state(c, p, CAPTURE_FAILED, gone, sizeof gone - 1, now_ns);
+            }
         }
     }
     pthread_mutex_unlock(&reg->mu);
+}
+
+size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expire_ns)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&reg->mu);
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *c = reg->caps[i];
+        for (size_t k = 0; k < c->n_parts; k++) {
+            struct capture_part *p = &c->parts[k];
+            if (p->state != CAPTURE_PENDING || now_ns - p->waits_ns < expire_ns)
+                continue;
+            char why[CAPTURE_REASON_MAX];
+            long long s = (long long)(expire_ns / 1000000000);
+            int w = p->session_id != 0
+                        ? snprintf(why, sizeof why,
+                                   "the client did not arm it within %lld s of the request", s)
+                        : snprintf(why, sizeof why,
+                                   "no session of rank %lld took it within %lld s (the run "
+                                   "ended, or the rank is not connected)",
+                                   (long long)p->rank, s);
+            set_state(c, p, CAPTURE_EXPIRED, why, w > 0 ? (size_t)w : 0, now_ns);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return n;
 }
 
 void capture_reg_collect(struct capture_reg *reg,

@@ -2,7 +2,8 @@
 /*
  * capture: on-demand captures (docs/API.md "Captures", docs/PROTOCOL.md section 6). A capture asks
  * some ranks of a job for N detailed steps; each rank's part goes pending -> armed -> recording ->
- * done (or failed, with a reason). This file holds the registry of captures, the parser of a
+ * done (or failed, with a reason), and a part no session takes up in time expires. This file
+ * holds the registry of captures, the parser of a
  * POST body (over jscan, so a body gets the same strict validation as a record line), the JSON
  * the API answers with, and the request line sent to a client. It knows nothing of sockets,
  * HTTP or SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler
@@ -27,14 +28,18 @@
 #define CAPTURE_MAX 100000         /* captures the daemon keeps */
 #define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
 #define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept (cut on a character) */
-#define CAPTURE_ERR_MAX 160        /* bytes of a parse error message */
+#define CAPTURE_ERR_MAX 160        /* bytes of a parse or refusal message */
+#define CAPTURE_SESSIONS_MAX 65536 /* open sessions the registry follows (ingest's connections
+                                      are fewer) */
 
+/* A rank's part of a capture. States from DONE on are final: nothing changes them again. */
 enum capture_state {
-    CAPTURE_PENDING,
-    CAPTURE_ARMED,
-    CAPTURE_RECORDING,
+    CAPTURE_PENDING,   /* waits for a session of the rank to take the request -> ARMED, EXPIRED */
+    CAPTURE_ARMED,     /* the client took it and waits for the start step -> RECORDING, ... */
+    CAPTURE_RECORDING, /* the client's profiler runs -> DONE, FAILED */
     CAPTURE_DONE,
-    CAPTURE_FAILED,
+    CAPTURE_FAILED,    /* the client said so, or its session ended while armed or recording */
+    CAPTURE_EXPIRED,   /* still pending expire_ns after it was made or last sent (capture_reg_expire) */
     CAPTURE_STATE_COUNT,
 };
 
@@ -70,18 +75,24 @@ void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
 
 /* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
  * connect later while the capture is pending join it). Appends the capture's JSON to out (may be
- * NULL) and returns its id (> 0); -ENOSPC past CAPTURE_MAX; -ENOMEM. */
+ * NULL) and returns its id (> 0). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes), what
+ * no session could serve: -EHOSTDOWN when no open session of the job (of one of spec's ranks)
+ * announced the capture capability (the job ended, was imported, or its clients cannot capture);
+ * -EDQUOT when the job already has max_open captures that have not ended (0: no cap). -ENOSPC
+ * past CAPTURE_MAX; -ENOMEM. */
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
-                        const int64_t *known_ranks, size_t n_known, int64_t now_ns,
-                        struct sbuf *out);
+                        const int64_t *known_ranks, size_t n_known, size_t max_open,
+                        int64_t now_ns, struct sbuf *out, char *err);
 
 /* Forgets every capture of job_id (the job was deleted; the store deletes their rows). */
 void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id);
 
 /* Start-up: a stored capture, then its ranks' states. Return 0, -ENOMEM or -EINVAL (a duplicate,
- * an unknown capture or state). */
+ * an unknown capture or state). A pending part's expiry clock starts again at now_ns, so the
+ * clients of a restarted daemon have the whole window to reconnect. */
 int capture_reg_load(struct capture_reg *reg, const struct record_capture *c);
-int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *r);
+int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *r,
+                          int64_t now_ns);
 
 /* Appends {"job_id":..,"captures":[..]} of job_id (id < 0) or the one capture id of job_id.
  * Returns 0 or -ENOENT (no such capture in that job). */
@@ -101,9 +112,21 @@ int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, in
                        enum capture_state state, const char *reason, size_t reason_len,
                        int64_t now_ns);
 
+/* A session of (job_id, rank) opened; can_capture: its hello announced the capability. The
+ * registry follows open sessions to refuse captures none of them could serve (capture_reg_add).
+ * Returns 0, -ENOMEM or -ENOSPC (past CAPTURE_SESSIONS_MAX: the session is then not counted). */
+int capture_reg_session_open(struct capture_reg *reg, int64_t job_id, int64_t rank,
+                             int64_t session_id, bool can_capture);
+
 /* A session ended: parts it had armed or was recording fail ("client disconnected"); parts sent
- * to it but not yet armed wait for the rank's next session. */
+ * to it but not yet armed wait for the rank's next session, and expire if none takes them within
+ * the expiry window from now. */
 void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns);
+
+/* Parts still pending expire_ns after their capture was made, or after the request was last sent
+ * or its session ended, become CAPTURE_EXPIRED with a reason saying which: the client did not arm
+ * it, or no session of the rank took it. Returns how many parts expired. Loop thread, on a timer. */
+size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expire_ns);
 
 /* What changed since the last call, for the store: on_capture once per changed capture, then
  * on_rank for each of its ranks. A callback returning non-zero leaves the capture marked changed

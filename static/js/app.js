@@ -86,10 +86,12 @@ function renderNav(route, jobInfo) {
     href: makeHash({ kind: 'job', job: route.job, view: key }, keep),
     'aria-current': key === route.view ? 'page' : null, dataset: { view: key },
   }, label)));
+  // replaceChildren() turns a null into the text "null": an unknown job has no badge at all.
+  const badge = jobInfo ? [el(`span.badge.${jobInfo.live ? 'on' : 'off'}`, null, jobInfo.live ? 'running' : 'finished')] : [];
   crumb.replaceChildren(
     el('a', { href: '#/jobs' }, 'Jobs'), ' / ',
     el('span.job-name', { title: `job ${jobInfo ? jobInfo.id : route.job}` }, jobInfo ? jobInfo.name : route.job),
-    jobInfo ? el(`span.badge.${jobInfo.live ? 'on' : 'off'}`, null, jobInfo.live ? 'running' : 'finished') : null);
+    ...badge);
   const rankList = jobInfo && jobInfo.ranks_detail ? jobInfo.ranks_detail.map((r) => r.rank) : [];
   if (rankList.length > 1) {
     const sel = el('select#rank', { 'aria-label': 'rank', onchange: () => {

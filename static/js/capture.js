@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The "Capture N steps" control (docs/API.md "Captures"): POSTs a capture of the next N steps of
 // every rank of the job, then reads it back every POLL_MS and shows each rank's state (pending,
-// armed, recording, done, failed with the client's reason) until every rank is done or failed.
+// armed, recording, done, failed or expired with the reason) until every rank's part has ended.
 // Then it links to the timeline of the first captured step. Polling stops when the control
-// leaves the page.
+// leaves the page. A job with no running session cannot capture: the control says so instead of
+// offering a button the daemon would refuse (409).
 import { getJSON, postJSON, jobPath } from './api.js';
 import { el, note } from './dom.js';
 
 export const POLL_MS = 500;
-const FINAL = new Set(['done', 'failed']);
+const FINAL = new Set(['done', 'failed', 'expired']);
 const STEPS_READ = 1000; // the rank's latest steps searched for the capture's first one
 
 const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
@@ -37,7 +38,7 @@ async function follow(ctx, cap, status, button) {
   for (;;) {
     const ended = cap.ranks.length > 0 && cap.ranks.every((p) => FINAL.has(p.state));
     const head = el('p.capture-head', { dataset: { capture: cap.id, state: cap.state } },
-      `Capture ${cap.id} of ${cap.steps} step${cap.steps === 1 ? '' : 's'}: `, el('strong', null, cap.state));
+      `Capture #${cap.id} (${cap.steps} step${cap.steps === 1 ? '' : 's'}): `, el('strong', null, cap.state));
     status.replaceChildren(head, cap.ranks.length ? partsList(cap) : note('empty', 'Waiting for a rank to connect.'));
     if (ended) break;
     await sleep(POLL_MS);
@@ -55,6 +56,10 @@ async function follow(ctx, cap, status, button) {
 }
 
 export function captureControl(ctx) {
+  if (ctx.jobInfo && !ctx.jobInfo.live) {
+    return el('div.capture', null, note('unavailable',
+      'This job has no running session (it has ended, or was imported): captures ask a running training process for steps, so there is nothing to ask.'));
+  }
   const input = el('input#capture-steps', { type: 'number', min: 1, max: 1000, value: '3', 'aria-label': 'steps to capture' });
   const label = () => `Capture ${input.value || 'N'} steps`;
   const button = el('button#capture-go.btn', { type: 'submit' }, label());

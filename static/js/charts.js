@@ -8,6 +8,17 @@ import { el, note, swatch, fmtPct, fmtUs } from './dom.js';
 export const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948',
   '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
 
+// n colours, no two alike: the palette, then hues a golden angle apart (a pie of 20 operator
+// types used to repeat the palette's colours from its eleventh slice on).
+export function colors(n) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    out.push(i < PALETTE.length ? PALETTE[i]
+      : `hsl(${((i - PALETTE.length) * 137.508 + 15).toFixed(1)}, ${52 + (i % 3) * 14}%, ${40 + (i % 4) * 9}%)`);
+  }
+  return out;
+}
+
 const live = new Set();
 const pending = [];
 
@@ -66,7 +77,8 @@ export function msAxis(title) {
 
 // The chart's legend as a table: colour, type, share of self time, self time.
 export function typeLegend(rows, cls) {
+  const c = colors(rows.length);
   return el(`table.legend.${cls}`, null, el('tbody', null, rows.map((r, i) => el('tr', null,
-    el('td', null, swatch(PALETTE[i % PALETTE.length])), el('td.name', null, r.name),
+    el('td', null, swatch(c[i])), el('td.name', null, r.name),
     el('td.num', null, fmtPct(r.percent)), el('td.num.muted', null, fmtUs(r.self_us))))));
 }

@@ -47,6 +47,8 @@ export function fmtNum(n, digits) {
   if (typeof digits !== 'number') digits = 2; // also called as a table formatter (value, row)
   if (n === null || n === undefined || Number.isNaN(n)) return '—';
   if (Number.isInteger(n)) return n.toLocaleString('en-US');
+  // Below 1, `digits` significant digits: 0.00045 s stays 0.00045, not 0.
+  if (Math.abs(n) < 1) return Number(n.toPrecision(digits)).toLocaleString('en-US', { maximumSignificantDigits: digits });
   return Number(n.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
 }
 

@@ -409,6 +409,87 @@ test('errors are shown: an unknown job, a step without points', async (page) => 
   expectEq(await page.$$eval('[data-card="trace"] .note.empty', (n) => n.map((x) => x.textContent)), ['Step 999 has no FP/BP points on rank 0 (or does not exist).'], 'missing step');
 }, { allow404: ['/api/v1/jobs/no%20such%20job', '/step-trace?rank=0&step=999'] });
 
+test('polish: torch advice, no console 404s, distinct pie colours, full legend, words not field names', async (page) => {
+  const feed = runFeed(sockPath, 'polish');
+  await feed.waitLines(1, 60000);
+  const jobs = (await api('/api/v1/jobs')).jobs;
+  const torch = jobs.find((j) => j.name === 'e2e-torch');
+  const stepless = jobs.find((j) => j.name === 'e2e-stepless');
+  await waitFor('torch steps', async () => (await api(`/api/v1/jobs/${torch.id}/steps?limit=1`)).total === 12
+    && (await api(`/api/v1/jobs/${torch.id}/queues`)).queues.length === 1);
+
+  // A torch job: no MindSpore advice (its 1.28 ms interval is 0.6 % of a 215 ms step), no
+  // device-queue verdict for a job without a device queue, no link back to the overview.
+  await open(page, `#/job/${torch.id}/overview`);
+  const helper = await api(`/api/v1/jobs/${torch.id}/helper`);
+  expectEq([helper.inputs.framework, helper.suggestions.length], ['torch', 0], 'torch helper');
+  const text = await page.textContent('#view');
+  if (/graph mode|sink mode|device.queue/i.test(text)) fail(`MindSpore advice on a torch job: ${text.slice(0, 300)}`);
+  expectEq(await page.textContent('[data-card="queues"] .verdict strong'), 'Queues keep up', 'verdict in words');
+  expectEq(await page.$$eval('[data-kpi="device-empty"]', (n) => n.length), 0, 'no device-queue KPI');
+  await shot(page, 'polish-torch-overview');
+  // The main job's suggestions link elsewhere, and show their evidence.
+  await open(page, `#/job/${main.id}/overview?rank=0`);
+  const links = await page.$$eval('.helper a.sug-link', (n) => n.map((a) => a.getAttribute('href')));
+  for (const h of links) if (h.includes('/overview')) fail(`a suggestion links to the overview: ${h}`);
+  const sugs = (await api(`/api/v1/jobs/${main.id}/helper?rank=0`)).suggestions;
+  expectEq(await page.$$eval('.helper .sug-evidence', (n) => n.length), sugs.filter((x) => x.evidence.length).length, 'evidence lines');
+
+  // The operator pie of the top 20 of 23 types and "Other": 21 colours, no two alike, and every
+  // legend row on the page (the legend was a scroll box that hid its last rows).
+  await open(page, `#/job/${torch.id}/operators`);
+  const pie = await page.$eval('[data-chart="op-types"] canvas', (c) => c.chart.data.datasets[0].backgroundColor);
+  expectEq(pie.length, 21, 'top 20 types and Other');
+  expectEq(new Set(pie).size, pie.length, 'distinct pie colours');
+  const legend = await page.$eval('table.top-types', (t) => ({
+    rows: t.querySelectorAll('tr').length,
+    clipped: t.scrollHeight > t.clientHeight + 1,
+    colours: new Set([...t.querySelectorAll('.swatch')].map((x) => getComputedStyle(x).backgroundColor)).size,
+  }));
+  expectEq(legend, { rows: pie.length, clipped: false, colours: pie.length }, 'legend');
+  await shot(page, 'polish-operators-pie');
+
+  // No 404 in the console (the runner fails on any console error): a step-less job's overview,
+  // the Data process tab of a job without a pipeline.
+  await open(page, `#/job/${stepless.id}/overview`);
+  expectEq(await page.textContent('[data-card="step-trace"] .note'), 'No steps yet.', 'step-less overview');
+  await shot(page, 'polish-stepless-overview');
+  await open(page, `#/job/${torch.id}/queues?tab=process`);
+  expectEq(await page.$$eval('[data-card="queues-process"] .note.empty', (n) => n.length), 1, 'no pipeline note');
+  await shot(page, 'polish-no-pipeline');
+
+  // An ended job cannot capture: the timeline's capture card says why instead of a button.
+  await open(page, `#/job/${torch.id}/timeline`);
+  expectEq(await page.$$eval('#capture-go', (n) => n.length), 0, 'no capture button');
+  if (!(await page.$$eval('[data-card="capture"] .note', (n) => n.map((x) => x.textContent).join(' '))).includes('no running session')) fail('no reason for the missing button');
+
+  // An unknown job: the breadcrumb names it, with no "null".
+  await open(page, '#/job/nope/overview');
+  expectEq((await page.textContent('#crumb')).replace(/\s+/g, ' ').trim(), 'Jobs / nope', 'breadcrumb');
+
+  // Summaries in words: no raw field names (spans_cut, total_us) on the page.
+  const has = (await api('/api/v1/openapi.json')).paths;
+  if (has['/api/v1/jobs/{job}/summary/{kind}']) {
+    await open(page, `#/job/${main.id}/summary?rank=0&kind=overview`);
+    const words = await page.$$eval('#view dt, #view th, #view h4', (n) => n.map((x) => x.textContent));
+    const raw = words.filter((w) => /[a-z]_[a-z]/.test(w));
+    if (raw.length) fail(`raw field names on the summary page: ${raw.join(', ')}`);
+    await shot(page, 'polish-summary');
+  }
+  // The benchmark table keeps small numbers: a reader_cost of 0.45 ms is 0.00045 s, not 0.
+  if (has['/api/v1/jobs/{job}/benchmark']) {
+    await open(page, `#/job/${torch.id}/benchmark`);
+    const b = await api(`/api/v1/jobs/${torch.id}/benchmark`);
+    const reader = b.rows.find((r) => r.name === 'reader_cost');
+    if (!reader || Math.abs(reader.avg - 0.00045) > 1e-12) fail(`reader_cost: ${JSON.stringify(reader)}`);
+    const cols = await page.$$eval('[data-table="benchmark-rows"] thead th', (n) => n.map((x) => x.textContent.trim()));
+    const shown = (await rowsText(page, 'benchmark-rows')).find((x) => x[0] === 'reader_cost');
+    expectEq(shown[cols.indexOf('avg')], '0.00045', 'reader_cost avg');
+    if (!(await page.textContent('pre.paddle')).includes('0.00045')) fail('Paddle text without 0.00045');
+    await shot(page, 'polish-benchmark');
+  }
+}, { allow404: ['/api/v1/jobs/nope'] });
+
 test('live: a new step shows within 2 s without a reload; live indicator', async (page) => {
   await open(page, `#/job/${live.id}/overview`);
   await until(page, () => document.getElementById('live').dataset.state === 'on');
@@ -552,6 +633,26 @@ test('capture: "Capture N steps" posts, shows each rank\'s progress, links to th
   if (Number(spans) === 0) fail('no spans in the captured step');
 });
 
+test('capture: a pending capture whose run ends expires, and the page says so', async (page) => {
+  const feed = runFeed(sockPath, 'capgone');
+  await feed.waitLines(1);
+  const job = await waitFor('the job', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-capgone' && j.live));
+  await open(page, `#/job/${job.id}/timeline`);
+  await page.fill('#capture-steps', '3');
+  await page.click('#capture-go');
+  await feed.waitLines(2);
+  // The daemon runs with capture_expire_s = 2: the pending part expires and the page stops
+  // following, the button usable again.
+  await until(page, () => document.querySelector('.capture-head')?.dataset.state === 'expired', null, { timeout: 15000 });
+  const cap = (await api(`/api/v1/jobs/${job.id}/captures`)).captures[0];
+  expectEq([cap.state, cap.ranks[0].state], ['expired', 'expired'], 'capture state');
+  expectEq(await page.textContent('.capture-head'), `Capture #${cap.id} (3 steps): expired`, 'heading');
+  const li = await page.textContent('.capture-ranks li[data-state="expired"]');
+  if (!li.includes(cap.ranks[0].reason)) fail(`no reason on the page: ${li}`);
+  expectEq(await page.$eval('#capture-go', (b) => b.disabled), false, 'button enabled again');
+  await shot(page, 'capture-expired');
+});
+
 test('jobs: delete with a confirmation; a running job cannot be deleted', async (page) => {
   const feed = runFeed(sockPath, 'doomed');
   await feed.waitLines(1, 60000);
@@ -668,7 +769,8 @@ function xmlEscape(s) {
 
 async function main_() {
   fs.mkdirSync(SHOTS, { recursive: true });
-  const { url, sock } = await startDaemon();
+  // capture_expire_s 2: the expiry test need not wait the default 30 s.
+  const { url, sock } = await startDaemon('ss', ['--capture-expire-s', '2']);
   base = url;
   sockPath = sock;
   const feed = runFeed(sock, 'main');

@@ -18,6 +18,17 @@
                         (the first captured step) and ends.
   feed.py SOCKET doomed the job "e2e-doomed" (the delete test): one rank, DOOMED_STEPS steps with
                         spans; prints "ok" once they are acknowledged and the client is gone.
+  feed.py SOCKET capgone
+                        the job "e2e-capgone": one rank that announces the capture capability
+                        and sends a step; prints "ok"; when a capture request comes it closes
+                        without arming it (a run that ends), prints "ok gone" and ends.
+  feed.py SOCKET polish the jobs of the polish test, then prints "ok" (both clients gone):
+                        "e2e-torch", a hello naming framework torch, TORCH_STEPS steps of 215 ms
+                        whose interval is 1.28 ms and reader cost 0.45 ms (the issue's
+                        numbers), spans of the
+                        TORCH_TYPES operator types in every step, and a "dataloader" queue that
+                        never runs empty (what stepscope.torch.attach() sends); "e2e-stepless",
+                        spans and no step at all.
 """
 import os
 import sys
@@ -164,6 +175,52 @@ def capture_job(sock):
 DOOMED_STEPS = 4
 
 
+def capgone_job(sock):
+    from ssclient import Client
+
+    c = Client(sock)
+    c.hello("e2e-capgone", capabilities=["capture"])
+    c.send_lines([{"type": "step", "step": 0, "begin_us": T0, "end_us": T0 + 1000}])
+    c.wait_ack(c.welcome["next_seq"])
+    print("ok", flush=True)
+    while True:
+        msg = c.read_message(timeout=300)
+        if msg is None or "capture" in msg:
+            break
+    c.close()
+    print("ok gone", flush=True)
+TORCH_STEPS = 12
+TORCH_TYPES = ["conv2d", "relu", "add", "mul", "mm", "sum", "copy_", "view", "cat",
+               "max_pool2d", "batch_norm", "linear", "softmax", "addmm", "bmm", "div", "sub",
+               "transpose", "reshape", "dropout", "layer_norm", "gelu", "embedding"]
+
+
+def polish_jobs(sock):
+    from ssclient import Client
+
+    with Client(sock) as c:
+        c.hello("e2e-torch", framework="torch", framework_version="1.13.1")
+        lines = []
+        for i in range(TORCH_STEPS):
+            b = T0 + i * 215_000
+            t = b + 1280
+            for k, op in enumerate(TORCH_TYPES):
+                lines.append(span("aten::" + op, t, 1000 + 300 * k))
+                t += 1000 + 300 * k + 10
+            lines += [{"type": "queue", "name": "dataloader", "size": 2, "capacity": 2, "step": i},
+                      {"type": "step", "step": i, "begin_us": b, "end_us": b + 215_000,
+                       "samples": 32, "phases": {"dataloader": 450, "forward": 90_000,
+                                                 "backward": 120_000}}]
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    with Client(sock) as c:
+        c.hello("e2e-stepless")
+        lines = [span("Default/conv%d" % k, T0 + 100 * k, 50 + k) for k in range(40)]
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    print("ok", flush=True)
+
+
 def doomed_job(sock):
     from ssclient import Client
 
@@ -181,4 +238,4 @@ def doomed_job(sock):
 
 if __name__ == "__main__":
     {"main": main_job, "live": live_job, "capture": capture_job,
-     "doomed": doomed_job}[sys.argv[2]](sys.argv[1])
+     "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job}[sys.argv[2]](sys.argv[1])

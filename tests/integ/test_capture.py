@@ -4,12 +4,18 @@ on the ingest connection, the clients' {"type":"capture"} reports, and the per-r
 GET lists (docs/API.md "Captures", docs/PROTOCOL.md section 6)."""
 import http.client
 import json
+import pathlib
+import signal
 import socket
+import subprocess
+import time
 import urllib.parse
 
+from conftest import build_dir, clean_env
 from ssclient import Client
 
 CAPS = ["capture"]
+KINETO = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
 
 
 def post(daemon, job, body, ctype="application/json", path=None, extra=None):
@@ -204,10 +210,19 @@ def test_http_guards(daemon):
 
 
 def test_client_without_capability_fails_its_part(daemon):
+    # A job whose only session cannot capture: refused (409), with the reason.
     old = connect(daemon, "old", capable=False)
     st, doc = post(daemon, "old", {"steps": 2})
-    assert st == 201
+    assert st == 409, doc
+    assert doc["error"]["code"] == "no_live_session"
+    assert "capability" in doc["error"]["message"]
+    assert captures(daemon, "old") == []
+    # Beside a rank that can, the one that cannot fails its part.
+    new = connect(daemon, "old", rank=1, world_size=2)
+    st, doc = post(daemon, "old", {"steps": 2})
+    assert st == 201, doc
     cid = doc["id"]
+    assert next_request(new)["id"] == cid
     daemon.wait_for("failed part",
                     lambda: rank_state(daemon, "old", cid, 0)["state"] == "failed")
     assert rank_state(daemon, "old", cid, 0)["reason"] == "client cannot capture"
@@ -216,6 +231,99 @@ def test_client_without_capability_fails_its_part(daemon):
     old.wait_ack(old.welcome["next_seq"] + 1)
     assert old.others == []
     old.close()
+    new.close()
+
+
+def test_ended_and_imported_jobs_refuse_captures(daemon, tmp):
+    """No session could ever serve these: 409 with the reason, nothing kept, and counted."""
+    c = connect(daemon, "ended")
+    c.send_lines([{"type": "step", "step": 0, "begin_us": 1, "end_us": 2}])
+    c.wait_ack(c.welcome["next_seq"] + 1)
+    c.close()
+    daemon.wait_for("ended", lambda: not daemon.job("ended")["live"])
+    before = daemon.stats()["captures"]["refused"]
+    st, doc = post(daemon, "ended", {"steps": 3})
+    assert st == 409, doc
+    assert doc["error"]["code"] == "no_live_session"
+    assert "no session of this job is connected" in doc["error"]["message"]
+    # Named ranks that are not connected: the same.
+    st, doc = post(daemon, "ended", {"steps": 3, "ranks": [0, 5]})
+    assert st == 409 and "those ranks" in doc["error"]["message"]
+    assert captures(daemon, "ended") == []
+    # An imported trace (a real Kineto file through `stepscope import`).
+    env = clean_env(tmp)
+    r = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+                        "--socket", str(daemon.socket), "--job", "imported", "--quiet",
+                        str(KINETO / "cpu_only_rank34.json.gz")], env=env, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    st, doc = post(daemon, "imported", {"steps": 1})
+    assert st == 409 and doc["error"]["code"] == "no_live_session", doc
+    assert captures(daemon, "imported") == []
+    assert daemon.stats()["captures"]["refused"] == before + 3
+
+
+def test_captures_per_job_are_capped(daemons):
+    d = daemons("cap", args=["--capture-max-open", "3"])
+    c = connect(d, "many")
+    ids = []
+    for _ in range(3):
+        st, doc = post(d, "many", {"steps": 1})
+        assert st == 201, doc
+        ids.append(doc["id"])
+    st, doc = post(d, "many", {"steps": 1})
+    assert st == 429, doc
+    assert doc["error"]["code"] == "too_many_captures"
+    assert "3 captures that have not ended" in doc["error"]["message"]
+    assert "capture_max_open" in doc["error"]["message"]
+    assert [x["id"] for x in captures(d, "many")] == ids
+    assert d.stats()["captures"]["refused"] == 1
+    # Another job has its own allowance; an ended capture frees a place.
+    other = connect(d, "other")
+    assert post(d, "other", {"steps": 1})[0] == 201
+    for cid in ids:
+        assert next_request(c)["id"] == cid
+    report(c, ids[0], "done")
+    st, doc = post(d, "many", {"steps": 1})
+    assert st == 201, doc
+    c.close()
+    other.close()
+
+
+def test_pending_capture_whose_session_ends_expires(daemons):
+    d = daemons("exp", args=["--capture-expire-s", "1"])
+    c = connect(d, "gone-pending", world_size=2)
+    st, doc = post(d, "gone-pending", {"steps": 2, "ranks": [0, 1]})
+    assert st == 201, doc
+    cid = doc["id"]
+    assert next_request(c)["id"] == cid
+    t0 = time.monotonic()
+    c.close()  # never armed; rank 1 never connected
+    d.wait_for("expired", lambda: capture(d, "gone-pending", cid)["state"] == "expired")
+    assert time.monotonic() - t0 < 5
+    parts = {p["rank"]: p for p in capture(d, "gone-pending", cid)["ranks"]}
+    assert parts[0]["state"] == "expired" and parts[1]["state"] == "expired"
+    assert parts[0]["reason"].startswith("no session of rank 0 took it within 1 s")
+    assert d.stats()["captures"]["expired"] == 2
+    # A client that stays connected but never arms expires too, with that reason.
+    q = connect(d, "silent")
+    st, doc = post(d, "silent", {"steps": 1})
+    assert next_request(q)["id"] == doc["id"]
+    d.wait_for("expired", lambda: capture(d, "silent", doc["id"])["state"] == "expired")
+    assert capture(d, "silent", doc["id"])["ranks"][0]["reason"] == (
+        "the client did not arm it within 1 s of the request")
+    # An armed part does not expire: it ends with its session.
+    st, doc = post(d, "silent", {"steps": 1})
+    assert next_request(q)["id"] == doc["id"]
+    report(q, doc["id"], "armed")
+    time.sleep(1.5)
+    assert capture(d, "silent", doc["id"])["state"] == "armed"
+    q.close()
+    # The expired state is stored: it survives a restart.
+    keep = captures(d, "gone-pending")
+    d.stop(signal.SIGTERM)
+    d.start()
+    assert captures(d, "gone-pending") == keep
 
 
 def test_ranks_that_connect_later_get_the_request(daemon):
@@ -292,9 +400,11 @@ def test_restart_keeps_the_list(daemon):
     after = captures(daemon, "keep")
     assert after == before
     assert [x["state"] for x in after] == ["done", "failed"]
-    # New captures take new ids.
+    # New captures (for a rank that connected again) take new ids.
+    c = connect(daemon, "keep", world_size=2)
     st, doc = post(daemon, "keep", {"steps": 1})
     assert st == 201 and doc["id"] > b["id"]
+    c.close()
 
 
 def test_malformed_capture_reports_are_invalid_lines(daemon):

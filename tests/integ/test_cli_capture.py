@@ -99,14 +99,40 @@ def test_capture_wait_timeout_and_a_client_that_cannot_capture(daemon, tmp):
     out, err = p.communicate(timeout=20)
     assert p.returncode == 4, err
     assert out.decode().splitlines()[2].split() == ["0", "armed", "-"]
-    assert b"not finished" in err
+    assert b"capture %d has not ended after 1 s" % cid in err
     c.close()
-    # A rank whose hello did not announce the capability fails at once.
+    # A job whose client did not announce the capability: refused at once, with the reason.
     c = connect(daemon, "cli-old", capable=False)
     r = cli(["capture", "cli-old", "--steps", "1", "--wait", "--http", addr(daemon)], env)
-    assert r.returncode == 3
-    assert "client cannot capture" in r.stdout.decode()
+    assert r.returncode == 1
+    assert "409" in r.stderr.decode() and "capability" in r.stderr.decode()
     c.close()
+
+
+def test_capture_wait_without_timeout_ends_when_the_capture_expires(daemons, tmp):
+    """--wait without --timeout: a client that never arms the request leaves it pending; the
+    daemon expires it (capture_expire_s) and the command returns, saying so."""
+    d = daemons("w", args=["--capture-expire-s", "1"])
+    env = clean_env(tmp)
+    c = connect(d, "cli-never")
+    t0 = time.monotonic()
+    p = start(["capture", "cli-never", "--steps", "1", "--wait", "--http", addr(d)], env)
+    cid = next_request(c)["id"]
+    out, err = p.communicate(timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert p.returncode == 3, err
+    row = out.decode().splitlines()[2].split(None, 2)
+    assert row == ["0", "expired", "the client did not arm it within 1 s of the request"], row
+    assert "rank 0: expired" in err.decode()
+    c.close()
+    # An ended job: refused at once (409), the message without JSON escapes.
+    r = cli(["capture", "cli-never", "--steps", "1", "--wait", "--http", addr(d)], env)
+    assert r.returncode == 1
+    assert "409" in r.stderr.decode() and "no session of this job is connected" in r.stderr.decode()
+    assert "\\" not in r.stderr.decode()
+    # The default bound is in the help.
+    r = cli(["help", "capture"], env)
+    assert b"(default 300;" in r.stdout
 
 
 def test_capture_with_token(daemons, tmp):
@@ -135,6 +161,8 @@ def test_capture_failures(daemon, tmp):
     env = clean_env(tmp)
     r = cli(["capture", "no-such-job", "--steps", "1", "--http", addr(daemon)], env)
     assert r.returncode == 1 and "404" in r.stderr.decode()
+    # The daemon's message as a person reads it: quotes, not JSON escapes.
+    assert 'no job "no-such-job"' in r.stderr.decode(), r.stderr
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]

@@ -6,6 +6,7 @@ exits 0)."""
 import http.client
 import signal
 import socket
+import struct
 import time
 
 from ssclient import Client, x_event
@@ -149,3 +150,25 @@ def test_events_head_and_limit(daemon):
         s.close()
         return ok
     daemon.wait_for("a free stream place", reopened, timeout=15)
+
+
+def test_a_stream_the_client_closes_logs_no_warning(daemon):
+    """A browser tab that closes its event stream is the normal end of one: once the next event
+    finds the socket gone, MHD reports the failed send, which the daemon used to log as a
+    warning each time (issue 13 item 8). Now it logs nothing at its default level."""
+    c = Client(daemon.socket)
+    c.hello("sse-gone", rank=0)
+    for round_ in range(3):
+        s = Stream(daemon)
+        s.wait(lambda e: e[0] == "hello", 5)
+        s.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # a reset, as a tab that closes
+        # Events for the closed stream: the daemon finds its socket gone.
+        for k in range(3):
+            c.send_lines([x_event(round_ * 10 + k, cat="cpu_op")])
+            c.wait_ack(round_ * 3 + k + 1)
+            time.sleep(0.3)
+    time.sleep(0.5)
+    assert daemon.get_json("/api/v1/health")["status"] == "ok"
+    assert "warn" not in daemon.stderr(), daemon.stderr()
+    c.close()

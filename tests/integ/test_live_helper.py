@@ -5,9 +5,13 @@ included), high system CPU from host records, a quiet job, thresholds from a hel
 (and a bad one refused with its line number), and the same numbers after a restart."""
 import csv
 import io
+import json
 import math
+import pathlib
 import signal
+import subprocess
 
+from conftest import build_dir, clean_env
 from ssclient import Client
 
 T0 = 1000000  # us
@@ -172,7 +176,9 @@ def test_ranks_and_helper_live_csv_rules_and_restart(daemons, tmp):
         s = suggestion(h, "step_interval_long")
         assert (s["severity"], s["view"], s["subject"]) == ("warning", "step-trace", None)
         assert s["evidence"] == [{"name": "interval_ms", "value": 1, "op": ">",
-                                  "threshold": 0.5}]
+                                  "threshold": 0.5},
+                                 {"name": "interval_share", "value": 0.1, "op": ">=",
+                                  "threshold": 0.05}]
         assert "1.0000 ms" in s["message"]
         s = suggestion(h, "rank_straggler")
         assert (s["view"], s["subject"]) == ("ranks", 1)
@@ -258,3 +264,75 @@ def test_helper_rules_from_config_file_and_bad_file(daemons, tmp):
     missing = daemons("m", start=False, args=["--helper-rules", str(tmp / "nope.conf")])
     p = missing.run_to_exit()
     assert p.returncode == 2 and b"nope.conf" in p.stderr
+
+
+# The rules of MindInsight (MindSpore's profiler); no other framework should hear them.
+MINDINSIGHT = {"step_interval_long", "queue_host_empty", "queue_device_empty", "queue_ok",
+               "cpu_high", "pipeline_bottleneck", "pipeline_dataset_op", "pipeline_generator_op",
+               "pipeline_map_op", "pipeline_batch_op", "rank_step_interval_high"}
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def cli_import(d, tmp, job, path):
+    r = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+                        "--socket", str(d.socket), "--job", job, "--quiet", str(path)],
+                       env=clean_env(tmp), capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_rules_follow_the_framework_on_real_traces(daemon, tmp):
+    """Issue 13 item 4. A real Kineto trace (torch): its 1.276 ms step interval in a 214.8 ms
+    step (0.6 %) once drew MindInsight's "After the graph mode and dataset sink mode are
+    enabled..." advice; a torch job's dataloader queue drew MindInsight's device-queue catch-all.
+    Now a torch job hears torch-tb-profiler's rules only, a MindSpore profiler folder still hears
+    MindInsight's, and no suggestion links to the overview, where the suggestions are shown."""
+    cli_import(daemon, tmp, "kineto", SHARED / "kineto" / "gpu_5steps_rank0.json.gz")
+    cli_import(daemon, tmp, "mindspore", SHARED / "mindspore" / "01_step_trace_small")
+    # The breakdown behind tb-profiler's rules is computed on first use: wait for it.
+    daemon.wait_for("breakdown", lambda: daemon.get_json(base(daemon, "kineto") + "/helper")
+                    ["inputs"]["gpu_utilization"])
+    h = daemon.get_json(base(daemon, "kineto") + "/helper")
+    assert h["inputs"]["framework"] == "torch"
+    assert h["inputs"]["step_interval_us"] == 1276.2 and h["inputs"]["step_us"] == 214806.6
+    assert not MINDINSIGHT & set(codes(h)), codes(h)
+    assert "graph mode" not in json.dumps(h)
+    # What tb-profiler says of it: GPU 0 is busy 32 % of the time; the link opens its kernels.
+    s = suggestion(h, "gpu_util_low")
+    assert (s["subject"], s["view"]) == (0, "kernels")
+    assert s["evidence"][0]["name"] == "gpu_utilization"
+
+    # Its 20 steps are all in the live analysis before the helper is asked.
+    daemon.wait_for("steps", lambda: daemon.get_json(base(daemon, "mindspore") + "/steps")
+                    ["total"] == 20)
+    m = daemon.get_json(base(daemon, "mindspore") + "/helper")
+    assert m["inputs"]["framework"] == "mindspore"
+    s = suggestion(m, "step_interval_long")
+    assert s["view"] == "step-trace" and "graph mode" in s["message"]
+    interval, share = s["evidence"]
+    assert interval["name"] == "interval_ms" and interval["value"] > 0.5
+    assert share["name"] == "interval_share" and share["op"] == ">="
+    assert abs(share["value"] - m["inputs"]["step_interval_us"] / m["inputs"]["step_us"]) < 1e-9
+
+    # A live torch job with a dataloader queue that never runs empty (what
+    # stepscope.torch.attach() sends) and no device queue.
+    c = Client(daemon.socket)
+    c.hello("torch-live", framework="torch")
+    recs = (steps([215000] * 10, 1280, 100000, 110000)
+            + [queue("dataloader", s, 2, cap=2) for s in range(1, 11)])
+    c.send_lines(recs)
+    c.wait_ack(len(recs))
+    try:
+        job = {0: recs}
+        wait_steps(daemon, "torch-live", job)
+        daemon.wait_for("queue", lambda: daemon.get_json(base(daemon, "torch-live") + "/helper")
+                        ["inputs"]["host_queue_empty_ratio"] == 0)
+        t = daemon.get_json(base(daemon, "torch-live") + "/helper")
+        assert t["inputs"]["framework"] == "torch" and t["inputs"]["device_queue_empty_ratio"] is None
+        assert t["suggestions"] == [], t["suggestions"]
+        v = daemon.get_json(base(daemon, "torch-live") + "/queues")["verdicts"][0]
+        assert v["status"] == "device_queue_warning"  # MindInsight's code for it, kept
+        assert v["message"].startswith("The host queue is rarely empty"), v
+    finally:
+        c.close()
+    for doc in (h, m):
+        assert all(s["view"] != "overview" for s in doc["suggestions"])

@@ -167,12 +167,94 @@ START_TEST(test_helper_run_evidence_and_wording)
     ck_assert_double_eq(res->s[0].evidence[0].threshold, 0.5);
     ck_assert_ptr_nonnull(strstr(res->s[0].message, "greater than 0.5 ms"));
     ck_assert_str_eq(res->s[1].code, "dataloader_high");
-    ck_assert_str_eq(res->s[1].view, "overview");
+    ck_assert_str_eq(res->s[1].view, "timeline");
     ck_assert_str_eq(res->s[1].message,
                      "This run has high time cost on input data loading. 12.0% of the step time "
                      "is in DataLoader. You could try to set num_workers on DataLoader's "
                      "construction and enable multi-processes on data loading.");
     ck_assert_int_eq(res->s[1].subject, -1);
+    analyse_helper_result_free(res);
+}
+END_TEST
+
+/* Each peer's rules for its own framework (issue 13 item 4): a torch job hears nothing of
+ * MindInsight's graph mode, dataset sink mode or queues, a MindSpore job nothing of DataLoader. */
+START_TEST(test_helper_run_rules_follow_the_framework)
+{
+    struct analyse_helper_rules ru;
+    analyse_helper_rules_default(&ru);
+    struct analyse_queue_stats host = {.n_samples = 10, .n_empty = 1};
+    struct analyse_helper_input in;
+    analyse_helper_input_init(&in);
+    in.st_interval_ns = 40e6; /* 40 ms of a 100 ms step */
+    in.st_total_ns = 100e6;
+    in.host_queue = &host;    /* not often empty: MindInsight's "device_queue_warning" */
+    set_dl(&in, 120);
+    static const struct {
+        const char *name;
+        const char *codes; /* the codes, space-separated, in order */
+    } want[] = {
+        {"other", "step_interval_long queue_ok dataloader_high"},
+        {"torch", "dataloader_high"},
+        {"paddle", ""},
+        {"mindspore", "step_interval_long queue_ok"},
+    };
+    ru.mindinsight_gate = false;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        in.framework = analyse_framework_of(want[k].name);
+        ck_assert_str_eq(analyse_framework_names[in.framework], want[k].name);
+        struct analyse_helper_result *res = run(&in, &ru);
+        char got[256] = "";
+        for (size_t i = 0; i < res->n; i++) {
+            strcat(got, i ? " " : "");
+            strcat(got, res->s[i].code);
+            ck_assert_str_ne(res->s[i].view, "overview");
+        }
+        ck_assert_msg(strcmp(got, want[k].codes) == 0, "%s: \"%s\", want \"%s\"",
+                      want[k].name, got, want[k].codes);
+        analyse_helper_result_free(res);
+    }
+    ck_assert_int_eq(analyse_framework_of("PyTorch"), ANALYSE_FW_TORCH);
+    ck_assert_int_eq(analyse_framework_of("PaddlePaddle"), ANALYSE_FW_PADDLE);
+    ck_assert_int_eq(analyse_framework_of(""), ANALYSE_FW_OTHER);
+    ck_assert_int_eq(analyse_framework_of(NULL), ANALYSE_FW_OTHER);
+    ck_assert_int_eq(analyse_framework_of("jax"), ANALYSE_FW_OTHER);
+}
+END_TEST
+
+/* The step interval must be material: over 0.5 ms (MindInsight) and >= step_interval_ratio of
+ * the step. 1.28 ms of a 215 ms step (0.6 %, the issue's torch job) says nothing. */
+START_TEST(test_helper_run_step_interval_must_be_material)
+{
+    struct analyse_helper_rules ru;
+    analyse_helper_rules_default(&ru);
+    ck_assert_double_eq(ru.step_interval_ratio, 0.05);
+    struct analyse_helper_input in;
+    analyse_helper_input_init(&in);
+    in.framework = ANALYSE_FW_MINDSPORE;
+    in.st_interval_ns = 1.28e6;
+    in.st_total_ns = 215e6;
+    struct analyse_helper_result *res = run(&in, &ru);
+    ck_assert_uint_eq(res->n, 0);
+    analyse_helper_result_free(res);
+    /* At the share's boundary (>=) it fires, naming both numbers; just below it does not. */
+    in.st_total_ns = 1.28e6 / 0.05;
+    res = run(&in, &ru);
+    ck_assert_uint_eq(res->n, 1);
+    ck_assert_uint_eq(res->s[0].n_evidence, 2);
+    ck_assert_str_eq(res->s[0].evidence[1].name, "interval_share");
+    ck_assert_double_eq_tol(res->s[0].evidence[1].value, 0.05, 1e-12);
+    ck_assert_str_eq(res->s[0].evidence[1].op, ">=");
+    analyse_helper_result_free(res);
+    in.st_total_ns = 1.28e6 / 0.0499;
+    res = run(&in, &ru);
+    ck_assert_uint_eq(res->n, 0);
+    analyse_helper_result_free(res);
+    /* step_interval_ratio = 0 is MindInsight's rule alone. */
+    ru.step_interval_ratio = 0;
+    in.st_total_ns = 215e6;
+    res = run(&in, &ru);
+    ck_assert_uint_eq(res->n, 1);
     analyse_helper_result_free(res);
 }
 END_TEST
@@ -468,6 +550,8 @@ static Suite *analyse_helper_suite(void)
     tcase_add_loop_test(tc, test_helper_run_rule_boundaries, 0,
                         (int)(sizeof rule_cases / sizeof rule_cases[0]));
     tcase_add_test(tc, test_helper_run_evidence_and_wording);
+    tcase_add_test(tc, test_helper_run_rules_follow_the_framework);
+    tcase_add_test(tc, test_helper_run_step_interval_must_be_material);
     tcase_add_test(tc, test_helper_run_missing_evidence_is_silent);
     tcase_add_test(tc, test_helper_run_mindinsight_gate);
     suite_add_tcase(s, tc);

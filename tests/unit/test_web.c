@@ -717,6 +717,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.http_analyses_refused, 50);
     atomic_store(&s.http_analyses_timed_out, 51);
     atomic_store(&s.http_analyses_abandoned, 52);
+    atomic_store(&s.captures_refused, 53);
+    atomic_store(&s.captures_expired, 54);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
                               .block_bytes = 44, .damaged_blocks = 3, .n_damaged = 2,
                               .damaged = {{5, 1, 60}, {6, 0, 61}}};
@@ -735,6 +737,7 @@ START_TEST(test_render_stats_all_counters)
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52},"
+        "\"captures\":{\"refused\":53,\"expired\":54},"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
         "\"rank\":1,\"block\":60},{\"job_id\":6,\"rank\":0,\"block\":61}],"

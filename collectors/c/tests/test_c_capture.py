@@ -2,12 +2,14 @@
 """libstepscope's captures against the real stepscoped (docs/C_CLIENT.md "Captures"): a program
 with a capture callback (tests/capture_client.c) gets the request the API created, reports armed,
 recording and done around the steps it records, and the daemon holds those states and the
-window's spans; a program without a callback is not asked (its hello has no capability); a start
-step that has passed is reported failed with the program's reason."""
+window's spans; a program without a callback is not asked (its hello has no capability, so the
+daemon refuses a capture of its job, 409); a start step that has passed is reported failed with
+the program's reason."""
 import json
 import re
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 from test_c_client import build_dir, daemon, tmp  # noqa: F401 (pytest fixtures)
@@ -87,10 +89,17 @@ def test_start_step_passed_fails_with_reason(daemon):  # noqa: F811
 
 def test_without_a_callback_the_client_is_not_asked(daemon):  # noqa: F811
     p = start(daemon, "c-none", "none")
-    cap = post(daemon, "c-none", {"steps": 1})
-    wait(lambda: part(daemon, "c-none", cap["id"])["state"] != "pending")
-    r = part(daemon, "c-none", cap["id"])
-    assert r["state"] == "failed" and r["reason"] == "client cannot capture"
+    req = urllib.request.Request(
+        "http://127.0.0.1:%d/api/v1/jobs/c-none/captures" % daemon.port,
+        data=b'{"steps":1}', headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        raise AssertionError("a capture no session can serve was accepted")
+    except urllib.error.HTTPError as e:
+        assert e.code == 409
+        doc = json.loads(e.read())
+        assert doc["error"]["code"] == "no_live_session"
+        assert "capability" in doc["error"]["message"]
     out, err = p.communicate("stop\n", timeout=60)
     assert p.returncode == 0, err
     assert DONE_RE.match(out.strip().splitlines()[-1]).group(3) == "0"

@@ -18,6 +18,17 @@ function fmtCell(v) {
   return String(v);
 }
 
+// A field name as a person reads it: "spans_cut" → "spans cut", "total_us" → "total (µs)",
+// "a.max_spans" → "a › max spans". Only the page's words: CSV columns keep the API's names.
+const UNITS = { us: 'µs', ns: 'ns', ms: 'ms', bytes: 'bytes', pct: '%' };
+export function fieldLabel(name) {
+  return name.split('.').map((k) => {
+    const m = /^(.+)_(us|ns|ms|bytes|pct)$/.exec(k);
+    const words = (m ? m[1] : k).replace(/_/g, ' ');
+    return m ? `${words} (${UNITS[m[2]]})` : words;
+  }).join(' › ');
+}
+
 // Tables for every array of objects in doc (depth-first), a definition list for its scalars.
 export function genericDoc(doc, id) {
   const parts = [];
@@ -27,8 +38,8 @@ export function genericDoc(doc, id) {
       const name = path ? `${path}.${k}` : k;
       if (Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
         const keys = [...new Set(v.flatMap((x) => Object.keys(x)))];
-        const columns = keys.map((key) => ({ key, label: key, num: v.some((x) => typeof x[key] === 'number'), fmt: fmtCell }));
-        parts.push(el('h4', null, name), dataTable({ id: `${id}-${name}`, columns, rows: v, csv: `${id}-${name}.csv` }));
+        const columns = keys.map((key) => ({ key, label: fieldLabel(key), num: v.some((x) => typeof x[key] === 'number'), fmt: fmtCell }));
+        parts.push(el('h4', { dataset: { field: name } }, fieldLabel(name)), dataTable({ id: `${id}-${name}`, columns, rows: v, csv: `${id}-${name}.csv` }));
       } else if (v && typeof v === 'object' && !Array.isArray(v)) {
         walk(v, name);
       } else {
@@ -37,7 +48,7 @@ export function genericDoc(doc, id) {
     }
   };
   walk(doc, '');
-  const dl = scalars.length ? el('dl.points', null, scalars.map(([k, v]) => [el('dt', null, k), el('dd', null, fmtCell(v))])) : null;
+  const dl = scalars.length ? el('dl.points', null, scalars.map(([k, v]) => [el('dt', { dataset: { field: k } }, fieldLabel(k)), el('dd', null, fmtCell(v))])) : null;
   return el('div.generic', null, dl, parts.length ? parts : (dl ? null : note('empty', 'Nothing yet.')));
 }
 

@@ -5,7 +5,7 @@
 // with the device kernel table.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtPct, tabs } from '../dom.js';
-import { chart, PALETTE, mountCharts, typeLegend } from '../charts.js';
+import { chart, colors as seriesColors, mountCharts, typeLegend } from '../charts.js';
 import { dataTable } from '../table.js';
 
 const ALL_ROWS = 100000;
@@ -29,7 +29,7 @@ const KERNEL_COLS = [
 function typeChart(rows, kind) {
   const labels = rows.map((r) => r.name);
   const data = rows.map((r) => r.self_us / 1000);
-  const colors = rows.map((_, i) => PALETTE[i % PALETTE.length]);
+  const colors = seriesColors(rows.length);
   if (kind === 'bar') {
     return chart({
       type: 'bar',

@@ -6,20 +6,34 @@
 // and download). Each card loads on its own: one failing route does not hide the others.
 import { getJSON, getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes, fmtPct } from '../dom.js';
-import { chart, PALETTE, msAxis, typeLegend } from '../charts.js';
+import { chart, PALETTE, colors, msAxis, typeLegend } from '../charts.js';
 
 export const MAX_POINTS = 2000; // points per chart at most (the API downsamples)
 const OVERVIEW_POINTS = 600; // the overview's step chart is a small card: 600 bars are plenty
 
-// The helper's `view` names (docs/API.md) → dashboard views and their parameters.
+// The helper's `view` names (docs/API.md) → dashboard views, their parameters and the link's
+// words. None is the overview, where the suggestions are listed: a link must lead elsewhere.
 const HELPER_VIEWS = {
-  'step-trace': ['step-trace', {}],
-  overview: ['overview', {}],
-  queues: ['queues', {}],
-  pipeline: ['queues', { tab: 'process' }],
-  ranks: ['ranks', {}],
-  gpu: ['overview', {}],
+  'step-trace': ['step-trace', {}, 'Step trace'],
+  queues: ['queues', {}, 'Data queues'],
+  pipeline: ['queues', { tab: 'process' }, 'Data process'],
+  ranks: ['ranks', {}, 'Ranks'],
+  timeline: ['timeline', {}, 'Timeline'],
+  kernels: ['operators', { tab: 'kernels' }, 'Kernels'],
 };
+
+// MindInsight's queue verdict codes (docs/ANALYSIS.md, "Verdict") in words.
+export const VERDICT_LABELS = {
+  data_process: 'Data processing is the bottleneck',
+  data_transmission: 'Host-to-device transfer is the bottleneck',
+  device_queue_warning: 'Queues keep up',
+};
+
+// One evidence entry as a person reads it: "interval_ms 1.28 > 0.5".
+function evidenceText(e) {
+  const v = typeof e.value === 'number' ? fmtNum(e.value, 4) : '—';
+  return e.op === '=' ? `${e.name} ${v}` : `${e.name} ${v} ${e.op} ${fmtNum(e.threshold, 4)}`;
+}
 
 export function stepSeriesChart(rows, id) {
   const labels = rows.map((r) => r.step);
@@ -59,11 +73,12 @@ function helperPanel(ctx, res) {
   const list = res.value.suggestions || [];
   if (!list.length) return note('empty', 'No suggestions: nothing the rules flag.');
   return el('ul.suggestions', null, list.map((s) => {
-    const [view, extra] = HELPER_VIEWS[s.view] || ['overview', {}];
+    const target = HELPER_VIEWS[s.view];
     return el(`li.sev-${s.severity}`, { dataset: { code: s.code } },
       el('div.sug-title', null, el('span.sev', null, s.severity), ' ', s.title),
       el('p.sug-msg', null, s.message),
-      el('a.sug-link', { href: ctx.hashFor(view, { rank: ctx.rank, ...extra }) }, `Open ${view} →`));
+      (s.evidence || []).length ? el('p.sug-evidence.muted.small', null, 'Evidence: ', s.evidence.map(evidenceText).join('; ')) : null,
+      target ? el('a.sug-link', { href: ctx.hashFor(target[0], { rank: ctx.rank, ...target[1] }) }, `${target[2]} →`) : null);
   }));
 }
 
@@ -100,7 +115,7 @@ function opsCard(ctx, res) {
     const rows = res.value.rows;
     body.push(chart({
       type: 'doughnut',
-      data: { labels: rows.map((r) => r.name), datasets: [{ data: rows.map((r) => r.self_us / 1000), backgroundColor: PALETTE }] },
+      data: { labels: rows.map((r) => r.name), datasets: [{ data: rows.map((r) => r.self_us / 1000), backgroundColor: colors(rows.length) }] },
       options: { plugins: { legend: { display: false } } },
     }, { id: 'overview-ops', height: 220 }));
     body.push(typeLegend(rows, 'legend-list'));
@@ -116,10 +131,10 @@ function queueCard(ctx, res) {
   else {
     const v = (res.value.verdicts || [])[0];
     if (v && v.status) {
-      body.push(el(`div.verdict.v-${v.status}`, { dataset: { verdict: v.status } }, el('strong', null, v.status.replace(/_/g, ' ')), el('p', null, v.message)));
+      body.push(el(`div.verdict.v-${v.status}`, { dataset: { verdict: v.status } }, el('strong', null, VERDICT_LABELS[v.status] || v.status), el('p', null, v.message)));
       body.push(el('div.kpis', null,
         kpi('host queue empty', `${v.host_empty} / ${v.host_total}`, 'host-empty'),
-        kpi('device queue empty', `${v.device_empty} / ${v.device_total}`, 'device-empty')));
+        v.device_queue ? kpi('device queue empty', `${v.device_empty} / ${v.device_total}`, 'device-empty') : null));
     } else {
       body.push(note('empty', 'No host queue: no verdict.'));
     }
@@ -143,9 +158,14 @@ function timelineCard(ctx) {
 
 export async function render(ctx) {
   const rank = ctx.rank;
+  const stepsP = settle(getJSON(jobPath(ctx.job, 'steps', { rank, max_points: OVERVIEW_POINTS, limit: 100000 })));
+  // The average is asked for only when there are steps: a step-less job (a MindSpore timeline,
+  // a stream of spans) has none, and the request would be a 404 in the browser's console.
+  const avgP = stepsP.then((s) => (s.ok && s.value.total > 0
+    ? settle(getOptional(jobPath(ctx.job, 'step-trace', { rank }))) : { ok: true, value: null }));
   const [steps, avg, ops, qs, helper] = await Promise.all([
-    settle(getJSON(jobPath(ctx.job, 'steps', { rank, max_points: OVERVIEW_POINTS, limit: 100000 }))),
-    settle(getOptional(jobPath(ctx.job, 'step-trace', { rank }))),
+    stepsP,
+    avgP,
     settle(getJSON(jobPath(ctx.job, 'operators', { rank, group: 'type', sort: 'self', top: 5, limit: 6 }))),
     settle(getOptional(jobPath(ctx.job, 'queues', { rank }))),
     settle(getOptional(jobPath(ctx.job, 'helper', { rank }))),

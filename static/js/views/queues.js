@@ -10,7 +10,7 @@ import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtNum, fmtPct, tabs } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
-import { kpi } from './overview.js';
+import { kpi, VERDICT_LABELS } from './overview.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 // Usage of each pipeline queue as this page saw it, per job/rank/op: the daemon keeps only the
@@ -48,10 +48,10 @@ function stepGap(ctx, doc) {
     { key: 'capacity', label: 'capacity', num: true, fmt: fmtNum },
   ];
   return [
-    v && v.status ? el(`div.verdict.v-${v.status}`, { dataset: { verdict: v.status } }, el('strong', null, v.status.replace(/_/g, ' ')), el('p', null, v.message)) : note('empty', 'No host queue: no verdict.'),
+    v && v.status ? el(`div.verdict.v-${v.status}`, { dataset: { verdict: v.status } }, el('strong', null, VERDICT_LABELS[v.status] || v.status), el('p', null, v.message)) : note('empty', 'No host queue: no verdict.'),
     v && v.status ? el('div.kpis', null,
       kpi('host queue empty', `${v.host_empty} / ${v.host_total}`, 'host-empty'),
-      kpi('device queue empty', `${v.device_empty} / ${v.device_total}`, 'device-empty'),
+      v.device_queue ? kpi('device queue empty', `${v.device_empty} / ${v.device_total}`, 'device-empty') : null,
       kpi('host empty %', fmtPct(v.host_empty_percent), 'host-empty-pct')) : null,
     shown.length ? chart({
       type: 'line', data: { labels: steps, datasets },
@@ -210,7 +210,10 @@ function dataProcess(ctx, doc) {
 export async function render(ctx) {
   const tab = ctx.params.tab === 'process' ? 'process' : 'gap';
   const bar = tabs([['gap', 'Step gap'], ['process', 'Data process']], tab, (t) => ctx.go(ctx.hashFor('queues', { rank: ctx.rank, tab: t })));
-  const doc = await getOptional(jobPath(ctx.job, tab === 'gap' ? 'queues' : 'pipeline', tab === 'gap' ? { rank: ctx.rank } : { rank: ctx.rank, op: ctx.params.op }));
+  // A job that never sent a pipeline record has none to ask for (the request would be a 404
+  // in the browser's console).
+  const skip = tab === 'process' && ctx.jobInfo && !ctx.jobInfo.pipelines;
+  const doc = skip ? null : await getOptional(jobPath(ctx.job, tab === 'gap' ? 'queues' : 'pipeline', tab === 'gap' ? { rank: ctx.rank } : { rank: ctx.rank, op: ctx.params.op }));
   const body = tab === 'gap' ? stepGap(ctx, doc) : dataProcess(ctx, doc);
   return el('div.page', null, card(tab === 'gap' ? 'Step gap: data queues' : 'Data process: pipeline', { id: `queues-${tab}`, cls: 'wide', actions: bar }, body),
     tab === 'process' && doc ? cpuCard(doc) : null);
