@@ -15,7 +15,7 @@ from conftest import build_dir, clean_env
 from ssclient import Client
 
 CAPS = ["capture"]
-KINETO = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "kineto"
+KINETO = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 
 
 def post(daemon, job, body, ctype="application/json", path=None, extra=None):

@@ -270,7 +270,7 @@ def test_helper_rules_from_config_file_and_bad_file(daemons, tmp):
 MINDINSIGHT = {"step_interval_long", "queue_host_empty", "queue_device_empty", "queue_ok",
                "cpu_high", "pipeline_bottleneck", "pipeline_dataset_op", "pipeline_generator_op",
                "pipeline_map_op", "pipeline_batch_op", "rank_step_interval_high"}
-SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 
 
 def cli_import(d, tmp, job, path):
@@ -286,8 +286,8 @@ def test_rules_follow_the_framework_on_real_traces(daemon, tmp):
     enabled..." advice; a torch job's dataloader queue drew MindInsight's device-queue catch-all.
     Now a torch job hears torch-tb-profiler's rules only, a MindSpore profiler folder still hears
     MindInsight's, and no suggestion links to the overview, where the suggestions are shown."""
-    cli_import(daemon, tmp, "kineto", SHARED / "kineto" / "gpu_5steps_rank0.json.gz")
-    cli_import(daemon, tmp, "mindspore", SHARED / "mindspore" / "01_step_trace_small")
+    cli_import(daemon, tmp, "kineto", DATA / "kineto" / "gpu_5steps_rank0.json.gz")
+    cli_import(daemon, tmp, "mindspore", DATA / "mindspore" / "01_step_trace_small")
     # The breakdown behind tb-profiler's rules is computed on first use: wait for it.
     daemon.wait_for("breakdown", lambda: daemon.get_json(base(daemon, "kineto") + "/helper")
                     ["inputs"]["gpu_utilization"])
