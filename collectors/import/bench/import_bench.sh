@@ -3,9 +3,13 @@
 # Benchmarks `stepscope import` against Python on the same synthetic Kineto trace.
 #
 #   BUILD_DIR=build SIZE_MB=1024 REPEAT=3 collectors/import/bench/import_bench.sh
+#   BUILD_DIR=build TRACE=tests/data/kineto/gpu_5steps_rank0.json.gz REPEAT=5 collectors/import/bench/import_bench.sh
 #
 # 1. Generates a synthetic Kineto trace of SIZE_MB megabytes (default 1024; gen_kineto.py) in
-#    WORK (default a new /tmp dir; an existing trace of the same size there is reused).
+#    WORK (default a new /tmp dir; an existing trace of the same size there is reused), or takes
+#    TRACE: a real one, or a real-shaped one of any size (tile_kineto.py: a real multi-thread
+#    trace's layout, which the synthetic one lacks). peers_bench.py times the same files against
+#    HolisticTraceAnalysis and torch-tb-profiler.
 # 2. Starts a fresh stepscoped (data dir in WORK) and times `stepscope import` end to end:
 #    both passes (validation, then sending) until the daemon has acknowledged every event; checks
 #    through /api/v1/jobs that the job holds exactly the events written. Each round imports into
@@ -29,12 +33,20 @@ ninja -C "$BUILD_DIR" daemon/stepscoped collectors/import/stepscope >/dev/null
 cli=$BUILD_DIR/collectors/import/stepscope
 daemon_bin=$BUILD_DIR/daemon/stepscoped
 
-trace=$WORK/synthetic_kineto_${SIZE_MB}mb.json
-if [ ! -s "$trace" ] || [ ! -s "$trace.count" ]; then
-  echo "generating $trace ..." >&2
-  "$PYTHON" collectors/import/bench/gen_kineto.py --mb "$SIZE_MB" "$trace" >"$trace.count"
+if [ -n "${TRACE:-}" ]; then
+  trace=$TRACE
+  events=$("$PYTHON" -c 'import gzip, json, sys
+raw = open(sys.argv[1], "rb").read()
+d = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+print(len(d if isinstance(d, list) else d["traceEvents"]))' "$trace")
+else
+  trace=$WORK/synthetic_kineto_${SIZE_MB}mb.json
+  if [ ! -s "$trace" ] || [ ! -s "$trace.count" ]; then
+    echo "generating $trace ..." >&2
+    "$PYTHON" collectors/import/bench/gen_kineto.py --mb "$SIZE_MB" "$trace" >"$trace.count"
+  fi
+  events=$(cat "$trace.count")
 fi
-events=$(cat "$trace.count")
 size=$(stat -c %s "$trace")
 echo "trace: $trace, $size bytes, $events events" >&2
 
