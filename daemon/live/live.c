@@ -1891,6 +1891,7 @@ static uint64_t job_bytes(const struct live_job *j, const struct live_snapshot *
         for (size_t i = 0; i < s->n_ranks; i++)
             b += (s->ranks[i].n_agg + 1) * sizeof *s->ranks[i].agg +
                  (s->ranks[i].n_steps + 1) * sizeof *s->ranks[i].steps +
+                 s->ranks[i].n_comm * sizeof *s->ranks[i].comm +
                  (s->ranks[i].bd.n_chunks + 1) * sizeof *s->ranks[i].bd.chunks;
     }
     return b;
