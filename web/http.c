@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,135 @@ int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, str
 int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b)
 {
     return send_sbuf(w, c, 200, b, NULL, "text/csv; charset=utf-8");
+}
+
+int web__send_records(struct web *w, struct MHD_Connection *c, struct sbuf *b)
+{
+    return send_sbuf(w, c, MHD_HTTP_OK, b, NULL, "application/json");
+}
+
+/* ---- tables streamed row by row (web__send_rows()) ---- */
+
+struct rows_stream {
+    struct web *w;        /* borrowed; outlives MHD's connections */
+    struct web_rows rows; /* rows.ctx owned */
+    size_t next;          /* the next row to render */
+    bool head, tail;      /* written */
+    struct sbuf out;      /* bytes not yet handed to MHD: out.data[out_pos, out.len) */
+    size_t out_pos;
+};
+
+static void rows_stream_free(void *cls)
+{
+    struct rows_stream *s = cls;
+    if (s->rows.free)
+        s->rows.free(s->rows.ctx);
+    sbuf_done(&s->out);
+    atomic_fetch_sub_explicit(&s->w->exports_active, 1, memory_order_relaxed);
+    free(s);
+}
+
+/* Renders the next chunk into s->out: the head, rows up to WEB_TIMELINE_CHUNK bytes, the tail.
+ * Returns false when everything was written before this call. */
+static bool rows_produce(struct rows_stream *s)
+{
+    bool csv = s->rows.fmt == WEB_FORMAT_CSV;
+    if (s->tail)
+        return false;
+    if (!s->head) {
+        sbuf_adds(&s->out, csv ? s->rows.csv_header : "[");
+        s->head = true;
+    }
+    while (s->next < s->rows.n && s->out.len < WEB_TIMELINE_CHUNK) {
+        if (!csv && s->next > 0)
+            sbuf_addc(&s->out, ',');
+        s->rows.row(&s->out, s->rows.fmt, s->rows.ctx, s->next++);
+    }
+    if (s->next == s->rows.n) {
+        if (!csv)
+            sbuf_addc(&s->out, ']');
+        s->tail = true;
+    }
+    return true;
+}
+
+bool web__chunk_copy(const struct sbuf *out, size_t *pos, char *buf, size_t max, size_t *n)
+{
+    if (*pos >= out->len)
+        return true;
+    size_t k = out->len - *pos;
+    if (k > max - *n)
+        k = max - *n;
+    memcpy(buf + *n, out->data + *pos, k);
+    *n += k;
+    *pos += k;
+    return false;
+}
+
+static ssize_t on_rows_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct rows_stream *s = cls;
+    (void)pos; /* MHD reads in order */
+    size_t n = 0;
+    while (n < max) {
+        if (!web__chunk_copy(&s->out, &s->out_pos, buf, max, &n))
+            continue;
+        sbuf_reset(&s->out);
+        s->out_pos = 0;
+        if (!rows_produce(s))
+            break;
+        if (s->out.error)
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory: the client sees a cut */
+    }
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return (ssize_t)n;
+}
+
+int web__send_rows(struct web *w, struct MHD_Connection *c, const struct web_rows *rows)
+{
+    /* Each table in flight holds its rows until its reader has them, however slowly it reads:
+     * they count against http_max_exports with the timeline exports. */
+    if (atomic_fetch_add_explicit(&w->exports_active, 1, memory_order_relaxed) >= w->exports_max) {
+        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
+        if (rows->free)
+            rows->free(rows->ctx);
+        STATS_ADD(w->stats, http_exports_refused, 1);
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                               "too many streamed answers in progress (http_max_exports); retry");
+    }
+    struct rows_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
+        if (rows->free)
+            rows->free(rows->ctx);
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    }
+    s->w = w;
+    s->rows = *rows;
+    sbuf_init(&s->out, w->max_response_bytes);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, WEB_TIMELINE_CHUNK, on_rows_read, s, rows_stream_free);
+    if (!resp) {
+        rows_stream_free(s);
+        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            rows->fmt == WEB_FORMAT_CSV ? "text/csv; charset=utf-8"
+                                                        : "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    char v[96];
+    snprintf(v, sizeof v, "%zu", rows->total);
+    MHD_add_response_header(resp, "X-Total-Count", v);
+    if (rows->n < rows->total) {
+        if (rows->n == 0)
+            snprintf(v, sizeof v, "rows none of %zu", rows->total);
+        else
+            snprintf(v, sizeof v, "rows %zu-%zu of %zu", rows->offset,
+                     rows->offset + rows->n - 1, rows->total);
+        MHD_add_response_header(resp, "X-Stepscope-Truncated", v);
+    }
+    return web__queue(w, c, MHD_HTTP_OK, resp);
 }
 
 int web__send_text(struct web *w, struct MHD_Connection *c, struct sbuf *b, const char *type)

@@ -151,7 +151,7 @@ static int add_rank(struct m_doc *d, const struct live_snapshot *snap, size_t jo
 {
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
-    int r = live_query_steps(snap, row->rank, 0, 0, &rows, &n, &total);
+    int r = live_query_steps(snap, row->rank, false, 0, 0, &rows, &n, &total);
     if (r < 0)
         return r;
     r = grow((void **)&d->ranks, d->n_ranks, &d->cap_ranks, sizeof *d->ranks);

@@ -116,16 +116,12 @@ void web__render_job_fields(struct sbuf *b, const struct store_job *j)
 
 void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n)
 {
-    sbuf_adds(b, "{\"jobs\":[");
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            sbuf_addc(b, ',');
-        sbuf_addc(b, '{');
-        web__render_job_fields(b, &jobs[i]);
-        sbuf_addc(b, '}');
-    }
-    sbuf_adds(b, "]}");
+    sbuf_adds(b, "{\"jobs\":");
+    web__render_jobs_records(b, jobs, n);
+    sbuf_addc(b, '}');
 }
+
+static void member_us_or_null(struct sbuf *b, const char *k, bool have, int64_t ns);
 
 static void render_rank(struct sbuf *b, const struct store_rank *r)
 {
@@ -138,6 +134,9 @@ static void render_rank(struct sbuf *b, const struct store_rank *r)
     member_i64(b, "sessions", r->sessions);
     member_i64(b, "events", r->events);
     member_i64(b, "steps", r->steps);
+    bool timed = r->trace_start_ns != INT64_MIN;
+    member_us_or_null(b, "trace_start_us", timed, r->trace_start_ns);
+    member_us_or_null(b, "trace_end_us", timed, r->trace_end_ns);
     member_bool_last(b, "live", r->live);
     sbuf_addc(b, '}');
 }
@@ -164,9 +163,21 @@ void web__render_jobs_csv(struct sbuf *b, const struct store_job *jobs, size_t n
     }
 }
 
+void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size_t n)
+{
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        sbuf_adds(b, i ? ",{" : "{");
+        web__render_job_fields(b, &jobs[i]);
+        sbuf_addc(b, '}');
+    }
+    sbuf_addc(b, ']');
+}
+
 void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n)
 {
-    sbuf_adds(b, "rank,host,framework,framework_version,pid,sessions,events,steps,live\n");
+    sbuf_adds(b, "rank,host,framework,framework_version,pid,sessions,events,steps,"
+                 "trace_start_us,trace_end_us,live\n");
     for (size_t i = 0; i < n; i++) {
         const struct store_rank *r = &ranks[i];
         sbuf_printf(b, "%" PRId64 ",", r->rank);
@@ -175,9 +186,28 @@ void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_
         web__csv_str(b, r->framework);
         sbuf_addc(b, ',');
         web__csv_str(b, r->framework_version);
-        sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s\n", r->pid,
-                    r->sessions, r->events, r->steps, r->live ? "true" : "false");
+        sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",", r->pid,
+                    r->sessions, r->events, r->steps);
+        if (r->trace_start_ns != INT64_MIN) {
+            sbuf_json_us(b, r->trace_start_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->trace_end_ns);
+        } else {
+            sbuf_addc(b, ',');
+        }
+        sbuf_adds(b, r->live ? ",true\n" : ",false\n");
     }
+}
+
+void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n)
+{
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        render_rank(b, &ranks[i]);
+    }
+    sbuf_addc(b, ']');
 }
 
 void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
@@ -185,13 +215,9 @@ void web__render_job(struct sbuf *b, const struct store_job *j, const struct sto
 {
     sbuf_addc(b, '{');
     web__render_job_fields(b, j);
-    sbuf_adds(b, ",\"ranks_detail\":[");
-    for (size_t i = 0; i < n_ranks; i++) {
-        if (i > 0)
-            sbuf_addc(b, ',');
-        render_rank(b, &ranks[i]);
-    }
-    sbuf_adds(b, "]}");
+    sbuf_adds(b, ",\"ranks_detail\":");
+    web__render_ranks_records(b, ranks, n_ranks);
+    sbuf_addc(b, '}');
 }
 
 void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info)
@@ -279,11 +305,22 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
 
 void web__csv_str(struct sbuf *b, const char *s)
 {
+    /* A text cell a spreadsheet would take for a formula (OWASP's CSV injection list) gets a
+     * leading single quote. Numbers never come through here, so a negative number stays a
+     * number. */
+    bool formula = *s && strchr("=+-@\t\r", *s);
+    if (!formula && !strpbrk(s, ",\"\r\n")) {
+        sbuf_adds(b, s);
+        return;
+    }
     if (!strpbrk(s, ",\"\r\n")) {
+        sbuf_addc(b, '\'');
         sbuf_adds(b, s);
         return;
     }
     sbuf_addc(b, '"');
+    if (formula)
+        sbuf_addc(b, '\'');
     for (; *s; s++) {
         if (*s == '"')
             sbuf_addc(b, '"');
@@ -302,70 +339,72 @@ static void member_us_or_null(struct sbuf *b, const char *k, bool have, int64_t 
     sbuf_addc(b, ',');
 }
 
-void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
-                            size_t total, bool csv)
+const char web__steps_csv_header[] =
+    "step,rank,start_us,end_us,total_us,interval_us,fp_bp_us,tail_us,samples,source,fp_start,"
+    "bp_end,spans\n";
+
+void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r)
 {
-    if (csv) {
-        sbuf_adds(b, "step,rank,start_us,end_us,total_us,interval_us,fp_bp_us,tail_us,samples,"
-                     "source,fp_start,bp_end\n");
-        for (size_t i = 0; i < n; i++) {
-            const struct live_step_row *r = &rows[i];
-            bool pts = r->source != LIVE_POINTS_NONE;
-            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", r->step, r->rank);
-            sbuf_json_us(b, r->start_ns);
+    bool pts = r->source != LIVE_POINTS_NONE;
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", r->step, r->rank);
+        sbuf_json_us(b, r->start_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->end_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->total_ns);
+        sbuf_addc(b, ',');
+        if (pts) {
+            sbuf_json_us(b, r->interval_ns);
             sbuf_addc(b, ',');
-            sbuf_json_us(b, r->end_ns);
+            sbuf_json_us(b, r->fp_bp_ns);
             sbuf_addc(b, ',');
-            sbuf_json_us(b, r->total_ns);
+            sbuf_json_us(b, r->tail_ns);
             sbuf_addc(b, ',');
-            if (pts) {
-                sbuf_json_us(b, r->interval_ns);
-                sbuf_addc(b, ',');
-                sbuf_json_us(b, r->fp_bp_ns);
-                sbuf_addc(b, ',');
-                sbuf_json_us(b, r->tail_ns);
-                sbuf_addc(b, ',');
-            } else {
-                sbuf_adds(b, ",,,");
-            }
-            if (r->samples >= 0)
-                sbuf_printf(b, "%" PRId64, r->samples);
-            sbuf_addc(b, ',');
-            sbuf_adds(b, live_points_source_names[r->source]);
-            sbuf_addc(b, ',');
-            web__csv_str(b, r->fp_name);
-            sbuf_addc(b, ',');
-            web__csv_str(b, r->bp_name);
-            sbuf_addc(b, '\n');
+        } else {
+            sbuf_adds(b, ",,,");
         }
+        if (r->samples >= 0)
+            sbuf_printf(b, "%" PRId64, r->samples);
+        sbuf_addc(b, ',');
+        sbuf_adds(b, live_points_source_names[r->source]);
+        sbuf_addc(b, ',');
+        web__csv_str(b, r->fp_name);
+        sbuf_addc(b, ',');
+        web__csv_str(b, r->bp_name);
+        sbuf_printf(b, ",%" PRId64 "\n", r->spans);
         return;
     }
+    sbuf_addc(b, '{');
+    member_i64(b, "step", r->step);
+    member_i64(b, "rank", r->rank);
+    member_us(b, "start_us", r->start_ns);
+    member_us(b, "end_us", r->end_ns);
+    member_us(b, "total_us", r->total_ns);
+    member_us_or_null(b, "interval_us", pts, r->interval_ns);
+    member_us_or_null(b, "fp_bp_us", pts, r->fp_bp_ns);
+    member_us_or_null(b, "tail_us", pts, r->tail_ns);
+    key(b, "samples");
+    if (r->samples >= 0)
+        sbuf_printf(b, "%" PRId64 ",", r->samples);
+    else
+        sbuf_adds(b, "null,");
+    member_str(b, "from", r->from_record ? "record" : "span");
+    member_str(b, "source", live_points_source_names[r->source]);
+    member_str(b, "fp_start", r->fp_name);
+    member_str(b, "bp_end", r->bp_name);
+    key(b, "spans");
+    sbuf_printf(b, "%" PRId64 "}", r->spans);
+}
+
+void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
+                            size_t total)
+{
     sbuf_printf(b, "{\"total\":%zu,\"rows\":[", total);
     for (size_t i = 0; i < n; i++) {
-        const struct live_step_row *r = &rows[i];
-        bool pts = r->source != LIVE_POINTS_NONE;
         if (i)
             sbuf_addc(b, ',');
-        sbuf_addc(b, '{');
-        member_i64(b, "step", r->step);
-        member_i64(b, "rank", r->rank);
-        member_us(b, "start_us", r->start_ns);
-        member_us(b, "end_us", r->end_ns);
-        member_us(b, "total_us", r->total_ns);
-        member_us_or_null(b, "interval_us", pts, r->interval_ns);
-        member_us_or_null(b, "fp_bp_us", pts, r->fp_bp_ns);
-        member_us_or_null(b, "tail_us", pts, r->tail_ns);
-        key(b, "samples");
-        if (r->samples >= 0)
-            sbuf_printf(b, "%" PRId64 ",", r->samples);
-        else
-            sbuf_adds(b, "null,");
-        member_str(b, "from", r->from_record ? "record" : "span");
-        member_str(b, "source", live_points_source_names[r->source]);
-        member_str(b, "fp_start", r->fp_name);
-        key(b, "bp_end");
-        sbuf_json_strz(b, r->bp_name);
-        sbuf_addc(b, '}');
+        web__steps_row(b, WEB_FORMAT_JSON, &rows[i]);
     }
     sbuf_adds(b, "]}");
 }
@@ -470,71 +509,72 @@ static int64_t round_ns(double ns)
     return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
 
-/* The rows of an operator or kernel table, as CSV lines or JSON objects; operator tables also
+const char web__ops_csv_header[] =
+    "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n";
+const char web__kernels_csv_header[] = "name,calls,total_us,avg_us,min_us,max_us,percent\n";
+
+/* One row of an operator or kernel table, as a CSV line or a JSON object; operator tables also
  * have the type and self-time columns (kernels do not nest, so self equals total there). */
-static void render_op_rows(struct sbuf *b, const struct analyse_op_table *t, bool csv, bool ops)
+void web__op_row(struct sbuf *b, enum web_format fmt, const struct analyse_op_row *r, bool ops)
+{
+    if (fmt == WEB_FORMAT_CSV) {
+        web__csv_str(b, r->name);
+        if (ops) {
+            sbuf_addc(b, ',');
+            web__csv_str(b, r->type);
+        }
+        sbuf_printf(b, ",%" PRId64 ",", r->calls);
+        sbuf_json_us(b, r->total_ns);
+        if (ops) {
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, r->self_ns);
+        }
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, round_ns(r->avg_ns));
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->min_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, r->max_ns);
+        sbuf_printf(b, ",%.4f\n", r->percent);
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_str(b, "name", r->name);
+    if (ops)
+        member_str(b, "type", r->type);
+    member_i64(b, "calls", r->calls);
+    member_us(b, "total_us", r->total_ns);
+    if (ops)
+        member_us(b, "self_us", r->self_ns);
+    member_us(b, "avg_us", round_ns(r->avg_ns));
+    member_us(b, "min_us", r->min_ns);
+    member_us(b, "max_us", r->max_ns);
+    key(b, "percent");
+    sbuf_printf(b, "%.4f}", r->percent);
+}
+
+static void render_op_rows(struct sbuf *b, const struct analyse_op_table *t, bool ops)
 {
     for (size_t i = 0; i < t->n_rows; i++) {
-        const struct analyse_op_row *r = &t->rows[i];
-        if (csv) {
-            web__csv_str(b, r->name);
-            if (ops) {
-                sbuf_addc(b, ',');
-                web__csv_str(b, r->type);
-            }
-            sbuf_printf(b, ",%" PRId64 ",", r->calls);
-            sbuf_json_us(b, r->total_ns);
-            if (ops) {
-                sbuf_addc(b, ',');
-                sbuf_json_us(b, r->self_ns);
-            }
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, round_ns(r->avg_ns));
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, r->min_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, r->max_ns);
-            sbuf_printf(b, ",%.4f\n", r->percent);
-            continue;
-        }
         if (i)
             sbuf_addc(b, ',');
-        sbuf_addc(b, '{');
-        member_str(b, "name", r->name);
-        if (ops)
-            member_str(b, "type", r->type);
-        member_i64(b, "calls", r->calls);
-        member_us(b, "total_us", r->total_ns);
-        if (ops)
-            member_us(b, "self_us", r->self_ns);
-        member_us(b, "avg_us", round_ns(r->avg_ns));
-        member_us(b, "min_us", r->min_ns);
-        member_us(b, "max_us", r->max_ns);
-        key(b, "percent");
-        sbuf_printf(b, "%.4f}", r->percent);
+        web__op_row(b, WEB_FORMAT_JSON, &t->rows[i], ops);
     }
-    if (!csv)
-        sbuf_adds(b, "]}");
+    sbuf_adds(b, "]}");
 }
 
 void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *t, const char *group,
-                          const char *side, bool csv)
+                          const char *side)
 {
-    if (csv)
-        sbuf_adds(b, "name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent\n");
-    else
-        sbuf_printf(b, "{\"group\":\"%s\",\"side\":\"%s\",\"total\":%zu,\"rows\":[", group,
-                    side, t->total);
-    render_op_rows(b, t, csv, true);
+    sbuf_printf(b, "{\"group\":\"%s\",\"side\":\"%s\",\"total\":%zu,\"rows\":[", group, side,
+                t->total);
+    render_op_rows(b, t, true);
 }
 
-void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t, bool csv)
+void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *t)
 {
-    if (csv)
-        sbuf_adds(b, "name,calls,total_us,avg_us,min_us,max_us,percent\n");
-    else
-        sbuf_printf(b, "{\"total\":%zu,\"rows\":[", t->total);
-    render_op_rows(b, t, csv, false);
+    sbuf_printf(b, "{\"total\":%zu,\"rows\":[", t->total);
+    render_op_rows(b, t, false);
 }
 
 /* ---- data queues ---- */
@@ -601,26 +641,36 @@ static void verdict(struct sbuf *b, int64_t rank, const struct live_queue_row *r
     sbuf_printf(b, "%.10g}", v.threshold);
 }
 
-void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n,
-                             bool csv)
+const char web__queues_csv_header[] = "rank,queue,role,step,size,capacity\n";
+
+void web__queue_sample_row(struct sbuf *b, enum web_format fmt, const struct live_queue_row *q,
+                           const struct analyse_queue_sample *s)
 {
-    if (csv) {
-        sbuf_adds(b, "rank,queue,role,step,size,capacity\n");
-        for (size_t i = 0; i < n; i++) {
-            const struct live_queue_row *q = &rows[i];
-            for (size_t k = 0; k < q->n_samples; k++) {
-                const struct analyse_queue_sample *s = &q->samples[k];
-                sbuf_printf(b, "%" PRId64 ",", q->rank);
-                web__csv_str(b, q->name);
-                sbuf_printf(b, ",%s,%" PRId64 ",%" PRId64 ",", live_queue_role_names[q->role],
-                            s->step, s->size);
-                if (s->capacity >= 0)
-                    sbuf_printf(b, "%" PRId64, s->capacity);
-                sbuf_addc(b, '\n');
-            }
-        }
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",", q->rank);
+        web__csv_str(b, q->name);
+        sbuf_printf(b, ",%s,%" PRId64 ",%" PRId64 ",", live_queue_role_names[q->role], s->step,
+                    s->size);
+        if (s->capacity >= 0)
+            sbuf_printf(b, "%" PRId64, s->capacity);
+        sbuf_addc(b, '\n');
         return;
     }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", q->rank);
+    member_str(b, "queue", q->name);
+    member_str(b, "role", live_queue_role_names[q->role]);
+    member_i64(b, "step", s->step);
+    member_i64(b, "size", s->size);
+    key(b, "capacity");
+    if (s->capacity >= 0)
+        sbuf_printf(b, "%" PRId64 "}", s->capacity);
+    else
+        sbuf_adds(b, "null}");
+}
+
+void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n)
+{
     sbuf_adds(b, "{\"verdicts\":[");
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && rows[i - 1].rank == rows[i].rank)
@@ -701,11 +751,46 @@ static void series_member(struct sbuf *b, const char *name, const double *values
     }
 }
 
+/* One op of a pipeline as a JSON object; op_id's op also gets its series. */
+static void pipe_op_json(struct sbuf *b, const struct live_pipeline_view *p,
+                         const struct live_pipe_op *o, int64_t op_id)
+{
+    sbuf_addc(b, '{');
+    member_i64(b, "id", o->id);
+    member_str(b, "type", o->type);
+    member_i64(b, "num_workers", o->num_workers);
+    member_i64(b, "parent", o->parent_id);
+    key(b, "children");
+    sbuf_addc(b, '[');
+    for (size_t c = 0; c < o->n_children; c++)
+        sbuf_printf(b, "%s%" PRId64, c ? "," : "", p->children[o->first_child + c]);
+    sbuf_adds(b, "],");
+    key(b, "queue_usage");
+    if (o->usage >= 0)
+        sbuf_printf(b, "%.10g,", o->usage);
+    else
+        sbuf_adds(b, "null,");
+    key(b, "queue_capacity");
+    num_or_null(b, o->capacity >= 0 ? (double)o->capacity : NAN);
+    bool detail = o->id == op_id;
+    sbuf_printf(b, ",\"queue_samples\":%zu,\"queue_size_avg\":", o->sizes.count);
+    num_or_null(b, o->queue_avg >= 0 ? o->queue_avg : NAN);
+    if (detail) {
+        sbuf_adds(b, ",\"queue_size\":");
+        series_values(b, p->values, &o->sizes);
+    }
+    sbuf_adds(b, ",\"sample_interval_ms\":");
+    num_or_null(b, o->sample_interval_ms >= 0 ? o->sample_interval_ms : NAN);
+    series_member(b, "cpu_user", detail ? p->values : NULL, &o->cpu_user);
+    series_member(b, "cpu_sys", detail ? p->values : NULL, &o->cpu_sys);
+    sbuf_addc(b, '}');
+}
+
 void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
                                const struct analyse_pipe_finding *f, size_t nf, int64_t op_id,
-                               bool csv)
+                               enum web_format fmt)
 {
-    if (csv) {
+    if (fmt == WEB_FORMAT_CSV) {
         sbuf_adds(b, "id,type,num_workers,parent,children,queue_usage,queue_capacity,"
                      "queue_avg_size,sample_interval_ms,cpu_user_avg,cpu_sys_avg\n");
         for (size_t i = 0; i < p->n_ops; i++) {
@@ -733,41 +818,20 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
         }
         return;
     }
-    sbuf_addc(b, '{');
-    member_i64(b, "rank", p->rank);
-    key(b, "ops");
+    if (fmt == WEB_FORMAT_JSON) {
+        sbuf_addc(b, '{');
+        member_i64(b, "rank", p->rank);
+        key(b, "ops");
+    }
     sbuf_addc(b, '[');
     for (size_t i = 0; i < p->n_ops; i++) {
-        const struct live_pipe_op *o = &p->ops[i];
-        sbuf_adds(b, i ? ",{" : "{");
-        member_i64(b, "id", o->id);
-        member_str(b, "type", o->type);
-        member_i64(b, "num_workers", o->num_workers);
-        member_i64(b, "parent", o->parent_id);
-        key(b, "children");
-        sbuf_addc(b, '[');
-        for (size_t c = 0; c < o->n_children; c++)
-            sbuf_printf(b, "%s%" PRId64, c ? "," : "", p->children[o->first_child + c]);
-        sbuf_adds(b, "],");
-        key(b, "queue_usage");
-        if (o->usage >= 0)
-            sbuf_printf(b, "%.10g,", o->usage);
-        else
-            sbuf_adds(b, "null,");
-        key(b, "queue_capacity");
-        num_or_null(b, o->capacity >= 0 ? (double)o->capacity : NAN);
-        bool detail = o->id == op_id;
-        sbuf_printf(b, ",\"queue_samples\":%zu,\"queue_size_avg\":", o->sizes.count);
-        num_or_null(b, o->queue_avg >= 0 ? o->queue_avg : NAN);
-        if (detail) {
-            sbuf_adds(b, ",\"queue_size\":");
-            series_values(b, p->values, &o->sizes);
-        }
-        sbuf_adds(b, ",\"sample_interval_ms\":");
-        num_or_null(b, o->sample_interval_ms >= 0 ? o->sample_interval_ms : NAN);
-        series_member(b, "cpu_user", detail ? p->values : NULL, &o->cpu_user);
-        series_member(b, "cpu_sys", detail ? p->values : NULL, &o->cpu_sys);
-        sbuf_addc(b, '}');
+        if (i)
+            sbuf_addc(b, ',');
+        pipe_op_json(b, p, &p->ops[i], op_id);
+    }
+    if (fmt != WEB_FORMAT_JSON) {
+        sbuf_addc(b, ']');
+        return;
     }
     sbuf_adds(b, "],");
     key(b, "cpu");
@@ -822,9 +886,13 @@ static void member_dus(struct sbuf *b, const char *k, bool have, double ns)
     sbuf_addc(b, ',');
 }
 
-void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, bool csv)
+void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
+                            enum web_format fmt)
 {
-    if (csv) {
+    bool csv = fmt == WEB_FORMAT_CSV;
+    if (fmt == WEB_FORMAT_RECORDS) {
+        sbuf_addc(b, '[');
+    } else if (csv) {
         sbuf_adds(b, "rank,steps,mean_us,median_us,p90_us,min_us,max_us,std_us,"
                      "interval_mean_us,fp_bp_mean_us,tail_mean_us,straggler,excess_pct\n");
     } else {
@@ -881,6 +949,10 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, b
     }
     if (csv)
         return;
+    if (fmt == WEB_FORMAT_RECORDS) {
+        sbuf_addc(b, ']');
+        return;
+    }
     sbuf_adds(b, "],");
     size_t with_steps = 0;
     for (size_t i = 0; i < ranks->n_ranks; i++)
@@ -982,31 +1054,44 @@ static void bd_costs(struct sbuf *b, const int64_t *cost_ns, bool csv)
     }
 }
 
+const char web__breakdown_csv_header[] =
+    "step,rank,start_us,end_us,total_us,kernel_us,memcpy_us,memset_us,communication_us,"
+    "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";
+
+void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank, const struct analyse_bd_step *st)
+{
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", st->step, rank);
+        sbuf_json_us(b, st->start_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, st->end_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, st->end_ns - st->start_ns);
+        bd_costs(b, st->cost_ns, true);
+        sbuf_printf(b, ",%" PRId64 "\n", st->n_device);
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "step", st->step);
+    member_i64(b, "rank", rank);
+    member_us(b, "start_us", st->start_ns);
+    member_us(b, "end_us", st->end_ns);
+    member_us(b, "host_start_us", st->host_start_ns);
+    member_us(b, "host_end_us", st->host_end_ns);
+    member_i64(b, "device_events", st->n_device);
+    key(b, "total_us");
+    sbuf_json_us(b, st->end_ns - st->start_ns);
+    bd_costs(b, st->cost_ns, false);
+    sbuf_addc(b, '}');
+}
+
 void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
-                                size_t limit, bool csv)
+                                size_t limit)
 {
     const struct analyse_breakdown *bd = v->bd;
     size_t n = bd ? bd->n_steps : 0;
     size_t from = offset < n ? offset : n;
     size_t to = limit && limit < n - from ? from + limit : n;
-    if (csv) {
-        sbuf_adds(b, "step,rank,start_us,end_us,total_us");
-        for (size_t c = 0; c < ANALYSE_BD_COUNT; c++)
-            sbuf_printf(b, ",%s_us", analyse_bd_cat_names[c]);
-        sbuf_adds(b, ",device_events\n");
-        for (size_t i = from; i < to; i++) {
-            const struct analyse_bd_step *st = &bd->steps[i];
-            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", st->step, v->rank);
-            sbuf_json_us(b, st->start_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, st->end_ns);
-            sbuf_addc(b, ',');
-            sbuf_json_us(b, st->end_ns - st->start_ns);
-            bd_costs(b, st->cost_ns, true);
-            sbuf_printf(b, ",%" PRId64 "\n", st->n_device);
-        }
-        return;
-    }
     sbuf_addc(b, '{');
     member_i64(b, "rank", v->rank);
     member_u64(b, "total", n);
@@ -1015,21 +1100,9 @@ void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view
     sbuf_adds(b, bd && bd->device_stretched ? "true," : "false,");
     sbuf_adds(b, "\"rows\":[");
     for (size_t i = from; i < to; i++) {
-        const struct analyse_bd_step *st = &bd->steps[i];
         if (i > from)
             sbuf_addc(b, ',');
-        sbuf_addc(b, '{');
-        member_i64(b, "step", st->step);
-        member_i64(b, "rank", v->rank);
-        member_us(b, "start_us", st->start_ns);
-        member_us(b, "end_us", st->end_ns);
-        member_us(b, "host_start_us", st->host_start_ns);
-        member_us(b, "host_end_us", st->host_end_ns);
-        member_i64(b, "device_events", st->n_device);
-        key(b, "total_us");
-        sbuf_json_us(b, st->end_ns - st->start_ns);
-        bd_costs(b, st->cost_ns, false);
-        sbuf_addc(b, '}');
+        web__bd_row(b, WEB_FORMAT_JSON, v->rank, &bd->steps[i]);
     }
     sbuf_adds(b, "],\"average\":");
     if (n == 0) {

@@ -640,7 +640,11 @@ void web__render_summary(struct sbuf *b, const struct web_summary_doc *d, enum w
         render_text(b, d);
     else if (fmt == WEB_FORMAT_CSV)
         rows_of(b, d, true);
-    else
+    else if (fmt == WEB_FORMAT_RECORDS) {
+        sbuf_addc(b, '[');
+        rows_of(b, d, false);
+        sbuf_addc(b, ']');
+    } else
         render_json(b, d);
 }
 
@@ -716,6 +720,8 @@ void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum w
     bool csv = fmt == WEB_FORMAT_CSV;
     if (csv) {
         sbuf_adds(b, "name,avg,max,min\n");
+    } else if (fmt == WEB_FORMAT_RECORDS) {
+        sbuf_addc(b, '[');
     } else {
         sbuf_printf(b, "{\"rank\":%" PRId64 ",\"source\":\"%s\",\"n_steps\":%zu,\"skipped\":%zu,"
                        "\"counted\":%zu,\"ips_unit\":\"%s\",\"time_unit\":\"s\","
@@ -732,6 +738,8 @@ void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum w
         bench_member(b, "batch_cost", &k->batch_cost, csv, first);
         bench_member(b, "ips", &k->ips, csv, false);
     }
-    if (!csv)
+    if (fmt == WEB_FORMAT_RECORDS)
+        sbuf_addc(b, ']');
+    else if (!csv)
         sbuf_adds(b, "]}");
 }

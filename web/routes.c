@@ -63,9 +63,9 @@ static int get_jobs(struct web *w, struct MHD_Connection *c)
 {
     if (!w->store)
         return no_store(w, c);
-    bool csv;
+    enum web_format fmt;
     int mhd;
-    if (web__param_format(w, c, &csv, &mhd) < 0)
+    if (web__param_format(w, c, &fmt, &mhd) < 0)
         return mhd;
     struct store_job *jobs = NULL;
     size_t n = 0;
@@ -74,12 +74,16 @@ static int get_jobs(struct web *w, struct MHD_Connection *c)
         return web__send_store_error(w, c, r, "store_query_jobs");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    if (csv)
+    if (fmt == WEB_FORMAT_CSV)
         web__render_jobs_csv(&b, jobs, n);
+    else if (fmt == WEB_FORMAT_RECORDS)
+        web__render_jobs_records(&b, jobs, n);
     else
         web__render_jobs(&b, jobs, n);
     free(jobs);
-    return csv ? web__send_csv(w, c, &b) : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    return fmt == WEB_FORMAT_CSV       ? web__send_csv(w, c, &b)
+           : fmt == WEB_FORMAT_RECORDS ? web__send_records(w, c, &b)
+                                       : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
 /* Finds the job of the route; answers 404 naming it (escaped by the renderer) if there is none.
@@ -124,9 +128,9 @@ static int get_job(struct web *w, struct MHD_Connection *c, const struct web_rou
     if (!w->store)
         return no_store(w, c);
     struct store_job job;
-    bool csv;
+    enum web_format fmt;
     int mhd;
-    if (web__param_format(w, c, &csv, &mhd) < 0 || find_job(w, c, rt, &job, &mhd) < 0)
+    if (web__param_format(w, c, &fmt, &mhd) < 0 || find_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
     struct store_rank *ranks = NULL;
     size_t n = 0;
@@ -135,13 +139,17 @@ static int get_job(struct web *w, struct MHD_Connection *c, const struct web_rou
         return web__send_store_error(w, c, r, "store_query_ranks");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    /* The CSV form is the job's one table, ranks_detail. */
-    if (csv)
+    /* The CSV and records forms are the job's one table, ranks_detail. */
+    if (fmt == WEB_FORMAT_CSV)
         web__render_ranks_csv(&b, ranks, n);
+    else if (fmt == WEB_FORMAT_RECORDS)
+        web__render_ranks_records(&b, ranks, n);
     else
         web__render_job(&b, &job, ranks, n);
     free(ranks);
-    return csv ? web__send_csv(w, c, &b) : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    return fmt == WEB_FORMAT_CSV       ? web__send_csv(w, c, &b)
+           : fmt == WEB_FORMAT_RECORDS ? web__send_records(w, c, &b)
+                                       : web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
 /* ---- the timeline export, streamed ----
@@ -465,15 +473,8 @@ static ssize_t on_tl_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos; /* MHD reads in order; the position is ours */
     size_t n = 0;
     while (n < max) {
-        if (t->out_pos < t->out.len) {
-            size_t k = t->out.len - t->out_pos;
-            if (k > max - n)
-                k = max - n;
-            memcpy(buf + n, t->out.data + t->out_pos, k);
-            n += k;
-            t->out_pos += k;
+        if (!web__chunk_copy(&t->out, &t->out_pos, buf, max, &n))
             continue;
-        }
         sbuf_reset(&t->out);
         t->out_pos = 0;
         if (t->state == TL_DONE)
@@ -604,7 +605,7 @@ static int tl_step_windows(struct web *w, int64_t job_id, struct tl_rank *ranks,
     for (size_t i = 0; i < n; i++) {
         struct live_step_row *rows = NULL;
         size_t n_rows = 0, total = 0;
-        if (snap && live_query_steps(snap, ranks[i].rank, 0, 0, &rows, &n_rows, &total) == 0) {
+        if (snap && live_query_steps(snap, ranks[i].rank, false, 0, 0, &rows, &n_rows, &total) == 0) {
             for (size_t k = 0; k < n_rows; k++)
                 if (rows[k].step == step)
                     tl_widen(&ranks[i], rows[k].start_ns, rows[k].end_ns);

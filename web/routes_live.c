@@ -28,38 +28,139 @@ static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
     return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
 }
 
-int web__param_format(struct web *w, struct MHD_Connection *c, bool *ret_csv, int *ret_mhd)
+int web__param_format(struct web *w, struct MHD_Connection *c, enum web_format *ret, int *ret_mhd)
 {
     char buf[8];
     size_t len;
     int r = web__param_str(w, c, "format", buf, sizeof buf, &len, ret_mhd);
     if (r < 0)
         return -1;
-    *ret_csv = false;
+    *ret = WEB_FORMAT_JSON;
     if (r == 0 || strcmp(buf, "json") == 0)
         return 0;
     if (strcmp(buf, "csv") == 0) {
-        *ret_csv = true;
+        *ret = WEB_FORMAT_CSV;
         return 0;
     }
-    *ret_mhd = bad(w, c, "format: json or csv");
+    if (strcmp(buf, "records") == 0) {
+        *ret = WEB_FORMAT_RECORDS;
+        return 0;
+    }
+    *ret_mhd = bad(w, c, "format: json, csv or records");
     return -1;
 }
 
-static int send_doc(struct web *w, struct MHD_Connection *c, struct sbuf *b, bool csv)
+/* A buffered answer in fmt: the JSON document, its CSV, or its records. */
+static int send_doc(struct web *w, struct MHD_Connection *c, struct sbuf *b, enum web_format fmt)
 {
-    return csv ? web__send_csv(w, c, b) : web__send_json(w, c, MHD_HTTP_OK, b, NULL);
+    if (fmt == WEB_FORMAT_CSV)
+        return web__send_csv(w, c, b);
+    if (fmt == WEB_FORMAT_RECORDS)
+        return web__send_records(w, c, b);
+    return web__send_json(w, c, MHD_HTTP_OK, b, NULL);
 }
 
-/* rank (-1 when absent), offset, limit and format of a paged per-step table. Returns 0, or -1
- * (answered; *ret_mhd set). */
-static int param_page(struct web *w, struct MHD_Connection *c, int64_t *rank, int64_t *offset,
-                      int64_t *limit, bool *csv, int *ret_mhd)
+/* What a streamed table holds until its answer is done: the rows' memory and the snapshot their
+ * names borrow from. */
+struct rows_ctx {
+    const struct live_snapshot *snap; /* a reference, or NULL */
+    struct live_step_row *steps;      /* steps */
+    struct analyse_op_table *ops;     /* operators, kernels */
+    struct live_queue_row *queues;    /* queues: [n_queues] */
+    size_t n_queues, q, k;            /* queues: the next sample is queues[q].samples[k] */
+    struct live_breakdown_view bd;    /* breakdown */
+    size_t bd_from;
+};
+
+static void rows_ctx_free(void *p)
 {
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, rank, ret_mhd) < 0 ||
+    struct rows_ctx *x = p;
+    if (!x)
+        return;
+    free(x->steps);
+    analyse_op_table_free(x->ops);
+    live_queue_rows_free(x->queues, x->n_queues);
+    live_breakdown_view_done(&x->bd);
+    live_snapshot_put(x->snap);
+    free(x);
+}
+
+/* A rows_ctx that takes over *snap (the handler's reference: web__route_live() then does not
+ * drop it), or NULL (out of memory; *snap left to the caller). */
+static struct rows_ctx *rows_ctx_new(const struct live_snapshot **snap)
+{
+    struct rows_ctx *x = calloc(1, sizeof *x);
+    if (x) {
+        x->snap = *snap;
+        *snap = NULL;
+    }
+    return x;
+}
+
+static void steps_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__steps_row(b, fmt, &((struct rows_ctx *)ctx)->steps[i]);
+}
+
+static void ops_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__op_row(b, fmt, &((struct rows_ctx *)ctx)->ops->rows[i], true);
+}
+
+static void kernels_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__op_row(b, fmt, &((struct rows_ctx *)ctx)->ops->rows[i], false);
+}
+
+static void queues_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    (void)i; /* rows come in order: the cursor (q, k) is the i-th sample */
+    struct rows_ctx *x = ctx;
+    while (x->q < x->n_queues && x->k >= x->queues[x->q].n_samples) {
+        x->q++;
+        x->k = 0;
+    }
+    if (x->q < x->n_queues) {
+        const struct live_queue_row *q = &x->queues[x->q];
+        web__queue_sample_row(b, fmt, q, &q->samples[x->k++]);
+    }
+}
+
+static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    struct rows_ctx *x = ctx;
+    web__bd_row(b, fmt, x->bd.rank, &x->bd.bd->steps[x->bd_from + i]);
+}
+
+/* Streams x's rows; x is freed in every case. */
+static int send_rows(struct web *w, struct MHD_Connection *c, enum web_format fmt,
+                     struct rows_ctx *x, const char *header,
+                     void (*row)(struct sbuf *, enum web_format, void *, size_t), size_t n,
+                     size_t offset, size_t total)
+{
+    struct web_rows rows = {.fmt = fmt, .csv_header = header, .n = n, .offset = offset,
+                            .total = total, .row = row, .ctx = x, .free = rows_ctx_free};
+    return web__send_rows(w, c, &rows);
+}
+
+/* ?limit=: the JSON default def, and for CSV and records (tables that are downloaded whole)
+ * no limit (0) unless one is given. */
+static int param_limit(struct web *w, struct MHD_Connection *c, enum web_format fmt, int64_t def,
+                       int64_t *ret, int *ret_mhd)
+{
+    return web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, fmt == WEB_FORMAT_JSON ? def : 0, ret,
+                          ret_mhd);
+}
+
+/* rank (-1 when absent), offset, limit (0: none) and format of a paged per-step table. Returns
+ * 0, or -1 (answered; *ret_mhd set). */
+static int param_page(struct web *w, struct MHD_Connection *c, int64_t *rank, int64_t *offset,
+                      int64_t *limit, enum web_format *fmt, int *ret_mhd)
+{
+    if (web__param_format(w, c, fmt, ret_mhd) < 0 ||
+        web__param_i64(w, c, "rank", -1, INT32_MAX, -1, rank, ret_mhd) < 0 ||
         web__param_i64(w, c, "offset", 0, INT64_MAX, 0, offset, ret_mhd) < 0 ||
-        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, STEPS_LIMIT_DEFAULT, limit, ret_mhd) < 0 ||
-        web__param_format(w, c, csv, ret_mhd) < 0)
+        param_limit(w, c, *fmt, STEPS_LIMIT_DEFAULT, limit, ret_mhd) < 0)
         return -1;
     return 0;
 }
@@ -105,27 +206,40 @@ static size_t downsample_steps(struct live_step_row *rows, size_t n, size_t max_
     return max_points;
 }
 
-static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
 {
-    int64_t rank, offset, limit, max_points;
-    bool csv;
+    const struct live_snapshot *snap = *snapp;
+    int64_t rank, offset, limit, max_points, with_spans;
+    enum web_format fmt;
     int mhd;
-    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0 ||
-        web__param_i64(w, c, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points, &mhd) < 0)
+    if (param_page(w, c, &rank, &offset, &limit, &fmt, &mhd) < 0 ||
+        web__param_i64(w, c, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points, &mhd) < 0 ||
+        web__param_i64(w, c, "with_spans", 0, 1, 0, &with_spans, &mhd) < 0)
         return mhd;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
     if (snap) {
-        int r = live_query_steps(snap, rank, (size_t)offset, (size_t)limit, &rows, &n, &total);
+        int r = live_query_steps(snap, rank, with_spans != 0, (size_t)offset,
+                                 limit ? (size_t)limit : SIZE_MAX, &rows, &n, &total);
         if (r < 0)
             return web__send_store_error(w, c, r, "live_query_steps");
         n = downsample_steps(rows, n, (size_t)max_points);
     }
+    if (fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            free(rows);
+            return web__send_store_error(w, c, -ENOMEM, "steps");
+        }
+        x->steps = rows;
+        return send_rows(w, c, fmt, x, web__steps_csv_header, steps_row, n, (size_t)offset,
+                         total);
+    }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_steps(&b, rows, n, total, csv);
+    web__render_live_steps(&b, rows, n, total);
     free(rows);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, fmt);
 }
 
 static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
@@ -166,7 +280,7 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
 /* The parameters of the operator and kernel tables. q.search points into search. */
 struct table_params {
     int64_t rank;
-    bool csv;
+    enum web_format fmt;
     struct analyse_op_query q;
     const char *terms[1];
     char search[SEARCH_MAX + 1];
@@ -181,11 +295,11 @@ static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct
                              "percent)"
                            : "sort: not a column (name, calls, total, avg, min, max, percent)";
     int64_t offset, limit, top;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &p->rank, ret_mhd) < 0 ||
+    if (web__param_format(w, c, &p->fmt, ret_mhd) < 0 ||
+        web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &p->rank, ret_mhd) < 0 ||
         web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, ret_mhd) < 0 ||
-        web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, OPS_LIMIT_DEFAULT, &limit, ret_mhd) < 0 ||
-        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, ret_mhd) < 0 ||
-        web__param_format(w, c, &p->csv, ret_mhd) < 0)
+        param_limit(w, c, p->fmt, OPS_LIMIT_DEFAULT, &limit, ret_mhd) < 0 ||
+        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, ret_mhd) < 0)
         return -1;
     p->q = (struct analyse_op_query){.sort = ANALYSE_OP_COL_NONE, .desc = true,
                                      .top_n = (size_t)top, .offset = (size_t)offset,
@@ -240,11 +354,40 @@ static int param_group(struct web *w, struct MHD_Connection *c, enum analyse_op_
     return 0;
 }
 
+/* Answers an operator or kernel page in p's format; takes page. side: the operators' side
+ * ("host" or "device"), NULL for the kernel table. */
+static int send_op_page(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp,
+                        const struct table_params *p, struct analyse_op_table *page, bool ops,
+                        const char *group, const char *side)
+{
+    struct analyse_op_table empty = {0};
+    if (p->fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            analyse_op_table_free(page);
+            return web__send_store_error(w, c, -ENOMEM, "operators");
+        }
+        x->ops = page;
+        const struct analyse_op_table *t = page ? page : &empty;
+        return send_rows(w, c, p->fmt, x, ops ? web__ops_csv_header : web__kernels_csv_header,
+                         ops ? ops_row : kernels_row, t->n_rows, p->q.offset, t->total);
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    if (ops)
+        web__render_live_ops(&b, page ? page : &empty, group, side);
+    else
+        web__render_live_kernels(&b, page ? page : &empty);
+    analyse_op_table_free(page);
+    return send_doc(w, c, &b, WEB_FORMAT_JSON);
+}
+
 /* The operator table: the host operators, or with side=device (the default for a rank
  * without host operators: MindSpore on Ascend, whose operators run on the AI Core and arrive
  * as kernel spans) the device operators, which are the kernel table. */
-static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
 {
+    const struct live_snapshot *snap = *snapp;
     struct table_params p;
     int mhd;
     enum analyse_op_group group;
@@ -259,7 +402,6 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
         return bad(w, c, "side: host or device");
     bool device = r == 1 ? strcmp(side_s, "device") == 0
                          : snap && !live_has_host_ops(snap, p.rank);
-    struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
         r = device ? live_query_kernels(snap, p.rank, group, &p.q, &page)
@@ -269,23 +411,19 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
         if (r < 0)
             return web__send_store_error(w, c, r, "live_query_ops");
     }
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
-    web__render_live_ops(&b, page ? page : &empty,
-                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name",
-                         device ? "device" : "host", p.csv);
-    analyse_op_table_free(page);
-    return send_doc(w, c, &b, p.csv);
+    return send_op_page(w, c, snapp, &p, page, true,
+                        group == ANALYSE_OP_GROUP_TYPE ? "type" : "name",
+                        device ? "device" : "host");
 }
 
-static int get_kernels(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_kernels(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
 {
+    const struct live_snapshot *snap = *snapp;
     struct table_params p;
     int mhd;
     enum analyse_op_group group;
     if (param_table(w, c, false, &p, &mhd) < 0 || param_group(w, c, &group, &mhd) < 0)
         return mhd;
-    struct analyse_op_table empty = {0};
     struct analyse_op_table *page = NULL;
     if (snap) {
         int r = live_query_kernels(snap, p.rank, group, &p.q, &page);
@@ -294,20 +432,17 @@ static int get_kernels(struct web *w, struct MHD_Connection *c, const struct liv
         if (r < 0)
             return web__send_store_error(w, c, r, "live_query_kernels");
     }
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
-    web__render_live_kernels(&b, page ? page : &empty, p.csv);
-    analyse_op_table_free(page);
-    return send_doc(w, c, &b, p.csv);
+    return send_op_page(w, c, snapp, &p, page, false, NULL, NULL);
 }
 
-static int get_queues(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_queues(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
 {
+    const struct live_snapshot *snap = *snapp;
     int64_t rank;
-    bool csv;
+    enum web_format fmt;
     int mhd;
     if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_format(w, c, &csv, &mhd) < 0)
+        web__param_format(w, c, &fmt, &mhd) < 0)
         return mhd;
     struct live_queue_row *rows = NULL;
     size_t n = 0;
@@ -318,11 +453,24 @@ static int get_queues(struct web *w, struct MHD_Connection *c, const struct live
         if (r < 0)
             return web__send_store_error(w, c, r, "live_query_queues");
     }
+    if (fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            live_queue_rows_free(rows, n);
+            return web__send_store_error(w, c, -ENOMEM, "queues");
+        }
+        x->queues = rows;
+        x->n_queues = n;
+        size_t samples = 0;
+        for (size_t i = 0; i < n; i++)
+            samples += rows[i].n_samples;
+        return send_rows(w, c, fmt, x, web__queues_csv_header, queues_row, samples, 0, samples);
+    }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_queues(&b, rows, n, csv);
+    web__render_live_queues(&b, rows, n);
     live_queue_rows_free(rows, n);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, fmt);
 }
 
 /* analyse's op array of a pipeline view (children borrowed from the view), or NULL on OOM;
@@ -349,11 +497,11 @@ static struct analyse_pipe_op *pipe_ops(const struct live_pipeline_view *v, bool
 static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     int64_t rank, op_id;
-    bool csv;
+    enum web_format fmt;
     int mhd;
     if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
         web__param_i64(w, c, "op", INT64_MIN + 1, INT64_MAX, INT64_MIN, &op_id, &mhd) < 0 ||
-        web__param_format(w, c, &csv, &mhd) < 0)
+        web__param_format(w, c, &fmt, &mhd) < 0)
         return mhd;
     struct live_pipeline_view v;
     if (!snap || live_query_pipeline(snap, rank, &v) < 0)
@@ -373,17 +521,17 @@ static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct li
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_pipeline(&b, &v, analysed, f, nf, op_id, csv);
+    web__render_live_pipeline(&b, &v, analysed, f, nf, op_id, fmt);
     free(f);
     free(ops);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, fmt);
 }
 
 static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
-    bool csv;
+    enum web_format fmt;
     int mhd;
-    if (web__param_format(w, c, &csv, &mhd) < 0)
+    if (web__param_format(w, c, &fmt, &mhd) < 0)
         return mhd;
     struct analyse_ranks empty = {.straggler_ratio = w->helper_rules.straggler_ratio};
     struct analyse_ranks *ranks = NULL;
@@ -394,9 +542,9 @@ static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_ranks(&b, ranks ? ranks : &empty, csv);
+    web__render_live_ranks(&b, ranks ? ranks : &empty, fmt);
     analyse_ranks_free(ranks);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, fmt);
 }
 
 /* The framework the rank's hello named (the store keeps the latest session's), which picks the
@@ -533,12 +681,14 @@ out:
     return mhd;
 }
 
-static int get_breakdown(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_breakdown(struct web *w, struct MHD_Connection *c,
+                         const struct live_snapshot **snapp)
 {
+    const struct live_snapshot *snap = *snapp;
     int64_t rank, offset, limit;
-    bool csv;
+    enum web_format fmt;
     int mhd;
-    if (param_page(w, c, &rank, &offset, &limit, &csv, &mhd) < 0)
+    if (param_page(w, c, &rank, &offset, &limit, &fmt, &mhd) < 0)
         return mhd;
     struct live_breakdown_view v = {.rank = rank < 0 ? 0 : rank};
     if (snap) {
@@ -548,11 +698,24 @@ static int get_breakdown(struct web *w, struct MHD_Connection *c, const struct l
         if (r < 0 && r != -ENOENT)
             return web__send_store_error(w, c, r, "live_query_breakdown");
     }
+    if (fmt != WEB_FORMAT_JSON) {
+        size_t total = v.bd ? v.bd->n_steps : 0;
+        size_t from = (size_t)offset < total ? (size_t)offset : total;
+        size_t n = limit && (size_t)limit < total - from ? (size_t)limit : total - from;
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            live_breakdown_view_done(&v);
+            return web__send_store_error(w, c, -ENOMEM, "breakdown");
+        }
+        x->bd = v;
+        x->bd_from = from;
+        return send_rows(w, c, fmt, x, web__breakdown_csv_header, bd_row, n, from, total);
+    }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_breakdown(&b, &v, (size_t)offset, (size_t)limit, csv);
+    web__render_live_breakdown(&b, &v, (size_t)offset, (size_t)limit);
     live_breakdown_view_done(&v);
-    return send_doc(w, c, &b, csv);
+    return send_doc(w, c, &b, fmt);
 }
 
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
@@ -571,16 +734,16 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
     int mhd;
     switch (rt->id) {
     case WEB_ROUTE_STEPS:
-        mhd = get_steps(w, c, snap);
+        mhd = get_steps(w, c, &snap);
         break;
     case WEB_ROUTE_STEP_TRACE:
         mhd = get_steptrace(w, c, snap);
         break;
     case WEB_ROUTE_KERNELS:
-        mhd = get_kernels(w, c, snap);
+        mhd = get_kernels(w, c, &snap);
         break;
     case WEB_ROUTE_QUEUES:
-        mhd = get_queues(w, c, snap);
+        mhd = get_queues(w, c, &snap);
         break;
     case WEB_ROUTE_PIPELINE:
         mhd = get_pipeline(w, c, snap);
@@ -592,12 +755,12 @@ int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_ro
         mhd = get_helper(w, c, job, snap);
         break;
     case WEB_ROUTE_BREAKDOWN:
-        mhd = get_breakdown(w, c, snap);
+        mhd = get_breakdown(w, c, &snap);
         break;
     default:
-        mhd = get_operators(w, c, snap);
+        mhd = get_operators(w, c, &snap);
         break;
     }
-    live_snapshot_put(snap);
+    live_snapshot_put(snap); /* NULL when a streamed answer took the reference */
     return mhd;
 }

@@ -326,7 +326,7 @@ static int param_steps(struct web *w, struct MHD_Connection *c, int64_t *first, 
     return 0;
 }
 
-/* ?format=json|csv|text. */
+/* ?format=json|csv|records|text. */
 static int param_fmt(struct web *w, struct MHD_Connection *c, enum web_format *ret, int *ret_mhd)
 {
     char buf[8];
@@ -339,10 +339,12 @@ static int param_fmt(struct web *w, struct MHD_Connection *c, enum web_format *r
         return 0;
     if (strcmp(buf, "csv") == 0)
         *ret = WEB_FORMAT_CSV;
+    else if (strcmp(buf, "records") == 0)
+        *ret = WEB_FORMAT_RECORDS;
     else if (strcmp(buf, "text") == 0)
         *ret = WEB_FORMAT_TEXT;
     else {
-        *ret_mhd = bad(w, c, "format: json, csv or text");
+        *ret_mhd = bad(w, c, "format: json, csv, records or text");
         return -1;
     }
     return 0;
@@ -352,6 +354,8 @@ static int send_fmt(struct web *w, struct MHD_Connection *c, struct sbuf *b, enu
 {
     if (f == WEB_FORMAT_CSV)
         return web__send_csv(w, c, b);
+    if (f == WEB_FORMAT_RECORDS)
+        return web__send_records(w, c, b);
     if (f == WEB_FORMAT_TEXT)
         return web__send_text(w, c, b, "text/plain; charset=utf-8");
     return web__send_json(w, c, MHD_HTTP_OK, b, NULL);

@@ -167,13 +167,26 @@ void web__render_job(struct sbuf *b, const struct store_job *j, const struct sto
 /* info NULL renders "store":null (no store attached). */
 void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info);
 
-/* Appends s as one CSV field (RFC 4180): as it is, or in double quotes with '"' doubled when it
- * holds a comma, a quote, CR or LF. */
+/* The forms of an answer (?format=). A table's CSV is a header line, then one line per row; its
+ * records are a bare JSON array of the row objects the JSON form lists (pandas.read_json()). */
+enum web_format {
+    WEB_FORMAT_JSON,
+    WEB_FORMAT_CSV,
+    WEB_FORMAT_TEXT,    /* laid out as paddle.profiler prints it */
+    WEB_FORMAT_RECORDS, /* a JSON array of row objects */
+};
+
+/* Appends s as one CSV text field (RFC 4180): as it is, or in double quotes with '"' doubled when
+ * it holds a comma, a quote, CR or LF. A field beginning with '=', '+', '-', '@', TAB or CR (a
+ * spreadsheet formula) gets a leading "'" (OWASP's CSV injection advice); numbers are never
+ * written through here, so they stay numbers. */
 void web__csv_str(struct sbuf *b, const char *s);
 
-/* CSV forms of the jobs list and of one job's ranks_detail: a header line, then a line per row. */
+/* CSV and records forms of the jobs list and of one job's ranks_detail. */
 void web__render_jobs_csv(struct sbuf *b, const struct store_job *jobs, size_t n);
 void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n);
+void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size_t n);
+void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n);
 
 /* ---- http.c, routes.c, static.c: MHD ---- */
 
@@ -327,9 +340,36 @@ int web__send_store_error(struct web *w, struct MHD_Connection *c, int r, const 
  * answer carries, counting status >= 400 in http_errors. */
 int web__queue(struct web *w, struct MHD_Connection *c, unsigned status, struct MHD_Response *resp);
 
-/* ?format=json|csv into *ret_csv; anything else is a 400 naming format. Returns 0 or -1
+/* ?format=json|csv|records into *ret; anything else is a 400 naming format. Returns 0 or -1
  * (answered, MHD result in *ret_mhd). */
-int web__param_format(struct web *w, struct MHD_Connection *c, bool *ret_csv, int *ret_mhd);
+int web__param_format(struct web *w, struct MHD_Connection *c, enum web_format *ret,
+                      int *ret_mhd);
+
+/* A table answered row by row (CSV or records), streamed by web__send_rows(): rows [offset,
+ * offset + n) of total. row() appends row i (0 <= i < n, asked in order) in fmt: a CSV line
+ * with its '\n', or one JSON object. free(ctx) runs when the answer is done or abandoned. */
+struct web_rows {
+    enum web_format fmt;     /* WEB_FORMAT_CSV or WEB_FORMAT_RECORDS */
+    const char *csv_header;  /* the CSV header line, '\n' included */
+    size_t n, offset, total;
+    void (*row)(struct sbuf *b, enum web_format fmt, void *ctx, size_t i);
+    void *ctx;
+    void (*free)(void *ctx);
+};
+
+/* Queues rows as a chunked answer (no Content-Length), rendered a chunk (WEB_TIMELINE_CHUNK
+ * bytes) at a time as the client reads, so no answer is ever whole in memory; it takes one of
+ * http_max_exports (503 busy past them). Headers: X-Total-Count (total), and when the rows are
+ * not all of them, X-Stepscope-Truncated "rows A-B of N". rows->free(ctx) is called in every
+ * case. */
+int web__send_rows(struct web *w, struct MHD_Connection *c, const struct web_rows *rows);
+
+/* A content reader's copy: moves what is left of out from *pos into buf[*n, max), advancing *pos
+ * and *n. Returns true when out was already drained (nothing copied). */
+bool web__chunk_copy(const struct sbuf *out, size_t *pos, char *buf, size_t max, size_t *n);
+
+/* Queues a JSON answer for the records form (application/json), as web__send_json() does. */
+int web__send_records(struct web *w, struct MHD_Connection *c, struct sbuf *b);
 
 /* Reads query parameter name as web__parse_i64() / web__parse_us(): absent gives def; present but
  * empty, with a bad escape, junk or out of range queues 400 bad_request naming the parameter and
@@ -356,25 +396,34 @@ int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b);
 int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *r,
                     const struct store_job *job);
 
-/* render.c, live documents. csv selects CSV (a header line, then one line per row). */
+/* render.c, live documents. A table's _row() function appends one row in fmt: a CSV line (the
+ * columns of its _csv_header) or a JSON object (as the JSON document lists it). */
+extern const char web__steps_csv_header[];
+void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r);
 void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
-                            size_t total, bool csv);
+                            size_t total);
 /* The step trace: stages, reduce lines, points; skip = steps left out before the average. */
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
                                 const struct live_step_row *points, size_t skip);
+extern const char web__ops_csv_header[];
+extern const char web__kernels_csv_header[];
+/* ops: an operator row (with type and self); else a kernel row. */
+void web__op_row(struct sbuf *b, enum web_format fmt, const struct analyse_op_row *r, bool ops);
 /* The operator table; group "name" or "type", side "host" or "device" (JSON only). */
 void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *page, const char *group,
-                          const char *side, bool csv);
+                          const char *side);
 /* The kernel table: name, calls, total_us, avg_us, min_us, max_us, percent (no self or type). */
-void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *page, bool csv);
+void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *page);
 
 #define WEB_QUEUE_POINTS_MAX 2000 /* points of one queue's JSON series at most */
 
 /* The queues document: per rank the verdict over its host and device queues, and per queue its
- * statistics and series (at most WEB_QUEUE_POINTS_MAX points). csv: one line per sample of every
- * queue (rank, queue, role, step, size, capacity), not downsampled. */
-void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n,
-                             bool csv);
+ * statistics and series (at most WEB_QUEUE_POINTS_MAX points). The table (CSV, records) is one
+ * row per sample of every queue (rank, queue, role, step, size, capacity), not downsampled. */
+extern const char web__queues_csv_header[];
+void web__queue_sample_row(struct sbuf *b, enum web_format fmt, const struct live_queue_row *q,
+                           const struct analyse_queue_sample *s);
+void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n);
 
 /* The latest pipeline topology of a rank and, when any op has queue figures (findings not NULL
  * or n_findings 0 with analysed true), MindInsight's bottleneck findings; the means of the ops'
@@ -384,20 +433,24 @@ void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, 
  * cpu_user_avg, cpu_sys_avg). */
 void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
                                const struct analyse_pipe_finding *findings, size_t n_findings,
-                               int64_t op_id, bool csv);
+                               int64_t op_id, enum web_format fmt);
 
 /* Per-rank step statistics and stragglers: {"ranks":[...],"mean_us",...}; csv: one line per
  * rank. */
-void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks, bool csv);
+void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
+                            enum web_format fmt);
 
 /* The helper's suggestions for rank with their evidence, and which evidence the daemon had
  * (in: what was given to analyse_helper_run()). */
 void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
                              const struct analyse_helper_result *res);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
- * and GPU utilisation (JSON only), or the step rows as CSV. */
+ * and GPU utilisation. */
+extern const char web__breakdown_csv_header[];
+void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank,
+                 const struct analyse_bd_step *st);
 void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
-                                size_t limit, bool csv);
+                                size_t limit);
 
 /* ---- summaries and benchmark: render_summary.c (no MHD), routes_summary.c ---- */
 
@@ -422,12 +475,6 @@ extern const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT];
 
 /* Returns 0 and sets *ret, or -1 for an unknown kind. */
 int web__summary_kind_parse(const char *s, enum web_summary_kind *ret);
-
-enum web_format {
-    WEB_FORMAT_JSON,
-    WEB_FORMAT_CSV,
-    WEB_FORMAT_TEXT, /* laid out as paddle.profiler prints it */
-};
 
 /* One summary answer. */
 struct web_summary_doc {

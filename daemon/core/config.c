@@ -40,7 +40,7 @@ const struct config_option config_options[] = {
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
     {"http_max_connections_per_ip", "0",
      "concurrent HTTP connections from one address (0: only http_max_connections)"},
-    {"http_max_exports", "32", "timeline exports streamed at once; more answer 503 busy"},
+    {"http_max_exports", "32", "timeline exports and CSV tables streamed at once; else 503 busy"},
     {"http_request_timeout_s", "10",
      "seconds from a request's first byte to its last before the connection is closed (0: off)"},
     {"http_allowed_hosts", "",

@@ -247,6 +247,7 @@ struct live_step {
     int64_t ph_fwdbwd_ns; /* phases.forward + phases.backward */
     bool dirty;           /* spans changed since the points were computed */
     bool settled;         /* spans freed; points final */
+    int64_t spans_seen;   /* spans assigned to the step, kept or not (the timeline's hint) */
     struct live_span *spans;
     size_t n_spans;
     size_t cap_spans;
@@ -633,6 +634,7 @@ static ptrdiff_t step_find(struct live_steplist *l, int64_t ts)
 static void step_add_span(struct live_steplist *l, struct live_step *s, const struct live_span *sp,
                           struct live_counters *c)
 {
+    s->spans_seen++;
     if (s->settled) {
         c->late_spans++;
         return;
@@ -1803,6 +1805,7 @@ static struct live_snapshot *snapshot_build(struct live_job *j)
             o->end_ns = st->end_ns;
             o->samples = st->samples;
             o->from_record = st->from_record;
+            o->spans = st->spans_seen;
             o->fp_op = o->bp_op = LIVE_OP_OTHER;
             /* Where the rank has step spans, a record step takes points from its spans only if
              * one covers it: the profiler window ran through the whole step, not just its end

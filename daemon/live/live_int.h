@@ -47,6 +47,7 @@ struct live_snap_step {
     int64_t end_ns;
     int64_t samples;
     bool from_record;
+    int64_t spans;  /* spans live assigned to the step (live_step_row.spans) */
     enum live_points_source source;
     int64_t fp_ns;
     int64_t bp_ns;

@@ -40,6 +40,7 @@ static void fill_row(const struct live_snapshot *s, int64_t rank, const struct l
     row->total_ns = st->end_ns - st->begin_ns;
     row->samples = st->samples;
     row->from_record = st->from_record;
+    row->spans = st->spans;
     row->source = st->source;
     row->fp_name = "";
     row->bp_name = "";
@@ -79,8 +80,9 @@ static int cmp_row(const void *a, const void *b)
     return 0;
 }
 
-int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offset, size_t limit,
-                     struct live_step_row **ret_rows, size_t *ret_n, size_t *ret_total)
+int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_spans,
+                     size_t offset, size_t limit, struct live_step_row **ret_rows, size_t *ret_n,
+                     size_t *ret_total)
 {
     size_t total = 0;
     for (size_t i = 0; i < snap->n_ranks; i++)
@@ -95,10 +97,12 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offs
         if (rank >= 0 && sr->rank != rank)
             continue;
         for (size_t j = 0; j < sr->n_steps; j++)
-            fill_row(snap, sr->rank, &sr->steps[j], &all[k++]);
+            if (!with_spans || sr->steps[j].spans > 0)
+                fill_row(snap, sr->rank, &sr->steps[j], &all[k++]);
     }
+    total = k;
     qsort(all, total, sizeof *all, cmp_row);
-    if (limit == 0 || limit > LIVE_ROWS_MAX)
+    if (limit == 0)
         limit = LIVE_ROWS_MAX;
     size_t from = offset < total ? offset : total;
     size_t n = total - from < limit ? total - from : limit;

@@ -84,6 +84,8 @@ struct live_step_row {
     int64_t total_ns;     /* end - begin */
     int64_t samples;      /* -1 if unknown */
     bool from_record;     /* a step record; false: a step span */
+    int64_t spans;        /* spans (X events) of the rank that start inside the step, as live
+                             assigned them: 0 means the step's timeline window is empty */
     enum live_points_source source;
     int64_t interval_ns;  /* fp - begin; only when source != NONE */
     int64_t fp_bp_ns;     /* bp - fp */
@@ -94,12 +96,14 @@ struct live_step_row {
     enum analyse_st_origin bp_origin;
 };
 
-/* The steps of rank (rank < 0: every rank) ordered by (step, rank), rows [offset, offset +
- * limit) of them (limit 0: up to LIVE_ROWS_MAX). Sets *ret_rows (caller frees with free(); its
- * names borrow from snap, so keep the reference while using them), *ret_n and *ret_total (rows
- * before paging). Returns 0 or -ENOMEM. */
-int live_query_steps(const struct live_snapshot *snap, int64_t rank, size_t offset, size_t limit,
-                     struct live_step_row **ret_rows, size_t *ret_n, size_t *ret_total);
+/* The steps of rank (rank < 0: every rank) ordered by (step, rank), only those with spans > 0
+ * when with_spans, rows [offset, offset + limit) of them (limit 0: up to LIVE_ROWS_MAX;
+ * SIZE_MAX: all). Sets *ret_rows (caller frees with free(); its names borrow from snap, so keep
+ * the reference while using them), *ret_n and *ret_total (rows before paging). Returns 0 or
+ * -ENOMEM. */
+int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_spans,
+                     size_t offset, size_t limit, struct live_step_row **ret_rows, size_t *ret_n,
+                     size_t *ret_total);
 
 /* A step trace of one rank: the single step `step` when single is true, else the average over
  * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound) less the first

@@ -370,7 +370,12 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
         rd->db,
         "SELECT r.rank, r.events, r.steps, "
         " (SELECT count(*) FROM sessions c WHERE c.job_id = r.job_id AND c.rank = r.rank), "
-        " l.host, l.framework, l.framework_version, l.pid "
+        " l.host, l.framework, l.framework_version, l.pid, "
+        /* untimed blocks (store.c) have t_min_ns INT64_MIN and say nothing of the time */
+        " (SELECT min(b.t_min_ns) FROM blocks b WHERE b.job_id = r.job_id AND b.rank = r.rank "
+        "  AND b.t_min_ns > -9223372036854775808), "
+        " (SELECT max(b.t_max_ns) FROM blocks b WHERE b.job_id = r.job_id AND b.rank = r.rank "
+        "  AND b.t_min_ns > -9223372036854775808) "
         "FROM ranks r LEFT JOIN sessions l ON l.id = "
         " (SELECT max(m.id) FROM sessions m WHERE m.job_id = r.job_id AND m.rank = r.rank) "
         "WHERE r.job_id = ?1 ORDER BY r.rank",
@@ -392,6 +397,10 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
         copy_text(k->framework, sizeof k->framework, s, 5);
         copy_text(k->framework_version, sizeof k->framework_version, s, 6);
         k->pid = sqlite3_column_type(s, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 7);
+        k->trace_start_ns =
+            sqlite3_column_type(s, 8) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 8);
+        k->trace_end_ns =
+            sqlite3_column_type(s, 9) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 9);
         rc = SQLITE_OK;
     }
     if (rc != SQLITE_DONE) {
@@ -612,7 +621,7 @@ static size_t skip_value(const char *p, size_t n, size_t i)
     return i;
 }
 
-/* Reads the top-level "ts", "dur" and "pid" of a stored line. The lines were validated by
+/* Reads the top-level "ts", "dur", "pid" and "ph" of a stored line. The lines were validated by
  * ingest when they arrived, so this scan only has to find members, not judge the syntax; on
  * anything unexpected it stops and keeps what it found. Keys are compared as raw text (the
  * first occurrence wins). */
@@ -622,6 +631,8 @@ static void scan_event(const char *p, size_t n, struct store_event *ev)
     size_t ts_n = 0, dur_n = 0;
     ev->pid = NULL;
     ev->pid_len = 0;
+    ev->ph = 0;
+    bool has_ph = false;
     size_t i = skip_ws(p, n, 0);
     if (i < n && p[i] == '{') {
         i++;
@@ -648,6 +659,10 @@ static void scan_event(const char *p, size_t n, struct store_event *ev)
             } else if (klen == 3 && memcmp(k, "pid", 3) == 0 && !ev->pid) {
                 ev->pid = p + v0;
                 ev->pid_len = i - v0;
+            } else if (klen == 2 && memcmp(k, "ph", 2) == 0 && !has_ph) {
+                has_ph = true;
+                if (i - v0 == 3 && p[v0] == '"') /* a one-letter phase */
+                    ev->ph = p[v0 + 1];
             }
             i = skip_ws(p, n, i);
             if (i >= n || p[i] != ',')
@@ -807,7 +822,7 @@ int store_event_iter_next(struct store_event_iter *it, struct store_event *ret)
                 continue;
             struct store_event ev = {.line = p, .len = len};
             scan_event(p, len, &ev);
-            if (ev.ts_ns != INT64_MIN) {
+            if (ev.ts_ns != INT64_MIN && ev.ph != 'M') {
                 int64_t end = ev.dur_ns > 0 && ev.ts_ns > INT64_MAX - ev.dur_ns
                                   ? INT64_MAX
                                   : ev.ts_ns + ev.dur_ns;

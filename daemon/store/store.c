@@ -992,6 +992,14 @@ static int64_t add_sat(int64_t a, int64_t b)
     return a + b;
 }
 
+/* Events stored in the (job, rank)'s untimed block, which overlaps every time range: those
+ * without a ts, and metadata ("M": thread_name, process_name), which names its thread in every
+ * window although Kineto gives it a ts. */
+static bool untimed_event(const struct record *rec)
+{
+    return rec->ts_ns == INT64_MIN || rec->ph == 'M';
+}
+
 int store_append(struct store *st, int64_t session_id, const struct record *recs, size_t n,
                  uint64_t next_seq)
 {
@@ -1010,7 +1018,7 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
         n_kind[rec->kind]++;
         switch (rec->kind) {
         case RECORD_TRACE:
-            if (rec->ts_ns == INT64_MIN)
+            if (untimed_event(rec))
                 untimed += rec->raw_len + 1;
             else
                 timed += rec->raw_len + 1;
@@ -1066,12 +1074,12 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
         const struct record *rec = &recs[i];
         switch (rec->kind) {
         case RECORD_TRACE: {
-            struct store_block *k = rec->ts_ns == INT64_MIN ? bu : bt;
+            struct store_block *k = untimed_event(rec) ? bu : bt;
             memcpy(k->raw + k->len, rec->raw, rec->raw_len);
             k->len += rec->raw_len;
             k->raw[k->len++] = '\n';
             k->n_events++;
-            if (rec->ts_ns != INT64_MIN) {
+            if (k == bt) {
                 int64_t end = add_sat(rec->ts_ns, rec->dur_ns);
                 if (rec->ts_ns < k->t_min_ns)
                     k->t_min_ns = rec->ts_ns;

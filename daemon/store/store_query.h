@@ -50,6 +50,9 @@ struct store_rank {
     int64_t sessions;
     int64_t events;
     int64_t steps;
+    int64_t trace_start_ns;  /* the earliest ts and the latest end of the rank's stored events
+                                (block bounds, evicted blocks gone); INT64_MIN: none timed */
+    int64_t trace_end_ns;
     bool live;
 };
 
@@ -88,8 +91,8 @@ int store_query_info(struct store *st, struct store_info *ret_info);
 
 /* Calls cb with each stored trace event (the verbatim JSON line) of a job's rank (rank < 0: every
  * rank) whose block overlaps [t0_ns, t1_ns], in block order, until cb returns non-zero or max
- * events were given (max < 0: no limit). Events without a "ts" (metadata) are in blocks that
- * overlap every range. line is not NUL-terminated and is valid only during the call. The call
+ * events were given (max < 0: no limit). Events without a "ts" and metadata events ("ph":"M",
+ * with a ts or not) are stored in blocks that overlap every range. line is not NUL-terminated and is valid only during the call. The call
  * holds a read transaction while cb runs, so cb should not block for long. Returns the number
  * given (the one cb stopped at included), or -ENOENT (no such job), -ENOMEM, -EIO. */
 int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64_t t0_ns,
@@ -97,7 +100,7 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
                            int (*cb)(void *ud, const char *line, size_t len), void *ud);
 
 /* One trace event given by store_event_iter_next(): the stored line verbatim and what the store
- * reads of it (the top-level "ts", "dur" and "pid" of the line, found by a scan that skips
+ * reads of it (the top-level "ts", "dur", "pid" and "ph" of the line, found by a scan that skips
  * strings and nested values, so an "args" member never answers for them). */
 struct store_event {
     const char *line;   /* not NUL-terminated; valid until the next call on the iterator */
@@ -107,13 +110,15 @@ struct store_event {
     const char *pid;    /* the raw JSON text of "pid" (a number or a quoted string), inside
                            line; NULL when absent */
     size_t pid_len;
+    char ph;            /* "ph" when it is one letter ('X', 'M', ...), else 0 */
 };
 
 struct store_event_iter;
 
 /* An iterator over the stored trace events of a job's rank (rank < 0: every rank) that lie in
  * [t0_ns, t1_ns] exactly: an event is given when ts_ns <= t1_ns and ts_ns + dur_ns >= t0_ns, or
- * when it has no ts (metadata belongs to every window). Events come in block order.
+ * when it has no ts or is metadata (ph "M": Kineto's thread_name and process_name carry a ts,
+ * but name their thread in every window). Events come in block order.
  *
  * Made for long exports: it holds no SQLite connection between calls. _new() lists the ids of
  * the overlapping blocks once (8 bytes each); each _next() that needs a block borrows a read

@@ -353,12 +353,68 @@ test('timeline: a step on the canvas, W/S zoom, A/D pan, click shows the span', 
   // Click the middle of conv2d (1500 + 1500 us into the step) on the first row.
   const conv = doc.traceEvents.find((e) => e.name === 'aten::conv2d');
   const box = await page.$eval('#timeline-canvas', (c) => { const r = c.getBoundingClientRect(); return { w: r.width, t0: Number(c.dataset.t0), t1: Number(c.dataset.t1) }; });
-  const px = 150 + ((conv.ts + conv.dur / 2 - box.t0) / (box.t1 - box.t0)) * (box.w - 150);
+  const px = 190 + ((conv.ts + conv.dur / 2 - box.t0) / (box.t1 - box.t0)) * (box.w - 190); // LABEL_W
   await page.click('#timeline-canvas', { position: { x: px, y: 22 + 2 } });
   await page.waitForSelector('[data-details] h4');
   expectEq(await page.textContent('[data-details] h4'), 'aten::conv2d', 'clicked span');
   if (!(await page.textContent('[data-details] pre.args')).includes('Input Dims')) fail('args not shown');
   await shot(page, 'timeline');
+});
+
+test('timeline: opens on the last step with spans, says which have them', async (page) => {
+  const feed = runFeed(sockPath, 'tail');
+  await feed.waitLines(1, 60000);
+  const job = await waitFor('job e2e-tail', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-tail'));
+  await waitFor('8 steps, 5 with spans', async () => (await api(`/api/v1/jobs/${job.id}/steps?with_spans=1`)).total === 5
+    && (await api(`/api/v1/jobs/${job.id}/steps`)).total === 8);
+  await open(page, `#/job/${job.id}/timeline?rank=0`);
+  // Step 8 is the last step but has no spans: the page opens on step 5, the last with spans.
+  expectEq(await page.inputValue('#tl-step'), '5', 'step opened');
+  expectEq(await page.getAttribute('[data-with-spans]', 'data-with-spans'), '5', 'steps with spans');
+  expectEq(await page.textContent('[data-with-spans]'), '5 of 8 steps of rank 0 have spans; showing the last of them.', 'which steps');
+  const tl = await api(`/api/v1/jobs/${job.id}/timeline?ranks=0&step=5`);
+  expectEq(Number(await page.getAttribute('[data-spans]', 'data-spans')), tl.traceEvents.filter((e) => e.ph === 'X').length, 'spans drawn');
+  if (!(Number(await page.getAttribute('[data-spans]', 'data-spans')) > 0)) fail('no spans drawn');
+  await shot(page, 'timeline-last-with-spans');
+});
+
+test('timeline: a Kineto trace\'s rows carry its thread and process names', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-kineto');
+  await waitFor('kineto steps with spans', async () => (await api(`/api/v1/jobs/${job.id}/steps?with_spans=1`)).total === 5);
+  await open(page, `#/job/${job.id}/timeline?rank=0`);
+  expectEq(await page.inputValue('#tl-step'), '554', 'the last step with spans');
+  await until(page, () => document.querySelector('#timeline-canvas')?.dataset.labels);
+  const labels = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-labels'));
+  // The trace's own thread_name events (Kineto writes them once, with a ts before step 554).
+  for (const want of ['thread 4515 (python3.8)', 'thread 25556 (python3.8)', 'stream 7 ']) {
+    if (!labels.includes(want)) fail(`no row labelled ${JSON.stringify(want)}: ${JSON.stringify(labels)}`);
+  }
+  // Threads the trace does not name keep their process and id.
+  if (labels.some((l) => /^pid \d+ · tid /.test(l) && l.startsWith('pid 4515'))) fail(`process name not used: ${labels}`);
+  await shot(page, 'timeline-kineto-names');
+});
+
+test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time window', async (page) => {
+  // The Ascend device's timeline: 3 spans over 6 s (the folder's GPU file has another time base).
+  const job = await importJob(path.join(DATA, 'mindspore', '11_timeline', 'ascend_timeline_display_0.json'), 'e2e-nosteps');
+  const rk = (await api(`/api/v1/jobs/${job.id}`)).ranks_detail[0];
+  await open(page, `#/job/${job.id}/timeline?rank=0`);
+  await page.waitForSelector('form[data-window] #tl-from');
+  const whole = await api(`/api/v1/jobs/${job.id}/timeline?ranks=0&start_us=${Math.floor(rk.trace_start_us)}&end_us=${Math.ceil(rk.trace_end_us)}`);
+  const all = whole.traceEvents.filter((e) => e.ph === 'X').length;
+  expectEq(all, job.events, 'the whole trace in the first window');
+  expectEq(Number(await page.getAttribute('[data-spans]', 'data-spans')), all, 'spans drawn');
+  await shot(page, 'timeline-window');
+  // The first 1000 ms only: the spans that start in it.
+  await page.fill('#tl-from', '0');
+  await page.fill('#tl-to', '1000');
+  await page.click('form[data-window] button');
+  await until(page, () => location.hash.includes('to=1000')
+    && document.querySelector('[data-trace-window]')?.textContent.includes('showing 0 to 1,000 ms'));
+  const want = whole.traceEvents.filter((e) => e.ph === 'X' && e.ts <= rk.trace_start_us + 1e6).length;
+  if (!(want > 0 && want < all)) fail(`bad window for the test: ${want} of ${all}`);
+  expectEq(Number(await page.getAttribute('[data-spans]', 'data-spans')), want, 'spans in 0-1000 ms');
+  await shot(page, 'timeline-window-1s');
 });
 
 test('ranks: heatmap with the straggler marked', async (page) => {

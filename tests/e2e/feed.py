@@ -29,6 +29,9 @@
                         TORCH_TYPES operator types in every step, and a "dataloader" queue that
                         never runs empty (what stepscope.torch.attach() sends); "e2e-stepless",
                         spans and no step at all.
+  feed.py SOCKET tail   the job "e2e-tail" (the timeline's first step): one rank, TAIL_SPANS steps
+                        with spans, then TAIL_EMPTY more step records without any (a profiler
+                        window that ended before training did); prints "ok".
 """
 import os
 import sys
@@ -236,6 +239,27 @@ def doomed_job(sock):
     print("ok", flush=True)
 
 
+TAIL_SPANS = 5
+TAIL_EMPTY = 3
+
+
+def tail_job(sock):
+    from ssclient import Client
+
+    with Client(sock) as c:
+        c.hello("e2e-tail")
+        lines = []
+        for i in range(1, TAIL_SPANS + TAIL_EMPTY + 1):
+            b = T0 + i * 10_000
+            if i <= TAIL_SPANS:
+                lines += [span("aten::mm", b + 1000, 4000), span("aten::relu", b + 6000, 2000)]
+            lines.append({"type": "step", "step": i, "begin_us": b, "end_us": b + 10_000})
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    print("ok", flush=True)
+
+
 if __name__ == "__main__":
     {"main": main_job, "live": live_job, "capture": capture_job,
-     "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job}[sys.argv[2]](sys.argv[1])
+     "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job,
+     "tail": tail_job}[sys.argv[2]](sys.argv[1])

@@ -35,10 +35,10 @@ RECORDS = [
 STEP_ROWS = [
     {"step": 1, "rank": 0, "start_us": T0, "end_us": T0 + 200, "total_us": 200,
      "interval_us": 30, "fp_bp_us": 150, "tail_us": 20, "samples": 32, "from": "record",
-     "source": "trace", "fp_start": "aten::conv2d", "bp_end": "aten::sgd"},
+     "source": "trace", "fp_start": "aten::conv2d", "bp_end": "aten::sgd", "spans": 5},
     {"step": 2, "rank": 0, "start_us": T0 + 200, "end_us": T0 + 400, "total_us": 200,
      "interval_us": 10, "fp_bp_us": 150, "tail_us": 40, "samples": 32, "from": "record",
-     "source": "phases", "fp_start": "", "bp_end": ""},
+     "source": "phases", "fp_start": "", "bp_end": "", "spans": 0},
 ]
 
 OPS = {

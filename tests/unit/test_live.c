@@ -97,7 +97,7 @@ static struct live_step_row *job_step_rows(struct live *lv, int64_t job,
     struct live_step_row *rows;
     size_t total;
     ck_assert_int_eq(live_snapshot_get(lv, job, ret_s), 0);
-    ck_assert_int_eq(live_query_steps(*ret_s, -1, 0, 0, &rows, ret_n, &total), 0);
+    ck_assert_int_eq(live_query_steps(*ret_s, -1, false, 0, 0, &rows, ret_n, &total), 0);
     ck_assert_uint_eq(*ret_n, total);
     return rows;
 }
@@ -148,7 +148,7 @@ START_TEST(test_live_numbers_independent_of_chunking)
 
     struct live_step_row *rows;
     size_t n, total;
-    ck_assert_int_eq(live_query_steps(s, -1, 0, 0, &rows, &n, &total), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, false, 0, 0, &rows, &n, &total), 0);
     ck_assert_uint_eq(total, 2);
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(rows[0].step, 1);
@@ -313,11 +313,11 @@ START_TEST(test_live_drop_job)
     /* A reader's snapshot outlives the drop; the other job is untouched. */
     size_t n_held = 0, n_other = 0, n_rows = 0;
     struct live_step_row *rows = NULL;
-    ck_assert_int_eq(live_query_steps(held, -1, 0, 1, &rows, &n_rows, &n_held), 0);
+    ck_assert_int_eq(live_query_steps(held, -1, false, 0, 1, &rows, &n_rows, &n_held), 0);
     free(rows);
     live_snapshot_put(held);
     ck_assert_int_eq(live_snapshot_get(lv, 9, &s), 0);
-    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &n_other), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, false, 0, 1, &rows, &n_rows, &n_other), 0);
     free(rows);
     live_snapshot_put(s);
     ck_assert_uint_gt(n_held, 0);
@@ -326,7 +326,7 @@ START_TEST(test_live_drop_job)
     ck_assert_int_eq(live_feed(lv, 7, 0, v, N_RECS), 0);
     ck_assert_int_eq(live_publish(lv), 0);
     ck_assert_int_eq(live_snapshot_get(lv, 7, &s), 0);
-    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &n_held), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, false, 0, 1, &rows, &n_rows, &n_held), 0);
     free(rows);
     live_snapshot_put(s);
     ck_assert_uint_eq(n_held, n_other);
@@ -342,7 +342,7 @@ static long long steps_of(struct live *lv, int64_t job_id)
         return -1;
     size_t total = 0, n_rows = 0;
     struct live_step_row *rows = NULL;
-    ck_assert_int_eq(live_query_steps(s, -1, 0, 1, &rows, &n_rows, &total), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, false, 0, 1, &rows, &n_rows, &total), 0);
     free(rows);
     live_snapshot_put(s);
     return (long long)total;
@@ -664,7 +664,7 @@ START_TEST(test_live_step_spans_past_the_ops_cap)
     ck_assert_int_eq(live_snapshot_get(lv, 3, &s), 0);
     struct live_step_row *rows;
     size_t n, total;
-    ck_assert_int_eq(live_query_steps(s, -1, N - 2, 2, &rows, &n, &total), 0);
+    ck_assert_int_eq(live_query_steps(s, -1, false, N - 2, 2, &rows, &n, &total), 0);
     ck_assert_uint_eq(total, N);
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(rows[1].step, N - 1);

@@ -368,7 +368,8 @@ START_TEST(test_openapi_documents_every_route)
 END_TEST
 
 /* RFC 4180: a field with a comma, a quote, CR or LF is quoted with quotes doubled; others are
- * written as they are. */
+ * written as they are. A field a spreadsheet would run as a formula ('=', '+', '-', '@', TAB,
+ * CR first) gets a leading single quote, inside the quotes when it is quoted. */
 static const struct {
     const char *in, *out;
 } csv_cases[] = {
@@ -380,6 +381,14 @@ static const struct {
     {"cr\rhere", "\"cr\rhere\""},
     {"\"", "\"\"\"\""},
     {",\",\n", "\",\"\",\n\""},
+    {"=1+2", "'=1+2"},
+    {"+SUM(A1)", "'+SUM(A1)"},
+    {"-cmd", "'-cmd"},
+    {"@x", "'@x"},
+    {"\tx", "'\tx"},
+    {"=a,b", "\"'=a,b\""},
+    {"\rx", "\"'\rx\""},
+    {"a=b-c", "a=b-c"},
     {"caf\xc3\xa9 ; 'x'", "caf\xc3\xa9 ; 'x'"},
 };
 
@@ -650,9 +659,12 @@ START_TEST(test_render_job_with_ranks)
     r[0].sessions = 1;
     r[0].events = 10;
     r[0].steps = 5;
+    r[0].trace_start_ns = 1000500;
+    r[0].trace_end_ns = 2000000;
     r[0].live = true;
     r[1].rank = 1;
     r[1].pid = -1;
+    r[1].trace_start_ns = r[1].trace_end_ns = INT64_MIN;
     struct sbuf b;
     sbuf_init(&b, 1 << 16);
     web__render_job(&b, &j, r, 2);
@@ -660,9 +672,11 @@ START_TEST(test_render_job_with_ranks)
     ck_assert_ptr_nonnull(strstr(
         b.data, "\"live\":true,\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
                 "\"framework\":\"torch\",\"framework_version\":\"2.4.0\",\"pid\":4242,"
-                "\"sessions\":1,\"events\":10,\"steps\":5,\"live\":true},{\"rank\":1,"
+                "\"sessions\":1,\"events\":10,\"steps\":5,\"trace_start_us\":1000.5,"
+                "\"trace_end_us\":2000,\"live\":true},{\"rank\":1,"
                 "\"host\":\"\",\"framework\":\"\",\"framework_version\":\"\",\"pid\":-1,"
-                "\"sessions\":0,\"events\":0,\"steps\":0,\"live\":false}]}"));
+                "\"sessions\":0,\"events\":0,\"steps\":0,\"trace_start_us\":null,"
+                "\"trace_end_us\":null,\"live\":false}]}"));
     ck_assert_int_eq(b.data[0], '{');
     sbuf_done(&b);
 }

@@ -102,7 +102,17 @@ def timeline(daemon, name, rank=None):
     # docs/API.md); drop exactly those and check their count, so what remains is what was sent.
     added = [e for e in doc["traceEvents"] if is_rank_metadata(e)]
     assert len(added) == doc["otherData"]["metadata_events"], added[:4]
-    return [e for e in doc["traceEvents"] if not is_rank_metadata(e)]
+    return metadata_last([e for e in doc["traceEvents"] if not is_rank_metadata(e)])
+
+
+def metadata_last(events):
+    """Events as the store gives them back, for comparing with what was sent: metadata ("ph"
+    "M": thread_name, process_name, ...) is stored apart from the timed events so that every
+    time window carries it (docs/API.md), so its place among them is not kept; every other
+    event keeps its order, and the metadata comes after them, in a canonical order."""
+    meta = [e for e in events if e.get("ph") == "M"]
+    return ([e for e in events if e.get("ph") != "M"] +
+            sorted(meta, key=lambda e: json.dumps(e, sort_keys=True)))
 
 
 def is_rank_metadata(e):
@@ -136,7 +146,7 @@ def test_kineto_file_exact_count_and_events(daemon, path):
     assert j["ranks_detail"][0]["framework"] == "torch"
     # The timeline gives back the same event objects, in the order they were sent: the file's,
     # but each thread's spans in torch's order.
-    assert timeline(daemon, job) == torch_order(path)
+    assert timeline(daemon, job) == metadata_last(torch_order(path))
     st = daemon.stats()
     assert st["malformed"] == st["invalid"] == st["unknown"] == st["oversized"] == 0
     assert st["records"]["trace"] == len(events)
@@ -194,7 +204,7 @@ def test_legacy_torch_array(daemon, tmp):
     j = job_or_none(daemon, "legacy")
     assert j["events"] == len(events)
     assert j["ranks_detail"][0]["framework"] == "torch"
-    assert timeline(daemon, "legacy") == events
+    assert timeline(daemon, "legacy") == metadata_last(events)
 
 
 @pytest.mark.parametrize("path", MS_TIMELINES, ids=[p.name for p in MS_TIMELINES])
@@ -207,7 +217,7 @@ def test_mindspore_timeline(daemon, path):
     j = job_or_none(daemon, job)
     assert j["events"] == len(events)
     assert j["ranks_detail"][0]["framework"] == "mindspore"
-    assert timeline(daemon, job) == events
+    assert timeline(daemon, job) == metadata_last(events)
 
 
 def test_chrome_trace_of_unknown_origin(daemon, tmp):
@@ -224,7 +234,7 @@ def test_chrome_trace_of_unknown_origin(daemon, tmp):
     j = job_or_none(daemon, "generic")
     assert j["events"] == 4
     assert j["ranks_detail"][0]["framework"] == "unknown"
-    assert timeline(daemon, "generic") == events
+    assert timeline(daemon, "generic") == metadata_last(events)
 
 
 # -- idempotence and several files ------------------------------------------------------------
@@ -278,7 +288,7 @@ def test_resume_sends_only_what_the_daemon_lacks(daemon, tmp):
     st = daemon.stats()
     assert st["records"]["trace"] == n and st["duplicates"] == 0
     assert job_or_none(daemon, "resume")["events"] == n
-    assert timeline(daemon, "resume") == events
+    assert timeline(daemon, "resume") == metadata_last(events)
 
 
 def test_without_a_temporary_file_the_file_is_read_twice(daemon, tmp):
@@ -292,7 +302,7 @@ def test_without_a_temporary_file_the_file_is_read_twice(daemon, tmp):
     assert_ok(p)
     assert "will be read a second time" in p.stderr
     assert "5000 sent, 0 already held" in p.stdout
-    assert timeline(daemon, "twice") == events
+    assert timeline(daemon, "twice") == metadata_last(events)
 
 
 def split_trace(tmp, n, name="split.json"):
@@ -319,7 +329,7 @@ def test_split_pass1_equals_one_piece(daemon, tmp):
     assert "6000 sent, 0 already held" in p.stdout and "rank 5 of 8" in p.stdout
     j = job_or_none(daemon, "halves")
     assert j["events"] == 6000 and [r["rank"] for r in j["ranks_detail"]] == [5]
-    assert timeline(daemon, "halves") == events
+    assert timeline(daemon, "halves") == metadata_last(events)
 
 
 def test_split_bare_array_as_one_piece(daemon, tmp):
@@ -331,7 +341,7 @@ def test_split_bare_array_as_one_piece(daemon, tmp):
     p = run_import(daemon, "--job", "legacy", path, env=SPLIT)
     assert_ok(p)
     assert "validated in two parts" in p.stderr and "torch (torch-legacy)" in p.stdout, p.stdout
-    assert timeline(daemon, "legacy") == events
+    assert timeline(daemon, "legacy") == metadata_last(events)
 
 
 def test_split_resume_in_the_second_half(daemon, tmp):
@@ -346,7 +356,7 @@ def test_split_resume_in_the_second_half(daemon, tmp):
     assert "validated in two parts" in p.stderr
     assert f"{n - k} sent, {k} already held, 0 rejected" in p.stdout
     assert daemon.stats()["duplicates"] == 0
-    assert timeline(daemon, "resume2") == events
+    assert timeline(daemon, "resume2") == metadata_last(events)
 
 
 @pytest.mark.parametrize("where", [1 / 4, 3 / 4])
@@ -374,7 +384,7 @@ def test_split_without_a_temporary_file_reads_twice(daemon, tmp):
     p = run_import(daemon, "--job", "twice2", path, env=dict(SPLIT, TMPDIR=str(tmp / "none")))
     assert_ok(p)
     assert "validated in two parts" in p.stderr and "will be read a second time" in p.stderr
-    assert timeline(daemon, "twice2") == events
+    assert timeline(daemon, "twice2") == metadata_last(events)
 
 
 def test_split_at_a_wrong_guess_falls_back_to_one_piece(daemon, tmp):
@@ -388,7 +398,7 @@ def test_split_at_a_wrong_guess_falls_back_to_one_piece(daemon, tmp):
     p = run_import(daemon, "--job", "nested", path, env=SPLIT)
     assert_ok(p)
     assert "validated in two parts" not in p.stderr
-    assert timeline(daemon, "nested") == events
+    assert timeline(daemon, "nested") == metadata_last(events)
 
 
 def test_two_files_one_job_ranks_in_file_order(daemon):
@@ -401,7 +411,7 @@ def test_two_files_one_job_ranks_in_file_order(daemon):
         [(0, len(trace_events(a))), (1, len(trace_events(b)))]
     assert j["ranks"] == 2
     assert j["events"] == len(trace_events(a)) + len(trace_events(b))
-    assert timeline(daemon, "two", rank=1) == torch_order(b)
+    assert timeline(daemon, "two", rank=1) == metadata_last(torch_order(b))
 
 
 def test_two_files_one_job_ranks_from_distributed_info(daemon):

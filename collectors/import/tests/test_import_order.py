@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from test_import import (DATA, ONE_PIECE, REPO, SPLIT, Client, assert_ok, cli, import_stream_key,
-                         integ, read_bytes, run_import, timeline, torch_order)
+                         integ, metadata_last, read_bytes, run_import, timeline, torch_order)
 
 GPU5 = DATA / "kineto" / "gpu_5steps_rank0.json.gz"
 
@@ -128,7 +128,7 @@ def test_reordered_real_trace_reads_its_spool_about_once(daemon, tmp):
     reads = [int(m.group(1)) for m in re.finditer(r"pread64\(.*= (\d+)$", trace.read_text(), re.M)]
     size = len(read_bytes(GPU5))
     assert reads and sum(reads) < 4 * size, (len(reads), sum(reads), size)
-    assert timeline(daemon, "gpu_5steps_rank0") == torch_order(GPU5)
+    assert timeline(daemon, "gpu_5steps_rank0") == metadata_last(torch_order(GPU5))
 
 
 def unordered_trace(tmp, n):
@@ -169,7 +169,7 @@ def test_resume_of_a_reordered_file_sends_the_rest_of_the_same_order(daemon, tmp
             "2 threads' spans sent in start order") in p.stdout
     st = daemon.stats()
     assert st["records"]["trace"] == len(events) and st["duplicates"] == 0
-    assert timeline(daemon, "reorder") == sent
+    assert timeline(daemon, "reorder") == metadata_last(sent)
     settled_operators(daemon, "reorder", path)
 
 
@@ -191,7 +191,7 @@ def test_split_pass1_sends_the_same_order(daemon, tmp, k):
     assert (f"{len(events) - k} sent, {k} already held, 0 rejected; "
             "2 threads' spans sent in start order") in p.stdout
     assert daemon.stats()["duplicates"] == 0
-    assert timeline(daemon, job) == sent
+    assert timeline(daemon, job) == metadata_last(sent)
     settled_operators(daemon, job, path)
 
 
@@ -213,7 +213,8 @@ def test_split_real_traces_as_one_piece(daemon, tmp, name):
     assert_ok(b)
     assert "validated in two parts" in a.stderr and "validated in two parts" not in b.stderr
     assert a.stdout.split(": ", 1)[1].replace("halves", "whole") == b.stdout.split(": ", 1)[1]
-    assert timeline(daemon, "halves") == timeline(daemon, "whole") == torch_order(path)
+    assert timeline(daemon, "halves") == timeline(daemon, "whole") == \
+        metadata_last(torch_order(path))
     n = sum(1 for e in torch_order(path) if e.get("ph") == "X")
 
     def same():
@@ -233,7 +234,7 @@ def test_in_order_file_is_sent_as_written(daemon, tmp):
     p = run_import(daemon, path)
     assert_ok(p)
     assert p.stdout.endswith("0 rejected\n"), p.stdout
-    assert timeline(daemon, "inorder") == events
+    assert timeline(daemon, "inorder") == metadata_last(events)
 
 
 def test_torch_trace_handler_streams_in_the_same_order(daemon, tmp):
@@ -259,4 +260,4 @@ def test_torch_trace_handler_streams_in_the_same_order(daemon, tmp):
     assert_ok(run_import(daemon, "--job", "gpu5-import", GPU5))
     imported = settled_operators(daemon, "gpu5-import", GPU5)
     assert settled_operators(daemon, "gpu5-stream", GPU5) == imported
-    assert timeline(daemon, "gpu5-stream") == sent
+    assert timeline(daemon, "gpu5-stream") == metadata_last(sent)

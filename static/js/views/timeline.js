@@ -3,8 +3,13 @@
 // chrome://tracing load), and an in-page view of one step of one rank: each (process, thread)
 // is a row of the canvas, nested spans stack inside it; W/S zoom in and out, A/D pan (as in
 // chrome://tracing), the mouse wheel zooms too; a click on a span shows its name, times and
-// args. The step's trace comes from /timeline?ranks=R&step=N, capped at MAX_BYTES. Below it,
-// the "Capture N steps" control (capture.js) asks the running job for detailed steps.
+// args. The step's trace comes from /timeline?ranks=R&step=N, capped at MAX_BYTES; without a
+// step in the address it opens on the last step with spans (/steps?with_spans=1). A rank without
+// steps (a MindSpore timeline, a bare trace) is browsed by time window instead: from/to in ms
+// after the rank's first event (ranks_detail trace_start_us/trace_end_us), the whole trace by
+// default. Rows are labelled by the trace's own thread_name/process_name metadata, else by
+// pid/tid. Below it, the "Capture N steps" control (capture.js) asks the running job for
+// detailed steps.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum } from '../dom.js';
 import { captureControl } from '../capture.js';
@@ -14,7 +19,8 @@ export const live = false; // a live refresh would reset the zoom; the step's da
 const MAX_BYTES = 16 * 1024 * 1024;
 const LANE = 18;
 const ROW_GAP = 6;
-const LABEL_W = 150;
+const LABEL_W = 190;
+const LABEL_CHARS = 30;
 const AXIS_H = 22;
 
 function colorFor(name) {
@@ -51,13 +57,19 @@ export function buildRows(doc) {
     }
     const [pid, tid] = key.split('\u0000');
     const proc = names.get(`${pid}\u0000`);
-    rows.push({ pid, tid, label: `${proc || `pid ${pid}`} · ${names.get(key) || `tid ${tid}`}`, spans: list, depth });
+    const thread = names.get(key);
+    // The thread's own name when the trace gives one (Kineto's "thread 4515 (python)", "stream 7"),
+    // else the process and tid; the full pair is on the row's title.
+    const label = thread || `${proc || `pid ${pid}`} · tid ${tid}`;
+    rows.push({ pid, tid, label, title: `${proc || `pid ${pid}`} · ${thread || `tid ${tid}`}`, spans: list, depth });
   }
   rows.sort((a, b) => String(a.pid).localeCompare(String(b.pid), 'en', { numeric: true }) || String(a.tid).localeCompare(String(b.tid), 'en', { numeric: true }));
   return rows;
 }
 
-function viewer(rows, info) {
+// win: [start, end] µs to open on (the step's or the chosen window; spans that reach outside it,
+// such as a profiler's whole-run span, are there to pan to); else the spans' extent.
+function viewer(rows, info, win) {
   let top = AXIS_H;
   for (const r of rows) {
     r.top = top;
@@ -67,6 +79,7 @@ function viewer(rows, info) {
   let t0 = Infinity;
   let t1 = -Infinity;
   for (const r of rows) for (const s of r.spans) { t0 = Math.min(t0, s.ts); t1 = Math.max(t1, s.ts + s.dur); }
+  if (win && win[1] > win[0]) [t0, t1] = win;
   if (!(t1 > t0)) t1 = t0 + 1;
   const full = [t0, t1];
   const canvas = el('canvas#timeline-canvas', { tabindex: 0, 'aria-label': 'timeline: W/S zoom, A/D pan, click a span' });
@@ -107,7 +120,7 @@ function viewer(rows, info) {
     let drawn = 0;
     for (const r of rows) {
       g.fillStyle = fg;
-      g.fillText(r.label.slice(0, 24), 4, r.top + 13);
+      g.fillText(r.label.slice(0, LABEL_CHARS), 4, r.top + 13);
       g.save();
       g.beginPath();
       g.rect(LABEL_W, r.top, w, r.depth * LANE);
@@ -133,6 +146,7 @@ function viewer(rows, info) {
       g.restore();
     }
     canvas.dataset.drawn = String(drawn);
+    canvas.dataset.labels = JSON.stringify(rows.map((r) => r.label));
   }
 
   function zoom(factor, at) {
@@ -210,44 +224,97 @@ function viewer(rows, info) {
   return el('div.timeline', null, el('div.timeline-bar', null, hint, reset, info), el('div.canvas-wrap', null, canvas), details);
 }
 
+// The last step of rank with spans, and how many of its steps have spans: {step, with, total}.
+async function stepsWithSpans(ctx, rank) {
+  const all = await getJSON(jobPath(ctx.job, 'steps', { rank, limit: 1 }));
+  const w = await getJSON(jobPath(ctx.job, 'steps', { rank, limit: 1, with_spans: 1 }));
+  let step = '';
+  if (w.total) {
+    const last = await getJSON(jobPath(ctx.job, 'steps', { rank, with_spans: 1, offset: w.total - 1, limit: 1 }));
+    step = last.rows.length ? String(last.rows[0].step) : '';
+  }
+  return { step, with: w.total, total: all.total };
+}
+
+function traceView(doc, what, win) {
+  const rows = doc ? buildRows(doc) : [];
+  if (!rows.length) return note('empty', `No spans in ${what}.`);
+  const od = doc.otherData || {};
+  const count = rows.reduce((n, r) => n + r.spans.length, 0);
+  const info = el('span.muted.small', { dataset: { spans: count } },
+    `${fmtNum(count)} spans on ${rows.length} threads${od.truncated ? `; cut at ${fmtNum(MAX_BYTES)} bytes (${fmtNum(od.cut_events)} events left out)` : ''}`);
+  const w = win || ((od.windows || [])[0] ? [od.windows[0].start_us, od.windows[0].end_us] : null);
+  return viewer(rows, info, w);
+}
+
+async function fetchTrace(ctx, params) {
+  try {
+    return await getJSON(jobPath(ctx.job, 'timeline', { ...params, max_bytes: MAX_BYTES }));
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    return null;
+  }
+}
+
+// A rank without steps: a window [from, to] in ms after the rank's first event.
+async function windowPage(ctx, rank, dl) {
+  const job = await getJSON(jobPath(ctx.job));
+  const rk = (job.ranks_detail || []).find((r) => String(r.rank) === String(rank));
+  const t0 = rk ? rk.trace_start_us : null;
+  const t1 = rk ? rk.trace_end_us : null;
+  if (t0 === null || t0 === undefined) {
+    return { title: 'Timeline', body: el('div', null, dl, note('empty', `No timed events on rank ${rank} yet.`)) };
+  }
+  const span = Math.max(0, t1 - t0);
+  const num = (v, def) => (v === undefined || v === '' || !Number.isFinite(Number(v)) ? def : Number(v));
+  const from = Math.min(Math.max(0, num(ctx.params.from, 0)), span / 1000);
+  const to = Math.min(Math.max(from, num(ctx.params.to, span / 1000)), span / 1000);
+  const fromIn = el('input#tl-from', { type: 'number', min: 0, step: 'any', value: String(from), 'aria-label': 'from, ms' });
+  const toIn = el('input#tl-to', { type: 'number', min: 0, step: 'any', value: String(to), 'aria-label': 'to, ms' });
+  const form = el('form.controls', { dataset: { window: '' }, onsubmit: (e) => { e.preventDefault(); ctx.go(ctx.hashFor('timeline', { rank, from: fromIn.value, to: toIn.value })); } },
+    el('label', null, 'From ', fromIn, ' ms'), el('label', null, ' to ', toIn, ' ms'), el('button.btn', { type: 'submit' }, 'Show'));
+  const start = t0 + from * 1000;
+  const end = t0 + to * 1000;
+  const doc = await fetchTrace(ctx, { ranks: rank, start_us: Math.floor(start), end_us: Math.ceil(end) });
+  const about = el('p.muted.small', { dataset: { traceWindow: `${t0},${t1}` } },
+    `Rank ${rank} has no steps: browse its trace by time. It runs ${fmtUs(span)} (ts ${t0} to ${t1} µs); showing ${fmtNum(from)} to ${fmtNum(to)} ms.`);
+  return { title: `Timeline: rank ${rank}, ${fmtNum(from)}–${fmtNum(to)} ms`, actions: form, body: el('div', null, dl, about, traceView(doc, `this window of rank ${rank}`, [start, end])) };
+}
+
 export async function render(ctx) {
   const { rank } = ctx;
   let step = ctx.params.step;
+  let counts = null;
   if (!step) {
-    const first = await getJSON(jobPath(ctx.job, 'steps', { rank, limit: 1 }));
-    if (first.total) {
-      const last = await getJSON(jobPath(ctx.job, 'steps', { rank, offset: first.total - 1, limit: 1 }));
-      step = last.rows.length ? String(last.rows[0].step) : '';
-    }
+    counts = await stepsWithSpans(ctx, rank);
+    step = counts.step;
+  }
+  const dlWhole = el('a.btn', { href: jobPath(ctx.job, 'timeline'), download: `${ctx.job}.trace.json`, dataset: { download: 'timeline' } }, 'Download the whole trace');
+  const capture = card('Capture detailed steps', { id: 'capture', cls: 'wide' }, captureControl(ctx));
+  if (counts && counts.total === 0) {
+    const dl = el('p', null, dlWhole, ' ', el('span.muted', null, 'Chrome trace JSON for ui.perfetto.dev or chrome://tracing.'));
+    const w = await windowPage(ctx, rank, dl);
+    return el('div.page', null, card(w.title, { id: 'timeline', cls: 'wide', actions: w.actions }, w.body), capture);
   }
   const input = el('input#tl-step', { type: 'number', min: 0, value: step || '', 'aria-label': 'step' });
   const controls = el('form.controls', { onsubmit: (e) => { e.preventDefault(); ctx.go(ctx.hashFor('timeline', { rank, step: input.value })); } },
     el('label', null, 'Step ', input), el('button.btn', { type: 'submit' }, 'Show'));
   const dl = el('p', null,
-    el('a.btn', { href: jobPath(ctx.job, 'timeline'), download: `${ctx.job}.trace.json`, dataset: { download: 'timeline' } }, 'Download the whole trace'), ' ',
+    dlWhole, ' ',
     step ? el('a.btn', { href: jobPath(ctx.job, 'timeline', { ranks: rank, step }), download: `${ctx.job}.step${step}.trace.json` }, `Download step ${step}`) : null, ' ',
     el('span.muted', null, 'Chrome trace JSON for ui.perfetto.dev or chrome://tracing.'));
+  const which = counts
+    ? el('p.muted.small', { dataset: { withSpans: counts.with } },
+      counts.with
+        ? `${fmtNum(counts.with)} of ${fmtNum(counts.total)} steps of rank ${rank} have spans; showing the last of them.`
+        : `None of the ${fmtNum(counts.total)} steps of rank ${rank} has spans yet: capture some below.`)
+    : null;
   let body;
   if (!step) {
-    body = note('empty', 'No steps yet: choose a step once the job has some.');
+    body = note('empty', counts && counts.total ? 'No step with spans yet: capture detailed steps below.' : 'No steps yet: choose a step once the job has some.');
   } else {
-    let doc = null;
-    try {
-      doc = await getJSON(jobPath(ctx.job, 'timeline', { ranks: rank, step, max_bytes: MAX_BYTES }));
-    } catch (e) {
-      if (e.status !== 404) throw e;
-    }
-    const rows = doc ? buildRows(doc) : [];
-    if (!rows.length) {
-      body = note('empty', `No spans in step ${step} of rank ${rank}.`);
-    } else {
-      const od = doc.otherData || {};
-      const count = rows.reduce((n, r) => n + r.spans.length, 0);
-      const info = el('span.muted.small', { dataset: { spans: count } },
-        `${fmtNum(count)} spans on ${rows.length} threads${od.truncated ? `; cut at ${fmtNum(MAX_BYTES)} bytes (${fmtNum(od.cut_events)} events left out)` : ''}`);
-      body = viewer(rows, info);
-    }
+    body = traceView(await fetchTrace(ctx, { ranks: rank, step }), `step ${step} of rank ${rank}`);
   }
-  return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, body),
-    card('Capture detailed steps', { id: 'capture', cls: 'wide' }, captureControl(ctx)));
+  return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, which, body),
+    capture);
 }

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""The tables of the API as a notebook reads them (issue 13 item 3, issue 18 item 8), against a
+real daemon on a real socket with a real Kineto trace (gpu_5steps_rank0: 199 operators, 85
+kernels, 5 steps).
+
+- ?format=csv without limit gives every row (the JSON default pages at 100), streamed in chunks;
+  X-Total-Count says how many there are, and X-Stepscope-Truncated says so when a limit cuts.
+- ?format=records is a bare JSON array of the JSON form's row objects, so pandas.read_json(url)
+  gives the table; every tabular route accepts it.
+- CSV text cells that a spreadsheet would run as formulas get a leading quote; numbers (negative
+  ones too) stay numbers for pandas.
+"""
+import csv
+import io
+import json
+import pathlib
+
+import pandas as pd
+import pytest
+
+import tb_breakdown as tb
+from ssclient import Client, x_event
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
+
+
+def url(d, path):
+    return "http://%s:%d%s" % (d.host, d.port, path)
+
+
+@pytest.fixture
+def k5(daemon):
+    lines = tb.lines(DATA / "gpu_5steps_rank0.json.gz")
+    with Client(daemon.socket) as c:
+        c.hello("k5")
+        c.send_lines(lines)
+        c.wait_ack(len(lines), timeout=60)
+    daemon.wait_for("k5 published", lambda: daemon.get_json(
+        "/api/v1/jobs/k5/breakdown")["spans"] == 67216, timeout=30)
+    return "/api/v1/jobs/k5"
+
+
+def test_csv_gives_every_row_unless_limited(daemon, k5):
+    for route, total in (("operators", 199), ("kernels", 85), ("steps", 5), ("breakdown", 5)):
+        doc = daemon.get_json(f"{k5}/{route}")
+        assert doc["total"] == total
+        st, hdr, body = daemon.request(f"{k5}/{route}?format=csv")
+        assert st == 200 and hdr["content-type"].startswith("text/csv")
+        assert hdr["transfer-encoding"] == "chunked"  # streamed, not one buffer
+        rows = list(csv.DictReader(io.StringIO(body.decode())))
+        assert len(rows) == total, route
+        assert hdr["x-total-count"] == str(total)
+        assert "x-stepscope-truncated" not in hdr
+        # pandas reads the same rows straight from the URL.
+        assert len(pd.read_csv(url(daemon, f"{k5}/{route}?format=csv"))) == total
+    # An explicit limit cuts, and the answer says so.
+    st, hdr, body = daemon.request(f"{k5}/operators?format=csv&limit=10&offset=5")
+    assert len(body.decode().strip().splitlines()) == 11
+    assert hdr["x-total-count"] == "199"
+    assert hdr["x-stepscope-truncated"] == "rows 5-14 of 199"
+    # The rows are those of the JSON pages, in the same order.
+    json_rows = daemon.get_json(f"{k5}/operators?limit=100000")["rows"]
+    csv_rows = list(csv.DictReader(io.StringIO(daemon.request(
+        f"{k5}/operators?format=csv")[2].decode())))
+    assert [r["name"] for r in csv_rows] == [r["name"] for r in json_rows]
+
+
+def test_records_read_straight_into_a_dataframe(daemon, k5):
+    for route in ("operators", "kernels", "steps", "breakdown"):
+        want = daemon.get_json(f"{k5}/{route}?limit=100000")["rows"]
+        st, hdr, body = daemon.request(f"{k5}/{route}?format=records")
+        assert st == 200 and hdr["content-type"] == "application/json"
+        assert json.loads(body) == want, route
+        df = pd.read_json(url(daemon, f"{k5}/{route}?format=records"))
+        assert len(df) == len(want) and list(df.columns) == list(want[0]), route
+    df = pd.read_json(url(daemon, f"{k5}/operators?format=records"))
+    assert df["calls"].dtype.kind == "i" and df["total_us"].dtype.kind in "if"
+    assert df["calls"].sum() == sum(r["calls"] for r in daemon.get_json(
+        f"{k5}/operators?limit=100000")["rows"])
+    # Paged records say what they left out, as CSV does.
+    st, hdr, body = daemon.request(f"{k5}/operators?format=records&limit=3")
+    assert len(json.loads(body)) == 3 and hdr["x-stepscope-truncated"] == "rows 0-2 of 199"
+
+
+def test_every_table_route_has_records(daemon, k5):
+    jid = daemon.job("k5")["id"]
+    routes = {
+        "/api/v1/jobs": lambda d: d["jobs"],
+        f"{k5}": lambda d: d["ranks_detail"],
+        f"{k5}/ranks": lambda d: d["ranks"],
+        f"{k5}/queues": None,
+        f"/api/v1/jobs/{jid}/summary/operator": lambda d: d["rows"],
+        f"/api/v1/jobs/{jid}/benchmark": lambda d: d["rows"],
+    }
+    for path, rows_of in routes.items():
+        sep = "&" if "?" in path else "?"
+        st, hdr, body = daemon.request(path + sep + "format=records")
+        assert st == 200, (path, body[:200])
+        got = json.loads(body)
+        assert isinstance(got, list), path
+        if rows_of:
+            assert got == rows_of(daemon.get_json(path)), path
+    # A format no route knows is a 400 naming it.
+    doc = daemon.get_json(f"{k5}/steps?format=xml", status=400)
+    assert doc["error"]["message"].startswith("format")
+
+
+def test_formula_cells_are_neutralised_numbers_kept(daemon):
+    names = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-cmd", "@SUM(A1)", "plain"]
+    lines = [{"type": "step", "step": 1, "begin_us": 1700000000000000,
+              "end_us": 1700000000001000}]
+    for i, n in enumerate(names):
+        lines.append(x_event(i, name=n, cat="cpu_op"))
+    with Client(daemon.socket) as c:
+        c.hello("=evil", host="-host")
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    daemon.wait_for("ops", lambda: daemon.get_json(
+        "/api/v1/jobs/%3Devil/operators")["total"] == len(names))
+    body = daemon.request("/api/v1/jobs/%3Devil/operators?format=csv")[2].decode()
+    got = [r["name"] for r in csv.DictReader(io.StringIO(body))]
+    assert sorted(got) == sorted("'" + n if n[0] in "=+-@" else n for n in names)
+    # The JSON forms keep the names exactly.
+    assert sorted(r["name"] for r in daemon.get_json(
+        "/api/v1/jobs/%3Devil/operators")["rows"]) == sorted(names)
+    # Numbers are never prefixed: the operator table's numeric columns stay numeric.
+    df = pd.read_csv(url(daemon, "/api/v1/jobs/%3Devil/operators?format=csv"))
+    assert df["calls"].dtype.kind == "i" and df["total_us"].dtype.kind in "if"
+    # Text cells of the job tables too; the job's name and host.
+    jobs = list(csv.DictReader(io.StringIO(daemon.request(
+        "/api/v1/jobs?format=csv")[2].decode())))
+    assert [j["name"] for j in jobs] == ["'=evil"]
+    ranks = pd.read_csv(url(daemon, "/api/v1/jobs/%3Devil?format=csv"))
+    assert list(ranks["host"]) == ["'-host"]
+    assert ranks["pid"].dtype.kind == "i"
+
+
+def test_negative_numbers_stay_numbers(daemon):
+    """A pipeline's root op has parent -1 and an op without workers num_workers -1: those CSV
+    cells are the number -1, not a neutralised text, and pandas reads them as integers; an op
+    type beginning with '-' is text and is neutralised."""
+    pipeline = {"type": "pipeline", "ops": [
+        {"id": 0, "name": "-Batch", "children": [1], "num_workers": 2},
+        {"id": 1, "name": "Map", "children": []}]}
+    with Client(daemon.socket) as c:
+        c.hello("neg")
+        c.send_lines([pipeline])
+        c.wait_ack(1)
+    daemon.wait_for("pipeline", lambda: daemon.request("/api/v1/jobs/neg/pipeline")[0] == 200)
+    body = daemon.request("/api/v1/jobs/neg/pipeline?format=csv")[2].decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert [(r["type"], r["parent"], r["num_workers"]) for r in rows] == [
+        ("'-Batch", "-1", "2"), ("Map", "0", "-1")]
+    df = pd.read_csv(url(daemon, "/api/v1/jobs/neg/pipeline?format=csv"))
+    assert df["parent"].tolist() == [-1, 0] and df["parent"].dtype.kind == "i"
+    assert df["num_workers"].tolist() == [2, -1]
+    assert daemon.get_json("/api/v1/jobs/neg/pipeline?format=records")[0]["type"] == "-Batch"
