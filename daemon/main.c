@@ -562,11 +562,12 @@ static void on_flush_timer(uv_timer_t *h)
     if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
         d->live_published_ns = now;
         (void)live_publish(d->live);
-        if (live_bytes(d->live) > d->cfg.live_max_bytes) {
-            size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
-            STATS_ADD(&d->stats, live_evictions, n);
-        }
+        /* Returns at once while under both the byte budget and the job count. */
+        size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
+        STATS_ADD(&d->stats, live_evictions, n);
         atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
+        atomic_store_explicit(&d->stats.live_untracked_jobs, live_untracked_jobs(d->live),
+                              memory_order_relaxed);
     } else {
         (void)live_flush(d->live);
     }
@@ -760,7 +761,8 @@ static int replay_live(struct daemon *d)
         goto out;
     }
     for (size_t i = 0; i < n_jobs && r == 0; i++) {
-        if (live_bytes(d->live) >= d->cfg.live_max_bytes) {
+        if (live_bytes(d->live) >= d->cfg.live_max_bytes ||
+            live_jobs(d->live) >= d->cfg.live_max_jobs - d->cfg.live_max_jobs / 8) {
             r = live_mark_evicted(d->live, jobs[i].id);
             n_lazy++;
             continue;
@@ -1268,6 +1270,7 @@ int main(int argc, char **argv)
     struct live_config lcfg = {
         .rules = d.role_rules,
         .fp_point = d.cfg.fp_point,
+        .max_jobs = (size_t)d.cfg.live_max_jobs,
         .bp_point = d.cfg.bp_point,
     };
     d.live = live_new_config(&lcfg);

@@ -373,6 +373,8 @@ static const struct m_counter counters[] = {
      C(live_evictions)},
     {"stepscope_live_reloads_total", "counter", "Evicted jobs reloaded from the store.",
      C(live_reloads)},
+    {"stepscope_live_untracked_jobs", "gauge",
+     "Jobs refused live analysis because live_max_jobs were tracked.", C(live_untracked_jobs)},
     {"stepscope_http_requests_total", "counter", "HTTP requests handled.", C(http_requests)},
     {"stepscope_http_errors_total", "counter", "HTTP answers with status 400 or more.",
      C(http_errors)},

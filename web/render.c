@@ -262,8 +262,9 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     sbuf_adds(b, "\"live\":{");
     member_u64(b, "bytes", STATS_GET(s, live_bytes));
     member_u64(b, "evictions", STATS_GET(s, live_evictions));
-    key(b, "reloads");
-    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, live_reloads));
+    member_u64(b, "reloads", STATS_GET(s, live_reloads));
+    key(b, "untracked_jobs");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, live_untracked_jobs));
     sbuf_adds(b, "\"http\":{");
     member_u64(b, "requests", STATS_GET(s, http_requests));
     member_u64(b, "errors", STATS_GET(s, http_errors));

@@ -802,6 +802,12 @@ static int get_live(struct web *w, struct MHD_Connection *c, const struct web_ro
     struct store_job job;
     if (find_live_job(w, c, rt, &job, &mhd) < 0)
         return mhd;
+    if (live_is_untracked(w->live, job.id))
+        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "untracked",
+                               "this job is not analysed live: it began while live_max_jobs jobs "
+                               "were tracked (counted in /api/v1/stats live.untracked_jobs); its "
+                               "records are stored (timeline, summaries) and a restart analyses "
+                               "it if there is room");
     struct web_capture cap = {key, key_len, job.id, 0, false};
     web__capture = cacheable ? &cap : NULL;
     mhd = web__route_live(w, c, rt, &job);

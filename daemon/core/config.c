@@ -35,6 +35,8 @@ const struct config_option config_options[] = {
     {"retention_bytes_per_job", "524288000", "stored timeline bytes kept per job; oldest evicted"},
     {"live_max_bytes", "1073741824",
      "memory budget of the jobs' live analyses; ended jobs past it are evicted (reloaded on use)"},
+    {"live_max_jobs", "65536",
+     "jobs analysed live at once; ended jobs past 7/8 of it are evicted, new ones past it refused"},
     {"http_threads", "4", "HTTP worker threads"},
     {"http_max_connections", "4096", "concurrent HTTP connections"},
     {"http_timeout_s", "30", "idle HTTP connection timeout, in seconds"},
@@ -211,6 +213,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(retention_bytes_per_job, 4096, UINT64_MAX / 4);
     if (strcmp(key, "live_max_bytes") == 0)
         return U64(live_max_bytes, 0, UINT64_MAX / 4);
+    if (strcmp(key, "live_max_jobs") == 0)
+        return U64(live_max_jobs, 8, 65536);
     if (strcmp(key, "http_threads") == 0)
         return U64(http_threads, 1, 256);
     if (strcmp(key, "http_max_connections") == 0)

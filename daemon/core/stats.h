@@ -40,6 +40,7 @@ struct stats {
     _Atomic uint64_t live_bytes;          /* gauge: live analyses' accounted bytes (live_max_bytes) */
     _Atomic uint64_t live_evictions;      /* ended jobs evicted from live memory over the budget */
     _Atomic uint64_t live_reloads;        /* evicted jobs reloaded from the store */
+    _Atomic uint64_t live_untracked_jobs; /* jobs refused live analysis past live_max_jobs */
     _Atomic uint64_t http_requests;
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
     _Atomic uint64_t http_cache_hits;     /* live answers served again from web/cache.c */

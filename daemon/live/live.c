@@ -342,8 +342,16 @@ struct pub {
 
 struct live {
     struct live_job **jobs;
+    int64_t *job_ids;         /* jobs[i]->id, contiguous: job_get() scans these */
     size_t n_jobs;
     size_t cap_jobs;
+    size_t cap_job_ids;
+    size_t max_jobs;          /* live_config.max_jobs; past it a new job is refused */
+    int64_t *untracked;       /* ids of the jobs refused past max_jobs (under lock), at most
+                                 LIVE_UNTRACKED_LIST; n_untracked counts them all */
+    size_t n_untracked_list;
+    size_t cap_untracked;
+    _Atomic uint64_t n_untracked;
     struct live_job *last;
     int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
     struct analyse_span *scratch; /* FP/BP derivation */
@@ -393,7 +401,10 @@ struct live *live_new_config(const struct live_config *cfg)
     if (!lv)
         return NULL;
     bool oom = false;
+    lv->max_jobs = LIVE_JOBS_MAX;
     if (cfg) {
+        if (cfg->max_jobs > 0 && cfg->max_jobs < LIVE_JOBS_MAX)
+            lv->max_jobs = cfg->max_jobs;
         lv->rules = cfg->rules;
         lv->fp_point = dup_nonempty(cfg->fp_point, &oom);
         lv->bp_point = dup_nonempty(cfg->bp_point, &oom);
@@ -470,6 +481,8 @@ void live_free(struct live *lv)
     for (size_t i = 0; i < lv->n_jobs; i++)
         job_free(lv->jobs[i]);
     free(lv->jobs);
+    free(lv->job_ids);
+    free(lv->untracked);
     for (size_t i = 0; i < lv->n_pub; i++)
         live_snapshot_put(lv->pub[i].snap);
     free(lv->pub);
@@ -536,19 +549,70 @@ static int drop_job(struct live *lv, int64_t job_id, bool mark, int64_t used_bef
         lv->evicted[e] = lv->evicted[--lv->n_evicted];
     else if (mark && e < 0)
         lv->evicted[lv->n_evicted++] = job_id;
+    if (!mark) /* a deleted job is forgotten as refused too */
+        for (size_t u = 0; u < lv->n_untracked_list; u++)
+            if (lv->untracked[u] == job_id) {
+                lv->untracked[u] = lv->untracked[--lv->n_untracked_list];
+                break;
+            }
     pthread_mutex_unlock(&lv->lock);
     live_snapshot_put(old);
     for (size_t i = 0; i < lv->n_jobs; i++) {
-        if (lv->jobs[i]->id != job_id)
+        if (lv->job_ids[i] != job_id)
             continue;
         if (lv->last == lv->jobs[i])
             lv->last = NULL;
         atomic_fetch_sub_explicit(&lv->bytes, lv->jobs[i]->bytes, memory_order_relaxed);
         job_free(lv->jobs[i]);
-        lv->jobs[i] = lv->jobs[--lv->n_jobs];
+        lv->n_jobs--;
+        lv->jobs[i] = lv->jobs[lv->n_jobs];
+        lv->job_ids[i] = lv->job_ids[lv->n_jobs];
         break;
     }
     return 0;
+}
+
+/* Whether job_id was refused past max_jobs. Under lv->lock. */
+static bool untracked_has(const struct live *lv, int64_t job_id)
+{
+    for (size_t u = 0; u < lv->n_untracked_list; u++)
+        if (lv->untracked[u] == job_id)
+            return true;
+    return false;
+}
+
+/* Notes job_id as refused (once). Loop thread. */
+static void untrack(struct live *lv, int64_t job_id)
+{
+    pthread_mutex_lock(&lv->lock);
+    if (!untracked_has(lv, job_id)) {
+        atomic_fetch_add_explicit(&lv->n_untracked, 1, memory_order_relaxed);
+        if (lv->n_untracked_list < LIVE_UNTRACKED_LIST &&
+            grow((void **)&lv->untracked, &lv->cap_untracked, lv->n_untracked_list + 1,
+                 sizeof *lv->untracked) == 0)
+            lv->untracked[lv->n_untracked_list++] = job_id;
+    }
+    pthread_mutex_unlock(&lv->lock);
+}
+
+bool live_is_untracked(struct live *lv, int64_t job_id)
+{
+    if (!lv || atomic_load_explicit(&lv->n_untracked, memory_order_relaxed) == 0)
+        return false;
+    pthread_mutex_lock(&lv->lock);
+    bool r = untracked_has(lv, job_id);
+    pthread_mutex_unlock(&lv->lock);
+    return r;
+}
+
+uint64_t live_untracked_jobs(const struct live *lv)
+{
+    return lv ? atomic_load_explicit(&lv->n_untracked, memory_order_relaxed) : 0;
+}
+
+size_t live_jobs(const struct live *lv)
+{
+    return lv ? lv->n_jobs : 0;
 }
 
 void live_drop_job(struct live *lv, int64_t job_id)
@@ -561,16 +625,26 @@ static struct live_job *job_get(struct live *lv, int64_t id)
     if (lv->last && lv->last->id == id)
         return lv->last;
     for (size_t i = 0; i < lv->n_jobs; i++)
-        if (lv->jobs[i]->id == id)
+        if (lv->job_ids[i] == id)
             return lv->last = lv->jobs[i];
-    if (lv->n_jobs >= LIVE_JOBS_MAX ||
-        grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0)
+    /* Past max_jobs a new job is refused, and stays refused (its analysis would lack what came
+     * before): counted, and its answers say so (live_is_untracked()). A refused job is not
+     * evicted, so it is not reloaded either; a restart replays it if there is room then. */
+    if (lv->n_jobs >= lv->max_jobs ||
+        (atomic_load_explicit(&lv->n_untracked, memory_order_relaxed) > 0 &&
+         live_is_untracked(lv, id))) {
+        untrack(lv, id);
+        return NULL;
+    }
+    if (grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0 ||
+        grow((void **)&lv->job_ids, &lv->cap_job_ids, lv->n_jobs + 1, sizeof *lv->job_ids) < 0)
         return NULL;
     struct live_job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     j->id = id;
     j->used_ns = stamp(lv);
+    lv->job_ids[lv->n_jobs] = id;
     lv->jobs[lv->n_jobs++] = j;
     return lv->last = j;
 }
@@ -1915,7 +1989,7 @@ uint64_t live_bytes(const struct live *lv)
 uint64_t live_job_bytes(const struct live *lv, int64_t job_id)
 {
     for (size_t i = 0; i < lv->n_jobs; i++)
-        if (lv->jobs[i]->id == job_id)
+        if (lv->job_ids[i] == job_id)
             return lv->jobs[i]->bytes;
     return 0;
 }
@@ -1945,7 +2019,8 @@ static int cmp_lru_used(const void *a, const void *b)
 size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
                   bool (*can_evict)(void *ud, int64_t job_id), void *ud)
 {
-    if (live_bytes(lv) <= budget || lv->n_jobs == 0)
+    size_t keep = lv->max_jobs - lv->max_jobs / 8; /* room for new jobs between two calls */
+    if ((live_bytes(lv) <= budget && lv->n_jobs <= keep) || lv->n_jobs == 0)
         return 0;
     /* One pass per call: each job's last use (its feed stamp, or a reader's live_ensure() of its
      * snapshot), the jobs past the grace sorted oldest first, then evicted in that order while
@@ -1976,7 +2051,7 @@ size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
     free(pubs);
     qsort(cand, m, sizeof *cand, cmp_lru_used);
     size_t n = 0;
-    for (size_t k = 0; k < m && live_bytes(lv) > budget; k++) {
+    for (size_t k = 0; k < m && (live_bytes(lv) > budget || lv->n_jobs > keep); k++) {
         if (!can_evict(ud, cand[k].id))
             continue;
         /* -EBUSY: used since the copy (a reader's live_ensure()), so it stays; -ENOMEM: nothing

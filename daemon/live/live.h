@@ -38,7 +38,10 @@
 
 #include "../core/record.h"
 
-#define LIVE_JOBS_MAX 4096          /* jobs tracked; records of later jobs are counted, ignored */
+#define LIVE_JOBS_MAX 65536         /* jobs tracked at most (live_config.max_jobs, default); a
+                                       job past it is refused, counted and says so
+                                       (live_is_untracked()) */
+#define LIVE_UNTRACKED_LIST 65536   /* refused job ids remembered; all are counted */
 #define LIVE_RANKS_MAX 4096         /* ranks per job */
 #define LIVE_OPS_MAX 8192           /* distinct (name, cat) per job; later ones fold into "Other" */
 #define LIVE_THREADS_MAX 4096       /* distinct (pid, tid) per rank; later ones share one stack */
@@ -69,6 +72,8 @@ struct live_config {
     const char *fp_point;              /* daemon-wide FP/BP override (config fp_point/bp_point,
                                           origin "config"); copied; NULL or "" = none */
     const char *bp_point;
+    size_t max_jobs;                   /* jobs tracked at most (config live_max_jobs); 0 or more
+                                          than LIVE_JOBS_MAX: LIVE_JOBS_MAX */
 };
 
 /* A job's own FP/BP overrides, from its hello's "env" (record_hello). NULL or "" = not set. */
@@ -115,7 +120,14 @@ uint64_t live_job_bytes(const struct live *lv, int64_t job_id);
 
 #define LIVE_EVICT_GRACE_NS (2LL * 1000 * 1000 * 1000) /* jobs used this recently stay */
 
-/* Evicts jobs, least recently used first, while live_bytes() > budget: only jobs that
+/* Jobs in memory now. Loop thread. */
+size_t live_jobs(const struct live *lv);
+
+/* Distinct jobs refused so far (any thread). */
+uint64_t live_untracked_jobs(const struct live *lv);
+
+/* Evicts jobs, least recently used first, while live_bytes() > budget or more than
+ * max_jobs - max_jobs / 8 jobs are in memory (so new jobs find room): only jobs that
  * can_evict(ud, job_id) allows (main.c: no open session, every record committed) and that were
  * not fed or ensured in the LIVE_EVICT_GRACE_NS before now_ns (clock_mono_ns()). An evicted
  * job is dropped as by live_drop_job() and remembered as evicted. Loop thread. Returns the

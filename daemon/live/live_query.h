@@ -32,6 +32,11 @@ int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapsho
  * not start in time; -ESHUTDOWN; -ENOMEM; -EIO). Any thread; NULL lv: 0. */
 int live_ensure(struct live *lv, int64_t job_id);
 
+/* Whether job_id was refused live analysis because max_jobs (live.h) were tracked when its
+ * first record came: it has no snapshot, and its records are stored, not analysed live, until
+ * a restart finds room. Any thread; NULL lv: false. */
+bool live_is_untracked(struct live *lv, int64_t job_id);
+
 /* The jobs whose snapshot was published after *cursor (0 at first, then the value this call
  * left): writes up to cap job ids to ret_ids and returns their number, sets *cursor to the
  * latest publication. Changes past cap are not reported (web/'s event stream passes

@@ -5,8 +5,13 @@ jobs, and from then on every publish ran an eviction that scanned every job and,
 published snapshot, on the loop: hello->ack took 1.4-2 s, over 5 s at 8 800 jobs. Now a job is
 charged what it holds (13 KB for one event) and an eviction costs O(n log n) per call.
 
-CI runs 4 000 jobs (past the old fill point); the long variant is RELIABILITY_SCALE=2.5
-(10 000 jobs): `RELIABILITY_SCALE=2.5 pytest tests/reliability/test_many_jobs.py`."""
+Past LIVE_JOBS_MAX (4096) jobs got no live analysis, silently (item 4): now ended jobs past 7/8 of
+live_max_jobs (default 65536) are evicted like those over the byte budget, and a job refused
+because every tracked one is still streaming is counted and its live routes say so (503
+untracked).
+
+CI runs 4 200 jobs (past the old fill point and the old 4096 cap); the long variant is
+RELIABILITY_SCALE=2.4 (10 080 jobs): `RELIABILITY_SCALE=2.4 pytest tests/reliability/test_many_jobs.py`."""
 import statistics
 import threading
 import time
@@ -14,7 +19,7 @@ import time
 from relutil import SCALE, rss_kib
 from ssclient import Client
 
-JOBS = int(4000 * SCALE)
+JOBS = int(4200 * SCALE)
 WORKERS = 32
 
 
@@ -89,10 +94,12 @@ def test_small_jobs_are_charged_what_they_hold(daemons, figures):
             rss_mib=round(rss_kib(d.proc.pid) / 1024), **f)
     assert per_job < 32 * 1024, f"a one-event job is charged {per_job:.0f} bytes"
     assert st["live"]["evictions"] == 0
+    assert st["live"]["untracked_jobs"] == 0
     assert f["worst_s"] < bound, f
-    # Every job is analysed live (none refused, none evicted).
-    last = d.job(f"small-{JOBS - 1}")
-    assert d.get_json(f"/api/v1/jobs/{last['id']}/operators")["total"] == 1
+    # Every job is analysed live, those past the old 4096 cap too.
+    for i in (0, 4095, 4096, JOBS - 1):
+        job = d.job(f"small-{i}")
+        assert d.get_json(f"/api/v1/jobs/{job['id']}/operators")["total"] == 1, i
 
 
 def test_eviction_under_a_small_budget_does_not_stall_ingest(daemons, figures):
@@ -114,3 +121,57 @@ def test_eviction_under_a_small_budget_does_not_stall_ingest(daemons, figures):
     # An evicted job still answers (reloaded from the store).
     first = d.job("small-0")
     assert d.get_json(f"/api/v1/jobs/{first['id']}/operators")["total"] == 1
+
+
+def test_ended_jobs_past_live_max_jobs_are_evicted_not_refused(daemons):
+    """live_max_jobs = 64: 56 one-event jobs, then two waves of 8 once the first ones are past
+    the 2 s eviction grace: the ended jobs are evicted down to 56 (7/8) between the waves, so
+    all 72 are analysed (the first from a reload), none refused. A burst of more than 1/8 of
+    live_max_jobs new jobs within the grace is refused past the cap (next test)."""
+    d = daemons(config="live_max_jobs = 64\n")
+    n = 0
+    for wave in (56, 8, 8):
+        names = [f"small-{n + i}" for i in range(wave)]
+        for name in names:
+            _one_job(d.socket, name)
+        n += wave
+        time.sleep(2.3)
+    st = d.stats()
+    assert st["live"]["untracked_jobs"] == 0, st["live"]
+    assert st["live"]["evictions"] >= n - 64, st["live"]
+    for i in (0, 60, n - 1):
+        job = d.job(f"small-{i}")
+        assert d.get_json(f"/api/v1/jobs/{job['id']}/operators")["total"] == 1, i
+
+
+def test_jobs_past_live_max_jobs_while_all_stream_are_refused_and_say_so(daemons):
+    """10 jobs streaming at once with live_max_jobs = 8: the two that came last are refused live
+    analysis, counted in /api/v1/stats live.untracked_jobs, and their live routes answer 503
+    untracked (they answered an empty 200 before); their records are stored, the summaries
+    read them, and the 8 others are analysed."""
+    d = daemons(config="live_max_jobs = 8\n")
+    clients = []
+    try:
+        for i in range(10):
+            c = Client(d.socket, timeout=30)
+            clients.append(c)
+            c.hello(f"open-{i}", rank=0, world_size=1)
+            c.send_lines([{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                           "ts": 1700000000000000, "dur": 100}])
+            c.wait_ack(1)
+        d.wait_for("refusals counted", lambda: d.stats()["live"]["untracked_jobs"] == 2)
+        for i in (8, 9):
+            job = d.job(f"open-{i}")
+            assert job["events"] == 1
+            for route in ("steps", "operators"):
+                st, _, body = d.request(f"/api/v1/jobs/{job['id']}/{route}")
+                assert st == 503 and b'"untracked"' in body and b"live_max_jobs" in body, body
+        first = d.job("open-0")
+        d.wait_for("job 0 analysed",
+                   lambda: d.get_json(f"/api/v1/jobs/{first['id']}/operators")["total"] == 1)
+        last = d.job("open-9")
+        tl = d.get_json(f"/api/v1/jobs/{last['id']}/timeline")
+        assert [e["name"] for e in tl["traceEvents"] if e.get("ph") == "X"] == ["aten::mm"]
+    finally:
+        for c in clients:
+            c.close()

@@ -441,11 +441,11 @@ END_TEST
  * breakdown chunk, LIVE_BD_CHUNK spans, not the one span in it), so the 1 GiB budget filled at
  * ~3 200 jobs; and every eviction scanned every job and, for each, every published snapshot
  * (O(jobs x snapshots) per evicted job), on the loop: hello->ack took seconds. A one-event job
- * is now charged what it uses (under 32 KiB), and evicting from 4 000 such jobs takes
+ * is now charged what it uses (under 32 KiB), and evicting from 10 000 such jobs takes
  * milliseconds per call. */
 START_TEST(test_live_small_jobs_charge_and_evict_fast)
 {
-    enum { JOBS = 4000 };
+    enum { JOBS = 10000 };
     struct live *lv = live_new();
     struct record v[N_RECS];
     records(v);
@@ -484,6 +484,46 @@ START_TEST(test_live_small_jobs_charge_and_evict_fast)
     printf("live_evict over %d one-event jobs: worst call %.6f s CPU, a job charged %llu bytes\n",
            JOBS, worst, (unsigned long long)one);
     ck_assert_msg(worst < 0.02, "one eviction call over %d jobs took %.3f s", JOBS, worst);
+    live_free(lv);
+}
+END_TEST
+
+/* Issue 18, item 4: past LIVE_JOBS_MAX (4096) a job got no live analysis, silently (an empty
+ * /steps with 200, no counter). Now the cap is live_config.max_jobs (default 65536): ended jobs
+ * past 7/8 of it are evicted like jobs over the byte budget, so new ones find room; a job that
+ * comes while every tracked job is still in use is refused, counted, and stays refused
+ * (live_is_untracked()) until deleted. */
+START_TEST(test_live_max_jobs_refuses_counts_and_evicts)
+{
+    struct live_config cfg = {.max_jobs = 8};
+    struct live *lv = live_new_config(&cfg);
+    struct record v[N_RECS];
+    records(v);
+    for (int64_t job = 1; job <= 9; job++)
+        (void)live_feed(lv, job, 0, v + 1, 1);
+    ck_assert_int_eq(live_publish(lv), 0);
+    ck_assert_uint_eq(live_jobs(lv), 8);
+    ck_assert(live_is_untracked(lv, 9));
+    ck_assert(!live_is_untracked(lv, 8));
+    ck_assert_uint_eq(live_untracked_jobs(lv), 1);
+    const struct live_snapshot *s;
+    ck_assert_int_eq(live_snapshot_get(lv, 9, &s), -ENOENT);
+    /* Within the grace nothing goes; past it the count goes down to 7, oldest first. */
+    int calls = 0;
+    ck_assert_uint_eq(live_evict(lv, UINT64_MAX, clock_mono_ns(), may_evict, &calls), 0);
+    ck_assert_uint_eq(live_evict(lv, UINT64_MAX, INT64_MAX / 2, may_evict, &calls), 1);
+    ck_assert(live_is_evicted(lv, 1));
+    ck_assert_uint_eq(live_jobs(lv), 7);
+    /* A refused job stays refused (its first records are not in live); a new one is taken. */
+    (void)live_feed(lv, 9, 0, v + 1, 1);
+    ck_assert(live_is_untracked(lv, 9));
+    ck_assert_int_eq(live_feed(lv, 10, 0, v + 1, 1), 0);
+    ck_assert_uint_eq(live_jobs(lv), 8);
+    (void)live_feed(lv, 11, 0, v + 1, 1);
+    ck_assert_uint_eq(live_untracked_jobs(lv), 2);
+    /* Deleting a refused job forgets it. */
+    live_drop_job(lv, 9);
+    ck_assert(!live_is_untracked(lv, 9));
     live_free(lv);
 }
 END_TEST
@@ -1083,11 +1123,15 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_query_changed);
     tcase_add_test(tc, test_live_drop_job);
     tcase_add_test(tc, test_live_budget_lru_reload);
-    tcase_add_test(tc, test_live_small_jobs_charge_and_evict_fast);
+    tcase_add_test(tc, test_live_max_jobs_refuses_counts_and_evicts);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
     tcase_add_test(tc, test_live_breakdown_cache_and_cap);
     suite_add_tcase(s, tc);
+    TCase *big = tcase_create("scale");
+    tcase_set_timeout(big, 120); /* wall time; the test bounds its CPU time itself */
+    tcase_add_test(big, test_live_small_jobs_charge_and_evict_fast);
+    suite_add_tcase(s, big);
     return s;
 }
 

@@ -722,6 +722,7 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.live_bytes, 45);
     atomic_store(&s.live_evictions, 46);
     atomic_store(&s.live_reloads, 47);
+    atomic_store(&s.live_untracked_jobs, 53);
     atomic_store(&s.http_requests, 36);
     atomic_store(&s.http_errors, 37);
     atomic_store(&s.http_cache_hits, 38);
@@ -747,7 +748,7 @@ START_TEST(test_render_stats_all_counters)
         "\"invalid\":25,\"duplicates\":26,\"partial_lines\":27,\"acknowledged\":28,"
         "\"commits\":29,\"commit_errors\":30,\"buffered_bytes\":31,\"pauses\":32,"
         "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
-        "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47},"
+        "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47,\"untracked_jobs\":53},"
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52},"
