@@ -1149,6 +1149,9 @@ static int import_file(struct input *in, const char *job, const struct opts *o)
         if (in->order)
             snprintf(sorted, sizeof sorted, "; %llu threads' spans sent in start order",
                      (unsigned long long)in->n_reordered);
+        if (in->fw == FW_PADDLE && in->pd.n && !in->pd.exact)
+            snprintf(sorted, sizeof sorted, "; ts kept as written (whole us): the args.start_time "
+                     "offsets contradict them");
         switch (out) {
         case OUT_DONE:
             if (!o->quiet && in->ms)

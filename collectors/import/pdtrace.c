@@ -72,6 +72,15 @@ bool pdtrace_offset_ns(const char *raw, int64_t *ret_ns)
     return true;
 }
 
+int64_t pdtrace_slack_ns(int64_t off)
+{
+    /* A float's 24-bit mantissa rounds twice (the ns to float, the quotient by 1000), each by at
+     * most off / 2^24 ns; %.3f then rounds to the ns. Below 2^23 ns neither rounding reaches half
+     * a ns, so the printed offset is exact. */
+    uint64_t a = off < 0 ? (uint64_t)0 - (uint64_t)off : (uint64_t)off;
+    return a < (1u << 23) ? 0 : (int64_t)((a + (1u << 22)) >> 23);
+}
+
 void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct tscan_event *info)
 {
     int64_t off, ts;
@@ -83,17 +92,18 @@ void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct ts
         return;
     /* tscan keeps ts inside (NUM_TIME_MIN_NS, NUM_TIME_MAX_NS); an offset that far out makes
      * the file inconsistent, not an overflow. */
-    int64_t d;
-    if (__builtin_sub_overflow(ts, off, &d)) {
+    int64_t d, slack = pdtrace_slack_ns(off), dlo, dhi;
+    if (__builtin_sub_overflow(ts, off, &d) || __builtin_sub_overflow(d, slack, &dhi) ||
+        __builtin_add_overflow(d, slack, &dlo)) {
         p->lo = INT64_MIN;
         p->hi = INT64_MAX;
         p->n++;
         return;
     }
-    if (p->n == 0 || d < p->lo)
-        p->lo = d;
-    if (p->n == 0 || d > p->hi)
-        p->hi = d;
+    if (p->n == 0 || dlo < p->lo)
+        p->lo = dlo;
+    if (p->n == 0 || dhi > p->hi)
+        p->hi = dhi;
     p->n++;
 }
 
@@ -110,9 +120,10 @@ void pdtrace_merge(struct pdtrace *a, const struct pdtrace *b)
 
 void pdtrace_finish(struct pdtrace *p)
 {
-    /* Truncation to whole µs moves each ts - start_time below the true start by less than
-     * 1000 ns; a wider spread means the offsets do not describe these timestamps. */
-    p->exact = p->n > 0 && p->hi >= p->lo && (uint64_t)p->hi - (uint64_t)p->lo < 1000;
+    /* Truncation to whole µs puts each ts - start_time below the window's start by 0 to 999 ns
+     * (each known to within its offset's slack): a start exists for all of them unless the
+     * largest lower bound exceeds the smallest upper bound by 1000 ns or more. */
+    p->exact = p->n > 0 && (p->hi <= p->lo || (uint64_t)p->hi - (uint64_t)p->lo < 1000);
 }
 
 size_t pdtrace_name_keep(const char *raw, size_t len)
@@ -150,11 +161,20 @@ void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
         int what; /* 0: ts, 1: name */
     } cut[2];
     int n = 0;
-    int64_t off, ns = 0;
+    int64_t off, ns = 0, ts;
     if (p->exact && info->start_time[0] && info->ts_len && pdtrace_offset_ns(info->start_time, &off) &&
         !__builtin_add_overflow(p->hi, off, &ns) && ns > NUM_TIME_MIN_NS && ns < NUM_TIME_MAX_NS &&
-        len + PDTRACE_TS_GROWTH_MAX <= TSCAN_EVENT_BYTES_MAX && info->ts_at >= info->start && info->ts_at - info->start + info->ts_len <= len)
+        len + PDTRACE_TS_GROWTH_MAX <= TSCAN_EVENT_BYTES_MAX && info->ts_at >= info->start &&
+        info->ts_at - info->start + info->ts_len <= len &&
+        num_us_to_ns(ev + (info->ts_at - info->start), info->ts_len, &ts) == 0) {
+        /* a ts truncated to the µs bounds the start to [ts, ts + 999] where an offset's slack
+         * reaches out of it */
+        if (ts % 1000 == 0 && ns < ts)
+            ns = ts;
+        else if (ts % 1000 == 0 && ns - ts > 999)
+            ns = ts + 999;
         cut[n++] = (struct cut){(size_t)(info->ts_at - info->start), info->ts_len, 0};
+    }
     if (info->name_len && info->name_at >= info->start &&
         info->name_at - info->start + info->name_len <= len) {
         size_t at = (size_t)(info->name_at - info->start);

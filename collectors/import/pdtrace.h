@@ -5,11 +5,14 @@
  *
  * Paddle writes each event's "ts" truncated to whole microseconds, but also its start as an
  * offset from the window's start with nanosecond digits ("args":{"start_time":"917.229 us"}),
- * and "dur" with nanosecond digits. The window's start is the largest ts - start_time over the
- * file's events (pass 1); each event's time is then that start plus its offset, exact to the ns
- * relative to every other event. The rebuild is used only when it is consistent: every
- * ts - start_time lies within one microsecond of the others (what truncation allows), else the
- * file's own ts are kept. Names lose Paddle's duration suffix ("matmul dygraph[12.345 us]").
+ * and "dur" with nanosecond digits. Paddle 3.x computes the offset in float, so past 2^23 ns
+ * (8.4 ms into the window) its last digits are rounded: by at most pdtrace_slack_ns() (93 ns
+ * at 782 ms). Each event then says window start - ts + start_time in [0, 999] ns, give or take
+ * its slack; the window's start is the largest lower bound over the file's events (pass 1,
+ * exact when any event of the first 8.4 ms starts on a whole µs), and each event's time that
+ * start plus its offset, kept within [ts, ts + 999] ns. The rebuild is used only when
+ * consistent: some start satisfies every event, else the file's own ts are kept (the import
+ * says so). Names lose Paddle's duration suffix ("matmul dygraph[12.345 us]").
  * Pure: no I/O.
  */
 #ifndef STEPSCOPE_IMPORT_PDTRACE_H
@@ -24,7 +27,7 @@
 
 struct pdtrace {
     uint64_t n;     /* events with a usable ts and start_time */
-    int64_t lo, hi; /* smallest and largest ts - start_time, ns */
+    int64_t lo, hi; /* smallest ts - start_time + slack, largest ts - start_time - slack, ns */
     bool exact;     /* pdtrace_finish(): the rebuild applies (base = hi) */
 };
 
@@ -34,6 +37,10 @@ void pdtrace_init(struct pdtrace *p);
  * included; a leading '-' allowed), into ns (digits past the ns are dropped, as Paddle's
  * own formatting never writes them). Returns false for anything else or an overflow. */
 bool pdtrace_offset_ns(const char *raw, int64_t *ret_ns);
+
+/* How far Paddle's float rounding may move an offset of off ns from the true one, in ns (0
+ * below 2^23 ns). */
+int64_t pdtrace_slack_ns(int64_t off);
 
 /* Pass 1: takes one event (its exact bytes ev[0, len) and tscan's description of it). */
 void pdtrace_note(struct pdtrace *p, const char *ev, size_t len, const struct tscan_event *info);

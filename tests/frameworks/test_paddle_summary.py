@@ -64,19 +64,29 @@ def import_file(daemon, path, job):
     return r.stdout
 
 
-def operators_when_equal(daemon, job, other, timeout=10.0):
+def operators_when_equal(daemon, job, other, timeout=10.0, slack_ns=None):
     """job's /operators rows once other's equal them (the live view republishes within ~0.1 s
     of the records arriving); fails with the difference after timeout seconds. Self time and
     percent are left out: for the very same events (equal /timeline) they differed between the
     live and the imported job in some runs, so the live view's nesting depends on how the
-    records arrive (the summary tables, computed from the stored spans, are exact)."""
+    records arrive (the summary tables, computed from the stored spans, are exact). With slack_ns
+    (one side from Paddle's float-rounded JSON, check_tables()), the times need only be within
+    float_slack()."""
+    def same(a, b):
+        if slack_ns is None or len(a) != len(b):
+            return a == b
+        return all(x[:2] == y[:2] and
+                   all(abs(u - v) * 1000 < float_slack(v * 1000, n, slack_ns) for u, v, n in
+                       ((x[2], y[2], x[1]), (x[3], y[3], 1), (x[4], y[4], 1)))
+                   for x, y in zip(a, b))
+
     def rows(j):
         return sorted((r["name"], r["calls"], r["total_us"], r["min_us"], r["max_us"])
                       for r in daemon.get_json(f"/api/v1/jobs/{j}/operators?limit=100000")["rows"])
     deadline = time.monotonic() + timeout
     while True:
         a, b = rows(job), rows(other)
-        if a == b and a:
+        if same(a, b) and a:
             return a
         if time.monotonic() > deadline:
             assert b == a
@@ -86,14 +96,18 @@ def operators_when_equal(daemon, job, other, timeout=10.0):
 def test_summaries_equal_paddle_summary(daemon, tmp):
     info = train(daemon, tmp, "paddle_summary_train.py", "window", JOB)
     wait_window(daemon, info)
-    check_tables(daemon, JOB, info)
+    check_tables(daemon, JOB, info,
+                 slack_ns=window_slack_ns(json.loads((tmp / f"{JOB}.json.window.json").read_text())))
     # The same window exported by Paddle's export_chrome_tracing and imported: Paddle writes
     # ts truncated to the µs, the importer rebuilds them to the ns from args.start_time as the
     # live collector does, so every table is exact to the ns as well.
     out = import_file(daemon, tmp / f"{JOB}.json.window.json", JOB + "-json")
-    assert "paddle (paddle)" in out, out
+    assert "paddle (paddle)" in out and "ts kept" not in out, out
     wait_window(daemon, info, JOB + "-json")
-    check_tables(daemon, JOB + "-json", info)
+    # (exact while the window lasts under 8.4 ms: Paddle's floats are rounded past it, as on a
+    # loaded machine)
+    slack = window_slack_ns(json.loads((tmp / f"{JOB}.json.window.json").read_text()))
+    check_tables(daemon, JOB + "-json", info, slack_ns=slack)
     # /operators (a live view, republished after the records arrive) equals the live
     # collector's for the same window: the same names (no "[1.5 us]" suffix) and times
     live = operators_when_equal(daemon, JOB, JOB + "-json")
@@ -106,23 +120,37 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
     assert f"{n_x} events" in out and "paddle (paddle-protobuf)" in out, out
     wait_window(daemon, info, JOB + "-pb", n_x)
     check_tables(daemon, JOB + "-pb", info)
-    operators_when_equal(daemon, JOB, JOB + "-pb")
-    # the same events as the JSON twin, ts exact where the JSON has them truncated
+    operators_when_equal(daemon, JOB, JOB + "-pb", slack_ns=slack)
+    # the same events as the JSON twin, ts exact where the JSON has them truncated (and dur
+    # where the JSON's are float-rounded)
     got = daemon.get_json(f"/api/v1/jobs/{JOB}-pb/timeline?limit=100000")["traceEvents"]
-    key = lambda e: (e["name"], e["cat"], e["tid"], e["dur"])  # noqa: E731
+    key = lambda e: (e["name"], e["cat"], e["tid"], e["dur"] if slack is None else 0)  # noqa: E731
     json_x = sorted(key(dict(e, name=re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", e["name"])))
                     for e in doc["traceEvents"] if e.get("ph") == "X")
     assert sorted(key(e) for e in got if e["ph"] == "X") == json_x
 
 
-def check_tables(daemon, job, info):
-    """The job's summary tables equal Paddle's printed summary and its StatisticData."""
+def float_slack(ns, calls, slack_ns):
+    """How far a sum of calls figures of Paddle's JSON, ns in all, may be from Paddle's own:
+    Paddle 3.x writes "dur" as a float (two roundings of at most dur / 2^24 each, then %.3f's
+    half ns) and each start within slack_ns (the file's largest pdtrace_slack_ns())."""
+    return 0.5 + ns / 2 ** 22 + calls * (1 + 2 * slack_ns)
+
+
+def check_tables(daemon, job, info, steps=(2, 8), slack_ns=None):
+    """The job's summary tables equal Paddle's printed summary and its StatisticData (with
+    slack_ns, for a window whose JSON export carries float-rounded times: the same rows and
+    calls, every time within float_slack() of Paddle's ns)."""
     paddle_text, exact = info["summary_text"], info["exact"]
+    exact_ns = slack_ns is None
+
+    def near(ours_us, ns, calls):
+        return abs(ours_us * 1000 - ns) < (0.5 if exact_ns else float_slack(ns, calls, slack_ns))
 
     # Overview: every CPU row Paddle prints, with its calls, time and ratio as printed, and the
     # merged time equal to Paddle's in ns; our text form prints the same rows.
     ov = daemon.get_json(f"/api/v1/jobs/{job}/summary/overview")
-    assert ov["n_steps"] == 7 and (ov["first_step"], ov["last_step"]) == (2, 8)
+    assert ov["n_steps"] == steps[1] - steps[0] + 1 and (ov["first_step"], ov["last_step"]) == steps
     assert ov["spans_cut"] == 0 and ov["lines_bad"] == 0
     ours = {r["type"]: r for r in ov["rows"] if r["side"] == "cpu"}
     printed = overview_rows(section(paddle_text, "Overview Summary"))
@@ -131,19 +159,21 @@ def check_tables(daemon, job, info):
     for t, (calls, ms, ratio) in printed.items():
         r = ours[t]
         assert r["calls"] == calls == exact["overview"][t]["calls"], (t, r, printed[t])
-        assert abs(r["time_us"] * 1000 - exact["overview"][t]["ns"]) < 0.5, (t, r, exact["overview"][t])
+        assert near(r["time_us"], exact["overview"][t]["ns"], calls), (t, r, exact["overview"][t])
+        t_ns, total_ns = round(r["time_us"] * 1000), round(ov["total_us"] * 1000)
+        assert abs(r["percent"] - 100 * t_ns / total_ns) < 0.00005001, (t, r)
+        if not exact_ns:
+            continue
         # the printed ratio from the ns, as Paddle computes it (rounding the JSON's 4-decimal
         # percent again could flip a last digit)
-        t_ns, total_ns = round(r["time_us"] * 1000), round(ov["total_us"] * 1000)
         assert f"{t_ns / 1e6:.2f}" == ms and f"{t_ns / total_ns * 100:.2f}" == ratio, (t, r, printed[t])
-        assert abs(r["percent"] - 100 * t_ns / total_ns) < 0.00005001, (t, r)
     st, hdr, body = daemon.request(f"/api/v1/jobs/{job}/summary/overview?format=text")
     assert st == 200 and hdr["content-type"].startswith("text/plain")
     our_lines = section(body.decode(), "Overview Summary")
     paddle_lines = section(paddle_text, "Overview Summary")
     # the table itself, title to the last separator before the note, line for line
     n = paddle_lines.index("Note:")
-    assert our_lines[:n] == paddle_lines[:n]
+    assert our_lines[:n] == paddle_lines[:n] or not exact_ns
 
     # Operator table: every row Paddle prints (operators by CPU total, each followed by its
     # inner rows), the same calls and figures; calls, total, min and max exact in ns.
@@ -151,36 +181,44 @@ def check_tables(daemon, job, info):
     theirs = table_rows(section(paddle_text, "Operator Summary"), 52)
     mine = table_rows(section(op_text, "Operator Summary"), 52)
     assert len(theirs) >= 20, theirs
-    assert sorted(mine) == sorted(theirs)
-    assert [r for r in mine if not r[0].startswith(" ")] == [r for r in theirs if not r[0].startswith(" ")]
+    if exact_ns:
+        assert sorted(mine) == sorted(theirs)
+        assert [r for r in mine if not r[0].startswith(" ")] == [r for r in theirs if not r[0].startswith(" ")]
+    else:  # the same rows and calls (figures may differ in a last printed digit)
+        assert sorted(r[:2] for r in mine) == sorted(r[:2] for r in theirs)
     ops = daemon.get_json(f"/api/v1/jobs/{job}/summary/operator")["rows"]
     top = {r["name"]: r for r in ops if r["parent"] is None}
     assert set(top) == set(exact["operators"])
     for name, p in exact["operators"].items():
         r = top[name]
         assert r["calls"] == p["calls"], (name, r, p)
-        for ours_us, ns in ((r["total_us"], p["ns"]), (r["min_us"], p["min_ns"]), (r["max_us"], p["max_ns"])):
-            assert abs(ours_us * 1000 - ns) < 0.5, (name, r, p)
+        for ours_us, ns, k in ((r["total_us"], p["ns"], p["calls"]), (r["min_us"], p["min_ns"], 1),
+                               (r["max_us"], p["max_ns"], 1)):
+            assert near(ours_us, ns, k), (name, r, p)
         inner = {x["name"]: x for x in ops if x["parent"] == name}
         assert set(inner) == set(p["inner"]), (name, sorted(inner), sorted(p["inner"]))
         for iname, ip in p["inner"].items():
-            assert inner[iname]["calls"] == ip["calls"]
-            assert abs(inner[iname]["total_us"] * 1000 - ip["ns"]) < 0.5
+            assert inner[iname]["calls"] == ip["calls"], (name, iname, inner[iname], ip)
+            assert near(inner[iname]["total_us"], ip["ns"], ip["calls"]), (name, iname, inner[iname], ip)
 
     # Model and user-defined tables, exact.
     model = {r["name"]: r for r in daemon.get_json(f"/api/v1/jobs/{job}/summary/model")["rows"]}
     for name, p in exact["model"].items():
         assert model[name]["calls"] == p["calls"], (name, model[name], p)
-        assert abs(model[name]["total_us"] * 1000 - p["ns"]) < 0.5
-        assert abs(model[name]["max_us"] * 1000 - p["max_ns"]) < 0.5
-    staged = sum(model[n]["total_us"] for n in ("Dataloader", "Forward", "Backward", "Optimization"))
+        assert near(model[name]["total_us"], p["ns"], p["calls"]), (name, model[name], p)
+        assert near(model[name]["max_us"], p["max_ns"], 1), (name, model[name], p)
+    staged = sum(model[n]["total_us"] for n in ("Dataloader", "Forward", "Backward", "Optimization")
+                 if n in model)
     assert abs(model["Others"]["total_us"] - (model["ProfileStep"]["total_us"] - staged)) < 0.01
     model_text = daemon.request(f"/api/v1/jobs/{job}/summary/model?format=text")[2].decode()
-    assert table_rows(section(model_text, "Model Summary"), 15) == \
-        table_rows(section(paddle_text, "Model Summary"), 15)
+    if exact_ns:
+        assert table_rows(section(model_text, "Model Summary"), 15) == \
+            table_rows(section(paddle_text, "Model Summary"), 15)
     user = daemon.get_json(f"/api/v1/jobs/{job}/summary/user-defined")["rows"]
-    assert {r["name"]: (r["calls"], round(r["total_us"] * 1000)) for r in user} == \
-        {n: (p["calls"], p["ns"]) for n, p in exact["user"].items()} != {}
+    assert {r["name"]: r["calls"] for r in user} == {n: p["calls"] for n, p in exact["user"].items()} != {}
+    for r in user:
+        p = exact["user"][r["name"]]
+        assert near(r["total_us"], p["ns"], p["calls"]), (r, p)
 
     # No device in a CPU run: no GPU rows, distributed all zero; CSV is the JSON rows.
     dist = daemon.get_json(f"/api/v1/jobs/{job}/summary/distributed")["rows"]
@@ -245,3 +283,65 @@ def test_summary_ranges_caps_errors_and_benchmark(daemon, tmp):
     assert (sb["source"], sb["n_steps"], sb["counted"], sb["ips_unit"]) == ("spans", 7, 7, "steps/s")
     sbatch = [steps[s]["total_us"] / 1e6 for s in range(2, 9)]
     assert abs({r["name"]: r for r in sb["rows"]}["batch_cost"]["avg"] - sum(sbatch) / 7) < 1e-8
+
+
+def window_slack_ns(doc):
+    """None where every time of Paddle's JSON export is exact (the window's last end within
+    2^23 ns of its start), else pdtrace_slack_ns() of that end."""
+    last = 0
+    for e in doc["traceEvents"]:
+        args = e.get("args")
+        if isinstance(args, dict) and "end_time" in args:
+            num, unit = args["end_time"].split()
+            assert unit == "us", args
+            last = max(last, round(float(num) * 1000))
+    return None if last < 1 << 23 else (last + (1 << 22)) >> 23
+
+
+def offsets_ns(doc):
+    """[(ts - args.start_time, start_time)] over the events of Paddle's JSON export, in ns."""
+    d = []
+    for e in doc["traceEvents"]:
+        st = e.get("args", {}).get("start_time") if isinstance(e.get("args"), dict) else None
+        if st is not None and "ts" in e:
+            num, unit = st.split()
+            assert unit == "us", st
+            whole, _, frac = num.partition(".")
+            off = int(whole) * 1000 + int((frac + "000")[:3])
+            d.append((e["ts"] * 1000 - off, off))
+    return d
+
+
+def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
+    """A window longer than 8.4 ms (a CNN, the issue's make_scheduler): Paddle 3.x's float
+    start_time offsets spread ts - start_time over more than 1 µs (1.000-1.1 µs), where the import
+    kept the whole-µs ts (wrong kernel launch and infer_meta inner rows) and the live handler
+    rebuilt them. Both now rebuild them alike: the same tables, Paddle's rows and calls."""
+    job = JOB + "-cnn"
+    info = train(daemon, tmp, "paddle_summary_train.py", "cnn", job)
+    assert info["kept_us"] is False
+    path = tmp / f"{job}.json.window.json"
+    doc = json.loads(path.read_text())
+    d = offsets_ns(doc)
+    spread = max(x for x, _ in d) - min(x for x, _ in d)
+    assert 1000 <= spread < 1200, spread
+    slack = window_slack_ns(doc)
+    assert slack
+    wait_window(daemon, info, job)
+    out = import_file(daemon, path, job + "-json")
+    assert "paddle (paddle)" in out and "ts kept" not in out, out
+    wait_window(daemon, info, job + "-json")
+    n_x = sum(e.get("ph") == "X" for e in doc["traceEvents"])
+    import_file(daemon, tmp / f"{job}.json.window.pb", job + "-pb")
+    wait_window(daemon, info, job + "-pb", n_x)
+    # the .pb holds Paddle's ns: every table exact; the JSON twins within their floats
+    check_tables(daemon, job + "-pb", info, steps=(3, 6))
+    check_tables(daemon, job, info, steps=(3, 6), slack_ns=slack)
+    check_tables(daemon, job + "-json", info, steps=(3, 6), slack_ns=slack)
+    # live and imported: the very same tables, figure for figure
+    for kind in ("overview", "operator", "model", "user-defined"):
+        a = daemon.get_json(f"/api/v1/jobs/{job}/summary/{kind}")
+        b = daemon.get_json(f"/api/v1/jobs/{job}-json/summary/{kind}")
+        assert a["rows"] == b["rows"], kind
+    live = operators_when_equal(daemon, job, job + "-json")
+    assert len(live) > 20

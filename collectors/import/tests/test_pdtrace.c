@@ -112,6 +112,44 @@ START_TEST(test_pdtrace_inconsistent_offsets_keep_ts)
 }
 END_TEST
 
+START_TEST(test_pdtrace_float_offsets)
+{
+    /* Events of a real Paddle 3.3.1 export (a CNN's 4-step window, names shortened): offsets
+     * past 8.4 ms come float-rounded, so ts - start_time spreads over 1.032 µs (698094 -
+     * 697062 below); within each offset's slack a window start fits them all. The largest
+     * ts - start_time - slack is Pool2dGrad's 698078 - 29; adam's 698094 - 47 is below it. */
+    const char *d =
+        "[{\"ph\":\"X\",\"name\":\"add kernel launch[1.016 ms]\",\"ts\":1795669280530222,\"dur\":1016.142,"
+        "\"args\":{\"start_time\":\"523.952 us\"}},"
+        "{\"ph\":\"X\",\"name\":\"adam kernel launch\",\"ts\":1795669280927164,\"dur\":27.97,"
+        "\"args\":{\"start_time\":\"397465.906 us\"}},"
+        "{\"ph\":\"X\",\"name\":\"unsqueeze\",\"ts\":1795669280994110,\"dur\":25.164,"
+        "\"args\":{\"start_time\":\"464412.938 us\"}},"
+        "{\"ph\":\"X\",\"name\":\"Pool2dGrad\",\"ts\":1795669280770197,\"dur\":31902.0,"
+        "\"args\":{\"start_time\":\"240498.922 us\"}},"
+        "{\"ph\":\"X\",\"name\":\"Conv2dGrad\",\"ts\":1795669280704161,\"dur\":241.437,"
+        "\"args\":{\"start_time\":\"174463.922 us\"}},"
+        "{\"ph\":\"X\",\"name\":\"Optimization Step\",\"ts\":1795669280926631,\"dur\":64946.742,"
+        "\"args\":{\"start_time\":\"396932.938 us\"}}]";
+    char out[4096];
+    struct pdtrace p;
+    pdtrace_init(&p);
+    ck_assert_int_eq(pdtrace_slack_ns(8388607), 0);
+    ck_assert_int_eq(pdtrace_slack_ns(8388608), 1);
+    ck_assert_int_eq(pdtrace_slack_ns(-782369938), 93);
+    ck_assert_int_eq(run(d, 7, &p, out, sizeof out), 6);
+    ck_assert(p.exact);
+    ck_assert_int_eq(p.hi, 1795669280529698049LL);
+    ck_assert_int_eq(p.lo, 1795669280529697078LL + 21); /* Conv2dGrad's */
+    /* start + offset; adam's and the Optimization Step's land 45 and 13 ns before their
+     * truncated ts and are kept at it */
+    ck_assert_ptr_nonnull(strstr(out, "\"ts\":1795669280530222.001,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"ts\":1795669280927164,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"ts\":1795669280926631,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"ts\":1795669280704161.971,"));
+}
+END_TEST
+
 START_TEST(test_pdtrace_offsets)
 {
     static const struct {
@@ -161,6 +199,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_pdtrace_rewrites_any_chunking, 1, 48);
     tcase_add_test(tc, test_pdtrace_inconsistent_offsets_keep_ts);
+    tcase_add_test(tc, test_pdtrace_float_offsets);
     tcase_add_test(tc, test_pdtrace_offsets);
     tcase_add_test(tc, test_pdtrace_name_suffix);
     suite_add_tcase(s, tc);

@@ -195,26 +195,48 @@ def _ts_ns(ts):
     return ts * 1000 if isinstance(ts, int) else int(round(ts * 1000))
 
 
+def _slack_ns(off):
+    """How far Paddle's float rounding may move an offset of off ns (collectors/import/pdtrace.h:
+    two float roundings of off / 2^24 each, then %.3f's; 0 below 2^23 ns)."""
+    a = abs(off)
+    return 0 if a < (1 << 23) else (a + (1 << 22)) >> 23
+
+
+def _window_start(events, offs):
+    """The window's start in ns from Paddle's truncated ts and its (float-rounded) offsets, or
+    None when no start fits every event (the import's rule, collectors/import/pdtrace.c)."""
+    lo = hi = None
+    for ev, off in zip(events, offs):
+        if off is None:
+            continue
+        d, slack = _ts_ns(ev.get("ts")) - off, _slack_ns(off)
+        lo = d + slack if lo is None else min(lo, d + slack)
+        hi = d - slack if hi is None else max(hi, d - slack)
+    if hi is None or hi - lo >= 1000:
+        return None
+    return hi
+
+
 def stream_chrome_trace(doc, client):
     """Sends the events of a Paddle chrome trace document (``prof.export(path, "json")``) to
     client: names lose Paddle's ``[12.345 us]`` duration suffix, and timestamps, which Paddle
     writes truncated to whole µs, are rebuilt to the ns from each event's ``args.start_time``
-    (its offset from the window's start). Returns the number of events sent."""
+    (its offset from the window's start), exactly as ``stepscope import`` rebuilds them: where
+    no window start fits every event's ts and offset, the ts are sent as written and
+    ``stream_chrome_trace.kept_us`` is set. Returns the number of events sent."""
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         return 0
-    base = None  # the window's start in ns: the largest ts - start_time (ts is truncated)
     offs = []
     for ev in events:
         off = None
         if isinstance(ev, dict):
             args = ev.get("args")
-            t = _ts_ns(ev.get("ts"))
-            if isinstance(args, dict) and "start_time" in args and t is not None:
+            if isinstance(args, dict) and "start_time" in args and _ts_ns(ev.get("ts")) is not None:
                 off = _offset_ns(args["start_time"])
-                if off is not None and (base is None or t - off > base):
-                    base = t - off
         offs.append(off)
+    base = _window_start(events, offs)
+    stream_chrome_trace.kept_us = base is None and any(o is not None for o in offs)
     n = 0
     for ev, off in zip(events, offs):
         if not isinstance(ev, dict) or "ph" not in ev:
@@ -226,7 +248,9 @@ def stream_chrome_trace(doc, client):
             if m:
                 ev["name"] = m.group(1)
         if off is not None and base is not None:
-            ts = base + off
+            ts, t = base + off, _ts_ns(ev["ts"])
+            if t % 1000 == 0:  # a ts truncated to the µs bounds the start to [t, t + 999]
+                ts = min(max(ts, t), t + 999)
             del ev["ts"]
             b = encode_line(ev)
             if b is None:
@@ -236,6 +260,9 @@ def stream_chrome_trace(doc, client):
             client.event(ev)
         n += 1
     return n
+
+
+stream_chrome_trace.kept_us = False
 
 
 def trace_handler(client=None, dir_name=None):
