@@ -89,9 +89,12 @@ def covered(ranges, s, e):
     return sum(max(0, min(e, re_) - max(s, rs)) for rs, re_ in ranges)
 
 
-def breakdown(events, comm_prefix=False):
+def breakdown(events, comm_prefix=False, driver=False):
     """comm_prefix: stepscope's documented departure, any "nccl:"/"gloo:" host op is
     communication (tb-plugin knows five collectives by name).
+    driver: stepscope's documented departure, a cat `cuda_driver` call (cuLaunchKernel, which
+    Kineto records when a library launches through the driver API) is a runtime call that owns
+    the device events with its correlation (tb-plugin has no type for the cat and drops it).
     {"steps": [{"step", "start", "end", "costs": {cat: ns}}], "dropped", "average": {cat:
     float ns, "total": float ns}, "gpus": {device: utilisation}, "departures": set()}."""
     departures = set()
@@ -114,9 +117,11 @@ def breakdown(events, comm_prefix=False):
             devices.append(("memcpy", s, t, args.get("correlation"), None, None))
         elif cat in ("memset", "gpu_memset"):
             devices.append(("memset", s, t, args.get("correlation"), None, None))
-        elif cat in ("runtime", "cuda_runtime"):
+        elif cat in ("runtime", "cuda_runtime") or (driver and cat == "cuda_driver"):
             role_ranges["runtime"].append((s, t))
             runtimes.append((s, t, args.get("correlation")))
+        elif cat == "cuda_driver":
+            departures.add("cuda_driver")
         elif cat in ("operator", "cpu_op", "user_annotation", "python", "gpu_user_annotation"):
             if cat == "gpu_user_annotation":
                 # tb-plugin would take a mirrored "ProfilerStep#N" here as another step; we

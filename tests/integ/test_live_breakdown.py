@@ -4,7 +4,10 @@
 - Golden: every Kineto trace of tests/data/kineto, sent verbatim, gives per step exactly the
   step bounds and category times of an independent Python reference of torch-tb-profiler's
   algorithm (tb_breakdown.py, from peers.md §1.3/§1.5), the same trimmed steps, the same average
-  and the same GPU utilisation; every step's categories sum exactly to the step.
+  and the same GPU utilisation; every step's categories sum exactly to the step. The reference
+  takes our documented departures (communication names, cuda_driver calls as runtime: the H200
+  trace has one cuLaunchKernel per step). The real torch-tb-profiler's own numbers are checked
+  in test_breakdown_tb_profiler.py.
 - Live: a job whose connection stays open gets new steps in its breakdown as they arrive.
 - Paging, CSV and bad parameters; the same breakdown after kill -9 and restart.
 """
@@ -21,7 +24,7 @@ from ssclient import Client
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
 TRACES = ["gpu_5steps_rank0", "gpu_2steps_sampled_rank0", "rocm_minitoy_3steps",
-          "cpu_only_rank34", "cpu_ops_rank_non_gpu"]
+          "cpu_only_rank34", "cpu_ops_rank_non_gpu", "cuda_attach_h200/trace"]
 CATS = tb.CATS
 
 
@@ -52,7 +55,7 @@ def settled(d, path, timeout=20.0):
 def test_breakdown_equals_tb_reference(daemon, name):
     path = DATA / (name + ".json.gz")
     events = tb.load(path)
-    ref = tb.breakdown(events, comm_prefix=True)
+    ref = tb.breakdown(events, comm_prefix=True, driver=True)
     strict = tb.breakdown(events)
     if not strict["departures"]:
         # Nothing stepscope does differently matters here: tb-plugin's own rules agree.
