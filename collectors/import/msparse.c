@@ -1909,7 +1909,8 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
 
 /* ---- MindSpore 2.x trace_view.json ---- */
 
-#define TV_PIDS_MAX 16 /* "CPU OP" processes remembered */
+#define TV_PIDS_MAX 16 /* "CPU OP" and "Scope Layer" processes remembered, each */
+#define TV_SCOPE_CAT "scope_layer" /* the cat given to the "Scope Layer" process's spans */
 
 /* One member of an event object: its key and its value's raw text. */
 struct tv_member {
@@ -1919,9 +1920,15 @@ struct tv_member {
     bool plain;
 };
 
+/* Raw pid texts of the processes of one name. */
+struct tv_pids {
+    const char *pid[TV_PIDS_MAX];
+    size_t pid_n[TV_PIDS_MAX], n;
+};
+
 struct tv {
-    const char *cpu_pid[TV_PIDS_MAX]; /* raw pid texts of the "CPU OP" processes */
-    size_t cpu_pid_n[TV_PIDS_MAX], n_cpu_pids;
+    struct tv_pids cpu;               /* the "CPU OP" processes */
+    struct tv_pids scope;             /* the "Scope Layer" processes */
     uint64_t n_ops;                   /* their X events, and their first and last ts (ns) */
     int64_t op_min, op_max;
     int64_t shift;                    /* subtracted from every ts sent */
@@ -1940,16 +1947,24 @@ static int tv_time(const struct tv_member *mb, int64_t *ns)
     return num_us_to_ns(mb->v, mb->vn, ns);
 }
 
-static bool tv_is_cpu_pid(const struct tv *t, const struct tv_member *pid)
+static bool tv_has_pid(const struct tv_pids *s, const struct tv_member *pid)
 {
-    for (size_t i = 0; pid && i < t->n_cpu_pids; i++)
-        if (t->cpu_pid_n[i] == pid->vn && memcmp(t->cpu_pid[i], pid->v, pid->vn) == 0)
+    for (size_t i = 0; pid && i < s->n; i++)
+        if (s->pid_n[i] == pid->vn && memcmp(s->pid[i], pid->v, pid->vn) == 0)
             return true;
     return false;
 }
 
-/* Whether the raw args object a[0, n) is {"name":"CPU OP", ...}. */
-static bool tv_args_cpu_op(const char *a, size_t n)
+static void tv_add_pid(struct tv_pids *s, const struct tv_member *pid)
+{
+    if (s->n < TV_PIDS_MAX && !tv_has_pid(s, pid)) {
+        s->pid[s->n] = pid->v;
+        s->pid_n[s->n++] = pid->vn;
+    }
+}
+
+/* Whether the raw args object a[0, n) is {"name":<want>, ...}. */
+static bool tv_args_named(const char *a, size_t n, const char *want)
 {
     struct mj j = {a, a, a + n, 0};
     struct msf_err e;
@@ -1963,7 +1978,7 @@ static bool tv_args_cpu_op(const char *a, size_t n)
             return false;
         mj_ws(&j);
         if (mem_is(k, kn, "name") && j.p < j.end && *j.p == '"')
-            return mj_string(&j, &v, &vn, &pl, &e) == 0 && mem_is(v, vn, "CPU OP");
+            return mj_string(&j, &v, &vn, &pl, &e) == 0 && mem_is(v, vn, want);
         if (mj_skip(&j, &e) < 0 || !mj_eat(&j, ','))
             return false;
     }
@@ -1991,7 +2006,7 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
                     const char *at, const char *base, struct msf_err *e)
 {
     const struct tv_member *ph = NULL, *name = NULL, *pid = NULL, *ts = NULL, *dur = NULL,
-                           *args = NULL;
+                           *args = NULL, *cat = NULL;
     for (size_t i = 0; i < n; i++) {
         const struct tv_member *x = &mb[i];
         const struct tv_member **slot = mem_is(x->k, x->kn, "ph")     ? &ph
@@ -2000,6 +2015,7 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
                                         : mem_is(x->k, x->kn, "ts")   ? &ts
                                         : mem_is(x->k, x->kn, "dur")  ? &dur
                                         : mem_is(x->k, x->kn, "args") ? &args
+                                        : mem_is(x->k, x->kn, "cat")  ? &cat
                                                                       : NULL;
         if (slot && !*slot)
             *slot = x; /* the first occurrence counts, as in the daemon */
@@ -2012,10 +2028,11 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
     char p = ph->v[0];
     if (pass == 1) {
         if (p == 'M' && name && name->str && mem_is(name->v, name->vn, "process_name") && pid &&
-            args && tv_args_cpu_op(args->v, args->vn) && t->n_cpu_pids < TV_PIDS_MAX &&
-            !tv_is_cpu_pid(t, pid)) {
-            t->cpu_pid[t->n_cpu_pids] = pid->v;
-            t->cpu_pid_n[t->n_cpu_pids++] = pid->vn;
+            args) {
+            if (tv_args_named(args->v, args->vn, "CPU OP"))
+                tv_add_pid(&t->cpu, pid);
+            else if (tv_args_named(args->v, args->vn, "Scope Layer"))
+                tv_add_pid(&t->scope, pid);
         }
         return 0;
     }
@@ -2029,7 +2046,7 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
                     : (p == 'X' && (tv_time(dur, &dur_ns) < 0 || dur_ns < 0)) ? "duration >= 0 (\"dur\")"
                                                                               : "string \"name\"");
     }
-    bool cpu = tv_is_cpu_pid(t, pid);
+    bool cpu = tv_has_pid(&t->cpu, pid);
     if (pass == 2) {
         if (cpu && p == 'X') {
             if (t->n_ops == 0 || ts_ns < t->op_min)
@@ -2042,16 +2059,24 @@ static int tv_event(struct msf *m, struct tv *t, int pass, const struct tv_membe
     }
     if (cpu && m->cpu_op_n > 0)
         return 0; /* cpu_op_execute_timestamp gave these executions already */
+    /* A span of the "Scope Layer" process is a level of the network's scope hierarchy, not an
+     * operator: MindSpore gives it no cat, its process name says what it is; the cat says it to
+     * the daemon (role scope). */
+    bool scope = p != 'M' && tv_has_pid(&t->scope, pid);
     struct sbuf *o = &m->out;
     sbuf_addc(o, '{');
+    if (scope && !cat)
+        sbuf_adds(o, "\"cat\":\"" TV_SCOPE_CAT "\"");
     for (size_t i = 0; i < n; i++) {
         const struct tv_member *x = &mb[i];
-        if (i)
+        if (i || (scope && !cat))
             sbuf_addc(o, ',');
         sbuf_addc(o, '"');
         sbuf_add(o, x->k, x->kn);
         sbuf_adds(o, "\":");
-        if (x == ts) {
+        if (x == cat && scope) {
+            sbuf_adds(o, "\"" TV_SCOPE_CAT "\"");
+        } else if (x == ts) {
             put_us(o, ts_ns - t->shift);
         } else if (x == dur && p == 'X') {
             put_us(o, dur_ns);

@@ -8,5 +8,5 @@
 const char *const analyse_role_names[ANALYSE_ROLE_COUNT] = {
     "other",   "step",   "dataloader", "forward", "backward", "optimizer",      "communication",
     "host_op", "kernel", "memcpy",     "memset",  "runtime",  "user_annotation", "python",
-    "gpu_annotation",
+    "gpu_annotation", "scope",
 };

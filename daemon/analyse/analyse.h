@@ -40,6 +40,9 @@ enum analyse_role {
     ANALYSE_ROLE_GPU_ANNOTATION,  /* Kineto's GPU mirror of a host range (cat gpu_user_annotation):
                                      device-side, so in neither the host nor the kernel table (torch's
                                      key_averages() lists it as a CUDA row); CPU exec in the breakdown */
+    ANALYSE_ROLE_SCOPE,           /* a level of the network's scope hierarchy (MindSpore's "Scope
+                                     Layer": Default, network-WithLossCell, Gradients, ...): over
+                                     the operators, not one; in no table, step point nor breakdown */
     ANALYSE_ROLE_COUNT,
 };
 

@@ -354,6 +354,7 @@ int analyse_breakdown_compute(const struct analyse_span *spans, size_t n, struct
             c = ANALYSE_BD_CPU_EXEC;
             break;
         case ANALYSE_ROLE_PYTHON: /* tb counts cat "python" but not "python_function": neither here */
+        case ANALYSE_ROLE_SCOPE:  /* spans the operators it groups: counting it would count them twice */
         case ANALYSE_ROLE_OTHER:
         case ANALYSE_ROLE_COUNT:
             break;

@@ -55,6 +55,8 @@ static const struct analyse_rule default_rules[] = {
     R(COMMUNICATION, "Communication", NULL, NULL, NULL, NULL),
     R(USER_ANNOTATION, "user_annotation|UserDefined|PythonUserDefined", NULL, NULL, NULL, NULL),
     R(HOST_OP, "cpu_op|Operator|OperatorInner|PythonOp|hpu_op", NULL, NULL, NULL, NULL),
+    /* MindSpore's "Scope Layer" process (the producers give its spans this cat). */
+    R(SCOPE, "scope_layer", NULL, NULL, NULL, NULL),
     /* Cat-less spans: MindSpore timelines and legacy torch ("CPU functions") traces. */
     R(DATALOADER, "-", "GetNext|InitData|InitDataSetQueue", NULL, NULL, NULL),
     R(DATALOADER, "-", NULL, NULL, NULL, "/GetNext-op|/InitDataSetQueue-op"),

@@ -7,7 +7,8 @@ tests/frameworks/test_mindspore_capture.py. Socket and job from STEPSCOPE_SOCKET
 
 Touches READY_FILE once a few steps ran (the test then POSTs the capture), stops training two
 steps after the capture is over (or after MAX_SECONDS), then writes the capture
-(callback's hook.captures.last) and the client's stats to OUT.json.
+(callback's hook.captures.last) and the client's stats to OUT.json. MindSpore's profiler output
+goes to a stepscope-mindspore-* folder beside OUT.json.
 """
 import json
 import pathlib
@@ -60,7 +61,7 @@ def main():
     model = ms.train.Model(net, nn.SoftmaxCrossEntropyWithLogits(reduction="mean"),
                            nn.SGD(net.trainable_params(), 0.01))
     data = ds.GeneratorDataset(samples, ["x", "y"], shuffle=False).batch(8)
-    ss = StepscopeCallback()
+    ss = StepscopeCallback(capture_dir=str(pathlib.Path(out).parent))
     model.train(1, data, callbacks=[ss, Until(ss, ready, max_s)], dataset_sink_mode=False)
     client = ss._hook.client
     cap = ss._hook.captures.last

@@ -2,7 +2,12 @@
 """On-demand capture with real MindSpore (CPU, PyNative) in a child process: StepscopeCallback
 serves a POSTed capture with mindspore.Profiler started at the window's first step, stopped and
 analysed after its last; the window's trace_view.json events (MatMul, ... with text times) are
-streamed with exact numeric times and the rank's part goes to done."""
+streamed with exact numeric times and the rank's part goes to done. The daemon's operator
+tables equal MindSpore's own cpu_op_type_info/cpu_op_detail_info of the window (trace_view's
+"Scope Layer" spans are not operators), and MindSpore's profiler folder is kept."""
+import csv
+import math
+import pathlib
 import sys
 
 from fwutil import HERE
@@ -26,3 +31,43 @@ def test_mindspore_capture_two_steps(daemon, tmp):
         r["name"] for r in daemon.get_json("/api/v1/jobs/%s/operators?limit=1000" % job)["rows"]}
         & {"MatMul", "Conv2D", "ReLU", "BiasAdd"})
     assert "MatMul" in names or "Conv2D" in names, names
+    # trace_view's "Scope Layer" spans (Default, network-WithLossCell, _backbone-Net, Gradients,
+    # ...) are the network's scope hierarchy over these operators, not operators: no row, no share
+    rows = daemon.get_json("/api/v1/jobs/%s/operators?limit=1000" % job)["rows"]
+    scopes = {"Default", "Gradients", "network-WithLossCell", "_backbone-Net", "optimizer-SGD"}
+    assert not {r["name"] for r in rows} & scopes, rows
+    assert abs(sum(r["percent"] for r in rows) - 100) < 0.01, rows
+    # ... and never a step's FP or BP point
+    pts = daemon.get_json("/api/v1/jobs/%s/step-trace" % job)["points"]
+    assert pts["fp_start"] not in scopes and pts["bp_end"] not in scopes, pts
+
+    # MindSpore's profiler output is the user's: kept, and named in the capture
+    out = pathlib.Path(cap["output_dir"])
+    assert out.parent == tmp and out.name.startswith("stepscope-mindspore-"), cap
+    fw = next(out.glob("*_ascend_ms/FRAMEWORK"))
+    # the window's operators as MindSpore's own tables count them: by type and by name
+    types = list(csv.DictReader(open(fw / "cpu_op_type_info_0.csv")))
+    by_type = daemon.get_json("/api/v1/jobs/%s/operators?group=type&limit=1000" % job)["rows"]
+    assert len(types) > 3
+    check_rows(by_type, types, "op_type", "type_occurrences", "total_compute_time", "avg_time(ms)")
+    percent = {r["name"]: r["percent"] for r in by_type}
+    for t in types:  # MindSpore's percent is a fraction of the operators' total
+        assert math.isclose(percent[t["op_type"]], float(t["percent"]) * 100,
+                            rel_tol=1e-4, abs_tol=1e-4), (t, percent)
+    detail = list(csv.DictReader(open(fw / "cpu_op_detail_info_0.csv")))
+    check_rows(rows, detail, "full_op_name", "op_occurrences", "op_total_time(ms)",
+               "op_avg_time(ms)")
+
+
+def check_rows(rows, table, name, calls, total_ms, avg_ms):
+    """The daemon's rows are the rows of MindSpore's table (one each, by name), with its calls,
+    total and average (MindSpore prints 6 significant digits)."""
+    got = {r["name"]: r for r in rows}
+    assert len(got) == len(rows) and set(got) == {t[name] for t in table}, (sorted(got), table)
+    for t in table:
+        r = got[t[name]]
+        assert r["calls"] == int(t[calls]), (t, r)
+        assert math.isclose(r["total_us"], float(t[total_ms]) * 1000,
+                            rel_tol=1e-5, abs_tol=2e-3), (t, r)
+        assert math.isclose(r["avg_us"], float(t[avg_ms]) * 1000,
+                            rel_tol=1e-5, abs_tol=2e-3), (t, r)

@@ -46,6 +46,11 @@ static const struct {
     { "", "ProfilerStep#5", ANALYSE_ROLE_STEP },
     { "gpu_user_annotation", "ProfilerStep#5", ANALYSE_ROLE_GPU_ANNOTATION },
     { "gpu_user_annotation", "Optimizer.step#SGD.step", ANALYSE_ROLE_GPU_ANNOTATION },
+    /* MindSpore trace_view "Scope Layer" spans (the producers' cat): a hierarchy, not operators */
+    { "scope_layer", "Default", ANALYSE_ROLE_SCOPE },
+    { "scope_layer", "network-WithLossCell", ANALYSE_ROLE_SCOPE },
+    { "Scope_Layer", "Gradients", ANALYSE_ROLE_SCOPE },
+    { "", "Default", ANALYSE_ROLE_HOST_OP },
     { "cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ANALYSE_ROLE_DATALOADER },
     { "", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ANALYSE_ROLE_DATALOADER },
     { "", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__init__", ANALYSE_ROLE_HOST_OP },

@@ -492,20 +492,38 @@ def test_mindspore_profiler_cpu_output(daemon, mindspore_output):
                     lambda d: d["total"] >= len(types))
     rows = {r["name"]: r for r in doc["rows"]}
     assert len(types) > 3
+    # trace_view's "Scope Layer" spans (Default, Gradients, ...) are a hierarchy over the
+    # operators, not operators: no row of their own, and no share of the percentages
+    assert not set(rows) & scope_names(mindspore_output), doc["rows"]
+    assert len(rows) == len(types), sorted(rows)
     for t in types:
         r = rows[t["op_type"]]
         assert r["calls"] == int(t["type_occurrences"]), t
         # MindSpore prints its tables with 6 significant digits.
         assert math.isclose(r["total_us"], float(t["total_compute_time"]) * 1000,
                             rel_tol=1e-5, abs_tol=2e-3), (t, r)
+        assert math.isclose(r["percent"], float(t["percent"]) * 100,
+                            rel_tol=1e-4, abs_tol=1e-4), (t, r)
     detail = list(csv.DictReader(open(framework / "cpu_op_detail_info_0.csv")))
     by_name = {r["name"]: r for r in daemon.get_json(
         "/api/v1/jobs/ms2/operators?limit=100000")["rows"]}
+    assert len(by_name) == len(detail), sorted(by_name)
     for d in detail:
         r = by_name[d["full_op_name"]]
         assert r["calls"] == int(d["op_occurrences"]), d
         assert math.isclose(r["total_us"], float(d["op_total_time(ms)"]) * 1000,
                             rel_tol=1e-5, abs_tol=2e-3), (d, r)
+
+
+def scope_names(output):
+    """The names of the spans of trace_view.json's "Scope Layer" process."""
+    tv = json.loads(next(output.glob("*_ascend_ms/ASCEND_PROFILER_OUTPUT/trace_view.json"))
+                    .read_text())
+    pids = {e["pid"] for e in tv if e["ph"] == "M" and e["name"] == "process_name"
+            and e["args"]["name"] == "Scope Layer"}
+    names = {e["name"] for e in tv if e["ph"] == "X" and e["pid"] in pids}
+    assert "Default" in names, names
+    return names
 
 
 def paddle_offset_ns(text):
@@ -551,6 +569,11 @@ def test_mindspore_trace_view(daemon, mindspore_output):
                 ns(e["ts"]) - moved if "ts" in e else None, ns(e["dur"]) if "dur" in e else None)
     want = sorted(key(e, shift) for e in others if e["ph"] == "X")
     assert sorted(key(e, 0) for e in got if e["ph"] == "X" and e["pid"] != "CPU OP") == want
+    # MindSpore gives the "Scope Layer" spans no cat: they arrive with cat scope_layer (role
+    # scope: not operators)
+    scope = {str(e["pid"]) for e in tv if e["ph"] == "M" and e["name"] == "process_name"
+             and e["args"]["name"] == "Scope Layer"}
+    assert {e.get("cat") for e in got if e["ph"] == "X" and e["pid"] in scope} == {"scope_layer"}
 
 
 def ns(text):

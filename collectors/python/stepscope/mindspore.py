@@ -62,11 +62,15 @@ class StepscopeCallback(_CallbackBase):
     steps the callback step covers. The step number is ``cur_step_num - 1`` (from 0, across
     epochs). In sink mode, the device queue's depth (``get_mbuf_queue_size()``) is sent as queue
     ``get_next`` at each step end. A host CPU sample is sent at a step's end at most every
-    ``host_interval`` seconds (0: none).
+    ``host_interval`` seconds (0: none). ``captures``: serve the daemon's capture requests
+    (serve_captures), MindSpore's profiler output kept under ``capture_dir`` (default: the
+    system's temporary directory).
     """
 
-    def __init__(self, client=None, hooks=True, host_interval=1.0, captures=True):
+    def __init__(self, client=None, hooks=True, host_interval=1.0, captures=True,
+                 capture_dir=None):
         super().__init__()
+        self._capture_dir = capture_dir
         self._client = client
         self._captures = captures
         self._host_interval = host_interval
@@ -84,7 +88,7 @@ class StepscopeCallback(_CallbackBase):
                 close_on_optimizer=False, host_interval=self._host_interval,
                 framework=framework_of("mindspore"))
             if self._captures:
-                serve_captures(self._hook)
+                serve_captures(self._hook, output_dir=self._capture_dir)
         return self._hook
 
     def _fail(self, e):
@@ -188,17 +192,40 @@ def _ns(v):
         return None
 
 
+SCOPE_CAT = "scope_layer"
+
+
+def _scope_pids(events):
+    """The pids whose process_name metadata is "Scope Layer"."""
+    pids = set()
+    for ev in events:
+        try:
+            if (ev.get("ph") == "M" and ev.get("name") == "process_name"
+                    and ev["args"]["name"] == "Scope Layer"):
+                pids.add(ev.get("pid"))
+        except (AttributeError, KeyError, TypeError):
+            pass
+    return pids
+
+
 def stream_trace_view(events, client):
     """Sends the events of a MindSpore ``trace_view.json`` (a Chrome trace list, or an object with
     ``traceEvents``) to client. MindSpore 2.x writes ``ts`` and ``dur`` as text ("123.456"): they
-    are sent as numbers, ``ts`` exact to the ns. Returns the number of events sent."""
+    are sent as numbers, ``ts`` exact to the ns. The spans of its "Scope Layer" process (the
+    network's scope hierarchy: ``Default``, ``network-WithLossCell``, ...; one thread per depth),
+    which MindSpore gives no cat, are sent with cat ``scope_layer``, so that the daemon does not
+    count them as operators. Returns the number of events sent."""
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
+    events = events if isinstance(events, list) else []
+    scope = _scope_pids(events)
     n = 0
-    for ev in events if isinstance(events, list) else []:
+    for ev in events:
         if not isinstance(ev, dict) or "ph" not in ev:
             continue
         ev = dict(ev)
+        if ev["ph"] != "M" and ev.get("pid") in scope:
+            ev["cat"] = SCOPE_CAT
         ts = _ns(ev.pop("ts")) if "ts" in ev else None
         if "dur" in ev:
             d = _ns(ev["dur"])
@@ -211,14 +238,17 @@ def stream_trace_view(events, client):
     return n
 
 
-def serve_captures(hook, output_dir=None):
+def serve_captures(hook, output_dir=None, keep=True):
     """Makes hook (a StepHook) serve capture requests with ``mindspore.Profiler``: made with
-    ``start_profile=False`` in a temporary directory (under output_dir) and started at the
-    window's first step; after its last step stopped and analysed (in the training thread: about
-    a second), its ``ASCEND_PROFILER_OUTPUT/trace_view.json`` streamed (stream_trace_view) and the
-    directory removed. A profiler that cannot start, or writes no trace_view.json on this
-    device, fails the capture with MindSpore's reason."""
+    ``start_profile=False`` in a new directory (``stepscope-mindspore-*`` under output_dir, else
+    under the system's temporary directory) and started at the window's first step; after its
+    last step stopped and analysed (in the training thread: about a second), its
+    ``ASCEND_PROFILER_OUTPUT/trace_view.json`` streamed (stream_trace_view). The directory is
+    MindSpore's profiler output (its ``cpu_op_*`` tables, the timeline, ...): it is kept, its
+    path in ``captures.last["output_dir"]``, unless keep is False. A profiler that cannot start,
+    or writes no trace_view.json on this device, fails the capture with MindSpore's reason."""
     client = hook.client
+    profilers = {}  # output directory -> its mindspore.Profiler, while a window records
 
     def start(what):
         import mindspore
@@ -227,12 +257,13 @@ def serve_captures(hook, output_dir=None):
             prof = mindspore.Profiler(start_profile=False, output_path=d)
             prof.start()
         except BaseException:
-            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d, ignore_errors=True)  # ours, and nothing profiled in it
             raise
-        return prof, d
+        profilers[d] = prof
+        return d
 
-    def stop(handle):
-        prof, d = handle
+    def stop(d):
+        prof = profilers.pop(d)
         try:
             prof.stop()
             prof.analyse()
@@ -243,7 +274,8 @@ def serve_captures(hook, output_dir=None):
             with open(files[0], "rb") as f:
                 return stream_trace_view(json.load(f), client)
         finally:
-            shutil.rmtree(d, ignore_errors=True)
+            if not keep:
+                shutil.rmtree(d, ignore_errors=True)
 
-    hook.captures = Captures(client, start, stop)
+    hook.captures = Captures(client, start, stop, keep_as="output_dir")
     return hook.captures
