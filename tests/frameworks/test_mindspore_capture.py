@@ -58,6 +58,15 @@ def test_mindspore_capture_two_steps(daemon, tmp):
     check_rows(rows, detail, "full_op_name", "op_occurrences", "op_total_time(ms)",
                "op_avg_time(ms)")
 
+    # stopping and analysing MindSpore's profiler (about a second) is the capture's cost, not the
+    # next step's data loading: the next step starts after it
+    stop_us = cap["stop_ns"] / 1000
+    assert stop_us > 100_000, cap
+    rows = {r["step"]: r for r in daemon.get_json("/api/v1/jobs/%s/steps?limit=1000" % job)["rows"]}
+    last, after = rows[cap["last_step"]], rows[cap["last_step"] + 1]
+    assert after["interval_us"] < stop_us / 4, (cap, after)
+    assert after["start_us"] - last["end_us"] >= stop_us * 0.9, (cap, last, after)
+
 
 def check_rows(rows, table, name, calls, total_ms, avg_ms):
     """The daemon's rows are the rows of MindSpore's table (one each, by name), with its calls,

@@ -9,6 +9,7 @@ functions: ``start(what) -> handle`` and ``stop(handle) -> number of events stre
 profiler, so that ``key_averages()`` can be compared); by default the handle is dropped."""
 import collections
 import os
+import time
 
 __all__ = ["Captures"]
 
@@ -24,7 +25,8 @@ class Captures:
         self._keep_as = keep_as
         self._queue = collections.deque()  # requests, from the sender thread
         self._cap = None                   # the capture being recorded
-        self.last = None                   # the latest finished one: id, state, steps, events
+        self.last = None                   # the latest finished one: id, state, steps, events,
+                                           # stop_ns (the time its stop() took)
         self._pid = os.getpid()
         self.active = True
         client.on_capture(self.on_request)
@@ -82,10 +84,12 @@ class Captures:
         handle = cap.pop("handle")
         if self._keep_as:
             cap[self._keep_as] = handle
+        t0 = time.monotonic_ns()
         try:
             cap["events"] = self._stop(handle)
         except Exception as e:
             state, reason = "failed", "%s: %s" % (type(e).__name__, e)
+        cap["stop_ns"] = time.monotonic_ns() - t0  # the profiler's stop, export and streaming
         cap["state"] = state
         self.last = cap
         self.client.capture_state(cap["id"], state, reason)

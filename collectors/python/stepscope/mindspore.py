@@ -149,9 +149,14 @@ class StepscopeCallback(_CallbackBase):
                 self._sink_step(run_context, s, num)
             if num is not None:
                 self._last_step_num = int(num)
+            caps = h.captures
+            last = caps.last if caps is not None else None
             h.end(t)
             self._open_num = None
-            self._fetch_t0 = t
+            # A capture that ended with this step stopped and analysed MindSpore's profiler in
+            # h.end() (about a second): the profiler's cost, not the next step's data loading,
+            # so the next step starts after it (the gap is the capture's "stop_ns").
+            self._fetch_t0 = _now() if caps is not None and caps.last is not last else t
         except Exception as e:
             self._fail(e)
 
