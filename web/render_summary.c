@@ -596,11 +596,37 @@ static void text_distributed(struct sbuf *b, const struct analyse_summary *s, co
     sbuf_adds(b, "\n\n\n");
 }
 
+/* Whether Paddle's summary() leaves the kind's table out (profiler_statistic._build_table):
+ * model without a stage besides ProfileStep, distributed without communication, the operator,
+ * kernel, memory and user-defined tables without a row. Device and overview always print. */
+static bool paddle_omits(const struct web_summary_doc *d)
+{
+    const struct analyse_summary *s = d->sum;
+    switch (d->kind) {
+    case WEB_SUMMARY_MODEL:
+        return !s->has_model;
+    case WEB_SUMMARY_DISTRIBUTED:
+        return s->comm_cpu_calls == 0 && s->comm_gpu_calls == 0;
+    case WEB_SUMMARY_OPERATOR:
+        return s->n_ops == 0;
+    case WEB_SUMMARY_KERNEL:
+        return s->n_kernels == 0;
+    case WEB_SUMMARY_MEMORY:
+        return s->n_memory == 0;
+    case WEB_SUMMARY_USER_DEFINED:
+        return s->n_user == 0;
+    default:
+        return false;
+    }
+}
+
 static void render_text(struct sbuf *b, const struct web_summary_doc *d)
 {
     const struct analyse_summary *s = d->sum;
     const char *u = d->time_unit;
     static const char thread[] = "Thread: All threads merged";
+    if (paddle_omits(d))
+        return;
     switch (d->kind) {
     case WEB_SUMMARY_DEVICE:
         text_device(b, d);

@@ -31,7 +31,8 @@ void summary_usage(FILE *f)
           "Prints paddle.profiler's summary tables of one rank of JOB, computed by stepscoped.\n"
           "\n"
           "  --kind KIND             one table: device, overview, model, distributed, operator,\n"
-          "                          kernel, memory, user-defined (default: all, in that order)\n"
+          "                          kernel, memory, user-defined (default: all, in that order;\n"
+          "                          as Paddle, the tables after overview only when not empty)\n"
           "  --rank R                the rank (default 0)\n"
           "  --steps A-B             ProfileSteps A..B only (or one step N; default all)\n"
           "  --time-unit UNIT        the tables' time unit (default ms)\n"
@@ -127,6 +128,7 @@ int summary_command(int argc, char **argv)
         return lr == -EINVAL ? SUMMARY_EXIT_USAGE : SUMMARY_EXIT_DAEMON;
     }
     code = SUMMARY_EXIT_OK;
+    int printed = 0;
     for (size_t k = first; k < last && code == SUMMARY_EXIT_OK; k++) {
         char path[HCLIENT_ADDR_MAX + 256];
         snprintf(path, sizeof path,
@@ -143,8 +145,13 @@ int summary_command(int argc, char **argv)
         if (status != 200) {
             hclient_print_error("summary", status, body, len);
             code = SUMMARY_EXIT_DAEMON;
+        } else if (len == 0) {
+            /* a table Paddle's summary() leaves out when empty: the daemon sends none */
+            if (kind)
+                fprintf(stderr, "stepscope summary: no %s table (Paddle leaves it out when "
+                        "empty)\n", kinds[k]);
         } else {
-            if (k > first)
+            if (printed++)
                 putchar('\n');
             print_text(body, len);
         }

@@ -98,6 +98,21 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
     wait_window(daemon, info)
     check_tables(daemon, JOB, info,
                  slack_ns=window_slack_ns(json.loads((tmp / f"{JOB}.json.window.json").read_text())))
+    # `stepscope summary` prints the tables Paddle's summary() prints, in its order: a CPU run
+    # has no Distribution, Kernel or Memory Manipulation Summary (Paddle leaves out an empty
+    # table; the daemon's text of one is empty)
+    r = subprocess.run([str(import_cli()), "summary", JOB, "--socket", daemon.socket],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    titles = re.compile(r"^-+([A-Za-z ]+ Summary)-+$", re.M)
+    assert titles.findall(r.stdout) == titles.findall(info["summary_text"]) == [
+        "Device Summary", "Overview Summary", "Model Summary", "Operator Summary",
+        "UserDefined Summary"], (titles.findall(r.stdout), titles.findall(info["summary_text"]))
+    st, hdr, body = daemon.request(f"/api/v1/jobs/{JOB}/summary/kernel?format=text")
+    assert (st, body) == (200, b"") and hdr["content-type"].startswith("text/plain")
+    r = subprocess.run([str(import_cli()), "summary", JOB, "--kind", "memory", "--socket",
+                        daemon.socket], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, "") and "no memory table" in r.stderr, r
     # The same window exported by Paddle's export_chrome_tracing and imported: Paddle writes
     # ts truncated to the µs, the importer rebuilds them to the ns from args.start_time as the
     # live collector does, so every table is exact to the ns as well.

@@ -44,7 +44,8 @@ def test_summary_prints_the_daemons_tables(daemon, tmp):
     parts = []
     for k in KINDS:
         t = text(daemon, qjob, k)
-        parts.append(t if t.endswith(b"\n") else t + b"\n")
+        if t:  # a table Paddle leaves out when empty has no text
+            parts.append(t if t.endswith(b"\n") else t + b"\n")
     assert r.stdout == b"\n".join(parts)
     # Steps, time unit and rank reach the daemon.
     ov = daemon.get_json(f"/api/v1/jobs/{qjob}/summary/overview")
