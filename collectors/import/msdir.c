@@ -382,6 +382,33 @@ void msdir_free(struct msdir *d)
     free(d);
 }
 
+/* An Ascend timeline (ascend_timeline_display_<r>.json) and a GPU one (gpu_timeline_display_<r>.json)
+ * in one folder are two devices' profiles on two clocks (the Ascend one counts from 0, the GPU one
+ * from the epoch): one job would span 50 years. MindInsight shows them as separate profiles
+ * (device_type=ascend or gpu); the import refuses the mix, naming both files, and says how to
+ * import each. Returns 0, or -1 after printing. */
+static int mixed_devices(const struct scan *s, const char *path)
+{
+    const char *ascend = NULL, *gpu = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->f[i].kind != KIND_TIMELINE)
+            continue;
+        const char *b = base_name(s->f[i].path);
+        if (!ascend && strncmp(b, "ascend_timeline_display_", 24) == 0)
+            ascend = s->f[i].path;
+        if (!gpu && strncmp(b, "gpu_timeline_display_", 21) == 0)
+            gpu = s->f[i].path;
+    }
+    if (!ascend || !gpu)
+        return 0;
+    fprintf(stderr,
+            "stepscope import: %s: %s and %s are two devices' timelines (Ascend and GPU) on "
+            "different clocks, which one job cannot hold; import each on its own, as MindInsight "
+            "shows them: stepscope import %s --job NAME-ascend; stepscope import %s --job NAME-gpu\n",
+            path, ascend, gpu, ascend, gpu);
+    return -1;
+}
+
 int msdir_scan(const char *path, struct msdir **ret)
 {
     return msdir_scan_max(path, MSDIR_RANK_BYTES_MAX, ret);
@@ -419,6 +446,8 @@ int msdir_scan_max(const char *path, size_t rank_bytes_max, struct msdir **ret)
                 break;
             }
     }
+    if (r == 0 && !s.bad && mixed_devices(&s, path) < 0)
+        r = -1;
     for (size_t i = 0; r == 0 && !s.bad && i < s.n; i++) {
         const struct found *f = &s.f[i];
         if (f->kind == KIND_TIMELINE) {

@@ -79,16 +79,19 @@ def test_a_steps_without_spans_says_so(daemon):
 
 
 def test_a_trace_without_steps_is_browsed_by_time(daemon):
-    stepscope_import(daemon, TL11, "tl11")
+    # The Ascend timeline (the folder also holds a GPU one, on another clock, which the folder
+    # import refuses to mix: test_import_mindspore.py)
+    stepscope_import(daemon, TL11 / "ascend_timeline_display_0.json", "tl11")
     job = daemon.wait_for("job", lambda: daemon.job("tl11"))
     b = "/api/v1/jobs/tl11"
     assert daemon.get_json(b + "/steps")["total"] == 0
     rk = daemon.get_json(b)["ranks_detail"][0]
     evs = []
-    for name in ("ascend_timeline_display_0.json", "gpu_timeline_display_0.json"):
-        evs += [e for e in json.loads((TL11 / name).read_text()) if "ts" in e]
+    evs += [e for e in json.loads((TL11 / "ascend_timeline_display_0.json").read_text()) if "ts" in e]
     lo = min(float(e["ts"]) for e in evs)
     hi = max(float(e["ts"]) + float(e.get("dur", 0)) for e in evs)
+    # kept to the ns (PROTOCOL.md): the file's float ts end in sub-ns digits
+    lo, hi = round(lo, 3), round(hi, 3)
     assert (rk["trace_start_us"], rk["trace_end_us"]) == (lo, hi)
     doc = daemon.get_json(b + "/timeline?ranks=0&start_us=%r&end_us=%r" % (lo, hi))
     assert doc["otherData"]["events"] == job["events"] == len(evs)

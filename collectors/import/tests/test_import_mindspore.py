@@ -282,14 +282,38 @@ def test_aicore_types_match_mindinsight(daemon):
     assert all(0 <= r["percent"] <= 100 for r in rows.values())
 
 
-def test_timelines_in_a_folder(daemon):
-    p = run_import(daemon, MS / "11_timeline")
-    assert_ok(p)
-    assert p.stdout.count('job "11_timeline"') == 2
-    got = timeline(daemon, "11_timeline")
+def test_timelines_of_one_device_in_a_folder(daemon, tmp):
+    """A folder of one device kind's timelines imports them; each file imported on its own gives
+    MindInsight's timeline of its device_type."""
     exp = expected("11_timeline")
-    want = [e for kind in ("ascend", "gpu") for e in exp[f"timeline?device_type={kind}&scope_name_num=0"]]
-    assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+    for kind in ("ascend", "gpu"):
+        d = tmp / f"tl-{kind}"
+        d.mkdir()
+        shutil.copy(MS / "11_timeline" / f"{kind}_timeline_display_0.json", d)
+        p = run_import(daemon, d)
+        assert_ok(p)
+        assert p.stdout.count(f'job "{d.name}"') == 1, p.stdout
+        got = timeline(daemon, d.name)
+        want = exp[f"timeline?device_type={kind}&scope_name_num=0"]
+        assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+        # one clock: the rank's time range is the file's own (the GPU file spans 4.5 s, the
+        # Ascend one 6 s), not the 50 years between the two clocks
+        rk = daemon.get_json(f"/api/v1/jobs/{d.name}")["ranks_detail"][0]
+        assert rk["trace_end_us"] - rk["trace_start_us"] < 10e6, rk
+
+
+def test_timelines_of_two_devices_in_a_folder_are_refused(daemon):
+    """11_timeline holds an Ascend and a GPU timeline, two devices on two clocks (the Ascend one
+    counts from 0, the GPU one from the epoch): one rank of one job spanned 50 years. MindInsight
+    shows them as separate profiles; the import refuses the mix, names both files, says how to
+    import each, and sends nothing."""
+    d = MS / "11_timeline"
+    p = run_import(daemon, "--job", "x", d)
+    assert p.returncode == 3, p.stdout + p.stderr
+    for name in ("ascend_timeline_display_0.json", "gpu_timeline_display_0.json"):
+        assert f"stepscope import {d / name} --job" in p.stderr, p.stderr
+    assert "two devices' timelines" in p.stderr and "different clocks" in p.stderr, p.stderr
+    assert_nothing_sent(daemon)
 
 
 def test_reimport_adds_nothing(daemon):
