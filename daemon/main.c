@@ -156,6 +156,7 @@ static int job_env_from_hello(struct daemon *d, int64_t job_id, const struct rec
         .stepscope_fp = hello->stepscope_fp_point, .stepscope_bp = hello->stepscope_bp_point,
         .profiling_fp = hello->profiling_fp_start, .profiling_bp = hello->profiling_bp_end,
         .mindspore_fp = hello->fp_point_env, .mindspore_bp = hello->bp_point_env,
+        .imported = hello->imported,
     };
     return live_job_env(d->live, job_id, &env);
 }
@@ -438,10 +439,17 @@ static int load_capture_rank(void *ud, const struct record_capture_rank *r)
     return capture_reg_load_rank(d->captures, r, clock_now_ns()) == -ENOMEM;
 }
 
+static void publish_live(struct daemon *d, int64_t now);
+
 static void on_session_closed(void *ud, int64_t session_id, bool clean)
 {
     struct daemon *d = ud;
     store_session_close(d->store, session_id, clean);
+    /* A bye: every record of the session was fed to live, and the ack that covers the bye comes
+     * after the commit that follows. Publishing now, not at the next 100 ms tick, means that
+     * ack (what `stepscope import` waits for) comes after the answers show the whole session. */
+    if (clean)
+        publish_live(d, clock_mono_ns());
     capture_reg_session_closed(d->captures, session_id, clock_now_ns());
     persist_captures(d);
     struct session_key *k = session_find(d, session_id);
@@ -543,6 +551,19 @@ static void on_durable_async(uv_async_t *h)
     }
 }
 
+/* Publishes live's snapshots now, then evicts past the budget. Loop thread. */
+static void publish_live(struct daemon *d, int64_t now)
+{
+    d->live_published_ns = now;
+    (void)live_publish(d->live);
+    /* Returns at once while under both the byte budget and the job count. */
+    size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
+    STATS_ADD(&d->stats, live_evictions, n);
+    atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
+    atomic_store_explicit(&d->stats.live_untracked_jobs, live_untracked_jobs(d->live),
+                          memory_order_relaxed);
+}
+
 static void on_flush_timer(uv_timer_t *h)
 {
     struct daemon *d = h->data;
@@ -559,18 +580,10 @@ static void on_flush_timer(uv_timer_t *h)
             persist_captures(d);
         }
     }
-    if (now - d->live_published_ns >= LIVE_PUBLISH_NS) {
-        d->live_published_ns = now;
-        (void)live_publish(d->live);
-        /* Returns at once while under both the byte budget and the job count. */
-        size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
-        STATS_ADD(&d->stats, live_evictions, n);
-        atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
-        atomic_store_explicit(&d->stats.live_untracked_jobs, live_untracked_jobs(d->live),
-                              memory_order_relaxed);
-    } else {
+    if (now - d->live_published_ns >= LIVE_PUBLISH_NS)
+        publish_live(d, now);
+    else
         (void)live_flush(d->live);
-    }
 }
 
 struct replay_ctx {
@@ -1272,6 +1285,9 @@ int main(int argc, char **argv)
         .fp_point = d.cfg.fp_point,
         .max_jobs = (size_t)d.cfg.live_max_jobs,
         .bp_point = d.cfg.bp_point,
+        /* An imported trace is analysed whole: each of its ranks keeps up to an eighth of the
+         * live budget of breakdown spans (1 GiB: 128 MiB, 3.3 M spans; docs/API.md). */
+        .bd_import_bytes = d.cfg.live_max_bytes / 8,
     };
     d.live = live_new_config(&lcfg);
     if (!d.live) {

@@ -966,6 +966,7 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
 }
 
 void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
+                             const struct live_breakdown_view *bv,
                              const struct analyse_helper_result *res)
 {
     sbuf_addc(b, '{');
@@ -1001,6 +1002,12 @@ void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_
         num_or_null(b, in->gpus[i].utilization);
     }
     sbuf_adds(b, "},");
+    if (bv) {
+        web__render_bd_coverage(b, bv); /* what the breakdown figures above cover */
+        sbuf_addc(b, ',');
+    } else {
+        sbuf_adds(b, "\"coverage\":null,");
+    }
     key(b, "ranks");
     sbuf_printf(b, "%zu},", in->ranks ? in->ranks->n_ranks : (size_t)0);
     sbuf_adds(b, "\"suggestions\":[");
@@ -1056,7 +1063,7 @@ static void bd_costs(struct sbuf *b, const int64_t *cost_ns, bool csv)
 }
 
 const char web__breakdown_csv_header[] =
-    "step,rank,start_us,end_us,total_us,kernel_us,memcpy_us,memset_us,communication_us,"
+    "step,rank,start_us,end_us,total_us,step_us,kernel_us,memcpy_us,memset_us,communication_us,"
     "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";
 
 void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank, const struct analyse_bd_step *st)
@@ -1068,6 +1075,8 @@ void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank, const struct
         sbuf_json_us(b, st->end_ns);
         sbuf_addc(b, ',');
         sbuf_json_us(b, st->end_ns - st->start_ns);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, st->host_end_ns - st->host_start_ns);
         bd_costs(b, st->cost_ns, true);
         sbuf_printf(b, ",%" PRId64 "\n", st->n_device);
         return;
@@ -1079,6 +1088,7 @@ void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank, const struct
     member_us(b, "end_us", st->end_ns);
     member_us(b, "host_start_us", st->host_start_ns);
     member_us(b, "host_end_us", st->host_end_ns);
+    member_us(b, "step_us", st->host_end_ns - st->host_start_ns);
     member_i64(b, "device_events", st->n_device);
     key(b, "total_us");
     sbuf_json_us(b, st->end_ns - st->start_ns);
@@ -1141,6 +1151,29 @@ void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view
     }
     sbuf_adds(b, "],");
     member_i64(b, "spans", v->n_spans);
-    key(b, "spans_evicted");
-    sbuf_printf(b, "%" PRId64 "}", v->n_evicted);
+    member_i64(b, "spans_evicted", v->n_evicted);
+    web__render_bd_coverage(b, v);
+    sbuf_addc(b, '}');
+}
+
+void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v)
+{
+    const struct analyse_breakdown *bd = v->bd;
+    key(b, "coverage");
+    sbuf_addc(b, '{');
+    key(b, "complete");
+    sbuf_adds(b, v->n_evicted == 0 ? "true," : "false,");
+    member_u64(b, "steps", bd ? bd->n_steps : 0);
+    member_i64(b, "steps_listed", v->steps_listed);
+    member_u64(b, "steps_trimmed", bd ? bd->n_dropped : 0);
+    member_i64(b, "steps_cut", v->steps_cut);
+    member_i64(b, "spans_kept", v->n_spans - v->n_evicted);
+    member_i64(b, "spans_evicted", v->n_evicted);
+    member_u64(b, "spans_max", v->max_spans);
+    key(b, "from_us");
+    if (v->n_evicted > 0)
+        sbuf_json_us(b, v->horizon_ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_addc(b, '}');
 }

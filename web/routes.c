@@ -59,6 +59,23 @@ static int get_openapi(struct web *w, struct MHD_Connection *c)
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
 
+/* A job's steps as /steps lists them. The store counts step records only; live also lists the
+ * steps of step spans (Kineto's ProfilerStep#N), a step record winning over a span of the same
+ * number, so it lists at least as many unless LIVE_STEPS_MAX dropped old ones: the larger. */
+static void live_steps(struct web *w, struct store_job *j)
+{
+    int64_t n = live_query_step_count(w->live, j->id, -1);
+    if (n > j->steps)
+        j->steps = n;
+}
+
+static void live_rank_steps(struct web *w, int64_t job_id, struct store_rank *r)
+{
+    int64_t n = live_query_step_count(w->live, job_id, r->rank);
+    if (n > r->steps)
+        r->steps = n;
+}
+
 static int get_jobs(struct web *w, struct MHD_Connection *c)
 {
     if (!w->store)
@@ -72,6 +89,8 @@ static int get_jobs(struct web *w, struct MHD_Connection *c)
     int r = store_query_jobs(w->store, &jobs, &n);
     if (r < 0)
         return web__send_store_error(w, c, r, "store_query_jobs");
+    for (size_t i = 0; i < n; i++)
+        live_steps(w, &jobs[i]);
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     if (fmt == WEB_FORMAT_CSV)
@@ -102,6 +121,7 @@ static int find_job(struct web *w, struct MHD_Connection *c, const struct web_ro
         *ret_mhd = web__send_store_error(w, c, r, "store_query_job");
         return -1;
     }
+    live_steps(w, ret_job);
     return 0;
 }
 
@@ -137,6 +157,8 @@ static int get_job(struct web *w, struct MHD_Connection *c, const struct web_rou
     int r = store_query_ranks(w->store, job.id, &ranks, &n);
     if (r < 0)
         return web__send_store_error(w, c, r, "store_query_ranks");
+    for (size_t i = 0; i < n; i++)
+        live_rank_steps(w, job.id, &ranks[i]);
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     /* The CSV and records forms are the job's one table, ranks_detail. */

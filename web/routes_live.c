@@ -666,7 +666,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
         goto fail;
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_helper(&b, rank, &in, res);
+    web__render_live_helper(&b, rank, &in, in.has_breakdown ? &bv : NULL, res);
     mhd = web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
     goto out;
 fail:

@@ -443,6 +443,7 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
 /* The helper's suggestions for rank with their evidence, and which evidence the daemon had
  * (in: what was given to analyse_helper_run()). */
 void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
+                             const struct live_breakdown_view *bv,
                              const struct analyse_helper_result *res);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
@@ -451,6 +452,9 @@ void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank,
                  const struct analyse_bd_step *st);
 void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
                                 size_t limit);
+/* "coverage":{...} (no separator after it): what of the rank's trace the breakdown v covers,
+ * docs/API.md. */
+void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v);
 
 /* ---- summaries and benchmark: render_summary.c (no MHD), routes_summary.c ---- */
 

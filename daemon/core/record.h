@@ -72,6 +72,7 @@ struct record_hello {
     bool can_capture;              /* "capabilities" names "capture" (docs/PROTOCOL.md 6) */
     bool probe;                    /* "probe":true: which daemon is this? Nothing else is read:
                                       the strings are "" (docs/PROTOCOL.md 1) */
+    bool imported;                 /* "source" is "import": a whole file sent by stepscope import */
     uint64_t seq;
     /* The job's step-trace points from the hello's "env" object ("" when absent, not a string,
      * empty, longer than RECORD_NAME_MAX or holding a NUL: such an entry is ignored, never an

@@ -89,6 +89,7 @@ enum hello_id {
     H_ENV,
     H_CAPABILITIES,
     H_PROBE,
+    H_SOURCE,
     H_COUNT,
 };
 
@@ -155,6 +156,7 @@ static const struct jscan_key hello_keys[] = {
     {"env", H_ENV, 0},
     {"capabilities", H_CAPABILITIES, 0},
     {"probe", H_PROBE, 0},
+    {"source", H_SOURCE, 0},
 };
 
 struct ingest_decoder {
@@ -620,6 +622,8 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
     /* Anything but an array naming "capture" only means the client cannot capture. */
     h.can_capture = s[H_CAPABILITIES].type == JSCAN_ARRAY &&
                     capture_list_has(s[H_CAPABILITIES].p, s[H_CAPABILITIES].n, "capture");
+    /* Any other "source" (or none) is a live sender; the member is never an error. */
+    h.imported = s[H_SOURCE].type == JSCAN_STRING && TEXT_IS(&s[H_SOURCE], "import");
     if (seq >= 0) {
         h.has_seq = true;
         h.seq = (uint64_t)seq;

@@ -331,6 +331,7 @@ struct live_job {
     uint64_t bytes;           /* accounted at the last publish (job_bytes()) */
     int64_t used_ns;          /* last fed (stamp()) */
     char env[6][RECORD_NAME_MAX + 1]; /* live_job_env()'s fields, in its order; "" = not set */
+    size_t bd_max;            /* breakdown spans each rank keeps (live_bd.max_spans) */
 };
 
 struct pub {
@@ -339,6 +340,24 @@ struct pub {
     uint64_t seq;             /* live.pub_seq when snap was published */
     int64_t used_ns;          /* last live_ensure() (stamp()), 0 = none */
 };
+
+/* An evicted job, and the steps its last snapshot listed for the rank with the most (-1: not
+ * known, a job marked at start-up that was never in memory). */
+struct live_evicted {
+    int64_t job_id;
+    int64_t steps;
+};
+
+/* The steps snap lists for rank (rank < 0: the rank with the most), -1 for NULL snap or no such
+ * rank. */
+static int64_t snap_steps(const struct live_snapshot *snap, int64_t rank)
+{
+    int64_t n = -1;
+    for (size_t i = 0; snap && i < snap->n_ranks; i++)
+        if ((rank < 0 || snap->ranks[i].rank == rank) && (int64_t)snap->ranks[i].n_steps > n)
+            n = (int64_t)snap->ranks[i].n_steps;
+    return n;
+}
 
 struct live {
     struct live_job **jobs;
@@ -372,12 +391,13 @@ struct live {
     size_t cap_pub;
     _Atomic uint64_t bytes;   /* sum of the jobs' accounted bytes */
     _Atomic int64_t stamp;    /* the latest use stamp handed out (stamp()) */
-    int64_t *evicted;         /* ids of evicted jobs, unordered (under lock) */
+    struct live_evicted *evicted; /* evicted jobs, unordered (under lock) */
     size_t n_evicted;
     size_t cap_evicted;
     live_reload_fn reload;    /* live_set_reload() */
     void *reload_ud;
     const struct analyse_rules *rules; /* live_config.rules, borrowed */
+    size_t bd_max_import;              /* breakdown spans per rank of an imported job */
     char *fp_point;                    /* live_config's, owned; NULL = none */
     char *bp_point;
 };
@@ -402,10 +422,16 @@ struct live *live_new_config(const struct live_config *cfg)
         return NULL;
     bool oom = false;
     lv->max_jobs = LIVE_JOBS_MAX;
+    lv->bd_max_import = LIVE_BD_SPANS_MAX;
     if (cfg) {
         if (cfg->max_jobs > 0 && cfg->max_jobs < LIVE_JOBS_MAX)
             lv->max_jobs = cfg->max_jobs;
         lv->rules = cfg->rules;
+        /* Whole chunks, and never fewer than any job keeps. */
+        size_t n = (size_t)(cfg->bd_import_bytes / sizeof(struct live_bd_span));
+        n -= n % LIVE_BD_CHUNK;
+        if (n > lv->bd_max_import)
+            lv->bd_max_import = n;
         lv->fp_point = dup_nonempty(cfg->fp_point, &oom);
         lv->bp_point = dup_nonempty(cfg->bp_point, &oom);
     }
@@ -515,7 +541,7 @@ static int64_t stamp(struct live *lv)
 static ptrdiff_t evicted_find(const struct live *lv, int64_t job_id)
 {
     for (size_t i = 0; i < lv->n_evicted; i++)
-        if (lv->evicted[i] == job_id)
+        if (lv->evicted[i].job_id == job_id)
             return (ptrdiff_t)i;
     return -1;
 }
@@ -548,7 +574,7 @@ static int drop_job(struct live *lv, int64_t job_id, bool mark, int64_t used_bef
     if (!mark && e >= 0)
         lv->evicted[e] = lv->evicted[--lv->n_evicted];
     else if (mark && e < 0)
-        lv->evicted[lv->n_evicted++] = job_id;
+        lv->evicted[lv->n_evicted++] = (struct live_evicted){job_id, snap_steps(old, -1)};
     if (!mark) /* a deleted job is forgotten as refused too */
         for (size_t u = 0; u < lv->n_untracked_list; u++)
             if (lv->untracked[u] == job_id) {
@@ -645,6 +671,7 @@ static struct live_job *job_get(struct live *lv, int64_t id)
     j->id = id;
     j->used_ns = stamp(lv);
     lv->job_ids[lv->n_jobs] = id;
+    j->bd_max = LIVE_BD_SPANS_MAX;
     lv->jobs[lv->n_jobs++] = j;
     return lv->last = j;
 }
@@ -664,6 +691,7 @@ static struct live_rank *rank_get(struct live_job *j, int64_t rank)
         return NULL;
     rk->rank = rank;
     rk->bd.horizon_ns = INT64_MIN;
+    rk->bd.max_spans = j->bd_max;
     /* Keep ranks ordered, so snapshots need no sort. */
     size_t at = j->n_ranks;
     while (at > 0 && j->ranks[at - 1]->rank > rank)
@@ -1382,6 +1410,14 @@ int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env
         if (v[i] && strlen(v[i]) > RECORD_NAME_MAX)
             return -ENAMETOOLONG;
     struct live_job *j = NULL;
+    if (env->imported && lv->bd_max_import > LIVE_BD_SPANS_MAX) {
+        if (!(j = job_get(lv, job_id)))
+            return -ENOMEM;
+        /* A rank that evicted spans already does not get them back; it keeps more from now. */
+        j->bd_max = lv->bd_max_import;
+        for (size_t k = 0; k < j->n_ranks; k++)
+            j->ranks[k]->bd.max_spans = j->bd_max;
+    }
     bool changed = false;
     for (size_t i = 0; i < 6; i++) {
         if (!v[i] || !v[i][0])
@@ -2178,6 +2214,26 @@ int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapsho
     }
     pthread_mutex_unlock(&lv->lock);
     return r;
+}
+
+int64_t live_query_step_count(struct live *lv, int64_t job_id, int64_t rank)
+{
+    int64_t n = -1;
+    if (!lv)
+        return n;
+    pthread_mutex_lock(&lv->lock);
+    size_t k = 0;
+    while (k < lv->n_pub && lv->pub[k].job_id != job_id)
+        k++;
+    if (k < lv->n_pub) {
+        n = snap_steps(lv->pub[k].snap, rank);
+    } else if (rank < 0) {
+        ptrdiff_t e = evicted_find(lv, job_id);
+        if (e >= 0)
+            n = lv->evicted[e].steps;
+    }
+    pthread_mutex_unlock(&lv->lock);
+    return n;
 }
 
 size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap)

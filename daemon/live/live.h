@@ -59,7 +59,8 @@
 #define LIVE_PIPE_VALUES_MAX (1 << 18) /* numbers kept of one pipeline record's series (queue
                                         * sizes, CPU); later ones count in the means only */
 #define LIVE_BD_CHUNK 8192          /* breakdown spans per shared chunk */
-#define LIVE_BD_SPANS_MAX (1 << 18) /* breakdown spans kept per rank (10 MiB); the oldest chunk
+#define LIVE_BD_SPANS_MAX (1 << 18) /* breakdown spans kept per rank (10 MiB; an imported job's
+                                       ranks keep live_config.bd_import_bytes); the oldest chunk
                                        goes when full, and the steps it touched with it */
 
 struct live;
@@ -74,6 +75,10 @@ struct live_config {
     const char *bp_point;
     size_t max_jobs;                   /* jobs tracked at most (config live_max_jobs); 0 or more
                                           than LIVE_JOBS_MAX: LIVE_JOBS_MAX */
+    uint64_t bd_import_bytes;          /* breakdown spans each rank of an imported job keeps, in
+                                          bytes (40 a span; whole chunks): an imported trace is
+                                          analysed whole up to this; 0, or less than
+                                          LIVE_BD_SPANS_MAX spans: LIVE_BD_SPANS_MAX, as any job */
 };
 
 /* A job's own FP/BP overrides, from its hello's "env" (record_hello). NULL or "" = not set. */
@@ -81,6 +86,8 @@ struct live_job_env {
     const char *stepscope_fp, *stepscope_bp; /* STEPSCOPE_FP_POINT / STEPSCOPE_BP_POINT */
     const char *profiling_fp, *profiling_bp; /* PROFILING_FP_START / PROFILING_BP_END */
     const char *mindspore_fp, *mindspore_bp; /* FP_POINT / BP_POINT */
+    bool imported; /* a hello with "source":"import": the job's ranks keep bd_import_bytes of
+                      breakdown spans from now on (once set, it stays) */
 };
 
 /* A new, empty live state. cfg may be NULL (built-in rules, no overrides); it is read during the

@@ -14,7 +14,8 @@
  * Sharing: the loop appends to the last chunk and never touches a span below a chunk's count; a
  * snapshot takes a reference to every chunk and remembers the count of the last one, so
  * publishing copies no span, and an evicted chunk lives on until no snapshot shows it. At most
- * LIVE_BD_SPANS_MAX spans per rank are kept: past that the oldest chunk goes, its latest start
+ * max_spans spans per rank are kept (LIVE_BD_SPANS_MAX; an imported job's ranks more, so that a
+ * whole trace is analysed within live's memory budget): past that the oldest chunk goes, its latest start
  * becomes the horizon, and steps starting before the horizon are left out of the breakdown (their
  * spans may be gone), so a number shown is never computed from a partial step.
  *
@@ -45,7 +46,7 @@ int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp)
 {
     struct live_bd_chunk *last = bd->n_chunks ? bd->chunks[bd->n_chunks - 1] : NULL;
     if (!last || last->n == LIVE_BD_CHUNK) {
-        if (bd->n_chunks * LIVE_BD_CHUNK >= LIVE_BD_SPANS_MAX) {
+        if (bd->n_chunks * LIVE_BD_CHUNK >= (bd->max_spans ? bd->max_spans : LIVE_BD_SPANS_MAX)) {
             struct live_bd_chunk *old = bd->chunks[0];
             for (size_t i = 0; i < old->n; i++)
                 if (old->v[i].ts_ns > bd->horizon_ns)
@@ -119,6 +120,7 @@ int live__bd_snap(struct live_bd *bd, struct live_snap_bd *ret)
     ret->horizon_ns = bd->horizon_ns;
     ret->n_spans = bd->n_spans;
     ret->n_evicted = bd->n_evicted;
+    ret->max_spans = bd->max_spans ? bd->max_spans : LIVE_BD_SPANS_MAX;
     if (bd->n_chunks == 0)
         return 0;
     ret->chunks = malloc(bd->n_chunks * sizeof *ret->chunks);
@@ -281,6 +283,11 @@ int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t
     ret->n_spans = res->n_spans;
     ret->n_evicted = res->n_evicted;
     ret->horizon_ns = res->horizon_ns;
+    ret->max_spans = sb->max_spans;
+    ret->steps_listed = (int64_t)sr->n_steps;
+    ret->steps_cut = 0;
+    for (size_t i = 0; i < sr->n_steps && res->horizon_ns != INT64_MIN; i++)
+        ret->steps_cut += sr->steps[i].begin_ns <= res->horizon_ns;
     ret->res = res;
     return 0;
 }

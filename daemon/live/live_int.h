@@ -153,14 +153,16 @@ struct live_bd_cache {
 
 void live__bd_cache_put(struct live_bd_cache *cache);
 
-/* A rank's breakdown spans (loop side): the newest LIVE_BD_SPANS_MAX at most, oldest first. */
+/* A rank's breakdown spans (loop side): the newest max_spans at most, oldest first. */
 struct live_bd {
     struct live_bd_chunk **chunks;
     size_t n_chunks;
     size_t cap_chunks;
     int64_t horizon_ns; /* latest start among evicted spans; INT64_MIN before any eviction */
     int64_t n_spans;    /* spans taken */
-    int64_t n_evicted;  /* spans evicted past LIVE_BD_SPANS_MAX */
+    int64_t n_evicted;  /* spans evicted past max_spans */
+    size_t max_spans;   /* spans kept at most: LIVE_BD_SPANS_MAX, more for an imported job
+                           (live_config.bd_import_bytes); 0 = LIVE_BD_SPANS_MAX */
     struct live_bd_cache *cache; /* a reference, made by the first live__bd_snap() */
 };
 
@@ -176,6 +178,7 @@ struct live_snap_bd {
     int64_t horizon_ns;
     int64_t n_spans;
     int64_t n_evicted;
+    size_t max_spans;
     struct live_bd_cache *cache;   /* a reference to the rank's cache */
 };
 

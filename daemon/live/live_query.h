@@ -43,6 +43,13 @@ bool live_is_untracked(struct live *lv, int64_t job_id);
  * LIVE_JOBS_MAX). Cheap: one mutex, one pass over the published jobs. NULL lv: 0. */
 size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap);
 
+/* The number of steps live_query_steps() lists for job_id's rank (rank < 0: for the rank with
+ * the most), as last published; for a job evicted from memory (rank < 0 only), the count its
+ * last snapshot had. -1 when live knows none: nothing of the job published, no such rank, or a
+ * job marked evicted at start-up before it was ever in memory. Does not reload an evicted job.
+ * Cheap: the snapshot mutex and one pass over the published jobs. Any thread; NULL lv: -1. */
+int64_t live_query_step_count(struct live *lv, int64_t job_id, int64_t rank);
+
 /* Drops a reference; the last one frees the snapshot. NULL-safe. */
 void live_snapshot_put(const struct live_snapshot *snap);
 
@@ -254,15 +261,19 @@ int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
                      struct analyse_ranks **ret_ranks);
 
 /* The step-time breakdown of one rank (analyse_breakdown_compute(), torch-tb-profiler's
- * overview) over the spans live keeps for it (live.h, LIVE_BD_SPANS_MAX): step, kernel, memcpy,
+ * overview) over the spans live keeps for it (live.h, LIVE_BD_SPANS_MAX, more for an imported
+ * job: live_config.bd_import_bytes): step, kernel, memcpy,
  * memset, runtime, dataloader, communication and host-operator spans with their correlation and
  * External id links. */
 struct live_breakdown_view {
     int64_t rank;
     const struct analyse_breakdown *bd; /* valid until live_breakdown_view_done() */
     int64_t n_spans;    /* spans the rank gave the breakdown since the start (or the replay) */
-    int64_t n_evicted;  /* the oldest of them, dropped past LIVE_BD_SPANS_MAX */
+    int64_t n_evicted;  /* the oldest of them, dropped past max_spans */
     int64_t horizon_ns; /* steps starting at or before this are left out; INT64_MIN: none */
+    size_t max_spans;   /* the rank's cap on kept spans */
+    int64_t steps_listed; /* the rank's steps as live_query_steps() lists them */
+    int64_t steps_cut;  /* of those, the ones starting at or before horizon_ns: left out */
     struct live_bd_result *res; /* the reference behind bd */
 };
 

@@ -197,6 +197,38 @@ test('overview: step trace, operator pie, queue verdict, timeline card, helper',
   await until(page, (t) => document.querySelector('[data-kpi="kpi-total"] .kpi-v')?.textContent === t, await fmtUsText(page, st1.total_us));
 });
 
+test('breakdown of an imported Kineto trace: own step time beside the stretched total, coverage said', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-kineto');
+  expectEq(job.steps, 5, 'jobs list steps');
+  await open(page, `#/job/${job.id}/step-trace?rank=0`);
+  await until(page, () => document.querySelectorAll('[data-table="breakdown"] tbody tr').length > 0);
+  const bd = await api(`/api/v1/jobs/${job.id}/breakdown?rank=0`);
+  const steps = await api(`/api/v1/jobs/${job.id}/steps?rank=0`);
+  const head = await page.$$eval('[data-table="breakdown"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼↑↓\s]+$/u, '').trim()));
+  const own = head.findIndex((h) => h.startsWith('own'));
+  const total = head.findIndex((h) => h.startsWith('total'));
+  const rows = await rowsText(page, 'breakdown');
+  const byStep = new Map(rows.map((r) => [r[0], r]));
+  for (const s of steps.rows) {
+    const r = byStep.get(String(s.step));
+    expectEq(r[own], await fmtUsText(page, s.total_us), `step ${s.step} own = /steps total`);
+    const b = bd.rows.find((x) => x.step === s.step);
+    expectEq(r[total], await fmtUsText(page, b.total_us), `step ${s.step} stretched total`);
+  }
+  expectEq(await page.$$eval('[data-card="breakdown"] .note', (n) => n.some((x) => x.textContent.includes('"total" can exceed'))), true, 'stretch note');
+  expectEq(await page.$$eval('#bd-coverage', (n) => n.length), 0, 'no coverage note when every step is covered');
+  await shot(page, 'breakdown-kineto');
+
+  const rocm = await importJob(path.join(DATA, 'kineto', 'rocm_minitoy_3steps.json.gz'), 'e2e-rocm');
+  const rb = await api(`/api/v1/jobs/${rocm.id}/breakdown?rank=0`);
+  await open(page, `#/job/${rocm.id}/step-trace?rank=0`);
+  await until(page, () => !!document.querySelector('#bd-coverage'));
+  expectEq(await page.textContent('#bd-coverage'),
+    `Covers ${rb.coverage.steps} of the ${rb.coverage.steps_listed} steps in the Steps table. 1 trailing step was trimmed, as torch-tb-profiler does: the profiler stopped before its device work ended.`,
+    'coverage note');
+  await shot(page, 'breakdown-trimmed');
+});
+
 test('step trace: average, chosen step, stage bars, charts, row click', async (page) => {
   await open(page, `#/job/${main.id}/step-trace?rank=0`);
   const avg = await api(`/api/v1/jobs/${main.id}/step-trace?rank=0`);
@@ -221,7 +253,8 @@ test('step trace: average, chosen step, stage bars, charts, row click', async (p
       if (recs.length) {
         expectEq(await page.$$eval('[data-card="breakdown"] [data-note="bd-steps"]', (n) => n.length), 1, 'breakdown note on step identity');
         const rec = recs.find((r) => r.step === bd.rows[0].step);
-        expectEq((await rowsText(page, 'breakdown'))[0][2], await fmtUsText(page, rec ? rec.total_us : null), 'breakdown record total');
+        // Columns: step, total, own (the range's own duration), record total.
+        expectEq((await rowsText(page, 'breakdown'))[0][3], await fmtUsText(page, rec ? rec.total_us : null), 'breakdown record total');
       }
     }
   } else {

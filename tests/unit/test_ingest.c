@@ -335,6 +335,18 @@ START_TEST(test_decode_hello_line_public)
     ck_assert_str_eq(h.fp_point_env, "aten::linear");
     ck_assert_str_eq(h.profiling_bp_end, "ab");
     ck_assert_str_eq(h.stepscope_fp_point, "");
+    ck_assert(!h.imported);
+    /* "source":"import" marks stepscope import's sessions; any other source is never an error. */
+    const char *imp = "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":\"import\"}";
+    ck_assert_int_eq(ingest_decode_hello_line(ld, imp, strlen(imp), &h), 0);
+    ck_assert(h.imported);
+    const char *other[] = {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":\"importer\"}",
+                           "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":1}",
+                           "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":[\"import\"]}"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        ck_assert_int_eq(ingest_decode_hello_line(ld, other[i], strlen(other[i]), &h), 0);
+        ck_assert(!h.imported);
+    }
     ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\"}", 23, &h), -EINVAL);
     /* A probe asks which daemon this is: never a stored session's hello. */
     ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\",\"probe\":true}", 36, &h),

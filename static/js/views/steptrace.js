@@ -71,15 +71,34 @@ const BD_KEYS = [['kernel_us', 'kernel'], ['memcpy_us', 'memcpy'], ['memset_us',
   ['communication_us', 'communication'], ['runtime_us', 'runtime'], ['dataloader_us', 'dataloader'],
   ['cpu_exec_us', 'CPU exec'], ['other_us', 'other']];
 
+// What of the rank's steps the breakdown covers, when that is not all of them (docs/API.md,
+// breakdown "coverage"): the oldest steps whose spans were evicted past the rank's cap, and the
+// trailing steps torch-tb-profiler trims.
+function coverageNote(doc) {
+  const c = doc.coverage;
+  if (!c || (c.complete && !c.steps_trimmed && c.steps >= c.steps_listed)) return null;
+  const parts = [`Covers ${fmtNum(c.steps)} of the ${fmtNum(c.steps_listed)} steps in the Steps table.`];
+  if (!c.complete) {
+    parts.push(`The analysis keeps the newest ${fmtNum(c.spans_max)} spans of a rank: ${fmtNum(c.spans_evicted)} older ones were dropped, `
+      + `so the ${fmtNum(c.steps_cut)} steps that began before them are left out rather than shown from partial data.`);
+  }
+  if (c.steps_trimmed) {
+    parts.push(`${fmtNum(c.steps_trimmed)} trailing step${c.steps_trimmed > 1 ? 's were' : ' was'} trimmed, as torch-tb-profiler does: `
+      + 'the profiler stopped before its device work ended.');
+  }
+  return el(`p#bd-coverage.note.${c.complete ? 'info' : 'warn'}`, null, parts.join(' '));
+}
+
 // The breakdown's steps are the trace's step ranges; where the rank has step records (attach(),
 // the Paddle/MindSpore hooks), /steps' steps are the records: same numbers (docs/ANALYSIS.md
 // "Step identity"), other bounds. Each row then shows the record's total beside its own.
 function breakdownView(ctx, doc, stepRows) {
-  if (!doc.rows.length) return note('empty', 'No step to break down yet (needs ProfilerStep spans or host operators).');
+  if (!doc.rows.length) return [note('empty', 'No step to break down yet (needs ProfilerStep spans or host operators).'), coverageNote(doc)];
   const a = doc.average || {};
   const recorded = new Map(stepRows.filter((r) => r.from === 'record').map((r) => [r.step, r.total_us]));
   const rows = recorded.size ? doc.rows.map((r) => ({ ...r, record_total_us: recorded.has(r.step) ? recorded.get(r.step) : null })) : doc.rows;
   const cols = [{ key: 'step', label: 'step', num: true }, { key: 'total_us', label: 'total', num: true, fmt: fmtUs },
+    { key: 'step_us', label: 'own', num: true, fmt: fmtUs },
     ...(recorded.size ? [{ key: 'record_total_us', label: 'record total', num: true, fmt: fmtUs }] : []),
     ...BD_KEYS.map(([key, label]) => ({ key, label, num: true, fmt: fmtUs })),
     { key: 'device_events', label: 'device events', num: true, fmt: fmtNum }];
@@ -92,8 +111,11 @@ function breakdownView(ctx, doc, stepRows) {
     el('div.kpis', null, kpi('step (mean)', fmtUs(a.total_us), 'bd-total'),
       ...BD_KEYS.filter(([k]) => a[k]).map(([k, label]) => kpi(label, `${fmtUs(a[k])} (${fmtPct((100 * a[k]) / a.total_us)})`, `bd-${label}`)),
       ...(doc.gpus || []).map((g) => kpi(`GPU ${g.device} utilisation`, fmtPct(100 * g.utilization), `gpu-${g.device}`))),
+    coverageNote(doc),
     doc.total > doc.rows.length ? note('info', `The first ${fmtNum(doc.rows.length)} of ${fmtNum(doc.total)} steps.`) : null,
     why,
+    doc.device_stretched ? note('info', 'As torch-tb-profiler does, each step is stretched to the end of the device work it launched: '
+      + '"total" can exceed the step\'s "own" duration, its ProfilerStep span, which is the step\'s total in the Steps table above unless the rank sends step records (docs/ANALYSIS.md).') : null,
     chart({
       type: 'bar',
       data: { labels: doc.rows.map((r) => r.step), datasets: BD_KEYS.map(([k, label], i) => ({ label, data: doc.rows.map((r) => r[k] / 1000), backgroundColor: PALETTE[i], stack: 'b' })) },
