@@ -80,10 +80,21 @@ def test_delete_removes_the_job_and_keeps_the_others(daemon):
     kept = daemon.job("kept")
     daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/doomed/steps")["total"] == 10)
     daemon.wait_for("live steps", lambda: daemon.get_json("/api/v1/jobs/kept/steps")["total"] == 7)
-    # A capture of the job (pending: no client is connected) is stored with it.
+    # A capture of the job is stored with it. A capture needs a connected session that can
+    # serve it (an ended job's is refused, 409): both ranks connect, the capture is taken, and
+    # the sessions end before the deletion (a job with an open session cannot be deleted).
+    holders = []
+    for rank in (0, 1):
+        c = Client(daemon.socket)
+        c.hello("doomed", rank=rank, world_size=2, capabilities=["capture"])
+        holders.append(c)
+    daemon.wait_for("sessions of doomed", lambda: daemon.job("doomed")["live"] is True)
     st, _, body = post_capture(daemon, "doomed")
     assert st == 201, body
     daemon.wait_for("capture stored", lambda: counts(db_path(daemon), doomed["id"])["capture_ranks"] == 2)
+    for c in holders:
+        c.close()
+    daemon.wait_for("sessions of doomed ended", lambda: daemon.job("doomed")["live"] is False)
     before = counts(db_path(daemon), doomed["id"])
     assert before["blocks"] > 0 and before["steps"] == 10 and before["queue_samples"] == 2
     kept_before = counts(db_path(daemon), kept["id"])

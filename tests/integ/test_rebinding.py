@@ -87,9 +87,15 @@ def test_own_names_are_answered(daemon):
                  "127.0.0.1", "[::1]", "localhost:9000", None):
         st, body = req(daemon, "/api/v1/jobs", host)
         assert st == 200 and b"victim" in body, (host, st, body[:200])
-    st, body = req(daemon, "/api/v1/jobs/victim/captures", f"localhost:{p}", "POST", CAPTURE,
-                   JSON)
-    assert st == 201, body
+    # A capture needs a connected session (an ended job's is refused, 409); a deletion needs
+    # none: the session ends in between.
+    with Client(daemon.socket) as c:
+        c.hello("victim", capabilities=["capture"])
+        daemon.wait_for("victim live", lambda: daemon.job("victim")["live"] is True)
+        st, body = req(daemon, "/api/v1/jobs/victim/captures", f"localhost:{p}", "POST", CAPTURE,
+                       JSON)
+        assert st == 201, body
+    daemon.wait_for("victim ended", lambda: daemon.job("victim")["live"] is False)
     st, body = req(daemon, "/api/v1/jobs/victim", f"127.0.0.1:{p}", "DELETE", None, JSON)
     assert st == 204, body
 
