@@ -130,8 +130,12 @@ def close(a, b, rel=1e-9):
 def test_metrics_pass_promtool_and_match_json(daemon):
     feed(daemon, HOSTILE_JOB, [0, 1])
     feed(daemon, "plain-job", [0, 1, 2], n_steps=7, queues=False)
-    jobs = {j["name"]: j for j in daemon.wait_for("both jobs", lambda: len(daemon.jobs()) == 2
-                                                  and daemon.jobs())}
+    # feed() has closed its clients, but the daemon sees a close when its loop reads it: wait
+    # until no session of either job is connected ("live": false), else /metrics, read later,
+    # can say 0 where this list said true.
+    jobs = {j["name"]: j for j in daemon.wait_for(
+        "both jobs, their sessions closed",
+        lambda: (lambda js: len(js) == 2 and not any(j["live"] for j in js) and js)(daemon.jobs()))}
     # Live republishes within 100 ms; wait until every rank's steps are visible.
     for name, n in ((HOSTILE_JOB, 2 * 5), ("plain-job", 3 * 7)):
         base = "/api/v1/jobs/%d" % jobs[name]["id"]
