@@ -11,6 +11,7 @@ import json
 import math
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -640,11 +641,27 @@ def test_paddle_profiler_chrome_output(daemon, paddle_output):
     assert timeline(daemon, "pd-halves") == metadata_last(got)
 
 
+def f32(x):
+    """x rounded to a C float (IEEE binary32, to nearest)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def paddle_json_dur(dur_us):
+    """The "dur" Paddle's chrome-trace logger writes for an event of dur_us (whole ns):
+    "%.3f" of nsToUsFloat(ns) = (float)ns / 1000, computed in float (Paddle's profiler
+    utils.h). A float has 24 bits: from 8192 us on its step is over half a ns, past 2**24 ns the
+    ns themselves are rounded, so the JSON's dur of a range that long can be 1 or 2 ns off the
+    exact one. (Rounding the double quotient to a float gives the float quotient: 53 >= 2 * 24
+    + 2 bits.)"""
+    ns = round(dur_us * 1000)
+    return float("%.3f" % f32(f32(ns) / 1000))
+
+
 def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     """paddle.profiler's export_protobuf (3.x) writes *.paddle_trace.pb: its host events are the
     JSON twin's X events (same names without the suffix, categories, threads and durations),
-    with times in whole ns where the JSON truncates ts to the µs. A damaged copy is refused with
-    the byte offset and nothing is sent."""
+    with times in whole ns where the JSON truncates ts to the µs and writes dur from a float
+    (paddle_json_dur). A damaged copy is refused with the byte offset and nothing is sent."""
     pb = next(paddle_output.glob("*.paddle_trace.pb"))
     twin = [e for e in json.loads(next(paddle_output.glob("*.json")).read_text())["traceEvents"]
             if e.get("ph") == "X"]
@@ -664,7 +681,7 @@ def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     def strip(name):
         return re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", name)
     key = lambda e: (strip(e["name"]), e["cat"], e["pid"], e["tid"], e["dur"])  # noqa: E731
-    assert sorted(map(key, got)) == sorted(map(key, twin))
+    assert sorted(key(dict(e, dur=paddle_json_dur(e["dur"]))) for e in got) == sorted(map(key, twin))
     # ts: the JSON's whole µs is the ns time truncated (compared as text: a double does not
     # hold 16 digits and 3 decimals)
     st, _, body = daemon.request(f"/api/v1/jobs/{q(job)}/timeline?limit=100000")
