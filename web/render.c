@@ -466,7 +466,7 @@ static void reduce_lines(struct sbuf *b, const struct analyse_st_trace *t)
 }
 
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
-                                const struct live_step_row *p, size_t skip)
+                                const struct live_step_row *p, size_t skip, const size_t *by_source)
 {
     sbuf_addc(b, '{');
     member_i64(b, "rank", t->rank);
@@ -479,6 +479,11 @@ void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t
     member_i64(b, "first_step", t->first_step);
     member_i64(b, "last_step", t->last_step);
     member_u64(b, "n_steps", t->n_steps);
+    /* Which definition the numbers use: how many of the steps have points from their spans
+     * ("trace") and how many from their record's phases ("phases"). */
+    key(b, "sources");
+    sbuf_printf(b, "{\"trace\":%zu,\"phases\":%zu},", by_source[LIVE_POINTS_TRACE],
+                by_source[LIVE_POINTS_PHASES]);
     key(b, "ordered");
     sbuf_adds(b, t->ordered ? "true," : "false,");
     member_us(b, "total_us", t->total_ns);

@@ -242,6 +242,54 @@ static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_
     return send_doc(w, c, &b, fmt);
 }
 
+/* ?name= one of words[0, n) (absent: dflt): *ret = its index. Returns 0, or -1 with *ret_mhd set
+ * (a 400 saying msg). */
+static int param_word(struct web *w, struct MHD_Connection *c, const char *name,
+                      const char *const *words, size_t n, size_t dflt, const char *msg,
+                      size_t *ret, int *ret_mhd)
+{
+    char s[16];
+    size_t len;
+    *ret = dflt;
+    int r = web__param_str(w, c, name, s, sizeof s, &len, ret_mhd);
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, words[i]) == 0) {
+            *ret = i;
+            return 0;
+        }
+    *ret_mhd = bad(w, c, msg);
+    return -1;
+}
+
+/* ?group=name|type (default name). Returns 0, or -1 with *ret_mhd set (a 400). */
+static int param_group(struct web *w, struct MHD_Connection *c, enum analyse_op_group *ret,
+                       int *ret_mhd)
+{
+    static const char *const words[] = {"name", "type"};
+    size_t i;
+    if (param_word(w, c, "group", words, 2, 0, "group: name or type", &i, ret_mhd) < 0)
+        return -1;
+    *ret = i == 1 ? ANALYSE_OP_GROUP_TYPE : ANALYSE_OP_GROUP_NAME;
+    return 0;
+}
+
+/* ?source=trace|phases (default: either, LIVE_POINTS_NONE). Returns 0, or -1 with *ret_mhd set
+ * (a 400). */
+static int param_points_source(struct web *w, struct MHD_Connection *c,
+                               enum live_points_source *ret, int *ret_mhd)
+{
+    static const char *const words[] = {"trace", "phases"};
+    size_t i;
+    if (param_word(w, c, "source", words, 2, SIZE_MAX, "source: trace or phases", &i, ret_mhd) < 0)
+        return -1;
+    *ret = i == 0 ? LIVE_POINTS_TRACE : i == 1 ? LIVE_POINTS_PHASES : LIVE_POINTS_NONE;
+    return 0;
+}
+
 static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
 {
     int64_t rank, step, from, to, skip;
@@ -251,6 +299,9 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
         web__param_i64(w, c, "from", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_FIRST, &from, &mhd) < 0 ||
         web__param_i64(w, c, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to, &mhd) < 0 ||
         web__param_i64(w, c, "skip", 0, INT32_MAX, 0, &skip, &mhd) < 0)
+        return mhd;
+    enum live_points_source source;
+    if (param_points_source(w, c, &source, &mhd) < 0)
         return mhd;
     bool single = step != INT64_MIN;
     if (single && (from != ANALYSE_ST_ALL_FIRST || to != ANALYSE_ST_ALL_LAST || skip != 0))
@@ -263,7 +314,9 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
     struct live_step_row pts;
     memset(&pts, 0, sizeof pts);
     pts.fp_name = pts.bp_name = "";
-    int r = live_query_steptrace(snap, rank, single, step, from, to, (size_t)skip, &t, &pts);
+    size_t by_source[LIVE_POINTS_PHASES + 1];
+    int r = live_query_steptrace(snap, rank, single, step, from, to, (size_t)skip, source, &t, &pts,
+                                 by_source);
     if (r == -ENOENT)
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                single ? "no such step with FP/BP points on this rank"
@@ -272,7 +325,7 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
         return web__send_store_error(w, c, r, "live_query_steptrace");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_steptrace(&b, t, &pts, (size_t)skip);
+    web__render_live_steptrace(&b, t, &pts, (size_t)skip, by_source);
     analyse_steptrace_free(t);
     return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
 }
@@ -335,24 +388,7 @@ static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct
     return 0;
 }
 
-/* ?group=name|type (default name). Returns 0, or -1 with *ret_mhd set (a 400). */
-static int param_group(struct web *w, struct MHD_Connection *c, enum analyse_op_group *ret,
-                       int *ret_mhd)
-{
-    char group_s[8];
-    size_t len;
-    *ret = ANALYSE_OP_GROUP_NAME;
-    int r = web__param_str(w, c, "group", group_s, sizeof group_s, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 1 && strcmp(group_s, "type") == 0) {
-        *ret = ANALYSE_OP_GROUP_TYPE;
-    } else if (r == 1 && strcmp(group_s, "name") != 0) {
-        *ret_mhd = bad(w, c, "group: name or type");
-        return -1;
-    }
-    return 0;
-}
+
 
 /* Answers an operator or kernel page in p's format; takes page. side: the operators' side
  * ("host" or "device"), NULL for the kernel table. */
@@ -610,7 +646,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
         what = "live_query_steptrace";
         struct live_step_row pts;
         r = live_query_steptrace(snap, rank, false, 0, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
-                                 0, &t, &pts);
+                                 0, LIVE_POINTS_NONE, &t, &pts, NULL);
         if (r < 0 && r != -ENOENT)
             goto fail;
         if (t) {

@@ -402,9 +402,11 @@ extern const char web__steps_csv_header[];
 void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r);
 void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
                             size_t total);
-/* The step trace: stages, reduce lines, points; skip = steps left out before the average. */
+/* The step trace: stages, reduce lines, points; skip = steps left out before the average;
+ * by_source = the steps behind the numbers by enum live_points_source ("sources"). */
 void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
-                                const struct live_step_row *points, size_t skip);
+                                const struct live_step_row *points, size_t skip,
+                                const size_t *by_source);
 extern const char web__ops_csv_header[];
 extern const char web__kernels_csv_header[];
 /* ops: an operator row (with type and self); else a kernel row. */

@@ -115,8 +115,9 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_s
 }
 
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
-                         int64_t first, int64_t last, size_t skip,
-                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points)
+                         int64_t first, int64_t last, size_t skip, enum live_points_source source,
+                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points,
+                         size_t *ret_by_source)
 {
     const struct live_snap_rank *sr = find_rank(snap, rank);
     if (!sr)
@@ -137,7 +138,7 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
     const struct live_snap_step *lastp = NULL;
     for (size_t i = 0; i < sr->n_steps; i++) {
         const struct live_snap_step *st = &sr->steps[i];
-        if (st->source == LIVE_POINTS_NONE)
+        if (st->source == LIVE_POINTS_NONE || (source != LIVE_POINTS_NONE && st->source != source))
             continue;
         in[n++] = (struct analyse_st_step){
             .step = st->step,
@@ -157,6 +158,17 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
         }
         if (in_range)
             lastp = st;
+    }
+    if (ret_by_source) { /* the steps the answer is made of, by source */
+        memset(ret_by_source, 0, (LIVE_POINTS_PHASES + 1) * sizeof *ret_by_source);
+        for (size_t i = 0; i < sr->n_steps; i++) {
+            const struct live_snap_step *st = &sr->steps[i];
+            bool counted = st->source != LIVE_POINTS_NONE &&
+                           (source == LIVE_POINTS_NONE || st->source == source) &&
+                           (single ? st == lastp : st->step >= first && st->step <= last);
+            if (counted)
+                ret_by_source[st->source]++;
+        }
     }
     int r = single || first <= last
                 ? (single ? analyse_steptrace_step(in, n, step, false, ret_trace)

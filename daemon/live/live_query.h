@@ -119,15 +119,20 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_s
 
 /* A step trace of one rank: the single step `step` when single is true, else the average over
  * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound) less the first
- * `skip` of them (MindInsight's average leaves out step 1: skip 1). Only steps with points count.
+ * `skip` of them (MindInsight's average leaves out step 1: skip 1). Only steps with points count,
+ * and of those only the steps whose points come from `source` unless it is LIVE_POINTS_NONE (any):
+ * the two definitions (a step record's phases, or FP/BP points found in its spans) measure
+ * different things, so an average can keep to one. ret_by_source (NULL, or an array indexed by
+ * enum live_points_source) gets how many steps behind the numbers had each source.
  * The reduce lines are the steps' communication ops (LIVE_STEP_COMM_MAX per step), averaged by
  * (stream, name) as analyse does. Sets *ret_trace (free with analyse_steptrace_free(); names
  * borrowed from snap) and *ret_points: the points of the last step behind the numbers (names
  * borrowed from snap). Returns 0, -ENOENT (no such rank, or no step with points in range),
  * -ENOMEM. */
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
-                         int64_t first, int64_t last, size_t skip,
-                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points);
+                         int64_t first, int64_t last, size_t skip, enum live_points_source source,
+                         struct analyse_st_trace **ret_trace, struct live_step_row *ret_points,
+                         size_t *ret_by_source);
 
 /* The operator table of rank (rank < 0: every rank merged), host spans only
  * (ANALYSE_ROLES_HOST, as torch's key_averages() counts them), grouped as analyse_ops_aggregate()

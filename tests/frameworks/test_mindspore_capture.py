@@ -67,6 +67,25 @@ def test_mindspore_capture_two_steps(daemon, tmp):
     assert after["interval_us"] < stop_us / 4, (cap, after)
     assert after["start_us"] - last["end_us"] >= stop_us * 0.9, (cap, last, after)
 
+    # the window's steps take FP/BP points from their spans ("trace"), the others from their
+    # records' phases: the average says how many of each it mixes, and ?source= keeps to one
+    by_source = {}
+    for r in rows.values():
+        by_source[r["source"]] = by_source.get(r["source"], 0) + 1
+    assert by_source.get("trace", 0) >= 1 and by_source.get("phases", 0) >= 1, by_source
+    doc = daemon.get_json("/api/v1/jobs/%s/step-trace" % job)
+    assert doc["sources"] == {"trace": by_source["trace"], "phases": by_source["phases"]}, doc
+    assert doc["n_steps"] == by_source["trace"] + by_source["phases"], doc
+    for src, other in (("trace", "phases"), ("phases", "trace")):
+        doc = daemon.get_json("/api/v1/jobs/%s/step-trace?source=%s" % (job, src))
+        steps = [r for r in rows.values() if r["source"] == src]
+        assert doc["sources"] == {src: len(steps), other: 0} and doc["n_steps"] == len(steps), doc
+        assert doc["points"]["source"] == src, doc
+        mean_tail = sum(r["tail_us"] for r in steps) / len(steps)
+        assert math.isclose(doc["tail_us"], mean_tail, rel_tol=1e-3, abs_tol=1), (doc, steps)
+    st, _, body = daemon.request("/api/v1/jobs/%s/step-trace?source=both" % job)
+    assert st == 400 and b"source: trace or phases" in body, body
+
 
 def check_rows(rows, table, name, calls, total_ms, avg_ms):
     """The daemon's rows are the rows of MindSpore's table (one each, by name), with its calls,

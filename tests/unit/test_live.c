@@ -161,12 +161,33 @@ START_TEST(test_live_numbers_independent_of_chunking)
 
     struct analyse_st_trace *t;
     struct live_step_row pts;
+    size_t by[LIVE_POINTS_PHASES + 1];
     ck_assert_int_eq(live_query_steptrace(s, 0, false, 0, ANALYSE_ST_ALL_FIRST,
-                                          ANALYSE_ST_ALL_LAST, 0, &t, &pts), 0);
+                                          ANALYSE_ST_ALL_LAST, 0, LIVE_POINTS_NONE, &t, &pts, by), 0);
     ck_assert_int_eq(t->interval_ns, 20 * US);
     ck_assert_int_eq(t->fp_bp_ns, 150 * US);
     ck_assert_int_eq(t->tail_ns, 30 * US);
+    /* the average mixes the two definitions, and says so */
+    ck_assert_uint_eq(by[LIVE_POINTS_TRACE], 1);
+    ck_assert_uint_eq(by[LIVE_POINTS_PHASES], 1);
     analyse_steptrace_free(t);
+    /* ... or keeps to one: the step with spans (trace), the step with phases only */
+    static const struct {
+        enum live_points_source source;
+        int64_t interval_ns, tail_ns;
+    } one[] = {{LIVE_POINTS_TRACE, 30 * US, 20 * US}, {LIVE_POINTS_PHASES, 10 * US, 40 * US}};
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert_int_eq(live_query_steptrace(s, 0, false, 0, ANALYSE_ST_ALL_FIRST,
+                                              ANALYSE_ST_ALL_LAST, 0, one[k].source, &t, &pts, by),
+                         0);
+        ck_assert_int_eq(t->n_steps, 1);
+        ck_assert_int_eq(t->interval_ns, one[k].interval_ns);
+        ck_assert_int_eq(t->tail_ns, one[k].tail_ns);
+        ck_assert_uint_eq(by[one[k].source], 1);
+        ck_assert_uint_eq(by[one[1 - k].source], 0);
+        ck_assert_int_eq(pts.source, one[k].source);
+        analyse_steptrace_free(t);
+    }
 
     struct analyse_op_query q = {.sort = ANALYSE_OP_COL_NONE};
     struct analyse_op_table *ops;
