@@ -21,6 +21,8 @@ def train(daemon, tmp, script, mode, job, timeout=900):
         f"not everything was acknowledged: {info['stats']}\n{r.stderr[-2000:]}"
     st = info["stats"]
     assert st["dropped"] == 0 and st["internal_errors"] == 0 and st["errors"] == 0, st
+    # closed with everything acknowledged: nothing is held (the bye line counted in and out)
+    assert st["buffered_bytes"] == 0, st
     return info
 
 

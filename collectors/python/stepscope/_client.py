@@ -476,6 +476,7 @@ class Client:
             s = self._sender
             if s is not None:
                 self._closing = True
+                self._in_bytes += len(_BYE)  # held until acknowledged, freed then like a record
                 self._pending.append(_BYE)
                 m = Marker()
                 self._pending.append(m)
