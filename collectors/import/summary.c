@@ -19,20 +19,24 @@ extern char **environ;
 enum { SUMMARY_EXIT_OK = 0, SUMMARY_EXIT_DAEMON = 1, SUMMARY_EXIT_USAGE = 2 };
 
 /* Paddle's order (profiler_statistic.py _build_table). */
-static const char *const kinds[] = {"device",   "overview", "model",  "distributed",
-                                    "operator", "kernel",   "memory", "user-defined"};
-enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+/* The summary tables (/summary/{kind}), then "perf": Paddle's Perf Summary (/benchmark), only
+ * when asked for by name. */
+static const char *const kinds[] = {"device", "overview", "model",        "distributed", "operator",
+                                    "kernel", "memory",   "user-defined", "perf"};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0], N_TABLES = N_KINDS - 1 };
 
 void summary_usage(FILE *f)
 {
-    fputs("usage: stepscope summary JOB [--kind KIND] [--rank R] [--steps A-B]\n"
+    fputs("usage: stepscope summary JOB [--kind KIND] [--rank R] [--steps A-B] [--skip N]\n"
           "                         [--time-unit s|ms|us|ns] [--socket PATH | --http ADDR:PORT]\n"
           "                         [--auth-token-file FILE]\n"
           "Prints paddle.profiler's summary tables of one rank of JOB, computed by stepscoped.\n"
           "\n"
           "  --kind KIND             one table: device, overview, model, distributed, operator,\n"
           "                          kernel, memory, user-defined (default: all, in that order;\n"
-          "                          as Paddle, the tables after overview only when not empty)\n"
+          "                          as Paddle, the tables after overview only when not empty);\n"
+          "                          perf: Paddle's Perf Summary (its benchmark timer)\n"
+          "  --skip N                perf: warm-up steps left out (default 10, as Paddle)\n"
           "  --rank R                the rank (default 0)\n"
           "  --steps A-B             ProfileSteps A..B only (or one step N; default all)\n"
           "  --time-unit UNIT        the tables' time unit (default ms)\n"
@@ -67,9 +71,10 @@ int summary_command(int argc, char **argv)
         {"rank", required_argument, NULL, 'r'},
         {"steps", required_argument, NULL, 's'},
         {"time-unit", required_argument, NULL, 'u'},
+        {"skip", required_argument, NULL, 'n'},
         HCLIENT_OPTIONS,
     };
-    const char *kind = NULL, *rank = "0", *steps = NULL;
+    const char *kind = NULL, *rank = "0", *steps = NULL, *skip = NULL;
     const char *unit = "ms";
     int c, code;
     struct hclient_options o = {NULL, NULL, NULL};
@@ -89,12 +94,15 @@ int summary_command(int argc, char **argv)
         case 'u':
             unit = optarg;
             break;
+        case 'n':
+            skip = optarg;
+            break;
         default:
             if ((code = hclient_option(c, "summary", summary_usage, argv, &o)) >= 0)
                 return code;
         }
     }
-    size_t first = 0, last = N_KINDS;
+    size_t first = 0, last = N_TABLES;
     for (size_t k = 0; kind && k < N_KINDS; k++)
         if (strcmp(kind, kinds[k]) == 0)
             first = k, last = k + 1;
@@ -103,7 +111,9 @@ int summary_command(int argc, char **argv)
         bad = optind >= argc ? "give the job's name" : "one job at a time";
     else if (kind && last - first != 1)
         bad = "--kind: not one of device, overview, model, distributed, operator, kernel, "
-              "memory, user-defined";
+              "memory, user-defined, perf";
+    else if (skip && (first != N_TABLES || !only(skip, "0123456789")))
+        bad = first != N_TABLES ? "--skip: only with --kind perf" : "--skip: not a number";
     else if (!only(rank, "0123456789"))
         bad = "--rank: not a rank";
     else if (steps && !only(steps, "0123456789-"))
@@ -131,9 +141,14 @@ int summary_command(int argc, char **argv)
     int printed = 0;
     for (size_t k = first; k < last && code == SUMMARY_EXIT_OK; k++) {
         char path[HCLIENT_ADDR_MAX + 256];
-        snprintf(path, sizeof path,
-                 "/api/v1/jobs/%s/summary/%s?format=text&rank=%s&time_unit=%s%s%s", job,
-                 kinds[k], rank, unit, steps ? "&steps=" : "", steps ? steps : "");
+        if (k == N_TABLES)
+            snprintf(path, sizeof path, "/api/v1/jobs/%s/benchmark?format=text&rank=%s%s%s%s%s",
+                     job, rank, steps ? "&steps=" : "", steps ? steps : "", skip ? "&skip=" : "",
+                     skip ? skip : "");
+        else
+            snprintf(path, sizeof path,
+                     "/api/v1/jobs/%s/summary/%s?format=text&rank=%s&time_unit=%s%s%s", job,
+                     kinds[k], rank, unit, steps ? "&steps=" : "", steps ? steps : "");
         int status;
         char *body;
         size_t len;

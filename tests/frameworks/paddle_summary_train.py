@@ -34,7 +34,7 @@ import stepscope.paddle as ssp
 
 BATCH = 16
 READER_S = 0.004
-CNN_BATCH = 64
+CNN_BATCH = 128
 
 
 class Data(paddle.io.Dataset):

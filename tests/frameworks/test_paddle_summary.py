@@ -293,6 +293,16 @@ def test_summary_ranges_caps_errors_and_benchmark(daemon, tmp):
     text = daemon.request(f"/api/v1/jobs/{bjob}/benchmark?format=text")[2].decode()
     assert text.startswith("=" * 44 + "Perf Summary" + "=" * 44 + "\n")
     assert f"{stats['batch_cost']['avg']:.5f}" in text and "IPS Unit: samples/s" in text
+    # ... which `stepscope summary --kind perf` prints (--skip passed on)
+    def cli(*args):
+        return subprocess.run([str(import_cli()), "summary", *args, "--socket", daemon.socket],
+                              capture_output=True, text=True, timeout=60)
+    r = cli(bjob, "--kind", "perf")
+    assert r.returncode == 0 and r.stdout.rstrip("\n") == text.rstrip("\n"), r
+    r = cli(JOB, "--kind", "perf", "--skip", "0", "--steps", "3-6")
+    want = daemon.request(f"/api/v1/jobs/{JOB}/benchmark?format=text&skip=0&steps=3-6")[2].decode()
+    assert r.returncode == 0 and r.stdout.rstrip("\n") == want.rstrip("\n") and "Perf Summary" in want, r
+    assert cli(JOB, "--skip", "0").returncode == 2
     # ... and from the window's ProfileStep spans when a job has no step records.
     sb = daemon.get_json(f"/api/v1/jobs/{JOB}/benchmark?skip=0")
     assert (sb["source"], sb["n_steps"], sb["counted"], sb["ips_unit"]) == ("spans", 7, 7, "steps/s")
@@ -337,9 +347,11 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
     assert info["kept_us"] is False
     path = tmp / f"{job}.json.window.json"
     doc = json.loads(path.read_text())
+    # Past 8.4 ms the offsets are float-rounded; the spread passes 1 µs in most such runs (the
+    # case the importer refused; test_pdtrace_float_offsets has one for certain), not all.
     d = offsets_ns(doc)
     spread = max(x for x, _ in d) - min(x for x, _ in d)
-    assert 1000 <= spread < 1200, spread
+    assert spread < 1200, spread
     slack = window_slack_ns(doc)
     assert slack
     wait_window(daemon, info, job)
