@@ -15,6 +15,7 @@
 
 const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT] = {
     "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
+    "aicpu",
 };
 
 int web__summary_kind_parse(const char *s, enum web_summary_kind *ret)
@@ -205,9 +206,84 @@ static void device_rows(struct sbuf *b, const struct web_summary_doc *d, bool cs
     }
 }
 
+/* A mean in µs of sum_ns over n, or null (CSV: empty) when n is 0. */
+static void mean_us(struct sbuf *b, int64_t sum_ns, int64_t n, bool csv)
+{
+    if (n > 0)
+        us_d(b, (double)sum_ns / (double)n);
+    else if (!csv)
+        sbuf_adds(b, "null");
+}
+
+/* MindInsight's AICPU detail table, one row per op. */
+static void aicpu_rows(struct sbuf *b, const struct analyse_aicpu *a, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "kernel_name,kernel_type,calls,total_us,avg_us,dispatch_avg_us,exec_avg_us\n");
+    for (size_t i = 0; i < a->n_ops; i++) {
+        const struct analyse_aicpu_op *o = &a->ops[i];
+        if (csv) {
+            web__csv_str(b, o->name);
+            sbuf_addc(b, ',');
+            csv_name(b, o->name, o->type_len);
+            sbuf_printf(b, ",%" PRId64 ",", o->calls);
+            sbuf_json_us(b, o->total_ns);
+            sbuf_addc(b, ',');
+            mean_us(b, o->total_ns, o->calls, true);
+            sbuf_addc(b, ',');
+            mean_us(b, o->dispatch_ns, o->calls, true);
+            sbuf_addc(b, ',');
+            mean_us(b, o->exec_ns, o->exec_calls, true);
+            sbuf_addc(b, '\n');
+            continue;
+        }
+        sbuf_adds(b, i ? ",{\"kernel_name\":" : "{\"kernel_name\":");
+        sbuf_json_str(b, o->name, strlen(o->name));
+        sbuf_adds(b, ",\"kernel_type\":");
+        sbuf_json_str(b, o->name, o->type_len);
+        sbuf_printf(b, ",\"calls\":%" PRId64 ",\"total_us\":", o->calls);
+        sbuf_json_us(b, o->total_ns);
+        sbuf_adds(b, ",\"avg_us\":");
+        mean_us(b, o->total_ns, o->calls, false);
+        sbuf_adds(b, ",\"dispatch_avg_us\":");
+        mean_us(b, o->dispatch_ns, o->calls, false);
+        sbuf_adds(b, ",\"exec_avg_us\":");
+        mean_us(b, o->exec_ns, o->exec_calls, false);
+        sbuf_addc(b, '}');
+    }
+}
+
+static void render_aicpu_json(struct sbuf *b, const struct web_summary_doc *d)
+{
+    const struct analyse_aicpu *a = d->aicpu;
+    sbuf_printf(b, "{\"kind\":\"aicpu\",\"rank\":%" PRId64 ",\"tasks\":%" PRId64 ",\"total_us\":",
+                d->rank, a->tasks);
+    sbuf_json_us(b, a->total_ns);
+    sbuf_printf(b, ",\"spans_read\":%zu,\"spans_cut\":%" PRId64 ",\"lines_bad\":%" PRId64
+                   ",\"max_spans\":%zu,\"types\":[",
+                d->n_read, d->spans_cut, d->lines_bad, d->max_spans);
+    for (size_t i = 0; i < a->n_types; i++) {
+        const struct analyse_aicpu_type *t = &a->types[i];
+        sbuf_adds(b, i ? ",{\"kernel_type\":" : "{\"kernel_type\":");
+        sbuf_json_str(b, t->type, t->type_len);
+        sbuf_printf(b, ",\"calls\":%" PRId64 ",\"total_us\":", t->calls);
+        sbuf_json_us(b, t->total_ns);
+        sbuf_adds(b, ",\"percent\":");
+        pct(b, t->percent / 100);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "],\"rows\":[");
+    aicpu_rows(b, a, false);
+    sbuf_adds(b, "]}");
+}
+
 static void rows_of(struct sbuf *b, const struct web_summary_doc *d, bool csv)
 {
     const struct analyse_summary *s = d->sum;
+    if (d->kind == WEB_SUMMARY_AICPU) {
+        aicpu_rows(b, d->aicpu, csv);
+        return;
+    }
     switch (d->kind) {
     case WEB_SUMMARY_OVERVIEW:
         overview_rows(b, s, csv);
@@ -239,6 +315,10 @@ static void rows_of(struct sbuf *b, const struct web_summary_doc *d, bool csv)
 static void render_json(struct sbuf *b, const struct web_summary_doc *d)
 {
     const struct analyse_summary *s = d->sum;
+    if (d->kind == WEB_SUMMARY_AICPU) {
+        render_aicpu_json(b, d);
+        return;
+    }
     sbuf_printf(b, "{\"kind\":\"%s\",\"rank\":%" PRId64 ",\"n_steps\":%zu,\"first_step\":",
                 web__summary_kind_names[d->kind], d->rank, s->n_steps);
     if (s->first_step >= 0)
@@ -620,11 +700,59 @@ static bool paddle_omits(const struct web_summary_doc *d)
     }
 }
 
+/* MindInsight's two AI CPU tables, laid out as the Paddle tables are. */
+static void text_aicpu(struct sbuf *b, const struct analyse_aicpu *a, const char *u)
+{
+    double div = unit_div(u);
+    char h[3][48], c[5][CELL];
+    struct tfmt f = {{30, 10, 18, 12}, 4};
+    ttitle(b, tlen(&f), "AI CPU Type Summary");
+    tsep(b, &f);
+    snprintf(h[0], sizeof h[0], "Total Time (%s)", u);
+    trow(b, &f, (const char *[]){"Kernel Type", "Calls", h[0], "Percent (%)"});
+    tsep(b, &f);
+    for (size_t i = 0; i < a->n_types; i++) {
+        const struct analyse_aicpu_type *t = &a->types[i];
+        name_cell(c[0], t->type, t->type_len, 30, 0);
+        snprintf(c[1], CELL, "%" PRId64, t->calls);
+        fmt_time(c[2], CELL, (double)t->total_ns, div);
+        snprintf(c[3], CELL, "%.2f", t->percent);
+        trow(b, &f, (const char *[]){c[0], c[1], c[2], c[3]});
+    }
+    tsep(b, &f);
+    sbuf_addc(b, '\n');
+    struct tfmt g = {{40, 10, 20, 22, 22}, 5};
+    ttitle(b, tlen(&g), "AI CPU Detail");
+    tsep(b, &g);
+    snprintf(h[0], sizeof h[0], "Avg Time (%s)", u);
+    snprintf(h[1], sizeof h[1], "Avg Dispatch (%s)", u);
+    snprintf(h[2], sizeof h[2], "Avg Execution (%s)", u);
+    trow(b, &g, (const char *[]){"Kernel Name", "Calls", h[0], h[1], h[2]});
+    tsep(b, &g);
+    for (size_t i = 0; i < a->n_ops; i++) {
+        const struct analyse_aicpu_op *o = &a->ops[i];
+        name_cell(c[0], o->name, strlen(o->name), 40, 0);
+        snprintf(c[1], CELL, "%" PRId64, o->calls);
+        fmt_time(c[2], CELL, (double)o->total_ns / (double)o->calls, div);
+        fmt_time(c[3], CELL, (double)o->dispatch_ns / (double)o->calls, div);
+        if (o->exec_calls > 0)
+            fmt_time(c[4], CELL, (double)o->exec_ns / (double)o->exec_calls, div);
+        else
+            snprintf(c[4], CELL, "-");
+        trow(b, &g, (const char *[]){c[0], c[1], c[2], c[3], c[4]});
+    }
+    tsep(b, &g);
+}
+
 static void render_text(struct sbuf *b, const struct web_summary_doc *d)
 {
     const struct analyse_summary *s = d->sum;
     const char *u = d->time_unit;
     static const char thread[] = "Thread: All threads merged";
+    if (d->kind == WEB_SUMMARY_AICPU) {
+        text_aicpu(b, d->aicpu, u);
+        return;
+    }
     if (paddle_omits(d))
         return;
     switch (d->kind) {

@@ -182,11 +182,14 @@ struct spans {
     struct arena names;
     struct intern *tab; /* open addressing; name NULL = empty */
     size_t n_tab, used;
+    bool aicpu;                      /* read only AI CPU tasks (spans with args.dispatch_time_us) */
+    struct analyse_aicpu_task *task; /* with aicpu: [n], task[i] is v[i]'s */
 };
 
 static void spans_free(struct spans *s)
 {
     free(s->v);
+    free(s->task);
     free(s->tab);
     arena_free(&s->names);
 }
@@ -272,7 +275,7 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             continue;
         }
         if (rec.kind != RECORD_TRACE || rec.ph != 'X' || rec.name.len == 0 || rec.dur_ns < 0 ||
-            rec.ts_ns == INT64_MIN)
+            rec.ts_ns == INT64_MIN || (s->aicpu && rec.dispatch_ns < 0))
             continue;
         /* A span reaching past the end of time ends there. */
         if (rec.ts_ns > 0 && rec.dur_ns > INT64_MAX - rec.ts_ns)
@@ -289,6 +292,14 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                 break;
             }
             s->v = v;
+            if (s->aicpu) {
+                struct analyse_aicpu_task *t = realloc(s->task, cap * sizeof *t);
+                if (!t) {
+                    r = -ENOMEM;
+                    break;
+                }
+                s->task = t;
+            }
             s->cap = cap;
         }
         const struct intern *in = intern_get(s, rec.cat, rec.name);
@@ -302,6 +313,10 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                                              .pid = id_of(rec.pid), .tid = id_of(rec.tid),
                                              .correlation = -1, .external_id = -1,
                                              .role = in->role};
+        if (s->aicpu)
+            s->task[s->n - 1] = (struct analyse_aicpu_task){
+                .name = in->name, .name_len = in->name_len, .total_ns = rec.dur_ns,
+                .dispatch_ns = rec.dispatch_ns, .exec_ns = rec.exec_ns};
     }
     w->decoder.destroy(dec);
     store_event_iter_free(it);
@@ -536,9 +551,31 @@ static int run_benchmark(struct web_analysis *a)
     return r;
 }
 
+/* MindInsight's AI CPU tables from the rank's AI CPU tasks. */
+static int run_aicpu(struct web_analysis *a)
+{
+    struct spans sp = {.max = a->max_spans, .aicpu = true};
+    struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
+                                .time_unit = a->unit};
+    int r = read_spans(a->w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0)
+        r = analyse_aicpu_compute(sp.task, sp.n, &d.aicpu);
+    if (r == 0) {
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        web__render_summary(&a->b, &d, a->fmt);
+    }
+    analyse_aicpu_free(d.aicpu);
+    spans_free(&sp);
+    return r;
+}
+
 static int run_summary(struct web_analysis *a)
 {
     struct web *w = a->w;
+    if (a->kind == WEB_SUMMARY_AICPU)
+        return run_aicpu(a);
     struct spans sp = {.max = a->max_spans};
     struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
                                 .time_unit = a->unit};
@@ -656,7 +693,7 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
     if (rt->id == WEB_ROUTE_SUMMARY && web__summary_kind_parse(rt->kind, &kind) < 0)
         return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
                                "kind: overview, model, distributed, operator, kernel, memory, "
-                               "user-defined or device");
+                               "user-defined, device or aicpu");
     int64_t rank, first, last, max_spans, skip = 0;
     enum web_format fmt;
     int mhd;

@@ -473,10 +473,12 @@ enum web_summary_kind {
     WEB_SUMMARY_MEMORY,
     WEB_SUMMARY_USER_DEFINED,
     WEB_SUMMARY_DEVICE,
+    WEB_SUMMARY_AICPU,   /* MindInsight's AI CPU tables (analyse.h Section E), not Paddle's */
     WEB_SUMMARY_KIND_COUNT,
 };
 
-/* "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device". */
+/* "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
+ * "aicpu". */
 extern const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT];
 
 /* Returns 0 and sets *ret, or -1 for an unknown kind. */
@@ -486,7 +488,8 @@ int web__summary_kind_parse(const char *s, enum web_summary_kind *ret);
 struct web_summary_doc {
     enum web_summary_kind kind;
     int64_t rank;
-    struct analyse_summary *sum;
+    struct analyse_summary *sum;   /* every kind but aicpu */
+    struct analyse_aicpu *aicpu;   /* aicpu */
     size_t n_read;         /* X spans read from the store */
     int64_t spans_cut;     /* X spans past max_spans, counted and not read */
     int64_t lines_bad;     /* stored lines the decoder refused */

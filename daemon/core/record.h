@@ -54,6 +54,9 @@ struct record {
                                   event to its runtime call (-1 if absent or not such an integer) */
     int64_t external_id;       /* TRACE: args["External id"], which links a device event to its
                                   host operator, likewise (-1 if absent) */
+    int64_t dispatch_ns;       /* TRACE: args.dispatch_time_us (a MindSpore AI CPU task's dispatch
+                                  time, µs; -1 if absent, negative or not a number) */
+    int64_t exec_ns;           /* TRACE: args.execution_time_us (its execution time), likewise */
 };
 
 /* The first line of every connection. */

@@ -28,7 +28,7 @@
 /* decode_record() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 208, "struct record changed: update decode_record()");
+_Static_assert(sizeof(struct record) == 224, "struct record changed: update decode_record()");
 #endif
 
 enum field_id {
@@ -64,6 +64,8 @@ enum field_id {
 enum args_id {
     A_CORRELATION = F_RECORD_COUNT, /* slots after the record's: one array, one pass */
     A_EXTERNAL_ID,
+    A_DISPATCH,
+    A_EXECUTION,
     A_END,
 };
 _Static_assert(A_END <= JSCAN_SLOTS_MAX, "too many known record keys for one slot array");
@@ -71,6 +73,8 @@ _Static_assert(A_END <= JSCAN_SLOTS_MAX, "too many known record keys for one slo
 static const struct jscan_key args_keys[] = {
     {"correlation", A_CORRELATION, 0},
     {"External id", A_EXTERNAL_ID, 0},
+    {"dispatch_time_us", A_DISPATCH, 0},
+    {"execution_time_us", A_EXECUTION, 0},
 };
 
 enum hello_id {
@@ -338,13 +342,24 @@ static int64_t link_id(const struct jscan_slot *s)
     return v;
 }
 
-/* args.correlation and args["External id"] of a trace event, which the line's own pass put in
- * the slots after the record's (JSCAN_F_SUBKEYS): members of other types are ignored, never an
- * error. */
+/* A time in µs >= 0 from a slot, in ns, or -1. */
+static int64_t arg_us(const struct jscan_slot *s)
+{
+    int64_t ns;
+    if (s->type != JSCAN_NUMBER || num_us_to_ns(s->p, s->n, &ns) < 0 || ns < 0)
+        return -1;
+    return ns;
+}
+
+/* args.correlation, args["External id"], args.dispatch_time_us and args.execution_time_us of a
+ * trace event, which the line's own pass put in the slots after the record's
+ * (JSCAN_F_SUBKEYS): members of other types are ignored, never an error. */
 static void trace_links(const struct jscan_slot *s, struct record *r)
 {
     r->correlation = link_id(&s[A_CORRELATION]);
     r->external_id = link_id(&s[A_EXTERNAL_ID]);
+    r->dispatch_ns = arg_us(&s[A_DISPATCH]);
+    r->exec_ns = arg_us(&s[A_EXECUTION]);
 }
 
 static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record *r)
@@ -453,6 +468,8 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
     ret->rss_bytes = -1;
     ret->correlation = -1;
     ret->external_id = -1;
+    ret->dispatch_ns = -1;
+    ret->exec_ns = -1;
     bool ok;
     if (s[F_PH].type != JSCAN_ABSENT) {
         ok = build_trace(&c, s, ret);

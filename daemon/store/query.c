@@ -859,6 +859,8 @@ static void record_blank(struct record *rec, enum record_kind kind)
     rec->rss_bytes = -1;
     rec->correlation = -1;
     rec->external_id = -1;
+    rec->dispatch_ns = -1;
+    rec->exec_ns = -1;
 }
 
 /* Text column col as a record_text (empty when NULL); borrowed until the next step. */

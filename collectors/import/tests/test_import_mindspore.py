@@ -882,6 +882,103 @@ def test_aicpu_totals_and_clock_match_mindinsight(daemon, tmp):
         (round(r[3] * 1000, 3), round(r[4] * 1000, 3)) for r in rows]
 
 
+def mindinsight_aicpu(rows):
+    """MindInsight's AI CPU tables computed by hand from its formulas (reference/mindinsight.md
+    section 1.3; AicpuTypeAnalyser, AicpuDetailAnalyser): each ms value through _format_float_data
+    (< 1: 6 decimals, else 3), a row's kernel_type its name up to the first '-'. Type: total_time =
+    sum(total_time) * 1000 (µs), execution_frequency = count, percent = round(total / all * 100, 2).
+    Detail (per name): avg_execution_time = mean(total_time) * 1000 (µs; MindInsight's column name,
+    its value is total_time's mean), dispatch_time = mean(dispatch_time) * 1000, frequency."""
+    def fmt(v):
+        return round(v, 6) if v < 1 else round(v, 3)
+    types, names = {}, {}
+    for r in rows:
+        t = types.setdefault(r[1].split("-")[0], [0.0, 0])
+        t[0] += r[2] * 1000
+        t[1] += 1
+        n = names.setdefault(r[1], [0.0, 0.0, 0.0, 0])
+        n[0] += fmt(r[2])
+        n[1] += fmt(r[3])
+        n[2] += r[4]
+        n[3] += 1
+    all_us = sum(v[0] for v in types.values())
+    type_rows = {k: {"total_us": round(v[0], 3), "calls": v[1],
+                     "percent": round(round(v[0], 3) / all_us * 100, 2)} for k, v in types.items()}
+    detail = {k: {"kernel_type": k.split("-")[0], "avg_us": round(v[0] / v[3] * 1000, 3),
+                  "dispatch_avg_us": round(v[1] / v[3] * 1000, 3),
+                  "exec_avg_us": round(v[2] / v[3] * 1000, 3), "calls": v[3]}
+              for k, v in names.items()}
+    return type_rows, detail
+
+
+AICPU_ROWS_TABLE = AICPU_ROWS + [  # a second op of the GetNext type, a second InitData
+    [6, "GetNext-op7", 0.03, 0.009, 0.002, 154907897000.0, 154907897002.0],
+    [7, "InitData", 1.2345, 0.0155, 1.1, 154907898000.0, 154907899100.0],
+]
+
+
+@pytest.mark.parametrize("shape", ["csv", "txt"])
+def test_aicpu_dispatch_table_matches_mindinsight(daemon, tmp, shape):
+    """MindInsight's AI CPU tables (issue 14 item 3: dispatch time was carried per task in the
+    spans' args but tabled nowhere): /summary/aicpu gives the type table (total, calls, percent)
+    and the detail table per op (mean total_time, mean dispatch_time, mean execution_time,
+    calls), equal to MindInsight's formulas applied by hand to the same rows, from the file as
+    MindSpore writes it (aicpu_intermediate_<r>.csv with CRLF, or its blank-separated source
+    output_data_preprocess_aicpu_<r>.txt)."""
+    d = copy_folder(tmp, "04_minddata_queues", "aicpu-table-" + shape)
+    rows = AICPU_ROWS_TABLE
+    if shape == "csv":
+        write_ms_csv(d / "aicpu_intermediate_1.csv", AICPU_HEADER, rows)
+    else:
+        write_aicpu_txt(d / "output_data_preprocess_aicpu_1.txt", rows)
+    assert_ok(run_import(daemon, d))
+    job = d.name
+    wait_json(daemon, f"/api/v1/jobs/{job}/kernels?rank=1", lambda x: x["total"] >= 4)
+    doc = daemon.get_json(f"/api/v1/jobs/{job}/summary/aicpu?rank=1")
+    want_types, want_detail = mindinsight_aicpu(rows)
+    assert doc["kind"] == "aicpu" and doc["tasks"] == len(rows) and doc["spans_cut"] == 0
+    # the GetNext wait spans of the same folder (no dispatch time) are not AI CPU tasks
+    assert close(doc["total_us"], sum(r[2] for r in rows) * 1000, 1e-3)
+    got_types = {t["kernel_type"]: t for t in doc["types"]}
+    assert set(got_types) == set(want_types) == {"InitData", "GetNext", "DropoutGenMask"}
+    for k, w in want_types.items():
+        g = got_types[k]
+        assert g["calls"] == w["calls"] and close(g["total_us"], w["total_us"], 1e-3), (k, g, w)
+        assert round(g["percent"], 2) == w["percent"], (k, g, w)
+    # MindInsight's type order: total_time desc
+    assert [t["kernel_type"] for t in doc["types"]] == sorted(
+        want_types, key=lambda k: -want_types[k]["total_us"])
+    got = {r["kernel_name"]: r for r in doc["rows"]}
+    assert set(got) == set(want_detail)
+    for k, w in want_detail.items():
+        g = got[k]
+        assert g["kernel_type"] == w["kernel_type"] and g["calls"] == w["calls"], (k, g, w)
+        mine = [r for r in rows if r[1] == k]
+        for col, i in (("avg_us", 2), ("dispatch_avg_us", 3), ("exec_avg_us", 4)):
+            # the exact mean of the file's values ...
+            assert close(g[col], sum(r[i] for r in mine) / len(mine) * 1000, 1e-3), (k, col, g)
+            # ... which is MindInsight's but for its rounding of each value >= 1 ms to 3
+            # decimals (_format_float_data) before averaging: InitData's 1.2345 ms is 1234 µs
+            # there (docs/ANALYSIS.md)
+            assert abs(g[col] - w[col]) <= 0.5 + 1e-3, (k, col, g, w)
+            if all(r[i] < 1 for r in mine):
+                assert close(g[col], w[col], 1e-3), (k, col, g, w)
+    # MindInsight's detail order: avg_execution_time desc
+    assert [r["kernel_name"] for r in doc["rows"]] == sorted(
+        want_detail, key=lambda k: -want_detail[k]["avg_us"])
+    # CSV gives the detail rows, every one
+    st, _, body = daemon.request(f"/api/v1/jobs/{job}/summary/aicpu?rank=1&format=csv")
+    assert st == 200
+    lines = body.decode().strip().splitlines()
+    assert lines[0] == "kernel_name,kernel_type,calls,total_us,avg_us,dispatch_avg_us,exec_avg_us"
+    assert len(lines) == 1 + len(want_detail)
+    # text: both tables
+    st, _, body = daemon.request(f"/api/v1/jobs/{job}/summary/aicpu?rank=1&format=text&time_unit=us")
+    text = body.decode()
+    assert st == 200
+    assert "AI CPU Type Summary" in text and "AI CPU Detail" in text and "GetNext-op7" in text
+
+
 def test_aicore_operator_types_in_the_operator_views(daemon):
     """MindInsight's central view, the AI Core operator types (aicore_type, sorted by total
     time): a MindSpore Ascend folder has no host operators, so /operators answers its device
