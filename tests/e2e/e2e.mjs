@@ -700,10 +700,12 @@ test('capture: "Capture N steps" posts, shows each rank\'s progress, links to th
   // The daemon has the capture the page created, with the page's numbers.
   const made = await waitFor('a capture', async () => (await api(`/api/v1/jobs/${cap.id}/captures`)).captures[0]);
   expectEq([made.steps, made.start, made.all_ranks], [2, 'next', true], 'posted capture');
-  // Progress: both ranks armed at some point (the feeder holds that state for 0.5 s).
+  // Progress: both ranks armed (the feeder holds that state until it reads a line).
+  expectEq(await feed.waitLines(2, 60000), 'ok armed', 'feeder armed');
   await until(page, () => document.querySelectorAll('.capture-ranks li[data-state="armed"]').length === 2, null, { timeout: 15000 });
   await shot(page, 'capture-progress');
-  const first = Number((await feed.waitLines(2, 60000)).split(' ')[1]);
+  feed.proc.stdin.write('recording\n');
+  const first = Number((await feed.waitLines(3, 60000)).split(' ')[1]);
   await until(page, () => document.getElementById('capture-link') !== null, null, { timeout: 15000 });
   const got = await api(`/api/v1/jobs/${cap.id}/captures/${made.id}`);
   const states = await page.$$eval('.capture-ranks li', (n) => n.map((x) => [x.dataset.rank, x.dataset.state, x.textContent]));

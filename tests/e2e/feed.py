@@ -12,10 +12,12 @@
   feed.py SOCKET capture
                         the job "e2e-cap": two ranks that announce the capture capability
                         (docs/PROTOCOL.md section 6), CAP_BEFORE steps in the past; prints "ok",
-                        then serves one capture request: both ranks report armed; rank 0 sends
-                        the requested number of steps from now (with spans), reporting recording
-                        then done; rank 1 reports failed with CAP_REASON. Prints "ok STEP"
-                        (the first captured step) and ends.
+                        then serves one capture request: both ranks report armed, prints
+                        "ok armed" and holds that state until it reads a line on stdin (the
+                        test has seen the page show it); rank 0 sends the requested number of
+                        steps from now (with spans), reporting recording then done; rank 1
+                        reports failed with CAP_REASON. Prints "ok STEP" (the first captured
+                        step) and ends.
   feed.py SOCKET doomed the job "e2e-doomed" (the delete test): one rank, DOOMED_STEPS steps with
                         spans; prints "ok" once they are acknowledged and the client is gone.
   feed.py SOCKET capgone
@@ -160,7 +162,9 @@ def capture_job(sock):
     cid, n = reqs[0]["id"], reqs[0]["steps"]
     for c in ranks:
         report(c, cid, "armed")
-    time.sleep(0.5)  # long enough for the page to show "armed"
+    print("ok armed", flush=True)
+    if not sys.stdin.readline():
+        raise SystemExit("capture feeder: stdin closed while armed")
     report(ranks[0], cid, "recording")
     begin = int(time.time() * 1e6)
     lines = []
