@@ -773,6 +773,11 @@ static void build_ms_hello(struct sbuf *b, const struct input *in, const char *j
     hello_head(b, in, job, key, in->dir);
     sbuf_adds(b, ",\"files\":");
     sbuf_json_strz(b, r->files);
+    if (r->pid >= 0) { /* the training's, from its run folder's name */
+        sbuf_adds(b, ",\"host\":");
+        sbuf_json_strz(b, r->host);
+        sbuf_printf(b, ",\"pid\":%lld", (long long)r->pid);
+    }
     if (r->fp && r->bp) {
         /* The step-trace markers carry these names: the daemon's FP/BP override finds them. */
         sbuf_adds(b, ",\"env\":{\"STEPSCOPE_FP_POINT\":");

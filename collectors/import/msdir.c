@@ -259,6 +259,42 @@ static uint64_t fnv1a(const char *s, size_t n)
 }
 
 
+/* If a folder of path is a MindSpore 2.x run, <host>_<pid>_<time>_ascend_ms (its profiler names
+ * it so: the training's host name, process id and start time), sets out->host and out->pid. */
+static void run_of(const char *path, struct msdir_rank *out)
+{
+    static const char sfx[] = "_ascend_ms";
+    const size_t ns = sizeof sfx - 1;
+    for (const char *c = path; *c;) {
+        const char *e = strchr(c, '/');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        if (e && n > ns && memcmp(c + n - ns, sfx, ns) == 0) {
+            /* c[0, m) = host_pid_time: the time and the pid are the last two fields */
+            size_t m = n - ns, t = m, p;
+            while (t > 0 && c[t - 1] >= '0' && c[t - 1] <= '9')
+                t--;
+            p = t > 0 && t < m && c[t - 1] == '_' ? t - 1 : 0;
+            size_t q = p;
+            while (q > 0 && c[q - 1] >= '0' && c[q - 1] <= '9')
+                q--;
+            bool named = q >= 2 && q - 1 < sizeof out->host;
+            for (size_t i = 0; named && i < q - 1; i++) /* a host name's characters */
+                named = (c[i] >= 'a' && c[i] <= 'z') || (c[i] >= 'A' && c[i] <= 'Z') ||
+                        (c[i] >= '0' && c[i] <= '9') || c[i] == '-' || c[i] == '.' || c[i] == '_';
+            if (named && q < p && c[q - 1] == '_' && p - q <= 9) {
+                int64_t pid = 0;
+                for (size_t i = q; i < p; i++)
+                    pid = pid * 10 + (c[i] - '0');
+                memcpy(out->host, c, q - 1);
+                out->host[q - 1] = '\0';
+                out->pid = pid;
+                return;
+            }
+        }
+        c += n + (e != NULL);
+    }
+}
+
 /* Converts one rank's files. Returns 0 or -1 (printed). */
 static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *out)
 {
@@ -333,6 +369,11 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         uint64_t n;
         const char *lines = msf_lines(m, &len, &n);
         out->rank = rank;
+        out->pid = -1;
+        out->host[0] = '\0';
+        for (size_t i = 0; i < s->n && out->pid < 0; i++)
+            if (s->f[i].rank == rank && s->f[i].path)
+                run_of(s->f[i].path, out);
         out->lines = malloc(len + 1);
         out->files = sbuf_steal(&files, NULL);
         const char *fp = msf_fp_name(m), *bp = msf_bp_name(m);

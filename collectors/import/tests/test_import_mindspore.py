@@ -533,6 +533,12 @@ def test_mindspore_profiler_cpu_output(daemon, mindspore_output):
     by_name = {r["name"]: r for r in daemon.get_json(
         "/api/v1/jobs/ms2/operators?limit=100000")["rows"]}
     assert len(by_name) == len(detail), sorted(by_name)
+    # the training's host and pid, as MindSpore names its run folder <host>_<pid>_<time>_ascend_ms
+    # (the pid is also cpu_op_detail_info's last column)
+    host, pid, _ = framework.parent.name[:-len("_ascend_ms")].rsplit("_", 2)
+    assert {d["pid"] for d in detail} == {pid}
+    r = daemon.get_json("/api/v1/jobs/ms2")["ranks_detail"][0]
+    assert (r["host"], r["pid"]) == (host, int(pid)), r
     for d in detail:
         r = by_name[d["full_op_name"]]
         assert r["calls"] == int(d["op_occurrences"]), d
