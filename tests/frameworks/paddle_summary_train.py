@@ -133,6 +133,48 @@ def run_cnn(out):
               open(out, "w"), default=str)
 
 
+class SlowData(Data):
+    def __getitem__(self, i):
+        time.sleep(READER_S / BATCH)
+        return super().__getitem__(i)
+
+
+def run_timer(out):
+    """attach() beside a timer_only Profiler stepped with prof.step(num_samples): OUT.json gets
+    the batch and reader costs Paddle's timer recorded, step by step."""
+    import paddle.profiler.timer as pt
+    net, opt = model()
+    client = stepscope.get_client()
+    loader = paddle.io.DataLoader(SlowData(BATCH * 15 + 8), batch_size=BATCH, num_workers=0)
+    hook = ssp.attach(net, opt, loader, client=client)  # its fetches pass through hook.loader()
+    got = {"batch": [], "reader": [], "samples": []}
+    rb, rr = pt.Event.record_batch, pt.Event.record_reader
+
+    def record_batch(self, usetime, num_samples=None):
+        got["batch"].append(usetime)
+        got["samples"].append(num_samples)
+        return rb(self, usetime, num_samples)
+
+    def record_reader(self, usetime):
+        got["reader"].append(usetime)
+        return rr(self, usetime)
+    pt.Event.record_batch, pt.Event.record_reader = record_batch, record_reader
+    loss_fn = paddle.nn.CrossEntropyLoss()
+    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], timer_only=True)
+    prof.start()
+    for x, y in loader:
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        prof.step(num_samples=len(x))
+    prof.stop()
+    hook.detach()
+    pt.Event.record_batch, pt.Event.record_reader = rb, rr
+    acked = client.close(timeout=60)
+    json.dump(dict(got, acked=acked, stats=client.stats), open(out, "w"), default=str)
+
+
 def slow_reader(loader):
     for batch in loader:
         time.sleep(READER_S)
@@ -171,5 +213,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    assert sys.argv[1] in ("window", "cnn"), sys.argv
-    (main if sys.argv[1] == "window" else run_cnn)(sys.argv[2])
+    {"window": main, "cnn": run_cnn, "timer": run_timer}[sys.argv[1]](sys.argv[2])

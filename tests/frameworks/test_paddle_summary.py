@@ -15,7 +15,7 @@ import subprocess
 import time
 
 from fwutil import import_cli
-from hookrun import train
+from hookrun import steps_of, train
 
 JOB = "pd-summary"
 
@@ -372,3 +372,36 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
         assert a["rows"] == b["rows"], kind
     live = operators_when_equal(daemon, job, job + "-json")
     assert len(live) > 20
+
+
+def test_timer_steps_equal_paddles_timer(daemon, tmp):
+    """attach() beside a Profiler stepped with prof.step(num_samples): each step record runs from
+    one prof.step() to the next, as Paddle's timer's batch_cost (clear_grad() and step() itself
+    inside; it ended at optimizer.step() before, 108-393 µs short), its dataloader phase is the
+    timer's reader cost (measured inside DataLoader.__next__, not around our wrapper) and its
+    samples step()'s num_samples: /benchmark equals the timer's figures over the same steps."""
+    job = JOB + "-timer"
+    info = train(daemon, tmp, "paddle_summary_train.py", "timer", job)
+    n = len(info["batch"])
+    assert n == 16 and info["samples"] == [16] * 15 + [8]
+    # Paddle's first batch runs from Profiler.start(); ours are its batches 2..16
+    rows = steps_of(daemon, job, n)
+    timer = rows[1:]
+    assert [r["samples"] for r in timer] == info["samples"][1:]
+    for r, b in zip(timer, info["batch"][1:]):
+        assert abs(r["total_us"] / 1e6 - b) < 50e-6, (r, b)
+    assert len(info["reader"]) == n
+    for r, c in zip(timer, info["reader"][1:]):
+        # a step's interval is its dataloader phase (source "phases")
+        assert r["source"] == "phases" and abs(r["interval_us"] / 1e6 - c) < 50e-6, (r, c)
+    # /benchmark skips the first 10 steps and averages the other 6, as Paddle's timer means to
+    # (docs/ANALYSIS.md: its own sums take batch 10 in as well but divide by 6)
+    b = daemon.get_json(f"/api/v1/jobs/{job}/benchmark")
+    st = {r["name"]: r for r in b["rows"]}
+    counted_b, counted_r = info["batch"][10:], info["reader"][10:]
+    assert b["counted"] == len(counted_b) == 6 and b["ips_unit"] == "samples/s"
+    # (the timer's clock is read a few µs before ours at each boundary)
+    assert abs(st["batch_cost"]["avg"] - sum(counted_b) / 6) < 20e-6
+    assert abs(st["reader_cost"]["avg"] - sum(counted_r) / 6) < 20e-6
+    ips = sum(info["samples"][10:]) / sum(counted_b)
+    assert abs(st["ips"]["avg"] - ips) < ips * 6 * 20e-6 / sum(counted_b)

@@ -82,6 +82,9 @@ class StepHook:
         self._patched = []       # (object, attribute name)
         self._loaders = []       # (loader, its own class)
         self._optimizer_seen = False
+        self.timer_steps = False  # steps bounded by the framework's own timer (stepscope.paddle)
+        self.timer_read = None    # the step whose fetch that timer timed
+        self.fetch_timed_here = False  # loader() times the fetch in progress itself
         self.captures = None     # a _capture.Captures serving on-demand captures, or None
         if model is not None:
             self.watch_model(model)
@@ -147,11 +150,18 @@ class StepHook:
         """Yields iterable's batches, timing each fetch as the ``dataloader`` phase of the step
         it opens, and sampling a Paddle DataLoader's prefetch queue depth once per batch."""
         it = iter(iterable)
+        # a Paddle DataLoader's own iterator: its timer's reader cost is this fetch, less our
+        # overhead; anything around it (a generator) is timed here
+        direct = type(it).__name__.startswith("_DataLoaderIter")
         while True:
             t0 = _now()
+            self.fetch_timed_here = not direct
             try:
                 batch = next(it)
             except StopIteration:
+                self.fetch_timed_here = False
+                if self.timer_steps:
+                    return
                 try:
                     s = self._step
                     if s is not None and (not s.phases.keys() - {"dataloader"}):
@@ -161,6 +171,20 @@ class StepHook:
                 except Exception as e:
                     _count_internal(self.client, e)
                 return
+            self.fetch_timed_here = False
+            if self.timer_steps:  # the timer bounds the steps (stepscope.paddle._TimerHook)
+                try:
+                    t1, st = _now(), self._step
+                    if st is not None:
+                        if self.timer_read is not st:  # the timer did not time this fetch
+                            self._add("dataloader", t1 - t0)
+                        n = batch_size(batch)
+                        if n is not None:
+                            st.samples = n if st.samples is None else st.samples + n
+                except Exception as e:
+                    _count_internal(self.client, e)
+                yield batch
+                continue
             try:
                 t1 = _now()
                 if self._step is not None and not (self.close_on_optimizer and
@@ -228,7 +252,7 @@ class StepHook:
             self._fwd_depth += 1
             if self._fwd_depth == 1:
                 t = _now()
-                if self._step is None and self.close_on_optimizer:
+                if self._step is None and self.close_on_optimizer and not self.timer_steps:
                     self.begin(t, batch_size(inputs))  # no loader wrapped: forward opens it
                 self._fwd_t0 = t
         except Exception as e:
@@ -311,7 +335,7 @@ class StepHook:
                 if self._opt_t0 is not None:
                     self._add("optimizer", t - self._opt_t0)
                 self._opt_t0 = None
-                if self.close_on_optimizer:
+                if self.close_on_optimizer and not self.timer_steps:
                     self.end(t)
         except Exception as e:
             _count_internal(self.client, e)

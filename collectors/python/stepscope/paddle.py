@@ -8,7 +8,8 @@
         loss = loss_fn(model(x), y)           # forward: the model's forward hooks
         loss.backward()                       # backward: forward end -> optimizer start
         optimizer.step()                      # optimizer: the wrapped step(); ends the step
-        optimizer.clear_grad()
+        optimizer.clear_grad()                # (beside a Profiler: prof.step() ends it, as
+                                              # Paddle's timer; docs/PYTHON.md)
 
     model.fit(data, callbacks=[ssp.StepscopeCallback()])   # paddle.Model (hapi) instead
 
@@ -55,7 +56,89 @@ def attach(model=None, optimizer=None, dataloader=None, client=None, host_interv
                  framework=framework_of("paddle"), dataloader=dataloader)
     if captures:
         serve_captures(h)
+    _watch_timer(h)
     return h
+
+
+class _TimerHook:
+    """A hook of Paddle's benchmark timer (paddle.profiler.timer, whose hooks Paddle calls from
+    its DataLoader and from Profiler.step()): while a paddle.profiler.Profiler runs, hook's steps
+    are the timer's. A step ends at ``prof.step()`` and the next begins there (as the timer's
+    batch_cost runs from one step() to the next: clear_grad() and step() itself included), its
+    ``dataloader`` phase is the reader cost the timer measures inside DataLoader.__next__ (a
+    fetch ``hook.loader()`` gets from anything but the DataLoader's own iterator, e.g. a
+    generator around it, is timed whole there), and its samples are
+    step()'s num_samples (without them, the batches' sizes; Paddle's ips is then steps/s). The
+    step open at ``Profiler.stop()`` is dropped, as the timer drops it."""
+
+    def __init__(self, hook):
+        self.hook = hook
+        self._r0 = None
+
+    def _running(self, bench):
+        return getattr(bench, "current_event", None) is not None
+
+    def begin(self, bench):
+        pass
+
+    def before_reader(self, bench):
+        self._r0 = _now()
+
+    def after_reader(self, bench):
+        try:
+            t, r0, self._r0 = _now(), self._r0, None
+            h = self.hook
+            if r0 is not None and h.timer_steps and h._step is not None and \
+                    not h.fetch_timed_here:
+                h._add("dataloader", t - r0)
+                h.timer_read = h._step
+        except Exception as e:
+            _count_internal(self.hook.client, e)
+
+    def after_step(self, bench):
+        try:
+            if not self._running(bench):
+                return
+            t, h = _now(), self.hook
+            if h.timer_steps and h._step is not None:
+                n = getattr(bench, "num_samples", None)
+                if n is not None:
+                    h._step.samples = int(n)
+                h.end(t)
+            else:
+                h._abandon()  # the first step(): the timer's first batch began at start()
+            h.timer_steps = True
+            h.begin(t)
+        except Exception as e:
+            _count_internal(self.hook.client, e)
+
+    def end(self, bench):
+        try:
+            h = self.hook
+            if h.timer_steps:
+                h._abandon()
+                h.timer_steps = False
+        except Exception as e:
+            _count_internal(self.hook.client, e)
+
+
+def _watch_timer(h):
+    """Adds a _TimerHook to Paddle's benchmark timer; detach() removes it. Without Paddle's timer
+    (another version), nothing."""
+    try:
+        from paddle.profiler.timer import benchmark
+        hooks = benchmark().hooks
+    except Exception:
+        return
+    key = f"stepscope-{id(h)}"
+    hooks[key] = _TimerHook(h)
+    orig = h.detach
+
+    def detach():
+        hooks.pop(key, None)
+        h.timer_steps = False
+        orig()
+    h.detach = detach
 
 
 def serve_captures(hook):
