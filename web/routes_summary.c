@@ -543,8 +543,13 @@ static int run_benchmark(struct web_analysis *a)
             r = bench_from_spans(&sp, &s);
         spans_free(&sp);
     }
+    /* Default warm-up: Paddle's 10 for step records (the whole run, as its timer sees it); none
+     * for ProfileStep spans, a profiler window whose scheduler left its warm-up out already. */
+    int64_t skip = a->skip >= 0                         ? a->skip
+                   : strcmp(d.source, "records") == 0 ? ANALYSE_BENCH_SKIP_DEFAULT
+                                                      : 0;
     if (r == 0)
-        r = analyse_benchmark_compute(s.v, s.n, (size_t)a->skip, &d.bench);
+        r = analyse_benchmark_compute(s.v, s.n, (size_t)skip, &d.bench);
     free(s.v);
     if (r == 0)
         web__render_benchmark(&a->b, &d, a->fmt);
@@ -711,7 +716,7 @@ int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web
         strcmp(unit, "ns") != 0)
         return bad(w, c, "time_unit: s, ms, us or ns");
     if (rt->id == WEB_ROUTE_BENCHMARK &&
-        web__param_i64(w, c, "skip", 0, INT32_MAX, ANALYSE_BENCH_SKIP_DEFAULT, &skip, &mhd) < 0)
+        web__param_i64(w, c, "skip", 0, INT32_MAX, -1, &skip, &mhd) < 0) /* -1: by source */
         return mhd;
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;

@@ -304,7 +304,7 @@ def test_summary_ranges_caps_errors_and_benchmark(daemon, tmp):
     assert r.returncode == 0 and r.stdout.rstrip("\n") == want.rstrip("\n") and "Perf Summary" in want, r
     assert cli(JOB, "--skip", "0").returncode == 2
     # ... and from the window's ProfileStep spans when a job has no step records.
-    sb = daemon.get_json(f"/api/v1/jobs/{JOB}/benchmark?skip=0")
+    sb = daemon.get_json(f"/api/v1/jobs/{JOB}/benchmark")  # a window: no warm-up by default
     assert (sb["source"], sb["n_steps"], sb["counted"], sb["ips_unit"]) == ("spans", 7, 7, "steps/s")
     sbatch = [steps[s]["total_us"] / 1e6 for s in range(2, 9)]
     assert abs({r["name"]: r for r in sb["rows"]}["batch_cost"]["avg"] - sum(sbatch) / 7) < 1e-8
@@ -372,6 +372,11 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
         assert a["rows"] == b["rows"], kind
     live = operators_when_equal(daemon, job, job + "-json")
     assert len(live) > 20
+    # /benchmark of the imported window: its 4 ProfileSteps, none taken for warm-up by default
+    # (make_scheduler's closed and ready steps were), the same as live
+    for j in (job, job + "-json"):
+        b = daemon.get_json(f"/api/v1/jobs/{j}/benchmark")
+        assert (b["source"], b["n_steps"], b["skipped"], b["counted"]) == ("spans", 4, 0, 4), b
 
 
 def test_timer_steps_equal_paddles_timer(daemon, tmp):
