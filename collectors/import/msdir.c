@@ -57,6 +57,7 @@ static const struct pattern patterns[] = {
     {"minddata_aicpu_", ".txt", MSF_GETNEXT_US, false},
     {"minddata_getnext_profiling_", ".txt", MSF_GETNEXT_NS, false},
     {"minddata_cpu_utilization_", ".json", MSF_CPU_UTIL, false},
+    {"cpu_framework_", ".txt", MSF_CPU_FRAMEWORK, false},
     {"cpu_op_execute_timestamp_", ".txt", MSF_CPU_OP_TS, false},
     {"ascend_timeline_display_", ".json", KIND_TIMELINE, false},
     {"gpu_timeline_display_", ".json", KIND_TIMELINE, false},

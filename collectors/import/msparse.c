@@ -43,6 +43,12 @@ struct flops_row {
     char *vals;             /* ",\"col\":value..." ready to append to args */
 };
 
+/* One op of cpu_framework_<r>.txt: its name ("Conv2D-op0") and input shapes as JSON. */
+struct shape_row {
+    char *name;
+    char *json; /* [[8,1,8,8],[4,1,3,3]]; an input without a shape ("NoShape") is [] */
+};
+
 struct msf {
     struct sbuf out;
     uint64_t n_lines;
@@ -55,6 +61,8 @@ struct msf {
     size_t n_fl, cap_fl;
     int64_t kernel_ns;      /* the next synthetic start of an aggregated AI Core kernel */
     int64_t getnext_step;   /* GetNext queue samples so far (their step numbers) */
+    struct shape_row *shp;  /* cpu_framework's input shapes by op name, sorted once fed */
+    size_t n_shp, cap_shp;
     uint64_t cpu_op_n;      /* executions in cpu_op_execute_timestamp, and their first and */
     int64_t cpu_op_min, cpu_op_max; /* last start (ns): trace_view.json is aligned on them */
     /* The pipeline record waits for msf_end(): minddata_pipeline_raw's ops (each op's JSON
@@ -1829,11 +1837,157 @@ out:
 
 /* ---- MindSpore 2.x CPU op timestamps ---- */
 
+#define MSF_SHAPES_MAX 65536 /* ops of cpu_framework kept */
+
+/* Whether v[0, n) is "[d, d, ...]" (or "[]"): digits separated by commas and blanks. */
+static bool is_dims(const char *v, size_t n)
+{
+    if (n < 2 || v[0] != '[' || v[n - 1] != ']')
+        return false;
+    bool want_digit = true, any = false;
+    for (size_t i = 1; i + 1 < n; i++) {
+        char c = v[i];
+        if (is_blank(c))
+            continue;
+        if (c >= '0' && c <= '9') {
+            if (!want_digit && !(v[i - 1] >= '0' && v[i - 1] <= '9'))
+                return false;
+            want_digit = false;
+            any = true;
+        } else if (c == ',' && !want_digit) {
+            want_digit = true;
+        } else {
+            return false;
+        }
+    }
+    return !any || !want_digit;
+}
+
+/* One "input_<k>:[d, d, ...]" field as a JSON array of numbers into o, "input_<k>:NoShape" as []
+ * and any other value (TupleShape(NoShape), ...) as the string it is. */
+static void shape_json(struct sbuf *o, const char *f, size_t n)
+{
+    const char *c = memchr(f, ':', n);
+    const char *v = c ? c + 1 : f, *end = f + n;
+    size_t vn = (size_t)(end - v);
+    if (vn == 7 && memcmp(v, "NoShape", 7) == 0) {
+        sbuf_adds(o, "[]");
+    } else if (is_dims(v, vn)) {
+        sbuf_addc(o, '[');
+        for (size_t i = 1; i + 1 < vn; i++)
+            if (!is_blank(v[i]))
+                sbuf_addc(o, v[i]);
+        sbuf_addc(o, ']');
+    } else {
+        sbuf_json_str(o, v, vn);
+    }
+}
+
+/* cpu_framework_<r>.txt (MindSpore 2.x on the CPU): "type;name;graph;input_1:[d, ...];...;" per
+ * execution, in the order they ran; ";;graph;" for one MindSpore did not name. Kept in order for
+ * cpu_op_execute_timestamp (feed_cpu_op_ts), whose spans get the shapes. */
+static int feed_cpu_framework(struct msf *m, char *data, size_t len, struct msf_err *e)
+{
+    char *p = data, *end = data + len;
+    uint64_t line = 1;
+    int r = 0;
+    struct sbuf js;
+    sbuf_init(&js, 1u << 20);
+    while (p < end && r == 0) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        while (le > p && (le[-1] == '\r' || is_blank(le[-1])))
+            le--;
+        char *s1 = le > p ? memchr(p, ';', (size_t)(le - p)) : NULL;
+        char *s2 = s1 ? memchr(s1 + 1, ';', (size_t)(le - s1 - 1)) : NULL;
+        char *s3 = s2 ? memchr(s2 + 1, ';', (size_t)(le - s2 - 1)) : NULL;
+        if (le > p && !s3) {
+            r = fail(e, line, 1, -EINVAL, "expected \"type;name;graph;input_1:[...];...\"");
+            break;
+        }
+        if (le > p) { /* one execution: an op, or ";;graph;" (an op MindSpore did not name) */
+            js.len = 0;
+            sbuf_addc(&js, '[');
+            char *q = s3 + 1;
+            bool first = true;
+            while (q < le && r == 0) {
+                char *fe = memchr(q, ';', (size_t)(le - q));
+                if (!fe)
+                    fe = le;
+                if (fe > q) {
+                    if (!first)
+                        sbuf_addc(&js, ',');
+                    first = false;
+                    shape_json(&js, q, (size_t)(fe - q));
+                }
+                q = fe + 1;
+            }
+            sbuf_addc(&js, ']');
+            if (r == 0 && js.error)
+                r = fail(e, line, 1, -ENOMEM, "out of memory");
+            if (r == 0 && m->n_shp >= MSF_SHAPES_MAX)
+                r = fail(e, line, 1, -EMSGSIZE, "more than %d ops", MSF_SHAPES_MAX);
+            if (r == 0 && grow((void **)&m->shp, &m->cap_shp, m->n_shp + 1, sizeof *m->shp) < 0)
+                r = fail(e, line, 1, -ENOMEM, "out of memory");
+            if (r == 0) {
+                struct shape_row *row = &m->shp[m->n_shp];
+                row->name = strndup(s1 + 1, (size_t)(s2 - s1 - 1));
+                row->json = strndup(js.data ? js.data : "[]", js.len);
+                if (!row->name || !row->json) {
+                    free(row->name);
+                    free(row->json);
+                    r = fail(e, line, 1, -ENOMEM, "out of memory");
+                } else {
+                    m->n_shp++;
+                }
+            }
+        }
+        p = nl ? nl + 1 : end;
+        line++;
+    }
+    sbuf_done(&js);
+    return r;
+}
+
+/* One execution of cpu_op_execute_timestamp, for matching cpu_framework's lines. */
+struct cpu_exec {
+    int64_t start;
+    size_t order;            /* its place in the file */
+    const char *name;        /* the op's full name (into the file's data) */
+    size_t name_n;
+};
+
+static int cmp_exec(const void *a, const void *b)
+{
+    const struct cpu_exec *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Whether row is (or may be) the op full[0, n): its name is the last component of the full
+ * name ("Default/Conv2D-op0": "Conv2D-op0"), or it has none. */
+static bool shape_row_is(const struct shape_row *row, const char *full, size_t n)
+{
+    if (row->name[0] == '\0')
+        return true;
+    size_t b = n;
+    while (b > 0 && full[b - 1] != '/')
+        b--;
+    return strlen(row->name) == n - b && memcmp(row->name, full + b, n - b) == 0;
+}
+
 /* cpu_op_execute_timestamp_<r>.txt: "full name;type;start_ns,dur_ms,tid start_ns,dur_ms,tid ..."
- * per op. Each execution becomes a span of that name on pid "CPU OP", tid = its thread. */
-static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err *e)
+ * per op. Each execution becomes a span of that name on pid "CPU OP", tid = its thread.
+ * cpu_framework_<r>.txt (fed before) has one line per execution, in the order they ran: when it
+ * has as many lines as there are executions and each named line names the op that ran k-th,
+ * the k-th execution gets that line's input shapes as args "Input Dims" (Kineto's name);
+ * otherwise none does. Pass 0 lists the executions (ex), pass 1 writes them. */
+static int cpu_op_pass(struct msf *m, char *data, size_t len, struct msf_err *e, int pass,
+                       struct cpu_exec *ex, size_t *n_ex, const size_t *row_of)
 {
     struct sbuf *o = &m->out;
+    size_t k = 0;
     char *p = data, *end = data + len;
     uint64_t line = 1;
     int r;
@@ -1881,6 +2035,15 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
                     return r;
                 if (du < 0 || st < 0)
                     return fail(e, line, t[0].col, -EINVAL, "negative start or duration");
+                if (pass == 0) {
+                    if (ex)
+                        ex[k] = (struct cpu_exec){st, k, p, (size_t)(s1 - p)};
+                    k++;
+                    q = te;
+                    continue;
+                }
+                const char *dims = row_of ? m->shp[row_of[k]].json : NULL;
+                k++;
                 if (m->cpu_op_n == 0 || st < m->cpu_op_min)
                     m->cpu_op_min = st;
                 if (m->cpu_op_n == 0 || st > m->cpu_op_max)
@@ -1895,6 +2058,10 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
                 sbuf_printf(o, ",\"pid\":\"CPU OP\",\"tid\":%lld,\"args\":{\"type\":",
                             (long long)tid);
                 sbuf_json_str(o, s1 + 1, (size_t)(s2 - s1 - 1));
+                if (dims && strcmp(dims, "[]") != 0) {
+                    sbuf_adds(o, ",\"Input Dims\":");
+                    sbuf_adds(o, dims);
+                }
                 sbuf_adds(o, "}}");
                 if ((r = line_done(m, e, line)) < 0)
                     return r;
@@ -1904,7 +2071,35 @@ static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err 
         p = nl ? nl + 1 : end;
         line++;
     }
+    *n_ex = k;
     return 0;
+}
+
+static int feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err *e)
+{
+    size_t n = 0;
+    int r = cpu_op_pass(m, data, len, e, 0, NULL, &n, NULL);
+    if (r < 0 || m->n_shp == 0 || n != m->n_shp)
+        return r < 0 ? r : cpu_op_pass(m, data, len, e, 1, NULL, &n, NULL);
+    struct cpu_exec *ex = malloc(n * sizeof *ex);
+    size_t *row_of = malloc(n * sizeof *row_of);
+    if (!ex || !row_of) {
+        free(ex);
+        free(row_of);
+        return fail(e, 0, 0, -ENOMEM, "out of memory");
+    }
+    r = cpu_op_pass(m, data, len, e, 0, ex, &n, NULL);
+    qsort(ex, n, sizeof *ex, cmp_exec);
+    bool match = r == 0;
+    for (size_t i = 0; match && i < n; i++) {
+        match = shape_row_is(&m->shp[i], ex[i].name, ex[i].name_n);
+        row_of[ex[i].order] = i;
+    }
+    if (r == 0)
+        r = cpu_op_pass(m, data, len, e, 1, NULL, &n, match ? row_of : NULL);
+    free(ex);
+    free(row_of);
+    return r;
 }
 
 /* ---- MindSpore 2.x trace_view.json ---- */
@@ -2203,6 +2398,11 @@ void msf_free(struct msf *m)
     for (size_t i = 0; i < m->n_cops; i++)
         free(m->cops[i].json);
     free(m->cops);
+    for (size_t i = 0; i < m->n_shp; i++) {
+        free(m->shp[i].name);
+        free(m->shp[i].json);
+    }
+    free(m->shp);
     free(m->cpu_json);
     free(m);
 }
@@ -2253,7 +2453,7 @@ int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct m
     static int (*const feeds[MSF_KIND_COUNT])(struct msf *, char *, size_t, struct msf_err *) = {
         feed_point_info, feed_framework, feed_flops, feed_step_trace, feed_aicore_detail,
         feed_aicore_type, feed_aicpu, feed_pipeline, feed_device_queue, feed_getnext_us,
-        feed_getnext_ns, feed_cpu_util, feed_cpu_op_ts, feed_trace_view,
+        feed_getnext_ns, feed_cpu_util, feed_cpu_framework, feed_cpu_op_ts, feed_trace_view,
     };
     if ((unsigned)kind >= MSF_KIND_COUNT)
         return fail(err, 0, 0, -EINVAL, "unknown kind");
@@ -2285,7 +2485,8 @@ const char *msf_kind_pattern(enum msf_kind kind)
         "aicore_intermediate_<r>_type.csv", "aicpu_intermediate_<r>.csv",
         "minddata_pipeline_raw_<r>.csv", "device_queue_profiling_<r>.txt",
         "minddata_aicpu_<r>.txt", "minddata_getnext_profiling_<r>.txt",
-        "minddata_cpu_utilization_<r>.json", "cpu_op_execute_timestamp_<r>.txt",
+        "minddata_cpu_utilization_<r>.json", "cpu_framework_<r>.txt",
+        "cpu_op_execute_timestamp_<r>.txt",
         "ASCEND_PROFILER_OUTPUT/trace_view.json"};
     return (unsigned)kind < MSF_KIND_COUNT ? p[kind] : "?";
 }

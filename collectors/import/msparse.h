@@ -38,6 +38,7 @@ enum msf_kind {
     MSF_GETNEXT_US,      /* minddata_aicpu_<r>.txt (µs) */
     MSF_GETNEXT_NS,      /* minddata_getnext_profiling_<r>.txt (ns, GPU) */
     MSF_CPU_UTIL,        /* minddata_cpu_utilization_<r>.json */
+    MSF_CPU_FRAMEWORK,   /* cpu_framework_<r>.txt (MindSpore 2.x on the CPU: input shapes) */
     MSF_CPU_OP_TS,       /* cpu_op_execute_timestamp_<r>.txt (MindSpore 2.x on the CPU) */
     MSF_TRACE_VIEW,      /* ASCEND_PROFILER_OUTPUT/trace_view.json (MindSpore 2.x; after CPU_OP_TS) */
     MSF_KIND_COUNT,

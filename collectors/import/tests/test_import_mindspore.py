@@ -586,7 +586,8 @@ def test_mindspore_trace_view(daemon, mindspore_output):
     assert len([e for e in others if e["ph"] == "X"]) > 10
     p = run_import(daemon, "--job", "ms-tv", mindspore_output)
     assert_ok(p)
-    assert "(cpu_op_execute_timestamp_0.txt, trace_view.json)" in p.stdout, p.stdout
+    assert ("(cpu_framework_0.txt, cpu_op_execute_timestamp_0.txt, trace_view.json)"
+            in p.stdout), p.stdout
     assert f"{len(starts) + len(others)} records" in p.stdout, p.stdout
     st, _, body = daemon.request("/api/v1/jobs/ms-tv/timeline?limit=100000")
     got = json.loads(body, parse_float=str, parse_int=str)["traceEvents"]
@@ -600,6 +601,34 @@ def test_mindspore_trace_view(daemon, mindspore_output):
                 ns(e["ts"]) - moved if "ts" in e else None, ns(e["dur"]) if "dur" in e else None)
     want = sorted(key(e, shift) for e in others if e["ph"] == "X")
     assert sorted(key(e, 0) for e in got if e["ph"] == "X" and e["pid"] != "CPU OP") == want
+    # cpu_framework_0.txt has one line per execution in the order they ran (";;graph;" for one
+    # it does not name): the k-th execution's input shapes are the k-th line's, as "Input Dims"
+    lines = [l.rstrip("\r\n").split(";") for l in open(run / "FRAMEWORK" / "cpu_framework_0.txt")
+             if l.strip()]
+    execs = sorted((int(t.split(",")[0]), line.split(";")[0]) for line in
+                   open(run / "FRAMEWORK" / "cpu_op_execute_timestamp_0.txt")
+                   for t in line.strip().split(";")[2].split())
+    assert len(lines) == len(execs)
+
+    def dims(v):
+        v = v.split(":", 1)[1]
+        return [] if v == "NoShape" else (
+            [int(d) for d in v[1:-1].split(",") if d.strip()] if re.fullmatch(r"\[[0-9, ]*\]", v)
+            else v)
+    want = {}
+    for f, (start, full) in zip(lines, execs):
+        if f[1]:
+            assert full.rsplit("/", 1)[-1] == f[1], (f, full)
+        if f[3:] != [""] * len(f[3:]):  # a line with inputs
+            want[start] = [dims(x) for x in f[3:] if x]
+
+    def num(x):  # got was read with parse_int=str
+        return [num(y) for y in x] if isinstance(x, list) else int(x) if x.isdigit() else x
+    have = {ns(e["ts"]): num(e["args"]["Input Dims"]) for e in got
+            if e["pid"] == "CPU OP" and e["ph"] == "X" and "Input Dims" in e["args"]}
+    assert len(want) > 10 and have == want, (have, want)
+    # the first Dense's MatMul: input, weight (and two inputs without a shape)
+    assert [[4, 8], [16, 8], [], []] in have.values()
     # MindSpore gives the "Scope Layer" spans no cat: they arrive with cat scope_layer (role
     # scope: not operators)
     scope = {str(e["pid"]) for e in tv if e["ph"] == "M" and e["name"] == "process_name"
