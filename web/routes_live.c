@@ -687,6 +687,10 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
         r = live_query_breakdown(snap, rank, LIVE_BD_STALE_NS, &bv);
         if (r < 0 && r != -ENOENT)
             goto fail;
+        /* An answer from an older breakdown is not this snapshot's: answer it, keep it not
+         * (a job that has gone quiet publishes no newer snapshot to replace it). */
+        if (r == 0 && bv.stale && web__capture)
+            web__capture->armed = false;
         if (r == 0 && bv.bd->n_steps > 0) {
             in.has_breakdown = true;
             for (size_t k = 0; k < ANALYSE_BD_COUNT; k++)

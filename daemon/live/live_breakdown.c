@@ -284,6 +284,7 @@ int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t
     ret->n_evicted = res->n_evicted;
     ret->horizon_ns = res->horizon_ns;
     ret->max_spans = sb->max_spans;
+    ret->stale = res->n_spans != sb->n_spans;
     ret->steps_listed = (int64_t)sr->n_steps;
     ret->steps_cut = 0;
     for (size_t i = 0; i < sr->n_steps && res->horizon_ns != INT64_MIN; i++)

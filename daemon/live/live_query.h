@@ -279,6 +279,9 @@ struct live_breakdown_view {
     size_t max_spans;   /* the rank's cap on kept spans */
     int64_t steps_listed; /* the rank's steps as live_query_steps() lists them */
     int64_t steps_cut;  /* of those, the ones starting at or before horizon_ns: left out */
+    bool stale;         /* computed from fewer spans than the snapshot's (max_age_ns > 0 took a
+                         * recent result): an answer built on it must not be kept for the
+                         * snapshot, which may never be followed by another */
     struct live_bd_result *res; /* the reference behind bd */
 };
 

@@ -10,6 +10,7 @@ import math
 import pathlib
 import signal
 import subprocess
+import time
 
 from conftest import build_dir, clean_env
 from ssclient import Client
@@ -78,6 +79,9 @@ def feed(d, job, ranks):
         c.wait_ack(len(recs))
         cs.append(c)
     return cs
+
+
+LIVE_BD_STALE_S = 5.0  # live_query.h: LIVE_BD_STALE_NS
 
 
 def base(d, job):
@@ -336,3 +340,30 @@ def test_rules_follow_the_framework_on_real_traces(daemon, tmp):
         c.close()
     for doc in (h, m):
         assert all(s["view"] != "overview" for s in doc["suggestions"])
+
+
+def test_helper_answer_from_an_older_breakdown_is_not_kept(daemon):
+    """/helper may take a breakdown computed up to 5 s earlier from fewer spans (so that it
+    rarely computes one itself). Such an answer was kept in the answer cache under the newer
+    snapshot, and a job that had gone quiet publishes no snapshot after it: the helper showed
+    the older breakdown for good (a test waited 15 s in vain for GPU figures under load). The
+    answer is still given, but not kept: once the older result has aged, the helper's inputs
+    cover every span."""
+    from test_live_breakdown import helper_steps
+    ev = helper_steps("idle", n=8)
+    half = len(ev) // 2
+    with Client(daemon.socket) as c:
+        c.hello("quiet")
+        c.send_lines(ev[:half])
+        c.wait_ack(half)
+        p = base(daemon, "quiet")
+        daemon.wait_for("the first half's breakdown", lambda: (daemon.get_json(p + "/helper")
+                        ["inputs"]["coverage"] or {}).get("spans_kept") == half)
+        c.send_lines(ev[half:])
+        c.wait_ack(len(ev))
+        daemon.wait_for("8 steps", lambda: daemon.get_json(p + "/steps")["total"] == 8)
+        first = daemon.get_json(p + "/helper")["inputs"]["coverage"]["spans_kept"]
+        time.sleep(LIVE_BD_STALE_S + 0.5)  # past the age at which an older result will do
+        later = daemon.get_json(p + "/helper")["inputs"]["coverage"]["spans_kept"]
+    assert first in (half, len(ev))  # the older result, or a fresh one
+    assert later == len(ev), (first, later)

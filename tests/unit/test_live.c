@@ -1031,8 +1031,10 @@ START_TEST(test_live_breakdown_cache_and_cap)
     ck_assert_int_eq(live_snapshot_get(lv, 3, &s3), 0);
     ck_assert_int_eq(live_query_breakdown(s3, 0, INT64_C(3600000000000), &b), 0);
     ck_assert_ptr_eq(a.bd, b.bd); /* recent enough */
+    ck_assert(b.stale);           /* and says it is not s3's */
     live_breakdown_view_done(&b);
     ck_assert_int_eq(live_query_breakdown(s3, 0, 0, &b), 0);
+    ck_assert(!b.stale);
     ck_assert_int_eq(b.bd->n_steps, 4);
     ck_assert_int_eq(b.n_spans, 16);
     live_breakdown_view_done(&b);
