@@ -217,6 +217,15 @@ test('breakdown of an imported Kineto trace: own step time beside the stretched 
   }
   expectEq(await page.$$eval('[data-card="breakdown"] .note', (n) => n.some((x) => x.textContent.includes('"total" can exceed'))), true, 'stretch note');
   expectEq(await page.$$eval('#bd-coverage', (n) => n.length), 0, 'no coverage note when every step is covered');
+  // The communication streams name each op once, with its count, inside their card (the Kineto
+  // trace's 11 nccl ops on one stream once ran past the card's edge, names repeated).
+  const names = await page.$$eval('.reduce-lines .op-names', (n) => n.map((x) => x.textContent));
+  expectEq(names.length > 0, true, 'stream lines shown');
+  for (const t of names) {
+    const parts = t.replace(/ and \d+ more$/u, '').split(', ').map((x) => x.replace(/ ×\d+$/u, ''));
+    expectEq(new Set(parts).size, parts.length, `each op named once: ${t}`);
+  }
+  expectEq(await page.$eval('.reduce-lines', (e) => e.scrollWidth <= e.clientWidth), true, 'stream lines fit their card');
   await shot(page, 'breakdown-kineto');
 
   const rocm = await importJob(path.join(DATA, 'kineto', 'rocm_minitoy_3steps.json.gz'), 'e2e-rocm');

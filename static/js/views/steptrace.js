@@ -47,8 +47,18 @@ function reduceLines(t) {
       return el('div.stage', { dataset: { line: String(l.stream) } },
         el('div.stage-label', null, `stream ${l.stream}`), track,
         el('div.stage-num', null, `${fmtUs(busy)} in ${ops.length} op${ops.length === 1 ? '' : 's'}`),
-        el('div.stage-range.muted', null, ops.map((g) => g.name).join(', ')));
+        el('div.stage-range.muted.op-names', { title: opNames(ops, Infinity) }, opNames(ops, 3)));
     }));
+}
+
+// The distinct op names of a line, most frequent first, with their counts ("nccl:all_to_all ×6");
+// at most max of them, then how many more. The full list is the element's title.
+function opNames(ops, max) {
+  const n = new Map();
+  for (const g of ops) n.set(g.name, (n.get(g.name) || 0) + 1);
+  const names = [...n].sort((a, b) => b[1] - a[1]).map(([k, c]) => (c > 1 ? `${k} ×${c}` : k));
+  const more = names.length - max;
+  return more > 0 ? `${names.slice(0, max).join(', ')} and ${more} more` : names.join(', ');
 }
 
 function pointsBox(t) {
