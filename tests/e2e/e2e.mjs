@@ -660,6 +660,45 @@ test('MindSpore step trace: the all-reduce streams under the stages, and MindIns
   if (!(await page.textContent('#trace-definition')).includes('the first included')) fail('definition of the default average');
 });
 
+test('step trace: steps whose points come from the trace and from phases, said and averaged apart', async (page) => {
+  const feed = runFeed(sockPath, 'mixed');
+  await feed.waitLines(1, 60000);
+  const job = await waitFor('job e2e-mixed', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-mixed'));
+  const all = await waitFor('12 steps, 4 from the trace', async () => {
+    const d = await api(`/api/v1/jobs/${job.id}/step-trace`);
+    return d.n_steps === 12 && d.sources.trace === 4 && d.sources.phases === 8 && d;
+  });
+  const by = { trace: await api(`/api/v1/jobs/${job.id}/step-trace?source=trace`),
+    phases: await api(`/api/v1/jobs/${job.id}/step-trace?source=phases`) };
+  // Each definition's average differs from the mixed one here, or the switch could not be seen.
+  if (by.trace.tail_us === all.tail_us || by.phases.tail_us === all.tail_us) fail(`tails: ${all.tail_us} ${by.trace.tail_us} ${by.phases.tail_us}`);
+  await open(page, `#/job/${job.id}/step-trace?rank=0`);
+  expectEq(await page.textContent('#trace-sources > span'),
+    '4 steps take their stages from the trace, 8 from phases; this average mixes both.', 'sources said');
+  expectEq(await page.getAttribute('[data-source="all"]', 'aria-pressed'), 'true', 'all pressed');
+  expectEq(await page.textContent('[data-kpi="tail"] .kpi-v'), await fmtUsText(page, all.tail_us), 'mixed tail');
+  for (const [src, n, words] of [['trace', 4, 'the trace'], ['phases', 8, 'phases']]) {
+    await page.click(`[data-source="${src}"]`);
+    await until(page, (s) => location.hash.includes(`source=${s}`) && document.querySelector(`[data-source="${s}"]`)?.getAttribute('aria-pressed') === 'true', src);
+    expectEq(await page.textContent('#trace-title'), `Average of ${n} steps (${by[src].first_step}–${by[src].last_step})`, `${src} title`);
+    expectEq(await page.textContent('[data-kpi="tail"] .kpi-v'), await fmtUsText(page, by[src].tail_us), `${src} tail`);
+    expectEq(await page.textContent('[data-kpi="total"] .kpi-v'), await fmtUsText(page, by[src].total_us), `${src} step`);
+    expectEq(await page.textContent('#trace-sources > span'),
+      `4 steps take their stages from the trace, 8 from phases; this average uses ${words} only (${n} steps).`, `${src} said`);
+    if (src === 'trace') await shot(page, 'step-trace-sources');
+  }
+  // The other average keeps the chosen definition.
+  await page.click('[data-choose="average-skip1"]');
+  await until(page, () => location.hash.includes('skip=1') && location.hash.includes('source=phases'));
+  await page.click('[data-source="all"]');
+  await until(page, () => !location.hash.includes('source=') && document.querySelector('#trace-title')?.textContent === 'Average of 11 steps (2–12)');
+  // A job of one definition: named, no switch.
+  await open(page, `#/job/${main.id}/step-trace?rank=0`);
+  const m = await api(`/api/v1/jobs/${main.id}/step-trace?rank=0`);
+  expectEq(await page.textContent('#trace-sources'), `All ${m.sources.trace} steps take their stages from the trace (their spans).`, 'one definition');
+  expectEq(await page.$$eval('[data-source]', (n) => n.length), 0, 'no switch');
+});
+
 test('MindSpore data process: a queue\'s size series, average and interval; the CPU view', async (page) => {
   // Files as MindSpore writes them: csv.writer (CRLF, None as an empty cell) and json.dump.
   const dir = path.join(tmp, 'e2e-ms-md');

@@ -34,6 +34,11 @@
   feed.py SOCKET tail   the job "e2e-tail" (the timeline's first step): one rank, TAIL_SPANS steps
                         with spans, then TAIL_EMPTY more step records without any (a profiler
                         window that ended before training did); prints "ok".
+  feed.py SOCKET mixed  the job "e2e-mixed" (the step trace's two definitions): one rank,
+                        MIXED_STEPS step records with phases; steps MIXED_WINDOW also have a
+                        profiler window (a ProfilerStep#N span over the step and its operators),
+                        so they take their points from the trace and the others from their
+                        phases; prints "ok".
 """
 import os
 import sys
@@ -263,7 +268,33 @@ def tail_job(sock):
     print("ok", flush=True)
 
 
+MIXED_STEPS = 12
+MIXED_WINDOW = range(5, 9)
+
+
+def mixed_job(sock):
+    from ssclient import Client
+
+    with Client(sock) as c:
+        c.hello("e2e-mixed", framework="mindspore")
+        lines = []
+        for i in range(1, MIXED_STEPS + 1):
+            b = T0 + i * 20_000
+            if i in MIXED_WINDOW:
+                # Operators end well before the optimizer phase does: the trace's tail is longer.
+                lines += [span("Default/GetNext", b + 100, 900),
+                          span("Default/Conv2D", b + 1500, 6000),
+                          span("Default/MatMul", b + 8000, 3000),
+                          span(f"ProfilerStep#{i}", b, 20_000, cat="user_annotation")]
+            lines.append({"type": "step", "step": i, "begin_us": b, "end_us": b + 20_000, "samples": 16,
+                          "phases": {"dataloader": 1000, "forward": 6000, "backward": 9000,
+                                     "optimizer": 4000}})
+        c.send_lines(lines)
+        c.wait_ack(len(lines))
+    print("ok", flush=True)
+
+
 if __name__ == "__main__":
     {"main": main_job, "live": live_job, "capture": capture_job,
      "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job,
-     "tail": tail_job}[sys.argv[2]](sys.argv[1])
+     "tail": tail_job, "mixed": mixed_job}[sys.argv[2]](sys.argv[1])

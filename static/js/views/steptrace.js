@@ -135,17 +135,45 @@ function breakdownView(ctx, doc, stepRows) {
   ];
 }
 
+// A step's points come from its spans (trace) or its record's phases (docs/ANALYSIS.md, "Two
+// definitions of a step's points"). counts: the average's sources over both definitions.
+const SOURCE_WORDS = { trace: 'the trace', phases: 'phases' };
+function sourcesBox(counts, source, choose) {
+  const t = counts.trace || 0;
+  const p = counts.phases || 0;
+  const steps = (n) => `${fmtNum(n)} step${n === 1 ? '' : 's'}`;
+  if (!t || !p) {
+    if (!t && !p) return null;
+    const only = t ? `${t === 1 ? 'The step takes its' : `All ${steps(t)} take their`} stages from the trace (their spans).`
+      : `${p === 1 ? 'The step takes its' : `All ${steps(p)} take their`} stages from phases (their records' phases).`;
+    return el('p#trace-sources.muted', null, only);
+  }
+  const said = `${steps(t)} take${t === 1 ? 's' : ''} ${t === 1 ? 'its' : 'their'} stages from the trace, ${fmtNum(p)} from phases`;
+  const which = source ? `; this average uses ${SOURCE_WORDS[source]} only (${steps(source === 'trace' ? t : p)}).`
+    : '; this average mixes both.';
+  const btn = (v, label, title) => el('button.btn.small', { type: 'button', 'aria-pressed': (source || 'all') === v ? 'true' : 'false',
+    dataset: { source: v }, title, onclick: () => choose(v === 'all' ? undefined : v) }, label);
+  return el('div#trace-sources.controls', null,
+    el('span.muted', null, said + which),
+    btn('all', 'All', 'Average every step, whichever definition its points use'),
+    btn('trace', 'Trace', 'Average the steps whose points come from their spans'),
+    btn('phases', 'Phases', 'Average the steps whose points come from their records\' phases'));
+}
+
 export async function render(ctx) {
   const { rank } = ctx;
   const step = ctx.params.step;
   // The average: every step with points, or (skip=1) without the first, as MindInsight's.
   const skip = !step && ctx.params.skip === '1' ? 1 : undefined;
-  const [trace, series, breakdown] = await Promise.all([
-    getOptional(jobPath(ctx.job, 'step-trace', { rank, step, skip })),
+  // ?source=: the average of one definition only; the unfiltered answer then gives the counts.
+  const source = !step && SOURCE_WORDS[ctx.params.source] ? ctx.params.source : undefined;
+  const [trace, series, breakdown, both] = await Promise.all([
+    getOptional(jobPath(ctx.job, 'step-trace', { rank, step, skip, source })),
     getJSON(jobPath(ctx.job, 'steps', { rank, max_points: MAX_POINTS, limit: 100000 })),
     hasRoute('/api/v1/jobs/{job}/breakdown')
       .then((has) => (has ? getOptional(jobPath(ctx.job, 'breakdown', { rank, limit: BREAKDOWN_ROWS })) : null))
       .catch((e) => ({ error: e })),
+    source ? getOptional(jobPath(ctx.job, 'step-trace', { rank, skip })) : null,
   ]);
   const total = series.total;
   const offset = Math.max(0, total - TABLE_ROWS_MAX);
@@ -154,27 +182,30 @@ export async function render(ctx) {
     : series;
 
   const input = el('input#step-input', { type: 'number', min: 0, placeholder: 'step', value: step || '', 'aria-label': 'step' });
-  const choose = (v, sk) => ctx.go(ctx.hashFor('step-trace', { rank, step: v, skip: sk }));
+  const choose = (v, sk, src) => ctx.go(ctx.hashFor('step-trace', { rank, step: v, skip: sk, source: src }));
   const controls = el('form.controls', { onsubmit: (e) => { e.preventDefault(); choose(input.value); } },
-    el('button.btn', { type: 'button', 'aria-pressed': step || skip ? 'false' : 'true', dataset: { choose: 'average' }, onclick: () => choose('') }, 'Average'),
-    el('button.btn', { type: 'button', 'aria-pressed': skip ? 'true' : 'false', dataset: { choose: 'average-skip1' }, title: 'MindInsight\'s average leaves out the first step', onclick: () => choose('', '1') }, 'Average without step 1'),
+    el('button.btn', { type: 'button', 'aria-pressed': step || skip ? 'false' : 'true', dataset: { choose: 'average' }, onclick: () => choose('', undefined, source) }, 'Average'),
+    el('button.btn', { type: 'button', 'aria-pressed': skip ? 'true' : 'false', dataset: { choose: 'average-skip1' }, title: 'MindInsight\'s average leaves out the first step', onclick: () => choose('', '1', source) }, 'Average without step 1'),
     el('label', null, 'Step ', input), el('button.btn', { type: 'submit' }, 'Show'));
 
   let head;
   if (!trace) {
-    head = note('empty', step ? `Step ${step} has no FP/BP points on rank ${rank} (or does not exist).` : 'No step with FP/BP points yet.');
+    head = note('empty', step ? `Step ${step} has no FP/BP points on rank ${rank} (or does not exist).`
+      : `No step with FP/BP points${source ? ` from ${SOURCE_WORDS[source]}` : ''} yet.`);
+    if (source && both) head = [head, sourcesBox(both.sources || {}, source, (src) => choose('', skip ? '1' : undefined, src))];
   } else {
     const title = trace.step === 'average'
       ? `Average of ${fmtNum(trace.n_steps)} steps (${trace.first_step}–${trace.last_step})`
       : `Step ${trace.step}`;
     const definition = trace.step === 'average'
-      ? `The mean of each point over the steps with FP/BP points${trace.skip ? `, leaving out the first ${trace.skip} (MindInsight's average leaves out step 1)` : ', the first included'}; the stages come from the mean points.`
+      ? `The mean of each point over the steps with FP/BP points${source ? ` from ${SOURCE_WORDS[source]}` : ''}${trace.skip ? `, leaving out the first ${trace.skip} (MindInsight's average leaves out step 1)` : ', the first included'}; the stages come from the mean points.`
       : null;
     head = [
       el('div.kpis', null, kpi('step', fmtUs(trace.total_us), 'total'), kpi('interval', fmtUs(trace.interval_us), 'interval'),
         kpi('FP+BP', fmtUs(trace.fp_bp_us), 'fp_bp'), kpi('tail', fmtUs(trace.tail_us), 'tail')),
       el('h4#trace-title', null, title),
       definition ? el('p#trace-definition.muted', null, definition) : null,
+      trace.step === 'average' ? sourcesBox((both || trace).sources || {}, source, (src) => choose('', skip ? '1' : undefined, src)) : null,
       stageBars(trace),
       reduceLines(trace),
     ];
