@@ -38,6 +38,7 @@
 #include "ingest/capture.h"
 #include "ingest/ingest.h"
 #include "live/live.h"
+#include "live/live_query.h"
 #include "store/store.h"
 #include "store/store_query.h"
 #include "stepscope_build.h"
@@ -118,6 +119,10 @@ struct daemon {
     size_t cap_sessions;
     size_t last_session;      /* index of the last lookup's hit */
     int64_t live_published_ns;
+    uint64_t live_steps_cursor; /* live_query_changed()'s, for persist_live_steps() */
+    int64_t *changed_ids;       /* [LIVE_JOBS_MAX], persist_live_steps()'s, allocated once */
+    int64_t *rank_ids;          /* [LIVE_RANKS_MAX] */
+    int64_t *rank_steps;        /* [LIVE_RANKS_MAX] */
     int64_t captures_expired_ns; /* monotonic time of the last capture_reg_expire() */
     uv_async_t durable_async; /* the writer thread's wake-up call */
     uv_async_t capture_async; /* an HTTP thread added a capture */
@@ -551,11 +556,43 @@ static void on_durable_async(uv_async_t *h)
     }
 }
 
+/* Hands the store each rank's step count as live lists it, for the jobs published since the
+ * last call, so that the jobs list says it for a job live does not hold (one not replayed at
+ * start-up, or evicted): Kineto's steps are ProfilerStep#N spans, not step records. The store
+ * writes only what changed. Loop thread; cheap: one pass per changed job. */
+static void persist_live_steps(struct daemon *d)
+{
+    if (!d->changed_ids) {
+        d->changed_ids = malloc(LIVE_JOBS_MAX * sizeof *d->changed_ids);
+        d->rank_ids = malloc(LIVE_RANKS_MAX * sizeof *d->rank_ids);
+        d->rank_steps = malloc(LIVE_RANKS_MAX * sizeof *d->rank_steps);
+        if (!d->changed_ids || !d->rank_ids || !d->rank_steps) {
+            free(d->changed_ids);
+            free(d->rank_ids);
+            free(d->rank_steps);
+            d->changed_ids = d->rank_ids = d->rank_steps = NULL;
+            return; /* the next publish tries again; the counts are not lost, only later */
+        }
+    }
+    uint64_t cursor = d->live_steps_cursor;
+    size_t n = live_query_changed(d->live, &cursor, d->changed_ids, LIVE_JOBS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        size_t m = live_query_rank_step_counts(d->live, d->changed_ids[i], d->rank_ids,
+                                               d->rank_steps, LIVE_RANKS_MAX);
+        for (size_t k = 0; k < m; k++)
+            if (store_rank_live_steps(d->store, d->changed_ids[i], d->rank_ids[k],
+                                      d->rank_steps[k]) < 0)
+                return; /* out of memory: the cursor stays, the next publish retries */
+    }
+    d->live_steps_cursor = cursor;
+}
+
 /* Publishes live's snapshots now, then evicts past the budget. Loop thread. */
 static void publish_live(struct daemon *d, int64_t now)
 {
     d->live_published_ns = now;
     (void)live_publish(d->live);
+    persist_live_steps(d);
     /* Returns at once while under both the byte budget and the job count. */
     size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
     STATS_ADD(&d->stats, live_evictions, n);
@@ -1380,6 +1417,10 @@ int main(int argc, char **argv)
     code = EXIT_OK;
     web_stop(d.web);
     d.web = NULL;
+    persist_live_steps(&d);
+    free(d.changed_ids);
+    free(d.rank_ids);
+    free(d.rank_steps);
     live_free(d.live);
     d.live = NULL;
     analyse_rules_free(d.role_rules);

@@ -2236,6 +2236,27 @@ int64_t live_query_step_count(struct live *lv, int64_t job_id, int64_t rank)
     return n;
 }
 
+size_t live_query_rank_step_counts(struct live *lv, int64_t job_id, int64_t *ret_ranks,
+                                   int64_t *ret_steps, size_t cap)
+{
+    size_t n = 0;
+    if (!lv)
+        return 0;
+    pthread_mutex_lock(&lv->lock);
+    for (size_t k = 0; k < lv->n_pub; k++) {
+        const struct live_snapshot *snap = lv->pub[k].snap;
+        if (lv->pub[k].job_id != job_id || !snap)
+            continue;
+        for (size_t i = 0; i < snap->n_ranks && n < cap; i++, n++) {
+            ret_ranks[n] = snap->ranks[i].rank;
+            ret_steps[n] = (int64_t)snap->ranks[i].n_steps;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&lv->lock);
+    return n;
+}
+
 size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap)
 {
     size_t n = 0;

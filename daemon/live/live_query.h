@@ -50,6 +50,12 @@ size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, s
  * Cheap: the snapshot mutex and one pass over the published jobs. Any thread; NULL lv: -1. */
 int64_t live_query_step_count(struct live *lv, int64_t job_id, int64_t rank);
 
+/* The steps live_query_steps() lists for each rank of job_id, as last published: up to cap
+ * (rank, steps) pairs in ret_ranks/ret_steps, by rank; returns their number (0: nothing
+ * published, or evicted). Cheap: the snapshot mutex and one pass. Any thread; NULL lv: 0. */
+size_t live_query_rank_step_counts(struct live *lv, int64_t job_id, int64_t *ret_ranks,
+                                   int64_t *ret_steps, size_t cap);
+
 /* Drops a reference; the last one frees the snapshot. NULL-safe. */
 void live_snapshot_put(const struct live_snapshot *snap);
 

@@ -132,8 +132,12 @@ static const char schema_v2[] =
     " updated_ns INTEGER NOT NULL,"
     " PRIMARY KEY(capture_id, rank)) WITHOUT ROWID;";
 
+/* Version 3: each rank's step count as live analysis lists it (store_rank_live_steps()), NULL
+ * until live reports one (a database of version 2: until the job is next loaded). */
+static const char schema_v3[] = "ALTER TABLE ranks ADD COLUMN live_steps INTEGER;";
+
 /* steps[i] migrates version i to i + 1. */
-static const char *const steps[] = {schema_v1, schema_v2};
+static const char *const steps[] = {schema_v1, schema_v2, schema_v3};
 
 void store__errf(char *err, const char *fmt, ...)
 {

@@ -210,7 +210,9 @@ static bool is_live(const struct live_pair *v, size_t n, int64_t job_id, int64_t
 
 #define JOB_COLS                                                                                \
     "j.id, j.name, (SELECT count(*) FROM ranks r WHERE r.job_id = j.id), j.world_size, "       \
-    "(SELECT count(*) FROM sessions s WHERE s.job_id = j.id), j.steps_n, j.spans, j.events, "  \
+    "(SELECT count(*) FROM sessions s WHERE s.job_id = j.id), "                                \
+    "max(j.steps_n, (SELECT coalesce(max(r.live_steps), 0) FROM ranks r WHERE r.job_id = j.id)), " \
+    "j.spans, j.events, "                                                                      \
     "j.queue_samples, j.host_samples, j.pipelines, j.stored_bytes, j.evicted_events, "         \
     "j.first_seen_ns, j.last_seen_ns"
 
@@ -368,7 +370,7 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
         goto out;
     int rc = sqlite3_prepare_v2(
         rd->db,
-        "SELECT r.rank, r.events, r.steps, "
+        "SELECT r.rank, r.events, max(r.steps, coalesce(r.live_steps, 0)), "
         " (SELECT count(*) FROM sessions c WHERE c.job_id = r.job_id AND c.rank = r.rank), "
         " l.host, l.framework, l.framework_version, l.pid, "
         /* untimed blocks (store.c) have t_min_ns INT64_MIN and say nothing of the time */

@@ -190,7 +190,8 @@ static struct store_batch *open_batch(struct store *st)
 static bool batch_is_empty(const struct store_batch *b)
 {
     return b->n_jobs == 0 && b->n_streams == 0 && b->n_sessions == 0 && b->n_slots == 0 &&
-           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_dels == 0;
+           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_live_steps == 0 &&
+           b->n_dels == 0;
 }
 
 static int arena_reserve(struct store_batch *b, size_t n)
@@ -838,6 +839,16 @@ int store_capture_rank_put(struct store *st, const struct record_capture_rank *r
     w->reason_len = rl;
     w->reason_off = arena_put(b, r->reason, rl);
     account(st, b, sizeof *w + sl + rl);
+    return 0;
+}
+
+int store_rank_live_steps(struct store *st, int64_t job_id, int64_t rank, int64_t steps)
+{
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, live_steps, 1) < 0)
+        return -ENOMEM;
+    b->live_steps[b->n_live_steps++] = (struct store_live_steps){job_id, rank, steps};
+    account(st, b, sizeof(struct store_live_steps));
     return 0;
 }
 

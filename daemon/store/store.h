@@ -68,6 +68,13 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
 int store_capture_put(struct store *st, const struct record_capture *c);
 int store_capture_rank_put(struct store *st, const struct record_capture_rank *r);
 
+/* Queues, for the next commit, the number of steps live analysis lists for a rank of a job
+ * (live_query_step_count(); Kineto's ProfilerStep#N spans count, which the step records do not),
+ * so that the jobs list says it for a job not in live memory (store_query.h: steps). A job
+ * deleted meanwhile, or a rank never stored, is skipped; an unchanged count writes nothing.
+ * Returns 0 or -ENOMEM (nothing queued). Loop thread. */
+int store_rank_live_steps(struct store *st, int64_t job_id, int64_t rank, int64_t steps);
+
 /* Deletes job name and everything stored for it: takes it out of the in-memory tables now (a
  * later hello of that name makes a new job) and queues the deletion of its rows, blocks,
  * sessions, streams and captures, which the writer runs in the transaction of the batch it seals

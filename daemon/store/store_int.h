@@ -164,6 +164,11 @@ struct store_capture_rank_row {
     size_t state_off, state_len, reason_off, reason_len;
 };
 
+/* A rank's step count as live analysis lists it (store_rank_live_steps()). */
+struct store_live_steps {
+    int64_t job_id, rank, steps;
+};
+
 /* A stream's seqs made durable by the batch: [from, to). */
 struct store_seq {
     int64_t stream_id;
@@ -198,6 +203,7 @@ struct store_batch {
     STORE_VEC(struct store_seq, seqs);
     STORE_VEC(struct store_capture_row, caps);
     STORE_VEC(struct store_capture_rank_row, cap_ranks);
+    STORE_VEC(struct store_live_steps, live_steps);
     STORE_VEC(int64_t, dels); /* jobs deleted (store_job_delete()), after everything above */
     char *arena;              /* strings of the rows above, referenced by offset */
     size_t arena_len, arena_cap;
@@ -231,6 +237,7 @@ enum store_stmt {
     STMT_UPD_JOB_EVICT,
     STMT_PUT_CAPTURE,
     STMT_PUT_CAPTURE_RANK,
+    STMT_UPD_RANK_LIVE_STEPS,
     STMT_DEL_JOB_FIRST, /* the DELETEs of one job, in this order, through STMT_DEL_JOB_LAST */
     STMT_DEL_JOB_CAPTURE_RANKS = STMT_DEL_JOB_FIRST,
     STMT_DEL_JOB_CAPTURES,

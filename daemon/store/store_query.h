@@ -26,7 +26,8 @@ struct store_job {
     int64_t ranks;          /* distinct ranks seen */
     int64_t world_size;     /* largest world_size any hello gave */
     int64_t sessions;       /* connections ever opened for the job */
-    int64_t steps;          /* step records of the rank with the most */
+    int64_t steps;          /* steps of the rank with the most: the larger of its step records
+                               and the count live last reported (store_rank_live_steps()) */
     int64_t spans;          /* trace events with ph X or B */
     int64_t events;         /* trace events of every phase */
     int64_t queue_samples;
@@ -49,7 +50,7 @@ struct store_rank {
     int64_t pid;             /* of the latest session */
     int64_t sessions;
     int64_t events;
-    int64_t steps;
+    int64_t steps;           /* the larger of step records and live's last count */
     int64_t trace_start_ns;  /* the earliest ts and the latest end of the rank's stored events
                                 (block bounds, evicted blocks gone); INT64_MIN: none timed */
     int64_t trace_end_ns;

@@ -88,6 +88,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
                          "steps, all_ranks, what) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STMT_PUT_CAPTURE_RANK] = "INSERT OR REPLACE INTO capture_ranks(capture_id, rank, state, "
                               "reason, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [STMT_UPD_RANK_LIVE_STEPS] = "UPDATE ranks SET live_steps = ?3 "
+                                 "WHERE job_id = ?1 AND rank = ?2 AND live_steps IS NOT ?3",
     [STMT_DEL_JOB_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE capture_id IN "
                                    "(SELECT id FROM captures WHERE job_id = ?1)",
     [STMT_DEL_JOB_CAPTURES] = "DELETE FROM captures WHERE job_id = ?1",
@@ -140,6 +142,7 @@ void store__batch_free(struct store_batch *b)
     free(b->seqs);
     free(b->caps);
     free(b->cap_ranks);
+    free(b->live_steps);
     free(b->dels);
     free(b->arena);
     free(b);
@@ -360,6 +363,14 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         bind_text(s, 3, b->arena, w->state_off, w->state_len);
         bind_text(s, 4, b->arena, w->reason_off, w->reason_len);
         sqlite3_bind_int64(s, 5, w->updated_ns);
+        rc = step_done(s);
+    }
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_live_steps; i++) {
+        const struct store_live_steps *w = &b->live_steps[i];
+        sqlite3_stmt *s = st->stmt[STMT_UPD_RANK_LIVE_STEPS];
+        sqlite3_bind_int64(s, 1, w->job_id);
+        sqlite3_bind_int64(s, 2, w->rank);
+        sqlite3_bind_int64(s, 3, w->steps);
         rc = step_done(s);
     }
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_seqs; i++) {

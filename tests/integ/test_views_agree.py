@@ -195,3 +195,44 @@ def test_live_job_past_the_cap_says_what_its_breakdown_covers(daemon):
     assert cov["steps_cut"] == len(cut) > 0
     assert cov["steps"] == bd["total"] == 20 - cov["steps_cut"] - cov["steps_trimmed"]
     assert bd["rows"][0]["step"] == steps[len(cut)]["step"]
+
+
+def test_jobs_list_steps_of_a_job_not_replayed_at_start_up(daemons, tmp):
+    """After a restart, a job start-up did not replay into live memory (past live_max_bytes; it
+    loads on first use) lists the steps /steps will list, in the jobs list, the job's route (per
+    rank too) and `stepscope jobs`, before anything reads it. Before the fix they said the stored
+    step-record count until the job was loaded: 0 for a Kineto trace (its steps are spans)."""
+    d = daemons("up5")
+    env = import_trace(d, tmp, DATA / "gpu_5steps_rank0.json.gz", "up5")
+    import_trace(d, tmp, DATA / "gpu_2steps_sampled_rank0.json.gz", "newer")
+    d.stop()
+    d.extra_args = ["--live-max-bytes", "1"]
+    d.start()
+    # The most recent job is replayed (the first always is); up5 waits for its first use.
+    assert d.stats()["live"]["reloads"] == 0
+    listed = [j for j in d.get_json("/api/v1/jobs")["jobs"] if j["name"] == "up5"]
+    assert listed[0]["steps"] == 5
+    one = d.get_json("/api/v1/jobs/up5")
+    assert one["steps"] == 5
+    assert [r["steps"] for r in one["ranks_detail"]] == [5]
+    r = stepscope(["jobs", "--http", "127.0.0.1:%d" % d.port], env)
+    assert r.returncode == 0, r.stderr
+    header = r.stdout.splitlines()[0].split()
+    row = [ln.split() for ln in r.stdout.splitlines() if " up5 " in " %s " % ln][0]
+    assert row[header.index("STEPS")] == "5", r.stdout
+    assert d.stats()["live"]["reloads"] == 0  # none of that loaded the job
+    # And /steps, which does load it, agrees.
+    assert d.get_json("/api/v1/jobs/up5/steps")["total"] == 5
+    assert d.stats()["live"]["reloads"] == 1
+
+
+def test_per_rank_steps_of_an_evicted_job(daemons, tmp):
+    """The job route's per-rank counts of an evicted job are /steps' too (before: the stored
+    step-record count, 0 for a Kineto trace), without reloading it."""
+    d = daemons("evr", args=["--live-max-bytes", "0"])
+    import_trace(d, tmp, DATA / "gpu_5steps_rank0.json.gz", "evr5")
+    d.wait_for("evr5 evicted", lambda: d.stats()["live"]["evictions"] >= 1, timeout=30)
+    one = d.get_json("/api/v1/jobs/evr5")
+    assert one["steps"] == 5
+    assert [r["steps"] for r in one["ranks_detail"]] == [5]
+    assert d.stats()["live"]["reloads"] == 0

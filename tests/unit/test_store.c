@@ -225,7 +225,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 3);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -289,6 +289,66 @@ START_TEST(test_store_open_newer_schema_eproto)
     char err[STORE_ERR_MAX];
     ck_assert_int_eq(store_open(&c, &st, err), -EPROTO);
     ck_assert_msg(strstr(err, "newer stepscope") != NULL, "err: %s", err);
+}
+END_TEST
+
+/* The jobs list's steps for a job live does not hold: live's last count per rank, persisted
+ * (store_rank_live_steps()), kept across a reopen, the larger beside step records; a database
+ * of version 2 migrates with none known. */
+START_TEST(test_store_rank_live_steps)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome w = session(st, "kineto", 0, "s0");
+    struct record_welcome w1 = session(st, "kineto", 1, "s1");
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    struct store_job *jobs = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(store_query_jobs(st, &jobs, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(jobs[0].steps, 0);
+    free(jobs);
+    ck_assert_int_eq(store_rank_live_steps(st, w.job_id, 0, 5), 0);
+    ck_assert_int_eq(store_rank_live_steps(st, w1.job_id, 1, 3), 0);
+    ck_assert_int_eq(store_rank_live_steps(st, w.job_id, 7, 9), 0); /* no such rank: skipped */
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    store_session_close(st, w.session_id, true);
+    store_session_close(st, w1.session_id, true);
+    store_close(st);
+
+    st = open_ok(0);
+    ck_assert_int_eq(store_query_jobs(st, &jobs, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(jobs[0].steps, 5);
+    ck_assert_int_eq(jobs[0].ranks, 2);
+    free(jobs);
+    struct store_rank *ranks = NULL;
+    ck_assert_int_eq(store_query_ranks(st, w.job_id, &ranks, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ranks[0].steps, 5);
+    ck_assert_int_eq(ranks[1].steps, 3);
+    free(ranks);
+    /* A lower count later (live keeps LIVE_STEPS_MAX) is written; step records still count. */
+    ck_assert_int_eq(store_rank_live_steps(st, w.job_id, 0, 2), 0);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    ck_assert_int_eq(store_query_jobs(st, &jobs, &n), 0);
+    ck_assert_int_eq(jobs[0].steps, 3);
+    free(jobs);
+    store_close(st);
+
+    /* Version 2 (no live_steps) migrates to 3, its counts unknown until live reports them. */
+    sqlite3 *db = open_raw_db();
+    ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE ranks DROP COLUMN live_steps; "
+                                      "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    st = open_ok(0);
+    ck_assert_int_eq(store_query_jobs(st, &jobs, &n), 0);
+    ck_assert_int_eq(jobs[0].steps, 0);
+    free(jobs);
+    store_close(st);
+    db = open_raw_db();
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 3);
+    ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
+    sqlite3_close(db);
 }
 END_TEST
 
@@ -973,6 +1033,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_open_corrupt_db_eio);
     tcase_add_test(tc, test_store_open_newer_schema_eproto);
     tcase_add_test(tc, test_store_open_foreign_db_eio);
+    tcase_add_test(tc, test_store_rank_live_steps);
     tcase_add_test(tc, test_store_open_readonly_dir);
     suite_add_tcase(s, tc);
 
