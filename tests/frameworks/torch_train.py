@@ -224,7 +224,9 @@ def averages(prof):
              "cpu_total_us": a.cpu_time_total} for a in prof.key_averages()]
 
 
-def run_profile(outdir, steps):
+def window_recorder(outdir):
+    """The client attach() starts, and an on_trace_ready that streams each profiler window
+    through trace_handler() (kept in outdir) and records it in the list it returns."""
     client = stepscope.attach()
     handler = stepscope.torch.trace_handler(keep_dir=outdir)
     windows = []
@@ -233,6 +235,11 @@ def run_profile(outdir, steps):
         n = handler(prof)
         windows.append({"events": n, "path": handler.last_path, "averages": averages(prof)})
 
+    return client, windows, on_ready
+
+
+def run_profile(outdir, steps):
+    client, windows, on_ready = window_recorder(outdir)
     loader, train_step = make_training(steps + 2)
     sched = torch.profiler.schedule(wait=1, warmup=1, active=steps, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
@@ -282,14 +289,7 @@ def profiled_loop(loader, train_step, activities, on_ready):
 def run_attach_profile(outdir, steps):
     """attach() and a profiler window over the same loop: the steps attach() records and the
     ProfilerStep#N spans of the window must be one numbering (docs/ANALYSIS.md "Step identity")."""
-    client = stepscope.attach()
-    handler = stepscope.torch.trace_handler(keep_dir=outdir)
-    windows = []
-
-    def on_ready(prof):
-        n = handler(prof)
-        windows.append({"events": n, "path": handler.last_path, "averages": averages(prof)})
-
+    client, windows, on_ready = window_recorder(outdir)
     torch.manual_seed(0)
     torch.set_num_threads(1)
     loader = DataLoader(Data(BATCH * steps, 0.001), batch_size=BATCH)
