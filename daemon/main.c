@@ -31,9 +31,9 @@
 #include <uv.h>
 
 #include "analyse/analyse.h"
-#include "core/clock.h"
+#include "../lib/clock.h"
 #include "core/config.h"
-#include "core/log.h"
+#include "../lib/log.h"
 #include "core/stats.h"
 #include "ingest/capture.h"
 #include "ingest/ingest.h"
@@ -42,7 +42,7 @@
 #include "store/store.h"
 #include "store/store_query.h"
 #include "stepscope_build.h"
-#include "../web/web.h"
+#include "daemon/web/web.h"
 
 extern char **environ;
 

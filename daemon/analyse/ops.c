@@ -9,7 +9,7 @@
  * by the real torch profiler.
  */
 #include "analyse.h"
-#include "../core/num.h"
+#include "../../lib/num.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * the difference is documented.
  */
 #include "analyse.h"
-#include "../core/num.h"
+#include "../../lib/num.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "../../lib/log.h"
 
 const struct config_option config_options[] = {
     {"socket", NULL, "Unix socket path for training clients"},

@@ -43,7 +43,7 @@ struct stats {
     _Atomic uint64_t live_untracked_jobs; /* jobs refused live analysis past live_max_jobs */
     _Atomic uint64_t http_requests;
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
-    _Atomic uint64_t http_cache_hits;     /* live answers served again from web/cache.c */
+    _Atomic uint64_t http_cache_hits;     /* live answers served again from daemon/web/cache.c */
     _Atomic uint64_t http_cache_misses;   /* live answers computed and kept there */
     _Atomic uint64_t http_deadline_closed; /* requests not in by http_request_timeout_s */
     _Atomic uint64_t http_exports_refused; /* timeline exports past http_max_exports (503) */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "decode.h"
 #include "jscan.h"
 

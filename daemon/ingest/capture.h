@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "../core/record.h"
-#include "../core/sbuf.h"
+#include "../../lib/sbuf.h"
 
 #define CAPTURE_BODY_MAX 16384     /* bytes of a POST body */
 #define CAPTURE_RANKS_MAX 1024     /* ranks named in one request */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/lbuf.h"
-#include "../core/num.h"
+#include "../../lib/lbuf.h"
+#include "../../lib/num.h"
 #include "capture.h"
 #include "jscan.h"
 

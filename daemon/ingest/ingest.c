@@ -27,10 +27,10 @@
 
 #include <uv.h>
 
-#include "../core/clock.h"
-#include "../core/lbuf.h"
-#include "../core/log.h"
-#include "../core/sbuf.h"
+#include "../../lib/clock.h"
+#include "../../lib/lbuf.h"
+#include "../../lib/log.h"
+#include "../../lib/sbuf.h"
 #include "decode.h"
 
 #define INGEST_OUT_MAX (1u << 20)   /* bytes of replies gathered for one client; errors past it drop */

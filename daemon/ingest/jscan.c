@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/lbuf.h"
+#include "../../lib/lbuf.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "../analyse/analyse.h"
-#include "../core/clock.h"
-#include "../core/num.h"
+#include "../../lib/clock.h"
+#include "../../lib/num.h"
 #include "live_int.h"
 
 /* ---- interning: (k1, k2) byte pairs to dense indexes ---- */
@@ -878,7 +878,7 @@ static void sort_spans(struct live *lv, struct live_step *s)
 
 /* The reduce-line stream of span sp, or -1 when it is no communication op: MindSpore's
  * step-trace communication ops (cat "step_trace", name "stream_<id>_...": stream <id>, as
- * collectors/import sends the columns of step_trace_raw), else the ops analyse's step trace
+ * cli sends the columns of step_trace_raw), else the ops analyse's step trace
  * takes for communication (role communication, or an all-reduce/NCCL/HCCL name: one line per
  * thread, stream = the rank's thread index). */
 static int64_t comm_stream(const struct live_job *j, const struct live_span *sp, uint8_t bits)

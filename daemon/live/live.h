@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * live: the analyses of jobs that are still receiving data, kept in memory. This header is the
- * writer's side (main.c only, loop thread); web/ reads through live_query.h.
+ * writer's side (main.c only, loop thread); daemon/web/ reads through live_query.h.
  *
  * main.c hands every batch of decoded records to live_feed() right after store_append(), and
  * at start-up replays what the store holds (steps first, then each rank's trace events in block

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/clock.h"
+#include "../../lib/clock.h"
 
 void live__bd_chunk_put(struct live_bd_chunk *ch)
 {

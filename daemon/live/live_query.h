@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * live_query: the reader's side of daemon/live, for web/ (HTTP threads). A snapshot is an
+ * live_query: the reader's side of daemon/live, for daemon/web/ (HTTP threads). A snapshot is an
  * immutable copy of one job's live aggregates that the loop published (live.h); a reader takes
  * a reference, computes its answer from the snapshot alone with the pure analyses of
  * daemon/analyse, and drops the reference. Nothing here touches loop state or blocks on ingest.
@@ -39,7 +39,7 @@ bool live_is_untracked(struct live *lv, int64_t job_id);
 
 /* The jobs whose snapshot was published after *cursor (0 at first, then the value this call
  * left): writes up to cap job ids to ret_ids and returns their number, sets *cursor to the
- * latest publication. Changes past cap are not reported (web/'s event stream passes
+ * latest publication. Changes past cap are not reported (daemon/web/'s event stream passes
  * LIVE_JOBS_MAX). Cheap: one mutex, one pass over the published jobs. NULL lv: 0. */
 size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap);
 
@@ -80,7 +80,7 @@ struct live_counters {
 void live_snapshot_counters(const struct live_snapshot *snap, struct live_counters *ret);
 
 /* The snapshot's publication number: unique for the life of the live instance and rising, so two
- * snapshots of a job with the same serial are the same snapshot (web/ caches answers by it). */
+ * snapshots of a job with the same serial are the same snapshot (daemon/web/ caches answers by it). */
 uint64_t live_snapshot_serial(const struct live_snapshot *snap);
 
 /* Where a step's FP/BP points came from. */

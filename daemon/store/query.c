@@ -21,7 +21,7 @@
 
 #include <zstd.h>
 
-#include "../core/num.h"
+#include "../../lib/num.h"
 #include "store_int.h"
 
 /* ---- the pool ---- */

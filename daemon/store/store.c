@@ -27,8 +27,8 @@
 
 #include <zstd.h>
 
-#include "../core/clock.h"
-#include "../core/log.h"
+#include "../../lib/clock.h"
+#include "../../lib/log.h"
 #include "store_int.h"
 
 /* ---- small helpers shared by the folder ---- */

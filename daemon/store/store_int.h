@@ -19,7 +19,7 @@
 
 #include <sqlite3.h>
 
-#include "../core/log.h"
+#include "../../lib/log.h"
 #include "../core/stats.h"
 #include "store.h"
 #include "store_query.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store_query: the reader's side of the store, for web/ (HTTP threads). Each call borrows one of
+ * store_query: the reader's side of the store, for daemon/web/ (HTTP threads). Each call borrows one of
  * the store's read-only SQLite connections (a small pool; WAL lets readers run beside the writer)
  * and sees committed data only, plus the live state the loop publishes (which sessions are open).
  * Results are plain structs the caller owns; no SQL or sqlite3 type crosses this header.

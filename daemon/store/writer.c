@@ -30,8 +30,8 @@
 
 #include <zstd.h>
 
-#include "../core/clock.h"
-#include "../core/log.h"
+#include "../../lib/clock.h"
+#include "../../lib/log.h"
 
 #define GROUP_MAX 64 /* batches written in one transaction */
 #define BACKOFF_MIN_NS (100 * 1000000LL)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Two builds side by side: the ingest benchmark (tests/bench/ingest.sh, one round of each build
-# in turn, ROUNDS times) and the import (collectors/import/bench/import_ab.sh, interleaved) on each
+# in turn, ROUNDS times) and the import (cli/bench/import_ab.sh, interleaved) on each
 # TRACES file, so that the machine's load falls on both alike. What docs/PERFORMANCE.md's
 # "Side by side with the commit before" section ran.
 #
@@ -9,7 +9,7 @@
 #     ROUNDS=3 tests/bench/ab_builds.sh
 #
 # OLD and NEW are release build directories (meson setup build-rel --buildtype=release), e.g. of a
-# `git worktree add --detach /tmp/old <commit>`. A synthetic trace: collectors/import/bench/gen_kineto.py.
+# `git worktree add --detach /tmp/old <commit>`. A synthetic trace: cli/bench/gen_kineto.py.
 # Prints one line per ingest round and build, then import_ab.sh's lines per trace.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,6 +25,6 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 for t in $TRACES; do
-  OLD=$OLD NEW=$NEW TRACE=$t ROUNDS=$ROUNDS PYTHON=0 collectors/import/bench/import_ab.sh 2>&1 |
+  OLD=$OLD NEW=$NEW TRACE=$t ROUNDS=$ROUNDS PYTHON=0 cli/bench/import_ab.sh 2>&1 |
     grep '^old_s=' | sed "s|^|import $(basename "$t") |"
 done

@@ -7,7 +7,7 @@ and compares the bytes, apart from wall-clock fields and stored_bytes (zstd bloc
 flush times, so that one differs between two runs of the same build too).
 
 Usage: tests/bench/answers_ab.py DAEMON_A DAEMON_B TRACE[,TRACE...]...
-Environment: IMPORTER (build-rel/collectors/import/stepscope); IMPORTER_B, the importer used
+Environment: IMPORTER (build-rel/cli/stepscope); IMPORTER_B, the importer used
 with DAEMON_B (default IMPORTER): with the same daemon twice, this compares two importers.
 Prints each differing route and, last, "routes=<n> differing=<n> bytes=<n>"; exit status 1 if
 any differs.
@@ -72,7 +72,7 @@ def answers(binary, traces, importer, work):
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    importer = os.environ.get('IMPORTER', 'build-rel/collectors/import/stepscope')
+    importer = os.environ.get('IMPORTER', 'build-rel/cli/stepscope')
     work = tempfile.mkdtemp(prefix='answers_ab.')
     a = answers(sys.argv[1], sys.argv[3:], importer, work)
     b = answers(sys.argv[2], sys.argv[3:], os.environ.get('IMPORTER_B', importer), work)

@@ -11,7 +11,7 @@
 # because the machines this runs on are shared: it moves less with the neighbours' load.
 #
 # Usage: tests/bench/ingest_cpu.sh DAEMON_A DAEMON_B TRACE
-# Environment: ROUNDS (3), IMPORTER (build-rel/collectors/import/stepscope), WORK (a temp dir).
+# Environment: ROUNDS (3), IMPORTER (build-rel/cli/stepscope), WORK (a temp dir).
 # Prints one line per run, then
 #   A main_ms_median=<ms> total_s_median=<s> ns_per_event=<ns>
 #   B main_ms_median=<ms> total_s_median=<s> ns_per_event=<ns>
@@ -23,7 +23,7 @@ A=$1
 B=$2
 TRACE=$3
 ROUNDS=${ROUNDS:-3}
-IMPORTER=${IMPORTER:-build-rel/collectors/import/stepscope}
+IMPORTER=${IMPORTER:-build-rel/cli/stepscope}
 WORK=${WORK:-$(mktemp -d /tmp/ingest_cpu.XXXXXX)}
 TICK=$(getconf CLK_TCK)
 

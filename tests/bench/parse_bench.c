@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/core/clock.h"
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/clock.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/decode.h"
 
 #define READ_BYTES 65536

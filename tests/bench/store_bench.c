@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../daemon/core/clock.h"
+#include "../../lib/clock.h"
 #include "../../daemon/core/stats.h"
 #include "../../daemon/store/store.h"
 #include "../../daemon/store/store_query.h"

@@ -256,7 +256,7 @@ def main():
     try:
         n_body, errors = replay(d, lines)
         check(not errors, f"replay: {n_body} lines acknowledged, errors {errors[:3]}")
-        imp = subprocess.run([str(integ.build_dir() / "collectors" / "import" / "stepscope"), "import",
+        imp = subprocess.run([str(integ.build_dir() / "cli" / "stepscope"), "import",
                               "--quiet", "--socket", d.socket, "--job", job + "-import",
                               str(out / "trace.json.gz")], capture_output=True, text=True, timeout=300,
                              env=integ.clean_env(tmp))

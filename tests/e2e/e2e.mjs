@@ -608,7 +608,7 @@ test('live: a new step shows within 2 s without a reload; live indicator', async
 // Imports a profiler folder or file with the CLI into the main daemon as job; resolves with the
 // job's row once listed.
 async function importJob(src, job) {
-  const p = spawnSync(path.join(BUILD, 'collectors', 'import', 'stepscope'),
+  const p = spawnSync(path.join(BUILD, 'cli', 'stepscope'),
     ['import', '--socket', sockPath, '--job', job, src], { encoding: 'utf8' });
   if (p.status !== 0) fail(`import ${src}: exit ${p.status}: ${p.stderr}`);
   return waitFor(`job ${job}`, async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === job));

@@ -42,5 +42,5 @@ def run_script(python, script, args, env, timeout=600):
 
 
 def import_cli():
-    """The built `stepscope` tool (<BUILD_DIR>/collectors/import/stepscope)."""
-    return integ.build_dir() / "collectors" / "import" / "stepscope"
+    """The built `stepscope` tool (<BUILD_DIR>/cli/stepscope)."""
+    return integ.build_dir() / "cli" / "stepscope"

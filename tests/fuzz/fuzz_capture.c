@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/capture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct capture_spec a, b;
     if (size > CAPTURE_BODY_MAX + 64)
         return 0;
-    /* The body as web/ hands it over: an exact-size copy, padded as lines are. */
+    /* The body as daemon/web/ hands it over: an exact-size copy, padded as lines are. */
     char *body = malloc(size + 1 + LBUF_PADDING);
     assert(body);
     memcpy(body, data, size);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/capture.h"
 #include "../../daemon/ingest/decode.h"
 

@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/decode.h"
 #include "oracle_simdjson.h"
 

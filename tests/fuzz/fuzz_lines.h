@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/decode.h"
 
 #define FUZZ_LINE_MAX_BYTES (1u << 20)

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "../../daemon/analyse/analyse.h"
-#include "../../web/web_int.h"
+#include "../../daemon/web/web_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

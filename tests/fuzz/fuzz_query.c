@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzzes web/parse.c, the code that turns what an HTTP client sends into decisions: percent
+ * Fuzzes daemon/web/parse.c, the code that turns what an HTTP client sends into decisions: percent
  * decoding, routing, the static-file path check and the strict integer and microsecond
  * parameters. The same bytes go through every function, and each result is checked against the
- * invariant the rest of web/ relies on:
+ * invariant the rest of daemon/web/ relies on:
  *   - a static path accepted as safe has no NUL, "..", "//", backslash, control byte or dot
  *     segment, and does not start with '/';
  *   - a decoded string holds no NUL and is never longer than its input;
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../web/web_int.h"
+#include "../../daemon/web/web_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

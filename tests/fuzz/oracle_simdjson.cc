@@ -25,8 +25,8 @@
 #include <simdjson.h>
 
 extern "C" {
-#include "../../daemon/core/lbuf.h"
-#include "../../daemon/core/num.h"
+#include "../../lib/lbuf.h"
+#include "../../lib/num.h"
 }
 
 namespace od = simdjson::ondemand;

@@ -34,7 +34,7 @@ TOL_US = 0.01
 
 
 def imported(d, tmp, job, trace):
-    imp = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import",
                           "--quiet", "--socket", d.socket, "--job", job, str(trace)],
                          capture_output=True, text=True, timeout=300, env=clean_env(tmp))
     assert imp.returncode == 0, imp.stderr

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The live routes' answer cache (web/cache.c): a repeated request is served from it, byte for
+"""The live routes' answer cache (daemon/web/cache.c): a repeated request is served from it, byte for
 byte the same; it never serves an answer older than the job's current snapshot; different query
 arguments, jobs and formats get their own answers; error answers are not kept."""
 from ssclient import Client

@@ -252,7 +252,7 @@ def test_ended_and_imported_jobs_refuse_captures(daemon, tmp):
     assert captures(daemon, "ended") == []
     # An imported trace (a real Kineto file through `stepscope import`).
     env = clean_env(tmp)
-    r = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+    r = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import",
                         "--socket", str(daemon.socket), "--job", "imported", "--quiet",
                         str(KINETO / "cpu_only_rank34.json.gz")], env=env, capture_output=True,
                        timeout=60)

@@ -15,7 +15,7 @@ from test_cli_jobs import TOKEN, addr, cli
 
 def start(args, env):
     from conftest import build_dir
-    return subprocess.Popen([str(build_dir() / "collectors" / "import" / "stepscope")] + args,
+    return subprocess.Popen([str(build_dir() / "cli" / "stepscope")] + args,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -12,7 +12,7 @@ HOSTILE = 'q"u,o\\te \u00e9t\u00e9'
 
 
 def cli(args, env, timeout=30):
-    return subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope")] + args,
+    return subprocess.run([str(build_dir() / "cli" / "stepscope")] + args,
                           env=env, capture_output=True, timeout=timeout)
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Which daemon the `stepscope` CLI talks to (collectors/import/README.md, "Which daemon"), with
+"""Which daemon the `stepscope` CLI talks to (cli/README.md, "Which daemon"), with
 two real daemons running: one setting (the socket or the HTTP address) names the daemon for
 every command, the other address is asked from that daemon (the socket's probe answer,
 /api/v1/health), two settings that name different daemons are refused before anything is sent,

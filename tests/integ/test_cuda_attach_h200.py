@@ -63,7 +63,7 @@ def assert_equals_key_averages(d, job, ka, trace):
 def test_imported_h200_trace_equals_key_averages(daemon, tmp):
     meta, ka, trace, _ = cca.load(DATA)
     assert (meta["torch"], meta["device"]) == ("2.11.0+cu130", "NVIDIA H200")
-    imp = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import", "--quiet",
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import", "--quiet",
                           "--socket", daemon.socket, "--job", "h200", str(DATA / "trace.json.gz")],
                          capture_output=True, text=True, timeout=120, env=clean_env(tmp))
     assert imp.returncode == 0, imp.stderr

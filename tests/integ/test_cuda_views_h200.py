@@ -35,7 +35,7 @@ def test_memory_profiled_h200_run_equals_key_averages(daemon, tmp, run):
     trace = doc["traceEvents"]
     assert any(e.get("name") == "[memory]" for e in trace)  # the input is what it claims to be
     job = "views-" + run
-    imp = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import",
                           "--quiet", "--socket", daemon.socket, "--job", job,
                           str(DATA / f"trace_{run}.json.gz")],
                          capture_output=True, text=True, timeout=120, env=clean_env(tmp))

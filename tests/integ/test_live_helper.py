@@ -278,7 +278,7 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 
 
 def cli_import(d, tmp, job, path):
-    r = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+    r = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import",
                         "--socket", str(d.socket), "--job", job, "--quiet", str(path)],
                        env=clean_env(tmp), capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -3,7 +3,7 @@
 (socket_mode values) and test_http.py (traversal strings): the socket's mode does not depend on
 the umask and keeps other users out; static files never leave static_dir (symlinks, dot files,
 encoded and double-encoded dots and NULs); SQL injection text in every path and query parameter
-of every GET route of web/openapi.json, and in job names sent by clients, is answered 200, 400 or
+of every GET route of daemon/web/openapi.json, and in job names sent by clients, is answered 200, 400 or
 404 and leaves the database intact (PRAGMA integrity_check, same jobs, same events)."""
 import json
 import os

@@ -22,7 +22,7 @@ TL11 = DATA / "mindspore" / "11_timeline"
 
 
 def stepscope_import(d, path, job):
-    r = subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope"), "import",
+    r = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import",
                         "--socket", d.socket, "--job", job, "--quiet", str(path)],
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -28,7 +28,7 @@ GPU5_BD_SPANS = 67216  # gpu_5steps_rank0's spans the breakdown takes (the settl
 
 
 def stepscope(args, env, timeout=300):
-    return subprocess.run([str(build_dir() / "collectors" / "import" / "stepscope")] + args,
+    return subprocess.run([str(build_dir() / "cli" / "stepscope")] + args,
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 

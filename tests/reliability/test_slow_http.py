@@ -2,7 +2,7 @@
 """Slow HTTP clients (issue 7, item 2): thousands of connections that trickle their headers
 (slowloris), and clients that ask for a large export and never read it. The dashboard, health
 and an analysis route must keep answering, each request within a bound; the tricklers must be
-closed by the request deadline (http_request_timeout_s, web/guard.c) even though they are never
+closed by the request deadline (http_request_timeout_s, daemon/web/guard.c) even though they are never
 idle, and the stalled readers by the idle timeout (http_timeout_s)."""
 import os
 import select

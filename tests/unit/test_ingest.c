@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "../../daemon/core/lbuf.h"
+#include "../../lib/lbuf.h"
 #include "../../daemon/ingest/decode.h"
 #include "../../daemon/ingest/ingest.h"
 

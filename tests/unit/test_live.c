@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "../../daemon/live/live.h"
-#include "../../daemon/core/clock.h"
+#include "../../lib/clock.h"
 #include "../../daemon/live/live_query.h"
 
 #define US 1000LL

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of web/: the pure parsing (table-driven: percent-decoding, routing, the static path
+ * Unit tests of daemon/web/: the pure parsing (table-driven: percent-decoding, routing, the static path
  * check, strict integer and microsecond parameters), the JSON rendering (escaping and time units),
  * and the server itself over real HTTP: web_start() on 127.0.0.1:0 with a temporary static dir,
  * requests sent by the small blocking HTTP/1.1 client below, answers checked for status, headers
  * and body. The "http" case runs the server without a store (cfg.store NULL): the routes that
  * need one answer 503, and everything else (files, health, stats, errors, methods, counters) is
  * checked there. The "store" case opens a real store in a temporary data dir, writes two jobs
- * through the writer's API (store.h: the test plays main.c's part; web/ itself only reads through
+ * through the writer's API (store.h: the test plays main.c's part; daemon/web/ itself only reads through
  * store_query.h) and checks the job and timeline routes against it.
  */
 #include <arpa/inet.h>
@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "../../daemon/store/store.h"
-#include "../../web/web.h"
-#include "../../web/web_int.h"
+#include "../../daemon/web/web.h"
+#include "../../daemon/web/web_int.h"
 
 /* ---- percent-decoding ---- */
 
@@ -321,7 +321,7 @@ START_TEST(test_render_benchmark_text)
 }
 END_TEST
 
-/* Every route of the router's table is a path of web/openapi.json, and every path of the
+/* Every route of the router's table is a path of daemon/web/openapi.json, and every path of the
  * document is a route: each "/..." key of "paths" is found in the table. */
 START_TEST(test_openapi_documents_every_route)
 {

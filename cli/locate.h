@@ -7,7 +7,7 @@
  * /api/v1/health names the socket. Given both, they are checked to be the same daemon (the same
  * instance, or, where the socket cannot be opened, the socket the HTTP side names) and refused
  * otherwise. Given neither, the daemon on the default socket is the one; with none there, the
- * HTTP commands use the default HTTP address. collectors/import/README.md ("Which daemon")
+ * HTTP commands use the default HTTP address. cli/README.md ("Which daemon")
  * says the same for users.
  */
 #ifndef STEPSCOPE_IMPORT_LOCATE_H

@@ -44,8 +44,8 @@
 
 #include <microhttpd.h>
 
-#include "../daemon/core/clock.h"
-#include "../daemon/core/log.h"
+#include "../../lib/clock.h"
+#include "../../lib/log.h"
 #include "web_int.h"
 
 enum {

@@ -32,7 +32,7 @@
 
 #include <microhttpd.h>
 
-#include "../daemon/live/live_query.h"
+#include "../live/live_query.h"
 
 struct cache_slot {
     char *key; /* NULL: empty */

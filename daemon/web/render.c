@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * render: the JSON documents of the API, written into an sbuf. This is the one JSON writer of
- * web/: every string goes through sbuf_json_str() (so a job or host name can never break out of
+ * daemon/web/: every string goes through sbuf_json_str() (so a job or host name can never break out of
  * its string or become markup in the dashboard, and invalid UTF-8 becomes U+FFFD), and every time
  * through sbuf_json_us(), which turns the store's int64 nanoseconds into exact microseconds at
  * this edge. The sbuf's cap is the response cap: a document that does not fit leaves the buffer

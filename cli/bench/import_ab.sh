@@ -4,14 +4,14 @@
 # interleaved in every round, so that the machine's load falls on all three alike.
 #
 #   OLD=/path/to/old/build-rel NEW=build-rel TRACE=/tmp/ssib1g/synthetic_kineto_1024mb.json \
-#     ROUNDS=3 collectors/import/bench/import_ab.sh
+#     ROUNDS=3 cli/bench/import_ab.sh
 #
 # OLD and NEW are build directories (e.g. a `git worktree add --detach /tmp/old <commit>` built with
 # `meson setup build-rel --buildtype=release -Dtests=false`). Each gets its own daemon and data
 # directory; each import goes into a new job, acknowledged end to end. PYTHON=0 skips python.
 # One line per round: old_s=<a> new_s=<b> python_s=<c> load=<1-minute load average>.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 : "${OLD:?OLD=<build dir of the baseline>}" "${TRACE:?TRACE=<a Chrome-trace file>}"
 NEW=${NEW:-build-rel}
 ROUNDS=${ROUNDS:-3}
@@ -29,11 +29,11 @@ for _ in $(seq 100); do [ -S "$WORK/old.sock" ] && [ -S "$WORK/new.sock" ] && br
 now() { date +%s.%N; }
 timed() { local t0; t0=$(now); "$@" >/dev/null; echo "$(now) - $t0" | bc -l; }
 for i in $(seq "$ROUNDS"); do
-  a=$(timed "$OLD/collectors/import/stepscope" import --quiet --socket "$WORK/old.sock" --job "o$i" "$TRACE")
-  b=$(timed "$NEW/collectors/import/stepscope" import --quiet --socket "$WORK/new.sock" --job "n$i" "$TRACE")
+  a=$(timed "$OLD/cli/stepscope" import --quiet --socket "$WORK/old.sock" --job "o$i" "$TRACE")
+  b=$(timed "$NEW/cli/stepscope" import --quiet --socket "$WORK/new.sock" --job "n$i" "$TRACE")
   c=0
   if [ "${PYTHON:-1}" != 0 ]; then
-    c=$(timed python3 collectors/import/bench/python_baseline.py "$TRACE" 2>/dev/null)
+    c=$(timed python3 cli/bench/python_baseline.py "$TRACE" 2>/dev/null)
   fi
   printf 'old_s=%.3f new_s=%.3f python_s=%.3f load=%s\n' "$a" "$b" "$c" "$(cut -d' ' -f1 /proc/loadavg)"
 done

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Benchmarks `stepscope import` against Python on the same synthetic Kineto trace.
 #
-#   BUILD_DIR=build SIZE_MB=1024 REPEAT=3 collectors/import/bench/import_bench.sh
-#   BUILD_DIR=build TRACE=tests/data/kineto/gpu_5steps_rank0.json.gz REPEAT=5 collectors/import/bench/import_bench.sh
+#   BUILD_DIR=build SIZE_MB=1024 REPEAT=3 cli/bench/import_bench.sh
+#   BUILD_DIR=build TRACE=tests/data/kineto/gpu_5steps_rank0.json.gz REPEAT=5 cli/bench/import_bench.sh
 #
 # 1. Generates a synthetic Kineto trace of SIZE_MB megabytes (default 1024; gen_kineto.py) in
 #    WORK (default a new /tmp dir; an existing trace of the same size there is reused), or takes
@@ -19,7 +19,7 @@
 # Figures are medians of REPEAT rounds (default 1). The last line is
 #   import_s=<a> python_s=<b> speedup=<b/a> peak_rss_ratio=<importer rss / file size>
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 BUILD_DIR=${BUILD_DIR:-build}
 SIZE_MB=${SIZE_MB:-1024}
@@ -29,8 +29,8 @@ WORK=${WORK:-$(mktemp -d /tmp/ssib.XXXXXX)}
 mkdir -p "$WORK"
 [ -x /usr/bin/time ] || { echo "import_bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 
-ninja -C "$BUILD_DIR" daemon/stepscoped collectors/import/stepscope >/dev/null
-cli=$BUILD_DIR/collectors/import/stepscope
+ninja -C "$BUILD_DIR" daemon/stepscoped cli/stepscope >/dev/null
+cli=$BUILD_DIR/cli/stepscope
 daemon_bin=$BUILD_DIR/daemon/stepscoped
 
 if [ -n "${TRACE:-}" ]; then
@@ -43,7 +43,7 @@ else
   trace=$WORK/synthetic_kineto_${SIZE_MB}mb.json
   if [ ! -s "$trace" ] || [ ! -s "$trace.count" ]; then
     echo "generating $trace ..." >&2
-    "$PYTHON" collectors/import/bench/gen_kineto.py --mb "$SIZE_MB" "$trace" >"$trace.count"
+    "$PYTHON" cli/bench/gen_kineto.py --mb "$SIZE_MB" "$trace" >"$trace.count"
   fi
   events=$(cat "$trace.count")
 fi
@@ -78,7 +78,7 @@ for i in $(seq "$REPEAT"); do
   echo "round $i: import $(tail -1 "$WORK/import.times") s, rss $(tail -1 "$WORK/import.rss") kB" >&2
 
   t0=$(now)
-  /usr/bin/time -v -o "$WORK/python.time" "$PYTHON" collectors/import/bench/python_baseline.py \
+  /usr/bin/time -v -o "$WORK/python.time" "$PYTHON" cli/bench/python_baseline.py \
     "$trace" 2>>"$WORK/python.out"
   t1=$(now)
   echo "$t1 - $t0" | bc -l >>"$WORK/python.times"

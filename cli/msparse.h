@@ -3,7 +3,7 @@
  * msparse: MindSpore's profiler files (the MindInsight-era intermediate CSV/TXT/JSON files and
  * MindSpore 2.x's CPU op timestamps) turned into protocol lines (docs/PROTOCOL.md), one rank at a
  * time. Pure: bytes in, lines out, no I/O. Formats, units and the mapping are in
- * collectors/import/README.md ("MindSpore folders").
+ * cli/README.md ("MindSpore folders").
  *
  * A rank's files are fed one by one, in enum order (the lookup tables first: point info,
  * framework_raw, flops; then the files that produce lines). Every file is checked completely;

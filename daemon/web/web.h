@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../daemon/core/stats.h"
+#include "../core/stats.h"
 
 #define WEB_ERR_MAX 256
 

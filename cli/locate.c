@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../daemon/core/config.h"
+#include "../daemon/core/config.h"
 
 #define ID_MAX 64
 

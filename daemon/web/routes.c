@@ -18,7 +18,7 @@
 
 #include <microhttpd.h>
 
-#include "../daemon/core/log.h"
+#include "../../lib/log.h"
 
 static int no_store(struct web *w, struct MHD_Connection *c)
 {

@@ -18,8 +18,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "../../daemon/core/config.h"
-#include "../../daemon/core/sbuf.h"
+#include "../daemon/core/config.h"
+#include "../lib/sbuf.h"
 
 int hclient_target(struct hclient_target *ret, char *const *envp, const char *http,
                    const char *token_file, char *err)

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../daemon/core/sbuf.h"
+#include "../lib/sbuf.h"
 #include "hclient.h"
 #include "locate.h"
 

@@ -2,7 +2,7 @@
 """`stepscope import` against the real daemon.
 
 Every test starts its own stepscoped (conftest.py) and runs the built CLI
-(<BUILD_DIR>/collectors/import/stepscope). Expected event counts and event objects come from
+(<BUILD_DIR>/cli/stepscope). Expected event counts and event objects come from
 Python's json module reading the same files, never from the importer itself.
 """
 import decimal
@@ -18,7 +18,7 @@ import pytest
 
 import integ_conftest as integ
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "integ"))
 from ssclient import Client  # noqa: E402  (the integration suite's protocol client)
 DATA = REPO / "tests" / "data"  # real traces, with their sources and licences (README.md there)
@@ -28,7 +28,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch (torch withou
 
 
 def cli():
-    exe = integ.build_dir() / "collectors" / "import" / "stepscope"
+    exe = integ.build_dir() / "cli" / "stepscope"
     if not exe.exists():
         pytest.fail(f"{exe} is not built: ninja -C {integ.build_dir()}")
     return exe
@@ -116,7 +116,7 @@ def metadata_last(events):
 
 
 def is_rank_metadata(e):
-    """Exactly the shape the export writes (web/routes.c tl_name_pid): no ts, tid 0, args naming
+    """Exactly the shape the export writes (daemon/web/routes.c tl_name_pid): no ts, tid 0, args naming
     the rank. Metadata events of the trace itself (Kineto's carry a ts) never match."""
     if e.get("ph") != "M" or set(e) != {"ph", "name", "pid", "tid", "args"} or e["tid"] != 0:
         return False

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "../daemon/core/clock.h"
+#include "../../lib/clock.h"
 
 #include <microhttpd.h>
 

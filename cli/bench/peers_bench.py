@@ -3,7 +3,7 @@
 """Time to a complete answer: `stepscope import` into a fresh daemon against HolisticTraceAnalysis
 and torch-tb-profiler loading the same Kineto trace, side by side.
 
-    python3 collectors/import/bench/peers_bench.py --build build-rel \
+    python3 cli/bench/peers_bench.py --build build-rel \
         --peers /path/to/venv/bin/python --rounds 5 TRACE...
 
 --peers is a Python with HolisticTraceAnalysis 0.5.0 and torch-tb-profiler 0.4.3 (from PyPI:
@@ -35,7 +35,7 @@ import tempfile
 import time
 import urllib.request
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests" / "bench"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "bench"))
 from answers_ab import VOLATILE  # noqa: E402  (the fields that differ between two runs)
 
 ROUTES = ["/breakdown", "/operators"]
@@ -82,7 +82,7 @@ def stepscope_round(build, trace, work, want):
     p, d, base = start_daemon(build, work)
     try:
         t0 = time.monotonic()
-        subprocess.run([str(build / "collectors" / "import" / "stepscope"), "import", "--quiet",
+        subprocess.run([str(build / "cli" / "stepscope"), "import", "--quiet",
                         "--socket", d + "/s.sock", "--job", "bench", str(trace)], check=True)
         t1 = time.monotonic()
         if want is None:

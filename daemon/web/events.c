@@ -37,7 +37,7 @@
 
 #include <microhttpd.h>
 
-#include "../daemon/live/live.h"
+#include "../live/live.h"
 
 #define WEB_EVENTS_POLL_MS 100
 #define WEB_EVENTS_HEARTBEAT_S 10

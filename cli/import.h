@@ -3,7 +3,7 @@
  * import: the `stepscope import` subcommand. Validates every file completely first (pass 1:
  * nothing is sent unless every file is a valid trace whose events the daemon will all take),
  * then sends each file as one rank of one job (pass 2) and waits until the daemon has
- * acknowledged every line. Usage and guarantees: collectors/import/README.md.
+ * acknowledged every line. Usage and guarantees: cli/README.md.
  */
 #ifndef STEPSCOPE_IMPORT_IMPORT_H
 #define STEPSCOPE_IMPORT_IMPORT_H

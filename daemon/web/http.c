@@ -46,8 +46,8 @@
 
 #include <microhttpd.h>
 
-#include "../daemon/core/config.h"
-#include "../daemon/core/log.h"
+#include "../core/config.h"
+#include "../../lib/log.h"
 #include "web_int.h"
 
 union web_addr {
