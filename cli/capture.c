@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "../lib/sbuf.h"
-#include "hclient.h"
+#include "http_client.h"
 #include "locate.h"
 
 extern char **environ;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hclient.h"
+#include "http_client.h"
 #include "locate.h"
 
 extern char **environ;

@@ -13,7 +13,7 @@
 #ifndef STEPSCOPE_IMPORT_LOCATE_H
 #define STEPSCOPE_IMPORT_LOCATE_H
 
-#include "hclient.h"
+#include "http_client.h"
 
 #define LOCATE_TIMEOUT_MS 5000 /* a probe with no answer fails after this */
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "capture.h"
-#include "import.h"
+#include "import/import.h"
 #include "jobs.h"
 #include "stepscope_build.h"
 #include "summary.h"

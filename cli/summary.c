@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hclient.h"
+#include "http_client.h"
 #include "locate.h"
 
 extern char **environ;

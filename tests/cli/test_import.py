@@ -61,7 +61,7 @@ def trace_events(path):
 
 
 def torch_order(path):
-    """The file's events in the order the importer sends them (order.h): each thread's ("pid",
+    """The file's events in the order the importer sends them (cli/import/span_order.h): each thread's ("pid",
     "tid") X events sorted stably by (ts, -dur), into the places that thread's X events held;
     every other event where it was. Keys are read exactly (Decimal), as the importer reads ns."""
     exact = json.loads(read_bytes(path), parse_float=decimal.Decimal)
@@ -265,7 +265,7 @@ def spooled_trace(tmp, n):
 
 
 def import_stream_key(path):
-    """The stream key the importer names a file by (import.c build_hello)."""
+    """The stream key the importer names a file by (cli/import/import.c build_hello)."""
     st = os.stat(path)
     return (f"import:{os.path.realpath(path)}:{st.st_size}:"
             f"{st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Each thread's spans in torch's order (order.h): Kineto writes a thread's host spans out of
+"""Each thread's spans in torch's order (cli/import/span_order.h): Kineto writes a thread's host spans out of
 start order, and the daemon's operator table is torch's exact walk only for spans that arrive in
 (ts, -dur) order. The importer sends them so; the self times then equal an independent
 computation of torch's _populate_cpu_children walk, and a restart of the daemon (which replays

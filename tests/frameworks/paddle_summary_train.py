@@ -15,7 +15,7 @@ prints, and the exact numbers behind it (StatisticData, in ns).
 cnn: a small CNN trained 30 steps under make_scheduler(closed=2, ready=1, record=4, repeat=1)
 (steps 3..6 recorded), the window streamed by trace_handler() and exported the same two ways, and
 Paddle's summary and numbers in OUT.json. Its window lasts well past 8.4 ms, where Paddle's
-float-rounded start_time offsets lose their last ns digits (cli/pdtrace.h).
+float-rounded start_time offsets lose their last ns digits (cli/import/paddle_times.h).
 """
 import contextlib
 import io

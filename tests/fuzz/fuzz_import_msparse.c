@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the importer's MindSpore file converters (cli/msparse.c: the CSV
+ * Fuzz target for the importer's MindSpore file converters (cli/import/mindspore_files.c: the CSV
  * reader, the JSON walker, every file kind). The first input byte picks the kind; the second
  * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) and a
  * cpu_op_execute_timestamp file are fed first, so the joins and trace_view.json's alignment run
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/msparse.h"
+#include "../../cli/import/mindspore_files.h"
 #include "fuzz_lines.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

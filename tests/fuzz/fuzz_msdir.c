@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the MindSpore folder importer (cli/msdir.c): the layout detection
+ * Fuzz target for the MindSpore folder importer (cli/import/mindspore_dir.c): the layout detection
  * by file and folder names, then every file through msparse. The input is a list of files
  * separated by NUL bytes; each starts with three bytes: the folder it goes in (the root, the
  * sub-folders MindSpore writes, one nested too deep, one that must be ignored), the name pattern
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../cli/msdir.h"
+#include "../../cli/import/mindspore_dir.h"
 #include "fuzz_lines.h"
 #include "fuzz_scratch.h"
 

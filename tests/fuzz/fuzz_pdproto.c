@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the reader of Paddle's protobuf export (cli/pdproto.c). The
+ * Fuzz target for the reader of Paddle's protobuf export (cli/import/paddle_proto.c). The
  * input is the file's bytes, given to the reader in an allocation of exactly its size (ASan sees
  * any read past the end). Invariants:
  *   - the result is 0, -EINVAL or -EMSGSIZE (the output cap, kept small here);
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/pdproto.h"
+#include "../../cli/import/paddle_proto.h"
 #include "fuzz_lines.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

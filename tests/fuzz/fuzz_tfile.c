@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the importer's file reader (cli/tfile.c): plain JSON and the
+ * Fuzz target for the importer's file reader (cli/import/trace_file.c): plain JSON and the
  * .json.gz path. The first input byte chooses how the rest reaches the file: as it is (so bytes
  * starting with the gzip magic fuzz zlib's damaged-stream handling), or gzip-compressed first
  * (whole, or cut short by the first byte's high bits: a truncated download). Invariants:
@@ -22,8 +22,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../cli/tfile.h"
-#include "../../cli/tscan.h"
+#include "../../cli/import/trace_file.h"
+#include "../../cli/import/trace_scan.h"
 #include "fuzz_scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

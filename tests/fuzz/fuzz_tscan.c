@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the importer's Chrome-trace scanner (cli/tscan.c). The input is
+ * Fuzz target for the importer's Chrome-trace scanner (cli/import/trace_scan.c). The input is
  * scanned twice: whole, and in chunks whose sizes come from its first byte (a resumable scanner
  * must not care where a read ends). Invariants:
  *   - both scans agree: same result, same events at the same offsets with the same phase, cat,
@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/pdtrace.h"
-#include "../../cli/spool.h"
-#include "../../cli/tscan.h"
+#include "../../cli/import/paddle_times.h"
+#include "../../cli/import/line_spool.h"
+#include "../../cli/import/trace_scan.h"
 #include "../../lib/lbuf.h"
 #include "../../daemon/ingest/decode.h"
 
@@ -159,7 +159,7 @@ static void scan(const char *data, size_t size, size_t chunk, struct scan_out *o
     scan_from(data, size, 0, NULL, chunk, o, mode);
 }
 
-/* Pass 1 in two halves (cli/import.c): a second scanner from the first '{' at or
+/* Pass 1 in two halves (cli/import/import.c): a second scanner from the first '{' at or
  * after the middle, set up by tscan_init_split() from a scanner that has seen the first event.
  * Where tscan_same_position() says the first half's scanner stands just so, the second half's
  * scan must be the one-piece scan's rest: the same result, the same error offset, the same events

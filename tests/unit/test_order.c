@@ -4,7 +4,7 @@
  * occurrence), and the sending order (each thread's X events by (ts, -dur) into their places,
  * every other line in place) for any resume point, also when pass 1 indexed two halves.
  */
-#include "order.h"
+#include "import/span_order.h"
 
 #include <check.h>
 #include <stdio.h>

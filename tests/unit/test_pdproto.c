@@ -5,7 +5,7 @@
  * runtime and device events, the helper root skipped, unknown fields skipped), and every kind
  * of damage is refused with the byte offset and path of the field at fault.
  */
-#include "pdproto.h"
+#include "import/paddle_proto.h"
 
 #include <check.h>
 #include <errno.h>

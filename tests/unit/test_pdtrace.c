@@ -5,7 +5,7 @@
  * args.start_time positions must not depend on where the chunks end). The same executable runs
  * pdproto's suite (test_pdproto.c).
  */
-#include "pdtrace.h"
+#include "import/paddle_times.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * and facts it finds, the errors and their offsets, and that any split of the input into chunks
  * gives the same result (the scanner is resumable anywhere, even inside an escape).
  */
-#include "spool.h"
-#include "tscan.h"
+#include "import/line_spool.h"
+#include "import/trace_scan.h"
 
 #include <check.h>
 #include <stdio.h>

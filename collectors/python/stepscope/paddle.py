@@ -279,7 +279,7 @@ def _ts_ns(ts):
 
 
 def _slack_ns(off):
-    """How far Paddle's float rounding may move an offset of off ns (cli/pdtrace.h:
+    """How far Paddle's float rounding may move an offset of off ns (cli/import/paddle_times.h:
     two float roundings of off / 2^24 each, then %.3f's; 0 below 2^23 ns)."""
     a = abs(off)
     return 0 if a < (1 << 23) else (a + (1 << 22)) >> 23
@@ -287,7 +287,7 @@ def _slack_ns(off):
 
 def _window_start(events, offs):
     """The window's start in ns from Paddle's truncated ts and its (float-rounded) offsets, or
-    None when no start fits every event (the import's rule, cli/pdtrace.c)."""
+    None when no start fits every event (the import's rule, cli/import/paddle_times.c)."""
     lo = hi = None
     for ev, off in zip(events, offs):
         if off is None:

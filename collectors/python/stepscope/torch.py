@@ -729,7 +729,7 @@ def _torch_order(events):
     _populate_cpu_children order, into the places that thread's X events hold; every other event
     stays where it is. Kineto writes a thread's spans out of that order, and the daemon nests
     spans exactly (torch's walk) only when they arrive in it (docs/ARCHITECTURE.md). The same
-    order as `stepscope import` sends a file in (cli/order.h). For equal starts
+    order as `stepscope import` sends a file in (cli/import/span_order.h). For equal starts
     (ts, -dur) is (start, -end). Returns events itself when every thread is in order already."""
     places = {}
     unordered = False

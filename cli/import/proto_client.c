@@ -7,7 +7,7 @@
  * object's members that skips nested values without building anything. Lines of other kinds
  * (control lines, section 6) are ignored as the protocol asks.
  */
-#include "client.h"
+#include "proto_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spool.h"
+#include "line_spool.h"
 
 struct client {
     int fd;

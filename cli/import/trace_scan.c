@@ -11,7 +11,7 @@
  * times are checked with the daemon's own num_us_to_ns(). Events that lie whole in the chunk
  * take event_fast() instead (see there): 1.8x less CPU on a pretty-printed Kineto trace.
  */
-#include "tscan.h"
+#include "trace_scan.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 /*
  * spool: converted lines in an unlinked temporary file (contract in spool.h).
  */
-#include "spool.h"
+#include "line_spool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "tscan.h"
+#include "trace_scan.h"
 
 _Static_assert(SPOOL_BUF_BYTES > TSCAN_EVENT_BYTES_MAX, "an event's line must fit the spool buffer");
 

@@ -2,7 +2,7 @@
 /*
  * msdir: MindSpore profiler folders (contract in msdir.h).
  */
-#include "msdir.h"
+#include "mindspore_dir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  * JSON walker for the two JSON kinds, and exact decimal-to-nanosecond conversion for every time
  * (syscnt counts x10, ms x1e6, µs x1e3, ns), so nothing goes through a double.
  */
-#include "msparse.h"
+#include "mindspore_files.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -36,18 +36,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "hclient.h"
-#include "locate.h"
+#include "../http_client.h"
+#include "../locate.h"
+#include "line_spool.h"
 #include "log.h"
-#include "msdir.h"
-#include "order.h"
-#include "pdproto.h"
-#include "pdtrace.h"
+#include "mindspore_dir.h"
+#include "paddle_proto.h"
+#include "paddle_times.h"
+#include "proto_client.h"
 #include "sbuf.h"
-#include "spool.h"
-#include "tfile.h"
-#include "tscan.h"
+#include "span_order.h"
+#include "trace_file.h"
+#include "trace_scan.h"
 
 extern char **environ;
 

@@ -3,7 +3,7 @@
  * pdtrace: Paddle chrome-trace times to the ns and names without their duration suffix
  * (contract in pdtrace.h).
  */
-#include "pdtrace.h"
+#include "paddle_times.h"
 
 #include <string.h>
 

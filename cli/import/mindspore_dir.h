@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "msparse.h"
+#include "mindspore_files.h"
 
 #define MSDIR_DEPTH 3               /* sub-folder levels looked into */
 #define MSDIR_FILES_MAX 4096        /* files looked at in one folder tree */

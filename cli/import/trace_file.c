@@ -6,7 +6,7 @@
  * event is open) is dropped, counting its newlines first, so that an error's line and column
  * come out without a second pass.
  */
-#include "tfile.h"
+#include "trace_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

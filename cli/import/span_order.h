@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tscan.h"
+#include "trace_scan.h"
 
 struct order;
 

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "sbuf.h"
-#include "tscan.h"
+#include "trace_scan.h"
 
 struct pdtrace {
     uint64_t n;     /* events with a usable ts and start_time */

@@ -20,7 +20,7 @@
  * for the Python-side types and "<tid>(C++)" for the others, cat the type's name; runtime
  * events on "<tid>(C++)" with their correlation id; device events on pid device, tid stream.
  */
-#include "pdproto.h"
+#include "paddle_proto.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -30,7 +30,7 @@
 
 #include "log.h"
 #include "num.h"
-#include "tscan.h"
+#include "trace_scan.h"
 
 enum wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 

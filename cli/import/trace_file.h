@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tscan.h"
+#include "trace_scan.h"
 
 #define TFILE_BUF_BYTES (8u << 20) /* decompression and scan buffer, > TSCAN_EVENT_BYTES_MAX */
 #define TFILE_ERR_MAX 512          /* longest error message, NUL included */

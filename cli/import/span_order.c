@@ -2,7 +2,7 @@
 /*
  * order: each thread's X events in torch's (ts, -dur) order (contract in order.h).
  */
-#include "order.h"
+#include "span_order.h"
 
 #include <errno.h>
 #include <pthread.h>

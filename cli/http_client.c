@@ -4,7 +4,7 @@
  * connect() too), one request, read to EOF. The target reuses daemon/core/config.c, so the CLI
  * accepts exactly the address and token forms the daemon does and checks them the same way.
  */
-#include "hclient.h"
+#include "http_client.h"
 
 #include <errno.h>
 #include <getopt.h>
