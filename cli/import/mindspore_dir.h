@@ -52,7 +52,7 @@ struct msdir {
 int msdir_scan(const char *path, struct msdir **ret);
 
 /* msdir_scan() with another cap than MSDIR_RANK_BYTES_MAX on a rank's converted lines (the fuzz
- * target's 1 MiB, as fuzz_import_msparse has, so that a small file expanding to the cap costs
+ * target's 1 MiB, as fuzz_mindspore_files has, so that a small file expanding to the cap costs
  * milliseconds, not seconds). */
 int msdir_scan_max(const char *path, size_t rank_bytes_max, struct msdir **ret);
 

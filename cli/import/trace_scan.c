@@ -644,7 +644,7 @@ static int hexval(unsigned char c)
  * the state machine would after the event's '}'. Anything else (the chunk ends first, an empty
  * "{}", the size or depth limits, any error) returns 0 without a trace: the state machine then
  * scans the same event from its '{', so every error and every chunk boundary is handled by one
- * code path, byte for byte as before. fuzz_tscan compares whole and chunked scans, i.e. this
+ * code path, byte for byte as before. fuzz_trace_scan compares whole and chunked scans, i.e. this
  * path against the state machine. */
 
 /* Bit 7 of each byte of x set for '"', '\\', controls and non-ASCII bytes; the lowest set bit is

@@ -82,7 +82,7 @@ static int64_t tscan_events(const char *text, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
-        fuzz_scratch_path(path, sizeof path, "fuzz_tfile", ".json");
+        fuzz_scratch_path(path, sizeof path, "fuzz_trace_file", ".json");
         atexit(remove_file);
     }
     if (size < 1 || size > (1u << 18))

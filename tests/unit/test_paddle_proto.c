@@ -279,7 +279,7 @@ END_TEST
 
 Suite *pdproto_suite(void);
 
-/* Run by test_pdtrace.c's main, with the pdtrace suite. */
+/* Run by test_paddle_times.c's main, with the pdtrace suite. */
 Suite *pdproto_suite(void)
 {
     Suite *s = suite_create("pdproto");

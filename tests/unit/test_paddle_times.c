@@ -3,7 +3,7 @@
  * Unit tests of pdtrace: Paddle's offsets parsed exactly, duration suffixes found in raw names,
  * and whole events rewritten after tscan found them in chunks of any size (its ts, name and
  * args.start_time positions must not depend on where the chunks end). The same executable runs
- * pdproto's suite (test_pdproto.c).
+ * pdproto's suite (test_paddle_proto.c).
  */
 #include "import/paddle_times.h"
 
@@ -191,7 +191,7 @@ START_TEST(test_pdtrace_name_suffix)
 }
 END_TEST
 
-Suite *pdproto_suite(void); /* test_pdproto.c */
+Suite *pdproto_suite(void); /* test_paddle_proto.c */
 
 int main(void)
 {

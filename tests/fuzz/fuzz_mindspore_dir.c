@@ -31,7 +31,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FILES_MAX 24
-#define FUZZ_RANK_BYTES_MAX (1u << 20) /* a rank's converted lines, as in fuzz_import_msparse */
+#define FUZZ_RANK_BYTES_MAX (1u << 20) /* a rank's converted lines, as in fuzz_mindspore_files */
 
 static const char *const dirs[] = {
     "",          "profiler/",     "FRAMEWORK/",      "ASCEND_PROFILER_OUTPUT/",
@@ -159,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!dec) {
         dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
-        fuzz_scratch_path(root, sizeof root, "fuzz_msdir", "");
+        fuzz_scratch_path(root, sizeof root, "fuzz_mindspore_dir", "");
         (void)mkdir(root, 0700);
         atexit(remove_root);
     }
