@@ -39,6 +39,7 @@
 #include "ingest/ingest.h"
 #include "live/live.h"
 #include "live/live_query.h"
+#include "replay/replay.h"
 #include "store/store.h"
 #include "store/store_query.h"
 #include "stepscope_build.h"
@@ -58,7 +59,6 @@ enum {
 
 #define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
 #define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
-#define REPLAY_FLUSH_EVENTS 65536 /* replay hands live a batch this big at a time */
 #define FLAG_NAME_MAX 64        /* longest --flag made from a config key, + 1 */
 #define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
 #define CAPTURE_EXPIRE_TICK_NS 250000000LL /* pending captures are checked for expiry this often */
@@ -112,6 +112,7 @@ struct daemon {
     struct ingest *ingest;
     struct web *web;
     struct live *live;
+    struct replay_config replay; /* store, live and the budgets it replays under */
     struct analyse_helper_rules helper_rules; /* the defaults, overridden by cfg.helper_rules */
     struct analyse_rules *role_rules;         /* cfg.role_rules parsed; NULL: none */
     struct session_key *sessions; /* open sessions, unordered */
@@ -153,21 +154,6 @@ struct daemon {
     int64_t stop_deadline_ns;
 };
 
-/* The job's own FP/BP points (the hello's "env"); they beat the daemon's fp_point/bp_point.
- * Called for each hello, live and replayed at start-up, in the order the sessions opened. */
-static int job_env_from_hello(struct daemon *d, int64_t job_id, const struct record_hello *hello)
-{
-    struct live_job_env env = {
-        .stepscope_fp = hello->stepscope_fp_point, .stepscope_bp = hello->stepscope_bp_point,
-        .profiling_fp = hello->profiling_fp_start, .profiling_bp = hello->profiling_bp_end,
-        .mindspore_fp = hello->fp_point_env, .mindspore_bp = hello->bp_point_env,
-        .imported = hello->imported,
-    };
-    return live_job_env(d->live, job_id, &env);
-}
-
-static int reload_job(struct daemon *d, int64_t job_id);
-
 static int on_hello(void *ud, const struct record_hello *hello, struct record_welcome *ret_welcome,
                     char *err)
 {
@@ -205,12 +191,13 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
                  "(out of memory)",
                  (long long)ret_welcome->job_id, (long long)hello->rank);
     /* A job evicted from live memory comes back before its new records, which add to it. */
-    if (live_is_evicted(d->live, ret_welcome->job_id) && reload_job(d, ret_welcome->job_id) < 0)
+    if (live_is_evicted(d->live, ret_welcome->job_id) &&
+        replay_reload(&d->replay, ret_welcome->job_id) < 0)
         log_warn("live: job %lld: could not be reloaded for its new session; its analyses show "
                  "only what arrives from now on",
                  (long long)ret_welcome->job_id);
     /* A failure only loses the override, never the session. */
-    if (job_env_from_hello(d, ret_welcome->job_id, hello) < 0)
+    if (replay_hello_env(d->live, ret_welcome->job_id, hello) < 0)
         log_warn("live: job %lld: the hello's FP/BP points were not kept (out of memory)",
                  (long long)ret_welcome->job_id);
     return 0;
@@ -623,120 +610,6 @@ static void on_flush_timer(uv_timer_t *h)
         (void)live_flush(d->live);
 }
 
-struct replay_ctx {
-    struct daemon *d;
-    struct ingest_line_decoder *ld;
-    int64_t job_id;
-    int64_t rank;
-    int64_t n_steps;
-    int64_t n_queue;
-    int64_t n_events;
-    int64_t n_bad;
-};
-
-/* A stored hello: its env points apply again, before the job's steps and spans come back. */
-static int on_replay_hello(void *ud, int64_t rank, const char *line, size_t len)
-{
-    struct replay_ctx *c = ud;
-    (void)rank;
-    struct record_hello h;
-    if (ingest_decode_hello_line(c->ld, line, len, &h) < 0 ||
-        job_env_from_hello(c->d, c->job_id, &h) < 0)
-        c->n_bad++;
-    return 0;
-}
-
-static int on_replay_step(void *ud, int64_t rank, const struct record *rec)
-{
-    struct replay_ctx *c = ud;
-    (void)live_feed(c->d->live, c->job_id, rank, rec, 1);
-    c->n_steps++;
-    return 0;
-}
-
-/* Queue samples, pipeline records and host samples: rare records fed one at a time. */
-static int on_replay_queue(void *ud, int64_t rank, const struct record *rec)
-{
-    struct replay_ctx *c = ud;
-    (void)live_feed(c->d->live, c->job_id, rank, rec, 1);
-    c->n_queue++;
-    return 0;
-}
-
-static int on_replay_event(void *ud, const char *line, size_t len)
-{
-    struct replay_ctx *c = ud;
-    struct record rec;
-    if (ingest_decode_line(c->ld, line, len, &rec) < 0) {
-        c->n_bad++;
-        return 0;
-    }
-    (void)live_feed(c->d->live, c->job_id, c->rank, &rec, 1);
-    if (++c->n_events % REPLAY_FLUSH_EVENTS == 0)
-        (void)live_flush(c->d->live);
-    return 0;
-}
-
-/* Feeds live with what the store holds of job c->job_id: its hellos first (so that the FP/BP
- * points their "env" set are in place before any step's points are computed), its steps and
- * rare records, then each rank's trace events in block order (the order they arrived in), so
- * the aggregates match those the job had live. Returns 0 or a negative errno. */
-static int replay_job(struct replay_ctx *c)
-{
-    struct daemon *d = c->d;
-    int64_t n = store_query_hellos(d->store, c->job_id, on_replay_hello, c);
-    if (n >= 0)
-        n = store_query_steps(d->store, c->job_id, on_replay_step, c);
-    if (n >= 0)
-        n = store_query_queue_samples(d->store, c->job_id, on_replay_queue, c);
-    if (n >= 0)
-        n = store_query_pipelines(d->store, c->job_id, on_replay_queue, c);
-    if (n >= 0)
-        n = store_query_host_samples(d->store, c->job_id, on_replay_queue, c);
-    if (n < 0)
-        return (int)n;
-    struct store_rank *ranks = NULL;
-    size_t n_ranks = 0;
-    int r = store_query_ranks(d->store, c->job_id, &ranks, &n_ranks);
-    for (size_t k = 0; k < n_ranks && r == 0; k++) {
-        c->rank = ranks[k].rank;
-        n = store_query_events(d->store, c->job_id, c->rank, INT64_MIN, INT64_MAX, -1,
-                               on_replay_event, c);
-        if (n < 0)
-            r = (int)n;
-    }
-    free(ranks);
-    return r;
-}
-
-/* Brings an evicted job back into live from the store and publishes it (nothing to do if it is
- * not evicted: a concurrent request brought it back first). Runs on the loop, which it holds for
- * the replay's time (docs/ARCHITECTURE.md, "Live memory"). Returns 0 or a negative errno (the
- * job stays evicted then). */
-static int reload_job(struct daemon *d, int64_t job_id)
-{
-    if (!live_is_evicted(d->live, job_id))
-        return 0;
-    int64_t t0 = clock_mono_ns();
-    struct replay_ctx c = {.d = d, .job_id = job_id};
-    c.ld = ingest_line_decoder_new((size_t)d->cfg.max_line_bytes);
-    int r = c.ld ? replay_job(&c) : -ENOMEM;
-    ingest_line_decoder_free(c.ld);
-    (void)live_publish(d->live);
-    if (r < 0) {
-        (void)live_mark_evicted(d->live, job_id); /* drops what was replayed; the mark stays */
-        log_warn("live: job %lld: reload from the store failed: %s", (long long)job_id,
-                 strerror(-r));
-        return r;
-    }
-    live_reload_done(d->live, job_id);
-    STATS_ADD(&d->stats, live_reloads, 1);
-    atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
-    log_info("live: job %lld reloaded from the store (%lld trace events) in %.3f s",
-             (long long)job_id, (long long)c.n_events, (double)(clock_mono_ns() - t0) / 1e9);
-    return 0;
-}
-
 /* Loop thread: runs the queued reloads, outside async_lock (a replay may take a while). */
 static void on_reload_async(uv_async_t *h)
 {
@@ -748,7 +621,7 @@ static void on_reload_async(uv_async_t *h)
         q->taken = true;
     pthread_mutex_unlock(&d->async_lock);
     for (struct reload_req *q = list; q; q = q->next)
-        q->result = d->stopping ? -ESHUTDOWN : reload_job(d, q->job_id);
+        q->result = d->stopping ? -ESHUTDOWN : replay_reload(&d->replay, q->job_id);
     pthread_mutex_lock(&d->async_lock);
     for (struct reload_req *q = list, *next; q; q = next) {
         next = q->next; /* q belongs to its waiter once done */
@@ -791,58 +664,6 @@ static int web_live_reload(void *ud, int64_t job_id)
     }
     pthread_mutex_unlock(&d->async_lock);
     return q.result;
-}
-
-/* Feeds live with what the store holds, most recently seen jobs first, while live's memory is
- * under live_max_bytes; the other jobs are marked evicted and load on their first request.
- * Runs before the loop, so no client is served meanwhile. Returns 0 or a negative errno. */
-static int replay_live(struct daemon *d)
-{
-    int64_t t0 = clock_mono_ns();
-    struct store_job *jobs = NULL;
-    size_t n_jobs = 0, n_lazy = 0;
-    struct replay_ctx c = {.d = d};
-    int r = store_query_jobs(d->store, &jobs, &n_jobs);
-    if (r < 0)
-        return r;
-    c.ld = ingest_line_decoder_new((size_t)d->cfg.max_line_bytes);
-    if (!c.ld) {
-        r = -ENOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < n_jobs && r == 0; i++) {
-        if (live_bytes(d->live) >= d->cfg.live_max_bytes ||
-            live_jobs(d->live) >= d->cfg.live_max_jobs - d->cfg.live_max_jobs / 8) {
-            r = live_mark_evicted(d->live, jobs[i].id);
-            n_lazy++;
-            continue;
-        }
-        c.job_id = jobs[i].id;
-        r = replay_job(&c);
-        if (r < 0 && r != -ENOMEM) {
-            /* One job the store cannot give back (a damaged block is skipped by the store
-             * itself; this is any other read error) must not keep the others down: it is
-             * named, and loads on first use instead, where the error is answered. */
-            log_error("live: job %lld (%s): replaying the store failed: %s; the job loads on "
-                      "first use", (long long)jobs[i].id, jobs[i].name, strerror(-r));
-            r = live_mark_evicted(d->live, jobs[i].id);
-            n_lazy++;
-            continue;
-        }
-        if (r == 0)
-            r = live_publish(d->live); /* accounts the job's bytes */
-    }
-    atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
-    if (r == 0 && n_jobs > 0)
-        log_info("live: replayed %lld steps, %lld queue and pipeline records and %lld trace events of %zu jobs "
-                 "in %.3f s%s; %zu jobs past live_max_bytes load on first use",
-                 (long long)c.n_steps, (long long)c.n_queue, (long long)c.n_events,
-                 n_jobs - n_lazy, (double)(clock_mono_ns() - t0) / 1e9,
-                 c.n_bad ? " (some lines undecodable)" : "", n_lazy);
-out:
-    ingest_line_decoder_free(c.ld);
-    free(jobs);
-    return r;
 }
 
 static void close_handles(struct daemon *d)
@@ -1333,7 +1154,15 @@ int main(int argc, char **argv)
         goto out;
     }
     live_set_reload(d.live, web_live_reload, &d);
-    r = replay_live(&d);
+    d.replay = (struct replay_config){
+        .store = d.store,
+        .live = d.live,
+        .stats = &d.stats,
+        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
+        .live_max_bytes = d.cfg.live_max_bytes,
+        .live_max_jobs = d.cfg.live_max_jobs,
+    };
+    r = replay_all(&d.replay);
     if (r < 0) {
         fprintf(stderr, "stepscoped: data dir %s: replaying the store into live analysis: %s\n",
                 d.cfg.data_dir, strerror(-r));
