@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The capture routes (docs/API.md "Captures"): POST /api/v1/jobs/{job}/captures, which with
- * POST /api/v1/session (session.c) are the routes that take a body, and GET of the list and of one capture. The body is gathered here (capped at
+ * POST /api/v1/session (login.c) are the routes that take a body, and GET of the list and of one capture. The body is gathered here (capped at
  * WEB_POST_BODY_MAX) and handed, with the job, to the daemon's registry through web_captures
  * (web.h), which parses and validates it; web keeps no capture state.
  */
@@ -32,7 +32,7 @@ int web__post_begin(struct web *w, struct MHD_Connection *c, const char *url, vo
     struct web_route r;
     if (strlen(url) > WEB_PATH_MAX || web__route_parse(url, &r) < 0)
         r.id = WEB_ROUTE_API_UNKNOWN;
-    if (r.id != WEB_ROUTE_CAPTURES && r.id != WEB_ROUTE_SESSION)
+    if (r.id != WEB_ROUTE_CAPTURES && r.id != WEB_ROUTE_LOGIN)
         return web__send_405(w, c, web__route_allow(r.id),
                              "POST only to /api/v1/jobs/{job}/captures and /api/v1/session");
     /* A form a browser may send cross-site without asking is refused (CSRF). */
@@ -61,8 +61,8 @@ static int create(struct web *w, struct MHD_Connection *c, struct web_post *p)
     if (p->too_big)
         return web__send_error(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
                                "the body is longer than 16384 bytes");
-    if (p->route.id == WEB_ROUTE_SESSION)
-        return web__session_post(w, c, p->body, p->len);
+    if (p->route.id == WEB_ROUTE_LOGIN)
+        return web__login_post(w, c, p->body, p->len);
     if (!w->has_captures)
         return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                                "captures are not available");

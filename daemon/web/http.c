@@ -669,7 +669,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
                    strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-        if (!get || r.id == WEB_ROUTE_SESSION)
+        if (!get || r.id == WEB_ROUTE_LOGIN)
             return (enum MHD_Result)web__send_405(w, c, allow, "see the Allow header");
         /* GET and HEAD are answered on the next call, once the whole request is in: an answer
          * queued on the first call would cost the connection its keep-alive. */

@@ -53,7 +53,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_STATS, "/api/v1/stats"},
     {WEB_ROUTE_OPENAPI, "/api/v1/openapi.json"},
     {WEB_ROUTE_EVENTS, "/api/v1/events"},
-    {WEB_ROUTE_SESSION, "/api/v1/session"},
+    {WEB_ROUTE_LOGIN, "/api/v1/session"},
     {WEB_ROUTE_JOBS, "/api/v1/jobs"},
     {WEB_ROUTE_JOB, "/api/v1/jobs/{job}"},
     {WEB_ROUTE_TIMELINE, "/api/v1/jobs/{job}/timeline"},
@@ -311,7 +311,7 @@ const char *web__route_allow(enum web_route_id id)
         return "GET, HEAD, DELETE";
     case WEB_ROUTE_CAPTURES:
         return "GET, HEAD, POST";
-    case WEB_ROUTE_SESSION:
+    case WEB_ROUTE_LOGIN:
         return "POST";
     default:
         return "GET, HEAD";

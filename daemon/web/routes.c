@@ -884,7 +884,7 @@ int web__route_api(struct web *w, struct MHD_Connection *c, const struct web_rou
     case WEB_ROUTE_CAPTURE:
         return web__route_captures(w, c, r);
     case WEB_ROUTE_STATIC:
-    case WEB_ROUTE_SESSION: /* POST only: answered in http.c */
+    case WEB_ROUTE_LOGIN: /* POST only: answered in http.c */
     case WEB_ROUTE_API_UNKNOWN:
         break;
     }

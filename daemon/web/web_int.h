@@ -74,7 +74,7 @@ enum web_route_id {
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
     WEB_ROUTE_CAPTURES,    /* /api/v1/jobs/{job}/captures: GET, and POST (captures.c) */
     WEB_ROUTE_CAPTURE,     /* /api/v1/jobs/{job}/captures/{id}; kind holds {id} */
-    WEB_ROUTE_SESSION,     /* /api/v1/session: POST only (session.c) */
+    WEB_ROUTE_LOGIN,       /* /api/v1/session: POST only, the dashboard's login (login.c) */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };
 
@@ -278,10 +278,10 @@ bool web__token_equal(const char *given, size_t n, const char *token, size_t len
 /* Queues 405 method_not_allowed with "Allow: allow". */
 int web__send_405(struct web *w, struct MHD_Connection *c, const char *allow, const char *message);
 
-/* --- session.c: POST /api/v1/session (the body gathered by captures.c), DELETE of a job ------ */
+/* --- login.c: POST /api/v1/session (the body gathered by captures.c), DELETE of a job -------- */
 
 /* Answers a whole session body: 204 with the cookie, 400, or 401. */
-int web__session_post(struct web *w, struct MHD_Connection *c, const char *body, size_t len);
+int web__login_post(struct web *w, struct MHD_Connection *c, const char *body, size_t len);
 /* Answers DELETE /api/v1/jobs/{job}: 204, 404, 409 (connected), 503. */
 int web__route_delete(struct web *w, struct MHD_Connection *c, const struct web_route *r);
 

@@ -554,7 +554,7 @@ START_TEST(test_token_body)
                      -ENAMETOOLONG);
     ck_assert_str_eq(web__route_allow(WEB_ROUTE_JOB), "GET, HEAD, DELETE");
     ck_assert_str_eq(web__route_allow(WEB_ROUTE_CAPTURES), "GET, HEAD, POST");
-    ck_assert_str_eq(web__route_allow(WEB_ROUTE_SESSION), "POST");
+    ck_assert_str_eq(web__route_allow(WEB_ROUTE_LOGIN), "POST");
     ck_assert_str_eq(web__route_allow(WEB_ROUTE_STEPS), "GET, HEAD");
 }
 END_TEST

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The dashboard's write routes besides captures (docs/API.md): POST /api/v1/session, which turns
- * the auth token into an HttpOnly cookie so a browser can load the API and EventSource without an
- * Authorization header, and DELETE /api/v1/jobs/{job}, handed to the daemon through web_jobs
- * (web.h), which runs it on its loop.
+ * The dashboard's write routes besides captures (docs/API.md): its login, POST /api/v1/session,
+ * which turns the auth token into an HttpOnly cookie so a browser can load the API and
+ * EventSource without an Authorization header (the route keeps its public name; elsewhere in the
+ * daemon a "session" is a trainer's connection), and DELETE /api/v1/jobs/{job}, handed to the
+ * daemon through web_jobs (web.h), which runs it on its loop.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 #include "web_int.h"
 
-int web__session_post(struct web *w, struct MHD_Connection *c, const char *body, size_t len)
+int web__login_post(struct web *w, struct MHD_Connection *c, const char *body, size_t len)
 {
     char token[WEB_TOKEN_MAX];
     size_t n;
