@@ -30,7 +30,8 @@
 
 #include <uv.h>
 
-#include "analyse/analyse.h"
+#include "analyse/analyse_helper.h"
+#include "analyse/analyse_roles.h"
 #include "../lib/clock.h"
 #include "core/config.h"
 #include "../lib/log.h"

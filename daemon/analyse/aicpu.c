@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aicpu: MindInsight's two AI CPU tables from the tasks' spans (contract in analyse.h, Section E).
+ * aicpu: MindInsight's two AI CPU tables from the tasks' spans (contract in analyse_aicpu.h).
  */
-#include "analyse.h"
+#include "analyse_aicpu.h"
 
 #include <errno.h>
 #include <stdlib.h>

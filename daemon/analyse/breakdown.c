@@ -9,7 +9,7 @@
  * Intervals are half-open [start, end) in nanoseconds; every interval list below is kept sorted
  * and merged, so that union, intersection and difference are linear merges.
  */
-#include "analyse.h"
+#include "analyse_breakdown.h"
 
 #include <errno.h>
 #include <stdlib.h>

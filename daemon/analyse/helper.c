@@ -11,7 +11,7 @@
  * (MindInsight's proposer, torch-tb-profiler's data.py, TF's input pipeline analysis), each
  * suggestion citing its source.
  */
-#include "analyse.h"
+#include "analyse_helper.h"
 
 #include <errno.h>
 #include <math.h>

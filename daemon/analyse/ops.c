@@ -8,7 +8,7 @@
  * prof.key_averages() on the same trace; tests/unit/test_analyse_ops.c checks that on traces made
  * by the real torch profiler.
  */
-#include "analyse.h"
+#include "analyse_ops.h"
 #include "../../lib/num.h"
 
 #include <errno.h>

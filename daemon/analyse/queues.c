@@ -9,7 +9,7 @@
  * Results are codes plus evidence, and the sentence is a static string: the API and the helper
  * decide how to word and localise them, and a test can compare numbers instead of prose.
  */
-#include "analyse.h"
+#include "analyse_queues.h"
 
 #include <errno.h>
 #include <math.h>

@@ -8,7 +8,7 @@
  * Percentiles follow numpy's default (linear interpolation at q * (n - 1)) and the standard
  * deviation is the population one, so a notebook over the same CSV prints the same numbers.
  */
-#include "analyse.h"
+#include "analyse_ranks.h"
 
 #include <errno.h>
 #include <math.h>

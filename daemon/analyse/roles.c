@@ -8,11 +8,17 @@
  * text). Rules are data, not code, so the documentation in docs/ANALYSIS.md can list them as they
  * are and an override is a line of text rather than a patch.
  */
-#include "analyse.h"
+#include "analyse_roles.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *const analyse_role_names[ANALYSE_ROLE_COUNT] = {
+    "other",   "step",   "dataloader", "forward", "backward", "optimizer",      "communication",
+    "host_op", "kernel", "memcpy",     "memset",  "runtime",  "user_annotation", "python",
+    "gpu_annotation", "scope",
+};
 
 #define R(role_, cat_, name_, prefix_, suffix_, contains_)                                         \
     { .role = ANALYSE_ROLE_##role_, .cat = cat_, .name = name_, .prefix = prefix_, .suffix = suffix_, \

@@ -12,7 +12,7 @@
  * before subtracting; we subtract exact nanoseconds and leave rounding to the API edge
  * (docs/ANALYSIS.md lists the differences).
  */
-#include "analyse.h"
+#include "analyse_steptrace.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -51,7 +51,7 @@ struct config {
     uint64_t http_analysis_timeout_ms; /* an analysis still running this long answers 503 */
     uint64_t max_response_bytes;      /* cap on one HTTP answer */
     enum config_durability durability;
-    char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse.h);
+    char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse_helper.h);
                                            "" keeps the peers' defaults */
     char role_rules[CONFIG_PATH_MAX];   /* file of extra role rules (analyse_rules_parse()),
                                            tried before the built-in table; "" = none */

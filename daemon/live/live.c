@@ -9,7 +9,7 @@
  * when it ends writes them, so a parent comes after its children — and keeps, per thread, the
  * spans that have no parent yet (a stack ordered by end). A new span's direct children are the
  * stack's tail entries that start inside it; its self time is its duration minus theirs, final
- * at once (torch's rule, analyse.h ops section), and it replaces them on the stack. The result
+ * at once (torch's rule, analyse_ops.h), and it replaces them on the stack. The result
  * depends only on the spans and their per-thread end order, not on how they were cut into
  * batches, which is what makes a replay after restart give the live numbers.
  *
@@ -27,7 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analyse/analyse.h"
+#include "../analyse/analyse_queues.h"
+#include "../analyse/analyse_roles.h"
+#include "../analyse/analyse_steptrace.h"
+#include "../analyse/analyse_summary.h"
 #include "../../lib/clock.h"
 #include "../../lib/num.h"
 #include "live_int.h"

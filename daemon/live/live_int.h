@@ -14,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../analyse/analyse.h"
+#include "../analyse/analyse_breakdown.h"
+#include "../analyse/analyse_queues.h"
+#include "../analyse/analyse_roles.h"
+#include "../analyse/analyse_steptrace.h"
 #include "live.h"
 #include "live_query.h"
 

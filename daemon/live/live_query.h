@@ -14,7 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../analyse/analyse.h"
+#include "../analyse/analyse_breakdown.h"
+#include "../analyse/analyse_ops.h"
+#include "../analyse/analyse_queues.h"
+#include "../analyse/analyse_ranks.h"
+#include "../analyse/analyse_roles.h"
+#include "../analyse/analyse_steptrace.h"
 
 #define LIVE_ROWS_MAX 100000 /* rows of one steps or operators page at most */
 
@@ -161,7 +166,7 @@ int live_query_kernels(const struct live_snapshot *snap, int64_t rank, enum anal
 bool live_has_host_ops(const struct live_snapshot *snap, int64_t rank);
 
 /* Which side of the input pipeline a queue is, by its name (exact, ASCII case ignored), in
- * MindInsight's terms (analyse.h, "Data queues and pipeline"):
+ * MindInsight's terms (analyse_queues.h):
  *   host:   "device_queue" (MindInsight's name for the host-side connector that feeds the
  *           device), "host_queue", "host", "dataloader"
  *   device: "get_next" (the queue GetNext reads on the device), "device"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_summary: /api/v1/jobs/{job}/summary/{kind} and /benchmark, paddle.profiler's summary
- * tables and benchmark timer (analyse.h, Section D). The live snapshot keeps aggregates, not the
+ * tables and benchmark timer (analyse_summary.h, analyse_benchmark.h). The live snapshot keeps aggregates, not the
  * spans these tables need (merged intervals per event type, nesting), so a handler reads the
  * rank's spans from the store with store_event_iter_*(), as the timeline export does: each
  * stored line is decoded by the decoder main.c wired in (ingest's), its X spans are copied up to

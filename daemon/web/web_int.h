@@ -28,6 +28,10 @@
 #include "../core/record.h"
 #include "../../lib/sbuf.h"
 #include "../core/stats.h"
+#include "../analyse/analyse_aicpu.h"
+#include "../analyse/analyse_benchmark.h"
+#include "../analyse/analyse_helper.h"
+#include "../analyse/analyse_summary.h"
 #include "../live/live_query.h"
 #include "../store/store_query.h"
 #include "web.h"
@@ -473,7 +477,7 @@ enum web_summary_kind {
     WEB_SUMMARY_MEMORY,
     WEB_SUMMARY_USER_DEFINED,
     WEB_SUMMARY_DEVICE,
-    WEB_SUMMARY_AICPU,   /* MindInsight's AI CPU tables (analyse.h Section E), not Paddle's */
+    WEB_SUMMARY_AICPU,   /* MindInsight's AI CPU tables (analyse_aicpu.h), not Paddle's */
     WEB_SUMMARY_KIND_COUNT,
 };
 

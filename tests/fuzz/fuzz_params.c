@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/analyse/analyse.h"
+#include "../../daemon/analyse/analyse_helper.h"
+#include "../../daemon/analyse/analyse_ops.h"
+#include "../../daemon/analyse/analyse_roles.h"
 #include "../../daemon/web/web_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

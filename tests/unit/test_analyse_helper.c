@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyse.h"
+#include "analyse_breakdown.h"
+#include "analyse_helper.h"
+#include "analyse_queues.h"
+#include "analyse_ranks.h"
 
 static struct analyse_helper_result *run(const struct analyse_helper_input *in,
                                          const struct analyse_helper_rules *ru)

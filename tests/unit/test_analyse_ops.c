@@ -9,7 +9,10 @@
  * tests/analyse/trace_to_tsv.py so that this file needs no JSON parser; everything generated goes
  * to a temp dir.
  */
-#include "analyse.h"
+#include "analyse_breakdown.h"
+#include "analyse_ops.h"
+#include "analyse_roles.h"
+#include "analyse_summary.h"
 
 #include <check.h>
 #include <errno.h>

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyse.h"
+#include "analyse_queues.h"
+#include "analyse_roles.h"
+#include "analyse_steptrace.h"
 
 /* ===== expected.json as a flat table ====================================================== */
 

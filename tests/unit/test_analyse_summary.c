@@ -5,7 +5,10 @@
  * (python/paddle/profiler/profiler_statistic.py, timer.py). The comparison with Paddle's own
  * summary() on a real run is tests/frameworks/test_paddle_summary.py.
  */
-#include "analyse.h"
+#include "analyse_benchmark.h"
+#include "analyse_roles.h"
+#include "analyse_steptrace.h"
+#include "analyse_summary.h"
 
 #include <check.h>
 #include <errno.h>

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analyse_summary.h: paddle.profiler's summary() tables (summary.c).
+ *
+ * analyse is pure: arrays in, tables out; no I/O, libuv, SQLite, globals or logging. Results
+ * belong to the caller (free them with the matching *_free()); times are int64 ns. Formulas
+ * follow the peers; deliberate differences are written in docs/ANALYSIS.md.
+ */
+#ifndef STEPSCOPE_ANALYSE_SUMMARY_H
+#define STEPSCOPE_ANALYSE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyse_roles.h"
+#include "analyse_steptrace.h" /* ANALYSE_ST_ALL_FIRST / _LAST: no step bound */
+
+/* --- Summaries (summary.c) -------------------------------------------------------------------
+ * paddle.profiler's summary() tables (python/paddle/profiler/profiler_statistic.py) computed
+ * over classified spans (issue 3 item 7; docs/ANALYSIS.md, "Paddle's summaries"). Every span
+ * has one of Paddle's event types: its cat when that is a TracerEventType name, else a type
+ * derived from its role (kernel -> Kernel, host_op -> Operator, runtime -> CudaRuntime, ...).
+ * Kernel, Memcpy and Memset spans are device events (per device = pid); the rest are host
+ * events, nested per (pid, tid) by containment as Paddle's node trees nest them. */
+
+enum analyse_sum_type {
+    ANALYSE_SUM_PROFILE_STEP,
+    ANALYSE_SUM_DATALOADER,
+    ANALYSE_SUM_FORWARD,
+    ANALYSE_SUM_BACKWARD,
+    ANALYSE_SUM_OPTIMIZATION,
+    ANALYSE_SUM_OPERATOR,
+    ANALYSE_SUM_OPERATOR_INNER,
+    ANALYSE_SUM_USER_DEFINED,
+    ANALYSE_SUM_PYTHON_USER_DEFINED,
+    ANALYSE_SUM_PYTHON_OP,
+    ANALYSE_SUM_DYGRAPH_KERNEL_LAUNCH,
+    ANALYSE_SUM_STATIC_KERNEL_LAUNCH,
+    ANALYSE_SUM_CUDA_RUNTIME,
+    ANALYSE_SUM_COMMUNICATION,
+    ANALYSE_SUM_KERNEL,  /* device */
+    ANALYSE_SUM_MEMCPY,  /* device */
+    ANALYSE_SUM_MEMSET,  /* device */
+    ANALYSE_SUM_OTHER,   /* no Paddle type: not in the overview */
+    ANALYSE_SUM_TYPE_COUNT,
+};
+
+/* Paddle's names: "ProfileStep", "Dataloader", ..., "Memset"; "Other". */
+extern const char *const analyse_sum_type_names[ANALYSE_SUM_TYPE_COUNT];
+
+/* The type of a classified span (see above). Pure. */
+enum analyse_sum_type analyse_sum_type_of(const struct analyse_span *span);
+
+/* The length of name without the " [1.090 ms]" suffix Paddle's Chrome export appends to every
+ * name ("[" number blank unit "]" at the end, unit ns|us|ms|s, the blank before '[' optional):
+ * the name Paddle's own tables show. Pure. */
+size_t analyse_sum_name_len(const char *name, size_t len);
+
+/* The step number of a step span: the digits after the first '#' ("ProfileStep#12[3.1 ms]" ->
+ * 12), or -1 when there are none. Pure. */
+int64_t analyse_sum_step_number(const char *name, size_t len);
+
+/* One row of a table: a group of spans by name (suffix stripped). */
+struct analyse_sum_row {
+    const char *name;  /* borrowed from a span, not NUL-terminated */
+    size_t name_len;
+    size_t parent;     /* operator table: the row of the operator an inner row belongs to;
+                          ANALYSE_SUM_TOP for a top-level row */
+    int64_t calls;
+    int64_t total_ns;
+    int64_t min_ns;
+    int64_t max_ns;
+    double avg_ns;     /* total_ns / calls */
+    double ratio;      /* in [0, 1]; the denominator depends on the table (docs/ANALYSIS.md) */
+};
+
+#define ANALYSE_SUM_TOP SIZE_MAX
+
+/* One row of the overview: host (CPU time) or device (GPU time) time of one event type. */
+struct analyse_sum_type_row {
+    enum analyse_sum_type type;
+    bool device;
+    int64_t calls;
+    int64_t time_ns;  /* merged (union) time; model types: the model rows' time (as Paddle) */
+    double ratio;     /* time_ns / total_ns */
+};
+
+/* The model rows, in Paddle's order; OTHERS is total minus the other four stages. */
+enum analyse_sum_model {
+    ANALYSE_SUM_MODEL_PROFILE_STEP,
+    ANALYSE_SUM_MODEL_DATALOADER,
+    ANALYSE_SUM_MODEL_FORWARD,
+    ANALYSE_SUM_MODEL_BACKWARD,
+    ANALYSE_SUM_MODEL_OPTIMIZATION,
+    ANALYSE_SUM_MODEL_OTHERS,
+    ANALYSE_SUM_MODEL_COUNT,
+};
+
+/* "ProfileStep", "Dataloader", "Forward", "Backward", "Optimization", "Others". */
+extern const char *const analyse_sum_model_names[ANALYSE_SUM_MODEL_COUNT];
+
+/* Kernel busy time of one device. */
+struct analyse_sum_gpu {
+    int64_t pid;
+    int64_t busy_ns;   /* merged kernel time */
+    double utilization; /* busy_ns / total_ns, Paddle's "GPU Utilization"; 0 when total is 0 */
+};
+
+/* Read-only outside summary.c. Row names borrow from the spans given. */
+struct analyse_summary {
+    int64_t total_ns;       /* merged ProfileStep time: the denominator of every ratio */
+    size_t n_spans;         /* spans in the window */
+    size_t n_steps;         /* ProfileStep spans in the window */
+    int64_t first_step, last_step; /* their numbers (digits after '#'); -1 when none */
+    int64_t window_start_ns, window_end_ns; /* of the step range; 0, 0 with no range */
+    size_t n_types;
+    struct analyse_sum_type_row types[2 * ANALYSE_SUM_TYPE_COUNT]; /* host rows by time desc,
+                                                                      then device rows */
+    bool has_model;         /* some model stage (Dataloader ... Optimization) was seen */
+    struct analyse_sum_row model[ANALYSE_SUM_MODEL_COUNT]; /* calls 0 = stage absent; OTHERS
+                                                              has total and ratio only */
+    /* Distributed: communication = host communication spans (type Communication, or an
+     * Operator whose lower-cased name holds allreduce, broadcast or rpc) merged with device
+     * kernels whose lower-cased name holds nccl or xccl; computation = the other kernels,
+     * merged; overlap = their intersection. */
+    int64_t comm_ns, comp_ns, overlap_ns;
+    int64_t comm_cpu_calls, comm_gpu_calls;
+    size_t n_ops;    /* operator rows: each top-level row (by total desc) then its inner rows */
+    struct analyse_sum_row *ops;
+    size_t n_kernels; /* by total desc; ratio of kernel time */
+    struct analyse_sum_row *kernels;
+    size_t n_memory;  /* UserDefined/PythonUserDefined naming memcpy, memorycopy or memset */
+    struct analyse_sum_row *memory;
+    size_t n_user;    /* PythonUserDefined (record_function ranges), by total desc */
+    struct analyse_sum_row *user;
+    size_t n_gpus;
+    struct analyse_sum_gpu *gpus; /* by pid */
+};
+
+/* The summaries of spans[0..n) (classified; any order) over the steps numbered in
+ * [first_step, last_step] (ANALYSE_ST_ALL_FIRST / _LAST for no bound): with a bound, the window
+ * is [earliest start, latest end] of the ProfileStep spans in range and only spans starting in
+ * it count (-ENOENT when no step span is in range). Returns 0 and sets *ret_sum (caller frees
+ * with analyse_summary_free()), -EINVAL on NULL arguments, -ENOENT, -ENOMEM. Pure. */
+int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t first_step,
+                            int64_t last_step, struct analyse_summary **ret_sum);
+
+/* Frees a summary; NULL is accepted. */
+void analyse_summary_free(struct analyse_summary *sum);
+
+/* Total length of the union of intervals [start[i], end[i]) (end <= start: empty); sorts a
+ * copy. Returns the length, or -ENOMEM. Pure. */
+int64_t analyse_sum_union_ns(const int64_t *start, const int64_t *end, size_t n);
+
+#endif
