@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/lbuf.h"
 #include "decode.h"
-#include "jscan.h"
+#include "../../lib/json.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
     "pending", "armed", "recording", "done", "failed", "expired",
@@ -42,7 +41,7 @@ int capture_state_parse(const char *s, size_t n)
 
 enum body_id { B_RANKS, B_START, B_STEPS, B_WHAT, B_START_STEP, B_STOP_STEP, B_COUNT };
 
-static const struct jscan_key body_keys[] = {
+static const struct json_key body_keys[] = {
     {"ranks", B_RANKS, 0},           {"start", B_START, 0},
     {"steps", B_STEPS, 0},           {"what", B_WHAT, 0},
     {"start_step", B_START_STEP, 0}, {"stop_step", B_STOP_STEP, 0},
@@ -125,18 +124,18 @@ static int bad(char *err, const char *field, const char *why)
     return -EINVAL;
 }
 
-static bool slot_uint(const struct jscan_slot *s, int64_t max, int64_t *ret)
+static bool slot_uint(const struct json_slot *s, int64_t max, int64_t *ret)
 {
-    return s->type == JSCAN_NUMBER && token_uint(s->p, s->n, max, ret);
+    return s->type == JSON_NUMBER && token_uint(s->p, s->n, max, ret);
 }
 
-static int parse_ranks(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+static int parse_ranks(const struct json_slot *s, struct capture_spec *ret, char *err)
 {
-    ret->all_ranks = s->type == JSCAN_ABSENT || s->type == JSCAN_NULL;
+    ret->all_ranks = s->type == JSON_ABSENT || s->type == JSON_NULL;
     ret->n_ranks = 0;
     if (ret->all_ranks)
         return 0;
-    if (s->type != JSCAN_ARRAY)
+    if (s->type != JSON_ARRAY)
         return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
     size_t pos = 0, tn;
     const char *tok;
@@ -161,15 +160,15 @@ static int parse_ranks(const struct jscan_slot *s, struct capture_spec *ret, cha
     return 0;
 }
 
-static int parse_what(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+static int parse_what(const struct json_slot *s, struct capture_spec *ret, char *err)
 {
     static const char msg[] = "must be an array of: cpu, cuda, device, shapes, stack, memory, "
                               "flops, modules";
-    if (s->type == JSCAN_ABSENT) {
+    if (s->type == JSON_ABSENT) {
         snprintf(ret->what, sizeof ret->what, "cpu");
         return 0;
     }
-    if (s->type != JSCAN_ARRAY)
+    if (s->type != JSON_ARRAY)
         return bad(err, "what", msg);
     size_t pos = 0, tn, len = 0;
     const char *tok;
@@ -196,17 +195,17 @@ static int parse_what(const struct jscan_slot *s, struct capture_spec *ret, char
     return 0;
 }
 
-static int parse_slots(const struct jscan_slot *s, struct capture_spec *ret, char *err)
+static int parse_slots(const struct json_slot *s, struct capture_spec *ret, char *err)
 {
     int r = parse_ranks(&s[B_RANKS], ret, err);
     if (r == 0)
         r = parse_what(&s[B_WHAT], ret, err);
     if (r < 0)
         return r;
-    if (s[B_START_STEP].type != JSCAN_ABSENT || s[B_STOP_STEP].type != JSCAN_ABSENT) {
+    if (s[B_START_STEP].type != JSON_ABSENT || s[B_STOP_STEP].type != JSON_ABSENT) {
         /* MindSpore's dynamic profiler form: steps start_step..stop_step, inclusive. */
         int64_t a, b;
-        if (s[B_START].type != JSCAN_ABSENT || s[B_STEPS].type != JSCAN_ABSENT)
+        if (s[B_START].type != JSON_ABSENT || s[B_STEPS].type != JSON_ABSENT)
             return bad(err, "start_step", "give either start_step and stop_step, or start and steps");
         if (!slot_uint(&s[B_START_STEP], INT64_MAX / 2, &a))
             return bad(err, "start_step", "must be an integer >= 0");
@@ -219,15 +218,15 @@ static int parse_slots(const struct jscan_slot *s, struct capture_spec *ret, cha
         return 0;
     }
     ret->start_step = -1;
-    const struct jscan_slot *st = &s[B_START];
-    if (st->type == JSCAN_STRING) {
+    const struct json_slot *st = &s[B_START];
+    if (st->type == JSON_STRING) {
         if (st->n != 4 || memcmp(st->p, "next", 4) != 0)
             return bad(err, "start", "must be \"next\" or a step number (integer >= 0)");
-    } else if (st->type != JSCAN_ABSENT && !slot_uint(st, INT64_MAX / 2, &ret->start_step)) {
+    } else if (st->type != JSON_ABSENT && !slot_uint(st, INT64_MAX / 2, &ret->start_step)) {
         return bad(err, "start", "must be \"next\" or a step number (integer >= 0)");
     }
     ret->steps = 1;
-    if (s[B_STEPS].type != JSCAN_ABSENT &&
+    if (s[B_STEPS].type != JSON_ABSENT &&
         (!slot_uint(&s[B_STEPS], CAPTURE_STEPS_MAX, &ret->steps) || ret->steps < 1))
         return bad(err, "steps", "must be an integer in 1..1000");
     return 0;
@@ -239,22 +238,19 @@ int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *
         snprintf(err, CAPTURE_ERR_MAX, "body: longer than %d bytes", CAPTURE_BODY_MAX);
         return -EMSGSIZE;
     }
-    /* jscan wants a NUL and LBUF_PADDING readable bytes after its input; escaped strings are
-     * unescaped into the arena, which never needs more than len + 16 bytes. */
-    char *buf = malloc(len + 1 + LBUF_PADDING);
-    struct ingest_arena a = {malloc(len + 16), 0, len + 16};
+    /* Escaped strings are unescaped into the arena, which never needs more than len + 16 bytes. */
+    char *buf = NULL;
+    struct json_arena a = {malloc(len + 16), 0, len + 16};
     int r = -ENOMEM;
-    if (!buf || !a.data)
+    if (!a.data)
         goto out;
-    memcpy(buf, body, len);
-    memset(buf + len, 0, 1 + LBUF_PADDING);
-    struct jscan_keys keys;
-    ingest__jscan_keys_init(&keys, body_keys, sizeof body_keys / sizeof body_keys[0], NULL);
-    struct jscan_slot s[B_COUNT];
-    char msg[INGEST_DECODE_MSG_MAX];
-    int jr = ingest__jscan_object(buf, len, &keys, s, &a, msg);
-    if (jr != INGEST_DECODE_OK) {
-        r = jr == INGEST_DECODE_NOSPACE ? -ENOMEM : -EINVAL;
+    struct json_keys keys;
+    json_keys_init(&keys, body_keys, sizeof body_keys / sizeof body_keys[0]);
+    struct json_slot s[B_COUNT];
+    char msg[JSON_MSG_MAX];
+    int jr = json_scan_copy(body, len, &keys, s, &a, msg, &buf);
+    if (jr != JSON_OK) {
+        r = jr == JSON_NOSPACE ? -ENOMEM : -EINVAL;
         snprintf(err, CAPTURE_ERR_MAX, "body: not a JSON object: %s", msg);
         goto out;
     }

@@ -4,7 +4,7 @@
  * some ranks of a job for N detailed steps; each rank's part goes pending -> armed -> recording ->
  * done (or failed, with a reason), and a part no session takes up in time expires. This file
  * holds the registry of captures, the parser of a
- * POST body (over jscan, so a body gets the same strict validation as a record line), the JSON
+ * POST body (over lib/json, so a body gets the same strict validation as a record line), the JSON
  * the API answers with, and the request line sent to a client. It knows nothing of sockets,
  * HTTP or SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler
  * adds captures on an HTTP thread, and main.c persists what changed through the store.

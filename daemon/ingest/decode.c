@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The line decoder (contract in decode.h): the record and hello rules on top of jscan.
+ * The line decoder (contract in decode.h): the record and hello rules on top of lib/json.
  *
- * Shape: jscan validates the whole line in one pass and hands back, for the first occurrence of
+ * Shape: the scanner validates the whole line in one pass and hands back, for the first occurrence of
  * each known top-level key, the value's type and text (numbers: the exact token, converted here
  * by core/num so that microseconds become nanoseconds without a double; strings: the bytes
  * between the quotes, or an unescaped copy in the arena when they hold escapes; "phases": the
@@ -20,10 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/lbuf.h"
 #include "../../lib/num.h"
 #include "capture.h"
-#include "jscan.h"
+#include "../../lib/json.h"
 
 /* decode_record() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
@@ -68,9 +67,9 @@ enum args_id {
     A_EXECUTION,
     A_END,
 };
-_Static_assert(A_END <= JSCAN_SLOTS_MAX, "too many known record keys for one slot array");
+_Static_assert(A_END <= JSON_SLOTS_MAX, "too many known record keys for one slot array");
 
-static const struct jscan_key args_keys[] = {
+static const struct json_key args_keys[] = {
     {"correlation", A_CORRELATION, 0},
     {"External id", A_EXTERNAL_ID, 0},
     {"dispatch_time_us", A_DISPATCH, 0},
@@ -108,7 +107,7 @@ enum env_id {
     E_COUNT,
 };
 
-static const struct jscan_key env_keys[] = {
+static const struct json_key env_keys[] = {
     {"STEPSCOPE_FP_POINT", E_STEPSCOPE_FP, 0},
     {"STEPSCOPE_BP_POINT", E_STEPSCOPE_BP, 0},
     {"PROFILING_FP_START", E_PROFILING_FP, 0},
@@ -117,7 +116,7 @@ static const struct jscan_key env_keys[] = {
     {"BP_POINT", E_BP_POINT, 0},
 };
 
-static const struct jscan_key record_keys[] = {
+static const struct json_key record_keys[] = {
     {"ph", F_PH, 0},
     {"type", F_TYPE, 0},
     {"name", F_NAME, 0},
@@ -130,21 +129,21 @@ static const struct jscan_key record_keys[] = {
     {"begin_us", F_BEGIN_US, 0},
     {"end_us", F_END_US, 0},
     {"samples", F_SAMPLES, 0},
-    {"phases", F_PHASES, JSCAN_F_DURATIONS},
+    {"phases", F_PHASES, JSON_F_DURATIONS},
     {"size", F_SIZE, 0},
     {"capacity", F_CAPACITY, 0},
     {"ts_us", F_TS_US, 0},
-    {"cpu_percent", F_CPU_PERCENT, JSCAN_F_DOUBLE},
-    {"sys_cpu_percent", F_SYS_CPU_PERCENT, JSCAN_F_DOUBLE},
+    {"cpu_percent", F_CPU_PERCENT, JSON_F_DOUBLE},
+    {"sys_cpu_percent", F_SYS_CPU_PERCENT, JSON_F_DOUBLE},
     {"rss_bytes", F_RSS_BYTES, 0},
     {"ops", F_OPS, 0},
-    {"args", F_ARGS, JSCAN_F_SUBKEYS},
+    {"args", F_ARGS, JSON_F_SUBKEYS},
     {"id", F_ID, 0},
     {"state", F_STATE, 0},
     {"reason", F_REASON, 0},
 };
 
-static const struct jscan_key hello_keys[] = {
+static const struct json_key hello_keys[] = {
     {"hello", H_HELLO, 0},
     {"job", H_JOB, 0},
     {"rank", H_RANK, 0},
@@ -164,14 +163,14 @@ static const struct jscan_key hello_keys[] = {
 };
 
 struct ingest_decoder {
-    struct jscan_keys record; /* record_keys, indexed */
-    struct jscan_keys hello;  /* hello_keys, indexed */
-    struct jscan_keys env;    /* env_keys, indexed */
-    struct jscan_keys args;   /* args_keys, indexed: record's sub keys */
+    struct json_keys record; /* record_keys, indexed */
+    struct json_keys hello;  /* hello_keys, indexed */
+    struct json_keys env;    /* env_keys, indexed */
+    struct json_keys args;   /* args_keys, indexed: record's sub keys */
 };
 
 struct ctx {
-    struct ingest_arena *a;
+    struct json_arena *a;
     char *msg;
     int status; /* why the last helper returned false */
 };
@@ -187,7 +186,7 @@ __attribute__((format(printf, 3, 4))) static bool fail(struct ctx *c, int status
     return false;
 }
 
-static char *arena_put(struct ingest_arena *a, const char *p, size_t n, bool nul)
+static char *arena_put(struct json_arena *a, const char *p, size_t n, bool nul)
 {
     size_t need = n + (nul ? 1 : 0);
     if (a->cap - a->used < need)
@@ -201,7 +200,7 @@ static char *arena_put(struct ingest_arena *a, const char *p, size_t n, bool nul
     return dst;
 }
 
-static inline bool text_is(const struct jscan_slot *s, const char *lit, size_t n)
+static inline bool text_is(const struct json_slot *s, const char *lit, size_t n)
 {
     return s->n == n && memcmp(s->p, lit, n) == 0;
 }
@@ -209,10 +208,10 @@ static inline bool text_is(const struct jscan_slot *s, const char *lit, size_t n
 
 /* Slot readers: each returns false (with the reason) if the slot does not hold what it should. */
 
-static bool need_string(struct ctx *c, const struct jscan_slot *s, const char *key,
+static bool need_string(struct ctx *c, const struct json_slot *s, const char *key,
                         struct record_text *ret)
 {
-    if (s->type != JSCAN_STRING)
+    if (s->type != JSON_STRING)
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a string", key);
     ret->ptr = s->p;
     ret->len = s->n;
@@ -225,16 +224,16 @@ static bool need_string(struct ctx *c, const struct jscan_slot *s, const char *k
 #define TIME_MIN_NS NUM_TIME_MIN_NS
 #define DUR_MAX_NS NUM_DUR_MAX_NS
 
-static bool get_us(struct ctx *c, const struct jscan_slot *s, const char *key, bool optional,
+static bool get_us(struct ctx *c, const struct json_slot *s, const char *key, bool optional,
                    int64_t absent_value, int64_t *ret)
 {
-    if (s->type == JSCAN_ABSENT) {
+    if (s->type == JSON_ABSENT) {
         if (!optional)
             return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
         *ret = absent_value;
         return true;
     }
-    if (s->type != JSCAN_NUMBER)
+    if (s->type != JSON_NUMBER)
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number", key);
     if (num_us_to_ns(s->p, s->n, ret) < 0)
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range", key);
@@ -244,54 +243,54 @@ static bool get_us(struct ctx *c, const struct jscan_slot *s, const char *key, b
 }
 
 /* An integer >= 0; absent gives -1 if optional, else an error. */
-static bool get_count(struct ctx *c, const struct jscan_slot *s, const char *key, bool optional,
+static bool get_count(struct ctx *c, const struct json_slot *s, const char *key, bool optional,
                       int64_t *ret)
 {
-    if (s->type == JSCAN_ABSENT) {
+    if (s->type == JSON_ABSENT) {
         if (!optional)
             return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
         *ret = -1;
         return true;
     }
     int64_t v;
-    if (s->type != JSCAN_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
+    if (s->type != JSON_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be an integer >= 0", key);
     *ret = v;
     return true;
 }
 
-static bool get_percent(struct ctx *c, const struct jscan_slot *s, const char *key, double *ret)
+static bool get_percent(struct ctx *c, const struct json_slot *s, const char *key, double *ret)
 {
-    if (s->type == JSCAN_ABSENT) {
+    if (s->type == JSON_ABSENT) {
         *ret = -1;
         return true;
     }
-    if (s->type != JSCAN_NUMBER || !(s->d >= 0))
+    if (s->type != JSON_NUMBER || !(s->d >= 0))
         return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number >= 0", key);
     *ret = s->d;
     return true;
 }
 
 /* pid and tid: a number's token or a string's text; anything else counts as absent. */
-static void get_id(const struct jscan_slot *s, struct record_text *ret)
+static void get_id(const struct json_slot *s, struct record_text *ret)
 {
-    if (s->type == JSCAN_NUMBER || s->type == JSCAN_STRING) {
+    if (s->type == JSON_NUMBER || s->type == JSON_STRING) {
         ret->ptr = s->p;
         ret->len = s->n;
     }
 }
 
-static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_trace(struct ctx *c, const struct json_slot *s, struct record *r)
 {
-    const struct jscan_slot *ph = &s[F_PH];
-    if (ph->type != JSCAN_STRING || ph->n != 1)
+    const struct json_slot *ph = &s[F_PH];
+    if (ph->type != JSON_STRING || ph->n != 1)
         return fail(c, INGEST_DECODE_INVALID, "\"ph\" must be a one-letter string");
     r->kind = RECORD_TRACE;
     r->ph = ph->p[0];
     if (r->ph == 'X' || r->ph == 'M') {
         if (!need_string(c, &s[F_NAME], "name", &r->name))
             return false;
-    } else if (s[F_NAME].type == JSCAN_STRING) {
+    } else if (s[F_NAME].type == JSON_STRING) {
         r->name.ptr = s[F_NAME].p;
         r->name.len = s[F_NAME].n;
     }
@@ -304,7 +303,7 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
             return fail(c, INGEST_DECODE_INVALID, "\"dur\" must be >= 0");
         if (r->dur_ns >= DUR_MAX_NS)
             return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
-    } else if (s[F_DUR].type == JSCAN_NUMBER) {
+    } else if (s[F_DUR].type == JSON_NUMBER) {
         /* Only X promises a duration; elsewhere take one if it makes sense, never reject. */
         int64_t dur;
         if (num_us_to_ns(s[F_DUR].p, s[F_DUR].n, &dur) == 0 && dur >= 0 && dur < DUR_MAX_NS)
@@ -314,7 +313,7 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
      * adds ts and dur, and the sum must not overflow. */
     if (r->ts_ns > 0 && r->dur_ns > INT64_MAX - r->ts_ns)
         r->dur_ns = INT64_MAX - r->ts_ns;
-    if (s[F_CAT].type == JSCAN_STRING) {
+    if (s[F_CAT].type == JSON_STRING) {
         r->cat.ptr = s[F_CAT].p;
         r->cat.len = s[F_CAT].n;
     }
@@ -325,9 +324,9 @@ static bool build_trace(struct ctx *c, const struct jscan_slot *s, struct record
 
 /* An integer >= 0 from a slot, or -1. Kineto writes plain digits: read those directly, and leave
  * any other spelling (1.2e3, 12.0) to core/num. */
-static int64_t link_id(const struct jscan_slot *s)
+static int64_t link_id(const struct json_slot *s)
 {
-    if (s->type != JSCAN_NUMBER)
+    if (s->type != JSON_NUMBER)
         return -1;
     int64_t v = 0;
     size_t i = 0;
@@ -343,18 +342,18 @@ static int64_t link_id(const struct jscan_slot *s)
 }
 
 /* A time in µs >= 0 from a slot, in ns, or -1. */
-static int64_t arg_us(const struct jscan_slot *s)
+static int64_t arg_us(const struct json_slot *s)
 {
     int64_t ns;
-    if (s->type != JSCAN_NUMBER || num_us_to_ns(s->p, s->n, &ns) < 0 || ns < 0)
+    if (s->type != JSON_NUMBER || num_us_to_ns(s->p, s->n, &ns) < 0 || ns < 0)
         return -1;
     return ns;
 }
 
 /* args.correlation, args["External id"], args.dispatch_time_us and args.execution_time_us of a
  * trace event, which the line's own pass put in the slots after the record's
- * (JSCAN_F_SUBKEYS): members of other types are ignored, never an error. */
-static void trace_links(const struct jscan_slot *s, struct record *r)
+ * (JSON_F_SUBKEYS): members of other types are ignored, never an error. */
+static void trace_links(const struct json_slot *s, struct record *r)
 {
     r->correlation = link_id(&s[A_CORRELATION]);
     r->external_id = link_id(&s[A_EXTERNAL_ID]);
@@ -362,7 +361,7 @@ static void trace_links(const struct jscan_slot *s, struct record *r)
     r->exec_ns = arg_us(&s[A_EXECUTION]);
 }
 
-static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_step(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     r->kind = RECORD_STEP;
     int64_t end;
@@ -376,9 +375,9 @@ static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record 
     if (r->ts_ns < 0 && end > INT64_MAX + r->ts_ns)
         return fail(c, INGEST_DECODE_INVALID, "\"end_us\" - \"begin_us\" is out of range");
     r->dur_ns = end - r->ts_ns;
-    const struct jscan_slot *ph = &s[F_PHASES];
-    if (ph->type != JSCAN_ABSENT) {
-        if (ph->type != JSCAN_OBJECT || ph->bad)
+    const struct json_slot *ph = &s[F_PHASES];
+    if (ph->type != JSON_ABSENT) {
+        if (ph->type != JSON_OBJECT || ph->bad)
             return fail(c, INGEST_DECODE_INVALID,
                         "\"phases\" must be an object of durations >= 0");
         r->phases.ptr = ph->p;
@@ -387,7 +386,7 @@ static bool build_step(struct ctx *c, const struct jscan_slot *s, struct record 
     return true;
 }
 
-static bool build_queue(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_queue(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     r->kind = RECORD_QUEUE;
     return need_string(c, &s[F_NAME], "name", &r->name) &&
@@ -397,15 +396,15 @@ static bool build_queue(struct ctx *c, const struct jscan_slot *s, struct record
            get_us(c, &s[F_TS_US], "ts_us", true, INT64_MIN, &r->ts_ns);
 }
 
-static bool build_pipeline(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_pipeline(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     r->kind = RECORD_PIPELINE;
-    if (s[F_OPS].type != JSCAN_ARRAY)
+    if (s[F_OPS].type != JSON_ARRAY)
         return fail(c, INGEST_DECODE_INVALID, "\"ops\" must be an array");
     return true;
 }
 
-static bool build_host(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_host(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     r->kind = RECORD_HOST;
     return get_us(c, &s[F_TS_US], "ts_us", true, INT64_MIN, &r->ts_ns) &&
@@ -416,33 +415,33 @@ static bool build_host(struct ctx *c, const struct jscan_slot *s, struct record 
 
 /* {"type":"capture"}: a client's report on a capture (docs/PROTOCOL.md section 6): the capture's
  * id in step, its state in name, the optional reason in cat. */
-static bool build_capture(struct ctx *c, const struct jscan_slot *s, struct record *r)
+static bool build_capture(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     if (!get_count(c, &s[F_ID], "id", false, &r->step))
         return false;
-    const struct jscan_slot *st = &s[F_STATE];
-    if (st->type != JSCAN_STRING ||
+    const struct json_slot *st = &s[F_STATE];
+    if (st->type != JSON_STRING ||
         !(TEXT_IS(st, "armed") || TEXT_IS(st, "recording") || TEXT_IS(st, "done") ||
           TEXT_IS(st, "failed")))
         return fail(c, INGEST_DECODE_INVALID,
                     "\"state\" must be \"armed\", \"recording\", \"done\" or \"failed\"");
     r->name = (struct record_text){st->p, st->n};
-    const struct jscan_slot *why = &s[F_REASON];
-    if (why->type == JSCAN_STRING)
+    const struct json_slot *why = &s[F_REASON];
+    if (why->type == JSON_STRING)
         r->cat = (struct record_text){why->p, why->n};
-    else if (why->type != JSCAN_ABSENT && why->type != JSCAN_NULL)
+    else if (why->type != JSON_ABSENT && why->type != JSON_NULL)
         return fail(c, INGEST_DECODE_INVALID, "\"reason\" must be a string");
     return true;
 }
 
 static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
-                         struct ingest_arena *a, struct record *ret, char *msg)
+                         struct json_arena *a, struct record *ret, char *msg)
 {
     struct ctx c = {a, msg, INGEST_DECODE_MALFORMED};
-    struct jscan_slot s[A_END]; /* jscan fills every one */
-    int r = ingest__jscan_object(line, len, &d->record, s, a, msg);
-    if (r != INGEST_DECODE_OK)
-        return r;
+    struct json_slot s[A_END]; /* the scanner fills every one */
+    int r = json_scan_object(line, len, &d->record, s, a, msg);
+    if (r != JSON_OK)
+        return r == JSON_NOSPACE ? INGEST_DECODE_NOSPACE : INGEST_DECODE_MALFORMED;
 
     /* Field by field: clearing *ret first compiles to a slow "rep stos" (gcc 12, even for a copy
      * of a static template). A field added to struct record must be added here too. */
@@ -471,12 +470,12 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
     ret->dispatch_ns = -1;
     ret->exec_ns = -1;
     bool ok;
-    if (s[F_PH].type != JSCAN_ABSENT) {
+    if (s[F_PH].type != JSON_ABSENT) {
         ok = build_trace(&c, s, ret);
         if (ok)
             trace_links(s, ret);
-    } else if (s[F_TYPE].type == JSCAN_STRING) {
-        const struct jscan_slot *t = &s[F_TYPE];
+    } else if (s[F_TYPE].type == JSON_STRING) {
+        const struct json_slot *t = &s[F_TYPE];
         if (TEXT_IS(t, "step"))
             ok = build_step(&c, s, ret);
         else if (TEXT_IS(t, "queue"))
@@ -499,16 +498,16 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
 
 /* A hello string: absent gives "", present must be a string of at most RECORD_NAME_MAX bytes,
  * copied NUL-terminated into the arena. */
-static bool hello_string(struct ctx *c, const struct jscan_slot *s, const char *key,
+static bool hello_string(struct ctx *c, const struct json_slot *s, const char *key,
                          bool required, bool no_controls, const char **ret)
 {
-    if (s->type == JSCAN_ABSENT) {
+    if (s->type == JSON_ABSENT) {
         if (required)
             return fail(c, INGEST_DECODE_BAD_HELLO, "missing \"%s\"", key);
         *ret = "";
         return true;
     }
-    if (s->type != JSCAN_STRING)
+    if (s->type != JSON_STRING)
         return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be a string", key);
     if (s->n > RECORD_NAME_MAX)
         return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" is longer than %d bytes", key,
@@ -525,13 +524,13 @@ static bool hello_string(struct ctx *c, const struct jscan_slot *s, const char *
     return true;
 }
 
-static bool hello_int(struct ctx *c, const struct jscan_slot *s, const char *key, int64_t min,
+static bool hello_int(struct ctx *c, const struct json_slot *s, const char *key, int64_t min,
                       int64_t *ret)
 {
-    if (s->type == JSCAN_ABSENT)
+    if (s->type == JSON_ABSENT)
         return true;
     int64_t v;
-    if (s->type != JSCAN_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < min)
+    if (s->type != JSON_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < min)
         return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be an integer >= %lld", key,
                     (long long)min);
     *ret = v;
@@ -542,7 +541,7 @@ static bool hello_int(struct ctx *c, const struct jscan_slot *s, const char *key
  * object whose member is a string of 1..RECORD_NAME_MAX bytes without NUL, copied into the arena.
  * Anything else is ignored (env was free-form before the daemon read it). Returns false only
  * when the arena is full. */
-static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct jscan_slot *env,
+static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct json_slot *env,
                       struct record_hello *h)
 {
     const char **dst[E_COUNT] = {
@@ -552,23 +551,21 @@ static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct jsca
     };
     for (size_t i = 0; i < E_COUNT; i++)
         *dst[i] = "";
-    if (env->type != JSCAN_OBJECT)
+    if (env->type != JSON_OBJECT)
         return true;
-    /* jscan wants a NUL and LBUF_PADDING readable bytes after its input: scan a copy (a hello
-     * is one line per connection, so the allocation is off the record path). */
-    char *copy = malloc(env->n + 1 + LBUF_PADDING);
+    /* The object's raw text has no padding after it: the scan takes a copy (a hello is one line
+     * per connection, so the allocation is off the record path). */
+    struct json_slot s[E_COUNT];
+    char msg[JSON_MSG_MAX];
+    size_t mark = c->a->used;
+    char *copy = NULL;
+    int r = json_scan_copy(env->p, env->n, &d->env, s, c->a, msg, &copy);
     if (!copy)
         return fail(c, INGEST_DECODE_NOSPACE, "out of memory");
-    memcpy(copy, env->p, env->n);
-    memset(copy + env->n, 0, 1 + LBUF_PADDING);
-    struct jscan_slot s[E_COUNT];
-    char msg[INGEST_DECODE_MSG_MAX];
-    size_t mark = c->a->used;
-    int r = ingest__jscan_object(copy, env->n, &d->env, s, c->a, msg);
     bool ok = true;
-    if (r == INGEST_DECODE_OK) {
+    if (r == JSON_OK) {
         for (size_t i = 0; i < E_COUNT && ok; i++) {
-            if (s[i].type != JSCAN_STRING || s[i].n == 0 || s[i].n > RECORD_NAME_MAX ||
+            if (s[i].type != JSON_STRING || s[i].n == 0 || s[i].n > RECORD_NAME_MAX ||
                 memchr(s[i].p, '\0', s[i].n))
                 continue;
             char *v = arena_put(c->a, s[i].p, s[i].n, true);
@@ -579,7 +576,7 @@ static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct jsca
         }
     } else {
         c->a->used = mark;
-        if (r == INGEST_DECODE_NOSPACE)
+        if (r == JSON_NOSPACE)
             ok = fail(c, INGEST_DECODE_NOSPACE, "arena full");
     }
     free(copy);
@@ -587,24 +584,24 @@ static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct jsca
 }
 
 static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
-                        struct ingest_arena *a, struct record_hello *ret, char *msg)
+                        struct json_arena *a, struct record_hello *ret, char *msg)
 {
     struct ctx c = {a, msg, INGEST_DECODE_BAD_HELLO};
-    struct jscan_slot s[H_COUNT]; /* jscan fills every one */
-    int r = ingest__jscan_object(line, len, &d->hello, s, a, msg);
-    if (r != INGEST_DECODE_OK)
-        return r == INGEST_DECODE_NOSPACE ? r : INGEST_DECODE_BAD_HELLO;
+    struct json_slot s[H_COUNT]; /* the scanner fills every one */
+    int r = json_scan_object(line, len, &d->hello, s, a, msg);
+    if (r != JSON_OK)
+        return r == JSON_NOSPACE ? INGEST_DECODE_NOSPACE : INGEST_DECODE_BAD_HELLO;
     struct record_hello h = {0};
     h.raw = line;
     h.raw_len = len;
     h.rank = 0;
     h.world_size = 1;
     h.pid = -1;
-    if (s[H_HELLO].type != JSCAN_STRING || !TEXT_IS(&s[H_HELLO], "stepscope/1")) {
+    if (s[H_HELLO].type != JSON_STRING || !TEXT_IS(&s[H_HELLO], "stepscope/1")) {
         fail(&c, INGEST_DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
         return c.status;
     }
-    if (s[H_PROBE].type == JSCAN_BOOL && TEXT_IS(&s[H_PROBE], "true")) {
+    if (s[H_PROBE].type == JSON_BOOL && TEXT_IS(&s[H_PROBE], "true")) {
         /* Asks which daemon this is (docs/PROTOCOL.md section 1): no session, nothing else read. */
         h.probe = true;
         h.job = h.run = h.stream = h.host = h.framework = h.framework_version = h.clock = "";
@@ -637,10 +634,10 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
         return c.status;
     }
     /* Anything but an array naming "capture" only means the client cannot capture. */
-    h.can_capture = s[H_CAPABILITIES].type == JSCAN_ARRAY &&
+    h.can_capture = s[H_CAPABILITIES].type == JSON_ARRAY &&
                     capture_list_has(s[H_CAPABILITIES].p, s[H_CAPABILITIES].n, "capture");
     /* Any other "source" (or none) is a live sender; the member is never an error. */
-    h.imported = s[H_SOURCE].type == JSCAN_STRING && TEXT_IS(&s[H_SOURCE], "import");
+    h.imported = s[H_SOURCE].type == JSON_STRING && TEXT_IS(&s[H_SOURCE], "import");
     if (seq >= 0) {
         h.has_seq = true;
         h.seq = (uint64_t)seq;
@@ -655,11 +652,11 @@ struct ingest_decoder *ingest__decoder_new(size_t max_line)
     struct ingest_decoder *d = malloc(sizeof *d);
     if (!d)
         return NULL;
-    ingest__jscan_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0], NULL);
-    ingest__jscan_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0],
-                            &d->args);
-    ingest__jscan_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0], NULL);
-    ingest__jscan_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0], NULL);
+    json_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0]);
+    json_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0]);
+    json_keys_sub(&d->record, F_ARGS, &d->args);
+    json_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
+    json_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
     return d;
 }
 
@@ -669,7 +666,7 @@ void ingest__decoder_free(struct ingest_decoder *d)
 }
 
 int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len,
-                          struct ingest_arena *a, struct record *ret, char *msg)
+                          struct json_arena *a, struct record *ret, char *msg)
 {
     size_t mark = a->used;
     int r = decode_record(d, line, len, a, ret, msg);
@@ -679,7 +676,7 @@ int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len
 }
 
 int ingest__decode_hello(struct ingest_decoder *d, const char *line, size_t len,
-                         struct ingest_arena *a, struct record_hello *ret, char *msg)
+                         struct json_arena *a, struct record_hello *ret, char *msg)
 {
     size_t mark = a->used;
     int r = decode_hello(d, line, len, a, ret, msg);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * decode: one NDJSON line in, one struct record (or struct record_hello) out. This is the only
- * part of ingest that knows JSON: decode.c applies the record rules to what jscan.c, a strict
- * single-pass scanner, extracts. Internal to daemon/ingest/ (C, with extern "C" guards because
- * the differential fuzzer's C++ oracle includes it too).
+ * decode: one NDJSON line in, one struct record (or struct record_hello) out. decode.c applies
+ * the record rules to what lib/json's strict single-pass scanner extracts. Internal to
+ * daemon/ingest/ (C, with extern "C" guards because the differential fuzzer's C++ oracle includes
+ * it too).
  *
  * A line is scanned in place (lbuf leaves LBUF_PADDING readable bytes after its NUL, which the
  * scanner's word-at-a-time loads rely on), once from start to end (so every value is validated,
@@ -22,10 +22,10 @@ extern "C" {
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../lib/json.h"
 #include "../core/record.h"
 
-#define INGEST_DECODE_MSG_MAX 128 /* bytes of a decode error message, NUL included */
-#define INGEST_DECODE_DEPTH_MAX 64 /* deepest nesting of arrays and objects accepted in a line */
+#define INGEST_DECODE_MSG_MAX JSON_MSG_MAX /* bytes of a decode error message, NUL included */
 
 enum ingest_decode {
     INGEST_DECODE_OK = 0,    /* *ret filled */
@@ -38,14 +38,6 @@ enum ingest_decode {
     INGEST_DECODE_CAPTURE,   /* {"type":"capture"}: a capture report, not a stored record: the
                               * capture id in ret->step, the state in ret->name, the reason (if
                               * any) in ret->cat */
-};
-
-/* Room for unescaped strings. The caller owns data (cap bytes) and resets used to 0 once the
- * records pointing into it have been handed on. A line of n bytes never needs more than n + 16. */
-struct ingest_arena {
-    char *data;
-    size_t used;
-    size_t cap;
 };
 
 struct ingest_decoder;
@@ -62,13 +54,13 @@ void ingest__decoder_free(struct ingest_decoder *d);
  * Returns INGEST_DECODE_OK or _BYE, or another enum ingest_decode value with a short reason in
  * msg (INGEST_DECODE_MSG_MAX bytes). On failure *ret is unspecified and a is as it was. */
 int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len,
-                          struct ingest_arena *a, struct record *ret, char *msg);
+                          struct json_arena *a, struct record *ret, char *msg);
 
 /* Decodes and validates a hello line (docs/PROTOCOL.md section 1); same buffer rules. Its strings
  * are NUL-terminated copies in a (absent ones point to a static ""); ret->raw is line.
  * Returns INGEST_DECODE_OK, _BAD_HELLO (reason in msg) or _NOSPACE. */
 int ingest__decode_hello(struct ingest_decoder *d, const char *line, size_t len,
-                         struct ingest_arena *a, struct record_hello *ret, char *msg);
+                         struct json_arena *a, struct record_hello *ret, char *msg);
 
 /* The protocol's error code for a failed decode: "malformed", "unknown", "invalid", "bad_hello". */
 const char *ingest__decode_code(int result);

@@ -83,7 +83,7 @@ struct ingest_conn {
     uint64_t *batch_line;           /* their line numbers, for "unavailable" answers */
     size_t n_batch;
     size_t batch_cap;
-    struct ingest_arena arena;      /* unescaped strings of the batch */
+    struct json_arena arena;      /* unescaped strings of the batch */
     struct out_buf pend;            /* replies not yet handed to libuv */
     struct out_buf wire;            /* replies being written */
     bool ack_pending;
@@ -462,7 +462,7 @@ static bool is_blank_line(const char *p, size_t n)
 }
 
 /* Makes the (empty) arena big enough for any line of len bytes. */
-static bool arena_reserve(struct ingest_arena *a, size_t len)
+static bool arena_reserve(struct json_arena *a, size_t len)
 {
     size_t need = len + 16;
     if (a->cap >= need)
@@ -1096,7 +1096,7 @@ struct ingest_line_decoder {
     struct ingest_decoder *dec;
     size_t max_line;
     char *buf;                /* max_line + 1 + LBUF_PADDING bytes */
-    struct ingest_arena arena; /* max_line + 16 bytes: enough for any line */
+    struct json_arena arena; /* max_line + 16 bytes: enough for any line */
 };
 
 struct ingest_line_decoder *ingest_line_decoder_new(size_t max_line)

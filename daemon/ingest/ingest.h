@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ingest: the Unix socket that training processes write to. It owns framing (core/lbuf),
- * decoding (decode.c over jscan.c, a strict single-pass JSON scanner), per-connection sequence numbers,
- * error replies and backpressure. It never includes a store header: decoded records leave through
- * the callbacks below, which main.c points at the store.
+ * ingest: the Unix socket that training processes write to. It owns framing (lib/lbuf),
+ * decoding (decode.c over lib/json.c, a strict single-pass JSON scanner), per-connection sequence
+ * numbers, error replies and backpressure. It never includes a store header: decoded records
+ * leave through the callbacks below, which main.c points at the store.
  *
  * Protocol (docs/PROTOCOL.md): line 1 is a hello, answered with a welcome; every later non-blank
  * line takes the stream's next sequence number, whatever becomes of it. A bad line is counted,

@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     struct ingest_decoder *dec = ingest__decoder_new(1 << 20);
     struct lbuf b;
     static char arena_buf[1 << 21];
-    struct ingest_arena arena = {arena_buf, 0, sizeof arena_buf};
+    struct json_arena arena = {arena_buf, 0, sizeof arena_buf};
     if (!dec || lbuf_init(&b, 1 << 20) < 0)
         return 1;
     size_t n_ok = 0, n_bad = 0;

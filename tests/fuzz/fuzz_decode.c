@@ -37,7 +37,7 @@ static bool inside(const char *p, size_t n, const char *lo, size_t lo_n)
 }
 
 static void check_text(struct record_text t, const char *line, size_t len,
-                       const struct ingest_arena *a)
+                       const struct json_arena *a)
 {
     if (t.len == 0)
         return;
@@ -46,7 +46,7 @@ static void check_text(struct record_text t, const char *line, size_t len,
 }
 
 static void check_record(const struct record *r, const char *line, size_t len,
-                         const struct ingest_arena *a)
+                         const struct json_arena *a)
 {
     assert((unsigned)r->kind < RECORD_KIND_COUNT);
     assert(r->raw == line && r->raw_len == len);
@@ -86,7 +86,7 @@ static void check_record(const struct record *r, const char *line, size_t len,
 
 static void decode_line(const char *line, size_t len, bool first)
 {
-    struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
+    struct json_arena a = {arena_buf, 0, sizeof arena_buf};
     char msg[INGEST_DECODE_MSG_MAX];
     struct record r, r2;
     int res = ingest__decode_record(dec, line, len, &a, &r, msg);
@@ -112,7 +112,7 @@ static void decode_line(const char *line, size_t len, bool first)
     }
     /* Too small an arena: either it fits or NOSPACE, never anything else, and nothing is kept. */
     char tiny[4];
-    struct ingest_arena t = {tiny, 0, sizeof tiny};
+    struct json_arena t = {tiny, 0, sizeof tiny};
     int rt = ingest__decode_record(dec, line, len, &t, &r2, msg);
     assert(rt == res || (rt == INGEST_DECODE_NOSPACE && t.used == 0));
 

@@ -183,8 +183,8 @@ static bool swallowed_error(const char *line, size_t len, int code_new, int code
 
 static void compare_record(const char *line, size_t len, bool exempt, bool *ret_swallowed)
 {
-    struct ingest_arena an = {arena_new, 0, sizeof arena_new};
-    struct ingest_arena ao = {arena_old, 0, sizeof arena_old};
+    struct json_arena an = {arena_new, 0, sizeof arena_new};
+    struct json_arena ao = {arena_old, 0, sizeof arena_old};
     char msg_new[INGEST_DECODE_MSG_MAX], msg_old[INGEST_DECODE_MSG_MAX];
     struct record rn, ro;
     memset(&rn, 0xa5, sizeof rn);
@@ -243,8 +243,8 @@ static bool same_cstr(const char *x, const char *y)
 
 static void compare_hello(const char *line, size_t len, bool swallowed)
 {
-    struct ingest_arena an = {arena_new, 0, sizeof arena_new};
-    struct ingest_arena ao = {arena_old, 0, sizeof arena_old};
+    struct json_arena an = {arena_new, 0, sizeof arena_new};
+    struct json_arena ao = {arena_old, 0, sizeof arena_old};
     char msg_new[INGEST_DECODE_MSG_MAX], msg_old[INGEST_DECODE_MSG_MAX];
     struct record_hello hn, ho;
     int cn = ingest__decode_hello(dec, line, len, &an, &hn, msg_new);
@@ -277,9 +277,9 @@ static void compare_hello(const char *line, size_t len, bool swallowed)
 static void check_tiny_arena(const char *line, size_t len)
 {
     char big[sizeof arena_new];
-    struct ingest_arena a = {big, 0, sizeof big};
+    struct json_arena a = {big, 0, sizeof big};
     char tiny[3];
-    struct ingest_arena t = {tiny, 0, sizeof tiny};
+    struct json_arena t = {tiny, 0, sizeof tiny};
     char msg[INGEST_DECODE_MSG_MAX];
     struct record r;
     int res = ingest__decode_record(dec, line, len, &a, &r, msg);

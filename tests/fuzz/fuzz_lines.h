@@ -32,7 +32,7 @@ static inline void fuzz_check_lines(struct ingest_decoder *dec, const char *p, s
         assert(copy);
         memcpy(copy, p, ll);
         memset(copy + ll, 0, 1 + LBUF_PADDING);
-        struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
+        struct json_arena a = {arena_buf, 0, sizeof arena_buf};
         struct record r;
         char msg[INGEST_DECODE_MSG_MAX];
         if (ingest__decode_record(dec, copy, ll, &a, &r, msg) != INGEST_DECODE_OK) {

@@ -206,7 +206,7 @@ static void check_daemon_takes(const char *ev, size_t len, char ph)
     len = spool_line_copy(line, ev, len); /* exactly what the importer sends */
     assert(!memchr(line, '\n', len));
     memset(line + len, 0, 1 + LBUF_PADDING);
-    struct ingest_arena a = {arena_buf, 0, sizeof arena_buf};
+    struct json_arena a = {arena_buf, 0, sizeof arena_buf};
     struct record r;
     char msg[INGEST_DECODE_MSG_MAX];
     int res = ingest__decode_record(dec, line, len, &a, &r, msg);

@@ -103,7 +103,7 @@ struct slot {
 
 struct ctx {
     od::document *doc;
-    struct ingest_arena *a;
+    struct json_arena *a;
     char *msg;
     int status; /* why the last helper returned false */
 };
@@ -175,7 +175,7 @@ bool is_json_number(std::string_view s)
     return i == n;
 }
 
-char *arena_put(struct ingest_arena *a, const char *p, size_t n, bool nul)
+char *arena_put(struct json_arena *a, const char *p, size_t n, bool nul)
 {
     size_t need = n + (nul ? 1 : 0);
     if (a->cap - a->used < need)
@@ -239,8 +239,8 @@ bool walk(ctx &c, od::value &v, int depth);
  * "External id", in that order, each taking its key's first occurrence when a number. */
 bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nullptr)
 {
-    if (depth >= INGEST_DECODE_DEPTH_MAX)
-        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", INGEST_DECODE_DEPTH_MAX);
+    if (depth >= JSON_DEPTH_MAX)
+        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
     od::object o;
     simdjson::error_code e = v.get_object().get(o);
     if (e)
@@ -285,8 +285,8 @@ bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nu
 
 bool walk_array(ctx &c, od::value &v, int depth)
 {
-    if (depth >= INGEST_DECODE_DEPTH_MAX)
-        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", INGEST_DECODE_DEPTH_MAX);
+    if (depth >= JSON_DEPTH_MAX)
+        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
     od::array arr;
     simdjson::error_code e = v.get_array().get(arr);
     if (e)
@@ -744,7 +744,7 @@ bool build_capture(ctx &c, const slot *s, struct record *r)
     return true;
 }
 
-int decode_record(oracle_decoder *d, const char *line, size_t len, struct ingest_arena *a,
+int decode_record(oracle_decoder *d, const char *line, size_t len, struct json_arena *a,
                   struct record *ret, char *msg)
 {
     ctx c{nullptr, a, msg, INGEST_DECODE_MALFORMED};
@@ -829,7 +829,7 @@ bool hello_int(ctx &c, const slot &s, const char *key, int64_t min, int64_t *ret
     return true;
 }
 
-int decode_hello(oracle_decoder *d, const char *line, size_t len, struct ingest_arena *a,
+int decode_hello(oracle_decoder *d, const char *line, size_t len, struct json_arena *a,
                  struct record_hello *ret, char *msg)
 {
     ctx c{nullptr, a, msg, INGEST_DECODE_BAD_HELLO};
@@ -900,7 +900,7 @@ void oracle_decoder_free(struct oracle_decoder *d)
 }
 
 int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
-                          struct ingest_arena *a, struct record *ret, char *msg)
+                          struct json_arena *a, struct record *ret, char *msg)
 {
     size_t mark = a->used;
     int r;
@@ -916,7 +916,7 @@ int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
 }
 
 int oracle_decode_hello(struct oracle_decoder *d, const char *line, size_t len,
-                         struct ingest_arena *a, struct record_hello *ret, char *msg)
+                         struct json_arena *a, struct record_hello *ret, char *msg)
 {
     size_t mark = a->used;
     int r;

@@ -26,11 +26,11 @@ void oracle_decoder_free(struct oracle_decoder *d);
 
 /* As ingest__decode_record(). */
 int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
-                         struct ingest_arena *a, struct record *ret, char *msg);
+                         struct json_arena *a, struct record *ret, char *msg);
 
 /* As ingest__decode_hello(). */
 int oracle_decode_hello(struct oracle_decoder *d, const char *line, size_t len,
-                        struct ingest_arena *a, struct record_hello *ret, char *msg);
+                        struct json_arena *a, struct record_hello *ret, char *msg);
 
 /* Whether simdjson's DOM parser, which validates the structure fully, rejects line[0, len)
  * (same buffer rules) as TAPE_ERROR: misplaced or missing ',' ':' '}' ']'. */

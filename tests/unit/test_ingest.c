@@ -28,14 +28,14 @@
 
 static char line_buf[1 << 16];
 static char arena_buf[1 << 16];
-static struct ingest_arena arena;
+static struct json_arena arena;
 static struct ingest_decoder *dec;
 
 static void dec_setup(void)
 {
     dec = ingest__decoder_new(sizeof line_buf - LBUF_PADDING - 1);
     ck_assert_ptr_nonnull(dec);
-    arena = (struct ingest_arena){arena_buf, 0, sizeof arena_buf};
+    arena = (struct json_arena){arena_buf, 0, sizeof arena_buf};
 }
 
 static void dec_teardown(void)
@@ -541,11 +541,11 @@ START_TEST(test_decode_record_arena_full)
     const char *s = "{\"ph\":\"X\",\"name\":\"a\\nb\",\"ts\":1,\"dur\":1}";
     size_t n = strlen(s);
     char small[2];
-    struct ingest_arena a = {small, 0, sizeof small};
+    struct json_arena a = {small, 0, sizeof small};
     ck_assert_int_eq(ingest__decode_record(dec, place(s, n), n, &a, &r, msg),
                      INGEST_DECODE_NOSPACE);
     ck_assert_uint_eq(a.used, 0);
-    a = (struct ingest_arena){arena_buf, 0, n + 16};
+    a = (struct json_arena){arena_buf, 0, n + 16};
     ck_assert_int_eq(ingest__decode_record(dec, place(s, n), n, &a, &r, msg), INGEST_DECODE_OK);
     ck_assert(text_eq(r.name, "a\nb"));
 }

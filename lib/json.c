@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scanner behind decode.c (contract in jscan.h): a recursive-descent pass for the top-level
+ * The JSON scanner (contract in json.h): a recursive-descent pass for the top-level
  * object, which fills slots, and one iterative loop (a 64-bit stack of "object or array" bits,
  * since the depth limit is 64) that validates every other value without recursion.
  *
@@ -15,30 +15,31 @@
  * strtod (the daemon never calls setlocale, so the decimal point is '.'), which rounds correctly
  * where simdjson 3.0.1's get_double() does not (inputs with more than 19 significant digits).
  */
-#include "jscan.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/lbuf.h"
+#include "lbuf.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-/* string_end() loads 16 bytes at a time (8 without SSE2) and find_key() JSCAN_KEY_MAX + 1 bytes
- * from inside the line; the padding lbuf leaves after every line keeps both inside readable
+/* string_end() loads 16 bytes at a time (8 without SSE2) and find_key() JSON_KEY_MAX + 1 bytes
+ * from inside the line; the JSON_PADDING bytes after every line keep both inside readable
  * memory. */
-_Static_assert(LBUF_PADDING >= JSCAN_KEY_MAX + 1 && LBUF_PADDING >= 16,
-               "lbuf padding too small for jscan");
+_Static_assert(JSON_PADDING >= JSON_KEY_MAX + 1 && JSON_PADDING >= 16,
+               "JSON_PADDING too small for the scanner");
+_Static_assert(LBUF_PADDING >= JSON_PADDING, "lbuf's padding too small for the JSON scanner");
 
 struct scan {
     const char *why;         /* the reason for the last NULL return */
     uint32_t seen;           /* bit id: the key with that id was seen, its slot filled */
-    int status;              /* INGEST_DECODE_MALFORMED, or _NOSPACE when the arena ran out */
-    struct ingest_arena *a;
+    int status;              /* JSON_MALFORMED, or _NOSPACE when the arena ran out */
+    struct json_arena *a;
 };
 
 #define ONES 0x0101010101010101ULL
@@ -359,7 +360,7 @@ static const char *container_end(struct scan *s, const char *p, int depth)
     bool in_object;
 
 open:
-    if (depth + level + 1 >= INGEST_DECODE_DEPTH_MAX)
+    if (depth + level + 1 >= JSON_DEPTH_MAX)
         return fail(s, "nested deeper than 64");
     level++;
     in_object = *p == '{';
@@ -417,125 +418,7 @@ static inline const char *value_end(struct scan *s, const char *p, int depth)
     return scalar_end(s, p);
 }
 
-/* An object of durations (JSCAN_F_DURATIONS) at p, a value of the line's object (depth 1). */
-static const char *durations_end(struct scan *s, const char *p, bool *bad)
-{
-    p = skip_blanks(p + 1);
-    if (*p == '}')
-        return p + 1;
-    for (;;) {
-        if (*p != '"')
-            return fail(s, "expected a key");
-        bool esc = false;
-        p = string_end(s, p + 1, &esc);
-        if (!p)
-            return NULL;
-        p = skip_blanks(p + 1);
-        if (*p != ':')
-            return fail(s, "expected ':'");
-        p = skip_blanks(p + 1);
-        if (!is_digit(*p))
-            *bad = true; /* a string, a negative number, anything else */
-        p = value_end(s, p, 2);
-        if (!p)
-            return NULL;
-        p = skip_blanks(p);
-        if (*p == '}')
-            return p + 1;
-        if (*p != ',')
-            return fail(s, "expected ',' or '}'");
-        p = skip_blanks(p + 1);
-    }
-}
-
-/* The value of a known key at p: fills *slot and returns the pointer past the value. */
-static const char *fill_slot(struct scan *s, const char *p, struct jscan_slot *slot,
-                             unsigned flags)
-{
-    const char *start = p;
-    slot->bad = false;
-    switch (*p) {
-    case '"': {
-        bool esc = false;
-        const char *end = string_end(s, p + 1, &esc);
-        if (!end)
-            return NULL;
-        slot->type = JSCAN_STRING;
-        if (!esc) {
-            slot->p = p + 1;
-            slot->n = (size_t)(end - p - 1);
-            return end + 1;
-        }
-        struct ingest_arena *a = s->a;
-        ptrdiff_t n = unescape(p + 1, end, a->data + a->used, a->cap - a->used);
-        if (n < 0) {
-            s->status = INGEST_DECODE_NOSPACE;
-            return fail(s, "arena full");
-        }
-        slot->p = a->data + a->used;
-        slot->n = (size_t)n;
-        a->used += (size_t)n;
-        return end + 1;
-    }
-    case '{':
-        slot->type = JSCAN_OBJECT;
-        p = (flags & JSCAN_F_DURATIONS) ? durations_end(s, p, &slot->bad)
-                                        : container_end(s, p, 1);
-        break;
-    case '[':
-        slot->type = JSCAN_ARRAY;
-        p = container_end(s, p, 1);
-        break;
-    case 't':
-    case 'f':
-        slot->type = JSCAN_BOOL;
-        p = scalar_end(s, p);
-        break;
-    case 'n':
-        slot->type = JSCAN_NULL;
-        p = scalar_end(s, p);
-        break;
-    default:
-        slot->type = JSCAN_NUMBER;
-        p = scalar_end(s, p); /* a number, or an error */
-        if (p && (flags & JSCAN_F_DOUBLE)) {
-            slot->d = strtod(start, NULL);
-            if (isinf(slot->d))
-                return fail(s, "number out of range");
-        }
-        break;
-    }
-    if (p) {
-        slot->p = start;
-        slot->n = (size_t)(p - start);
-    }
-    return p;
-}
-
-void ingest__jscan_keys_init(struct jscan_keys *ret, const struct jscan_key *list, size_t n,
-                             const struct jscan_keys *sub)
-{
-    memset(ret, 0, sizeof *ret);
-    size_t k = 0;
-    for (size_t len = 0; len <= JSCAN_KEY_MAX; len++) {
-        ret->start[len] = (uint8_t)k;
-        for (size_t i = 0; i < n; i++) {
-            if (strlen(list[i].name) == len) {
-                ret->key[k] = list[i];
-                memcpy(ret->word[k], list[i].name, len);
-                k++;
-            }
-        }
-    }
-    ret->start[JSCAN_KEY_MAX + 1] = (uint8_t)k;
-    for (size_t i = 0; i < n; i++)
-        ret->ids |= UINT32_C(1) << list[i].id;
-    ret->sub = sub;
-    if (sub)
-        ret->ids |= sub->ids;
-}
-
-/* Whether k[0, n) (with at least JSCAN_KEY_MAX + 1 readable bytes at k) equals the zero-padded
+/* Whether k[0, n) (with at least JSON_KEY_MAX + 1 readable bytes at k) equals the zero-padded
  * key w: whole words, the last one masked, instead of a call to memcmp. */
 static inline bool key_eq(const char *k, size_t n, const uint64_t *w)
 {
@@ -555,12 +438,12 @@ static inline bool key_eq(const char *k, size_t n, const uint64_t *w)
 #endif
 }
 
-/* The known key k[0, n), or NULL; k has at least JSCAN_KEY_MAX + 1 readable bytes (a key inside
+/* The known key k[0, n), or NULL; k has at least JSON_KEY_MAX + 1 readable bytes (a key inside
  * the line is followed by its quote, the rest of the line, its NUL and the padding). */
-static inline const struct jscan_key *find_key(const struct jscan_keys *keys, const char *k,
+static inline const struct json_key *find_key(const struct json_keys *keys, const char *k,
                                                size_t n)
 {
-    if (n > JSCAN_KEY_MAX)
+    if (n > JSON_KEY_MAX)
         return NULL;
     for (unsigned i = keys->start[n]; i < keys->start[n + 1]; i++) {
         if (key_eq(k, n, keys->word[i]))
@@ -569,17 +452,178 @@ static inline const struct jscan_key *find_key(const struct jscan_keys *keys, co
     return NULL;
 }
 
+/* The known key that the member name k[0, end) (escaped when esc) names in keys, or NULL. */
+static inline const struct json_key *known_key(const struct json_keys *keys, const char *k,
+                                               const char *end, bool esc)
+{
+    if (!esc)
+        return find_key(keys, k, (size_t)(end - k));
+    char buf[JSON_KEY_MAX + 1] = {0};
+    ptrdiff_t m = unescape(k, end, buf, JSON_KEY_MAX);
+    return m >= 0 ? find_key(keys, buf, (size_t)m) : NULL;
+}
+
+/* The member at p (its key's opening quote): *ret_key is the known key of keys it names (NULL:
+ * none). Returns the pointer to its value. */
+static const char *member(struct scan *s, const char *p, const struct json_keys *keys,
+                          const struct json_key **ret_key)
+{
+    if (*p != '"')
+        return fail(s, "expected a key");
+    const char *k = p + 1;
+    bool esc = false;
+    p = string_end(s, k, &esc);
+    if (!p)
+        return NULL;
+    *ret_key = known_key(keys, k, p, esc);
+    p = skip_blanks(p + 1);
+    if (*p != ':')
+        return fail(s, "expected ':'");
+    return skip_blanks(p + 1);
+}
+
+/* An object of durations (JSON_F_DURATIONS) at p, a value of the line's object (depth 1). With
+ * sub (JSON_F_SUBKEYS), its members that are numbers fill their slots (first occurrence). */
+static const char *durations_end(struct scan *s, const char *p, bool *bad,
+                                 const struct json_keys *sub, struct json_slot *slots)
+{
+    p = skip_blanks(p + 1);
+    if (*p == '}')
+        return p + 1;
+    static const struct json_keys none; /* no key */
+    for (;;) {
+        const struct json_key *key;
+        p = member(s, p, sub ? sub : &none, &key);
+        if (!p)
+            return NULL;
+        if (!is_digit(*p)) {
+            *bad = true; /* a string, a negative number, anything else */
+        } else if (key && !(s->seen & (UINT32_C(1) << key->id))) {
+            s->seen |= UINT32_C(1) << key->id;
+            struct json_slot *slot = &slots[key->id];
+            slot->type = JSON_NUMBER;
+            slot->bad = false;
+            slot->p = p;
+            p = scalar_end(s, p);
+            if (!p)
+                return NULL;
+            slot->n = (size_t)(p - slot->p);
+            goto next;
+        }
+        p = value_end(s, p, 2);
+        if (!p)
+            return NULL;
+    next:
+        p = skip_blanks(p);
+        if (*p == '}')
+            return p + 1;
+        if (*p != ',')
+            return fail(s, "expected ',' or '}'");
+        p = skip_blanks(p + 1);
+    }
+}
+
+/* The value of a known key at p: fills *slot and returns the pointer past the value. */
+static const char *fill_slot(struct scan *s, const char *p, struct json_slot *slot,
+                             unsigned flags)
+{
+    const char *start = p;
+    slot->bad = false;
+    switch (*p) {
+    case '"': {
+        bool esc = false;
+        const char *end = string_end(s, p + 1, &esc);
+        if (!end)
+            return NULL;
+        slot->type = JSON_STRING;
+        if (!esc) {
+            slot->p = p + 1;
+            slot->n = (size_t)(end - p - 1);
+            return end + 1;
+        }
+        struct json_arena *a = s->a;
+        ptrdiff_t n = unescape(p + 1, end, a->data + a->used, a->cap - a->used);
+        if (n < 0) {
+            s->status = JSON_NOSPACE;
+            return fail(s, "arena full");
+        }
+        slot->p = a->data + a->used;
+        slot->n = (size_t)n;
+        a->used += (size_t)n;
+        return end + 1;
+    }
+    case '{':
+        slot->type = JSON_OBJECT;
+        p = (flags & JSON_F_DURATIONS) ? durations_end(s, p, &slot->bad, NULL, NULL)
+                                        : container_end(s, p, 1);
+        break;
+    case '[':
+        slot->type = JSON_ARRAY;
+        p = container_end(s, p, 1);
+        break;
+    case 't':
+    case 'f':
+        slot->type = JSON_BOOL;
+        p = scalar_end(s, p);
+        break;
+    case 'n':
+        slot->type = JSON_NULL;
+        p = scalar_end(s, p);
+        break;
+    default:
+        slot->type = JSON_NUMBER;
+        p = scalar_end(s, p); /* a number, or an error */
+        if (p && (flags & JSON_F_DOUBLE)) {
+            slot->d = strtod(start, NULL);
+            if (isinf(slot->d))
+                return fail(s, "number out of range");
+        }
+        break;
+    }
+    if (p) {
+        slot->p = start;
+        slot->n = (size_t)(p - start);
+    }
+    return p;
+}
+
+void json_keys_init(struct json_keys *ret, const struct json_key *list, size_t n)
+{
+    memset(ret, 0, sizeof *ret);
+    size_t k = 0;
+    for (size_t len = 0; len <= JSON_KEY_MAX; len++) {
+        ret->start[len] = (uint8_t)k;
+        for (size_t i = 0; i < n; i++) {
+            if (strlen(list[i].name) == len) {
+                ret->key[k] = list[i];
+                memcpy(ret->word[k], list[i].name, len);
+                k++;
+            }
+        }
+    }
+    ret->start[JSON_KEY_MAX + 1] = (uint8_t)k;
+    for (size_t i = 0; i < n; i++)
+        ret->ids |= UINT32_C(1) << list[i].id;
+}
+
+void json_keys_sub(struct json_keys *ret, unsigned id, const struct json_keys *sub)
+{
+    ret->sub[id] = sub;
+    ret->ids |= sub->ids;
+}
+
 /* The object at p, at depth depth (the line's object is depth 0), whose known members (keys)
  * fill slots. */
-static const char *object_end(struct scan *s, const char *p, const struct jscan_keys *keys,
-                              struct jscan_slot *slots, int depth)
+static const char *object_end(struct scan *s, const char *p, const struct json_keys *keys,
+                              struct json_slot *slots, int depth)
 {
-    if (depth >= INGEST_DECODE_DEPTH_MAX)
+    if (depth >= JSON_DEPTH_MAX)
         return fail(s, "nested deeper than 64");
     p = skip_blanks(p + 1);
     if (*p == '}')
         return p + 1;
     for (;;) {
+        /* member(), written out: fewer instructions per member, measured (parse_bench). */
         if (*p != '"')
             return fail(s, "expected a key");
         const char *k = p + 1;
@@ -588,10 +632,10 @@ static const char *object_end(struct scan *s, const char *p, const struct jscan_
         if (!p)
             return NULL;
         size_t n = (size_t)(p - k);
-        const struct jscan_key *key;
+        const struct json_key *key;
         if (esc) {
-            char buf[JSCAN_KEY_MAX + 1] = {0};
-            ptrdiff_t m = unescape(k, p, buf, JSCAN_KEY_MAX);
+            char buf[JSON_KEY_MAX + 1] = {0};
+            ptrdiff_t m = unescape(k, p, buf, JSON_KEY_MAX);
             key = m >= 0 ? find_key(keys, buf, (size_t)m) : NULL;
         } else {
             key = find_key(keys, k, n);
@@ -602,13 +646,15 @@ static const char *object_end(struct scan *s, const char *p, const struct jscan_
         p = skip_blanks(p + 1);
         if (key && !(s->seen & (UINT32_C(1) << key->id))) {
             s->seen |= UINT32_C(1) << key->id;
-            struct jscan_slot *slot = &slots[key->id];
-            if ((key->flags & JSCAN_F_SUBKEYS) && *p == '{' && keys->sub) {
+            struct json_slot *slot = &slots[key->id];
+            if ((key->flags & JSON_F_SUBKEYS) && *p == '{') {
                 /* Its members are scanned (and validated) once, filling the sub keys' slots. */
                 const char *start = p;
-                slot->type = JSCAN_OBJECT;
+                slot->type = JSON_OBJECT;
                 slot->bad = false;
-                p = object_end(s, p, keys->sub, slots, depth + 1);
+                p = (key->flags & JSON_F_DURATIONS)
+                        ? durations_end(s, p, &slot->bad, keys->sub[key->id], slots)
+                        : object_end(s, p, keys->sub[key->id], slots, depth + 1);
                 if (p) {
                     slot->p = start;
                     slot->n = (size_t)(p - start);
@@ -630,16 +676,16 @@ static const char *object_end(struct scan *s, const char *p, const struct jscan_
     }
 }
 
-int ingest__jscan_object(const char *line, size_t len, const struct jscan_keys *keys,
-                         struct jscan_slot *slots, struct ingest_arena *a, char *msg)
+int json_scan_object(const char *line, size_t len, const struct json_keys *keys,
+                     struct json_slot *slots, struct json_arena *a, char *msg)
 {
-    struct scan s = {NULL, 0, INGEST_DECODE_MALFORMED, a};
+    struct scan s = {NULL, 0, JSON_MALFORMED, a};
     const char *end = line + len;
     const char *p = skip_blanks(line);
     if (*p != '{') {
-        snprintf(msg, INGEST_DECODE_MSG_MAX, "%s",
+        snprintf(msg, JSON_MSG_MAX, "%s",
                  p == end ? "not valid JSON: empty line" : "not a JSON object");
-        return INGEST_DECODE_MALFORMED;
+        return JSON_MALFORMED;
     }
     p = object_end(&s, p, keys, slots, 0);
     if (p) {
@@ -648,13 +694,26 @@ int ingest__jscan_object(const char *line, size_t len, const struct jscan_keys *
             p = fail(&s, *p == '\0' ? "NUL byte" : "trailing content");
     }
     if (!p) {
-        if (s.status == INGEST_DECODE_NOSPACE)
-            snprintf(msg, INGEST_DECODE_MSG_MAX, "%s", s.why);
+        if (s.status == JSON_NOSPACE)
+            snprintf(msg, JSON_MSG_MAX, "%s", s.why);
         else
-            snprintf(msg, INGEST_DECODE_MSG_MAX, "not valid JSON: %s", s.why);
+            snprintf(msg, JSON_MSG_MAX, "not valid JSON: %s", s.why);
         return s.status;
     }
     for (uint32_t m = keys->ids & ~s.seen; m != 0; m &= m - 1)
-        slots[__builtin_ctz(m)].type = JSCAN_ABSENT;
-    return INGEST_DECODE_OK;
+        slots[__builtin_ctz(m)].type = JSON_ABSENT;
+    return JSON_OK;
+}
+
+int json_scan_copy(const char *text, size_t len, const struct json_keys *keys,
+                   struct json_slot *slots, struct json_arena *a, char *msg, char **copy)
+{
+    *copy = malloc(len + 1 + JSON_PADDING);
+    if (!*copy) {
+        snprintf(msg, JSON_MSG_MAX, "out of memory");
+        return JSON_NOSPACE;
+    }
+    memcpy(*copy, text, len);
+    memset(*copy + len, 0, 1 + JSON_PADDING);
+    return json_scan_object(*copy, len, keys, slots, a, msg);
 }
