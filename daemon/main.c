@@ -40,6 +40,7 @@
 #include "ingest/ingest.h"
 #include "live/live.h"
 #include "live/live_query.h"
+#include "loopcall/loopcall.h"
 #include "replay/replay.h"
 #include "store/store.h"
 #include "store/store_query.h"
@@ -68,17 +69,6 @@ enum {
 #define RELOAD_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a request for an evicted job waits this long
                                                      * for the loop to start its reload (503 then) */
 
-/* An evicted job's reload, asked for by an HTTP thread (live_ensure()) and run by the loop:
- * queued on daemon.reloads under async_lock; the loop takes the list, replays each job without
- * the lock, and answers under it. */
-struct reload_req {
-    struct reload_req *next;
-    int64_t job_id;
-    int result;         /* 0, -ENOMEM, -EIO, -ESHUTDOWN */
-    bool taken;         /* the loop took it: the waiter waits for done whatever the time */
-    bool done;
-};
-
 /* A job whose last session closed: evictable once the batch holding its records is committed,
  * so that a reload from the store sees every record live saw. */
 struct job_ticket {
@@ -87,13 +77,10 @@ struct job_ticket {
 };
 
 /* DELETE /api/v1/jobs/{job}, handed by an HTTP thread to the loop (which alone may touch the
- * store's tables and live): queued on daemon.deletes under async_lock, answered there too. */
+ * store's tables and live) through daemon.deletes. */
 struct delete_req {
-    struct delete_req *next;
     const char *job;
-    int result;         /* 0, -ENOENT, -EBUSY (connected), -ENOMEM, -ESHUTDOWN */
     uint64_t ticket;    /* store_wait_committed() */
-    bool done;
 };
 
 /* The job and rank of an open session, for live_feed(). */
@@ -128,19 +115,14 @@ struct daemon {
     int64_t captures_expired_ns; /* monotonic time of the last capture_reg_expire() */
     uv_async_t durable_async; /* the writer thread's wake-up call */
     uv_async_t capture_async; /* an HTTP thread added a capture */
-    uv_async_t delete_async;  /* an HTTP thread queued a job deletion */
-    uv_async_t reload_async;  /* an HTTP thread queued an evicted job's reload */
-    pthread_mutex_t async_lock; /* guards async_open and deletes against the writer and HTTP
-                                 * threads */
-    pthread_cond_t delete_cond; /* a deletion was answered (with async_lock) */
-    struct delete_req *deletes; /* waiting for the loop */
-    pthread_cond_t reload_cond; /* a reload was answered (with async_lock) */
-    struct reload_req *reloads; /* waiting for the loop */
+    struct loopcall deletes;  /* HTTP threads' job deletions (web_job_delete()) */
+    struct loopcall reloads;  /* evicted jobs' reloads (web_live_reload()) */
+    pthread_mutex_t async_lock; /* guards async_open against the writer and HTTP threads */
     struct job_ticket *tickets; /* jobs whose records may not all be committed yet; loop only */
     size_t n_tickets;
     size_t cap_tickets;
-    bool async_open;          /* durable_async, capture_async, delete_async and reload_async may
-                               * be sent to */
+    bool async_open;          /* durable_async and capture_async may be sent to, and deletes
+                               * and reloads are open */
     struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
     char instance[33];        /* this run's id, in hex: /api/v1/health and the probe answer */
     char socket_abs[PATH_MAX]; /* cfg.socket, absolute: /api/v1/health names it */
@@ -359,27 +341,23 @@ static int web_capture_list(void *ud, const char *job, int64_t id, struct sbuf *
     return r < 0 ? r : capture_reg_render(d->captures, j.id, id, out);
 }
 
-/* Loop thread: runs the queued deletions. A job with an open session is refused (-EBUSY); else
- * the store forgets it and queues the deletion of its rows, and live and the capture registry
- * drop theirs. */
-static void on_delete_async(uv_async_t *h)
+/* Loop thread: a queued deletion. A job with an open session is refused (-EBUSY); else the
+ * store forgets it and queues the deletion of its rows, and live and the capture registry drop
+ * theirs. */
+static int run_delete(void *ud, void *arg)
 {
-    struct daemon *d = h->data;
-    pthread_mutex_lock(&d->async_lock);
-    for (struct delete_req *q = d->deletes; q; q = q->next) {
-        int64_t job_id = 0;
-        q->result = d->stopping ? -ESHUTDOWN
-                                : store_job_delete(d->store, q->job, &job_id, &q->ticket);
-        if (q->result == 0) {
-            live_drop_job(d->live, job_id);
-            capture_reg_drop_job(d->captures, job_id);
-            log_info("job \"%s\" (%lld) deleted", q->job, (long long)job_id);
-        }
-        q->done = true;
+    struct daemon *d = ud;
+    struct delete_req *q = arg;
+    if (d->stopping)
+        return -ESHUTDOWN;
+    int64_t job_id = 0;
+    int r = store_job_delete(d->store, q->job, &job_id, &q->ticket);
+    if (r == 0) {
+        live_drop_job(d->live, job_id);
+        capture_reg_drop_job(d->captures, job_id);
+        log_info("job \"%s\" (%lld) deleted", q->job, (long long)job_id);
     }
-    d->deletes = NULL;
-    pthread_cond_broadcast(&d->delete_cond);
-    pthread_mutex_unlock(&d->async_lock);
+    return r;
 }
 
 /* web's DELETE /api/v1/jobs/{job} (HTTP thread): asks the loop, then waits for the commit. */
@@ -392,31 +370,9 @@ static int web_job_delete(void *ud, const char *job)
     if (r < 0)
         return r;
     struct delete_req q = {.job = sj.name};
-    int64_t deadline = clock_mono_ns() + DELETE_WAIT_NS;
-    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
-    pthread_mutex_lock(&d->async_lock);
-    if (!d->async_open) {
-        pthread_mutex_unlock(&d->async_lock);
-        return -ESHUTDOWN;
-    }
-    q.next = d->deletes;
-    d->deletes = &q;
-    uv_async_send(&d->delete_async);
-    while (!q.done) {
-        if (pthread_cond_timedwait(&d->delete_cond, &d->async_lock, &ts) == ETIMEDOUT &&
-            !q.done) {
-            /* Not taken yet (the loop answers a whole list under the lock): unlink it. */
-            struct delete_req **p = &d->deletes;
-            while (*p != &q)
-                p = &(*p)->next;
-            *p = q.next;
-            q.result = -ETIMEDOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&d->async_lock);
-    if (q.result < 0)
-        return q.result;
+    r = loopcall_call(&d->deletes, &q, DELETE_WAIT_NS);
+    if (r < 0)
+        return r;
     return store_wait_committed(d->store, q.ticket, DELETE_WAIT_NS);
 }
 
@@ -506,24 +462,12 @@ static void close_async(struct daemon *d)
     pthread_mutex_lock(&d->async_lock);
     bool was_open = d->async_open;
     d->async_open = false;
-    for (struct delete_req *q = d->deletes; q; q = q->next) {
-        q->result = -ESHUTDOWN;
-        q->done = true;
-    }
-    d->deletes = NULL;
-    pthread_cond_broadcast(&d->delete_cond);
-    for (struct reload_req *q = d->reloads; q; q = q->next) {
-        q->result = -ESHUTDOWN;
-        q->done = true;
-    }
-    d->reloads = NULL;
-    pthread_cond_broadcast(&d->reload_cond);
     pthread_mutex_unlock(&d->async_lock);
     if (was_open) {
         uv_close((uv_handle_t *)&d->durable_async, NULL);
         uv_close((uv_handle_t *)&d->capture_async, NULL);
-        uv_close((uv_handle_t *)&d->delete_async, NULL);
-        uv_close((uv_handle_t *)&d->reload_async, NULL);
+        loopcall_close(&d->deletes);
+        loopcall_close(&d->reloads);
     }
 }
 
@@ -611,25 +555,11 @@ static void on_flush_timer(uv_timer_t *h)
         (void)live_flush(d->live);
 }
 
-/* Loop thread: runs the queued reloads, outside async_lock (a replay may take a while). */
-static void on_reload_async(uv_async_t *h)
+/* Loop thread: a queued reload (web_live_reload()). */
+static int run_reload(void *ud, void *arg)
 {
-    struct daemon *d = h->data;
-    pthread_mutex_lock(&d->async_lock);
-    struct reload_req *list = d->reloads;
-    d->reloads = NULL;
-    for (struct reload_req *q = list; q; q = q->next)
-        q->taken = true;
-    pthread_mutex_unlock(&d->async_lock);
-    for (struct reload_req *q = list; q; q = q->next)
-        q->result = d->stopping ? -ESHUTDOWN : replay_reload(&d->replay, q->job_id);
-    pthread_mutex_lock(&d->async_lock);
-    for (struct reload_req *q = list, *next; q; q = next) {
-        next = q->next; /* q belongs to its waiter once done */
-        q->done = true;
-    }
-    pthread_cond_broadcast(&d->reload_cond);
-    pthread_mutex_unlock(&d->async_lock);
+    struct daemon *d = ud;
+    return d->stopping ? -ESHUTDOWN : replay_reload(&d->replay, *(const int64_t *)arg);
 }
 
 /* live's reload hook (HTTP thread, live_ensure()): asks the loop to reload the job and waits. A
@@ -639,32 +569,7 @@ static void on_reload_async(uv_async_t *h)
 static int web_live_reload(void *ud, int64_t job_id)
 {
     struct daemon *d = ud;
-    struct reload_req q = {.job_id = job_id};
-    int64_t deadline = clock_mono_ns() + RELOAD_WAIT_NS;
-    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
-    pthread_mutex_lock(&d->async_lock);
-    if (!d->async_open) {
-        pthread_mutex_unlock(&d->async_lock);
-        return -ESHUTDOWN;
-    }
-    q.next = d->reloads;
-    d->reloads = &q;
-    uv_async_send(&d->reload_async);
-    while (!q.done) {
-        if (q.taken) {
-            pthread_cond_wait(&d->reload_cond, &d->async_lock);
-        } else if (pthread_cond_timedwait(&d->reload_cond, &d->async_lock, &ts) == ETIMEDOUT &&
-                   !q.taken && !q.done) {
-            struct reload_req **p = &d->reloads;
-            while (*p != &q)
-                p = &(*p)->next;
-            *p = q.next;
-            q.result = -ETIMEDOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&d->async_lock);
-    return q.result;
+    return loopcall_call(&d->reloads, &job_id, RELOAD_WAIT_NS);
 }
 
 static void close_handles(struct daemon *d)
@@ -1058,12 +963,6 @@ int main(int argc, char **argv)
     raise_fd_limit(&d.cfg);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&d.async_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* web_job_delete() waits by clock_mono_ns() */
-    pthread_cond_init(&d.delete_cond, &ca);
-    pthread_cond_init(&d.reload_cond, &ca); /* web_live_reload() too */
-    pthread_condattr_destroy(&ca);
 
     d.loop = uv_default_loop();
     int r;
@@ -1113,15 +1012,19 @@ int main(int argc, char **argv)
         .ud = &d,
     };
     char err[STORE_ERR_MAX > WEB_ERR_MAX ? STORE_ERR_MAX : WEB_ERR_MAX] = "";
+    r = loopcall_init(&d.deletes, d.loop, run_delete, &d);
+    if (r == 0 && (r = loopcall_init(&d.reloads, d.loop, run_reload, &d)) < 0)
+        loopcall_close(&d.deletes);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: %s\n", strerror(-r));
+        code = EXIT_RUNTIME;
+        goto out;
+    }
     /* The async handle must exist before the writer thread can call on_durable. */
     uv_async_init(d.loop, &d.durable_async, on_durable_async);
     d.durable_async.data = &d;
     uv_async_init(d.loop, &d.capture_async, on_capture_async);
     d.capture_async.data = &d;
-    uv_async_init(d.loop, &d.delete_async, on_delete_async);
-    d.delete_async.data = &d;
-    uv_async_init(d.loop, &d.reload_async, on_reload_async);
-    d.reload_async.data = &d;
     d.async_open = true;
     r = store_open(&scfg, &d.store, err);
     if (r < 0) {
@@ -1247,6 +1150,8 @@ int main(int argc, char **argv)
     code = EXIT_OK;
     web_stop(d.web);
     d.web = NULL;
+    loopcall_destroy(&d.deletes); /* no HTTP thread is left to call them */
+    loopcall_destroy(&d.reloads);
     persist_live_steps(&d);
     free(d.changed_ids);
     free(d.rank_ids);
