@@ -8,11 +8,12 @@
  * order), so the numbers after a restart are the ones the daemon showed before it. live_feed()
  * only appends: an X span costs two hash lookups ((name, cat) per job, (pid, tid) per rank) and
  * a copy of 32 bytes into the rank's batch; nothing is sorted and nothing allocated per event.
- * live_flush() does the per-batch work: it sorts each rank's batch by thread and end time and
- * walks it with one stack of open spans per thread that survives across batches (torch's
- * nesting rule for self time, given that a thread emits an X span when it ends, after its
- * children), folds the spans into per-rank operator aggregates, and files the spans a step
- * trace needs under their step. live_publish() flushes and rebuilds an immutable, refcounted
+ * live_flush() does the per-batch work: it groups the nesting (host) spans of each rank's batch
+ * by thread in torch's walk order (start ascending, end descending, arrival) and walks each
+ * thread with a state that survives across batches (torch's nesting rule for self time: forward
+ * when a thread's spans arrive in that order, else by end, each span taking the parentless
+ * spans it contains, as tracers that emit a span when it ends need), folds the spans into
+ * per-rank operator aggregates, and files the spans a step trace needs under their step. live_publish() flushes and rebuilds an immutable, refcounted
  * snapshot for every job that changed; HTTP threads take a reference under a mutex held only
  * for the pointer swap, so no query ever touches loop state.
  *

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * live_int: the snapshot layout, shared by live.c (which builds snapshots on the loop thread)
- * and live_query.c (which reads them on HTTP threads). Never included from outside daemon/live/.
- * A snapshot is written once, before it is published, and only read afterwards; the refcount is
- * its one mutable field.
+ * live_int: what daemon/live/'s files share; never included from outside daemon/live/.
+ *
+ * First the snapshot layout, built by live_snapshot.c on the loop thread and read by
+ * live_query.c and live_breakdown.c on HTTP threads: a snapshot is written once, before it is
+ * published, and only read afterwards; the refcount is its one mutable field. Then the loop
+ * side, which only the loop thread touches (lv->lock excepted): the live state, job by job and
+ * rank by rank, and the functions one concern's file calls in another's (live.c names the
+ * files). A function here is named live__<name>.
  */
 #ifndef STEPSCOPE_LIVE_INT_H
 #define STEPSCOPE_LIVE_INT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../analyse/analyse_breakdown.h"
 #include "../analyse/analyse_queues.h"
@@ -220,5 +227,284 @@ struct live_snapshot {
 #define LIVE_OTHER_NAME "[other]" /* the row of the operators past LIVE_OPS_MAX */
 
 void live__snapshot_free(struct live_snapshot *s);
+
+/* ---- loop side ---- */
+
+struct kent {
+    uint64_t hash;
+    size_t off1; /* into ktab.text; k1 then k2, each followed by a NUL */
+    size_t len1;
+    size_t off2;
+    size_t len2;
+};
+
+struct ktab {
+    uint32_t *slots; /* index + 1; 0 = empty; cap_slots is a power of two */
+    size_t cap_slots;
+    struct kent *ents;
+    size_t n;
+    size_t cap;
+    char *text;
+    size_t text_len;
+    size_t text_cap;
+};
+
+/* A span in a batch, under a step or pending. */
+struct live_span {
+    int64_t ts_ns;
+    int64_t end_ns;
+    uint32_t op;     /* job op index, or LIVE_OP_OTHER */
+    uint32_t thread; /* batch: rank thread index */
+    uint32_t order;  /* batch: arrival index */
+    uint8_t role;    /* enum analyse_role */
+};
+
+struct live_open {
+    int64_t ts_ns;
+    int64_t end_ns;
+    uint32_t op; /* spine: the span's op, whose self time its children take away */
+};
+
+/* Self time follows torch's walk (profiler_util.py _populate_cpu_children): spans sorted by
+ * (start, -end, arrival), a span's parent is the nearest earlier span in that order that still
+ * contains it. A thread's spans that arrive in that order (torch's legacy export, stepscope's
+ * streams) are walked forward across flushes with the walk's stack kept in `spine`; spans that
+ * arrive before an earlier-starting container (tracers that emit a span when it ends) are walked
+ * backwards, each container taking its children from `open`, the spans that had no parent yet. */
+struct live_thread {
+    struct live_open *open; /* spans without a parent yet */
+    size_t n;
+    size_t cap;
+    struct live_open *spine; /* torch's walk stack after the latest span in sort order */
+    size_t n_spine;
+    size_t cap_spine;
+    bool seen;               /* last_ts/last_end hold the latest (start, -end) walked */
+    int64_t last_ts;
+    int64_t last_end;
+};
+
+struct live_step {
+    int64_t step;
+    int64_t begin_ns;
+    int64_t end_ns;
+    int64_t samples;
+    bool from_record;
+    bool profiled;        /* a record step that a step span of its number covers (LIST_SPAN) */
+    bool has_phases;
+    int64_t ph_data_ns;   /* phases.dataloader */
+    int64_t ph_fwdbwd_ns; /* phases.forward + phases.backward */
+    bool dirty;           /* spans changed since the points were computed */
+    bool settled;         /* spans freed; points final */
+    int64_t spans_seen;   /* spans assigned to the step, kept or not (the timeline's hint) */
+    struct live_span *spans;
+    size_t n_spans;
+    size_t cap_spans;
+    size_t n_sorted;      /* spans[0, n_sorted) are in cmp_span_exec order (appends go after) */
+    bool has_trace;       /* trace points below are valid */
+    int64_t fp_ns;
+    int64_t bp_ns;
+    uint32_t fp_op;
+    uint32_t bp_op;
+    uint8_t fp_origin;
+    uint8_t bp_origin;
+    struct live_comm *comm; /* the step's communication ops (reduce lines), kept once settled */
+    uint32_t n_comm;
+};
+
+struct live_steplist {
+    struct live_step *steps; /* by begin_ns */
+    size_t n;
+    size_t cap;
+    size_t n_settled;        /* steps[0, n_settled) are settled */
+    size_t hint;             /* step_find(): the last step found to begin at or before a span */
+    bool unordered;          /* steps are not all by begin_ns (a step came before settled ones) */
+    size_t kept_spans;       /* spans held by unsettled steps */
+    struct live_span *pending;
+    size_t n_pending;
+    size_t cap_pending;
+};
+
+enum { LIST_RECORD, LIST_SPAN, LIST_COUNT };
+
+/* One queue's series on the loop side. */
+struct live_queue {
+    char *name;                           /* NUL-terminated, owned; at most LIVE_QUEUE_NAME_MAX */
+    size_t name_len;
+    struct analyse_queue_sample *samples; /* arrival order */
+    size_t n;
+    size_t cap;
+};
+
+struct live_rank {
+    int64_t rank;
+    struct live_queue *queues; /* [n_queues], by first appearance */
+    size_t n_queues;
+    size_t cap_queues;
+    bool queues_dirty;         /* a sample arrived since qset was built */
+    struct live_qset *qset;    /* the last published set (a reference), NULL before any */
+    struct live_pipe *pipe;    /* the latest pipeline record (a reference), NULL before any */
+    struct live_host host;     /* running sums of the host records' CPU figures */
+    struct ktab threads;
+    struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
+    size_t cap_th;
+    struct live_thread shared;
+    char last_key[32];      /* pid '\0' tid of the last span fed: most runs share one thread */
+    size_t last_key_len;
+    uint32_t last_th;
+    struct live_span *batch;
+    size_t n_batch;
+    size_t cap_batch;
+    struct live_agg *agg;   /* by job op index */
+    size_t n_agg;
+    struct live_agg other;
+    struct live_steplist lists[LIST_COUNT];
+    struct live_bd bd;      /* the spans of the step-time breakdown (live_breakdown.c) */
+    struct live_counters c;
+};
+
+struct live_job {
+    int64_t id;
+    struct ktab ops;          /* (name, cat) */
+    uint8_t *roles;           /* [ops.n] */
+    size_t cap_roles;
+    size_t n_roles_done;      /* roles[0, n_roles_done) are classified */
+    uint8_t *name_bits;       /* [ops.n]: analyse_steptrace_name_bits() of each op's name */
+    size_t cap_name_bits;
+    size_t n_name_bits;       /* name_bits[0, n_name_bits) are computed */
+    struct live_rank **ranks;
+    size_t n_ranks;
+    size_t cap_ranks;
+    struct live_rank *last;   /* lookup cache */
+    bool dirty;               /* fed since the last publish */
+    uint64_t bytes;           /* accounted at the last publish (job_bytes()) */
+    int64_t used_ns;          /* last fed (stamp()) */
+    char env[6][RECORD_NAME_MAX + 1]; /* live_job_env()'s fields, in its order; "" = not set */
+    size_t bd_max;            /* breakdown spans each rank keeps (live_bd.max_spans) */
+};
+
+struct live_pub {
+    int64_t job_id;
+    struct live_snapshot *snap;
+    uint64_t seq;             /* live.pub_seq when snap was published */
+    int64_t used_ns;          /* last live_ensure() (stamp()), 0 = none */
+};
+
+/* An evicted job, and the steps its last snapshot listed for the rank with the most (-1: not
+ * known, a job marked at start-up that was never in memory). */
+struct live_evicted {
+    int64_t job_id;
+    int64_t steps;
+};
+
+struct live {
+    struct live_job **jobs;
+    int64_t *job_ids;         /* jobs[i]->id, contiguous: job_get() scans these */
+    size_t n_jobs;
+    size_t cap_jobs;
+    size_t cap_job_ids;
+    size_t max_jobs;          /* live_config.max_jobs; past it a new job is refused */
+    int64_t *untracked;       /* ids of the jobs refused past max_jobs (under lock), at most
+                                 LIVE_UNTRACKED_LIST; n_untracked counts them all */
+    size_t n_untracked_list;
+    size_t cap_untracked;
+    _Atomic uint64_t n_untracked;
+    struct live_job *last;
+    int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
+    struct analyse_span *scratch; /* FP/BP derivation */
+    size_t cap_scratch;
+    uint8_t *scratch_bits;        /* the name bits of scratch's spans */
+    size_t cap_scratch_bits;
+    struct live_span *merge;      /* sort_spans()'s copy of the spans appended since the last sort */
+    size_t cap_merge;
+    struct live_span *by_thread;  /* sort_batch()'s copy of a batch, grouped by thread */
+    size_t cap_by_thread;
+    size_t *thread_at;            /* sort_batch()'s counts, then offsets, per thread */
+    size_t cap_thread_at;
+    pthread_mutex_t lock;     /* guards pub and pub_seq only */
+    uint64_t pub_seq;         /* publications so far (live_query_changed()) */
+    struct live_pub *pub;
+    size_t n_pub;
+    uint64_t pub_serial;  /* serials handed to published snapshots (under lock) */
+    size_t cap_pub;
+    _Atomic uint64_t bytes;   /* sum of the jobs' accounted bytes */
+    _Atomic int64_t stamp;    /* the latest use stamp handed out (stamp()) */
+    struct live_evicted *evicted; /* evicted jobs, unordered (under lock) */
+    size_t n_evicted;
+    size_t cap_evicted;
+    live_reload_fn reload;    /* live_set_reload() */
+    void *reload_ud;
+    const struct analyse_rules *rules; /* live_config.rules, borrowed */
+    size_t bd_max_import;              /* breakdown spans per rank of an imported job */
+    char *fp_point;                    /* live_config's, owned; NULL = none */
+    char *bp_point;
+};
+
+/* memcmp() that accepts a NULL pointer with n == 0 (an absent pid, tid or cat). */
+static inline bool live__bytes_eq(const char *a, const char *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n) == 0;
+}
+
+static inline int live__grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Interning (live_intern.c). Finds or adds (k1, k2) in t. Returns 1 and sets *ret_idx; 0 if
+ * absent and t holds max keys already; -ENOMEM. */
+int live__ktab_get(struct ktab *t, const char *k1, size_t l1, const char *k2, size_t l2,
+                   size_t max, uint32_t *ret_idx);
+void live__ktab_done(struct ktab *t);
+
+/* The state's life (live.c). A strictly rising clock_mono_ns(), so that two uses never tie in
+ * the LRU order (any thread). */
+int64_t live__stamp(struct live *lv);
+/* job id's state, added if new; NULL when refused past max_jobs (counted) or out of memory. */
+struct live_job *live__job_get(struct live *lv, int64_t id);
+void live__job_free(struct live_job *j);
+
+/* Steps (live_steps.c). */
+void live__steplist_done(struct live_steplist *l);
+/* Files sp under the step of l that holds its start, else keeps it pending. */
+void live__list_add_span(struct live_steplist *l, const struct live_span *sp,
+                         struct live_counters *c);
+/* Files a span under the rank's step records (by its step span's number, else by time). */
+void live__record_add_span(struct live_rank *rk, const struct live_span *sp);
+/* Takes a step record into the rank's record list. */
+void live__feed_step_record(struct live_rank *rk, const struct record *r);
+/* The number after '#' in "ProfilerStep#12", or -1. */
+int64_t live__step_number(const char *name, size_t len);
+/* Files the step of a step span named name in the rank's span-step list, once per number.
+ * Returns 0 (also for a name without a number), -ENOMEM. */
+int live__add_span_step(struct live_rank *rk, const char *name, size_t len, int64_t begin_ns,
+                        int64_t end_ns);
+/* Settles l's oldest steps (points computed, spans freed) while it keeps more than
+ * LIVE_RANK_SPANS_MAX spans. */
+void live__settle(struct live *lv, struct live_job *j, struct live_steplist *l,
+                  struct live_counters *c);
+/* Recomputes the points of j's unsettled steps whose spans changed. */
+void live__job_points(struct live *lv, struct live_job *j);
+
+/* Snapshots (live_snapshot.c). The steps snap lists for rank (rank < 0: the rank with the
+ * most), -1 for NULL snap or no such rank. */
+int64_t live__snap_steps(const struct live_snapshot *snap, int64_t rank);
+
+/* Accounting (live_account.c). Accounts j's bytes, with its new snapshot s, into lv->bytes. */
+void live__account(struct live *lv, struct live_job *j, const struct live_snapshot *s);
+
+/* Eviction (live_evict.c). Index of job_id in lv->evicted, or -1; under lv->lock. */
+ptrdiff_t live__evicted_find(const struct live *lv, int64_t job_id);
+/* Notes job_id as refused past max_jobs (once). */
+void live__untrack(struct live *lv, int64_t job_id);
 
 #endif

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live_account: the bytes a job's live state holds, estimated from the capacities of what it
+ * holds (docs/ARCHITECTURE.md "Live memory"), computed at each publish; live_evict() compares
+ * their sum with the budget.
+ */
+#include <stddef.h>
+
+#include "live_int.h"
+
+static size_t ktab_bytes(const struct ktab *t)
+{
+    return t->cap_slots * sizeof *t->slots + t->cap * sizeof *t->ents + t->text_cap;
+}
+
+static size_t thread_bytes(const struct live_thread *t)
+{
+    return t->cap * sizeof *t->open + t->cap_spine * sizeof *t->spine;
+}
+
+static size_t rank_bytes(const struct live_rank *rk)
+{
+    size_t b = sizeof *rk + ktab_bytes(&rk->threads) + rk->cap_th * sizeof *rk->th +
+               thread_bytes(&rk->shared) + rk->cap_batch * sizeof *rk->batch +
+               rk->n_agg * sizeof *rk->agg + rk->cap_queues * sizeof *rk->queues;
+    for (size_t i = 0; i < rk->threads.n && rk->th; i++)
+        b += thread_bytes(&rk->th[i]);
+    for (int k = 0; k < LIST_COUNT; k++) {
+        const struct live_steplist *l = &rk->lists[k];
+        b += l->cap * sizeof *l->steps + l->cap_pending * sizeof *l->pending;
+        for (size_t i = 0; i < l->n; i++)
+            b += l->steps[i].cap_spans * sizeof *l->steps[i].spans +
+                 l->steps[i].n_comm * sizeof *l->steps[i].comm;
+    }
+    for (size_t i = 0; i < rk->n_queues; i++) /* and the published copy (qset) */
+        b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *
+                                                    sizeof *rk->queues[i].samples;
+    if (rk->pipe)
+        b += sizeof *rk->pipe + rk->pipe->cap_values * sizeof *rk->pipe->values;
+    /* The breakdown chunks: the full ones whole, the last as far as it is written, in pages. A
+     * chunk (LIVE_BD_CHUNK spans, 320 KiB) is malloc()'d whole but its pages are touched only as
+     * spans are appended, so charging its capacity charged a one-event job 100 times what it
+     * holds and filled the budget at ~3 200 small jobs (issue 18). */
+    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks;
+    if (rk->bd.n_chunks > 0) {
+        const struct live_bd_chunk *last = rk->bd.chunks[rk->bd.n_chunks - 1];
+        size_t used = offsetof(struct live_bd_chunk, v) + last->n * sizeof last->v[0];
+        b += (rk->bd.n_chunks - 1) * sizeof **rk->bd.chunks + (used + 4095) / 4096 * 4096;
+    }
+    return b;
+}
+
+/* What j and its snapshot s hold, approximately (capacities, not allocator overhead). */
+static uint64_t job_bytes(const struct live_job *j, const struct live_snapshot *s)
+{
+    size_t b = sizeof *j + ktab_bytes(&j->ops) + j->cap_roles + j->cap_name_bits + j->cap_ranks * sizeof *j->ranks;
+    for (size_t i = 0; i < j->n_ranks; i++)
+        b += rank_bytes(j->ranks[i]);
+    if (s) {
+        b += sizeof *s + (s->n_ops + 1) * sizeof *s->ops + j->ops.text_len + 1 +
+             (s->n_ranks + 1) * sizeof *s->ranks;
+        for (size_t i = 0; i < s->n_ranks; i++)
+            b += (s->ranks[i].n_agg + 1) * sizeof *s->ranks[i].agg +
+                 (s->ranks[i].n_steps + 1) * sizeof *s->ranks[i].steps +
+                 s->ranks[i].n_comm * sizeof *s->ranks[i].comm +
+                 (s->ranks[i].bd.n_chunks + 1) * sizeof *s->ranks[i].bd.chunks;
+    }
+    return b;
+}
+
+void live__account(struct live *lv, struct live_job *j, const struct live_snapshot *s)
+{
+    uint64_t b = job_bytes(j, s);
+    atomic_fetch_add_explicit(&lv->bytes, b - j->bytes, memory_order_relaxed); /* mod 2^64 */
+    j->bytes = b;
+}
+
+uint64_t live_bytes(const struct live *lv)
+{
+    return lv ? atomic_load_explicit(&lv->bytes, memory_order_relaxed) : 0;
+}
+
+uint64_t live_job_bytes(const struct live *lv, int64_t job_id)
+{
+    for (size_t i = 0; i < lv->n_jobs; i++)
+        if (lv->job_ids[i] == job_id)
+            return lv->jobs[i]->bytes;
+    return 0;
+}
