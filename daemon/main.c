@@ -32,6 +32,7 @@
 
 #include "analyse/analyse_helper.h"
 #include "analyse/analyse_roles.h"
+#include "cluster/cluster.h"
 #include "../lib/clock.h"
 #include "core/config.h"
 #include "../lib/log.h"
@@ -99,6 +100,7 @@ struct daemon {
     struct store *store;
     struct ingest *ingest;
     struct web *web;
+    struct cluster *cluster;  /* NULL without cluster_url */
     struct live *live;
     struct replay_config replay; /* store, live and the budgets it replays under */
     struct analyse_helper_rules helper_rules; /* the defaults, overridden by cfg.helper_rules */
@@ -1086,6 +1088,15 @@ int main(int argc, char **argv)
         .decode = web_decoder_decode,
         .max_line = (size_t)d.cfg.max_line_bytes,
     };
+    /* Before the web server: /stats shows the backlog from the first answer. */
+    char cerr[CLUSTER_ERR_MAX] = "";
+    r = cluster_start_config(&d.cfg, d.store, &d.stats, &d.cluster, cerr);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: %s\n", cerr);
+        code = EXIT_USAGE;
+        goto out;
+    }
+
     struct web_config wcfg = {
         .http = d.cfg.http,
         .static_dir = d.cfg.static_dir,
@@ -1152,6 +1163,7 @@ int main(int argc, char **argv)
     d.web = NULL;
     loopcall_destroy(&d.deletes); /* no HTTP thread is left to call them */
     loopcall_destroy(&d.reloads);
+    cluster_stop(d.cluster);
     persist_live_steps(&d);
     free(d.changed_ids);
     free(d.rank_ids);
@@ -1175,6 +1187,7 @@ int main(int argc, char **argv)
 
 out:
     /* Start-up failed: undo what was started, in reverse order. */
+    cluster_stop(d.cluster);
     web_stop(d.web);
     live_free(d.live);
     analyse_rules_free(d.role_rules);

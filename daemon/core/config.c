@@ -63,6 +63,14 @@ const struct config_option config_options[] = {
      "captures of one job that have not ended; more answer 429 (0: no cap of its own)"},
     {"capture_expire_s", "30",
      "seconds a capture part may stay pending (not armed by a client) before it expires"},
+    {"cluster_url", "",
+     "ClickHouse HTTP interface (http://HOST:8123/) to ship committed data to (empty: none)"},
+    {"cluster_credentials_file", "",
+     "file whose first line is USER:PASSWORD for cluster_url (empty: ClickHouse's default user)"},
+    {"node", NULL, "this node's name in the cluster (default: the host name)"},
+    {"cluster_batch_rows", "262144", "spans (and steps, queue samples) per shipped batch"},
+    {"cluster_max_rows_per_s", "4000000", "rows shipped per second at most, catching up (0: no bound)"},
+    {"cluster_retry_max_ms", "30000", "longest backoff between failed shipping attempts"},
     {NULL, NULL, NULL},
 };
 
@@ -262,6 +270,37 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return STR(auth_token_file);
     if (strcmp(key, "metrics_max_ranks") == 0)
         return U64(metrics_max_ranks, 0, 1000000);
+    if (strcmp(key, "cluster_url") == 0) {
+        if (value[0] && strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) {
+            snprintf(err, CONFIG_ERR_MAX, "cluster_url: \"%.64s\" is not an http:// or https:// URL",
+                     value);
+            return -EINVAL;
+        }
+        const char *auth = strstr(value, "://");
+        if (auth && memchr(auth + 3, '@', strcspn(auth + 3, "/?#"))) {
+            snprintf(err, CONFIG_ERR_MAX, "cluster_url: credentials go in cluster_credentials_file");
+            return -EINVAL;
+        }
+        return STR(cluster_url);
+    }
+    if (strcmp(key, "cluster_credentials_file") == 0)
+        return STR(cluster_credentials_file);
+    if (strcmp(key, "node") == 0) {
+        size_t n = strlen(value);
+        if (n == 0 || n > 64 ||
+            strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:") != n) {
+            snprintf(err, CONFIG_ERR_MAX,
+                     "node: \"%.64s\" is not 1 to 64 of A-Z a-z 0-9 - . _ :", value);
+            return -EINVAL;
+        }
+        return STR(node);
+    }
+    if (strcmp(key, "cluster_batch_rows") == 0)
+        return U64(cluster_batch_rows, 1, 16u << 20);
+    if (strcmp(key, "cluster_max_rows_per_s") == 0)
+        return U64(cluster_max_rows_per_s, 0, UINT64_MAX / 4);
+    if (strcmp(key, "cluster_retry_max_ms") == 0)
+        return U64(cluster_retry_max_ms, 250, 3600000);
 #undef STR
 #undef U64
     snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);
@@ -300,6 +339,13 @@ void config_init(struct config *c, char *const *envp, unsigned uid, const char *
     else
         snprintf(c->data_dir, sizeof c->data_dir, "/tmp/stepscope-%u-state", uid);
     snprintf(c->static_dir, sizeof c->static_dir, "%s", default_static_dir ? default_static_dir : "");
+    /* node: the host name, cut at the first character a node name cannot hold. */
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "localhost");
+    host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:")] = '\0';
+    host[64] = '\0';
+    snprintf(c->node, sizeof c->node, "%s", host[0] ? host : "localhost");
 }
 
 static char *trim(char *s, char *end)

@@ -63,6 +63,12 @@ struct config {
     uint64_t metrics_max_ranks;         /* (job, rank) pairs GET /metrics exports at most */
     uint64_t capture_max_open;          /* captures of one job not yet ended; 0: no cap */
     uint64_t capture_expire_s;          /* a pending capture part expires after this long */
+    char cluster_url[CONFIG_PATH_MAX];  /* ClickHouse HTTP interface; "" = no shipping */
+    char cluster_credentials_file[CONFIG_PATH_MAX]; /* USER:PASSWORD on its first line */
+    char node[65];                      /* this node's name; default the host name */
+    uint64_t cluster_batch_rows;        /* rows per shipped batch */
+    uint64_t cluster_max_rows_per_s;    /* catch-up bound; 0: none */
+    uint64_t cluster_retry_max_ms;      /* longest backoff */
 };
 
 struct config_option {

@@ -8,9 +8,39 @@
 #define STEPSCOPE_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "record.h"
+
+/* A short text several threads read and one writes (a spin lock: held for a copy only). */
+#define STATS_NOTE_MAX 256
+struct stats_note {
+    atomic_flag busy;
+    char text[STATS_NOTE_MAX];
+};
+
+static inline void stats_note_set(struct stats_note *n, const char *s)
+{
+    while (atomic_flag_test_and_set_explicit(&n->busy, memory_order_acquire))
+        ;
+    size_t len = strlen(s);
+    if (len >= STATS_NOTE_MAX)
+        len = STATS_NOTE_MAX - 1;
+    memcpy(n->text, s, len);
+    n->text[len] = 0;
+    atomic_flag_clear_explicit(&n->busy, memory_order_release);
+}
+
+/* Copies the note into out (STATS_NOTE_MAX bytes). */
+static inline void stats_note_get(struct stats_note *n, char *out)
+{
+    while (atomic_flag_test_and_set_explicit(&n->busy, memory_order_acquire))
+        ;
+    memcpy(out, n->text, STATS_NOTE_MAX);
+    atomic_flag_clear_explicit(&n->busy, memory_order_release);
+}
 
 struct stats {
     _Atomic uint64_t connections_accepted;
@@ -54,6 +84,18 @@ struct stats {
                                              capture_max_open (409, 429) */
     _Atomic uint64_t captures_expired;    /* capture parts expired, still pending after
                                              capture_expire_s */
+    /* Cluster shipping (daemon/cluster), all 0 without cluster_url. */
+    _Atomic uint64_t cluster_enabled;       /* 1 when a cluster_url is set */
+    _Atomic uint64_t cluster_rows;          /* rows ClickHouse took (spans, steps, queue samples) */
+    _Atomic uint64_t cluster_bytes;         /* compressed request bytes of the batches taken */
+    _Atomic uint64_t cluster_batches;       /* batches taken (each saved to the cursor) */
+    _Atomic uint64_t cluster_retries;       /* failed attempts (each followed by a backoff) */
+    _Atomic uint64_t cluster_pending_rows;  /* gauge: rows committed locally, not yet shipped */
+    _Atomic uint64_t cluster_pending_batches; /* gauge: those in batches of cluster_batch_rows */
+    _Atomic uint64_t cluster_lag_ms;        /* gauge: since the shipper last had nothing pending */
+    _Atomic uint64_t cluster_backoff_ms;    /* gauge: the wait before the next try; 0: none */
+    _Atomic uint64_t cluster_failing;       /* gauge: 1 while the last attempt failed */
+    struct stats_note cluster_last_error;   /* the last failure, kept after recovery */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

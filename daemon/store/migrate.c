@@ -136,8 +136,19 @@ static const char schema_v2[] =
  * until live reports one (a database of version 2: until the job is next loaded). */
 static const char schema_v3[] = "ALTER TABLE ranks ADD COLUMN live_steps INTEGER;";
 
+/* Version 4: where the cluster shipper (daemon/cluster) has got to, per target (a ClickHouse URL
+ * without its credentials): the last blocks, steps and queue_samples rowid it shipped
+ * (store_ship.h). */
+static const char schema_v4[] =
+    "CREATE TABLE ship_cursors("
+    " target TEXT PRIMARY KEY,"
+    " block INTEGER NOT NULL,"
+    " step INTEGER NOT NULL,"
+    " queue INTEGER NOT NULL,"
+    " updated_ns INTEGER NOT NULL);";
+
 /* steps[i] migrates version i to i + 1. */
-static const char *const steps[] = {schema_v1, schema_v2, schema_v3};
+static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4};
 
 void store__errf(char *err, const char *fmt, ...)
 {

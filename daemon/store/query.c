@@ -95,7 +95,7 @@ static int sql_errno(int rc)
 
 /* Notes that block id (job_id, rank) cannot be decoded, why; logged the first time. Readers skip
  * such a block and go on with the next, so one bad block costs its own lines only. */
-static void block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_t id,
+void store__block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_t id,
                           const char *why)
 {
     bool first = true;
@@ -135,7 +135,7 @@ static void job_damage(struct store *st, struct store_job *j)
 /* Decodes one stored block (codec, raw_bytes, data[0..len)) into *ret_lines / *ret_n: the data
  * itself (STORE_CODEC_NONE) or *buf, decompressed with *dctx (both created on demand). Returns
  * 0, -ENOMEM, or -EIO with *why set (the block is damaged). */
-static int decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t raw_bytes,
+int store__decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t raw_bytes,
                         int codec, const void *data, size_t len, const char **ret_lines,
                         size_t *ret_n, const char **why)
 {
@@ -523,10 +523,10 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
         size_t len = (size_t)sqlite3_column_bytes(s, 2);
         const char *lines = NULL, *why = NULL;
         size_t n_lines = 0;
-        int e = decode_block(&dctx, &buf, &buf_cap, raw_bytes, codec, data, len, &lines,
+        int e = store__decode_block(&dctx, &buf, &buf_cap, raw_bytes, codec, data, len, &lines,
                              &n_lines, &why);
         if (e == -EIO) { /* damaged: noted, skipped */
-            block_damaged(st, job_id, sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 3),
+            store__block_damaged(st, job_id, sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 3),
                           why);
             rc = SQLITE_OK;
             continue;
@@ -623,16 +623,16 @@ static size_t skip_value(const char *p, size_t n, size_t i)
     return i;
 }
 
-/* Reads the top-level "ts", "dur", "pid" and "ph" of a stored line. The lines were validated by
+/* Reads the top-level "ts", "dur", "pid", "tid", "name", "cat" and "ph" of a stored line. The lines were validated by
  * ingest when they arrived, so this scan only has to find members, not judge the syntax; on
  * anything unexpected it stops and keeps what it found. Keys are compared as raw text (the
  * first occurrence wins). */
-static void scan_event(const char *p, size_t n, struct store_event *ev)
+void store__scan_event(const char *p, size_t n, struct store_event *ev)
 {
     const char *ts = NULL, *dur = NULL;
     size_t ts_n = 0, dur_n = 0;
-    ev->pid = NULL;
-    ev->pid_len = 0;
+    ev->pid = ev->tid = ev->name = ev->cat = NULL;
+    ev->pid_len = ev->tid_len = ev->name_len = ev->cat_len = 0;
     ev->ph = 0;
     bool has_ph = false;
     size_t i = skip_ws(p, n, 0);
@@ -661,6 +661,15 @@ static void scan_event(const char *p, size_t n, struct store_event *ev)
             } else if (klen == 3 && memcmp(k, "pid", 3) == 0 && !ev->pid) {
                 ev->pid = p + v0;
                 ev->pid_len = i - v0;
+            } else if (klen == 3 && memcmp(k, "tid", 3) == 0 && !ev->tid) {
+                ev->tid = p + v0;
+                ev->tid_len = i - v0;
+            } else if (klen == 4 && memcmp(k, "name", 4) == 0 && !ev->name) {
+                ev->name = p + v0;
+                ev->name_len = i - v0;
+            } else if (klen == 3 && memcmp(k, "cat", 3) == 0 && !ev->cat) {
+                ev->cat = p + v0;
+                ev->cat_len = i - v0;
             } else if (klen == 2 && memcmp(k, "ph", 2) == 0 && !has_ph) {
                 has_ph = true;
                 if (i - v0 == 3 && p[v0] == '"') /* a one-letter phase */
@@ -787,10 +796,10 @@ static int load_block(struct store_event_iter *it, int64_t id)
     size_t len = (size_t)sqlite3_column_bytes(s, 2);
     const char *lines = NULL, *why = NULL;
     size_t n_lines = 0;
-    r = decode_block(&it->dctx, &it->buf, &it->buf_cap, raw_bytes, codec, data, len, &lines,
+    r = store__decode_block(&it->dctx, &it->buf, &it->buf_cap, raw_bytes, codec, data, len, &lines,
                      &n_lines, &why);
     if (r == -EIO) { /* damaged: noted, and skipped like a block that is gone */
-        block_damaged(it->st, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), id, why);
+        store__block_damaged(it->st, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), id, why);
         r = 0;
         goto out;
     }
@@ -823,7 +832,7 @@ int store_event_iter_next(struct store_event_iter *it, struct store_event *ret)
             if (len == 0)
                 continue;
             struct store_event ev = {.line = p, .len = len};
-            scan_event(p, len, &ev);
+            store__scan_event(p, len, &ev);
             if (ev.ts_ns != INT64_MIN && ev.ph != 'M') {
                 int64_t end = ev.dur_ns > 0 && ev.ts_ns > INT64_MAX - ev.dur_ns
                                   ? INT64_MAX

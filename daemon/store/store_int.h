@@ -18,13 +18,14 @@
 #include <stdint.h>
 
 #include <sqlite3.h>
+#include <zstd.h>
 
 #include "../../lib/log.h"
 #include "../core/stats.h"
 #include "store.h"
 #include "store_query.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 4
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
 #define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
 #define STORE_BATCH_RAW_MAX (8 * 1024 * 1024) /* store_append() seals the open batch above it */
@@ -335,6 +336,17 @@ void store__batch_free(struct store_batch *b);
 
 /* query.c: closes the reader pool. */
 void store__readers_close(struct store *st);
+
+/* query.c, shared with ship.c: decodes one stored block (codec, raw_bytes, data[0..len)) into
+ * *ret_lines / *ret_n, decompressing into *buf with *dctx (both made on demand); -EIO with *why
+ * for a damaged block. Notes a damaged block (logged once, listed in store_info). Reads a stored
+ * line's top-level members (store_event). */
+int store__decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t raw_bytes,
+                        int codec, const void *data, size_t len, const char **ret_lines,
+                        size_t *ret_n, const char **why);
+void store__block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_t id,
+                          const char *why);
+void store__scan_event(const char *p, size_t n, struct store_event *ev);
 
 /* Grows a vector to hold at least need elements of size sz. Returns 0 or -ENOMEM. */
 int store__reserve(void **p, size_t *cap, size_t need, size_t sz);

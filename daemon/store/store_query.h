@@ -101,7 +101,7 @@ int64_t store_query_events(struct store *st, int64_t job_id, int64_t rank, int64
                            int (*cb)(void *ud, const char *line, size_t len), void *ud);
 
 /* One trace event given by store_event_iter_next(): the stored line verbatim and what the store
- * reads of it (the top-level "ts", "dur", "pid" and "ph" of the line, found by a scan that skips
+ * reads of it (the top-level "ts", "dur", "pid", "tid", "name", "cat" and "ph" of the line, found by a scan that skips
  * strings and nested values, so an "args" member never answers for them). */
 struct store_event {
     const char *line;   /* not NUL-terminated; valid until the next call on the iterator */
@@ -111,6 +111,12 @@ struct store_event {
     const char *pid;    /* the raw JSON text of "pid" (a number or a quoted string), inside
                            line; NULL when absent */
     size_t pid_len;
+    const char *tid;    /* likewise "tid", "name" and "cat" (a string's text with its quotes) */
+    size_t tid_len;
+    const char *name;
+    size_t name_len;
+    const char *cat;
+    size_t cat_len;
     char ph;            /* "ph" when it is one letter ('X', 'M', ...), else 0 */
 };
 

@@ -398,6 +398,20 @@ static const struct m_counter counters[] = {
      C(captures_refused)},
     {"stepscope_captures_expired_total", "counter",
      "Capture parts expired after capture_expire_s pending.", C(captures_expired)},
+    {"stepscope_cluster_rows_total", "counter",
+     "Rows (spans, steps, queue samples) ClickHouse took from this node.", C(cluster_rows)},
+    {"stepscope_cluster_bytes_total", "counter",
+     "Compressed request bytes of the batches ClickHouse took.", C(cluster_bytes)},
+    {"stepscope_cluster_batches_total", "counter", "Batches shipped to ClickHouse.",
+     C(cluster_batches)},
+    {"stepscope_cluster_retries_total", "counter",
+     "Failed shipping attempts, each followed by a backoff.", C(cluster_retries)},
+    {"stepscope_cluster_pending_rows", "gauge", "Rows committed here, not yet shipped.",
+     C(cluster_pending_rows)},
+    {"stepscope_cluster_pending_batches", "gauge",
+     "Batches of cluster_batch_rows not yet shipped.", C(cluster_pending_batches)},
+    {"stepscope_cluster_failing", "gauge", "1 while the last shipping attempt failed.",
+     C(cluster_failing)},
 };
 #undef C
 
@@ -422,6 +436,13 @@ static void render_daemon(struct sbuf *b, struct stats *s, const struct m_doc *d
         family(b, counters[i].name, counters[i].type, counters[i].help);
         sbuf_printf(b, "%s %" PRIu64 "\n", counters[i].name, counter_get(s, counters[i].offset));
     }
+    /* The shipper's two times are kept in ms; Prometheus wants seconds. */
+    family(b, "stepscope_cluster_lag_seconds", "gauge",
+           "Seconds since the shipper last had nothing pending (0 when caught up).");
+    sbuf_printf(b, "stepscope_cluster_lag_seconds %.3f\n", (double)STATS_GET(s, cluster_lag_ms) / 1e3);
+    family(b, "stepscope_cluster_backoff_seconds", "gauge", "Wait before the next shipping attempt.");
+    sbuf_printf(b, "stepscope_cluster_backoff_seconds %.3f\n",
+                (double)STATS_GET(s, cluster_backoff_ms) / 1e3);
     family(b, "stepscope_records_total", "counter", "Records accepted, by kind.");
     for (int k = 0; k < RECORD_KIND_COUNT; k++)
         sbuf_printf(b, "stepscope_records_total{kind=\"%s\"} %" PRIu64 "\n", kinds[k],

@@ -280,6 +280,29 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "refused", STATS_GET(s, captures_refused));
     key(b, "expired");
     sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, captures_expired));
+    key(b, "cluster");
+    if (!STATS_GET(s, cluster_enabled)) {
+        sbuf_adds(b, "null,");
+    } else {
+        char last[STATS_NOTE_MAX];
+        stats_note_get(&s->cluster_last_error, last);
+        sbuf_addc(b, '{');
+        member_u64(b, "rows", STATS_GET(s, cluster_rows));
+        member_u64(b, "bytes", STATS_GET(s, cluster_bytes));
+        member_u64(b, "batches", STATS_GET(s, cluster_batches));
+        member_u64(b, "retries", STATS_GET(s, cluster_retries));
+        member_u64(b, "pending_rows", STATS_GET(s, cluster_pending_rows));
+        member_u64(b, "pending_batches", STATS_GET(s, cluster_pending_batches));
+        member_u64(b, "lag_ms", STATS_GET(s, cluster_lag_ms));
+        member_u64(b, "backoff_ms", STATS_GET(s, cluster_backoff_ms));
+        sbuf_printf(b, "\"failing\":%s,", STATS_GET(s, cluster_failing) ? "true" : "false");
+        key(b, "last_error");
+        if (last[0])
+            sbuf_json_strz(b, last);
+        else
+            sbuf_adds(b, "null");
+        sbuf_adds(b, "},");
+    }
     key(b, "store");
     if (!info) {
         sbuf_adds(b, "null}");

@@ -21,6 +21,7 @@
 #include "../../daemon/core/stats.h"
 #include "../../daemon/store/store.h"
 #include "../../daemon/store/store_query.h"
+#include "../../daemon/store/store_ship.h"
 
 #define WAIT_NS (10 * 1000000000LL)
 
@@ -225,7 +226,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 3);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 4);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -335,9 +336,11 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
 
-    /* Version 2 (no live_steps) migrates to 3, its counts unknown until live reports them. */
+    /* Version 2 (no live_steps) migrates to 3, its counts unknown until live reports them (and
+     * on to 4, the shipper's cursors). */
     sqlite3 *db = open_raw_db();
     ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE ranks DROP COLUMN live_steps; "
+                                      "DROP TABLE ship_cursors; "
                                       "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     st = open_ok(0);
@@ -346,7 +349,7 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
     db = open_raw_db();
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 3);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 4);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
     sqlite3_close(db);
 }
@@ -1023,6 +1026,114 @@ START_TEST(test_store_event_iter_exact_window)
 }
 END_TEST
 
+/* The shipper's side: rows come past the cursor with an identity that does not depend on how
+ * they are read, only X and B events count as spans, the cursor survives a reopen, and a read
+ * past everything gives nothing. */
+struct ship_seen {
+    int64_t spans, steps, queues;
+    int64_t last_block;
+    uint32_t last_idx;
+    char name[64];
+};
+
+static int ship_span(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
+                     const struct store_event *ev)
+{
+    struct ship_seen *s = ud;
+    ck_assert_str_eq(job, "ship");
+    ck_assert(ev->ph == 'X' || ev->ph == 'B');
+    ck_assert(block_id > s->last_block || (block_id == s->last_block && idx > s->last_idx) ||
+              s->spans == 0);
+    s->last_block = block_id;
+    s->last_idx = idx;
+    if (s->spans == 0)
+        snprintf(s->name, sizeof s->name, "%.*s", (int)ev->name_len, ev->name);
+    s->spans++;
+    return 0;
+}
+
+static int ship_step(void *ud, const char *job, const struct store_ship_step *st)
+{
+    struct ship_seen *s = ud;
+    ck_assert_int_eq(st->end_ns - st->begin_ns, 900);
+    s->steps++;
+    return 0;
+}
+
+static int ship_queue(void *ud, const char *job, const struct store_ship_queue *q)
+{
+    ((struct ship_seen *)ud)->queues++;
+    return 0;
+}
+
+START_TEST(test_store_ship_cursor)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome w = session(st, "ship", 2, "");
+    enum { N = 3000 };
+    static struct record r[N + 3];
+    for (int i = 0; i < N; i++)
+        r[i] = trace(i % 3 == 2 ? "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":1}"
+                                : "{\"ph\":\"X\",\"name\":\"k\\\"1\",\"ts\":1,\"dur\":2,\"tid\":7}",
+                     i % 3 == 2 ? 'i' : 'X', i, 1, (uint64_t)i);
+    r[N] = (struct record){.kind = RECORD_STEP, .seq = N, .raw = "", .step = 4, .ts_ns = 100,
+                           .dur_ns = 900, .samples = -1, .size = -1, .capacity = -1};
+    r[N + 1] = r[N];
+    r[N + 1].seq = N + 1;
+    r[N + 2] = (struct record){.kind = RECORD_QUEUE, .seq = N + 2, .raw = "", .step = 1,
+                               .ts_ns = 5, .size = 2, .capacity = 8, .samples = -1,
+                               .name = {"q", 1}};
+    ck_assert_int_eq(store_append(st, w.session_id, r, N + 3, N + 3), 0);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+
+    char err[STORE_ERR_MAX];
+    struct store_ship *sh;
+    struct store_ship_cursor cur, to;
+    ck_assert_int_eq(store_ship_open(st, "http://ch:8123", &sh, &cur, err), 0);
+    ck_assert_int_eq(cur.block + cur.step + cur.queue, 0);
+    int64_t pending;
+    ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
+    ck_assert_int_eq(pending, N + 3);
+    struct ship_seen seen = {0};
+    struct store_ship_sink sink = {ship_span, ship_step, ship_queue, &seen};
+    ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 3);
+    ck_assert_int_eq(seen.spans, 2 * N / 3);
+    ck_assert_int_eq(seen.steps, 2);
+    ck_assert_int_eq(seen.queues, 1);
+    ck_assert_str_eq(seen.name, "\"k\\\"1\""); /* the raw JSON text: the shipper unescapes */
+    ck_assert_int_gt(to.block, 0);
+    ck_assert_int_eq(store_ship_save(sh, &to), 0);
+    store_ship_close(sh);
+    store_close(st);
+
+    /* Reopened: the cursor is where it was saved, and nothing is left to read. */
+    st = open_ok(0);
+    ck_assert_int_eq(store_ship_open(st, "http://ch:8123", &sh, &cur, err), 0);
+    ck_assert_int_eq(cur.block, to.block);
+    ck_assert_int_eq(cur.step, to.step);
+    ck_assert_int_eq(cur.queue, to.queue);
+    ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
+    ck_assert_int_eq(pending, 0);
+    memset(&seen, 0, sizeof seen);
+    ck_assert_int_eq(store_ship_read(sh, &cur, 100, &sink, &to), 0);
+    ck_assert_int_eq(memcmp(&cur, &to, sizeof cur), 0);
+    store_ship_close(sh);
+    /* Another target starts from the beginning, and reads the same rows in small batches. */
+    ck_assert_int_eq(store_ship_open(st, "http://other:8123", &sh, &cur, err), 0);
+    ck_assert_int_eq(cur.block, 0);
+    memset(&seen, 0, sizeof seen);
+    int64_t total = 0, n;
+    while ((n = store_ship_read(sh, &cur, 10, &sink, &to)) > 0) {
+        total += n;
+        cur = to;
+    }
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(total, 2 * N / 3 + 3);
+    store_ship_close(sh);
+    store_close(st);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -1034,6 +1145,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_open_newer_schema_eproto);
     tcase_add_test(tc, test_store_open_foreign_db_eio);
     tcase_add_test(tc, test_store_rank_live_steps);
+    tcase_add_test(tc, test_store_ship_cursor);
     tcase_add_test(tc, test_store_open_readonly_dir);
     suite_add_tcase(s, tc);
 

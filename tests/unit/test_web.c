@@ -752,7 +752,7 @@ START_TEST(test_render_stats_all_counters)
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52},"
-        "\"captures\":{\"refused\":53,\"expired\":54},"
+        "\"captures\":{\"refused\":53,\"expired\":54},\"cluster\":null,"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
         "\"rank\":1,\"block\":60},{\"job_id\":6,\"rank\":0,\"block\":61}],"
@@ -760,6 +760,25 @@ START_TEST(test_render_stats_all_counters)
     sbuf_reset(&b);
     web__render_stats(&b, &s, NULL);
     ck_assert_ptr_nonnull(strstr(b.data, ",\"store\":null}"));
+    /* With a cluster_url: every shipping figure, and the last error as a JSON string. */
+    atomic_store(&s.cluster_enabled, 1);
+    atomic_store(&s.cluster_rows, 60);
+    atomic_store(&s.cluster_bytes, 61);
+    atomic_store(&s.cluster_batches, 62);
+    atomic_store(&s.cluster_retries, 63);
+    atomic_store(&s.cluster_pending_rows, 64);
+    atomic_store(&s.cluster_pending_batches, 65);
+    atomic_store(&s.cluster_lag_ms, 66);
+    atomic_store(&s.cluster_backoff_ms, 67);
+    atomic_store(&s.cluster_failing, 1);
+    stats_note_set(&s.cluster_last_error, "ClickHouse answered 500: Code: 164, \"readonly\"");
+    sbuf_reset(&b);
+    web__render_stats(&b, &s, NULL);
+    ck_assert_ptr_nonnull(strstr(
+        b.data, ",\"cluster\":{\"rows\":60,\"bytes\":61,\"batches\":62,\"retries\":63,"
+                "\"pending_rows\":64,\"pending_batches\":65,\"lag_ms\":66,\"backoff_ms\":67,"
+                "\"failing\":true,\"last_error\":\"ClickHouse answered 500: Code: 164, "
+                "\\\"readonly\\\"\"},\"store\":null}"));
     sbuf_done(&b);
 }
 END_TEST

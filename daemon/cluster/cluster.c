@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster: the shipper thread (cluster.h). One loop: make sure the schema is applied, read the
+ * next batch past the cursor (store_ship_read()), encode each table's rows as RowBinary, gzip and
+ * POST them one INSERT per table, and save the cursor once every part was taken. A failed part
+ * is retried after a backoff with the batch as it was (parts already taken are not sent again,
+ * and would collapse if they were); a new batch is read only after the cursor moved.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "../../lib/clock.h"
+#include "../../lib/log.h"
+#include "../store/store.h"
+#include "../store/store_ship.h"
+#include "cluster_int.h"
+
+#define CLUSTER_BACKOFF_MIN_MS 250
+#define CLUSTER_ANSWER_MAX (64 * 1024)   /* of an answer kept (errors, the schema version) */
+#define CLUSTER_CONNECT_TIMEOUT_MS 3000
+#define CLUSTER_REQUEST_TIMEOUT_MS 60000 /* one INSERT of a whole batch, answered */
+
+/* The INSERTs, one per table; the columns in the order the encoders below write them. These and
+ * schema/NNNN_name.sql are the only ClickHouse SQL of the daemon; tests/cluster/test_schema.py runs them
+ * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
+enum { PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT };
+static const char *const insert_sql[PART_COUNT] = {
+    "INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, "
+    "block, idx) FORMAT RowBinary",
+    "INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, phases, "
+    "row) FORMAT RowBinary",
+    "INSERT INTO stepscope.queue_samples (node, job, rank, ts_ns, step, name, size, capacity, "
+    "row) FORMAT RowBinary",
+};
+
+struct cluster {
+    char *url, *target, *user, *password, *node;
+    size_t node_len;
+    uint64_t batch_rows, max_rows_per_s, retry_max_ms, poll_ms;
+    struct store *store;
+    struct stats *stats;
+
+    pthread_t thread;
+    bool started;
+    atomic_bool stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+
+    /* Shipper thread only. */
+    CURL *curl;
+    struct store_ship *ship;
+    struct store_ship_cursor cur, to; /* shipped, and where the batch in hand ends */
+    bool have_batch;
+    bool sent[PART_COUNT];
+    struct rb_buf part[PART_COUNT];
+    uint64_t rows[PART_COUNT];
+    struct rb_buf gz;
+    struct rb_buf answer;
+    uint64_t backoff_ms;
+    int64_t idle_at_ns;          /* last time nothing was pending */
+    bool migrated;
+};
+
+/* ---- credentials and setup ---- */
+
+int cluster_read_credentials(const char *path, char *user, char *password, size_t size,
+                             char *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        snprintf(err, CLUSTER_ERR_MAX, "cluster_credentials_file %s: %s", path, strerror(e));
+        return -e;
+    }
+    char line[1024];
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got)
+        line[0] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    char *colon = strchr(line, ':');
+    const char *pw = "";
+    if (colon) {
+        *colon = '\0';
+        pw = colon + 1;
+    }
+    int r = 0;
+    if (line[0] == '\0') {
+        snprintf(err, CLUSTER_ERR_MAX, "cluster_credentials_file %s: the first line must be "
+                 "USER:PASSWORD", path);
+        r = -EINVAL;
+    } else if (strlen(line) >= size || strlen(pw) >= size) {
+        snprintf(err, CLUSTER_ERR_MAX, "cluster_credentials_file %s: too long", path);
+        r = -ENAMETOOLONG;
+    } else {
+        snprintf(user, size, "%s", line);
+        snprintf(password, size, "%s", pw);
+    }
+    explicit_bzero(line, sizeof line);
+    return r;
+}
+
+static void wipe_free(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+static void cluster_free(struct cluster *c)
+{
+    for (int i = 0; i < PART_COUNT; i++)
+        rb_free(&c->part[i]);
+    rb_free(&c->gz);
+    rb_free(&c->answer);
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    store_ship_close(c->ship);
+    free(c->url);
+    free(c->target);
+    free(c->node);
+    wipe_free(c->user);
+    wipe_free(c->password);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
+
+/* Waits ms or until stop. Returns true when stopping. */
+static bool nap(struct cluster *c, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->mu);
+    while (!atomic_load(&c->stop)) {
+        if (pthread_cond_timedwait(&c->cond, &c->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return atomic_load(&c->stop);
+}
+
+/* ---- HTTP ---- */
+
+static size_t on_answer(char *p, size_t size, size_t n, void *ud)
+{
+    struct rb_buf *b = ud;
+    size_t len = size * n;
+    if (b->len < CLUSTER_ANSWER_MAX)
+        rb_add(b, p, len < CLUSTER_ANSWER_MAX - b->len ? len : CLUSTER_ANSWER_MAX - b->len);
+    return len;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    struct cluster *c = ud;
+    return atomic_load(&c->stop) ? 1 : 0;
+}
+
+/* POSTs body (gzipped when gz) to the server, with query as the URL's query when not NULL (the
+ * body then holds the data) or the body as the query. Returns 0 when ClickHouse answered 200
+ * (its answer in c->answer, NUL-terminated), else -1 with err saying why. */
+static int post(struct cluster *c, const char *query, const void *body, size_t n, bool gz,
+                char *err)
+{
+    char url[8192];
+    if (query) {
+        char *q = curl_easy_escape(c->curl, query, 0);
+        if (!q) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+        snprintf(url, sizeof url, "%s%squery=%s", c->url, strchr(c->url, '?') ? "&" : "?", q);
+        curl_free(q);
+    } else {
+        snprintf(url, sizeof url, "%s", c->url);
+    }
+    rb_reset(&c->answer);
+    struct curl_slist *hdr = NULL;
+    if (gz)
+        hdr = curl_slist_append(hdr, "Content-Encoding: gzip");
+    hdr = curl_slist_append(hdr, "Content-Type: application/octet-stream");
+    hdr = curl_slist_append(hdr, "Expect:");
+    char cerr[CURL_ERROR_SIZE] = "";
+    CURL *h = c->curl;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(hdr);
+    rb_add(&c->answer, "", 1);
+    if (c->answer.err) {
+        snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+        return -1;
+    }
+    c->answer.len--;
+    if (rc != CURLE_OK) {
+        snprintf(err, CLUSTER_ERR_MAX, "cannot reach ClickHouse at %s: %s", c->target,
+                 cerr[0] ? cerr : curl_easy_strerror(rc));
+        return -1;
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+        const char *a = (const char *)c->answer.p;
+        size_t len = strcspn(a, "\r\n");
+        snprintf(err, CLUSTER_ERR_MAX, "ClickHouse answered %ld: %.*s", status,
+                 (int)(len > 300 ? 300 : len), a);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the schema ---- */
+
+/* Runs each statement of a schema file (statements end with ';' at the end of a line; lines
+ * starting with "--" are comments). */
+static int run_file(struct cluster *c, const char *sql, char *err)
+{
+    const char *p = sql;
+    while (*p) {
+        const char *end = p;
+        for (;;) {
+            end = strchr(end, ';');
+            if (!end || end[1] == '\n' || end[1] == '\0')
+                break;
+            end++;
+        }
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        /* Skip comments and blanks; send the rest. */
+        char *stmt = malloc(len + 2);
+        if (!stmt) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+        size_t w = 0;
+        for (size_t i = 0; i < len;) {
+            size_t ll = strcspn(p + i, "\n");
+            if (ll > len - i)
+                ll = len - i;
+            size_t j = i;
+            while (j < i + ll && (p[j] == ' ' || p[j] == '\t'))
+                j++;
+            if (!(j + 1 < i + ll && p[j] == '-' && p[j + 1] == '-')) {
+                memcpy(stmt + w, p + i, ll);
+                w += ll;
+                stmt[w++] = '\n';
+            }
+            i += ll + 1;
+        }
+        while (w > 0 && (stmt[w - 1] == '\n' || stmt[w - 1] == ' '))
+            w--;
+        stmt[w > len ? len : w] = '\0';
+        bool blank = strspn(stmt, " \t\n") == strlen(stmt);
+        int r = blank ? 0 : post(c, NULL, stmt, strlen(stmt), false, err);
+        free(stmt);
+        if (r < 0)
+            return -1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int migrate(struct cluster *c, char *err)
+{
+    if (run_file(c, cluster__migrations[0].sql, err) < 0)
+        return -1;
+    static const char q[] = "SELECT max(version) FROM stepscope.schema_migrations FORMAT TabSeparated";
+    if (post(c, NULL, q, sizeof q - 1, false, err) < 0)
+        return -1;
+    unsigned long applied = strtoul((const char *)c->answer.p, NULL, 10);
+    unsigned known = cluster__migrations[cluster__n_migrations - 1].version;
+    if (applied > known) {
+        snprintf(err, CLUSTER_ERR_MAX, "ClickHouse holds stepscope schema version %lu, newer "
+                 "than this daemon's %u: not shipping", applied, known);
+        return -1;
+    }
+    for (size_t i = 1; i < cluster__n_migrations; i++) {
+        const struct cluster_migration *m = &cluster__migrations[i];
+        if (m->version <= applied)
+            continue;
+        if (run_file(c, m->sql, err) < 0)
+            return -1;
+        char ins[512];
+        int n = snprintf(ins, sizeof ins,
+                         "INSERT INTO stepscope.schema_migrations (version, name, node) "
+                         "VALUES (%u, '%s', '%s')", m->version, m->name, c->node);
+        if (post(c, NULL, ins, (size_t)n, false, err) < 0)
+            return -1;
+        log_info("cluster: applied ClickHouse schema %s", m->name);
+    }
+    return 0;
+}
+
+/* ---- batches ---- */
+
+static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
+                   const struct store_event *ev)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->part[PART_SPANS];
+    char ph = ev->ph;
+    rb_str(b, c->node, c->node_len);
+    rb_str(b, job, strlen(job));
+    rb_i64(b, rank);
+    rb_i64(b, ev->ts_ns);
+    rb_i64(b, ev->dur_ns);
+    rb_str(b, &ph, 1);
+    rb_json_str(b, ev->name, ev->name_len);
+    rb_json_str(b, ev->cat, ev->cat_len);
+    rb_json_str(b, ev->pid, ev->pid_len);
+    rb_json_str(b, ev->tid, ev->tid_len);
+    rb_u64(b, (uint64_t)block_id);
+    rb_u32(b, idx);
+    c->rows[PART_SPANS]++;
+    return b->err;
+}
+
+static int on_step(void *ud, const char *job, const struct store_ship_step *s)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->part[PART_STEPS];
+    rb_str(b, c->node, c->node_len);
+    rb_str(b, job, strlen(job));
+    rb_i64(b, s->rank);
+    rb_i64(b, s->step);
+    rb_i64(b, s->begin_ns);
+    rb_i64(b, s->end_ns);
+    rb_i64(b, s->samples);
+    rb_str(b, s->phases ? s->phases : "", s->phases ? s->phases_len : 0);
+    rb_u64(b, (uint64_t)s->id);
+    c->rows[PART_STEPS]++;
+    return b->err;
+}
+
+static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->part[PART_QUEUES];
+    rb_str(b, c->node, c->node_len);
+    rb_str(b, job, strlen(job));
+    rb_i64(b, q->rank);
+    rb_i64(b, q->ts_ns);
+    rb_i64(b, q->step);
+    rb_str(b, q->name ? q->name : "", q->name ? q->name_len : 0);
+    rb_i64(b, q->size);
+    rb_i64(b, q->capacity);
+    rb_u64(b, (uint64_t)q->id);
+    c->rows[PART_QUEUES]++;
+    return b->err;
+}
+
+static void update_pending(struct cluster *c)
+{
+    int64_t pending = 0;
+    if (store_ship_pending(c->ship, &c->cur, &pending) < 0)
+        return;
+    int64_t now = clock_now_ns();
+    if (pending == 0)
+        c->idle_at_ns = now;
+    STATS_SET(c->stats, cluster_pending_rows, (uint64_t)pending);
+    STATS_SET(c->stats, cluster_pending_batches,
+              (uint64_t)((pending + (int64_t)c->batch_rows - 1) / (int64_t)c->batch_rows));
+    STATS_SET(c->stats, cluster_lag_ms,
+              pending == 0 ? 0 : (uint64_t)((now - c->idle_at_ns) / 1000000));
+}
+
+/* Reads the next batch. Returns 1 when one is in hand, 0 when nothing is pending, -1 on error. */
+static int read_batch(struct cluster *c, char *err)
+{
+    for (int i = 0; i < PART_COUNT; i++) {
+        rb_reset(&c->part[i]);
+        c->rows[i] = 0;
+        c->sent[i] = false;
+    }
+    struct store_ship_sink sink = {on_span, on_step, on_queue, c};
+    int64_t n = store_ship_read(c->ship, &c->cur, (int64_t)c->batch_rows, &sink, &c->to);
+    if (n < 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "reading the store: %s", strerror((int)-n));
+        return -1;
+    }
+    if (memcmp(&c->to, &c->cur, sizeof c->to) == 0)
+        return 0;
+    c->have_batch = true;
+    return 1;
+}
+
+/* Sends the parts not yet taken, then saves the cursor. Returns 0 or -1 with err. */
+static int send_batch(struct cluster *c, char *err)
+{
+    for (int i = 0; i < PART_COUNT; i++) {
+        if (c->sent[i] || c->rows[i] == 0)
+            continue;
+        if (rb_gzip(c->part[i].p, c->part[i].len, &c->gz) < 0) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+        if (post(c, insert_sql[i], c->gz.p, c->gz.len, true, err) < 0)
+            return -1;
+        c->sent[i] = true;
+        STATS_ADD(c->stats, cluster_bytes, c->gz.len);
+    }
+    int r = store_ship_save(c->ship, &c->to);
+    if (r < 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "saving the cursor: %s", strerror(-r));
+        return -1;
+    }
+    c->cur = c->to;
+    c->have_batch = false;
+    STATS_ADD(c->stats, cluster_rows, c->rows[PART_SPANS] + c->rows[PART_STEPS] +
+                                          c->rows[PART_QUEUES]);
+    STATS_ADD(c->stats, cluster_batches, 1);
+    return 0;
+}
+
+static void failed(struct cluster *c, const char *err)
+{
+    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : CLUSTER_BACKOFF_MIN_MS;
+    if (c->backoff_ms > c->retry_max_ms)
+        c->backoff_ms = c->retry_max_ms;
+    STATS_ADD(c->stats, cluster_retries, 1);
+    STATS_SET(c->stats, cluster_failing, 1);
+    STATS_SET(c->stats, cluster_backoff_ms, c->backoff_ms);
+    stats_note_set(&c->stats->cluster_last_error, err);
+    if (STATS_GET(c->stats, cluster_retries) == 1 || c->backoff_ms == c->retry_max_ms)
+        log_warn("cluster: %s (retrying in %" PRIu64 " ms)", err, c->backoff_ms);
+}
+
+static void succeeded(struct cluster *c)
+{
+    if (STATS_GET(c->stats, cluster_failing))
+        log_info("cluster: shipping to %s again", c->target);
+    c->backoff_ms = 0;
+    STATS_SET(c->stats, cluster_failing, 0);
+    STATS_SET(c->stats, cluster_backoff_ms, 0);
+}
+
+static void *ship_main(void *arg)
+{
+    struct cluster *c = arg;
+    char err[CLUSTER_ERR_MAX];
+    while (!atomic_load(&c->stop)) {
+        int r = 0;
+        if (!c->ship) {
+            char serr[STORE_ERR_MAX];
+            r = store_ship_open(c->store, c->target, &c->ship, &c->cur, serr);
+            if (r < 0)
+                snprintf(err, sizeof err, "%s", serr);
+        }
+        if (r == 0 && !c->migrated) {
+            r = migrate(c, err);
+            c->migrated = r == 0;
+        }
+        if (r == 0 && !c->have_batch) {
+            update_pending(c);
+            r = read_batch(c, err);
+            if (r == 0) { /* nothing new */
+                if (nap(c, c->poll_ms))
+                    break;
+                continue;
+            }
+            r = r < 0 ? -1 : 0;
+        }
+        int64_t t0 = clock_mono_ns();
+        if (r == 0)
+            r = send_batch(c, err);
+        if (r < 0) {
+            failed(c, err);
+            if (nap(c, c->backoff_ms))
+                break;
+            continue;
+        }
+        succeeded(c);
+        if (c->max_rows_per_s) { /* the catch-up bound */
+            uint64_t rows = c->rows[PART_SPANS] + c->rows[PART_STEPS] + c->rows[PART_QUEUES];
+            int64_t want_ns = (int64_t)(rows * 1000000000.0 / (double)c->max_rows_per_s);
+            int64_t took = clock_mono_ns() - t0;
+            if (want_ns > took && nap(c, (uint64_t)((want_ns - took) / 1000000)))
+                break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *err)
+{
+    const char *u = cfg->url ? cfg->url : "";
+    if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "cluster_url %s: not an http:// or https:// URL", u);
+        return -EINVAL;
+    }
+    const char *auth = strstr(u, "://") + 3;
+    size_t alen = strcspn(auth, "/?#");
+    if (memchr(auth, '@', alen)) {
+        snprintf(err, CLUSTER_ERR_MAX, "cluster_url: credentials go in cluster_credentials_file, "
+                 "not in the URL");
+        return -EINVAL;
+    }
+    if (!cfg->node || !cfg->node[0]) {
+        snprintf(err, CLUSTER_ERR_MAX, "node: empty");
+        return -EINVAL;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, CLUSTER_ERR_MAX, "libcurl would not start");
+        return -ENOMEM;
+    }
+    struct cluster *c = calloc(1, sizeof *c);
+    if (!c) {
+        curl_global_cleanup();
+        snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    c->url = strdup(u);
+    c->target = strndup(u, (size_t)(auth - u) + alen);
+    c->node = strdup(cfg->node);
+    c->user = strdup(cfg->user ? cfg->user : "");
+    c->password = strdup(cfg->password ? cfg->password : "");
+    c->node_len = strlen(cfg->node);
+    c->batch_rows = cfg->batch_rows ? cfg->batch_rows : 1;
+    c->max_rows_per_s = cfg->max_rows_per_s;
+    c->retry_max_ms = cfg->retry_max_ms > CLUSTER_BACKOFF_MIN_MS ? cfg->retry_max_ms
+                                                                 : CLUSTER_BACKOFF_MIN_MS;
+    c->poll_ms = cfg->poll_ms ? cfg->poll_ms : 200;
+    c->store = cfg->store;
+    c->stats = cfg->stats;
+    c->curl = curl_easy_init();
+    if (!c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
+        cluster_free(c);
+        curl_global_cleanup();
+        snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+        return -ENOMEM;
+    }
+    CURL *h = c->curl;
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CLUSTER_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_REQUEST_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_answer);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    if (c->user[0]) {
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
+        curl_easy_setopt(h, CURLOPT_PASSWORD, c->password);
+    }
+    STATS_SET(c->stats, cluster_enabled, 1);
+    /* The backlog is known before the node answers HTTP: /stats never shows a node that has
+     * not looked yet as caught up. A store that cannot open the connection now is retried by
+     * the thread. */
+    char serr[STORE_ERR_MAX];
+    c->idle_at_ns = clock_now_ns();
+    if (store_ship_open(c->store, c->target, &c->ship, &c->cur, serr) == 0)
+        update_pending(c);
+    if (pthread_create(&c->thread, NULL, ship_main, c) != 0) {
+        cluster_free(c);
+        curl_global_cleanup();
+        snprintf(err, CLUSTER_ERR_MAX, "cannot start the shipper thread");
+        return -ENOMEM;
+    }
+    c->started = true;
+    *ret = c;
+    return 0;
+}
+
+void cluster_stop(struct cluster *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->stop, true);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    cluster_free(c);
+    curl_global_cleanup();
+}
+
+int cluster_start_config(const struct config *cfg, struct store *store, struct stats *stats,
+                         struct cluster **ret, char *err)
+{
+    *ret = NULL;
+    if (!cfg->cluster_url[0])
+        return 0;
+    char user[256] = "", password[256] = "";
+    int r = 0;
+    if (cfg->cluster_credentials_file[0])
+        r = cluster_read_credentials(cfg->cluster_credentials_file, user, password, sizeof user,
+                                     err);
+    if (r == 0) {
+        struct cluster_config cc = {
+            .url = cfg->cluster_url,
+            .user = user,
+            .password = password,
+            .node = cfg->node,
+            .batch_rows = cfg->cluster_batch_rows,
+            .max_rows_per_s = cfg->cluster_max_rows_per_s,
+            .retry_max_ms = cfg->cluster_retry_max_ms,
+            .store = store,
+            .stats = stats,
+        };
+        r = cluster_start(&cc, ret, err);
+    }
+    explicit_bzero(password, sizeof password);
+    if (r == 0)
+        log_info("cluster: shipping to %s as node %s", cfg->cluster_url, cfg->node);
+    return r;
+}

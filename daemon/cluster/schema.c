@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schema: the ClickHouse migrations, in order (cluster_int.h). Their text is schema/NNNN_name.sql,
+ * compiled in by daemon/web/embed.py (meson.build), so a node never reads SQL from disk.
+ */
+#include "cluster_int.h"
+
+extern const char cluster__sql_0000[], cluster__sql_0001[];
+
+const struct cluster_migration cluster__migrations[] = {
+    {0, "0000_bootstrap", cluster__sql_0000},
+    {1, "0001_tables", cluster__sql_0001},
+};
+const size_t cluster__n_migrations = sizeof cluster__migrations / sizeof cluster__migrations[0];

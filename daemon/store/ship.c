@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ship: the store's side of cluster shipping (store_ship.h). Reads committed rows past a cursor
+ * in rowid order through a connection of its own, and keeps the cursor in ship_cursors.
+ */
+#include "store_ship.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/clock.h"
+#include "store_int.h"
+
+struct store_ship {
+    struct store *st;
+    sqlite3 *db;
+    char *target;
+    sqlite3_stmt *blocks, *steps, *queues, *save;
+    ZSTD_DCtx *dctx;
+    char *buf;
+    size_t buf_cap;
+};
+
+static int ship_errno(int rc)
+{
+    int e = store__errno(rc);
+    return e == -ENOMEM || e == -EBUSY || e == -ENOSPC ? e : -EIO;
+}
+
+void store_ship_close(struct store_ship *sh)
+{
+    if (!sh)
+        return;
+    sqlite3_finalize(sh->blocks);
+    sqlite3_finalize(sh->steps);
+    sqlite3_finalize(sh->queues);
+    sqlite3_finalize(sh->save);
+    sqlite3_close_v2(sh->db);
+    ZSTD_freeDCtx(sh->dctx);
+    free(sh->buf);
+    free(sh->target);
+    free(sh);
+}
+
+int store_ship_open(struct store *st, const char *target, struct store_ship **ret_sh,
+                    struct store_ship_cursor *ret_cursor, char *err)
+{
+    struct store_ship *sh = calloc(1, sizeof *sh);
+    if (!sh || !(sh->target = strdup(target))) {
+        free(sh);
+        store__errf(err, "out of memory");
+        return -ENOMEM;
+    }
+    sh->st = st;
+    int rc = sqlite3_open_v2(st->db_path, &sh->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    static const char *const sql[] = {
+        "SELECT b.id, j.name, b.job_id, b.rank, b.raw_bytes, b.codec, b.data FROM blocks b "
+        "JOIN jobs j ON j.id = b.job_id WHERE b.id > ?1 ORDER BY b.id LIMIT ?2",
+        "SELECT s.rowid, j.name, s.rank, s.step, s.begin_ns, s.end_ns, s.samples, s.phases "
+        "FROM steps s JOIN jobs j ON j.id = s.job_id WHERE s.rowid > ?1 ORDER BY s.rowid "
+        "LIMIT ?2",
+        "SELECT q.rowid, j.name, q.rank, q.ts_ns, q.step, q.size, q.capacity, q.name "
+        "FROM queue_samples q JOIN jobs j ON j.id = q.job_id WHERE q.rowid > ?1 "
+        "ORDER BY q.rowid LIMIT ?2",
+        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns) "
+        "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(target) DO UPDATE SET block = ?2, step = ?3, "
+        "queue = ?4, updated_ns = ?5",
+    };
+    sqlite3_stmt **stmts[] = {&sh->blocks, &sh->steps, &sh->queues, &sh->save};
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(sh->db, STORE_BUSY_TIMEOUT_MS);
+        for (size_t i = 0; i < sizeof stmts / sizeof stmts[0] && rc == SQLITE_OK; i++)
+            rc = sqlite3_prepare_v3(sh->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, stmts[i], NULL);
+    }
+    sqlite3_stmt *s = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(sh->db,
+                                "SELECT block, step, queue FROM ship_cursors WHERE target = ?1", -1,
+                                &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, target, -1, SQLITE_STATIC);
+        *ret_cursor = (struct store_ship_cursor){0, 0, 0};
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+            *ret_cursor = (struct store_ship_cursor){sqlite3_column_int64(s, 0),
+                                                     sqlite3_column_int64(s, 1),
+                                                     sqlite3_column_int64(s, 2)};
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK) {
+        store__errf(err, "%s: cannot open the shipper's connection: %s", st->db_path,
+                    sh->db ? sqlite3_errmsg(sh->db) : sqlite3_errstr(rc));
+        store_ship_close(sh);
+        return ship_errno(rc);
+    }
+    *ret_sh = sh;
+    return 0;
+}
+
+/* Hands the spans of one decoded block to the sink. */
+static int block_spans(struct store_ship *sh, const struct store_ship_sink *sink, const char *job,
+                       int64_t rank, int64_t id, const char *lines, size_t n, int64_t *given)
+{
+    uint32_t idx = 0;
+    for (size_t pos = 0; pos < n; idx++) {
+        const char *nl = memchr(lines + pos, '\n', n - pos);
+        size_t len = nl ? (size_t)(nl - (lines + pos)) : n - pos;
+        struct store_event ev = {.line = lines + pos, .len = len};
+        store__scan_event(lines + pos, len, &ev);
+        pos += len + 1;
+        if (ev.ph != 'X' && ev.ph != 'B')
+            continue;
+        int r = sink->span(sink->ud, job, rank, id, idx, &ev);
+        if (r != 0)
+            return r;
+        (*given)++;
+    }
+    (void)sh;
+    return 0;
+}
+
+static int read_blocks(struct store_ship *sh, int64_t from, int64_t max_rows,
+                       const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+{
+    sqlite3_stmt *s = sh->blocks;
+    sqlite3_bind_int64(s, 1, from);
+    sqlite3_bind_int64(s, 2, 1 << 20);
+    int rc = SQLITE_DONE, r = 0;
+    int64_t start = *given;
+    while (*given - start < max_rows && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(s, 0);
+        const char *job = (const char *)sqlite3_column_text(s, 1);
+        int64_t job_id = sqlite3_column_int64(s, 2), rank = sqlite3_column_int64(s, 3);
+        const void *data = sqlite3_column_blob(s, 6);
+        size_t len = (size_t)sqlite3_column_bytes(s, 6);
+        const char *lines = NULL, *why = NULL;
+        size_t n = 0;
+        r = store__decode_block(&sh->dctx, &sh->buf, &sh->buf_cap, sqlite3_column_int64(s, 4),
+                                sqlite3_column_int(s, 5), data, len, &lines, &n, &why);
+        if (r == -EIO) {
+            store__block_damaged(sh->st, job_id, rank, id, why);
+            r = 0;
+        } else if (r == 0) {
+            r = block_spans(sh, sink, job ? job : "", rank, id, lines, n, given);
+        }
+        if (r != 0)
+            break;
+        *ret_to = id;
+    }
+    if (r == 0 && *given - start < max_rows && rc != SQLITE_DONE)
+        r = ship_errno(rc);
+    sqlite3_reset(s);
+    return r;
+}
+
+static int read_steps(struct store_ship *sh, int64_t from, int64_t max_rows,
+                      const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+{
+    sqlite3_stmt *s = sh->steps;
+    sqlite3_bind_int64(s, 1, from);
+    sqlite3_bind_int64(s, 2, max_rows);
+    int rc = SQLITE_DONE, r = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_ship_step row = {
+            .id = sqlite3_column_int64(s, 0),
+            .rank = sqlite3_column_int64(s, 2),
+            .step = sqlite3_column_int64(s, 3),
+            .begin_ns = sqlite3_column_int64(s, 4),
+            .end_ns = sqlite3_column_int64(s, 5),
+            .samples = sqlite3_column_int64(s, 6),
+            .phases = (const char *)sqlite3_column_text(s, 7),
+            .phases_len = (size_t)sqlite3_column_bytes(s, 7),
+        };
+        const char *job = (const char *)sqlite3_column_text(s, 1);
+        if ((r = sink->step(sink->ud, job ? job : "", &row)) != 0)
+            break;
+        (*given)++;
+        *ret_to = row.id;
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = ship_errno(rc);
+    sqlite3_reset(s);
+    return r;
+}
+
+static int read_queues(struct store_ship *sh, int64_t from, int64_t max_rows,
+                       const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+{
+    sqlite3_stmt *s = sh->queues;
+    sqlite3_bind_int64(s, 1, from);
+    sqlite3_bind_int64(s, 2, max_rows);
+    int rc = SQLITE_DONE, r = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_ship_queue row = {
+            .id = sqlite3_column_int64(s, 0),
+            .rank = sqlite3_column_int64(s, 2),
+            .ts_ns = sqlite3_column_int64(s, 3),
+            .step = sqlite3_column_int64(s, 4),
+            .size = sqlite3_column_int64(s, 5),
+            .capacity = sqlite3_column_int64(s, 6),
+            .name = (const char *)sqlite3_column_text(s, 7),
+            .name_len = (size_t)sqlite3_column_bytes(s, 7),
+        };
+        const char *job = (const char *)sqlite3_column_text(s, 1);
+        if ((r = sink->queue(sink->ud, job ? job : "", &row)) != 0)
+            break;
+        (*given)++;
+        *ret_to = row.id;
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = ship_errno(rc);
+    sqlite3_reset(s);
+    return r;
+}
+
+int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *from,
+                        int64_t max_rows, const struct store_ship_sink *sink,
+                        struct store_ship_cursor *ret_to)
+{
+    *ret_to = *from;
+    int64_t given = 0;
+    if (max_rows < 1)
+        max_rows = 1;
+    int rc = sqlite3_exec(sh->db, "BEGIN", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return ship_errno(rc);
+    int r = read_blocks(sh, from->block, max_rows, sink, &ret_to->block, &given);
+    if (r == 0)
+        r = read_steps(sh, from->step, max_rows, sink, &ret_to->step, &given);
+    if (r == 0)
+        r = read_queues(sh, from->queue, max_rows, sink, &ret_to->queue, &given);
+    (void)sqlite3_exec(sh->db, "COMMIT", NULL, NULL, NULL);
+    if (r != 0)
+        *ret_to = *from;
+    return r != 0 ? r : given;
+}
+
+int store_ship_pending(struct store_ship *sh, const struct store_ship_cursor *c, int64_t *ret_rows)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(
+        sh->db,
+        "SELECT (SELECT coalesce(sum(n_events), 0) FROM blocks WHERE id > ?1)"
+        " + (SELECT count(*) FROM steps WHERE rowid > ?2)"
+        " + (SELECT count(*) FROM queue_samples WHERE rowid > ?3)",
+        -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, c->block);
+        sqlite3_bind_int64(s, 2, c->step);
+        sqlite3_bind_int64(s, 3, c->queue);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            *ret_rows = sqlite3_column_int64(s, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? 0 : ship_errno(rc);
+}
+
+int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c)
+{
+    sqlite3_stmt *s = sh->save;
+    sqlite3_bind_text(s, 1, sh->target, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, c->block);
+    sqlite3_bind_int64(s, 3, c->step);
+    sqlite3_bind_int64(s, 4, c->queue);
+    sqlite3_bind_int64(s, 5, clock_now_ns());
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? 0 : ship_errno(rc);
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_ship: the store's side of cluster shipping (daemon/cluster/cluster.h), for the shipper's
+ * thread only. The shipper reads what the store committed, in rowid order, past a cursor it keeps
+ * in the same database (table ship_cursors, one row per target); no SQL or sqlite3 type crosses
+ * this header, and the shipper never sees a connection the writer or the HTTP readers use.
+ *
+ * Row identity: a span is (block rowid, index of its line in the block), a step or queue sample
+ * is its rowid. The same committed row always reads back with the same identity, so a batch read
+ * again after a crash (the cursor is saved only after ClickHouse took the batch) carries the keys
+ * it had the first time, and ClickHouse collapses the copies (docs/ARCHITECTURE.md).
+ *
+ * Threading: one struct store_ship is used by one thread at a time, beside every other store
+ * call. It holds its own read-write connection; a read holds a read transaction only while it
+ * copies rows out, and saving the cursor is one short write (busy timeout STORE_BUSY_TIMEOUT_MS),
+ * so the writer thread waits at most that long and ingest never does.
+ */
+#ifndef STEPSCOPE_STORE_SHIP_H
+#define STEPSCOPE_STORE_SHIP_H
+
+#include <stdint.h>
+
+#include "store_query.h"
+
+struct store;
+struct store_ship;
+
+/* The last rowid shipped of each source table; 0: nothing yet. */
+struct store_ship_cursor {
+    int64_t block, step, queue;
+};
+
+/* One stored step (table steps). */
+struct store_ship_step {
+    int64_t id, rank, step, begin_ns, end_ns, samples;
+    const char *phases; /* raw JSON object text or NULL; valid during the call */
+    size_t phases_len;
+};
+
+/* One stored queue sample (table queue_samples). */
+struct store_ship_queue {
+    int64_t id, rank, ts_ns, step, size, capacity;
+    const char *name; /* valid during the call */
+    size_t name_len;
+};
+
+/* Where store_ship_read() hands rows; job is the job's name, valid during the call. A callback
+ * returning non-zero stops the read (its error is returned). span gets every trace event with ph
+ * "X" or "B" (what the store counts as spans) and its line index in the block. */
+struct store_ship_sink {
+    int (*span)(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
+                const struct store_event *ev);
+    int (*step)(void *ud, const char *job, const struct store_ship_step *s);
+    int (*queue)(void *ud, const char *job, const struct store_ship_queue *q);
+    void *ud;
+};
+
+/* Opens the shipper's connection and reads target's cursor into *ret_cursor (zeros for a new
+ * target). Returns 0, -ENOMEM or -EIO with err (STORE_ERR_MAX) set. */
+int store_ship_open(struct store *st, const char *target, struct store_ship **ret_sh,
+                    struct store_ship_cursor *ret_cursor, char *err);
+
+/* Hands the rows past *from to sink in one read transaction: whole blocks in rowid order until
+ * at least max_rows spans were given (at least one block when any is there), then up to
+ * max_rows steps and max_rows queue samples. *ret_to is where the next read starts (from when
+ * nothing was read). A damaged block is skipped, noted as the readers note it. Returns the rows
+ * given, or a negative errno (-ENOMEM, -EIO, or a callback's). */
+int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *from,
+                        int64_t max_rows, const struct store_ship_sink *sink,
+                        struct store_ship_cursor *ret_to);
+
+/* Rows committed past c: spans are counted by the blocks' event counts (every phase), so this is
+ * an upper bound for them. Returns 0 or -EIO. */
+int store_ship_pending(struct store_ship *sh, const struct store_ship_cursor *c, int64_t *ret_rows);
+
+/* Saves c as the target's cursor (one short transaction). Returns 0, -EBUSY, -ENOSPC, -EIO. */
+int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c);
+
+/* Closes the connection; NULL-safe. */
+void store_ship_close(struct store_ship *sh);
+
+#endif

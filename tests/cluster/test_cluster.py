@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+"""Cluster shipping (issue 16, items 1 and 5) end to end: real stepscoped nodes, each with its own
+data dir and --node name, shipping to Debian's clickhouse-server 18.16 started by the test on
+loopback ports (chserver.py). ClickHouse must hold every committed row exactly once, whatever
+fails: the engine stopped and restarted mid-ingest, a node killed with -9 before it saved its
+cursor, an insert refused (a read-only user)."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from ssclient import Client, x_event
+
+SPANS = int(os.environ.get("CLUSTER_SPANS", "20000"))  # per rank
+STEPS = 12
+QUEUES = 9
+ESCAPED = 'q"\\\u00e9\U0001F600'
+
+
+def node_args(ch, name, creds, *extra):
+    return ["--cluster-url", ch.url, "--cluster-credentials-file", str(creds), "--node", name,
+            "--cluster-retry-max-ms", "1000", *extra]
+
+
+def creds_file(tmp, user="ship", password="s3cret"):
+    p = tmp / f"creds-{user}"
+    p.write_text(f"{user}:{password}\n")
+    p.chmod(0o600)
+    return p
+
+
+def rank_lines(rank, n, first=0):
+    """n spans of a rank (numbered from first, so a later call continues), then its steps and
+    queue samples when first is 0."""
+    lines = [x_event(i, name=f"op_{rank}_{i % 23}", tid=rank, pid=rank) for i in range(first, first + n)]
+    if first == 0 and n:
+        # One name with JSON escapes (a quote, a backslash, \u00e9 and a surrogate pair, as
+        # json.dumps writes them by default): ClickHouse must get the text, not the escapes.
+        lines[0] = json.dumps(x_event(0, name=ESCAPED, tid=rank, pid=rank)).encode()
+    if first == 0:
+        lines += [{"type": "step", "step": s, "begin_us": 1.7e15 + 1000.0 * s,
+                   "end_us": 1.7e15 + 1000.0 * s + 900.5, "samples": 32} for s in range(STEPS)]
+        lines += [{"type": "queue", "name": "device_queue", "size": q % 4, "capacity": 8,
+                   "step": q, "ts_us": 1.7e15 + 1000.0 * q} for q in range(QUEUES)]
+    return lines
+
+
+def send(d, job, rank, lines, world=8, stream=None):
+    with Client(d.socket) as c:
+        c.hello(job, rank=rank, world_size=world, stream=stream, seq=0 if stream else None)
+        c.send_lines(lines)
+        c.wait_ack(len(lines), timeout=60)
+
+
+def cluster_stats(d):
+    s = d.stats()["cluster"]
+    assert s is not None, "no cluster object in /api/v1/stats"
+    return s
+
+
+def wait_shipped(d, timeout=60):
+    """Until the node has nothing pending and its last attempt worked. The gauge is as of the
+    shipper's last look (every 200 ms while idle): wait one look past the acks first."""
+    time.sleep(0.5)
+    d.wait_for("shipping caught up",
+               lambda: (lambda s: s["pending_rows"] == 0 and not s["failing"] and s)(cluster_stats(d)),
+               timeout=timeout)
+
+
+def ch_counts(ch, table, job, final=True):
+    """{(node, rank): rows} of a job in ClickHouse."""
+    rows = ch.rows(f"SELECT node, rank, count() FROM stepscope.{table} {'FINAL' if final else ''} "
+                   f"WHERE job = '{job}' GROUP BY node, rank ORDER BY node, rank")
+    return {(r[0], int(r[1])): int(r[2]) for r in rows}
+
+
+def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
+    creds = creds_file(tmp)
+    nodes = [daemons(f"n{k}", args=node_args(ch, f"node{k}", creds)) for k in range(4)]
+    for k, d in enumerate(nodes):
+        for r in (2 * k, 2 * k + 1):
+            send(d, "train", r, rank_lines(r, SPANS))
+    expected_spans, expected_steps, expected_queues = {}, {}, {}
+    for k, d in enumerate(nodes):
+        wait_shipped(d)
+        job = d.job("train")
+        assert job["spans"] == 2 * SPANS
+        for r in (2 * k, 2 * k + 1):
+            expected_spans[(f"node{k}", r)] = SPANS
+            expected_steps[(f"node{k}", r)] = STEPS
+            expected_queues[(f"node{k}", r)] = QUEUES
+        s = cluster_stats(d)
+        assert s["rows"] == 2 * (SPANS + STEPS + QUEUES)
+        assert s["retries"] == 0 and s["last_error"] is None
+    assert ch_counts(ch, "spans", "train") == expected_spans
+    assert ch_counts(ch, "steps", "train") == expected_steps
+    assert ch_counts(ch, "queue_samples", "train") == expected_queues
+    # Nothing doubled even before a merge: without a failure every row was inserted once.
+    assert ch_counts(ch, "spans", "train", final=False) == expected_spans
+    # The rows are the events sent: names, times (ns, from fractional microseconds), durations.
+    got = ch.rows("SELECT name, ts_ns, dur_ns, pid, tid FROM stepscope.spans FINAL "
+                  "WHERE job = 'train' AND rank = 5 ORDER BY ts_ns LIMIT 3")
+    # The first name is the escaped one, compared byte for byte (hex: TSV would escape it).
+    assert ch.query("SELECT hex(name) FROM stepscope.spans FINAL WHERE job = 'train' AND "
+                    "rank = 5 ORDER BY ts_ns LIMIT 1").strip() == ESCAPED.encode().hex().upper()
+    got[0][0] = "op_5_0"
+    # x_event(i): ts 1700000000000000 + 10.5 i us, dur 2.25 + i % 5 us.
+    assert got == [[f"op_5_{i}", str(1700000000000000000 + 10500 * i), str(2250 + 1000 * (i % 5)),
+                    "5", "5"] for i in range(3)]
+    steps = ch.rows("SELECT step, begin_ns, end_ns, samples FROM stepscope.steps FINAL "
+                    "WHERE job = 'train' AND rank = 0 ORDER BY step LIMIT 2")
+    assert steps == [["0", "1700000000000000000", "1700000000000900500", "32"],
+                     ["1", "1700000000001000000", "1700000000001900500", "32"]]
+    # The migrations ran once per version, whatever the number of nodes.
+    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 1
+
+
+def test_engine_stopped_and_restarted_mid_ingest(ch, daemons, tmp):
+    creds = creds_file(tmp)
+    d = daemons("n", args=node_args(ch, "nodeA", creds, "--cluster-batch-rows", "5000"))
+    send(d, "outage", 0, rank_lines(0, SPANS))
+    wait_shipped(d)
+    ch.stop(signal.SIGKILL)
+    # Ingest goes on while the engine is down: every line acked, served locally.
+    t0 = time.monotonic()
+    send(d, "outage", 1, rank_lines(1, SPANS))
+    assert time.monotonic() - t0 < 30
+    assert d.job("outage")["spans"] == 2 * SPANS
+    d.wait_for("the failure shown", lambda: cluster_stats(d)["failing"], timeout=20)
+    s = cluster_stats(d)
+    assert s["pending_rows"] > 0 and s["retries"] >= 1 and s["lag_ms"] > 0
+    assert "cannot reach ClickHouse" in s["last_error"]
+    ch.start()
+    wait_shipped(d, timeout=90)
+    assert ch_counts(ch, "spans", "outage") == {("nodeA", 0): SPANS, ("nodeA", 1): SPANS}
+    assert ch_counts(ch, "steps", "outage") == {("nodeA", 0): STEPS, ("nodeA", 1): STEPS}
+    s = cluster_stats(d)
+    assert s["last_error"] and not s["failing"] and s["lag_ms"] == 0
+
+
+def test_node_killed_with_9_resumes_from_its_cursor(ch, daemons, tmp):
+    creds = creds_file(tmp)
+    # Small batches at a bounded rate, so that the kill lands mid-way through the backlog.
+    args = node_args(ch, "nodeK", creds, "--cluster-batch-rows", "2000",
+                     "--cluster-max-rows-per-s", "40000")
+    d = daemons("k", args=args)
+    n = 4 * SPANS
+    send(d, "killed", 3, rank_lines(3, n))
+    d.wait_for("some batches shipped", lambda: cluster_stats(d)["batches"] >= 3, timeout=30)
+    before = cluster_stats(d)["rows"]
+    assert before < n, "shipped everything before the kill: the test proves nothing"
+    d.kill9()
+    d.start()
+    wait_shipped(d, timeout=90)
+    after = cluster_stats(d)["rows"]
+    # The new process shipped only what the cursor had not passed. At the kill at least
+    # `before` rows were taken (more may have been between the read and the kill), and the
+    # batch in flight may be sent again when ClickHouse had taken it but the cursor was not
+    # saved (a batch is whole blocks of ~1 MiB of lines past 2000 rows: some thousands of spans).
+    total = n + STEPS + QUEUES
+    assert 0 < after <= total - before + 10000, (before, after)
+    assert ch_counts(ch, "spans", "killed") == {("nodeK", 3): n}
+    assert ch_counts(ch, "steps", "killed") == {("nodeK", 3): STEPS}
+    # A batch sent twice collapses once merged: the raw count equals the exact one after it.
+    ch.query("OPTIMIZE TABLE stepscope.spans FINAL")
+    assert ch_counts(ch, "spans", "killed", final=False) == {("nodeK", 3): n}
+
+
+def test_refused_insert_is_reported_and_backed_off(ch, daemons, tmp):
+    # The read-only user may read but not create or insert: ClickHouse answers Code 164.
+    creds = creds_file(tmp, "reader", "r")
+    d = daemons("ro", args=node_args(ch, "nodeR", creds))
+    send(d, "refused", 0, rank_lines(0, 1000))
+    assert d.job("refused")["spans"] == 1000  # served locally all the same
+    time.sleep(4.0)
+    s = cluster_stats(d)
+    assert s["failing"] and s["rows"] == 0
+    assert "readonly" in s["last_error"] and "Code: 164" in s["last_error"], s["last_error"]
+    # Backoff 250, 500, 1000, 1000 ms...: about 6 attempts in 4 s, not a storm.
+    assert 2 <= s["retries"] <= 8, s
+    assert s["backoff_ms"] == 1000
+    metrics = d.request("/metrics")[2].decode()
+    assert "stepscope_cluster_failing 1" in metrics
+    assert "stepscope_cluster_pending_rows " in metrics
+
+
+def test_credentials_never_in_the_url(daemons, tmp):
+    d = daemons("bad", start=False, args=["--cluster-url", "http://ship:s3cret@127.0.0.1:1/"])
+    r = d.run_to_exit()
+    assert r.returncode == 2
+    assert b"cluster_credentials_file" in r.stderr
+
+
+def test_rows_shipped_twice_collapse(ch, daemons, tmp):
+    """The worst case of a retry, made certain: the cursor is lost after ClickHouse took every
+    batch (as if each node crashed between the INSERT and the cursor save), so the node ships
+    all of it again. The raw count doubles; FINAL, and a merge, give each row once."""
+    import sqlite3
+    creds = creds_file(tmp)
+    d = daemons("twice", args=node_args(ch, "nodeT", creds, "--cluster-batch-rows", "3000"))
+    send(d, "twice", 4, rank_lines(4, SPANS))
+    wait_shipped(d)
+    d.stop()
+    db = sqlite3.connect(os.path.join(d.data_dir, "stepscope.db"))
+    assert db.execute("DELETE FROM ship_cursors").rowcount == 1
+    db.commit()
+    db.close()
+    # No background merge until the raw count was read: the copies must be there to collapse.
+    for table in ("spans", "steps", "queue_samples"):
+        ch.query(f"SYSTEM STOP MERGES stepscope.{table}")
+    d.start()
+    wait_shipped(d)
+    assert cluster_stats(d)["rows"] == SPANS + STEPS + QUEUES
+    assert ch_counts(ch, "spans", "twice", final=False) == {("nodeT", 4): 2 * SPANS}
+    assert ch_counts(ch, "spans", "twice") == {("nodeT", 4): SPANS}
+    assert ch_counts(ch, "steps", "twice") == {("nodeT", 4): STEPS}
+    assert ch_counts(ch, "queue_samples", "twice") == {("nodeT", 4): QUEUES}
+    for table in ("spans", "steps", "queue_samples"):
+        ch.query(f"SYSTEM START MERGES stepscope.{table}")
+        ch.query(f"OPTIMIZE TABLE stepscope.{table} FINAL")
+    assert ch_counts(ch, "spans", "twice", final=False) == {("nodeT", 4): SPANS}
+    assert ch_counts(ch, "steps", "twice", final=False) == {("nodeT", 4): STEPS}

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""The ClickHouse schema and every ClickHouse statement of the daemon on a current ClickHouse
+(chdb-core, 26.x, in-process): the migrations of daemon/cluster/schema/ as the shipper runs them
+(statements split at ';' ending a line), the INSERTs of daemon/cluster/cluster.c fed RowBinary
+rows encoded the way rowbin.c encodes them, twice, and the reads the tests and docs use. Debian's
+18.16 runs the same files and INSERTs in test_cluster.py; together they are the two ends the
+schema must support."""
+import pathlib
+import re
+import struct
+
+import pytest
+
+import chdb.session as chdb_session  # noqa: E402  (chdb-core: scripts/test installs it)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "daemon" / "cluster" / "schema"
+CLUSTER_C = REPO / "daemon" / "cluster" / "cluster.c"
+
+
+def statements(text):
+    """The shipper's split (cluster.c run_file()): at ';' ending a line, "--" lines dropped."""
+    out = []
+    for chunk in re.split(r";[ \t]*(?:\n|$)", text):
+        body = "\n".join(l for l in chunk.splitlines() if not l.strip().startswith("--")).strip()
+        if body:
+            out.append(body)
+    return out
+
+
+def inserts():
+    """insert_sql[] of cluster.c: adjacent C string literals joined."""
+    src = CLUSTER_C.read_text()
+    block = src[src.index("insert_sql[PART_COUNT] = {"):]
+    block = block[:block.index("};")]
+    parts = re.findall(r'((?:"[^"]*"\s*)+),', block)
+    return ["".join(re.findall(r'"([^"]*)"', p)) for p in parts]
+
+
+def leb(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def encode(value, typ):
+    if typ == "String":
+        b = value.encode()
+        return leb(len(b)) + b
+    return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I"}[typ], value)
+
+
+SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "dur_ns": 2250,
+          "ph": "X", "name": "op \u00e9", "cat": "kernel", "pid": "3", "tid": "7", "block": 9,
+          "idx": 0, "step": 4, "begin_ns": 1700000000000000000, "end_ns": 1700000000000900500,
+          "samples": 32, "phases": "{}", "row": 0, "size": 2, "capacity": 8}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    s = chdb_session.Session(str(tmp_path_factory.mktemp("chdb")))
+    files = sorted(SCHEMA.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    assert [f.name[:4] for f in files] == [f"{i:04d}" for i in range(len(files))]
+    for f in files:
+        for st in statements(f.read_text()):
+            s.query(st)
+    # The bootstrap again (every node runs it at every start): idempotent.
+    for st in statements(files[0].read_text()):
+        s.query(st)
+    yield s
+    s.close()
+
+
+def q(db, sql):
+    return str(db.query(sql, "TabSeparated")).strip()
+
+
+def test_migrations_table_and_sorting_keys(db):
+    assert q(db, "SELECT max(version) FROM stepscope.schema_migrations") == "0"
+    keys = dict(tuple(r.split("\t")) for r in q(db, "SELECT name, sorting_key FROM system.tables "
+                                                    "WHERE database = 'stepscope' ORDER BY name").splitlines())
+    assert keys["spans"] == "job, rank, ts_ns, node, block, idx"
+    assert keys["steps"] == "job, rank, step, node, row"
+    assert keys["queue_samples"] == "job, rank, ts_ns, node, row"
+    engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
+                    "AND name != 'schema_migrations'")
+    assert engines == "ReplacingMergeTree"
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_insert_twice_counts_once(db, tmp_path, i):
+    sql = inserts()[i]
+    m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT RowBinary$", sql)
+    assert m, sql
+    table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
+    types = dict(tuple(r.split("\t")[:2]) for r in q(db, f"DESCRIBE TABLE {table}").splitlines())
+    assert sorted(cols) == sorted(types), "the INSERT must name every column"
+    n = 50
+    data = b""
+    for k in range(n):
+        row = dict(SAMPLE, idx=k, row=k, ts_ns=SAMPLE["ts_ns"] + k, step=k)
+        data += b"".join(encode(row[c], types[c]) for c in cols)
+    f = tmp_path / "batch.bin"
+    f.write_bytes(data)
+    structure = ", ".join(f"{c} {types[c]}" for c in cols)
+    # The shipper's statement, with its body read from the file (chdb takes no request body).
+    stmt = sql.replace(" FORMAT RowBinary", f" SELECT * FROM file('{f}', 'RowBinary', '{structure}')")
+    db.query(stmt)
+    db.query(stmt)  # a retried batch
+    assert q(db, f"SELECT count() FROM {table}") == str(2 * n)
+    assert q(db, f"SELECT count() FROM {table} FINAL") == str(n)
+    # The tests' per-(node, rank) count, as test_cluster.py asks 18.16.
+    assert q(db, f"SELECT node, rank, count() FROM {table} FINAL WHERE job = 'j' "
+                 "GROUP BY node, rank ORDER BY node, rank") == f"n1\t3\t{n}"
+    db.query(f"OPTIMIZE TABLE {table} FINAL")
+    assert q(db, f"SELECT count() FROM {table}") == str(n)
+    if table.endswith("spans"):
+        assert q(db, f"SELECT name FROM {table} LIMIT 1") == "op \u00e9"
+
+
+def test_schema_version_query_and_record(db):
+    # migrate() in cluster.c: the max, then one row per applied version.
+    db.query("INSERT INTO stepscope.schema_migrations (version, name, node) "
+             "VALUES (1, '0001_tables', 'n1')")
+    assert q(db, "SELECT max(version) FROM stepscope.schema_migrations FORMAT TabSeparated") == "1"
