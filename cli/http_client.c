@@ -1,22 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hclient: blocking sockets with send and receive timeouts (Linux applies SO_SNDTIMEO to
- * connect() too), one request, read to EOF. The target reuses daemon/core/config.c, so the CLI
- * accepts exactly the address and token forms the daemon does and checks them the same way.
+ * hclient: one request through libcurl (the CLI's only HTTP code; the daemon's cluster shipper
+ * uses libcurl too), answer read to the end, bounded in size and in time without progress. The
+ * target reuses daemon/core/config.c, so the CLI accepts exactly the address and token forms the
+ * daemon does and checks them the same way.
  */
 #include "http_client.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "../daemon/core/config.h"
 #include "../lib/sbuf.h"
@@ -61,102 +59,56 @@ out:
     return r;
 }
 
-/* Connects to http's host at its port: a numeric address, or a name (localhost, [::1] ...)
- * tried at each address getaddrinfo() gives, in its order, until one answers. */
-static int connect_to(const char *http, char *host, size_t host_size, char *err)
+/* The answer as it comes in: at most HCLIENT_ANSWER_MAX bytes, then the transfer stops. */
+struct answer {
+    char *buf;
+    size_t n, cap;
+    int err; /* -ENOMEM or -EMSGSIZE once it failed */
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
-    uint16_t port;
-    if (config_parse_hostport(http, host, host_size, &port) < 0) {
-        snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", http);
-        return -EINVAL;
+    struct answer *a = ud;
+    size_t k = size * nmemb;
+    if (a->n + k > HCLIENT_ANSWER_MAX) {
+        a->err = -EMSGSIZE;
+        return 0; /* stops the transfer: CURLE_WRITE_ERROR */
     }
-    char service[8];
-    snprintf(service, sizeof service, "%u", (unsigned)port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *list = NULL;
-    int g = getaddrinfo(host, service, &hints, &list);
-    if (g != 0) {
-        snprintf(err, HCLIENT_ERR_MAX, "http: cannot resolve \"%.64s\": %s", host, gai_strerror(g));
-        return -EINVAL;
-    }
-    int e = ECONNREFUSED;
-    for (struct addrinfo *ai = list; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            e = errno;
-            continue;
+    if (a->n + k + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap : 65536;
+        while (cap < a->n + k + 1)
+            cap *= 2;
+        char *q = realloc(a->buf, cap);
+        if (!q) {
+            a->err = -ENOMEM;
+            return 0;
         }
-        struct timeval tv = {.tv_sec = HCLIENT_TIMEOUT_MS / 1000,
-                             .tv_usec = (HCLIENT_TIMEOUT_MS % 1000) * 1000};
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            freeaddrinfo(list);
-            return fd;
-        }
-        e = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
-        close(fd);
+        a->buf = q;
+        a->cap = cap;
     }
-    freeaddrinfo(list);
-    snprintf(err, HCLIENT_ERR_MAX, "cannot connect to stepscoped at %.64s: %s", http, strerror(e));
-    return -e;
+    memcpy(a->buf + a->n, p, k);
+    a->n += k;
+    a->buf[a->n] = '\0';
+    return k;
 }
 
-static int send_all(int fd, const char *p, size_t n, char *err)
+static int curl_errno(CURLcode rc)
 {
-    while (n > 0) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            int e = errno == EAGAIN ? ETIMEDOUT : errno;
-            snprintf(err, HCLIENT_ERR_MAX, "send: %s", strerror(e));
-            return -e;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Reads to EOF into a fresh buffer of at most max bytes (NUL-terminated). */
-static int recv_all(int fd, size_t max, char **ret_buf, size_t *ret_n, char *err)
-{
-    size_t n = 0, cap = 65536;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        snprintf(err, HCLIENT_ERR_MAX, "out of memory");
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return -EINVAL;
+    case CURLE_OUT_OF_MEMORY:
         return -ENOMEM;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return -EPROTO;
+    default:
+        return -EIO;
     }
-    for (;;) {
-        if (n == cap) {
-            char *p = cap < max ? realloc(buf, (cap *= 2) + 1) : NULL;
-            if (!p) {
-                free(buf);
-                snprintf(err, HCLIENT_ERR_MAX, "%s",
-                         n < max ? "out of memory" : "the answer is too large");
-                return n < max ? -ENOMEM : -EMSGSIZE;
-            }
-            buf = p;
-        }
-        ssize_t k = recv(fd, buf + n, cap - n, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            int e = errno == EAGAIN ? ETIMEDOUT : errno;
-            free(buf);
-            snprintf(err, HCLIENT_ERR_MAX, "receive: %s", strerror(e));
-            return -e;
-        }
-        if (k == 0)
-            break;
-        n += (size_t)k;
-    }
-    buf[n] = '\0';
-    *ret_buf = buf;
-    *ret_n = n;
-    return 0;
 }
 
 int hclient_get(const struct hclient_target *t, const char *path, int *ret_status,
@@ -165,58 +117,119 @@ int hclient_get(const struct hclient_target *t, const char *path, int *ret_statu
     return hclient_request(t, "GET", path, NULL, 0, ret_status, ret_body, ret_len, err);
 }
 
+/* One request through libcurl (HTTP/1.0 as before, so the daemon never chunks the answer; a
+ * host name is tried at each of its addresses). The connection and each wait without progress
+ * are bounded by HCLIENT_TIMEOUT_MS. */
 int hclient_request(const struct hclient_target *t, const char *method, const char *path,
                     const char *json, size_t json_len, int *ret_status, char **ret_body,
                     size_t *ret_len, char *err)
 {
     char host[128];
-    int fd = connect_to(t->http, host, sizeof host, err);
-    if (fd < 0)
-        return fd;
+    uint16_t port;
+    if (config_parse_hostport(t->http, host, sizeof host, &port) < 0) {
+        snprintf(err, HCLIENT_ERR_MAX, "http: \"%.64s\" is not ADDR:PORT", t->http);
+        return -EINVAL;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, HCLIENT_ERR_MAX, "libcurl would not start");
+        return -ENOMEM;
+    }
     bool v6 = strchr(host, ':') != NULL;
-    struct sbuf req;
-    sbuf_init(&req, 16384);
-    sbuf_printf(&req, "%s %s HTTP/1.0\r\nHost: %s%s%s\r\nUser-Agent: stepscope\r\n", method,
-                path, v6 ? "[" : "", host, v6 ? "]" : "");
+    struct sbuf url, auth;
+    sbuf_init(&url, 16384);
+    sbuf_init(&auth, 512);
+    sbuf_printf(&url, "http://%s%s%s:%u%s", v6 ? "[" : "", host, v6 ? "]" : "", (unsigned)port,
+                path);
     if (t->token[0])
-        sbuf_printf(&req, "Authorization: Bearer %s\r\n", t->token);
-    if (json)
-        sbuf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n", json_len);
-    sbuf_adds(&req, "\r\n");
-    if (json)
-        sbuf_add(&req, json, json_len);
+        sbuf_printf(&auth, "Authorization: Bearer %s", t->token);
+    struct answer a = {0};
+    struct curl_slist *hdr = NULL;
+    char cerr[CURL_ERROR_SIZE] = "";
     int r = -ENOMEM;
-    char *ans = NULL;
-    size_t n = 0;
-    if (req.error) {
+    CURL *h = curl_easy_init();
+    if (url.error || auth.error) {
         snprintf(err, HCLIENT_ERR_MAX, "request too long");
         goto out;
     }
-    r = send_all(fd, req.data, req.len, err);
-    if (r == 0)
-        r = recv_all(fd, HCLIENT_ANSWER_MAX + 16384, &ans, &n, err);
-    if (r < 0)
+    if (!h || (t->token[0] && !(hdr = curl_slist_append(hdr, auth.data)))) {
+        snprintf(err, HCLIENT_ERR_MAX, "out of memory");
         goto out;
-    int status = 0;
-    char *body = strstr(ans, "\r\n\r\n");
-    r = -EPROTO;
-    if (sscanf(ans, "HTTP/1.%*1[01] %3d", &status) != 1 || status < 100 || !body) {
+    }
+    if (json) {
+        struct curl_slist *h2 = curl_slist_append(hdr, "Content-Type: application/json");
+        if (!h2) {
+            snprintf(err, HCLIENT_ERR_MAX, "out of memory");
+            goto out;
+        }
+        hdr = h2;
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)json_len);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url.data);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_0);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "stepscope");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_PROXY, ""); /* the daemon is never behind an http_proxy */
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)HCLIENT_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(HCLIENT_TIMEOUT_MS / 1000));
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    CURLcode rc = curl_easy_perform(h);
+    if (rc == CURLE_WRITE_ERROR && a.err) {
+        r = a.err;
+        snprintf(err, HCLIENT_ERR_MAX, "%s",
+                 r == -EMSGSIZE ? "the answer is too large" : "out of memory");
+        goto out;
+    }
+    if (rc == CURLE_COULDNT_RESOLVE_HOST) {
+        r = -EINVAL;
+        snprintf(err, HCLIENT_ERR_MAX, "http: cannot resolve \"%.64s\": %s", host,
+                 cerr[0] ? cerr : curl_easy_strerror(rc));
+        goto out;
+    }
+    if (rc == CURLE_WEIRD_SERVER_REPLY || rc == CURLE_UNSUPPORTED_PROTOCOL) {
+        r = -EPROTO;
         snprintf(err, HCLIENT_ERR_MAX, "%.64s did not answer in HTTP", t->http);
         goto out;
     }
-    body += 4;
-    *ret_len = n - (size_t)(body - ans);
-    memmove(ans, body, *ret_len + 1);
-    *ret_body = ans;
-    *ret_status = status;
-    ans = NULL;
+    if (rc != CURLE_OK) {
+        r = curl_errno(rc);
+        snprintf(err, HCLIENT_ERR_MAX, "cannot connect to stepscoped at %.64s: %s", t->http,
+                 r == -ECONNREFUSED ? strerror(ECONNREFUSED)
+                 : r == -ETIMEDOUT  ? strerror(ETIMEDOUT)
+                                    : (cerr[0] ? cerr : curl_easy_strerror(rc)));
+        goto out;
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 100) {
+        r = -EPROTO;
+        snprintf(err, HCLIENT_ERR_MAX, "%.64s did not answer in HTTP", t->http);
+        goto out;
+    }
+    if (!a.buf && !(a.buf = calloc(1, 1))) {
+        snprintf(err, HCLIENT_ERR_MAX, "out of memory");
+        goto out;
+    }
+    *ret_status = (int)status;
+    *ret_body = a.buf;
+    *ret_len = a.n;
+    a.buf = NULL;
     r = 0;
 out:
-    if (req.data)
-        explicit_bzero(req.data, req.len);
-    sbuf_done(&req);
-    free(ans);
-    close(fd);
+    if (auth.data)
+        explicit_bzero(auth.data, auth.len);
+    sbuf_done(&auth);
+    sbuf_done(&url);
+    curl_slist_free_all(hdr);
+    if (h)
+        curl_easy_cleanup(h);
+    free(a.buf);
+    curl_global_cleanup();
     return r;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hclient: the CLI's read side of stepscoped's HTTP API (docs/API.md): one GET over HTTP/1.0
+ * (libcurl)
  * (so the answer is never chunked and ends when the daemon closes), with the bearer token when
  * the daemon has one, bounded in size and time (hclient_request() also POSTs a JSON body). For
  * the subcommands that talk to the API (`stepscope jobs`, `capture`, `summary`). The token and
