@@ -227,191 +227,242 @@ static double round_half_even(double x)
     return rint(x);
 }
 
+/* What MindInsight's rules carry to its post-filter. */
+struct mi_state {
+    size_t first;                   /* o->n before the first MindInsight suggestion */
+    bool interval_fired;            /* step_interval_long */
+    bool pipe_general;              /* pipeline_bottleneck */
+    bool have_minddata;             /* queue, CPU or pipeline evidence at all */
+    struct analyse_queue_verdict v; /* the data-queue verdict */
+};
+
+/* step_trace-iter_interval. */
+static int mi_step_interval(const struct analyse_helper_input *in,
+                            const struct analyse_helper_rules *ru, struct out *o,
+                            struct mi_state *st)
+{
+    if (isnan(in->st_interval_ns))
+        return 0;
+    double ms = in->st_interval_ns / 1e6;
+    /* MindInsight's absolute 0.5 ms, and (ours) a share of the step worth acting on: a
+     * 1.28 ms interval in a 215 ms step is 0.6 % of it. Without a step total the share is
+     * unknown and the peer's rule alone decides. */
+    bool has_total = !isnan(in->st_total_ns) && in->st_total_ns > 0;
+    double share = has_total ? in->st_interval_ns / in->st_total_ns : NAN;
+    if (!(ms > ru->step_interval_ms && (!has_total || share >= ru->step_interval_ratio)))
+        return 0;
+    struct analyse_helper_suggestion *g =
+        add(o, "step_interval_long", ANALYSE_HELPER_WARNING, "Long step interval",
+            "MindInsight step_trace-iter_interval", "step-trace", -1);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, "interval_ms", ms, ">", ru->step_interval_ms);
+    if (has_total)
+        evidence(g, "interval_share", share, ">=", ru->step_interval_ratio);
+    say(g,
+        "After the graph mode and dataset sink mode are enabled, if the average step "
+        "interval is greater than %g ms, the process from data processing to "
+        "computational graph execution can be optimized. The average step interval is "
+        "%.4f ms.",
+        ru->step_interval_ms, ms);
+    st->interval_fired = true;
+    return 0;
+}
+
+/* minddata_device_queue_rate and device_queue_warning: the data-queue verdict. */
+static int mi_queues(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                     struct out *o, struct mi_state *st)
+{
+    const struct analyse_queue_stats *hq = in->host_queue, *dq = in->device_queue;
+    bool has_host = hq && hq->n_samples > 0, has_dev = dq && dq->n_samples > 0;
+    struct analyse_queue_verdict *v = &st->v;
+    analyse_queue_verdict(has_host ? hq : NULL, has_dev ? dq : NULL, ru->queue_empty_ratio, v);
+    if (has_host || has_dev)
+        st->have_minddata = true;
+    struct analyse_helper_suggestion *g;
+    if (v->status == ANALYSE_QUEUE_STATUS_DATA_PROCESS) {
+        g = add(o, "queue_host_empty", ANALYSE_HELPER_WARNING, "Host queue often empty",
+                "MindInsight minddata_device_queue_rate", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "host_empty_ratio", (double)v->host_empty / (double)v->host_total, ">",
+                 ru->queue_empty_ratio);
+        evidence(g, "host_empty", (double)v->host_empty, "=", 0);
+        evidence(g, "host_total", (double)v->host_total, "=", 0);
+        say(g,
+            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. The data "
+            "processing stage can be optimized.",
+            v->empty_rate_pct, ru->queue_empty_ratio * 100);
+    } else if (v->status == ANALYSE_QUEUE_STATUS_TRANSMISSION) {
+        g = add(o, "queue_device_empty", ANALYSE_HELPER_WARNING, "Chip queue empty",
+                "MindInsight minddata_device_queue_rate", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "device_empty", (double)v->device_empty, ">", 0);
+        evidence(g, "device_total", (double)v->device_total, "=", 0);
+        evidence(g, "host_empty_ratio", (double)v->host_empty / (double)v->host_total, "<=",
+                 ru->queue_empty_ratio);
+        say(g,
+            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. There are "
+            "empty queues on a chip (%zu/%zu). The data transmission stage can be optimized.",
+            v->empty_rate_pct, ru->queue_empty_ratio * 100, v->device_empty, v->device_total);
+    } else if (v->status == ANALYSE_QUEUE_STATUS_DEVICE_QUEUE) {
+        g = add(o, "queue_ok", ANALYSE_HELPER_INFO, "Data queues not empty",
+                "MindInsight device_queue_warning", "queues", -1);
+        if (!g)
+            return -ENOMEM;
+        evidence(g, "host_empty_ratio", (double)v->host_empty / (double)v->host_total, "<=",
+                 ru->queue_empty_ratio);
+        say(g, "You can optimize the script based on the data processing performance "
+               "optimization suggestions.");
+    }
+    return 0;
+}
+
+/* minddata_cpu_utilization. */
+static int mi_cpu(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                  struct out *o, struct mi_state *st)
+{
+    if (isnan(in->host_cpu_pct))
+        return 0;
+    st->have_minddata = true;
+    /* MindInsight compares 100 - round(mean idle), which is round(mean use) under Python's
+     * half-to-even rounding. */
+    double pct = round_half_even(in->host_cpu_pct);
+    if (!(pct > ru->cpu_pct))
+        return 0;
+    struct analyse_helper_suggestion *g =
+        add(o, "cpu_high", ANALYSE_HELPER_WARNING, "High CPU utilisation",
+            "MindInsight minddata_cpu_utilization", "queues", -1);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, "cpu_pct", pct, ">", ru->cpu_pct);
+    say(g,
+        "The average CPU usage of the entire system is %g%%, which may affect the data "
+        "processing performance.",
+        pct);
+    return 0;
+}
+
+/* The pipeline proposals, one per kind: the first names every flagged op, the others the ops
+ * with that advice. */
+static const struct pipe_kind {
+    enum analyse_pipe_advice advice;
+    const char *code, *source, *pre, *post; /* message = pre ops post */
+} pipe_kinds[] = {
+    {ANALYSE_PIPE_ADVICE_GENERAL, "pipeline_bottleneck",
+     "MindInsight minddata_pipeline-general",
+     "The ", " operator in the pipeline may have performance bottlenecks."},
+    {ANALYSE_PIPE_ADVICE_DATASET_OP, "pipeline_dataset_op",
+     "MindInsight minddata_pipeline-dataset_op",
+     "For operator ",
+     ", you can try to increase or decrease the num_parallel_workers parameter."},
+    {ANALYSE_PIPE_ADVICE_GENERATOR_OP, "pipeline_generator_op",
+     "MindInsight minddata_pipeline-generator_op",
+     "For operator ",
+     ", you can try to increase or decrease the num_parallel_workers "
+     "parameter, optimize the training script, or replace it with MindRecordDataset."},
+    {ANALYSE_PIPE_ADVICE_MAP_OP, "pipeline_map_op", "MindInsight minddata_pipeline-map_op",
+     "For operator ",
+     ", you can try to increase or decrease the num_parallel_workers "
+     "parameter. If the Python operator is used, you can optimize the training "
+     "script."},
+    {ANALYSE_PIPE_ADVICE_BATCH_OP, "pipeline_batch_op",
+     "MindInsight minddata_pipeline-batch_op",
+     "For operator ", ", you can increase the prefetch_size value."},
+};
+
+/* The proposal of pipe_kinds[k] over findings f[0..nf), if some finding has its advice. */
+static int pipe_proposal(const struct analyse_helper_input *in, const struct analyse_pipe_finding *f,
+                         size_t nf, size_t k, struct out *o, struct mi_state *st)
+{
+    /* "OpType_id/OpType_id", flagged ops in reversed order as MindInsight lists them. */
+    char ops[256] = "";
+    size_t len = 0, n_ops = 0;
+    double worst = 0, thr = 0;
+    for (size_t j = nf; j-- > 0;) {
+        if (k > 0 && f[j].advice != pipe_kinds[k].advice)
+            continue;
+        const struct analyse_pipe_op *op = &in->pipe_ops[f[j].op];
+        int w = snprintf(ops + len, sizeof ops - len, "%s%s_%lld", n_ops ? "/" : "",
+                         op->op_type ? op->op_type : "Op", (long long)op->op_id);
+        if (w > 0 && (size_t)w < sizeof ops - len)
+            len += (size_t)w;
+        if (n_ops++ == 0) {
+            worst = f[j].usage;
+            thr = f[j].threshold;
+        }
+    }
+    if (n_ops == 0)
+        return 0;
+    struct analyse_helper_suggestion *g =
+        add(o, pipe_kinds[k].code, ANALYSE_HELPER_WARNING,
+            k == 0 ? "Dataset pipeline bottleneck" : "Dataset operator tuning",
+            pipe_kinds[k].source, "pipeline", -1);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, "flagged_ops", (double)n_ops, ">", 0);
+    evidence(g, "queue_usage", worst, "=", thr);
+    say(g, "%s%s%s", pipe_kinds[k].pre, ops, pipe_kinds[k].post);
+    if (k == 0)
+        st->pipe_general = true;
+    return 0;
+}
+
+/* minddata_pipeline-*: the dataset pipeline's bottlenecks. */
+static int mi_pipeline(const struct analyse_helper_input *in, const struct analyse_helper_rules *ru,
+                       struct out *o, struct mi_state *st)
+{
+    if (!in->pipe_ops || in->n_pipe_ops == 0)
+        return 0;
+    st->have_minddata = true;
+    struct analyse_pipe_finding *f = NULL;
+    size_t nf = 0;
+    int r = analyse_pipe_bottlenecks(in->pipe_ops, in->n_pipe_ops, ru->pipe_high, ru->pipe_low,
+                                     ru->pipe_diff, &f, &nf);
+    if (r < 0)
+        return r;
+    /* MindInsight drops every pipeline proposal when the root is flagged (all queues full:
+     * the pipeline keeps up). */
+    if (nf > 0 && f[0].reason != ANALYSE_PIPE_ALL_HIGH)
+        for (size_t k = 0; k < sizeof pipe_kinds / sizeof pipe_kinds[0] && r == 0; k++)
+            r = pipe_proposal(in, f, nf, k, o, st);
+    free(f);
+    return r;
+}
+
+/* MindInsight's post-filter (show_result_condition): without a long step interval and a
+ * pipeline bottleneck, all of its suggestions are hidden; with a host queue that is not often
+ * empty, the pipeline proposals are. Applied only when there is MindData evidence at all, so a
+ * job without a data pipeline still hears about its step interval. */
+static void mi_gate(const struct analyse_helper_rules *ru, const struct mi_state *st,
+                    struct out *o)
+{
+    if (!ru->mindinsight_gate || !st->have_minddata)
+        return;
+    if (!st->interval_fired || !st->pipe_general) {
+        o->n = st->first;
+    } else if (st->v.status != ANALYSE_QUEUE_STATUS_NONE &&
+               !(st->v.empty_rate_pct > ru->queue_empty_ratio * 100)) {
+        size_t w = st->first;
+        for (size_t i = st->first; i < o->n; i++)
+            if (strncmp(o->s[i].code, "pipeline_", 9) != 0)
+                o->s[w++] = o->s[i];
+        o->n = w;
+    }
+}
+
 /* MindInsight's step interval, queue, CPU and pipeline rules (mindinsight.md §4.1), in the
  * proposer's order, then its post-filter. */
 static int rules_mindinsight(const struct analyse_helper_input *in,
                              const struct analyse_helper_rules *ru, struct out *o)
 {
-    int r = 0;
-    size_t first = o->n;
-    bool interval_fired = false, pipe_general = false, have_minddata = false;
-    struct analyse_helper_suggestion *g;
-
-    if (!isnan(in->st_interval_ns)) {
-        double ms = in->st_interval_ns / 1e6;
-        /* MindInsight's absolute 0.5 ms, and (ours) a share of the step worth acting on: a
-         * 1.28 ms interval in a 215 ms step is 0.6 % of it. Without a step total the share is
-         * unknown and the peer's rule alone decides. */
-        bool has_total = !isnan(in->st_total_ns) && in->st_total_ns > 0;
-        double share = has_total ? in->st_interval_ns / in->st_total_ns : NAN;
-        if (ms > ru->step_interval_ms && (!has_total || share >= ru->step_interval_ratio)) {
-            g = add(o, "step_interval_long", ANALYSE_HELPER_WARNING, "Long step interval",
-                    "MindInsight step_trace-iter_interval", "step-trace", -1);
-            if (!g)
-                return -ENOMEM;
-            evidence(g, "interval_ms", ms, ">", ru->step_interval_ms);
-            if (has_total)
-                evidence(g, "interval_share", share, ">=", ru->step_interval_ratio);
-            say(g,
-                "After the graph mode and dataset sink mode are enabled, if the average step "
-                "interval is greater than %g ms, the process from data processing to "
-                "computational graph execution can be optimized. The average step interval is "
-                "%.4f ms.",
-                ru->step_interval_ms, ms);
-            interval_fired = true;
-        }
-    }
-
-    const struct analyse_queue_stats *hq = in->host_queue, *dq = in->device_queue;
-    bool has_host = hq && hq->n_samples > 0, has_dev = dq && dq->n_samples > 0;
-    struct analyse_queue_verdict v;
-    analyse_queue_verdict(has_host ? hq : NULL, has_dev ? dq : NULL, ru->queue_empty_ratio, &v);
-    if (has_host || has_dev)
-        have_minddata = true;
-    if (v.status == ANALYSE_QUEUE_STATUS_DATA_PROCESS) {
-        g = add(o, "queue_host_empty", ANALYSE_HELPER_WARNING, "Host queue often empty",
-                "MindInsight minddata_device_queue_rate", "queues", -1);
-        if (!g)
-            return -ENOMEM;
-        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, ">",
-                 ru->queue_empty_ratio);
-        evidence(g, "host_empty", (double)v.host_empty, "=", 0);
-        evidence(g, "host_total", (double)v.host_total, "=", 0);
-        say(g,
-            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. The data "
-            "processing stage can be optimized.",
-            v.empty_rate_pct, ru->queue_empty_ratio * 100);
-    } else if (v.status == ANALYSE_QUEUE_STATUS_TRANSMISSION) {
-        g = add(o, "queue_device_empty", ANALYSE_HELPER_WARNING, "Chip queue empty",
-                "MindInsight minddata_device_queue_rate", "queues", -1);
-        if (!g)
-            return -ENOMEM;
-        evidence(g, "device_empty", (double)v.device_empty, ">", 0);
-        evidence(g, "device_total", (double)v.device_total, "=", 0);
-        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, "<=",
-                 ru->queue_empty_ratio);
-        say(g,
-            "The ratio of empty queues on a host is %d%%, and the threshold is %g%%. There are "
-            "empty queues on a chip (%zu/%zu). The data transmission stage can be optimized.",
-            v.empty_rate_pct, ru->queue_empty_ratio * 100, v.device_empty, v.device_total);
-    } else if (v.status == ANALYSE_QUEUE_STATUS_DEVICE_QUEUE) {
-        g = add(o, "queue_ok", ANALYSE_HELPER_INFO, "Data queues not empty",
-                "MindInsight device_queue_warning", "queues", -1);
-        if (!g)
-            return -ENOMEM;
-        evidence(g, "host_empty_ratio", (double)v.host_empty / (double)v.host_total, "<=",
-                 ru->queue_empty_ratio);
-        say(g, "You can optimize the script based on the data processing performance "
-               "optimization suggestions.");
-    }
-
-    if (!isnan(in->host_cpu_pct)) {
-        have_minddata = true;
-        /* MindInsight compares 100 - round(mean idle), which is round(mean use) under Python's
-         * half-to-even rounding. */
-        double pct = round_half_even(in->host_cpu_pct);
-        if (pct > ru->cpu_pct) {
-            g = add(o, "cpu_high", ANALYSE_HELPER_WARNING, "High CPU utilisation",
-                    "MindInsight minddata_cpu_utilization", "queues", -1);
-            if (!g)
-                return -ENOMEM;
-            evidence(g, "cpu_pct", pct, ">", ru->cpu_pct);
-            say(g,
-                "The average CPU usage of the entire system is %g%%, which may affect the data "
-                "processing performance.",
-                pct);
-        }
-    }
-
-    if (in->pipe_ops && in->n_pipe_ops > 0) {
-        have_minddata = true;
-        struct analyse_pipe_finding *f = NULL;
-        size_t nf = 0;
-        r = analyse_pipe_bottlenecks(in->pipe_ops, in->n_pipe_ops, ru->pipe_high, ru->pipe_low,
-                                     ru->pipe_diff, &f, &nf);
-        if (r < 0)
-            return r;
-        /* MindInsight drops every pipeline proposal when the root is flagged (all queues full:
-         * the pipeline keeps up). */
-        if (nf > 0 && f[0].reason != ANALYSE_PIPE_ALL_HIGH) {
-            static const struct {
-                enum analyse_pipe_advice advice;
-                const char *code, *source, *pre, *post; /* message = pre ops post */
-            } kinds[] = {
-                {ANALYSE_PIPE_ADVICE_GENERAL, "pipeline_bottleneck",
-                 "MindInsight minddata_pipeline-general",
-                 "The ", " operator in the pipeline may have performance bottlenecks."},
-                {ANALYSE_PIPE_ADVICE_DATASET_OP, "pipeline_dataset_op",
-                 "MindInsight minddata_pipeline-dataset_op",
-                 "For operator ",
-                 ", you can try to increase or decrease the num_parallel_workers parameter."},
-                {ANALYSE_PIPE_ADVICE_GENERATOR_OP, "pipeline_generator_op",
-                 "MindInsight minddata_pipeline-generator_op",
-                 "For operator ",
-                 ", you can try to increase or decrease the num_parallel_workers "
-                 "parameter, optimize the training script, or replace it with MindRecordDataset."},
-                {ANALYSE_PIPE_ADVICE_MAP_OP, "pipeline_map_op", "MindInsight minddata_pipeline-map_op",
-                 "For operator ",
-                 ", you can try to increase or decrease the num_parallel_workers "
-                 "parameter. If the Python operator is used, you can optimize the training "
-                 "script."},
-                {ANALYSE_PIPE_ADVICE_BATCH_OP, "pipeline_batch_op",
-                 "MindInsight minddata_pipeline-batch_op",
-                 "For operator ", ", you can increase the prefetch_size value."},
-            };
-            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-                /* "OpType_id/OpType_id", flagged ops in reversed order as MindInsight lists them. */
-                char ops[256] = "";
-                size_t len = 0, n_ops = 0;
-                double worst = 0, thr = 0;
-                for (size_t j = nf; j-- > 0;) {
-                    if (k > 0 && f[j].advice != kinds[k].advice)
-                        continue;
-                    const struct analyse_pipe_op *op = &in->pipe_ops[f[j].op];
-                    int w = snprintf(ops + len, sizeof ops - len, "%s%s_%lld", n_ops ? "/" : "",
-                                     op->op_type ? op->op_type : "Op", (long long)op->op_id);
-                    if (w > 0 && (size_t)w < sizeof ops - len)
-                        len += (size_t)w;
-                    if (n_ops++ == 0) {
-                        worst = f[j].usage;
-                        thr = f[j].threshold;
-                    }
-                }
-                if (n_ops == 0)
-                    continue;
-                g = add(o, kinds[k].code, ANALYSE_HELPER_WARNING,
-                        k == 0 ? "Dataset pipeline bottleneck" : "Dataset operator tuning",
-                        kinds[k].source, "pipeline", -1);
-                if (!g) {
-                    free(f);
-                    return -ENOMEM;
-                }
-                evidence(g, "flagged_ops", (double)n_ops, ">", 0);
-                evidence(g, "queue_usage", worst, "=", thr);
-                say(g, "%s%s%s", kinds[k].pre, ops, kinds[k].post);
-                if (k == 0)
-                    pipe_general = true;
-            }
-        }
-        free(f);
-    }
-
-    /* MindInsight's post-filter (show_result_condition): without a long step interval and a
-     * pipeline bottleneck, all of the above is hidden; with a host queue that is not often
-     * empty, the pipeline proposals are. Applied only when there is MindData evidence at all,
-     * so a job without a data pipeline still hears about its step interval. */
-    if (ru->mindinsight_gate && have_minddata) {
-        if (!interval_fired || !pipe_general) {
-            o->n = first;
-        } else if (v.status != ANALYSE_QUEUE_STATUS_NONE &&
-                   !(v.empty_rate_pct > ru->queue_empty_ratio * 100)) {
-            size_t w = first;
-            for (size_t i = first; i < o->n; i++)
-                if (strncmp(o->s[i].code, "pipeline_", 9) != 0)
-                    o->s[w++] = o->s[i];
-            o->n = w;
-        }
-    }
+    struct mi_state st = { .first = o->n };
+    int r;
+    if ((r = mi_step_interval(in, ru, o, &st)) < 0 || (r = mi_queues(in, ru, o, &st)) < 0 ||
+        (r = mi_cpu(in, ru, o, &st)) < 0 || (r = mi_pipeline(in, ru, o, &st)) < 0)
+        return r;
+    mi_gate(ru, &st, o);
     return 0;
 }
 
