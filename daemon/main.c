@@ -899,22 +899,6 @@ static int store_exit_code(int r)
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
 }
 
-/* ingest's line decoder for web's summary routes (web.h, struct web_line_decoder). */
-static void *web_decoder_create(size_t max_line)
-{
-    return ingest_line_decoder_new(max_line);
-}
-
-static void web_decoder_destroy(void *dec)
-{
-    ingest_line_decoder_free(dec);
-}
-
-static int web_decoder_decode(void *dec, const char *line, size_t len, struct record *ret)
-{
-    return ingest_decode_line(dec, line, len, ret);
-}
-
 /* Thousands of HTTP and client connections need as many descriptors: the soft limit is raised
  * to the hard one (logged), and a hard limit below what the configured caps could take is
  * reported, since connections past it are refused by accept() rather than by the caps. */
@@ -1082,12 +1066,6 @@ int main(int argc, char **argv)
         .ud = &d,
     };
     const struct web_jobs jobs = {.remove = web_job_delete, .ud = &d};
-    const struct web_line_decoder decoder = {
-        .create = web_decoder_create,
-        .destroy = web_decoder_destroy,
-        .decode = web_decoder_decode,
-        .max_line = (size_t)d.cfg.max_line_bytes,
-    };
     /* Before the web server: /stats shows the backlog from the first answer. */
     char cerr[CLUSTER_ERR_MAX] = "";
     r = cluster_start_config(&d.cfg, d.store, &d.stats, &d.cluster, cerr);
@@ -1118,7 +1096,7 @@ int main(int argc, char **argv)
         .auth_token = d.cfg.auth_token,
         .allowed_hosts = d.cfg.http_allowed_hosts,
         .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
-        .decoder = &decoder,
+        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
         .captures = &captures,
         .jobs = &jobs,
     };

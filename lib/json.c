@@ -717,3 +717,243 @@ int json_scan_copy(const char *text, size_t len, const struct json_keys *keys,
     memset(*copy + len, 0, 1 + JSON_PADDING);
     return json_scan_object(*copy, len, keys, slots, a, msg);
 }
+
+/* ---- the reader: a cursor over text without padding ---- */
+
+void json_reader_init(struct json_reader *r, const char *text, size_t len)
+{
+    r->p = text;
+    r->end = text + len;
+    r->bad = false;
+}
+
+static bool reader_fail(struct json_reader *r)
+{
+    r->bad = true;
+    r->p = r->end;
+    return false;
+}
+
+static void reader_blanks(struct json_reader *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r'))
+        r->p++;
+}
+
+enum json_type json_peek(struct json_reader *r)
+{
+    reader_blanks(r);
+    if (r->p >= r->end)
+        return JSON_ABSENT;
+    switch (*r->p) {
+    case '"':
+        return JSON_STRING;
+    case '{':
+        return JSON_OBJECT;
+    case '[':
+        return JSON_ARRAY;
+    case 't':
+    case 'f':
+        return JSON_BOOL;
+    case 'n':
+        return JSON_NULL;
+    default:
+        return *r->p == '-' || is_digit(*r->p) ? JSON_NUMBER : JSON_ABSENT;
+    }
+}
+
+/* Consumes c (after blanks) if it is next. */
+static bool reader_eat(struct json_reader *r, char c)
+{
+    reader_blanks(r);
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
+bool json_object_begin(struct json_reader *r)
+{
+    return reader_eat(r, '{') || reader_fail(r);
+}
+
+bool json_array_begin(struct json_reader *r)
+{
+    return reader_eat(r, '[') || reader_fail(r);
+}
+
+/* Whether the escapes of the string body b[0, n) are whole (so unescape() reads inside it). */
+static bool escapes_whole(const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] != '\\')
+            continue;
+        if (i + 1 >= n)
+            return false;
+        if (b[i + 1] != 'u') {
+            if (!strchr("\"\\/bfnrt", b[i + 1]) || b[i + 1] == '\0')
+                return false;
+            i++;
+            continue;
+        }
+        if (i + 6 > n)
+            return false;
+        int32_t cp = hex4(b + i + 2);
+        if (cp < 0 || (cp >= 0xdc00 && cp <= 0xdfff))
+            return false;
+        i += 5;
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+            if (i + 7 > n || b[i + 1] != '\\' || b[i + 2] != 'u')
+                return false;
+            int32_t lo = hex4(b + i + 3);
+            if (lo < 0xdc00 || lo > 0xdfff)
+                return false;
+            i += 6;
+        }
+    }
+    return true;
+}
+
+bool json_read_string(struct json_reader *r, char *out, size_t cap, size_t *ret_len)
+{
+    if (!reader_eat(r, '"'))
+        return reader_fail(r);
+    const char *b = r->p;
+    bool esc = false;
+    while (r->p < r->end && *r->p != '"') {
+        if (*r->p == '\\') {
+            esc = true;
+            r->p++;
+        }
+        r->p++;
+    }
+    if (r->p >= r->end)
+        return reader_fail(r);
+    size_t n = (size_t)(r->p - b);
+    r->p++;
+    if (!out && !ret_len)
+        return true;
+    char stack[256];
+    char *tmp = NULL;
+    const char *text = b;
+    if (esc) {
+        if (!escapes_whole(b, n))
+            return reader_fail(r);
+        /* Unescaping never lengthens. */
+        tmp = n <= sizeof stack ? stack : malloc(n);
+        if (!tmp)
+            return reader_fail(r);
+        n = (size_t)unescape(b, b + n, tmp, n);
+        text = tmp;
+    }
+    if (ret_len)
+        *ret_len = n;
+    if (out && cap > 0) {
+        size_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(out, text, k);
+        out[k] = '\0';
+    }
+    if (tmp != stack)
+        free(tmp);
+    return true;
+}
+
+bool json_member(struct json_reader *r, char *key, size_t cap)
+{
+    (void)reader_eat(r, ',');
+    if (reader_eat(r, '}'))
+        return false;
+    return (json_read_string(r, key, cap, NULL) && reader_eat(r, ':')) || reader_fail(r);
+}
+
+bool json_element(struct json_reader *r)
+{
+    (void)reader_eat(r, ',');
+    if (reader_eat(r, ']'))
+        return false;
+    return r->p < r->end || reader_fail(r);
+}
+
+bool json_read_double(struct json_reader *r, double *ret)
+{
+    reader_blanks(r);
+    char buf[64];
+    size_t n = 0;
+    while (r->p < r->end && n + 1 < sizeof buf && *r->p && strchr("+-0123456789.eE", *r->p))
+        buf[n++] = *r->p++;
+    buf[n] = '\0';
+    char *e;
+    double v = strtod(buf, &e);
+    if (n == 0 || *e != '\0' || !isfinite(v))
+        return reader_fail(r);
+    *ret = v;
+    return true;
+}
+
+static bool skip_value(struct json_reader *r, int depth)
+{
+    if (depth > JSON_DEPTH_MAX)
+        return reader_fail(r);
+    switch (json_peek(r)) {
+    case JSON_STRING:
+        return json_read_string(r, NULL, 0, NULL);
+    case JSON_NUMBER: {
+        const char *b = r->p;
+        while (r->p < r->end && *r->p && strchr("+-0123456789.eE", *r->p))
+            r->p++;
+        return r->p > b || reader_fail(r);
+    }
+    case JSON_BOOL:
+    case JSON_NULL: {
+        const char *w = *r->p == 't' ? "true" : *r->p == 'f' ? "false" : "null";
+        size_t l = strlen(w);
+        if ((size_t)(r->end - r->p) < l || memcmp(r->p, w, l) != 0)
+            return reader_fail(r);
+        r->p += l;
+        return true;
+    }
+    case JSON_OBJECT:
+        r->p++;
+        while (json_member(r, NULL, 0))
+            if (!skip_value(r, depth + 1))
+                return false;
+        return !r->bad;
+    case JSON_ARRAY:
+        r->p++;
+        while (json_element(r))
+            if (!skip_value(r, depth + 1))
+                return false;
+        return !r->bad;
+    default:
+        return reader_fail(r);
+    }
+}
+
+bool json_skip(struct json_reader *r)
+{
+    return skip_value(r, 0);
+}
+
+bool json_array_has_string(const char *text, size_t len, const char *word)
+{
+    struct json_reader r;
+    json_reader_init(&r, text, len);
+    size_t wn = strlen(word);
+    if (!json_array_begin(&r))
+        return false;
+    while (json_element(&r)) {
+        if (json_peek(&r) != JSON_STRING) {
+            if (!json_skip(&r))
+                return false;
+            continue;
+        }
+        char buf[64];
+        size_t n;
+        if (!json_read_string(&r, buf, sizeof buf, &n))
+            return false;
+        if (n == wn && wn < sizeof buf && memcmp(buf, word, wn) == 0)
+            return true;
+    }
+    return false;
+}

@@ -117,4 +117,45 @@ int json_scan_object(const char *line, size_t len, const struct json_keys *keys,
 int json_scan_copy(const char *text, size_t len, const struct json_keys *keys,
                    struct json_slot *slots, struct json_arena *a, char *msg, char **copy);
 
+/* The reader: a cursor over JSON text that needs no padding (a stored line, a slot's object or
+ * array) and never reads past its end, for shapes a key set cannot express (arrays of objects,
+ * series of numbers). Meant for text json_scan_object() accepted; on any other text its calls
+ * fail (false, and bad is set), never crash. Each call skips the blanks before what it reads. */
+struct json_reader {
+    const char *p;   /* the next byte to read */
+    const char *end;
+    bool bad;        /* a call failed: the text is not what was asked for */
+};
+
+void json_reader_init(struct json_reader *r, const char *text, size_t len);
+
+/* The type of the value at the cursor (JSON_ABSENT at the end, or before a byte no value starts
+ * with); reads nothing but blanks. */
+enum json_type json_peek(struct json_reader *r);
+
+/* Opens the object or array at the cursor; false if there is none. */
+bool json_object_begin(struct json_reader *r);
+bool json_array_begin(struct json_reader *r);
+
+/* The next member of the open object: true with its name (unescaped, NUL-terminated, cut to cap
+ * bytes; key may be NULL) read and its ':' consumed, the value next; false once the object is
+ * closed (or on an error: bad). */
+bool json_member(struct json_reader *r, char *key, size_t cap);
+
+/* Whether the open array has another element (then it is next); false once it is closed. */
+bool json_element(struct json_reader *r);
+
+/* A string: its bytes unescaped into out (NUL-terminated, cut to cap bytes; out may be NULL) and
+ * its whole unescaped length into *ret_len (may be NULL). */
+bool json_read_string(struct json_reader *r, char *out, size_t cap, size_t *ret_len);
+
+/* A number, as a finite double (tokens longer than 63 bytes fail). */
+bool json_read_double(struct json_reader *r, double *ret);
+
+/* Any value, nested at most JSON_DEPTH_MAX deep. */
+bool json_skip(struct json_reader *r);
+
+/* Whether the JSON array text[0, len) has a string element equal (unescaped) to word. */
+bool json_array_has_string(const char *text, size_t len, const char *word);
+
 #endif

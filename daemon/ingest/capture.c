@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "../core/decode.h"
 #include "../../lib/json.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
@@ -88,17 +88,6 @@ static int array_next(const char *raw, size_t n, size_t *pos, const char **tok, 
     *tn = i - b;
     *pos = i;
     return 1;
-}
-
-bool capture_list_has(const char *raw, size_t n, const char *word)
-{
-    size_t pos = 0, tn, wn = strlen(word);
-    const char *tok;
-    int r;
-    while ((r = array_next(raw, n, &pos, &tok, &tn)) > 0)
-        if (tn == wn + 2 && tok[0] == '"' && memcmp(tok + 1, word, wn) == 0)
-            return true;
-    return false;
 }
 
 /* A JSON number token that is a plain non-negative integer <= max. */

@@ -64,10 +64,6 @@ struct capture_spec {
  * 1..1000"; -EMSGSIZE for a body over CAPTURE_BODY_MAX; -ENOMEM. */
 int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *err);
 
-/* True if raw[0, n), the raw text of a valid JSON array, holds the string word as an element.
- * For the hello's "capabilities". */
-bool capture_list_has(const char *raw, size_t n, const char *word);
-
 struct capture_reg;
 
 struct capture_reg *capture_reg_new(void);

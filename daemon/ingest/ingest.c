@@ -31,7 +31,7 @@
 #include "../../lib/lbuf.h"
 #include "../../lib/log.h"
 #include "../../lib/sbuf.h"
-#include "decode.h"
+#include "../core/decode.h"
 
 #define INGEST_OUT_MAX (1u << 20)   /* bytes of replies gathered for one client; errors past it drop */
 #define INGEST_BATCH_MAX 4096       /* records per sink call */
@@ -106,7 +106,7 @@ struct ingest {
     char *path;                     /* owned copy */
     struct stats *stats;            /* cfg.stats, or own_stats */
     struct stats own_stats;
-    struct ingest_decoder *dec;     /* shared by all connections: only one line is decoded at a time */
+    struct decoder *dec;     /* shared by all connections: only one line is decoded at a time */
     struct ingest_conn *conns;
     size_t n_conns;                 /* counted connections (not the ones being turned away) */
     size_t n_handles;               /* handles not yet closed; in is freed when it drops to 0 */
@@ -479,26 +479,26 @@ static bool arena_reserve(struct json_arena *a, size_t len)
 static void conn_hello(struct ingest_conn *c, char *line, size_t len, uint64_t line_no)
 {
     struct ingest *in = c->in;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     struct record_hello h;
     c->arena.used = 0;
-    int r = INGEST_DECODE_NOSPACE;
+    int r = DECODE_NOSPACE;
     if (arena_reserve(&c->arena, len))
-        r = ingest__decode_hello(in->dec, line, len, &c->arena, &h, msg);
+        r = decode_hello(in->dec, line, len, &c->arena, &h, msg);
     const char *code = "bad_hello";
-    if (r == INGEST_DECODE_NOSPACE)
+    if (r == DECODE_NOSPACE)
         snprintf(msg, sizeof msg, "out of memory");
-    if (r == INGEST_DECODE_OK && h.probe && in->cfg.probe_answer) {
+    if (r == DECODE_OK && h.probe && in->cfg.probe_answer) {
         (void)out_add(&c->pend, in->cfg.probe_answer, strlen(in->cfg.probe_answer), SIZE_MAX);
         c->arena.used = 0;
         conn_shut(c);
         return;
     }
-    if (r == INGEST_DECODE_OK && h.probe) {
-        r = INGEST_DECODE_BAD_HELLO;
+    if (r == DECODE_OK && h.probe) {
+        r = DECODE_BAD_HELLO;
         snprintf(msg, sizeof msg, "probe: not answered here");
     }
-    if (r == INGEST_DECODE_OK) {
+    if (r == DECODE_OK) {
         struct record_welcome w = {0};
         char err[INGEST_ERR_MAX] = "";
         int hr = in->cfg.on_hello(in->cfg.ud, &h, &w, err);
@@ -547,10 +547,10 @@ static void conn_hello(struct ingest_conn *c, char *line, size_t len, uint64_t l
 static void count_rejected(struct stats *st, int r)
 {
     switch (r) {
-    case INGEST_DECODE_MALFORMED:
+    case DECODE_MALFORMED:
         STATS_ADD(st, malformed, 1);
         break;
-    case INGEST_DECODE_UNKNOWN:
+    case DECODE_UNKNOWN:
         STATS_ADD(st, unknown, 1);
         break;
     default:
@@ -614,17 +614,17 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
     /* Before this line's decode, make room; a delivery now acknowledges up to, not past, it. */
     if (c->n_batch == INGEST_BATCH_MAX && !conn_deliver(c, seq))
         return;
-    char msg[INGEST_DECODE_MSG_MAX];
-    int r = INGEST_DECODE_NOSPACE;
+    char msg[DECODE_MSG_MAX];
+    int r = DECODE_NOSPACE;
     if (batch_reserve(c))
-        r = ingest__decode_record(in->dec, line, len, &c->arena, &c->batch[c->n_batch], msg);
-    if (r == INGEST_DECODE_NOSPACE) {
+        r = decode_record(in->dec, line, len, &c->arena, &c->batch[c->n_batch], msg);
+    if (r == DECODE_NOSPACE) {
         if (!conn_deliver(c, seq))
             return;
-        r = INGEST_DECODE_NOSPACE;
+        r = DECODE_NOSPACE;
         if (batch_reserve(c) && arena_reserve(&c->arena, len))
-            r = ingest__decode_record(in->dec, line, len, &c->arena, &c->batch[c->n_batch], msg);
-        if (r == INGEST_DECODE_NOSPACE) {
+            r = decode_record(in->dec, line, len, &c->arena, &c->batch[c->n_batch], msg);
+        if (r == DECODE_NOSPACE) {
             /* Out of memory: the line cannot be taken now; the client may replay it. */
             conn_reply_error(c, line_no, (int64_t)seq, "unavailable", "out of memory", false);
             conn_end_session(c, false);
@@ -633,19 +633,19 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
         }
     }
     switch (r) {
-    case INGEST_DECODE_OK:
+    case DECODE_OK:
         c->batch[c->n_batch].seq = seq;
         c->batch_line[c->n_batch] = line_no;
         c->n_batch++;
         return;
-    case INGEST_DECODE_CAPTURE: {
+    case DECODE_CAPTURE: {
         /* Not stored: its number is acknowledged with the batch around it. */
         const struct record *rec = &c->batch[c->n_batch];
         if (in->cfg.on_capture)
             in->cfg.on_capture(in->cfg.ud, c->session_id, rec->step, &rec->name, &rec->cat);
         return;
     }
-    case INGEST_DECODE_BYE:
+    case DECODE_BYE:
         if (!conn_deliver(c, c->next_seq))
             return;
         conn_drain(c, true);
@@ -654,8 +654,8 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
         count_rejected(in->stats, r);
         if (log_ratelimit(&in->rl, NS_PER_S))
             log_warn("ingest: session %lld line %llu: %s: %s", (long long)c->session_id,
-                     (unsigned long long)line_no, ingest__decode_code(r), msg);
-        conn_reply_error(c, line_no, (int64_t)seq, ingest__decode_code(r), msg, false);
+                     (unsigned long long)line_no, decode_code(r), msg);
+        conn_reply_error(c, line_no, (int64_t)seq, decode_code(r), msg, false);
         return;
     }
 }
@@ -733,7 +733,7 @@ static void ingest_maybe_free(struct ingest *in)
 {
     if (!in->closing || in->n_handles > 0)
         return;
-    ingest__decoder_free(in->dec);
+    decoder_free(in->dec);
     free(in->map);
     free(in->path);
     free(in);
@@ -956,7 +956,7 @@ int ingest_start(uv_loop_t *loop, const struct ingest_config *cfg, struct ingest
     while (in->map_cap <= 2 * in->cfg.max_connections)
         in->map_cap *= 2;
     in->map = calloc(in->map_cap, sizeof *in->map);
-    in->dec = ingest__decoder_new(in->cfg.max_line_bytes);
+    in->dec = decoder_new(in->cfg.max_line_bytes);
     if (!in->path || !in->map || !in->dec)
         goto fail;
 
@@ -1012,7 +1012,7 @@ fail:
     if (fd >= 0)
         (void)close(fd);
     if (in) {
-        ingest__decoder_free(in->dec);
+        decoder_free(in->dec);
         free(in->map);
         free(in->path);
         free(in);
@@ -1088,80 +1088,4 @@ void ingest_close(struct ingest *in)
     }
     (void)unlink(in->path);
     ingest_maybe_free(in);
-}
-
-/* ---- decoding stored lines ---- */
-
-struct ingest_line_decoder {
-    struct ingest_decoder *dec;
-    size_t max_line;
-    char *buf;                /* max_line + 1 + LBUF_PADDING bytes */
-    struct json_arena arena; /* max_line + 16 bytes: enough for any line */
-};
-
-struct ingest_line_decoder *ingest_line_decoder_new(size_t max_line)
-{
-    if (max_line == 0)
-        max_line = INGEST_LINE_MAX_DEFAULT;
-    struct ingest_line_decoder *ld = calloc(1, sizeof *ld);
-    if (!ld)
-        return NULL;
-    ld->max_line = max_line;
-    ld->dec = ingest__decoder_new(max_line);
-    ld->buf = malloc(max_line + 1 + LBUF_PADDING);
-    ld->arena.cap = max_line + 16;
-    ld->arena.data = malloc(ld->arena.cap);
-    if (!ld->dec || !ld->buf || !ld->arena.data) {
-        ingest_line_decoder_free(ld);
-        return NULL;
-    }
-    return ld;
-}
-
-void ingest_line_decoder_free(struct ingest_line_decoder *ld)
-{
-    if (!ld)
-        return;
-    ingest__decoder_free(ld->dec);
-    free(ld->buf);
-    free(ld->arena.data);
-    free(ld);
-}
-
-/* Copies line into ld's buffer as lbuf would leave it (NUL, then padding). */
-static int line_place(struct ingest_line_decoder *ld, const char *line, size_t len)
-{
-    if (len > ld->max_line)
-        return -EMSGSIZE;
-    memcpy(ld->buf, line, len);
-    memset(ld->buf + len, 0, 1 + LBUF_PADDING);
-    ld->arena.used = 0;
-    return 0;
-}
-
-int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, size_t len,
-                             struct record_hello *ret)
-{
-    int r = line_place(ld, line, len);
-    if (r < 0)
-        return r;
-    char msg[INGEST_DECODE_MSG_MAX];
-    if (ingest__decode_hello(ld->dec, ld->buf, len, &ld->arena, ret, msg) != INGEST_DECODE_OK ||
-        ret->probe)
-        return -EINVAL;
-    return 0;
-}
-
-int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
-                       struct record *ret)
-{
-    int r = line_place(ld, line, len);
-    if (r < 0)
-        return r;
-    char msg[INGEST_DECODE_MSG_MAX];
-    r = ingest__decode_record(ld->dec, ld->buf, len, &ld->arena, ret, msg);
-    if (r != INGEST_DECODE_OK)
-        return -EINVAL;
-    ret->seq = 0;
-    return 0;
 }

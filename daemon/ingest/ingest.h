@@ -26,7 +26,7 @@
 #include "../core/record.h"
 #include "../core/stats.h"
 
-#define INGEST_LINE_MAX_DEFAULT (1u << 20)
+#define INGEST_LINE_MAX_DEFAULT DECODE_LINE_MAX_DEFAULT
 #define INGEST_CONN_MAX_DEFAULT 1024
 #define INGEST_HELLO_TIMEOUT_MS_DEFAULT 10000
 #define INGEST_ERR_MAX 256
@@ -126,28 +126,5 @@ void ingest_stop_reading(struct ingest *in);
  * once are dropped, so a client that never reads cannot hold up shutdown. Run the loop afterwards
  * (uv_run) to let the close callbacks free the memory. */
 void ingest_close(struct ingest *in);
-
-/* Decoding stored lines outside a connection (main.c replays the store into daemon/live at
- * start-up). A stored line has no padding after it, so the decoder copies it into its own padded
- * buffer first. Any thread, one decoder per thread. */
-struct ingest_line_decoder;
-
-/* A decoder for lines of up to max_line bytes (0: INGEST_LINE_MAX_DEFAULT). NULL on OOM. Free with
- * ingest_line_decoder_free() (NULL-safe). */
-struct ingest_line_decoder *ingest_line_decoder_new(size_t max_line);
-void ingest_line_decoder_free(struct ingest_line_decoder *ld);
-
-/* Decodes one record line (no '\n'; need not be NUL-terminated) into *ret, whose pointers
- * borrow ld's buffers until the next call on ld. ret->seq is 0. Returns 0; -EMSGSIZE for a line
- * longer than max_line; -EINVAL for a line the protocol rejects (or a bye). */
-int ingest_decode_line(struct ingest_line_decoder *ld, const char *line, size_t len,
-                       struct record *ret);
-
-/* Decodes one hello line (as a session's hello is stored) into *ret, with the same rules as a
- * connection's first line; its strings borrow ld's buffers until the next call on ld. Returns 0;
- * -EMSGSIZE for a line longer than max_line; -EINVAL for a line that is not a valid hello or is a
- * probe. */
-int ingest_decode_hello_line(struct ingest_line_decoder *ld, const char *line, size_t len,
-                             struct record_hello *ret);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/log.h"
-#include "../ingest/ingest.h"
+#include "../core/decode.h"
 #include "../live/live.h"
 #include "../store/store_query.h"
 
@@ -19,7 +19,7 @@
 struct replay_ctx {
     struct live *live;
     struct store *store;
-    struct ingest_line_decoder *ld;
+    struct line_decoder *ld;
     int64_t job_id;
     int64_t rank;
     int64_t n_steps;
@@ -45,7 +45,7 @@ static int on_replay_hello(void *ud, int64_t rank, const char *line, size_t len)
     struct replay_ctx *c = ud;
     (void)rank;
     struct record_hello h;
-    if (ingest_decode_hello_line(c->ld, line, len, &h) < 0 ||
+    if (decode_hello_line(c->ld, line, len, &h) < 0 ||
         replay_hello_env(c->live, c->job_id, &h) < 0)
         c->n_bad++;
     return 0;
@@ -72,7 +72,7 @@ static int on_replay_event(void *ud, const char *line, size_t len)
 {
     struct replay_ctx *c = ud;
     struct record rec;
-    if (ingest_decode_line(c->ld, line, len, &rec) < 0) {
+    if (decode_line(c->ld, line, len, &rec) < 0) {
         c->n_bad++;
         return 0;
     }
@@ -119,9 +119,9 @@ int replay_reload(const struct replay_config *cfg, int64_t job_id)
         return 0;
     int64_t t0 = clock_mono_ns();
     struct replay_ctx c = {.live = lv, .store = cfg->store, .job_id = job_id};
-    c.ld = ingest_line_decoder_new(cfg->max_line_bytes);
+    c.ld = line_decoder_new(cfg->max_line_bytes);
     int r = c.ld ? replay_job(&c) : -ENOMEM;
-    ingest_line_decoder_free(c.ld);
+    line_decoder_free(c.ld);
     (void)live_publish(lv);
     if (r < 0) {
         (void)live_mark_evicted(lv, job_id); /* drops what was replayed; the mark stays */
@@ -147,7 +147,7 @@ int replay_all(const struct replay_config *cfg)
     int r = store_query_jobs(cfg->store, &jobs, &n_jobs);
     if (r < 0)
         return r;
-    c.ld = ingest_line_decoder_new(cfg->max_line_bytes);
+    c.ld = line_decoder_new(cfg->max_line_bytes);
     if (!c.ld) {
         r = -ENOMEM;
         goto out;
@@ -182,7 +182,7 @@ int replay_all(const struct replay_config *cfg)
                  n_jobs - n_lazy, (double)(clock_mono_ns() - t0) / 1e9,
                  c.n_bad ? " (some lines undecodable)" : "", n_lazy);
 out:
-    ingest_line_decoder_free(c.ld);
+    line_decoder_free(c.ld);
     free(jobs);
     return r;
 }

@@ -832,10 +832,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         snprintf(err, WEB_ERR_MAX, "http: out of memory");
         goto fail;
     }
-    if (cfg->decoder) {
-        w->decoder = *cfg->decoder;
-        w->has_decoder = true;
-    }
+    w->max_line_bytes = cfg->max_line_bytes;
     if (cfg->helper_rules)
         w->helper_rules = *cfg->helper_rules;
     else

@@ -839,7 +839,7 @@ static int get_live(struct web *w, struct MHD_Connection *c, const struct web_ro
 
 static int get_summary(struct web *w, struct MHD_Connection *c, const struct web_route *rt)
 {
-    if (!w->store || !w->has_decoder)
+    if (!w->store)
         return no_store(w, c);
     struct store_job job;
     int mhd;

@@ -4,7 +4,7 @@
  * tables and benchmark timer (analyse_summary.h, analyse_benchmark.h). The live snapshot keeps aggregates, not the
  * spans these tables need (merged intervals per event type, nesting), so a handler reads the
  * rank's spans from the store with store_event_iter_*(), as the timeline export does: each
- * stored line is decoded by the decoder main.c wired in (ingest's), its X spans are copied up to
+ * stored line is decoded by the record decoder (core/decode.h), its X spans are copied up to
  * max_spans (each distinct (cat, name) once, into an arena, classified once), and what lies
  * beyond is counted and reported as cut.
  * The CPU figures of the device summary come from the live snapshot's host-record means.
@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 
 #include "../../lib/clock.h"
+#include "../core/decode.h"
 
 #include <microhttpd.h>
 
@@ -259,7 +260,7 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     int r = store_event_iter_new(w->store, job_id, rank, INT64_MIN, INT64_MAX, &it);
     if (r < 0)
         return r;
-    void *dec = w->decoder.create(w->decoder.max_line);
+    struct line_decoder *dec = line_decoder_new(w->max_line_bytes);
     if (!dec) {
         store_event_iter_free(it);
         return -ENOMEM;
@@ -270,7 +271,7 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
         if (++lines % SPANS_CHECK == 0 && (r = budget_check(bg)) < 0)
             break;
         struct record rec;
-        if (w->decoder.decode(dec, ev.line, ev.len, &rec) < 0) {
+        if (decode_line(dec, ev.line, ev.len, &rec) < 0) {
             s->bad++;
             continue;
         }
@@ -318,7 +319,7 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                 .name = in->name, .name_len = in->name_len, .total_ns = rec.dur_ns,
                 .dispatch_ns = rec.dispatch_ns, .exec_ns = rec.exec_ns};
     }
-    w->decoder.destroy(dec);
+    line_decoder_free(dec);
     store_event_iter_free(it);
     return r < 0 ? r : 0;
 }

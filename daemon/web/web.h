@@ -24,16 +24,6 @@ struct sbuf;
 struct store;
 struct web;
 
-/* How web decodes a stored trace line into a record (the summary and benchmark routes read
- * spans from the store): main.c wires ingest's line decoder, so web has no JSON parser of its
- * own and ingest no web header. create() returns NULL on OOM; one decoder serves one request. */
-struct web_line_decoder {
-    void *(*create)(size_t max_line);
-    void (*destroy)(void *dec);
-    int (*decode)(void *dec, const char *line, size_t len, struct record *ret);
-    size_t max_line;
-};
-
 /* On-demand captures (docs/API.md "Captures"): main.c wires the daemon's registry, so web parses
  * no JSON body itself and holds no capture state. Both run on HTTP threads. */
 struct web_captures {
@@ -90,8 +80,8 @@ struct web_config {
                                     (any port); "*": any, which needs auth_token. NULL or ""
                                     with a token on a wildcard address: any. Others get 421 */
     size_t metrics_max_ranks;    /* (job, rank) pairs GET /metrics exports at most */
-    const struct web_line_decoder *decoder; /* copied at start; NULL: summary and benchmark
-                                    answer 503 */
+    size_t max_line_bytes;       /* longest stored line the summary and benchmark routes
+                                    decode (config max_line_bytes; 0: DECODE_LINE_MAX_DEFAULT) */
     const struct web_captures *captures; /* copied at start; NULL: the capture routes answer 503 */
     const struct web_jobs *jobs; /* copied at start; NULL: DELETE of a job answers 503 */
 };

@@ -207,8 +207,7 @@ struct web {
     struct live *live;             /* borrowed; NULL: live routes answer 503 */
     struct analyse_helper_rules helper_rules; /* copied from the config, or the defaults */
     struct stats *stats;           /* borrowed */
-    bool has_decoder;
-    struct web_line_decoder decoder; /* copied from the config when has_decoder */
+    size_t max_line_bytes;         /* the stored lines' line_decoder (core/decode.h) */
     size_t max_response_bytes;
     char version[64];
     char instance[64];

@@ -14,7 +14,7 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 
 #define READ_BYTES 65536
 
@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         len += (size_t)n;
     }
 
-    struct ingest_decoder *dec = ingest__decoder_new(1 << 20);
+    struct decoder *dec = decoder_new(1 << 20);
     struct lbuf b;
     static char arena_buf[1 << 21];
     struct json_arena arena = {arena_buf, 0, sizeof arena_buf};
@@ -69,9 +69,9 @@ int main(int argc, char **argv)
         int r;
         while ((r = lbuf_next(&b, &line, &ll)) != 0) {
             struct record rec;
-            char msg[INGEST_DECODE_MSG_MAX];
+            char msg[DECODE_MSG_MAX];
             if (r > 0 &&
-                ingest__decode_record(dec, line, ll, &arena, &rec, msg) == INGEST_DECODE_OK) {
+                decode_record(dec, line, ll, &arena, &rec, msg) == DECODE_OK) {
                 n_ok++;
                 sum += rec.ts_ns + rec.dur_ns;
             } else {
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
            (double)len / s, (double)dt / (double)(n_ok ? n_ok : 1));
     fprintf(stderr, "checksum %" PRId64 "\n", sum);
     lbuf_done(&b);
-    ingest__decoder_free(dec);
+    decoder_free(dec);
     free(text);
     return n_bad == 0 ? 0 : 1;
 }

@@ -22,13 +22,13 @@
 
 #include "../../lib/lbuf.h"
 #include "../../daemon/ingest/capture.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_LINE 4096
 
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 static char arena_buf[MAX_LINE + 64];
 
 static bool inside(const char *p, size_t n, const char *lo, size_t lo_n)
@@ -84,44 +84,44 @@ static void check_record(const struct record *r, const char *line, size_t len,
     }
 }
 
-static void decode_line(const char *line, size_t len, bool first)
+static void check_line(const char *line, size_t len, bool first)
 {
     struct json_arena a = {arena_buf, 0, sizeof arena_buf};
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     struct record r, r2;
-    int res = ingest__decode_record(dec, line, len, &a, &r, msg);
-    assert((res >= INGEST_DECODE_OK && res <= INGEST_DECODE_INVALID) ||
-           res == INGEST_DECODE_CAPTURE);
-    if (res == INGEST_DECODE_CAPTURE) {
+    int res = decode_record(dec, line, len, &a, &r, msg);
+    assert((res >= DECODE_OK && res <= DECODE_INVALID) ||
+           res == DECODE_CAPTURE);
+    if (res == DECODE_CAPTURE) {
         /* A capture report: its id, its state, and its reason if any, in the line or arena. */
         assert(r.step >= 0 && r.name.len > 0);
         check_text(r.name, line, len, &a);
         check_text(r.cat, line, len, &a);
-    } else if (res == INGEST_DECODE_OK) {
+    } else if (res == DECODE_OK) {
         check_record(&r, line, len, &a);
         size_t used = a.used;
-        int res2 = ingest__decode_record(dec, line, len, &a, &r2, msg);
+        int res2 = decode_record(dec, line, len, &a, &r2, msg);
         assert(res2 == res && r2.kind == r.kind && r2.ts_ns == r.ts_ns && r2.dur_ns == r.dur_ns &&
                r2.name.len == r.name.len);
         assert(a.used == 2 * used);
     } else {
         assert(a.used == 0);
         assert(memchr(msg, '\0', sizeof msg));
-        int res2 = ingest__decode_record(dec, line, len, &a, &r2, msg);
+        int res2 = decode_record(dec, line, len, &a, &r2, msg);
         assert(res2 == res);
     }
     /* Too small an arena: either it fits or NOSPACE, never anything else, and nothing is kept. */
     char tiny[4];
     struct json_arena t = {tiny, 0, sizeof tiny};
-    int rt = ingest__decode_record(dec, line, len, &t, &r2, msg);
-    assert(rt == res || (rt == INGEST_DECODE_NOSPACE && t.used == 0));
+    int rt = decode_record(dec, line, len, &t, &r2, msg);
+    assert(rt == res || (rt == DECODE_NOSPACE && t.used == 0));
 
     if (first) {
         struct record_hello h;
         a.used = 0;
-        int rh = ingest__decode_hello(dec, line, len, &a, &h, msg);
-        assert(rh == INGEST_DECODE_OK || rh == INGEST_DECODE_BAD_HELLO);
-        if (rh == INGEST_DECODE_OK) {
+        int rh = decode_hello(dec, line, len, &a, &h, msg);
+        assert(rh == DECODE_OK || rh == DECODE_BAD_HELLO);
+        if (rh == DECODE_OK) {
             size_t jl = strlen(h.job);
             assert(h.probe ? jl == 0 : jl >= 1 && jl <= RECORD_NAME_MAX);
             assert(h.rank >= 0 && h.world_size > h.rank);
@@ -140,14 +140,14 @@ static void decode_exact(const char *line, size_t len, bool first)
     assert(copy);
     memcpy(copy, line, len);
     memset(copy + len, 0, 1 + LBUF_PADDING);
-    decode_line(copy, len, first);
+    check_line(copy, len, first);
     free(copy);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dec) {
-        dec = ingest__decoder_new(MAX_LINE);
+        dec = decoder_new(MAX_LINE);
         assert(dec);
     }
     if (size == 0)
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 continue;
             assert(line[len] == '\0');
             decode_exact(line, len, first);
-            decode_line(line, len, first); /* in place, as ingest does */
+            check_line(line, len, first); /* in place, as ingest does */
             first = false;
         }
     }

@@ -46,14 +46,14 @@
 #include <string.h>
 
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 #include "oracle_simdjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_LINE 8192
 
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 static struct oracle_decoder *ora;
 static char arena_new[2 * MAX_LINE + 64];
 static char arena_old[2 * MAX_LINE + 64];
@@ -177,21 +177,21 @@ static bool structure_error(const char *line, size_t len)
 /* Exemption 1 for the line, given both decoders' record answers. */
 static bool swallowed_error(const char *line, size_t len, int code_new, int code_old)
 {
-    return code_new == INGEST_DECODE_MALFORMED && code_old != INGEST_DECODE_MALFORMED &&
-           code_old != INGEST_DECODE_NOSPACE && structure_error(line, len);
+    return code_new == DECODE_MALFORMED && code_old != DECODE_MALFORMED &&
+           code_old != DECODE_NOSPACE && structure_error(line, len);
 }
 
 static void compare_record(const char *line, size_t len, bool exempt, bool *ret_swallowed)
 {
     struct json_arena an = {arena_new, 0, sizeof arena_new};
     struct json_arena ao = {arena_old, 0, sizeof arena_old};
-    char msg_new[INGEST_DECODE_MSG_MAX], msg_old[INGEST_DECODE_MSG_MAX];
+    char msg_new[DECODE_MSG_MAX], msg_old[DECODE_MSG_MAX];
     struct record rn, ro;
     memset(&rn, 0xa5, sizeof rn);
     memset(&ro, 0xa5, sizeof ro);
-    int cn = ingest__decode_record(dec, line, len, &an, &rn, msg_new);
+    int cn = decode_record(dec, line, len, &an, &rn, msg_new);
     int co = oracle_decode_record(ora, line, len, &ao, &ro, msg_old);
-    assert(memchr(msg_new, '\0', sizeof msg_new) || cn == INGEST_DECODE_OK);
+    assert(memchr(msg_new, '\0', sizeof msg_new) || cn == DECODE_OK);
     *ret_swallowed = swallowed_error(line, len, cn, co);
     if (*ret_swallowed) {
         n_swallowed++;
@@ -201,16 +201,16 @@ static void compare_record(const char *line, size_t len, bool exempt, bool *ret_
         n_long_double++;
     if (exempt && cn != co) {
         /* Only the CPU figures may have moved the answer. */
-        CHECK(cn != INGEST_DECODE_NOSPACE && co != INGEST_DECODE_NOSPACE, "record code (exempt)");
+        CHECK(cn != DECODE_NOSPACE && co != DECODE_NOSPACE, "record code (exempt)");
         return;
     }
     if (cn != co) {
         fprintf(stderr, "new %d (%s), simdjson %d (%s)\n", cn,
-                cn == INGEST_DECODE_OK ? "" : msg_new, co, co == INGEST_DECODE_OK ? "" : msg_old);
+                cn == DECODE_OK ? "" : msg_new, co, co == DECODE_OK ? "" : msg_old);
         disagree("the record result", line, len);
     }
     CHECK(an.used == ao.used, "arena use");
-    if (cn != INGEST_DECODE_OK)
+    if (cn != DECODE_OK)
         return;
     CHECK(rn.kind == ro.kind, "kind");
     CHECK(rn.raw == ro.raw && rn.raw_len == ro.raw_len, "raw");
@@ -245,21 +245,21 @@ static void compare_hello(const char *line, size_t len, bool swallowed)
 {
     struct json_arena an = {arena_new, 0, sizeof arena_new};
     struct json_arena ao = {arena_old, 0, sizeof arena_old};
-    char msg_new[INGEST_DECODE_MSG_MAX], msg_old[INGEST_DECODE_MSG_MAX];
+    char msg_new[DECODE_MSG_MAX], msg_old[DECODE_MSG_MAX];
     struct record_hello hn, ho;
-    int cn = ingest__decode_hello(dec, line, len, &an, &hn, msg_new);
+    int cn = decode_hello(dec, line, len, &an, &hn, msg_new);
     int co = oracle_decode_hello(ora, line, len, &ao, &ho, msg_old);
     if (swallowed) {
-        CHECK(cn == INGEST_DECODE_BAD_HELLO, "hello result (exempt)");
+        CHECK(cn == DECODE_BAD_HELLO, "hello result (exempt)");
         return;
     }
     if (cn != co) {
         fprintf(stderr, "new %d (%s), simdjson %d (%s)\n", cn,
-                cn == INGEST_DECODE_OK ? "" : msg_new, co, co == INGEST_DECODE_OK ? "" : msg_old);
+                cn == DECODE_OK ? "" : msg_new, co, co == DECODE_OK ? "" : msg_old);
         disagree("the hello result", line, len);
     }
     CHECK(an.used == ao.used, "hello arena use");
-    if (cn != INGEST_DECODE_OK)
+    if (cn != DECODE_OK)
         return;
     CHECK(same_cstr(hn.job, ho.job), "job");
     CHECK(same_cstr(hn.run, ho.run), "run");
@@ -280,15 +280,15 @@ static void check_tiny_arena(const char *line, size_t len)
     struct json_arena a = {big, 0, sizeof big};
     char tiny[3];
     struct json_arena t = {tiny, 0, sizeof tiny};
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     struct record r;
-    int res = ingest__decode_record(dec, line, len, &a, &r, msg);
-    int rt = ingest__decode_record(dec, line, len, &t, &r, msg);
-    if (!(rt == res || (rt == INGEST_DECODE_NOSPACE && t.used == 0)))
+    int res = decode_record(dec, line, len, &a, &r, msg);
+    int rt = decode_record(dec, line, len, &t, &r, msg);
+    if (!(rt == res || (rt == DECODE_NOSPACE && t.used == 0)))
         disagree("a tiny arena", line, len);
 }
 
-static void decode_line(const char *data, size_t len)
+static void check_line(const char *data, size_t len)
 {
     char *line = malloc(len + 1 + LBUF_PADDING);
     assert(line);
@@ -305,7 +305,7 @@ static void decode_line(const char *data, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dec) {
-        dec = ingest__decoder_new(MAX_LINE);
+        dec = decoder_new(MAX_LINE);
         ora = oracle_decoder_new(MAX_LINE);
         assert(dec && ora);
         atexit(print_counts);
@@ -314,7 +314,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *nl = memchr(data, '\n', size);
         size_t len = nl ? (size_t)(nl - data) : size;
         if (len <= MAX_LINE)
-            decode_line((const char *)data, len);
+            check_line((const char *)data, len);
         if (!nl)
             break;
         size -= len + 1;

@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 
 #define FUZZ_LINE_MAX_BYTES (1u << 20)
 
-static inline void fuzz_check_lines(struct ingest_decoder *dec, const char *p, size_t len,
+static inline void fuzz_check_lines(struct decoder *dec, const char *p, size_t len,
                                     uint64_t n)
 {
     static char arena_buf[FUZZ_LINE_MAX_BYTES + 64];
@@ -34,8 +34,8 @@ static inline void fuzz_check_lines(struct ingest_decoder *dec, const char *p, s
         memset(copy + ll, 0, 1 + LBUF_PADDING);
         struct json_arena a = {arena_buf, 0, sizeof arena_buf};
         struct record r;
-        char msg[INGEST_DECODE_MSG_MAX];
-        if (ingest__decode_record(dec, copy, ll, &a, &r, msg) != INGEST_DECODE_OK) {
+        char msg[DECODE_MSG_MAX];
+        if (decode_record(dec, copy, ll, &a, &r, msg) != DECODE_OK) {
             fprintf(stderr, "rejected (%s): %.*s\n", msg, (int)(ll > 300 ? 300 : ll), copy);
             abort();
         }

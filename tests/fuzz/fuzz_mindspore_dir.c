@@ -65,7 +65,7 @@ static const char *const ranks[] = {"0", "1", "7", "", "0000000001", "999999999"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 static char root[64];
 static char written[FILES_MAX][512];
 static size_t n_written;
@@ -157,7 +157,7 @@ static void check(const struct msdir *d)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dec) {
-        dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
+        dec = decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
         fuzz_scratch_path(root, sizeof root, "fuzz_mindspore_dir", "");
         (void)mkdir(root, 0700);

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define OUT_MAX (1u << 20)
 
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 
 static void feed_text(struct msf *m, enum msf_kind k, const char *text)
 {
@@ -44,7 +44,7 @@ static void feed_text(struct msf *m, enum msf_kind k, const char *text)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dec) {
-        dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
+        dec = decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
     }
     if (size < 2 || size > (1u << 16))

@@ -24,9 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct ingest_decoder *dec;
+    static struct decoder *dec;
     if (!dec) {
-        dec = ingest__decoder_new(FUZZ_LINE_MAX_BYTES);
+        dec = decoder_new(FUZZ_LINE_MAX_BYTES);
         assert(dec);
     }
     uint8_t *copy = malloc(size ? size : 1);

@@ -33,7 +33,7 @@
 #include "../../cli/import/line_spool.h"
 #include "../../cli/import/trace_scan.h"
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,7 +59,7 @@ static uint64_t fnv(uint64_t h, const char *s)
     return (h ^ 0xff) * 0x100000001b3ull;
 }
 
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 static char arena_buf[TSCAN_EVENT_BYTES_MAX + 64];
 
 static void check_daemon_takes(const char *ev, size_t len, char ph);
@@ -208,9 +208,9 @@ static void check_daemon_takes(const char *ev, size_t len, char ph)
     memset(line + len, 0, 1 + LBUF_PADDING);
     struct json_arena a = {arena_buf, 0, sizeof arena_buf};
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
-    int res = ingest__decode_record(dec, line, len, &a, &r, msg);
-    if (res != INGEST_DECODE_OK || r.kind != RECORD_TRACE || r.ph != ph) {
+    char msg[DECODE_MSG_MAX];
+    int res = decode_record(dec, line, len, &a, &r, msg);
+    if (res != DECODE_OK || r.kind != RECORD_TRACE || r.ph != ph) {
         fprintf(stderr, "tscan accepted, daemon refused (%s): %.*s\n", msg,
                 (int)(len > 300 ? 300 : len), line);
         abort();
@@ -222,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct scan_out whole, parts;
     if (!dec) {
-        dec = ingest__decoder_new(TSCAN_EVENT_BYTES_MAX + 1);
+        dec = decoder_new(TSCAN_EVENT_BYTES_MAX + 1);
         assert(dec);
         sbuf_init(&pd_line, TSCAN_EVENT_BYTES_MAX + 1);
     }

@@ -113,14 +113,14 @@ DECODE_PRINTF(3, 4) bool fail(ctx &c, int status, const char *fmt, ...)
     c.status = status;
     va_list ap;
     va_start(ap, fmt);
-    (void)vsnprintf(c.msg, INGEST_DECODE_MSG_MAX, fmt, ap);
+    (void)vsnprintf(c.msg, DECODE_MSG_MAX, fmt, ap);
     va_end(ap);
     return false;
 }
 
 bool fail_json(ctx &c, simdjson::error_code e)
 {
-    return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: %s", simdjson::error_message(e));
+    return fail(c, DECODE_MALFORMED, "not valid JSON: %s", simdjson::error_message(e));
 }
 
 inline bool is_blank(char ch)
@@ -195,7 +195,7 @@ bool take_string(ctx &c, od::value &v, std::string_view raw, const char **ret_p,
 {
     raw = trim(raw);
     if (raw.size() < 2)
-        return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: bad string");
+        return fail(c, DECODE_MALFORMED, "not valid JSON: bad string");
     const char *p = raw.data() + 1;
     size_t n = raw.size() - 2;
     if (!memchr(p, '\\', n)) {
@@ -209,7 +209,7 @@ bool take_string(ctx &c, od::value &v, std::string_view raw, const char **ret_p,
         return fail_json(c, e);
     char *dst = arena_put(c.a, u.data(), u.size(), false);
     if (!dst)
-        return fail(c, INGEST_DECODE_NOSPACE, "arena full");
+        return fail(c, DECODE_NOSPACE, "arena full");
     *ret_p = dst;
     *ret_n = u.size();
     return true;
@@ -240,7 +240,7 @@ bool walk(ctx &c, od::value &v, int depth);
 bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nullptr)
 {
     if (depth >= JSON_DEPTH_MAX)
-        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
+        return fail(c, DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
     od::object o;
     simdjson::error_code e = v.get_object().get(o);
     if (e)
@@ -286,7 +286,7 @@ bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nu
 bool walk_array(ctx &c, od::value &v, int depth)
 {
     if (depth >= JSON_DEPTH_MAX)
-        return fail(c, INGEST_DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
+        return fail(c, DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
     od::array arr;
     simdjson::error_code e = v.get_array().get(arr);
     if (e)
@@ -309,7 +309,7 @@ bool check_scalar(ctx &c, od::value &v, od::json_type t, std::string_view raw)
     switch (t) {
     case od::json_type::number:
         if (!is_json_number(raw))
-            return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: bad number");
+            return fail(c, DECODE_MALFORMED, "not valid JSON: bad number");
         return true;
     case od::json_type::string: {
         if (raw.size() < 2 || !memchr(raw.data() + 1, '\\', raw.size() - 2))
@@ -322,14 +322,14 @@ bool check_scalar(ctx &c, od::value &v, od::json_type t, std::string_view raw)
     }
     case od::json_type::boolean:
         if (raw != "true" && raw != "false")
-            return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: bad literal");
+            return fail(c, DECODE_MALFORMED, "not valid JSON: bad literal");
         return true;
     case od::json_type::null:
         if (raw != "null")
-            return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: bad literal");
+            return fail(c, DECODE_MALFORMED, "not valid JSON: bad literal");
         return true;
     default:
-        return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON");
+        return fail(c, DECODE_MALFORMED, "not valid JSON");
     }
 }
 
@@ -463,7 +463,7 @@ bool fill_slot(ctx &c, od::value &v, slot &s, int id, int depth)
     case od::json_type::number: {
         std::string_view raw = trim(v.raw_json_token());
         if (!is_json_number(raw))
-            return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: bad number");
+            return fail(c, DECODE_MALFORMED, "not valid JSON: bad number");
         s.p = raw.data();
         s.n = raw.size();
         if (id == F_CPU_PERCENT || id == F_SYS_CPU_PERCENT) {
@@ -515,7 +515,7 @@ bool scan_line(ctx &c, od::parser &parser, const char *line, size_t len, slot *s
     e = doc.get_object().get(o);
     if (e) {
         if (e == simdjson::INCORRECT_TYPE)
-            return fail(c, INGEST_DECODE_MALFORMED, "not a JSON object");
+            return fail(c, DECODE_MALFORMED, "not a JSON object");
         return fail_json(c, e);
     }
     for (auto fr : o) {
@@ -536,7 +536,7 @@ bool scan_line(ctx &c, od::parser &parser, const char *line, size_t len, slot *s
     /* A second document, or anything else, after the object. */
     const char *rest;
     if (!doc.current_location().get(rest))
-        return fail(c, INGEST_DECODE_MALFORMED, "not valid JSON: trailing content");
+        return fail(c, DECODE_MALFORMED, "not valid JSON: trailing content");
     return true;
 }
 
@@ -545,7 +545,7 @@ bool scan_line(ctx &c, od::parser &parser, const char *line, size_t len, slot *s
 bool need_string(ctx &c, const slot &s, const char *key, struct record_text *ret)
 {
     if (!s.present || s.type != od::json_type::string)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a string", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a string", key);
     ret->ptr = s.p;
     ret->len = s.n;
     return true;
@@ -562,17 +562,17 @@ bool get_us(ctx &c, const slot &s, const char *key, bool optional, int64_t absen
 {
     if (!s.present) {
         if (!optional)
-            return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
+            return fail(c, DECODE_INVALID, "missing \"%s\"", key);
         *ret = absent_value;
         return true;
     }
     if (s.type != od::json_type::number)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a number", key);
     int r = num_us_to_ns(s.p, s.n, ret);
     if (r < 0)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range", key);
+        return fail(c, DECODE_INVALID, "\"%s\" is out of range", key);
     if (*ret >= TIME_MAX_NS || *ret <= TIME_MIN_NS)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range (-2^60 < t < 2^62 ns)", key);
+        return fail(c, DECODE_INVALID, "\"%s\" is out of range (-2^60 < t < 2^62 ns)", key);
     return true;
 }
 
@@ -581,13 +581,13 @@ bool get_count(ctx &c, const slot &s, const char *key, bool optional, int64_t *r
 {
     if (!s.present) {
         if (!optional)
-            return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
+            return fail(c, DECODE_INVALID, "missing \"%s\"", key);
         *ret = -1;
         return true;
     }
     int64_t v;
     if (s.type != od::json_type::number || num_parse_i64(s.p, s.n, &v) < 0 || v < 0)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be an integer >= 0", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be an integer >= 0", key);
     *ret = v;
     return true;
 }
@@ -599,7 +599,7 @@ bool get_percent(ctx &c, const slot &s, const char *key, double *ret)
         return true;
     }
     if (s.type != od::json_type::number || !(s.d >= 0))
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number >= 0", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a number >= 0", key);
     *ret = s.d;
     return true;
 }
@@ -626,7 +626,7 @@ bool build_trace(ctx &c, const slot *s, struct record *r)
 {
     const slot &ph = s[F_PH];
     if (ph.type != od::json_type::string || ph.n != 1)
-        return fail(c, INGEST_DECODE_INVALID, "\"ph\" must be a one-letter string");
+        return fail(c, DECODE_INVALID, "\"ph\" must be a one-letter string");
     r->kind = RECORD_TRACE;
     r->ph = ph.p[0];
     if (r->ph == 'X' || r->ph == 'M') {
@@ -642,9 +642,9 @@ bool build_trace(ctx &c, const slot *s, struct record *r)
         if (!get_us(c, s[F_DUR], "dur", false, 0, &r->dur_ns))
             return false;
         if (r->dur_ns < 0)
-            return fail(c, INGEST_DECODE_INVALID, "\"dur\" must be >= 0");
+            return fail(c, DECODE_INVALID, "\"dur\" must be >= 0");
         if (r->dur_ns >= DUR_MAX_NS)
-            return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
+            return fail(c, DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
     } else if (s[F_DUR].present && s[F_DUR].type == od::json_type::number) {
         /* Only X promises a duration; elsewhere take one if it makes sense, never reject. */
         int64_t dur;
@@ -676,14 +676,14 @@ bool build_step(ctx &c, const slot *s, struct record *r)
         !get_count(c, s[F_SAMPLES], "samples", true, &r->samples))
         return false;
     if (end < r->ts_ns)
-        return fail(c, INGEST_DECODE_INVALID, "\"end_us\" must be >= \"begin_us\"");
+        return fail(c, DECODE_INVALID, "\"end_us\" must be >= \"begin_us\"");
     if (r->ts_ns < 0 && end > INT64_MAX + r->ts_ns)
-        return fail(c, INGEST_DECODE_INVALID, "\"end_us\" - \"begin_us\" is out of range");
+        return fail(c, DECODE_INVALID, "\"end_us\" - \"begin_us\" is out of range");
     r->dur_ns = end - r->ts_ns;
     const slot &ph = s[F_PHASES];
     if (ph.present) {
         if (ph.type != od::json_type::object || ph.bad)
-            return fail(c, INGEST_DECODE_INVALID,
+            return fail(c, DECODE_INVALID,
                         "\"phases\" must be an object of durations >= 0");
         r->phases.ptr = ph.p;
         r->phases.len = ph.n;
@@ -705,7 +705,7 @@ bool build_pipeline(ctx &c, const slot *s, struct record *r)
 {
     r->kind = RECORD_PIPELINE;
     if (!s[F_OPS].present || s[F_OPS].type != od::json_type::array)
-        return fail(c, INGEST_DECODE_INVALID, "\"ops\" must be an array");
+        return fail(c, DECODE_INVALID, "\"ops\" must be an array");
     return true;
 }
 
@@ -733,21 +733,21 @@ bool build_capture(ctx &c, const slot *s, struct record *r)
     if (!st.present || st.type != od::json_type::string ||
         !(text_is(st, "armed") || text_is(st, "recording") || text_is(st, "done") ||
           text_is(st, "failed")))
-        return fail(c, INGEST_DECODE_INVALID,
+        return fail(c, DECODE_INVALID,
                     "\"state\" must be \"armed\", \"recording\", \"done\" or \"failed\"");
     r->name = {st.p, st.n};
     const slot &why = s[F_REASON];
     if (why.present && why.type == od::json_type::string)
         r->cat = {why.p, why.n};
     else if (why.present && why.type != od::json_type::null)
-        return fail(c, INGEST_DECODE_INVALID, "\"reason\" must be a string");
+        return fail(c, DECODE_INVALID, "\"reason\" must be a string");
     return true;
 }
 
 int decode_record(oracle_decoder *d, const char *line, size_t len, struct json_arena *a,
                   struct record *ret, char *msg)
 {
-    ctx c{nullptr, a, msg, INGEST_DECODE_MALFORMED};
+    ctx c{nullptr, a, msg, DECODE_MALFORMED};
     slot s[F_RECORD_COUNT] = {};
     if (!scan_line(c, d->parser, line, len, s, record_key))
         return c.status;
@@ -778,15 +778,15 @@ int decode_record(oracle_decoder *d, const char *line, size_t len, struct json_a
         else if (text_is(t, "host"))
             ok = build_host(c, s, ret);
         else if (text_is(t, "bye"))
-            return INGEST_DECODE_BYE;
+            return DECODE_BYE;
         else if (text_is(t, "capture"))
-            return build_capture(c, s, ret) ? INGEST_DECODE_CAPTURE : c.status;
+            return build_capture(c, s, ret) ? DECODE_CAPTURE : c.status;
         else
-            ok = fail(c, INGEST_DECODE_UNKNOWN, "unknown \"type\"");
+            ok = fail(c, DECODE_UNKNOWN, "unknown \"type\"");
     } else {
-        ok = fail(c, INGEST_DECODE_UNKNOWN, "neither \"ph\" nor a known \"type\"");
+        ok = fail(c, DECODE_UNKNOWN, "neither \"ph\" nor a known \"type\"");
     }
-    return ok ? INGEST_DECODE_OK : c.status;
+    return ok ? DECODE_OK : c.status;
 }
 
 /* A hello string: absent gives "", present must be a string of at most RECORD_NAME_MAX bytes,
@@ -796,23 +796,23 @@ bool hello_string(ctx &c, const slot &s, const char *key, bool required, bool no
 {
     if (!s.present) {
         if (required)
-            return fail(c, INGEST_DECODE_BAD_HELLO, "missing \"%s\"", key);
+            return fail(c, DECODE_BAD_HELLO, "missing \"%s\"", key);
         *ret = "";
         return true;
     }
     if (s.type != od::json_type::string)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be a string", key);
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" must be a string", key);
     if (s.n > RECORD_NAME_MAX)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" is longer than %d bytes", key,
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" is longer than %d bytes", key,
                     RECORD_NAME_MAX);
     for (size_t i = 0; i < s.n; i++) {
         unsigned char ch = (unsigned char)s.p[i];
         if (ch == 0 || (no_controls && (ch < 0x20 || ch == 0x7f)))
-            return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" contains a control character", key);
+            return fail(c, DECODE_BAD_HELLO, "\"%s\" contains a control character", key);
     }
     char *dst = arena_put(c.a, s.p, s.n, true);
     if (!dst)
-        return fail(c, INGEST_DECODE_NOSPACE, "arena full");
+        return fail(c, DECODE_NOSPACE, "arena full");
     *ret = dst;
     return true;
 }
@@ -823,7 +823,7 @@ bool hello_int(ctx &c, const slot &s, const char *key, int64_t min, int64_t *ret
         return true;
     int64_t v;
     if (s.type != od::json_type::number || num_parse_i64(s.p, s.n, &v) < 0 || v < min)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be an integer >= %lld", key,
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" must be an integer >= %lld", key,
                     (long long)min);
     *ret = v;
     return true;
@@ -832,11 +832,11 @@ bool hello_int(ctx &c, const slot &s, const char *key, int64_t min, int64_t *ret
 int decode_hello(oracle_decoder *d, const char *line, size_t len, struct json_arena *a,
                  struct record_hello *ret, char *msg)
 {
-    ctx c{nullptr, a, msg, INGEST_DECODE_BAD_HELLO};
+    ctx c{nullptr, a, msg, DECODE_BAD_HELLO};
     slot s[H_COUNT] = {};
     if (!scan_line(c, d->parser, line, len, s, hello_key)) {
-        if (c.status != INGEST_DECODE_NOSPACE)
-            c.status = INGEST_DECODE_BAD_HELLO;
+        if (c.status != DECODE_NOSPACE)
+            c.status = DECODE_BAD_HELLO;
         return c.status;
     }
     struct record_hello h = {};
@@ -847,7 +847,7 @@ int decode_hello(oracle_decoder *d, const char *line, size_t len, struct json_ar
     h.pid = -1;
     if (!s[H_HELLO].present || s[H_HELLO].type != od::json_type::string ||
         !text_is(s[H_HELLO], "stepscope/1")) {
-        fail(c, INGEST_DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
+        fail(c, DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
         return c.status;
     }
     int64_t seq = -1;
@@ -866,11 +866,11 @@ int decode_hello(oracle_decoder *d, const char *line, size_t len, struct json_ar
     if (!ok)
         return c.status;
     if (h.job[0] == '\0') {
-        fail(c, INGEST_DECODE_BAD_HELLO, "\"job\" must not be empty");
+        fail(c, DECODE_BAD_HELLO, "\"job\" must not be empty");
         return c.status;
     }
     if (h.world_size <= h.rank) {
-        fail(c, INGEST_DECODE_BAD_HELLO, "\"world_size\" must be > \"rank\"");
+        fail(c, DECODE_BAD_HELLO, "\"world_size\" must be > \"rank\"");
         return c.status;
     }
     if (seq >= 0) {
@@ -878,7 +878,7 @@ int decode_hello(oracle_decoder *d, const char *line, size_t len, struct json_ar
         h.seq = (uint64_t)seq;
     }
     *ret = h;
-    return INGEST_DECODE_OK;
+    return DECODE_OK;
 }
 
 } /* namespace */
@@ -907,10 +907,10 @@ int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
     try {
         r = decode_record(d, line, len, a, ret, msg);
     } catch (...) {
-        snprintf(msg, INGEST_DECODE_MSG_MAX, "internal decoder error");
-        r = INGEST_DECODE_MALFORMED;
+        snprintf(msg, DECODE_MSG_MAX, "internal decoder error");
+        r = DECODE_MALFORMED;
     }
-    if (r != INGEST_DECODE_OK && r != INGEST_DECODE_CAPTURE)
+    if (r != DECODE_OK && r != DECODE_CAPTURE)
         a->used = mark;
     return r;
 }
@@ -923,10 +923,10 @@ int oracle_decode_hello(struct oracle_decoder *d, const char *line, size_t len,
     try {
         r = decode_hello(d, line, len, a, ret, msg);
     } catch (...) {
-        snprintf(msg, INGEST_DECODE_MSG_MAX, "internal decoder error");
-        r = INGEST_DECODE_BAD_HELLO;
+        snprintf(msg, DECODE_MSG_MAX, "internal decoder error");
+        r = DECODE_BAD_HELLO;
     }
-    if (r != INGEST_DECODE_OK)
+    if (r != DECODE_OK)
         a->used = mark;
     return r;
 }

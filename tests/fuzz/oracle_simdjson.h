@@ -2,8 +2,8 @@
 /*
  * oracle_simdjson: the previous ingest line decoder (simdjson 3.0.1 On-Demand), kept only as the
  * reference that tests/fuzz/fuzz_jscan.c compares daemon/ingest/decode.c against. Same contracts
- * as ingest__decoder_new(), ingest__decode_record() and ingest__decode_hello() in
- * daemon/ingest/decode.h, under other names so that both decoders link into one binary.
+ * as decoder_new(), decode_record() and decode_hello() in
+ * daemon/core/decode.h, under other names so that both decoders link into one binary.
  */
 #ifndef STEPSCOPE_ORACLE_SIMDJSON_H
 #define STEPSCOPE_ORACLE_SIMDJSON_H
@@ -16,19 +16,19 @@ extern "C" {
 #include <stddef.h>
 
 #include "../../daemon/core/record.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 
 struct oracle_decoder;
 
-/* As ingest__decoder_new() / ingest__decoder_free(). */
+/* As decoder_new() / decoder_free(). */
 struct oracle_decoder *oracle_decoder_new(size_t max_line);
 void oracle_decoder_free(struct oracle_decoder *d);
 
-/* As ingest__decode_record(). */
+/* As decode_record(). */
 int oracle_decode_record(struct oracle_decoder *d, const char *line, size_t len,
                          struct json_arena *a, struct record *ret, char *msg);
 
-/* As ingest__decode_hello(). */
+/* As decode_hello(). */
 int oracle_decode_hello(struct oracle_decoder *d, const char *line, size_t len,
                         struct json_arena *a, struct record_hello *ret, char *msg);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json.h"
 #include "lbuf.h"
 #include "num.h"
 #include "sbuf.h"
@@ -494,6 +495,77 @@ START_TEST(test_config_sample_file_documents_every_option)
 }
 END_TEST
 
+/* ---- json: the reader (text without padding) ---- */
+
+START_TEST(test_json_array_has_string)
+{
+    static const struct {
+        const char *text;
+        bool has;
+    } cases[] = {
+        {"[\"x\",\"capture\"]", true},
+        {" [ \"capt\\u0075re\" ] ", true}, /* compared unescaped */
+        {"[[\"capture\"],\"capture\"]", true},
+        {"[1,{\"a\":\"capture\"},null,\"capture\"]", true},
+        {"[[\"capture\"]]", false},
+        {"[{\"capture\":1}]", false},
+        {"[\"captures\"]", false},
+        {"[\"captur\"]", false},
+        {"[]", false},
+        {"[\"capture", false}, /* cut short: never read past the end */
+        {"[\"\\u00", false},
+        {"{\"capture\":1}", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(json_array_has_string(cases[i].text, strlen(cases[i].text), "capture") ==
+                          cases[i].has,
+                      "%s", cases[i].text);
+}
+END_TEST
+
+START_TEST(test_json_reader_walks_nested_text)
+{
+    const char *t = "{\"a\":[1,2.5e1,-3],\"s\\u0074r\":\"x\\ny\\u00e9\",\"deep\":{\"k\":[{},[]]},"
+                    "\"n\":null,\"b\":true}";
+    struct json_reader r;
+    json_reader_init(&r, t, strlen(t));
+    ck_assert(json_object_begin(&r));
+    char key[8];
+    double sum = 0;
+    int members = 0;
+    while (json_member(&r, key, sizeof key)) {
+        members++;
+        if (strcmp(key, "a") == 0) {
+            ck_assert(json_array_begin(&r));
+            while (json_element(&r)) {
+                double v;
+                ck_assert(json_read_double(&r, &v));
+                sum += v;
+            }
+        } else if (strcmp(key, "str") == 0) {
+            char v[4];
+            size_t n;
+            ck_assert(json_read_string(&r, v, sizeof v, &n));
+            ck_assert_uint_eq(n, 5); /* x \n y and a two-byte é */
+            ck_assert_str_eq(v, "x\ny");
+        } else {
+            ck_assert(json_skip(&r));
+        }
+    }
+    ck_assert(!r.bad);
+    ck_assert_int_eq(members, 5);
+    ck_assert(sum == 23.0);
+    /* Text cut anywhere fails, and never reads past its end (ASan). */
+    for (size_t n = 0; n < strlen(t); n++) {
+        char *cut = malloc(n ? n : 1);
+        memcpy(cut, t, n);
+        json_reader_init(&r, cut, n);
+        ck_assert_msg(!json_skip(&r), "cut at %zu", n);
+        free(cut);
+    }
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -512,6 +584,10 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_sbuf_json_str_escapes);
     tcase_add_test(tc, test_sbuf_json_us_exact);
     tcase_add_test(tc, test_sbuf_cap_fails_once);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("json");
+    tcase_add_test(tc, test_json_array_has_string);
+    tcase_add_test(tc, test_json_reader_walks_nested_text);
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_config_defaults_from_xdg);

@@ -21,7 +21,7 @@
 #include <uv.h>
 
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/decode.h"
+#include "../../daemon/core/decode.h"
 #include "../../daemon/ingest/ingest.h"
 
 /* ---- decoder ---- */
@@ -29,18 +29,18 @@
 static char line_buf[1 << 16];
 static char arena_buf[1 << 16];
 static struct json_arena arena;
-static struct ingest_decoder *dec;
+static struct decoder *dec;
 
 static void dec_setup(void)
 {
-    dec = ingest__decoder_new(sizeof line_buf - LBUF_PADDING - 1);
+    dec = decoder_new(sizeof line_buf - LBUF_PADDING - 1);
     ck_assert_ptr_nonnull(dec);
     arena = (struct json_arena){arena_buf, 0, sizeof arena_buf};
 }
 
 static void dec_teardown(void)
 {
-    ingest__decoder_free(dec);
+    decoder_free(dec);
     dec = NULL;
 }
 
@@ -58,7 +58,7 @@ static int decode(const char *s, struct record *r, char *msg)
     size_t n = strlen(s);
     arena.used = 0;
     msg[0] = '\0';
-    return ingest__decode_record(dec, place(s, n), n, &arena, r, msg);
+    return decode_record(dec, place(s, n), n, &arena, r, msg);
 }
 
 static bool text_eq(struct record_text t, const char *s)
@@ -84,129 +84,129 @@ struct decode_case {
 static const struct decode_case decode_cases[] = {
     {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void at::native::k<4>\",\"pid\":0,\"tid\":7,"
      "\"ts\":1700000000123.456,\"dur\":12.5,\"args\":{\"stream\":7,\"grid\":[80,1,1]}}",
-     INGEST_DECODE_OK, RECORD_TRACE, 'X', 1700000000123456, 12500, "void at::native::k<4>", "0",
+     DECODE_OK, RECORD_TRACE, 'X', 1700000000123456, 12500, "void at::native::k<4>", "0",
      "7"},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1700000000123456.789,\"dur\":0}", INGEST_DECODE_OK,
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1700000000123456.789,\"dur\":0}", DECODE_OK,
      RECORD_TRACE, 'X', 1700000000123456789, 0, "a", NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1.5e3,\"dur\":2E-3}", INGEST_DECODE_OK, RECORD_TRACE, 'X',
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1.5e3,\"dur\":2E-3}", DECODE_OK, RECORD_TRACE, 'X',
      1500000, 2, "a", NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":-5,\"dur\":0.0005}", INGEST_DECODE_OK, RECORD_TRACE, 'X',
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":-5,\"dur\":0.0005}", DECODE_OK, RECORD_TRACE, 'X',
      -5000, 1, "a", NULL, NULL},
     {" { \"ph\" : \"B\" , \"name\" : \"fwd\" , \"ts\" : 10 , \"pid\" : \"Spans\" , \"tid\" : "
      "\"a\\\"b\" } ",
-     INGEST_DECODE_OK, RECORD_TRACE, 'B', 10000, 0, "fwd", "Spans", "a\"b"},
-    {"{\"ph\":\"E\",\"ts\":11,\"pid\":1,\"tid\":1}", INGEST_DECODE_OK, RECORD_TRACE, 'E', 11000, 0,
+     DECODE_OK, RECORD_TRACE, 'B', 10000, 0, "fwd", "Spans", "a\"b"},
+    {"{\"ph\":\"E\",\"ts\":11,\"pid\":1,\"tid\":1}", DECODE_OK, RECORD_TRACE, 'E', 11000, 0,
      NULL, "1", "1"},
-    {"{\"ph\":\"i\",\"name\":\"mark\",\"ts\":3,\"s\":\"g\"}", INGEST_DECODE_OK, RECORD_TRACE, 'i',
+    {"{\"ph\":\"i\",\"name\":\"mark\",\"ts\":3,\"s\":\"g\"}", DECODE_OK, RECORD_TRACE, 'i',
      3000, 0, "mark", NULL, NULL},
     {"{\"ph\":\"C\",\"name\":\"mem\",\"ts\":4,\"args\":{\"bytes\":1e9,\"x\":null,\"y\":true}}",
-     INGEST_DECODE_OK, RECORD_TRACE, 'C', 4000, 0, "mem", NULL, NULL},
+     DECODE_OK, RECORD_TRACE, 'C', 4000, 0, "mem", NULL, NULL},
     {"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":3,\"args\":{\"name\":\"python\"}}",
-     INGEST_DECODE_OK, RECORD_TRACE, 'M', ABSENT, 0, "process_name", "3", NULL},
-    {"{\"name\":\"\\u00e9t\\u00e9\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"name\":5}", INGEST_DECODE_OK,
+     DECODE_OK, RECORD_TRACE, 'M', ABSENT, 0, "process_name", "3", NULL},
+    {"{\"name\":\"\\u00e9t\\u00e9\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"name\":5}", DECODE_OK,
      RECORD_TRACE, 'X', 1000, 1000, "\xc3\xa9t\xc3\xa9", NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"type\":\"step\"}", INGEST_DECODE_OK,
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"type\":\"step\"}", DECODE_OK,
      RECORD_TRACE, 'X', 1000, 2000, "a", NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1,\"ph\":\"Q\"}", INGEST_DECODE_OK, RECORD_TRACE,
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1,\"ph\":\"Q\"}", DECODE_OK, RECORD_TRACE,
      'X', 1000, 1000, "a", NULL, NULL},
     {"{\"type\":\"pipeline\",\"ops\":[{\"id\":0,\"name\":\"Batch\",\"children\":[1]}]}",
-     INGEST_DECODE_OK, RECORD_PIPELINE, 0, ABSENT, 0, NULL, NULL, NULL},
-    {"{\"type\":\"bye\"}", INGEST_DECODE_BYE, 0, 0, 0, 0, ANY, NULL, NULL},
+     DECODE_OK, RECORD_PIPELINE, 0, ABSENT, 0, NULL, NULL, NULL},
+    {"{\"type\":\"bye\"}", DECODE_BYE, 0, 0, 0, 0, ANY, NULL, NULL},
     /* unknown */
-    {"{}", INGEST_DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":\"nope\",\"ts\":1}", INGEST_DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":3}", INGEST_DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"hello\":\"stepscope/1\",\"job\":\"j\"}", INGEST_DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL,
+    {"{}", DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":\"nope\",\"ts\":1}", DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":3}", DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"hello\":\"stepscope/1\",\"job\":\"j\"}", DECODE_UNKNOWN, 0, 0, 0, 0, ANY, NULL,
      NULL},
     /* invalid */
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}", DECODE_INVALID, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"1\",\"dur\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"1\",\"dur\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"X\",\"ts\":1,\"dur\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":7,\"ts\":1,\"dur\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"X\",\"ts\":1,\"dur\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"X\",\"name\":7,\"ts\":1,\"dur\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"B\",\"name\":\"a\"}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"M\",\"ts\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"XX\",\"name\":\"a\",\"ts\":1,\"dur\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"B\",\"name\":\"a\"}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"M\",\"ts\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"XX\",\"name\":\"a\",\"ts\":1,\"dur\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":1,\"ts\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1e300}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":\"step\",\"step\":1,\"begin_us\":5,\"end_us\":4}", INGEST_DECODE_INVALID, 0, 0, 0,
+    {"{\"ph\":1,\"ts\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1e300}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":\"step\",\"step\":1,\"begin_us\":5,\"end_us\":4}", DECODE_INVALID, 0, 0, 0,
      0, ANY, NULL, NULL},
-    {"{\"type\":\"step\",\"step\":1.5,\"begin_us\":5,\"end_us\":6}", INGEST_DECODE_INVALID, 0, 0,
+    {"{\"type\":\"step\",\"step\":1.5,\"begin_us\":5,\"end_us\":6}", DECODE_INVALID, 0, 0,
      0, 0, ANY, NULL, NULL},
     {"{\"type\":\"step\",\"step\":1,\"begin_us\":5,\"end_us\":6,\"phases\":{\"f\":\"x\"}}",
-     INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+     DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
     {"{\"type\":\"step\",\"step\":1,\"begin_us\":5,\"end_us\":6,\"phases\":[1]}",
-     INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":\"queue\",\"size\":1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":\"queue\",\"name\":\"q\",\"size\":-1}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY,
+     DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":\"queue\",\"size\":1}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":\"queue\",\"name\":\"q\",\"size\":-1}", DECODE_INVALID, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"type\":\"pipeline\",\"ops\":{}}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"type\":\"host\",\"cpu_percent\":\"high\"}", INGEST_DECODE_INVALID, 0, 0, 0, 0, ANY, NULL,
+    {"{\"type\":\"pipeline\",\"ops\":{}}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"type\":\"host\",\"cpu_percent\":\"high\"}", DECODE_INVALID, 0, 0, 0, 0, ANY, NULL,
      NULL},
     /* malformed */
-    {"", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"[1,2]", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"\"ph\"", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"42", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"X\",\"name\":\"a\xff\",\"ts\":1,\"dur\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0,
+    {"", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"X\",\"name\":\"a\",\"ts\":1", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"[1,2]", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"\"ph\"", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"42", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"X\",\"name\":\"a\xff\",\"ts\":1,\"dur\":1}", DECODE_MALFORMED, 0, 0, 0, 0,
      ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":NaN}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"args\":{\"v\":NaN}}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":NaN}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"args\":{\"v\":NaN}}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"args\":{\"v\":tru}}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":1,\"args\":{\"v\":tru}}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"args\":[1 2]}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":1,\"args\":[1 2]}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"i\",\"ts\":01}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"s\":\"\\q\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"s\":\"a\tb\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":01}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"s\":\"\\q\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"s\":\"a\tb\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"i\",\"ts\":1}{}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1} x", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\" \"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"p\\h\":\"i\",\"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1}{}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1} x", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\" \"ts\":1}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"p\\h\":\"i\",\"ts\":1}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
     /* jscan strictness; the simdjson decoder agreed on each (tests/fuzz/fuzz_jscan.c) ... */
-    {"{\"p\\u0068\":\"i\",\"ts\":1}", INGEST_DECODE_OK, RECORD_TRACE, 'i', 1000, 0, NULL,
+    {"{\"p\\u0068\":\"i\",\"ts\":1}", DECODE_OK, RECORD_TRACE, 'i', 1000, 0, NULL,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\uD834\\uDD1E\"}", INGEST_DECODE_OK, RECORD_TRACE,
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\uD834\\uDD1E\"}", DECODE_OK, RECORD_TRACE,
      'i', 1000, 0, "\xf0\x9d\x84\x9e", NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\ud800\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\ud800\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\udc00\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"name\":\"\\udc00\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\\ud800\\u0041\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\\ud800\\u0041\"}", DECODE_MALFORMED, 0, 0, 0, 0,
      ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xc0\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xc0\x80\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xed\xa0\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xed\xa0\x80\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xf4\x90\x80\x80\"}", INGEST_DECODE_MALFORMED, 0, 0, 0,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xf4\x90\x80\x80\"}", DECODE_MALFORMED, 0, 0, 0,
      0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xe2\x82\"}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":\"\xe2\x82\"}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":[1,]}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":[1,]}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":{\"b\":1,}}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":{\"b\":1,}}", DECODE_MALFORMED, 0, 0, 0, 0, ANY,
      NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":1x}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":-}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":1.}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"{\"ph\":\"i\",\"ts\":1,\"a\":Infinity}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":1x}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":-}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":1.}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"{\"ph\":\"i\",\"ts\":1,\"a\":Infinity}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"i\",\"ts\":1} /* */", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
-    {"\xef\xbb\xbf{\"ph\":\"i\",\"ts\":1}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":1} /* */", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL, NULL},
+    {"\xef\xbb\xbf{\"ph\":\"i\",\"ts\":1}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
     /* ... and where it did not: On-Demand swallowed the error after "zz"'s value (see fuzz_jscan). */
-    {"{\"ph\":\"i\",\"ts\":2,\"zz\":\"a\":[]]}", INGEST_DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
+    {"{\"ph\":\"i\",\"ts\":2,\"zz\":\"a\":[]]}", DECODE_MALFORMED, 0, 0, 0, 0, ANY, NULL,
      NULL},
-    {"{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"name\":\"a\":[]]}", INGEST_DECODE_MALFORMED, 0, 0, 0,
+    {"{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"name\":\"a\":[]]}", DECODE_MALFORMED, 0, 0, 0,
      0, ANY, NULL, NULL},
 };
 
@@ -214,12 +214,12 @@ START_TEST(test_decode_record_table)
 {
     const struct decode_case *tc = &decode_cases[_i];
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     int got = decode(tc->line, &r, msg);
     ck_assert_msg(got == tc->want, "case %d %s: got %d (%s), want %d", _i, tc->line, got, msg,
                   tc->want);
-    if (got != INGEST_DECODE_OK) {
-        if (got != INGEST_DECODE_BYE)
+    if (got != DECODE_OK) {
+        if (got != DECODE_BYE)
             ck_assert_msg(msg[0] != '\0', "case %d: no message", _i);
         ck_assert_uint_eq(arena.used, 0);
         return;
@@ -241,11 +241,11 @@ END_TEST
 START_TEST(test_decode_record_step)
 {
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     const char *s = "{\"type\":\"step\",\"step\":12,\"begin_us\":1700000000000000.5,"
                     "\"end_us\":1700000000016500.25,\"samples\":256,"
                     "\"phases\":{\"dataloader\":1200,\"forward\":5300.5} ,\"x\":1}";
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_OK);
     ck_assert_int_eq(r.kind, RECORD_STEP);
     ck_assert_int_eq(r.step, 12);
     ck_assert_int_eq(r.ts_ns, 1700000000000000500);
@@ -254,7 +254,7 @@ START_TEST(test_decode_record_step)
     ck_assert(text_eq(r.phases, "{\"dataloader\":1200,\"forward\":5300.5}"));
 
     ck_assert_int_eq(decode("{\"type\":\"step\",\"step\":0,\"begin_us\":1,\"end_us\":1}", &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_int_eq(r.samples, -1);
     ck_assert_uint_eq(r.phases.len, 0);
     ck_assert_int_eq(r.dur_ns, 0);
@@ -281,9 +281,9 @@ START_TEST(test_decode_record_trace_links)
         {"{\"type\":\"host\",\"ts_us\":1,\"args\":{\"correlation\":4}}", -1, -1},
     };
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ck_assert_msg(decode(cases[i].line, &r, msg) == INGEST_DECODE_OK, "case %zu: %s", i, msg);
+        ck_assert_msg(decode(cases[i].line, &r, msg) == DECODE_OK, "case %zu: %s", i, msg);
         ck_assert_msg(r.correlation == cases[i].correlation, "case %zu: correlation %lld", i,
                       (long long)r.correlation);
         ck_assert_msg(r.external_id == cases[i].external_id, "case %zu: external id %lld", i,
@@ -305,21 +305,21 @@ START_TEST(test_decode_record_trace_links)
         memcpy(strstr(other, "args"), "argz", 4);
         int want = decode(other, &r, msg);
         ck_assert_int_eq(decode(line, &r, msg), want);
-        if (want == INGEST_DECODE_OK)
+        if (want == DECODE_OK)
             ck_assert_int_eq(r.correlation, 3);
-        ck_assert_int_eq(want, depth <= 62 ? INGEST_DECODE_OK : INGEST_DECODE_MALFORMED);
+        ck_assert_int_eq(want, depth <= 62 ? DECODE_OK : DECODE_MALFORMED);
     }
     /* The args object is still validated by the line's own scan. */
     ck_assert_int_eq(decode("{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2,"
                             "\"args\":{\"correlation\":01}}", &r, msg),
-                     INGEST_DECODE_MALFORMED);
+                     DECODE_MALFORMED);
 }
 END_TEST
 
-/* The public line decoders of ingest.h, as the daemon's start-up replay uses them. */
+/* The public line decoders of core/decode.h, as the replay and web use them. */
 START_TEST(test_decode_hello_line_public)
 {
-    struct ingest_line_decoder *ld = ingest_line_decoder_new(256);
+    struct line_decoder *ld = line_decoder_new(256);
     ck_assert_ptr_nonnull(ld);
     const char *line = "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"rank\":1,\"world_size\":2,"
                        "\"env\":{\"FP_POINT\":\"aten::linear\",\"PROFILING_BP_END\":\"a\\u0062\"}}";
@@ -329,7 +329,7 @@ START_TEST(test_decode_hello_line_public)
     size_t n = strlen(line);
     memcpy(buf, line, n);
     buf[n] = 'x';
-    ck_assert_int_eq(ingest_decode_hello_line(ld, buf, n, &h), 0);
+    ck_assert_int_eq(decode_hello_line(ld, buf, n, &h), 0);
     ck_assert_str_eq(h.job, "j");
     ck_assert_int_eq(h.rank, 1);
     ck_assert_str_eq(h.fp_point_env, "aten::linear");
@@ -338,35 +338,35 @@ START_TEST(test_decode_hello_line_public)
     ck_assert(!h.imported);
     /* "source":"import" marks stepscope import's sessions; any other source is never an error. */
     const char *imp = "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":\"import\"}";
-    ck_assert_int_eq(ingest_decode_hello_line(ld, imp, strlen(imp), &h), 0);
+    ck_assert_int_eq(decode_hello_line(ld, imp, strlen(imp), &h), 0);
     ck_assert(h.imported);
     const char *other[] = {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":\"importer\"}",
                            "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":1}",
                            "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"source\":[\"import\"]}"};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        ck_assert_int_eq(ingest_decode_hello_line(ld, other[i], strlen(other[i]), &h), 0);
+        ck_assert_int_eq(decode_hello_line(ld, other[i], strlen(other[i]), &h), 0);
         ck_assert(!h.imported);
     }
-    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\"}", 23, &h), -EINVAL);
+    ck_assert_int_eq(decode_hello_line(ld, "{\"hello\":\"stepscope/1\"}", 23, &h), -EINVAL);
     /* A probe asks which daemon this is: never a stored session's hello. */
-    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"hello\":\"stepscope/1\",\"probe\":true}", 36, &h),
+    ck_assert_int_eq(decode_hello_line(ld, "{\"hello\":\"stepscope/1\",\"probe\":true}", 36, &h),
                      -EINVAL);
-    ck_assert_int_eq(ingest_decode_hello_line(ld, "{\"ph\":\"X\"}", 10, &h), -EINVAL);
+    ck_assert_int_eq(decode_hello_line(ld, "{\"ph\":\"X\"}", 10, &h), -EINVAL);
     char big[300];
     memset(big, ' ', sizeof big);
-    ck_assert_int_eq(ingest_decode_hello_line(ld, big, sizeof big, &h), -EMSGSIZE);
-    ingest_line_decoder_free(ld);
+    ck_assert_int_eq(decode_hello_line(ld, big, sizeof big, &h), -EMSGSIZE);
+    line_decoder_free(ld);
 }
 END_TEST
 
 START_TEST(test_decode_record_queue_host)
 {
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     ck_assert_int_eq(decode("{\"type\":\"queue\",\"name\":\"device\\/0\",\"size\":3,"
                             "\"capacity\":64,\"step\":7,\"ts_us\":2.0005}",
                             &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_int_eq(r.kind, RECORD_QUEUE);
     ck_assert(text_eq(r.name, "device/0"));
     ck_assert_int_eq(r.size, 3);
@@ -376,7 +376,7 @@ START_TEST(test_decode_record_queue_host)
     ck_assert_uint_gt(arena.used, 0); /* the escaped name was copied */
 
     ck_assert_int_eq(decode("{\"type\":\"queue\",\"name\":\"q\",\"size\":0}", &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_int_eq(r.capacity, -1);
     ck_assert_int_eq(r.step, -1);
     ck_assert_int_eq(r.ts_ns, INT64_MIN);
@@ -386,13 +386,13 @@ START_TEST(test_decode_record_queue_host)
     ck_assert_int_eq(decode("{\"type\":\"host\",\"ts_us\":5,\"cpu_percent\":150.5,"
                             "\"sys_cpu_percent\":12,\"rss_bytes\":1048576}",
                             &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_int_eq(r.kind, RECORD_HOST);
     ck_assert_int_eq(r.ts_ns, 5000);
     ck_assert(r.cpu_percent == 150.5);
     ck_assert(r.sys_cpu_percent == 12);
     ck_assert_int_eq(r.rss_bytes, 1048576);
-    ck_assert_int_eq(decode("{\"type\":\"host\"}", &r, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode("{\"type\":\"host\"}", &r, msg), DECODE_OK);
     ck_assert(r.cpu_percent == -1);
     ck_assert_int_eq(r.rss_bytes, -1);
 }
@@ -402,24 +402,24 @@ START_TEST(test_decode_record_deep_nesting)
 {
     static char s[20100];
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     memset(s, '[', 10000);
     s[10000] = '\0';
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_MALFORMED);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_MALFORMED);
     /* Balanced and inside an object: still refused, by depth, without recursion blowing up. */
     strcpy(s, "{\"ph\":\"i\",\"ts\":1,\"args\":");
     size_t n = strlen(s);
     memset(s + n, '[', 10000);
     memset(s + n + 10000, ']', 10000);
     strcpy(s + n + 20000, "}");
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_MALFORMED);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_MALFORMED);
     ck_assert_ptr_nonnull(strstr(msg, "nested"));
     /* Moderately deep is fine. */
     strcpy(s, "{\"ph\":\"i\",\"ts\":1,\"args\":");
     memset(s + n, '[', 30);
     memset(s + n + 30, ']', 30);
     strcpy(s + n + 60, "}");
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_OK);
 }
 END_TEST
 
@@ -427,20 +427,20 @@ END_TEST
 START_TEST(test_decode_record_scanner_edges)
 {
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     /* A NUL inside the line, in a string or between tokens, is never part of valid JSON. */
     static const char with_nul[] = "{\"ph\":\"i\",\"ts\":1,\"a\":\"x\0y\"}";
     size_t n = sizeof with_nul - 1;
     arena.used = 0;
-    ck_assert_int_eq(ingest__decode_record(dec, place(with_nul, n), n, &arena, &r, msg),
-                     INGEST_DECODE_MALFORMED);
+    ck_assert_int_eq(decode_record(dec, place(with_nul, n), n, &arena, &r, msg),
+                     DECODE_MALFORMED);
     static const char nul_after[] = "{\"ph\":\"i\",\"ts\":1}\0";
     n = sizeof nul_after - 1;
-    ck_assert_int_eq(ingest__decode_record(dec, place(nul_after, n), n, &arena, &r, msg),
-                     INGEST_DECODE_MALFORMED);
+    ck_assert_int_eq(decode_record(dec, place(nul_after, n), n, &arena, &r, msg),
+                     DECODE_MALFORMED);
     /* "\u0000" is fine: the unescaped name holds a NUL byte. */
     ck_assert_int_eq(decode("{\"ph\":\"i\",\"ts\":1,\"name\":\"a\\u0000b\"}", &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_uint_eq(r.name.len, 3);
     ck_assert(memcmp(r.name.ptr, "a\0b", 3) == 0);
 
@@ -451,36 +451,36 @@ START_TEST(test_decode_record_scanner_edges)
     memset(s + k, '[', 63);
     memset(s + k + 63, ']', 63);
     strcpy(s + k + 126, "}");
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_OK);
     memset(s + k, '[', 64);
     memset(s + k + 64, ']', 64);
     strcpy(s + k + 128, "}");
-    ck_assert_int_eq(decode(s, &r, msg), INGEST_DECODE_MALFORMED);
+    ck_assert_int_eq(decode(s, &r, msg), DECODE_MALFORMED);
     ck_assert_ptr_nonnull(strstr(msg, "nested"));
 
     /* Correctly rounded, where simdjson 3.0.1's get_double() gave 1.75e-48. */
     ck_assert_int_eq(decode("{\"type\":\"host\",\"cpu_percent\":"
                             "0.1000000000000000055511151231257827021181583404541015625000000000001}",
                             &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert(r.cpu_percent == 0.1);
     ck_assert_int_eq(decode("{\"type\":\"host\",\"sys_cpu_percent\":1e-400}", &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert(r.sys_cpu_percent == 0);
     ck_assert_int_eq(decode("{\"type\":\"host\",\"cpu_percent\":1e400}", &r, msg),
-                     INGEST_DECODE_MALFORMED);
+                     DECODE_MALFORMED);
     /* Long exponents are fine when the value is (simdjson 3.0.1 rejected both). */
     ck_assert_int_eq(decode("{\"type\":\"host\",\"cpu_percent\":0e0000000000000000000001,"
                             "\"sys_cpu_percent\":1e-99999999999999999999}",
                             &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert(r.cpu_percent == 0 && r.sys_cpu_percent == 0);
 
     /* Escaped keys are matched after unescaping; a second "phases" is only validated. */
     ck_assert_int_eq(decode("{\"type\":\"step\",\"st\\u0065p\":4,\"begin_us\":1,\"end_us\":2,"
                             "\"phases\": { \"a\" : 1 } ,\"phases\":[\"x\"]}",
                             &r, msg),
-                     INGEST_DECODE_OK);
+                     DECODE_OK);
     ck_assert_int_eq(r.step, 4);
     ck_assert(text_eq(r.phases, "{ \"a\" : 1 }"));
 }
@@ -507,7 +507,7 @@ START_TEST(test_decode_record_string_offsets)
         {"\\x", NULL},
     };
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX], line[160], want[64];
+    char msg[DECODE_MSG_MAX], line[160], want[64];
     for (size_t k = 0; k <= 40; k++) {
         for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
             char name[64];
@@ -517,10 +517,10 @@ START_TEST(test_decode_record_string_offsets)
                      name);
             int res = decode(line, &r, msg);
             if (!specials[i].want) {
-                ck_assert_msg(res == INGEST_DECODE_MALFORMED, "k=%zu i=%zu: %d", k, i, res);
+                ck_assert_msg(res == DECODE_MALFORMED, "k=%zu i=%zu: %d", k, i, res);
                 continue;
             }
-            ck_assert_msg(res == INGEST_DECODE_OK, "k=%zu i=%zu: %s", k, i, msg);
+            ck_assert_msg(res == DECODE_OK, "k=%zu i=%zu: %s", k, i, msg);
             memset(want, 'a', k);
             snprintf(want + k, sizeof want - k, "%sbc", specials[i].want);
             ck_assert_msg(text_eq(r.name, want), "k=%zu i=%zu", k, i);
@@ -529,7 +529,7 @@ START_TEST(test_decode_record_string_offsets)
         memset(line, 0, sizeof line);
         strcpy(line, "{\"ph\":\"X\",\"name\":\"");
         memset(line + strlen(line), 'a', k);
-        ck_assert_int_eq(decode(line, &r, msg), INGEST_DECODE_MALFORMED);
+        ck_assert_int_eq(decode(line, &r, msg), DECODE_MALFORMED);
     }
 }
 END_TEST
@@ -537,16 +537,16 @@ END_TEST
 START_TEST(test_decode_record_arena_full)
 {
     struct record r;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     const char *s = "{\"ph\":\"X\",\"name\":\"a\\nb\",\"ts\":1,\"dur\":1}";
     size_t n = strlen(s);
     char small[2];
     struct json_arena a = {small, 0, sizeof small};
-    ck_assert_int_eq(ingest__decode_record(dec, place(s, n), n, &a, &r, msg),
-                     INGEST_DECODE_NOSPACE);
+    ck_assert_int_eq(decode_record(dec, place(s, n), n, &a, &r, msg),
+                     DECODE_NOSPACE);
     ck_assert_uint_eq(a.used, 0);
     a = (struct json_arena){arena_buf, 0, n + 16};
-    ck_assert_int_eq(ingest__decode_record(dec, place(s, n), n, &a, &r, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_record(dec, place(s, n), n, &a, &r, msg), DECODE_OK);
     ck_assert(text_eq(r.name, "a\nb"));
 }
 END_TEST
@@ -587,14 +587,14 @@ START_TEST(test_decode_hello_table)
 {
     const struct hello_case *tc = &hello_cases[_i];
     struct record_hello h;
-    char msg[INGEST_DECODE_MSG_MAX] = "";
+    char msg[DECODE_MSG_MAX] = "";
     size_t n = strlen(tc->line);
     arena.used = 0;
-    int r = ingest__decode_hello(dec, place(tc->line, n), n, &arena, &h, msg);
-    ck_assert_msg((r == INGEST_DECODE_OK) == tc->ok, "case %d %s: got %d (%s)", _i, tc->line, r,
+    int r = decode_hello(dec, place(tc->line, n), n, &arena, &h, msg);
+    ck_assert_msg((r == DECODE_OK) == tc->ok, "case %d %s: got %d (%s)", _i, tc->line, r,
                   msg);
     if (!tc->ok)
-        ck_assert_int_eq(r, INGEST_DECODE_BAD_HELLO);
+        ck_assert_int_eq(r, DECODE_BAD_HELLO);
 }
 END_TEST
 
@@ -633,11 +633,11 @@ START_TEST(test_decode_hello_env)
     else
         snprintf(line, sizeof line, "{\"hello\":\"stepscope/1\",\"job\":\"j\"}");
     struct record_hello h;
-    char msg[INGEST_DECODE_MSG_MAX] = "";
+    char msg[DECODE_MSG_MAX] = "";
     size_t n = strlen(line);
     arena.used = 0;
-    ck_assert_int_eq(ingest__decode_hello(dec, place(line, n), n, &arena, &h, msg),
-                     INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_hello(dec, place(line, n), n, &arena, &h, msg),
+                     DECODE_OK);
     ck_assert_str_eq(h.job, "j");
     const char *got[6] = {h.stepscope_fp_point, h.stepscope_bp_point, h.profiling_fp_start,
                           h.profiling_bp_end,   h.fp_point_env,       h.bp_point_env};
@@ -651,8 +651,8 @@ START_TEST(test_decode_hello_env)
     memset(big + k, 'o', RECORD_NAME_MAX + 1);
     strcpy(big + k + RECORD_NAME_MAX + 1, "\"}}");
     n = strlen(big);
-    ck_assert_int_eq(ingest__decode_hello(dec, place(big, n), n, &arena, &h, msg),
-                     INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_hello(dec, place(big, n), n, &arena, &h, msg),
+                     DECODE_OK);
     ck_assert_str_eq(h.fp_point_env, "");
 }
 END_TEST
@@ -660,11 +660,11 @@ END_TEST
 START_TEST(test_decode_hello_fields)
 {
     struct record_hello h;
-    char msg[INGEST_DECODE_MSG_MAX];
+    char msg[DECODE_MSG_MAX];
     const char *s = hello_cases[1].line;
     size_t n = strlen(s);
     arena.used = 0;
-    ck_assert_int_eq(ingest__decode_hello(dec, place(s, n), n, &arena, &h, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_hello(dec, place(s, n), n, &arena, &h, msg), DECODE_OK);
     ck_assert_str_eq(h.job, "resnet50");
     ck_assert_str_eq(h.host, "n3");
     ck_assert_str_eq(h.framework, "torch");
@@ -682,7 +682,7 @@ START_TEST(test_decode_hello_fields)
 
     s = "{\"hello\":\"stepscope/1\",\"job\":\"caf\\u00e9\"}";
     n = strlen(s);
-    ck_assert_int_eq(ingest__decode_hello(dec, place(s, n), n, &arena, &h, msg), INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_hello(dec, place(s, n), n, &arena, &h, msg), DECODE_OK);
     ck_assert_str_eq(h.job, "caf\xc3\xa9");
     ck_assert_str_eq(h.stream, "");
     ck_assert_str_eq(h.host, "");
@@ -698,13 +698,13 @@ START_TEST(test_decode_hello_fields)
     memset(big + k, 'j', 256);
     strcpy(big + k + 256, "\"}");
     n = strlen(big);
-    ck_assert_int_eq(ingest__decode_hello(dec, place(big, n), n, &arena, &h, msg),
-                     INGEST_DECODE_OK);
+    ck_assert_int_eq(decode_hello(dec, place(big, n), n, &arena, &h, msg),
+                     DECODE_OK);
     memset(big + k, 'j', 257);
     strcpy(big + k + 257, "\"}");
     n = strlen(big);
-    ck_assert_int_eq(ingest__decode_hello(dec, place(big, n), n, &arena, &h, msg),
-                     INGEST_DECODE_BAD_HELLO);
+    ck_assert_int_eq(decode_hello(dec, place(big, n), n, &arena, &h, msg),
+                     DECODE_BAD_HELLO);
 }
 END_TEST
 

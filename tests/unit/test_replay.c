@@ -2,7 +2,7 @@
 /*
  * Unit tests of daemon/replay on a real store: one job's protocol lines (a hello whose env names
  * the FP/BP points, nested spans, a step record, a step with phases, a queue sample) are decoded by
- * ingest's decoder, appended to the store and fed to a live A as main.c does; after the commit,
+ * the record decoder (core/decode.h), appended to the store and fed to a live A as main.c does; after the commit,
  * replay_all() into a fresh live B, and replay_reload() of the job evicted from B, must give the
  * steps, points and operator table A has. Budgets: a zero live_max_bytes replays nothing at start
  * and leaves every job evicted, to load on first use.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/ingest/ingest.h"
+#include "../../daemon/core/decode.h"
 #include "../../daemon/live/live.h"
 #include "../../daemon/live/live_query.h"
 #include "../../daemon/replay/replay.h"
@@ -73,22 +73,22 @@ static void setup(void)
     live_a = live_new();
     ck_assert_ptr_nonnull(live_a);
 
-    struct ingest_line_decoder *ld = ingest_line_decoder_new(0);
+    struct line_decoder *ld = line_decoder_new(0);
     ck_assert_ptr_nonnull(ld);
     struct record_hello h;
-    ck_assert_int_eq(ingest_decode_hello_line(ld, hello_line, strlen(hello_line), &h), 0);
+    ck_assert_int_eq(decode_hello_line(ld, hello_line, strlen(hello_line), &h), 0);
     struct record_welcome w;
     ck_assert_msg(store_session_open(st, &h, &w, err) == 0, "store_session_open: %s", err);
     job_id = w.job_id;
     ck_assert_int_eq(replay_hello_env(live_a, job_id, &h), 0);
     for (size_t i = 0; i < N_LINES; i++) {
         struct record rec;
-        ck_assert_msg(ingest_decode_line(ld, lines[i], strlen(lines[i]), &rec) == 0, "line %zu",
+        ck_assert_msg(decode_line(ld, lines[i], strlen(lines[i]), &rec) == 0, "line %zu",
                       i);
         ck_assert_int_eq(store_append(st, w.session_id, &rec, 1, w.next_seq + i + 1), 0);
         ck_assert_int_eq(live_feed(live_a, job_id, h.rank, &rec, 1), 0);
     }
-    ingest_line_decoder_free(ld);
+    line_decoder_free(ld);
     store_session_close(st, w.session_id, true);
     ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
     ck_assert_int_eq(live_flush(live_a), 0);
@@ -105,7 +105,7 @@ static void teardown(void)
 static struct replay_config config(struct live *lv)
 {
     return (struct replay_config){.store = st, .live = lv, .stats = &stats,
-                                  .max_line_bytes = INGEST_LINE_MAX_DEFAULT,
+                                  .max_line_bytes = DECODE_LINE_MAX_DEFAULT,
                                   .live_max_bytes = 1 << 30, .live_max_jobs = 64};
 }
 

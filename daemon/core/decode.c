@@ -20,14 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/num.h"
-#include "capture.h"
-#include "../../lib/json.h"
+#include <errno.h>
 
-/* decode_record() sets every field of struct record one by one; on LP64 this catches a field
+#include "../../lib/json.h"
+#include "../../lib/num.h"
+
+/* record_from_line() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 224, "struct record changed: update decode_record()");
+_Static_assert(sizeof(struct record) == 224, "struct record changed: update record_from_line()");
 #endif
 
 enum field_id {
@@ -162,7 +163,7 @@ static const struct json_key hello_keys[] = {
     {"source", H_SOURCE, 0},
 };
 
-struct ingest_decoder {
+struct decoder {
     struct json_keys record; /* record_keys, indexed */
     struct json_keys hello;  /* hello_keys, indexed */
     struct json_keys env;    /* env_keys, indexed */
@@ -181,7 +182,7 @@ __attribute__((format(printf, 3, 4))) static bool fail(struct ctx *c, int status
     c->status = status;
     va_list ap;
     va_start(ap, fmt);
-    (void)vsnprintf(c->msg, INGEST_DECODE_MSG_MAX, fmt, ap);
+    (void)vsnprintf(c->msg, DECODE_MSG_MAX, fmt, ap);
     va_end(ap);
     return false;
 }
@@ -212,7 +213,7 @@ static bool need_string(struct ctx *c, const struct json_slot *s, const char *ke
                         struct record_text *ret)
 {
     if (s->type != JSON_STRING)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a string", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a string", key);
     ret->ptr = s->p;
     ret->len = s->n;
     return true;
@@ -229,16 +230,16 @@ static bool get_us(struct ctx *c, const struct json_slot *s, const char *key, bo
 {
     if (s->type == JSON_ABSENT) {
         if (!optional)
-            return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
+            return fail(c, DECODE_INVALID, "missing \"%s\"", key);
         *ret = absent_value;
         return true;
     }
     if (s->type != JSON_NUMBER)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a number", key);
     if (num_us_to_ns(s->p, s->n, ret) < 0)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range", key);
+        return fail(c, DECODE_INVALID, "\"%s\" is out of range", key);
     if (*ret >= TIME_MAX_NS || *ret <= TIME_MIN_NS)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" is out of range (-2^60 < t < 2^62 ns)", key);
+        return fail(c, DECODE_INVALID, "\"%s\" is out of range (-2^60 < t < 2^62 ns)", key);
     return true;
 }
 
@@ -248,13 +249,13 @@ static bool get_count(struct ctx *c, const struct json_slot *s, const char *key,
 {
     if (s->type == JSON_ABSENT) {
         if (!optional)
-            return fail(c, INGEST_DECODE_INVALID, "missing \"%s\"", key);
+            return fail(c, DECODE_INVALID, "missing \"%s\"", key);
         *ret = -1;
         return true;
     }
     int64_t v;
     if (s->type != JSON_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < 0)
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be an integer >= 0", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be an integer >= 0", key);
     *ret = v;
     return true;
 }
@@ -266,7 +267,7 @@ static bool get_percent(struct ctx *c, const struct json_slot *s, const char *ke
         return true;
     }
     if (s->type != JSON_NUMBER || !(s->d >= 0))
-        return fail(c, INGEST_DECODE_INVALID, "\"%s\" must be a number >= 0", key);
+        return fail(c, DECODE_INVALID, "\"%s\" must be a number >= 0", key);
     *ret = s->d;
     return true;
 }
@@ -284,7 +285,7 @@ static bool build_trace(struct ctx *c, const struct json_slot *s, struct record 
 {
     const struct json_slot *ph = &s[F_PH];
     if (ph->type != JSON_STRING || ph->n != 1)
-        return fail(c, INGEST_DECODE_INVALID, "\"ph\" must be a one-letter string");
+        return fail(c, DECODE_INVALID, "\"ph\" must be a one-letter string");
     r->kind = RECORD_TRACE;
     r->ph = ph->p[0];
     if (r->ph == 'X' || r->ph == 'M') {
@@ -300,9 +301,9 @@ static bool build_trace(struct ctx *c, const struct json_slot *s, struct record 
         if (!get_us(c, &s[F_DUR], "dur", false, 0, &r->dur_ns))
             return false;
         if (r->dur_ns < 0)
-            return fail(c, INGEST_DECODE_INVALID, "\"dur\" must be >= 0");
+            return fail(c, DECODE_INVALID, "\"dur\" must be >= 0");
         if (r->dur_ns >= DUR_MAX_NS)
-            return fail(c, INGEST_DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
+            return fail(c, DECODE_INVALID, "\"dur\" is out of range (< 3 * 2^60 ns)");
     } else if (s[F_DUR].type == JSON_NUMBER) {
         /* Only X promises a duration; elsewhere take one if it makes sense, never reject. */
         int64_t dur;
@@ -371,14 +372,14 @@ static bool build_step(struct ctx *c, const struct json_slot *s, struct record *
         !get_count(c, &s[F_SAMPLES], "samples", true, &r->samples))
         return false;
     if (end < r->ts_ns)
-        return fail(c, INGEST_DECODE_INVALID, "\"end_us\" must be >= \"begin_us\"");
+        return fail(c, DECODE_INVALID, "\"end_us\" must be >= \"begin_us\"");
     if (r->ts_ns < 0 && end > INT64_MAX + r->ts_ns)
-        return fail(c, INGEST_DECODE_INVALID, "\"end_us\" - \"begin_us\" is out of range");
+        return fail(c, DECODE_INVALID, "\"end_us\" - \"begin_us\" is out of range");
     r->dur_ns = end - r->ts_ns;
     const struct json_slot *ph = &s[F_PHASES];
     if (ph->type != JSON_ABSENT) {
         if (ph->type != JSON_OBJECT || ph->bad)
-            return fail(c, INGEST_DECODE_INVALID,
+            return fail(c, DECODE_INVALID,
                         "\"phases\" must be an object of durations >= 0");
         r->phases.ptr = ph->p;
         r->phases.len = ph->n;
@@ -400,7 +401,7 @@ static bool build_pipeline(struct ctx *c, const struct json_slot *s, struct reco
 {
     r->kind = RECORD_PIPELINE;
     if (s[F_OPS].type != JSON_ARRAY)
-        return fail(c, INGEST_DECODE_INVALID, "\"ops\" must be an array");
+        return fail(c, DECODE_INVALID, "\"ops\" must be an array");
     return true;
 }
 
@@ -423,25 +424,25 @@ static bool build_capture(struct ctx *c, const struct json_slot *s, struct recor
     if (st->type != JSON_STRING ||
         !(TEXT_IS(st, "armed") || TEXT_IS(st, "recording") || TEXT_IS(st, "done") ||
           TEXT_IS(st, "failed")))
-        return fail(c, INGEST_DECODE_INVALID,
+        return fail(c, DECODE_INVALID,
                     "\"state\" must be \"armed\", \"recording\", \"done\" or \"failed\"");
     r->name = (struct record_text){st->p, st->n};
     const struct json_slot *why = &s[F_REASON];
     if (why->type == JSON_STRING)
         r->cat = (struct record_text){why->p, why->n};
     else if (why->type != JSON_ABSENT && why->type != JSON_NULL)
-        return fail(c, INGEST_DECODE_INVALID, "\"reason\" must be a string");
+        return fail(c, DECODE_INVALID, "\"reason\" must be a string");
     return true;
 }
 
-static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
+static int record_from_line(struct decoder *d, const char *line, size_t len,
                          struct json_arena *a, struct record *ret, char *msg)
 {
-    struct ctx c = {a, msg, INGEST_DECODE_MALFORMED};
+    struct ctx c = {a, msg, DECODE_MALFORMED};
     struct json_slot s[A_END]; /* the scanner fills every one */
     int r = json_scan_object(line, len, &d->record, s, a, msg);
     if (r != JSON_OK)
-        return r == JSON_NOSPACE ? INGEST_DECODE_NOSPACE : INGEST_DECODE_MALFORMED;
+        return r == JSON_NOSPACE ? DECODE_NOSPACE : DECODE_MALFORMED;
 
     /* Field by field: clearing *ret first compiles to a slow "rep stos" (gcc 12, even for a copy
      * of a static template). A field added to struct record must be added here too. */
@@ -485,15 +486,15 @@ static int decode_record(struct ingest_decoder *d, const char *line, size_t len,
         else if (TEXT_IS(t, "host"))
             ok = build_host(&c, s, ret);
         else if (TEXT_IS(t, "bye"))
-            return INGEST_DECODE_BYE;
+            return DECODE_BYE;
         else if (TEXT_IS(t, "capture"))
-            return build_capture(&c, s, ret) ? INGEST_DECODE_CAPTURE : c.status;
+            return build_capture(&c, s, ret) ? DECODE_CAPTURE : c.status;
         else
-            ok = fail(&c, INGEST_DECODE_UNKNOWN, "unknown \"type\"");
+            ok = fail(&c, DECODE_UNKNOWN, "unknown \"type\"");
     } else {
-        ok = fail(&c, INGEST_DECODE_UNKNOWN, "neither \"ph\" nor a known \"type\"");
+        ok = fail(&c, DECODE_UNKNOWN, "neither \"ph\" nor a known \"type\"");
     }
-    return ok ? INGEST_DECODE_OK : c.status;
+    return ok ? DECODE_OK : c.status;
 }
 
 /* A hello string: absent gives "", present must be a string of at most RECORD_NAME_MAX bytes,
@@ -503,23 +504,23 @@ static bool hello_string(struct ctx *c, const struct json_slot *s, const char *k
 {
     if (s->type == JSON_ABSENT) {
         if (required)
-            return fail(c, INGEST_DECODE_BAD_HELLO, "missing \"%s\"", key);
+            return fail(c, DECODE_BAD_HELLO, "missing \"%s\"", key);
         *ret = "";
         return true;
     }
     if (s->type != JSON_STRING)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be a string", key);
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" must be a string", key);
     if (s->n > RECORD_NAME_MAX)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" is longer than %d bytes", key,
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" is longer than %d bytes", key,
                     RECORD_NAME_MAX);
     for (size_t i = 0; i < s->n; i++) {
         unsigned char ch = (unsigned char)s->p[i];
         if (ch == 0 || (no_controls && (ch < 0x20 || ch == 0x7f)))
-            return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" contains a control character", key);
+            return fail(c, DECODE_BAD_HELLO, "\"%s\" contains a control character", key);
     }
     char *dst = arena_put(c->a, s->p, s->n, true);
     if (!dst)
-        return fail(c, INGEST_DECODE_NOSPACE, "arena full");
+        return fail(c, DECODE_NOSPACE, "arena full");
     *ret = dst;
     return true;
 }
@@ -531,7 +532,7 @@ static bool hello_int(struct ctx *c, const struct json_slot *s, const char *key,
         return true;
     int64_t v;
     if (s->type != JSON_NUMBER || num_parse_i64(s->p, s->n, &v) < 0 || v < min)
-        return fail(c, INGEST_DECODE_BAD_HELLO, "\"%s\" must be an integer >= %lld", key,
+        return fail(c, DECODE_BAD_HELLO, "\"%s\" must be an integer >= %lld", key,
                     (long long)min);
     *ret = v;
     return true;
@@ -541,7 +542,7 @@ static bool hello_int(struct ctx *c, const struct json_slot *s, const char *key,
  * object whose member is a string of 1..RECORD_NAME_MAX bytes without NUL, copied into the arena.
  * Anything else is ignored (env was free-form before the daemon read it). Returns false only
  * when the arena is full. */
-static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct json_slot *env,
+static bool hello_env(struct decoder *d, struct ctx *c, const struct json_slot *env,
                       struct record_hello *h)
 {
     const char **dst[E_COUNT] = {
@@ -561,7 +562,7 @@ static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct json
     char *copy = NULL;
     int r = json_scan_copy(env->p, env->n, &d->env, s, c->a, msg, &copy);
     if (!copy)
-        return fail(c, INGEST_DECODE_NOSPACE, "out of memory");
+        return fail(c, DECODE_NOSPACE, "out of memory");
     bool ok = true;
     if (r == JSON_OK) {
         for (size_t i = 0; i < E_COUNT && ok; i++) {
@@ -570,27 +571,27 @@ static bool hello_env(struct ingest_decoder *d, struct ctx *c, const struct json
                 continue;
             char *v = arena_put(c->a, s[i].p, s[i].n, true);
             if (!v)
-                ok = fail(c, INGEST_DECODE_NOSPACE, "arena full");
+                ok = fail(c, DECODE_NOSPACE, "arena full");
             else
                 *dst[i] = v;
         }
     } else {
         c->a->used = mark;
         if (r == JSON_NOSPACE)
-            ok = fail(c, INGEST_DECODE_NOSPACE, "arena full");
+            ok = fail(c, DECODE_NOSPACE, "arena full");
     }
     free(copy);
     return ok;
 }
 
-static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
+static int hello_from_line(struct decoder *d, const char *line, size_t len,
                         struct json_arena *a, struct record_hello *ret, char *msg)
 {
-    struct ctx c = {a, msg, INGEST_DECODE_BAD_HELLO};
+    struct ctx c = {a, msg, DECODE_BAD_HELLO};
     struct json_slot s[H_COUNT]; /* the scanner fills every one */
     int r = json_scan_object(line, len, &d->hello, s, a, msg);
     if (r != JSON_OK)
-        return r == JSON_NOSPACE ? INGEST_DECODE_NOSPACE : INGEST_DECODE_BAD_HELLO;
+        return r == JSON_NOSPACE ? DECODE_NOSPACE : DECODE_BAD_HELLO;
     struct record_hello h = {0};
     h.raw = line;
     h.raw_len = len;
@@ -598,7 +599,7 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
     h.world_size = 1;
     h.pid = -1;
     if (s[H_HELLO].type != JSON_STRING || !TEXT_IS(&s[H_HELLO], "stepscope/1")) {
-        fail(&c, INGEST_DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
+        fail(&c, DECODE_BAD_HELLO, "\"hello\" must be \"stepscope/1\"");
         return c.status;
     }
     if (s[H_PROBE].type == JSON_BOOL && TEXT_IS(&s[H_PROBE], "true")) {
@@ -608,7 +609,7 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
         h.stepscope_fp_point = h.stepscope_bp_point = h.profiling_fp_start = "";
         h.profiling_bp_end = h.fp_point_env = h.bp_point_env = "";
         *ret = h;
-        return INGEST_DECODE_OK;
+        return DECODE_OK;
     }
     int64_t seq = -1;
     bool ok = hello_string(&c, &s[H_JOB], "job", true, true, &h.job) &&
@@ -626,16 +627,16 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
     if (!ok)
         return c.status;
     if (h.job[0] == '\0') {
-        fail(&c, INGEST_DECODE_BAD_HELLO, "\"job\" must not be empty");
+        fail(&c, DECODE_BAD_HELLO, "\"job\" must not be empty");
         return c.status;
     }
     if (h.world_size <= h.rank) {
-        fail(&c, INGEST_DECODE_BAD_HELLO, "\"world_size\" must be > \"rank\"");
+        fail(&c, DECODE_BAD_HELLO, "\"world_size\" must be > \"rank\"");
         return c.status;
     }
     /* Anything but an array naming "capture" only means the client cannot capture. */
     h.can_capture = s[H_CAPABILITIES].type == JSON_ARRAY &&
-                    capture_list_has(s[H_CAPABILITIES].p, s[H_CAPABILITIES].n, "capture");
+                    json_array_has_string(s[H_CAPABILITIES].p, s[H_CAPABILITIES].n, "capture");
     /* Any other "source" (or none) is a live sender; the member is never an error. */
     h.imported = s[H_SOURCE].type == JSON_STRING && TEXT_IS(&s[H_SOURCE], "import");
     if (seq >= 0) {
@@ -643,13 +644,13 @@ static int decode_hello(struct ingest_decoder *d, const char *line, size_t len,
         h.seq = (uint64_t)seq;
     }
     *ret = h;
-    return INGEST_DECODE_OK;
+    return DECODE_OK;
 }
 
-struct ingest_decoder *ingest__decoder_new(size_t max_line)
+struct decoder *decoder_new(size_t max_line)
 {
     (void)max_line; /* the scanner needs no buffer of its own */
-    struct ingest_decoder *d = malloc(sizeof *d);
+    struct decoder *d = malloc(sizeof *d);
     if (!d)
         return NULL;
     json_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0]);
@@ -660,43 +661,119 @@ struct ingest_decoder *ingest__decoder_new(size_t max_line)
     return d;
 }
 
-void ingest__decoder_free(struct ingest_decoder *d)
+void decoder_free(struct decoder *d)
 {
     free(d);
 }
 
-int ingest__decode_record(struct ingest_decoder *d, const char *line, size_t len,
+int decode_record(struct decoder *d, const char *line, size_t len,
                           struct json_arena *a, struct record *ret, char *msg)
 {
     size_t mark = a->used;
-    int r = decode_record(d, line, len, a, ret, msg);
-    if (r != INGEST_DECODE_OK && r != INGEST_DECODE_CAPTURE)
+    int r = record_from_line(d, line, len, a, ret, msg);
+    if (r != DECODE_OK && r != DECODE_CAPTURE)
         a->used = mark;
     return r;
 }
 
-int ingest__decode_hello(struct ingest_decoder *d, const char *line, size_t len,
+int decode_hello(struct decoder *d, const char *line, size_t len,
                          struct json_arena *a, struct record_hello *ret, char *msg)
 {
     size_t mark = a->used;
-    int r = decode_hello(d, line, len, a, ret, msg);
-    if (r != INGEST_DECODE_OK)
+    int r = hello_from_line(d, line, len, a, ret, msg);
+    if (r != DECODE_OK)
         a->used = mark;
     return r;
 }
 
-const char *ingest__decode_code(int result)
+const char *decode_code(int result)
 {
     switch (result) {
-    case INGEST_DECODE_MALFORMED:
+    case DECODE_MALFORMED:
         return "malformed";
-    case INGEST_DECODE_UNKNOWN:
+    case DECODE_UNKNOWN:
         return "unknown";
-    case INGEST_DECODE_INVALID:
+    case DECODE_INVALID:
         return "invalid";
-    case INGEST_DECODE_BAD_HELLO:
+    case DECODE_BAD_HELLO:
         return "bad_hello";
     default:
         return "internal";
     }
+}
+
+/* ---- stored lines (no padding after them) ---- */
+
+struct line_decoder {
+    struct decoder *dec;
+    size_t max_line;
+    char *buf;               /* max_line + 1 + JSON_PADDING bytes */
+    struct json_arena arena; /* max_line + 16 bytes: enough for any line */
+};
+
+struct line_decoder *line_decoder_new(size_t max_line)
+{
+    if (max_line == 0)
+        max_line = DECODE_LINE_MAX_DEFAULT;
+    struct line_decoder *ld = calloc(1, sizeof *ld);
+    if (!ld)
+        return NULL;
+    ld->max_line = max_line;
+    ld->dec = decoder_new(max_line);
+    ld->buf = malloc(max_line + 1 + JSON_PADDING);
+    ld->arena.cap = max_line + 16;
+    ld->arena.data = malloc(ld->arena.cap);
+    if (!ld->dec || !ld->buf || !ld->arena.data) {
+        line_decoder_free(ld);
+        return NULL;
+    }
+    return ld;
+}
+
+void line_decoder_free(struct line_decoder *ld)
+{
+    if (!ld)
+        return;
+    decoder_free(ld->dec);
+    free(ld->buf);
+    free(ld->arena.data);
+    free(ld);
+}
+
+/* Copies line into ld's buffer as lbuf would leave it (NUL, then padding). */
+static int line_place(struct line_decoder *ld, const char *line, size_t len)
+{
+    if (len > ld->max_line)
+        return -EMSGSIZE;
+    memcpy(ld->buf, line, len);
+    memset(ld->buf + len, 0, 1 + JSON_PADDING);
+    ld->arena.used = 0;
+    return 0;
+}
+
+int decode_hello_line(struct line_decoder *ld, const char *line, size_t len,
+                             struct record_hello *ret)
+{
+    int r = line_place(ld, line, len);
+    if (r < 0)
+        return r;
+    char msg[DECODE_MSG_MAX];
+    if (decode_hello(ld->dec, ld->buf, len, &ld->arena, ret, msg) != DECODE_OK ||
+        ret->probe)
+        return -EINVAL;
+    return 0;
+}
+
+int decode_line(struct line_decoder *ld, const char *line, size_t len,
+                       struct record *ret)
+{
+    int r = line_place(ld, line, len);
+    if (r < 0)
+        return r;
+    char msg[DECODE_MSG_MAX];
+    r = decode_record(ld->dec, ld->buf, len, &ld->arena, ret, msg);
+    if (r != DECODE_OK)
+        return -EINVAL;
+    ret->seq = 0;
+    return 0;
 }
