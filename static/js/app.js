@@ -28,8 +28,8 @@ const VIEWS = [
   ['queues', 'Data queues', () => import('./views/queues.js')],
   ['timeline', 'Timeline', () => import('./views/timeline.js')],
   ['ranks', 'Ranks', () => import('./views/ranks.js')],
-  ['summary', 'Summaries', async () => (await import('./views/extra.js')).summary],
-  ['benchmark', 'Benchmark', async () => (await import('./views/extra.js')).benchmark],
+  ['summary', 'Summaries', () => import('./views/summary.js')],
+  ['benchmark', 'Benchmark', () => import('./views/benchmark.js')],
 ];
 const JOBS_VIEW = () => import('./views/jobs.js');
 const REFRESH_MIN_MS = 1000;

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// Paddle's summaries: every kind of Profiler.summary(), as tables and as Paddle prints them. A
+// route this daemon does not serve (not in its OpenAPI document) shows "unavailable" without a
+// failing request.
+import { getOptional, hasRoute, jobPath } from '../api.js';
+import { el, card, note, tabs } from '../dom.js';
+import { genericDoc, paddleText } from '../generic.js';
+
+// paddle.profiler's Profiler.summary() tables (docs/API.md, "Paddle's summaries and benchmark").
+const SUMMARY_KINDS = ['overview', 'model', 'distributed', 'operator', 'kernel', 'memory', 'user-defined', 'device'];
+
+export async function render(ctx) {
+  const kind = SUMMARY_KINDS.includes(ctx.params.kind) ? ctx.params.kind : SUMMARY_KINDS[0];
+  const bar = tabs(SUMMARY_KINDS.map((k) => [k, k]), kind, (k) => ctx.go(ctx.hashFor('summary', { rank: ctx.rank, kind: k })));
+  if (!(await hasRoute('/api/v1/jobs/{job}/summary/{kind}'))) {
+    return el('div.page', null, card('Summaries', { id: 'summary', cls: 'wide' }, note('unavailable', 'Summaries unavailable: this daemon has no /summary route.')));
+  }
+  const path = (fmt) => jobPath(ctx.job, `summary/${kind}`, { rank: ctx.rank, format: fmt });
+  const [doc, text] = await Promise.all([getOptional(path()), paddleText(path('text'))]);
+  return el('div.page', null, bar,
+    card(`Summary: ${kind}`, { id: 'summary', cls: 'wide' },
+      doc ? genericDoc(doc, `summary-${kind}`) : note('empty', `No steps in range for the ${kind} summary.`)),
+    text ? card('As Paddle prints it', { id: 'summary-text', cls: 'wide' }, text) : null);
+}
