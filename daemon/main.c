@@ -37,7 +37,7 @@
 #include "core/config.h"
 #include "../lib/log.h"
 #include "core/stats.h"
-#include "ingest/capture.h"
+#include "capture/capture.h"
 #include "ingest/ingest.h"
 #include "live/live.h"
 #include "live/live_query.h"
@@ -125,7 +125,7 @@ struct daemon {
     size_t cap_tickets;
     bool async_open;          /* durable_async and capture_async may be sent to, and deletes
                                * and reloads are open */
-    struct capture_reg *captures; /* on-demand captures (ingest/capture.h) */
+    struct capture_reg *captures; /* on-demand captures (capture/capture.h) */
     char instance[33];        /* this run's id, in hex: /api/v1/health and the probe answer */
     char socket_abs[PATH_MAX]; /* cfg.socket, absolute: /api/v1/health names it */
     char probe_answer[256];   /* the socket's answer to a probe hello (docs/PROTOCOL.md 1) */

@@ -90,7 +90,7 @@ struct record_hello {
     size_t raw_len;
 };
 
-/* An on-demand capture (daemon/ingest/capture.h) as the store keeps it, and one rank's part of
+/* An on-demand capture (daemon/capture/capture.h) as the store keeps it, and one rank's part of
  * it; the strings are NUL-terminated. */
 struct record_capture {
     int64_t id, job_id, created_ns;

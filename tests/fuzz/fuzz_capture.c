@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target for the one HTTP body the daemon takes: the capture request of
- * POST /api/v1/jobs/{job}/captures (daemon/ingest/capture.c, over lib/json), and the capture state
+ * POST /api/v1/jobs/{job}/captures (daemon/capture/capture.c, over lib/json), and the capture state
  * names. Invariants: capture_parse() answers 0, -EINVAL (with a terminated, non-empty reason),
  * -EMSGSIZE (only past CAPTURE_BODY_MAX) or -ENOMEM; an accepted request has 1..CAPTURE_STEPS_MAX
  * steps, a start of -1 (next) or a step >= 0, at most CAPTURE_RANKS_MAX ranks >= 0 unless all
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/capture.h"
+#include "../../daemon/capture/capture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

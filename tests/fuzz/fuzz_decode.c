@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "../../lib/lbuf.h"
-#include "../../daemon/ingest/capture.h"
+#include "../../daemon/capture/capture.h"
 #include "../../daemon/core/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/decode.h"
 #include "../../lib/json.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
