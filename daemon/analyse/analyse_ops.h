@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * analyse_ops.h: operator and kernel tables (ops.c), torch key_averages()'s and MindInsight's
- * op statistics, with filter, sort, top-N and paging.
+ * op statistics, with filter, sort, top-N and paging, and the self-time walk that folds the
+ * operators' figures (selftime.c).
  *
  * analyse is pure: arrays in, tables out; no I/O, libuv, SQLite, globals or logging. Results
  * belong to the caller (free them with the matching *_free()); times are int64 ns. Formulas
@@ -23,9 +24,10 @@
  *  - type: for MindSpore full names ("Default/net/Conv2D-op13") the last '/' component without
  *    its "-op<N>" suffix ("Conv2D"); any other name is its own type (torch groups by name).
  * self_ns follows torch's nesting rule (autograd profiler_util _populate_cpu_children): per
- * (pid, tid), the masked spans are sorted by (ts asc, end desc, input order) and walked with a
- * stack; a span is a child of the innermost open span it starts strictly before the end of and
- * does not end after; self = dur minus the durations of the direct children.
+ * thread, the host spans (ANALYSE_ROLES_HOST) are sorted by (ts asc, end desc, input order) and
+ * walked with a stack; a span is a child of the innermost open span it starts strictly before
+ * the end of and does not end after; self = dur minus the durations of the direct children.
+ * Other spans do not nest: self = dur. The walk is analyse_self_walk() below.
  * percent = self_ns / (sum of self_ns over the whole table) * 100, torch's "Self CPU %" column;
  * for device spans, which do not nest, self equals total and percent is the share of the total
  * (MindInsight's total_percent, and "percent of kernel time" for kernels). */
@@ -67,12 +69,103 @@ struct analyse_op_table {
     char *names;                /* owned text of the rows' names and types */
 };
 
-/* Aggregates spans[0, n) whose role is in role_mask (ANALYSE_ROLE_BIT()s) into one row per
- * group, in order of first appearance. Spans with a negative duration are ignored. Strings are
- * copied: the table does not borrow from spans. Returns 0 and sets *ret_table (caller frees with
- * analyse_op_table_free()), or -ENOMEM. */
-int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
-                          enum analyse_op_group group, struct analyse_op_table **ret_table);
+/* --- Self time, walked incrementally (selftime.c) ---------------------------------------
+ * The one implementation of the nesting rule above. daemon/live runs it on every flush of a
+ * rank's batch and tests/unit/test_analyse_ops.c checks it against torch's key_averages(). The
+ * caller interns its operators and threads to dense indexes, keeps one struct analyse_self per
+ * source of spans (live: per rank) and, per batch, orders the spans (analyse_self_order()) and
+ * walks them (analyse_self_walk()), which folds each span into its operator's aggregate.
+ * Per thread, a batch whose spans come in the walk's order after everything the thread had is
+ * walked as torch walks it, with the walk's stack kept from the batch before: for such spans the
+ * result does not depend on where the batches were cut. A batch that reaches back before that
+ * (a tracer that emits a span when it ends, after its children, as Kineto does) is walked by
+ * end, each span taking as children the spans it contains that had no parent yet: exact for
+ * spans that nest properly. Pure. */
+
+#define ANALYSE_SELF_STACK_MAX 4096 /* spans kept per thread on each of the walk's two stacks;
+                                       past it the older half goes (counted) */
+#define ANALYSE_OP_OTHER UINT32_MAX /* an op index: the caller's one extra aggregate */
+
+/* A span as the walker takes it (32 bytes). */
+struct analyse_op_span {
+    int64_t ts_ns;
+    int64_t end_ns;  /* >= ts_ns */
+    uint32_t op;     /* index into the caller's aggregates, or ANALYSE_OP_OTHER */
+    uint32_t thread; /* the caller's thread index: < n_threads, or any index >= n_threads for
+                        spans past the caller's cap of threads, which share one walk state */
+    uint32_t order;  /* arrival index in its batch, unique in it: breaks ties */
+    uint8_t role;    /* enum analyse_role; only ANALYSE_ROLES_HOST nest */
+};
+
+/* One operator's figures (an analyse_op_part without its name). Zero-initialised. */
+struct analyse_op_agg {
+    int64_t calls;
+    int64_t total_ns;
+    int64_t self_ns;
+    int64_t min_ns;
+    int64_t max_ns;
+};
+
+/* The walk's state of one thread and one source of spans: kept across batches, read and
+ * written only by the functions below (zero-initialised). */
+struct analyse_self_open {
+    int64_t ts_ns;
+    int64_t end_ns;
+    uint32_t op; /* spine: the span's op, whose self time its children take away */
+};
+
+struct analyse_self_thread {
+    struct analyse_self_open *open;  /* spans without a parent yet (the walk by end) */
+    size_t n;
+    size_t cap;
+    struct analyse_self_open *spine; /* torch's walk stack after the latest span in its order */
+    size_t n_spine;
+    size_t cap_spine;
+    bool seen;                       /* last_ts/last_end hold the latest (start, -end) walked */
+    int64_t last_ts;
+    int64_t last_end;
+};
+
+struct analyse_self {
+    struct analyse_self_thread *th;    /* [cap_th], by thread index */
+    size_t cap_th;
+    struct analyse_self_thread shared; /* the threads at or past n_threads */
+};
+
+/* Buffers a walk borrows, reusable by every source (zero-initialised). */
+struct analyse_self_scratch {
+    struct analyse_op_span *by_thread;
+    size_t cap_by_thread;
+    size_t *thread_at;
+    size_t cap_thread_at;
+};
+
+/* Makes room in w for threads [0, n_threads) (new states zeroed). Call before
+ * analyse_self_walk() whenever n_threads grew. Returns 0 or -ENOMEM. */
+int analyse_self_reserve(struct analyse_self *w, size_t n_threads);
+
+/* Puts v[0, n) in walk order: the spans that nest first, grouped by thread (ascending; those at
+ * or past n_threads last), each thread's by (start asc, end desc, order); then the others, moved
+ * only to make room. Returns how many nest. Never fails: without memory for its buffers it sorts
+ * in place with qsort(), to the same order. */
+size_t analyse_self_order(struct analyse_self_scratch *sc, struct analyse_op_span *v, size_t n,
+                          size_t n_threads);
+
+/* Walks v[0, n) as analyse_self_order() left it (n_nest: its result) and folds every span into
+ * agg[op] (op below the caller's count of aggregates) or *other (ANALYSE_OP_OTHER): calls,
+ * total, min, max and self. May reorder a thread's run within v[0, n_nest) (the walk by end).
+ * Spans the walk's stacks could not keep are added to *ret_dropped (a later parent's self time
+ * then keeps them). w must have room for n_threads (analyse_self_reserve()). */
+void analyse_self_walk(struct analyse_self *w, size_t n_threads, struct analyse_op_span *v,
+                       size_t n_nest, size_t n, struct analyse_op_agg *agg,
+                       struct analyse_op_agg *other, int64_t *ret_dropped);
+
+/* The bytes w's buffers hold (capacities). */
+size_t analyse_self_bytes(const struct analyse_self *w);
+
+/* Free w's and sc's buffers (the structures themselves are the caller's). */
+void analyse_self_done(struct analyse_self *w);
+void analyse_self_scratch_done(struct analyse_self_scratch *sc);
 
 /* A pre-aggregated part of a row: what analyse_ops_from_parts() groups. name is borrowed. */
 struct analyse_op_part {
@@ -86,10 +179,10 @@ struct analyse_op_part {
     int64_t max_ns;
 };
 
-/* Groups parts[0, n) (per name, or per type, by the same rules as analyse_ops_aggregate()) into
- * a table in order of first appearance, summing calls, totals and self times and keeping the
- * extremes. For callers that aggregate incrementally (daemon/live). Strings are copied. Returns
- * 0 and sets *ret_table (free with analyse_op_table_free()), or -ENOMEM. */
+/* Groups parts[0, n) (per name, or per type, by the rules above) into a table in order of
+ * first appearance, summing calls, totals and self times and keeping the extremes: the parts are
+ * the aggregates a walk (analyse_self_walk()) folded, with their operators' names. Strings are
+ * copied. Returns 0 and sets *ret_table (free with analyse_op_table_free()), or -ENOMEM. */
 int analyse_ops_from_parts(const struct analyse_op_part *parts, size_t n,
                            enum analyse_op_group group, struct analyse_op_table **ret_table);
 
@@ -123,7 +216,7 @@ struct analyse_op_query {
     size_t limit;              /* rows returned at most; 0 = no limit */
 };
 
-/* Filters, sorts, folds and pages all (from analyse_ops_aggregate()); all is not changed.
+/* Filters, sorts, folds and pages all (from analyse_ops_from_parts()); all is not changed.
  * The result's total counts the rows before offset/limit, its rows are the page, and percent
  * keeps all's denominator (a filtered table still shows shares of everything). The "Other" row
  * (type "Other") sums calls, total and self and percent of the folded rows, min/max over them;

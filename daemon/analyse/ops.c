@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Operator and kernel statistics: classified spans in, one row per operator name (or type) out,
- * with calls, total, self, avg, min, max and percent; then filtering, sorting, top-N folding and
- * paging of such a table. Aggregation and querying are separate so that a live job aggregates
- * once per snapshot and serves many queries from it. Self time follows torch's nesting rule
- * exactly (autograd profiler_util.py _populate_cpu_children), which is what makes the table equal
- * prof.key_averages() on the same trace; tests/unit/test_analyse_ops.c checks that on traces made
- * by the real torch profiler.
+ * Operator and kernel statistics: per-operator aggregates in (selftime.c's walk folds them, with
+ * torch's self time), one row per operator name (or type) out, with calls, total, self, avg,
+ * min, max and percent; then filtering, sorting, top-N folding and paging of such a table.
+ * Grouping and querying are separate so that a live job groups once per snapshot and serves many
+ * queries from it. tests/unit/test_analyse_ops.c checks the tables against prof.key_averages()
+ * on traces made by the real torch profiler, and MindInsight's own operator tables.
  */
 #include "analyse_ops.h"
 #include "../../lib/num.h"
@@ -44,13 +43,13 @@ static struct key type_of(const char *name, size_t len)
     return (struct key){ name, len, false };
 }
 
-/* The name key: a step span "ProfilerStep#5" groups as "ProfilerStep*" (torch's _rewrite_name
- * with_wildcard), every other span by its name. */
-static struct key name_of(const struct analyse_span *sp)
+/* The name key of a part: a step span "ProfilerStep#5" groups as "ProfilerStep*" (torch's
+ * _rewrite_name with_wildcard), every other span by its name. */
+static struct key part_name(const struct analyse_op_part *pt)
 {
-    const char *nm = sp->name ? sp->name : "";
-    size_t len = sp->name ? sp->name_len : 0;
-    if (sp->role == ANALYSE_ROLE_STEP) {
+    const char *nm = pt->name ? pt->name : "";
+    size_t len = pt->name ? pt->name_len : 0;
+    if (pt->role == ANALYSE_ROLE_STEP) {
         const char *hash = memchr(nm, '#', len);
         if (hash)
             return (struct key){ nm, (size_t)(hash - nm), true };
@@ -88,80 +87,12 @@ static char *key_copy(char *dst, struct key k)
     return dst + n + 1;
 }
 
-/* Sort order of torch's nesting walk: per (pid, tid), by start asc, end desc, input order. */
-struct nest_ctx_item {
-    const struct analyse_span *sp;
-    size_t idx;
-};
-
-static int cmp_nest(const void *pa, const void *pb)
-{
-    const struct nest_ctx_item *a = pa, *b = pb;
-    const struct analyse_span *x = a->sp, *y = b->sp;
-    if (x->pid != y->pid)
-        return x->pid < y->pid ? -1 : 1;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->ts_ns != y->ts_ns)
-        return x->ts_ns < y->ts_ns ? -1 : 1;
-    int64_t ex = x->ts_ns + x->dur_ns, ey = y->ts_ns + y->dur_ns;
-    if (ex != ey)
-        return ex > ey ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* Fills self_ns[k] for the k-th selected span (items in input order). */
-static int compute_self(const struct nest_ctx_item *items, size_t m, int64_t *self_ns)
-{
-    struct nest_ctx_item *sorted = malloc((m ? m : 1) * sizeof *sorted);
-    size_t *stack = malloc((m ? m : 1) * sizeof *stack);
-    if (!sorted || !stack) {
-        free(sorted);
-        free(stack);
-        return -ENOMEM;
-    }
-    for (size_t k = 0; k < m; k++) {
-        sorted[k] = (struct nest_ctx_item){ items[k].sp, k };
-        self_ns[k] = items[k].sp->dur_ns;
-    }
-    qsort(sorted, m, sizeof *sorted, cmp_nest);
-    size_t depth = 0;
-    for (size_t k = 0; k < m; k++) {
-        const struct analyse_span *ev = sorted[k].sp;
-        if (k > 0 && (sorted[k - 1].sp->pid != ev->pid || sorted[k - 1].sp->tid != ev->tid))
-            depth = 0; /* a new thread: a new stack */
-        int64_t ev_end = ev->ts_ns + ev->dur_ns;
-        while (depth > 0) {
-            const struct analyse_span *parent = sorted[stack[depth - 1]].sp;
-            int64_t p_end = parent->ts_ns + parent->dur_ns;
-            /* torch: "if event.start >= parent.end or event.end > parent.end: pop". */
-            if (ev->ts_ns >= p_end || ev_end > p_end) {
-                depth--;
-            } else {
-                self_ns[sorted[stack[depth - 1]].idx] -= ev->dur_ns;
-                break;
-            }
-        }
-        stack[depth++] = k;
-    }
-    free(sorted);
-    free(stack);
-    return 0;
-}
-
 static size_t pow2_at_least(size_t n)
 {
     size_t c = 16;
     while (c < n)
         c <<= 1;
     return c;
-}
-
-/* Name key of a part: as name_of(), from the part's fields. */
-static struct key part_name(const struct analyse_op_part *pt)
-{
-    struct analyse_span sp = {.name = pt->name, .name_len = pt->name_len, .role = pt->role};
-    return name_of(&sp);
 }
 
 int analyse_ops_from_parts(const struct analyse_op_part *parts, size_t n,
@@ -250,42 +181,6 @@ fail:
     free(row_of);
     free(names);
     free(types);
-    return r;
-}
-
-int analyse_ops_aggregate(const struct analyse_span *spans, size_t n, uint32_t role_mask,
-                          enum analyse_op_group group, struct analyse_op_table **ret_table)
-{
-    int r = -ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
-            m++;
-    struct nest_ctx_item *items = malloc((m ? m : 1) * sizeof *items);
-    int64_t *self_ns = malloc((m ? m : 1) * sizeof *self_ns);
-    struct analyse_op_part *parts = malloc((m ? m : 1) * sizeof *parts);
-    if (!items || !self_ns || !parts)
-        goto out;
-    m = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((role_mask & ANALYSE_ROLE_BIT(spans[i].role)) && spans[i].dur_ns >= 0)
-            items[m++] = (struct nest_ctx_item){ &spans[i], i };
-    r = compute_self(items, m, self_ns);
-    if (r < 0)
-        goto out;
-    /* One part per span; grouping is analyse_ops_from_parts()'s alone. */
-    for (size_t k = 0; k < m; k++) {
-        const struct analyse_span *sp = items[k].sp;
-        parts[k] = (struct analyse_op_part){
-            .name = sp->name ? sp->name : "", .name_len = sp->name ? sp->name_len : 0,
-            .role = sp->role, .calls = 1, .total_ns = sp->dur_ns, .self_ns = self_ns[k],
-            .min_ns = sp->dur_ns, .max_ns = sp->dur_ns};
-    }
-    r = analyse_ops_from_parts(parts, m, group, ret_table);
-out:
-    free(items);
-    free(self_ns);
-    free(parts);
     return r;
 }
 

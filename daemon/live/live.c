@@ -80,13 +80,7 @@ static void rank_free(struct live_rank *rk)
     if (!rk)
         return;
     live__ktab_done(&rk->threads);
-    for (size_t i = 0; i < rk->threads.n && rk->th; i++) {
-        free(rk->th[i].open);
-        free(rk->th[i].spine);
-    }
-    free(rk->th);
-    free(rk->shared.open);
-    free(rk->shared.spine);
+    analyse_self_done(&rk->self);
     free(rk->batch);
     free(rk->agg);
     for (int i = 0; i < LIST_COUNT; i++)
@@ -131,8 +125,7 @@ void live_free(struct live *lv)
     free(lv->scratch);
     free(lv->scratch_bits);
     free(lv->merge);
-    free(lv->by_thread);
-    free(lv->thread_at);
+    analyse_self_scratch_done(&lv->self_scratch);
     free(lv->fp_point);
     free(lv->bp_point);
     pthread_mutex_destroy(&lv->lock);

@@ -46,7 +46,6 @@
 #define LIVE_RANKS_MAX 4096         /* ranks per job */
 #define LIVE_OPS_MAX 8192           /* distinct (name, cat) per job; later ones fold into "Other" */
 #define LIVE_THREADS_MAX 4096       /* distinct (pid, tid) per rank; later ones share one stack */
-#define LIVE_STACK_MAX 4096         /* open (parentless so far) spans kept per thread */
 #define LIVE_STEPS_MAX 65536        /* steps kept per rank; the oldest eighth goes when full */
 #define LIVE_STEP_SPANS_MAX 65536   /* spans kept for one step's FP/BP points */
 #define LIVE_STEP_COMM_MAX 64       /* communication ops kept per step for its reduce lines */

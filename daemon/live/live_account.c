@@ -13,18 +13,11 @@ static size_t ktab_bytes(const struct ktab *t)
     return t->cap_slots * sizeof *t->slots + t->cap * sizeof *t->ents + t->text_cap;
 }
 
-static size_t thread_bytes(const struct live_thread *t)
-{
-    return t->cap * sizeof *t->open + t->cap_spine * sizeof *t->spine;
-}
-
 static size_t rank_bytes(const struct live_rank *rk)
 {
-    size_t b = sizeof *rk + ktab_bytes(&rk->threads) + rk->cap_th * sizeof *rk->th +
-               thread_bytes(&rk->shared) + rk->cap_batch * sizeof *rk->batch +
+    size_t b = sizeof *rk + ktab_bytes(&rk->threads) + analyse_self_bytes(&rk->self) +
+               rk->cap_batch * sizeof *rk->batch +
                rk->n_agg * sizeof *rk->agg + rk->cap_queues * sizeof *rk->queues;
-    for (size_t i = 0; i < rk->threads.n && rk->th; i++)
-        b += thread_bytes(&rk->th[i]);
     for (int k = 0; k < LIST_COUNT; k++) {
         const struct live_steplist *l = &rk->lists[k];
         b += l->cap * sizeof *l->steps + l->cap_pending * sizeof *l->pending;

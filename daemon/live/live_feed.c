@@ -230,7 +230,7 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
                 rk->last_th = th;
             }
         }
-        struct live_span *sp = &rk->batch[rk->n_batch];
+        struct analyse_op_span *sp = &rk->batch[rk->n_batch];
         sp->ts_ns = r->ts_ns;
         sp->end_ns = r->ts_ns + r->dur_ns;
         sp->op = op;

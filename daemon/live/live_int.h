@@ -22,20 +22,12 @@
 #include <string.h>
 
 #include "../analyse/analyse_breakdown.h"
+#include "../analyse/analyse_ops.h"
 #include "../analyse/analyse_queues.h"
 #include "../analyse/analyse_roles.h"
 #include "../analyse/analyse_steptrace.h"
 #include "live.h"
 #include "live_query.h"
-
-/* Operator aggregates of one (name, cat) on one rank. */
-struct live_agg {
-    int64_t calls;
-    int64_t total_ns;
-    int64_t self_ns;
-    int64_t min_ns;
-    int64_t max_ns;
-};
 
 struct live_snap_op {
     const char *name; /* NUL-terminated, into live_snapshot.text */
@@ -199,8 +191,8 @@ void live__snap_bd_done(struct live_snap_bd *sb);
 struct live_snap_rank {
     int64_t rank;
     size_t n_agg;             /* <= live_snapshot.n_ops */
-    struct live_agg *agg;     /* [n_agg], by op index; calls 0 = not seen on this rank */
-    struct live_agg other;    /* host spans of (name, cat) past LIVE_OPS_MAX */
+    struct analyse_op_agg *agg;     /* [n_agg], by op index; calls 0 = not seen on this rank */
+    struct analyse_op_agg other;    /* host spans of (name, cat) past LIVE_OPS_MAX */
     size_t n_steps;
     struct live_snap_step *steps; /* by begin */
     size_t n_comm;
@@ -223,7 +215,7 @@ struct live_snapshot {
     struct live_counters counters;
 };
 
-#define LIVE_OP_OTHER UINT32_MAX
+#define LIVE_OP_OTHER ANALYSE_OP_OTHER
 #define LIVE_OTHER_NAME "[other]" /* the row of the operators past LIVE_OPS_MAX */
 
 void live__snapshot_free(struct live_snapshot *s);
@@ -249,40 +241,6 @@ struct ktab {
     size_t text_cap;
 };
 
-/* A span in a batch, under a step or pending. */
-struct live_span {
-    int64_t ts_ns;
-    int64_t end_ns;
-    uint32_t op;     /* job op index, or LIVE_OP_OTHER */
-    uint32_t thread; /* batch: rank thread index */
-    uint32_t order;  /* batch: arrival index */
-    uint8_t role;    /* enum analyse_role */
-};
-
-struct live_open {
-    int64_t ts_ns;
-    int64_t end_ns;
-    uint32_t op; /* spine: the span's op, whose self time its children take away */
-};
-
-/* Self time follows torch's walk (profiler_util.py _populate_cpu_children): spans sorted by
- * (start, -end, arrival), a span's parent is the nearest earlier span in that order that still
- * contains it. A thread's spans that arrive in that order (torch's legacy export, stepscope's
- * streams) are walked forward across flushes with the walk's stack kept in `spine`; spans that
- * arrive before an earlier-starting container (tracers that emit a span when it ends) are walked
- * backwards, each container taking its children from `open`, the spans that had no parent yet. */
-struct live_thread {
-    struct live_open *open; /* spans without a parent yet */
-    size_t n;
-    size_t cap;
-    struct live_open *spine; /* torch's walk stack after the latest span in sort order */
-    size_t n_spine;
-    size_t cap_spine;
-    bool seen;               /* last_ts/last_end hold the latest (start, -end) walked */
-    int64_t last_ts;
-    int64_t last_end;
-};
-
 struct live_step {
     int64_t step;
     int64_t begin_ns;
@@ -296,7 +254,7 @@ struct live_step {
     bool dirty;           /* spans changed since the points were computed */
     bool settled;         /* spans freed; points final */
     int64_t spans_seen;   /* spans assigned to the step, kept or not (the timeline's hint) */
-    struct live_span *spans;
+    struct analyse_op_span *spans;
     size_t n_spans;
     size_t cap_spans;
     size_t n_sorted;      /* spans[0, n_sorted) are in cmp_span_exec order (appends go after) */
@@ -319,7 +277,7 @@ struct live_steplist {
     size_t hint;             /* step_find(): the last step found to begin at or before a span */
     bool unordered;          /* steps are not all by begin_ns (a step came before settled ones) */
     size_t kept_spans;       /* spans held by unsettled steps */
-    struct live_span *pending;
+    struct analyse_op_span *pending;
     size_t n_pending;
     size_t cap_pending;
 };
@@ -345,18 +303,16 @@ struct live_rank {
     struct live_pipe *pipe;    /* the latest pipeline record (a reference), NULL before any */
     struct live_host host;     /* running sums of the host records' CPU figures */
     struct ktab threads;
-    struct live_thread *th; /* [threads.n] plus one shared slot at LIVE_THREADS_MAX */
-    size_t cap_th;
-    struct live_thread shared;
+    struct analyse_self self; /* self time's walk, by thread index (LIVE_THREADS_MAX: shared) */
     char last_key[32];      /* pid '\0' tid of the last span fed: most runs share one thread */
     size_t last_key_len;
     uint32_t last_th;
-    struct live_span *batch;
+    struct analyse_op_span *batch;
     size_t n_batch;
     size_t cap_batch;
-    struct live_agg *agg;   /* by job op index */
+    struct analyse_op_agg *agg;   /* by job op index */
     size_t n_agg;
-    struct live_agg other;
+    struct analyse_op_agg other;
     struct live_steplist lists[LIST_COUNT];
     struct live_bd bd;      /* the spans of the step-time breakdown (live_breakdown.c) */
     struct live_counters c;
@@ -414,12 +370,10 @@ struct live {
     size_t cap_scratch;
     uint8_t *scratch_bits;        /* the name bits of scratch's spans */
     size_t cap_scratch_bits;
-    struct live_span *merge;      /* sort_spans()'s copy of the spans appended since the last sort */
+    struct analyse_op_span *merge; /* sort_spans()'s copy of the spans appended since the last
+                                      sort */
     size_t cap_merge;
-    struct live_span *by_thread;  /* sort_batch()'s copy of a batch, grouped by thread */
-    size_t cap_by_thread;
-    size_t *thread_at;            /* sort_batch()'s counts, then offsets, per thread */
-    size_t cap_thread_at;
+    struct analyse_self_scratch self_scratch; /* the buffers of analyse_self_order() */
     pthread_mutex_t lock;     /* guards pub and pub_seq only */
     uint64_t pub_seq;         /* publications so far (live_query_changed()) */
     struct live_pub *pub;
@@ -476,10 +430,10 @@ void live__job_free(struct live_job *j);
 /* Steps (live_steps.c). */
 void live__steplist_done(struct live_steplist *l);
 /* Files sp under the step of l that holds its start, else keeps it pending. */
-void live__list_add_span(struct live_steplist *l, const struct live_span *sp,
+void live__list_add_span(struct live_steplist *l, const struct analyse_op_span *sp,
                          struct live_counters *c);
 /* Files a span under the rank's step records (by its step span's number, else by time). */
-void live__record_add_span(struct live_rank *rk, const struct live_span *sp);
+void live__record_add_span(struct live_rank *rk, const struct analyse_op_span *sp);
 /* Takes a step record into the rank's record list. */
 void live__feed_step_record(struct live_rank *rk, const struct record *r);
 /* The number after '#' in "ProfilerStep#12", or -1. */

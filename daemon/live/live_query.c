@@ -183,7 +183,7 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
 
 /* ---- operators ---- */
 
-static void merge(struct live_agg *a, const struct live_agg *b)
+static void merge(struct analyse_op_agg *a, const struct analyse_op_agg *b)
 {
     if (b->calls == 0)
         return;
@@ -216,7 +216,7 @@ static int query_table(const struct live_snapshot *snap, int64_t rank, uint32_t 
         bool other = i == snap->n_ops;
         if (other && !with_other)
             break;
-        struct live_agg a = {0};
+        struct analyse_op_agg a = {0};
         for (size_t k = 0; k < snap->n_ranks; k++) {
             const struct live_snap_rank *sr = &snap->ranks[k];
             if (rank >= 0 && sr->rank != rank)

@@ -69,8 +69,8 @@ struct live_counters {
     int64_t spans;          /* X spans taken */
     int64_t ops_folded;     /* spans whose (name, cat) came after LIVE_OPS_MAX: in "Other" */
     int64_t threads_shared; /* spans on threads past LIVE_THREADS_MAX */
-    int64_t stack_dropped;  /* open spans dropped past LIVE_STACK_MAX (a later parent's self
-                               time then includes them) */
+    int64_t stack_dropped;  /* open spans dropped past ANALYSE_SELF_STACK_MAX (a later
+                               parent's self time then includes them) */
     int64_t steps_dropped;  /* oldest steps dropped past LIVE_STEPS_MAX */
     int64_t step_spans_dropped; /* spans not kept for a step past LIVE_STEP_SPANS_MAX */
     int64_t step_comm_dropped;  /* communication ops not kept for a step past LIVE_STEP_COMM_MAX */
@@ -146,14 +146,15 @@ int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool si
                          size_t *ret_by_source);
 
 /* The operator table of rank (rank < 0: every rank merged), host spans only
- * (ANALYSE_ROLES_HOST, as torch's key_averages() counts them), grouped as analyse_ops_aggregate()
- * groups, then filtered, sorted, folded and paged by analyse_ops_query(q). Sets *ret_page (free
- * with analyse_op_table_free()). Returns 0, -ENOENT (no such rank), -ENOMEM. */
+ * (ANALYSE_ROLES_HOST, as torch's key_averages() counts them): the rank's aggregates grouped by
+ * analyse_ops_from_parts(), then filtered, sorted, folded and paged by analyse_ops_query(q).
+ * Sets *ret_page (free with analyse_op_table_free()). Returns 0, -ENOENT (no such rank),
+ * -ENOMEM. */
 int live_query_ops(const struct live_snapshot *snap, int64_t rank, enum analyse_op_group group,
                    const struct analyse_op_query *q, struct analyse_op_table **ret_page);
 
 /* The kernel table of rank (rank < 0: every rank merged): the spans whose role is
- * ANALYSE_ROLE_KERNEL, grouped by name or by type (analyse_ops_aggregate()'s rules: a MindSpore
+ * ANALYSE_ROLE_KERNEL, grouped by name or by type (analyse_ops_from_parts()'s rules: a MindSpore
  * full name "Default/.../MatMul-op9" is of type "MatMul"); self equals total for kernels, so
  * percent is the share of kernel time. Filtered, sorted, folded and paged by
  * analyse_ops_query(q). Sets *ret_page (free with analyse_op_table_free()). Returns 0, -ENOENT

@@ -57,8 +57,8 @@ static ptrdiff_t step_find(struct live_steplist *l, int64_t ts)
 }
 
 /* Adds sp to step s. */
-static void step_add_span(struct live_steplist *l, struct live_step *s, const struct live_span *sp,
-                          struct live_counters *c)
+static void step_add_span(struct live_steplist *l, struct live_step *s,
+                          const struct analyse_op_span *sp, struct live_counters *c)
 {
     s->spans_seen++;
     if (s->settled) {
@@ -76,7 +76,7 @@ static void step_add_span(struct live_steplist *l, struct live_step *s, const st
 }
 
 /* Keeps sp until a step that covers it is inserted (what no room is left for is counted). */
-static void l_pending_add(struct live_steplist *l, const struct live_span *sp,
+static void l_pending_add(struct live_steplist *l, const struct analyse_op_span *sp,
                           struct live_counters *c)
 {
     if (l->n_pending >= LIVE_PENDING_MAX) {
@@ -93,7 +93,7 @@ static void l_pending_add(struct live_steplist *l, const struct live_span *sp,
     l->pending[l->n_pending++] = *sp;
 }
 
-void live__list_add_span(struct live_steplist *l, const struct live_span *sp,
+void live__list_add_span(struct live_steplist *l, const struct analyse_op_span *sp,
                          struct live_counters *c)
 {
     ptrdiff_t k = step_find(l, sp->ts_ns);
@@ -106,7 +106,7 @@ void live__list_add_span(struct live_steplist *l, const struct live_span *sp,
 
 static int cmp_span_exec(const void *a, const void *b)
 {
-    const struct live_span *x = a, *y = b;
+    const struct analyse_op_span *x = a, *y = b;
     if (x->ts_ns != y->ts_ns)
         return x->ts_ns < y->ts_ns ? -1 : 1;
     if (x->end_ns != y->end_ns)
@@ -135,20 +135,20 @@ static const uint8_t *job_name_bits(struct live_job *j)
 /* Sorts v[0, n) stably by cmp_span_exec, with tmp (room for n) as the other buffer: runs of 16
  * by insertion, then bottom-up merges that take the left run's span among equals. What qsort
  * gives (a stable merge sort in glibc), without a comparator call per comparison. */
-static void sort_exec(struct live_span *v, size_t n, struct live_span *tmp)
+static void sort_exec(struct analyse_op_span *v, size_t n, struct analyse_op_span *tmp)
 {
     enum { RUN = 16 };
     for (size_t a = 0; a < n; a += RUN) {
         size_t b = n - a < RUN ? n : a + RUN;
         for (size_t i = a + 1; i < b; i++) {
-            struct live_span x = v[i];
+            struct analyse_op_span x = v[i];
             size_t j = i;
             for (; j > a && cmp_span_exec(&v[j - 1], &x) > 0; j--)
                 v[j] = v[j - 1];
             v[j] = x;
         }
     }
-    struct live_span *src = v, *dst = tmp;
+    struct analyse_op_span *src = v, *dst = tmp;
     for (size_t w = RUN; w < n; w *= 2) {
         for (size_t a = 0; a < n; a += 2 * w) {
             size_t m = n - a < w ? n : a + w, b = n - a < 2 * w ? n : a + 2 * w;
@@ -160,7 +160,7 @@ static void sort_exec(struct live_span *v, size_t n, struct live_span *tmp)
             while (j < b)
                 dst[k++] = src[j++];
         }
-        struct live_span *t = src;
+        struct analyse_op_span *t = src;
         src = dst;
         dst = t;
     }
@@ -175,7 +175,7 @@ static void sort_exec(struct live_span *v, size_t n, struct live_span *tmp)
 static void sort_spans(struct live *lv, struct live_step *s)
 {
     size_t h = s->n_sorted <= s->n_spans ? s->n_sorted : 0, t = s->n_spans - h;
-    struct live_span *v = s->spans;
+    struct analyse_op_span *v = s->spans;
     if (t > 0 && live__grow((void **)&lv->merge, &lv->cap_merge, t, sizeof *v) < 0) {
         qsort(v, s->n_spans, sizeof *v, cmp_span_exec);
         s->n_sorted = s->n_spans;
@@ -189,7 +189,7 @@ static void sort_spans(struct live *lv, struct live_step *s)
     }
     if (h > 0 && t > 0 && cmp_span_exec(&v[h - 1], &v[h]) > 0) {
         memcpy(lv->merge, v + h, t * sizeof *v);
-        const struct live_span *tail = lv->merge;
+        const struct analyse_op_span *tail = lv->merge;
         size_t i = h, k = s->n_spans;
         while (t > 0) {
             if (i > 0 && cmp_span_exec(&v[i - 1], &tail[t - 1]) > 0)
@@ -206,7 +206,7 @@ static void sort_spans(struct live *lv, struct live_step *s)
  * cli sends the columns of step_trace_raw), else the ops analyse's step trace
  * takes for communication (role communication, or an all-reduce/NCCL/HCCL name: one line per
  * thread, stream = the rank's thread index). */
-static int64_t comm_stream(const struct live_job *j, const struct live_span *sp, uint8_t bits)
+static int64_t comm_stream(const struct live_job *j, const struct analyse_op_span *sp, uint8_t bits)
 {
     if (sp->op == LIVE_OP_OTHER)
         return -1;
@@ -237,7 +237,7 @@ static void step_comm(struct live_job *j, struct live_step *s, const uint8_t *op
     size_t n = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < s->n_spans; i++) {
-            const struct live_span *sp = &s->spans[i];
+            const struct analyse_op_span *sp = &s->spans[i];
             uint8_t bits = op_bits && sp->op != LIVE_OP_OTHER ? op_bits[sp->op] : 0;
             int64_t stream = comm_stream(j, sp, bits);
             if (stream < 0)
@@ -284,7 +284,7 @@ static void step_points(struct live *lv, struct live_job *j, struct live_step *s
     sort_spans(lv, s);
     step_comm(j, s, op_bits, c);
     for (size_t i = 0; i < s->n_spans; i++) {
-        const struct live_span *sp = &s->spans[i];
+        const struct analyse_op_span *sp = &s->spans[i];
         struct analyse_span *a = &lv->scratch[i];
         memset(a, 0, sizeof *a);
         a->ts_ns = sp->ts_ns;
@@ -361,7 +361,7 @@ static struct live_step *list_insert(struct live_steplist *l, const struct live_
     struct live_step *st = &l->steps[at];
     size_t k = 0;
     for (size_t i = 0; i < l->n_pending; i++) {
-        const struct live_span *sp = &l->pending[i];
+        const struct analyse_op_span *sp = &l->pending[i];
         bool in = sp->ts_ns >= st->begin_ns &&
                   (sp->ts_ns < st->end_ns || (sp->ts_ns == st->begin_ns && st->end_ns == st->begin_ns));
         if (range && sp->ts_ns >= range->begin_ns && sp->ts_ns < range->end_ns)
@@ -496,7 +496,7 @@ int live__add_span_step(struct live_rank *rk, const char *name, size_t len, int6
  * profiler's step and the record of the same number need not begin at the same instant
  * (torch.profiler's prof.step() runs before the loop's next()). Any other span is filed by time.
  * docs/ANALYSIS.md "Step identity". */
-void live__record_add_span(struct live_rank *rk, const struct live_span *sp)
+void live__record_add_span(struct live_rank *rk, const struct analyse_op_span *sp)
 {
     struct live_steplist *rl = &rk->lists[LIST_RECORD], *sl = &rk->lists[LIST_SPAN];
     ptrdiff_t k = sl->n > 0 ? step_find(sl, sp->ts_ns) : -1;

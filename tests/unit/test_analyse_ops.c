@@ -165,6 +165,78 @@ START_TEST(test_analyse_rules_override)
 }
 END_TEST
 
+/* ---- operator tables through the self-time walker --------------------------------------- */
+
+/* The table daemon/live serves for spans[0, n) whose role is in role_mask, by the same path:
+ * the spans (threads interned by (pid, tid) in order of first appearance, one operator each)
+ * fed to analyse's self-time walker in batches of at most batch spans in input order (0: one
+ * batch), the aggregates it folds grouped by analyse_ops_from_parts(). Spans with a negative
+ * duration are ignored, as live_feed() ignores them. (The walk's stacks drop parentless spans
+ * past ANALYSE_SELF_STACK_MAX on a thread with that many, which only a later walk by end would
+ * have read: counted, not checked here.) */
+static int walk_table_batched(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                              enum analyse_op_group group, size_t batch,
+                              struct analyse_op_table **ret_table)
+{
+    struct analyse_op_span *v = calloc(n ? n : 1, sizeof *v);
+    struct analyse_op_agg *agg = calloc(n ? n : 1, sizeof *agg);
+    struct analyse_op_part *parts = calloc(n ? n : 1, sizeof *parts);
+    const struct analyse_span **sel = calloc(n ? n : 1, sizeof *sel);
+    int64_t (*threads)[2] = calloc(n ? n : 1, sizeof *threads);
+    ck_assert(v && agg && parts && sel && threads);
+    size_t m = 0, n_threads = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *sp = &spans[i];
+        if (!(role_mask & ANALYSE_ROLE_BIT(sp->role)) || sp->dur_ns < 0)
+            continue;
+        size_t t = 0;
+        while (t < n_threads && (threads[t][0] != sp->pid || threads[t][1] != sp->tid))
+            t++;
+        if (t == n_threads) {
+            threads[t][0] = sp->pid;
+            threads[t][1] = sp->tid;
+            n_threads++;
+        }
+        v[m] = (struct analyse_op_span){.ts_ns = sp->ts_ns, .end_ns = sp->ts_ns + sp->dur_ns,
+                                        .op = (uint32_t)m, .thread = (uint32_t)t,
+                                        .role = (uint8_t)sp->role};
+        sel[m++] = sp;
+    }
+    struct analyse_self w = {0};
+    struct analyse_self_scratch sc = {0};
+    struct analyse_op_agg other = {0};
+    int64_t dropped = 0;
+    ck_assert_int_eq(analyse_self_reserve(&w, n_threads), 0);
+    for (size_t a = 0, b; a < m; a = b) {
+        b = batch == 0 || m - a < batch ? m : a + batch;
+        for (size_t i = a; i < b; i++)
+            v[i].order = (uint32_t)(i - a);
+        size_t n_nest = analyse_self_order(&sc, v + a, b - a, n_threads);
+        analyse_self_walk(&w, n_threads, v + a, n_nest, b - a, agg, &other, &dropped);
+    }
+    ck_assert_int_eq(other.calls, 0);
+    for (size_t k = 0; k < m; k++)
+        parts[k] = (struct analyse_op_part){
+            .name = sel[k]->name ? sel[k]->name : "", .name_len = sel[k]->name ? sel[k]->name_len : 0,
+            .role = sel[k]->role, .calls = agg[k].calls, .total_ns = agg[k].total_ns,
+            .self_ns = agg[k].self_ns, .min_ns = agg[k].min_ns, .max_ns = agg[k].max_ns};
+    int r = analyse_ops_from_parts(parts, m, group, ret_table);
+    analyse_self_done(&w);
+    analyse_self_scratch_done(&sc);
+    free(v);
+    free(agg);
+    free(parts);
+    free(sel);
+    free(threads);
+    return r;
+}
+
+static int walk_table(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                      enum analyse_op_group group, struct analyse_op_table **ret_table)
+{
+    return walk_table_batched(spans, n, role_mask, group, 0, ret_table);
+}
+
 /* ---- operator tables on synthetic spans ------------------------------------------------- */
 
 static const struct analyse_op_row *find_row(const struct analyse_op_table *t, const char *name)
@@ -190,7 +262,7 @@ START_TEST(test_analyse_ops_self_nesting)
     };
     analyse_classify(sp, 7, NULL);
     struct analyse_op_table *t = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, 7, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
+    ck_assert_int_eq(walk_table(sp, 7, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
     ck_assert_uint_eq(t->n_rows, 6);
     const struct analyse_op_row *outer = find_row(t, "outer"), *a = find_row(t, "a"), *b = find_row(t, "b");
     ck_assert_int_eq(outer->self_ns, 100 - 30 - 0 - 10);
@@ -226,7 +298,7 @@ START_TEST(test_analyse_gpu_annotation_role)
     ck_assert(!(ANALYSE_ROLES_HOST & ANALYSE_ROLE_BIT(sp[2].role)));
     ck_assert(!(ANALYSE_ROLES_KERNEL & ANALYSE_ROLE_BIT(sp[2].role)));
     struct analyse_op_table *t = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, 4, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
+    ck_assert_int_eq(walk_table(sp, 4, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
     ck_assert_uint_eq(t->n_rows, 2);
     ck_assert_int_eq(find_row(t, "ProfilerStep*")->calls, 1);
     ck_assert_int_eq(find_row(t, "ProfilerStep*")->self_ns, 80);
@@ -269,7 +341,7 @@ START_TEST(test_analyse_ops_type_and_steps)
     };
     analyse_classify(sp, 6, NULL);
     struct analyse_op_table *t = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_TYPE, &t), 0);
+    ck_assert_int_eq(walk_table(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_TYPE, &t), 0);
     ck_assert_uint_eq(t->n_rows, 4);
     ck_assert_str_eq(t->rows[0].name, "Conv2D");
     ck_assert_int_eq(t->rows[0].calls, 2);
@@ -279,7 +351,7 @@ START_TEST(test_analyse_ops_type_and_steps)
     ck_assert_str_eq(t->rows[3].name, "ProfilerStep*");
     ck_assert_int_eq(t->rows[3].calls, 2);
     analyse_op_table_free(t);
-    ck_assert_int_eq(analyse_ops_aggregate(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
+    ck_assert_int_eq(walk_table(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
     ck_assert_uint_eq(t->n_rows, 5);
     ck_assert_str_eq(t->rows[1].name, "Gradients/Default/net/gradConv2D/Conv2D-op53");
     ck_assert_str_eq(t->rows[1].type, "Conv2D");
@@ -297,7 +369,7 @@ START_TEST(test_analyse_ops_query_top_search_page)
     };
     analyse_classify(sp, 6, NULL);
     struct analyse_op_table *all = NULL, *pg = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &all), 0);
+    ck_assert_int_eq(walk_table(sp, 6, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &all), 0);
 
     struct analyse_op_query q = { .sort = ANALYSE_OP_COL_TOTAL, .desc = true, .top_n = 2 };
     ck_assert_int_eq(analyse_ops_query(all, &q, &pg), 0);
@@ -453,7 +525,7 @@ static void check_torch_golden(int n_steps)
     trace_load(path, &tr);
     analyse_classify(tr.spans, tr.n, NULL);
     struct analyse_op_table *t = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
+    ck_assert_int_eq(walk_table(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &t), 0);
 
     snprintf(path, sizeof path, "%s/averages.tsv", dir);
     FILE *f = fopen(path, "r");
@@ -483,6 +555,24 @@ static void check_torch_golden(int n_steps)
     ck_assert_uint_eq(n_avg, t->n_rows);
     printf("torch key_averages golden (%d steps): %zu operators matched, max error %.3f us\n", n_steps, n_avg,
            max_err_us);
+    /* The walk carries its state from batch to batch, as live_flush() runs it on a stream cut
+     * anywhere: the trace in batches of 1 span, of 97 and of 4096 gives the same table. */
+    static const size_t batches[] = { 1, 97, 4096 };
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        struct analyse_op_table *tb = NULL;
+        ck_assert_int_eq(walk_table_batched(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, batches[b],
+                                            &tb),
+                         0);
+        ck_assert_uint_eq(tb->n_rows, t->n_rows);
+        for (size_t j = 0; j < t->n_rows; j++) {
+            ck_assert_str_eq(tb->rows[j].name, t->rows[j].name);
+            ck_assert_msg(tb->rows[j].calls == t->rows[j].calls && tb->rows[j].total_ns == t->rows[j].total_ns &&
+                              tb->rows[j].self_ns == t->rows[j].self_ns,
+                          "batches of %zu: %s self %lld vs %lld in one batch", batches[b], t->rows[j].name,
+                          (long long)tb->rows[j].self_ns, (long long)t->rows[j].self_ns);
+        }
+        analyse_op_table_free(tb);
+    }
     analyse_op_table_free(t);
     trace_free(&tr);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -597,7 +687,7 @@ START_TEST(test_analyse_ops_mindinsight_small_type)
     for (size_t i = 0; i < c.n_rows; i++)
         add_calls(sp, &n, c.cells[i][0], ms_to_ns(c.cells[i][1], 1), strtoll(c.cells[i][2], NULL, 10), &clock);
     struct analyse_op_table *all = NULL, *pg = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_TYPE, &all), 0);
+    ck_assert_int_eq(walk_table(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_TYPE, &all), 0);
 
     /* expected.json "small_dev1 aicore_type all" (CSV order). */
     static const struct mi_type_row all_rows[] = {
@@ -667,7 +757,7 @@ START_TEST(test_analyse_ops_mindinsight_small_detail)
         add_calls(sp, &n, kname, ms_to_ns(c.cells[i][1], freq), freq, &clock);
     }
     struct analyse_op_table *all = NULL, *pg = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &all), 0);
+    ck_assert_int_eq(walk_table(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &all), 0);
 
     /* "sort avg_execution_time desc" (expected.json). */
     static const struct mi_detail_row by_avg[] = {
@@ -723,7 +813,7 @@ START_TEST(test_analyse_ops_mindinsight_run1)
         add_calls(sp, &n, c.cells[i][0], ms_to_ns(c.cells[i][1], freq), freq, &clock);
     }
     struct analyse_op_table *all = NULL, *pg = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_TYPE, &all), 0);
+    ck_assert_int_eq(walk_table(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_TYPE, &all), 0);
     static const struct mi_type_row want[] = {
         { "MatMul", 2807.82, 25, 5760.0, 112.313 },
         { "Cast", 104.32, 27, 214.0, 3.864 },
@@ -757,7 +847,7 @@ START_TEST(test_analyse_ops_mindinsight_run1)
     analyse_op_table_free(all);
 
     /* "aicore_detail kernel_type in [AssignAdd] sort avg desc limit10 offset0". */
-    ck_assert_int_eq(analyse_ops_aggregate(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &all), 0);
+    ck_assert_int_eq(walk_table(sp, n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &all), 0);
     q = (struct analyse_op_query){ .type = "AssignAdd", .sort = ANALYSE_OP_COL_AVG, .desc = true, .limit = 10 };
     ck_assert_int_eq(analyse_ops_query(all, &q, &pg), 0);
     ck_assert_uint_eq(pg->total, 2);
@@ -944,7 +1034,7 @@ START_TEST(test_analyse_breakdown_kineto_properties)
 
     /* The kernel table of the same trace: percent is the share of kernel time. */
     struct analyse_op_table *kt = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(tr.spans, tr.n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &kt), 0);
+    ck_assert_int_eq(walk_table(tr.spans, tr.n, ANALYSE_ROLES_KERNEL, ANALYSE_OP_GROUP_NAME, &kt), 0);
     double pct = 0;
     for (size_t j = 0; j < kt->n_rows; j++) {
         ck_assert_int_eq(kt->rows[j].self_ns, kt->rows[j].total_ns); /* kernels do not nest */
@@ -958,7 +1048,7 @@ START_TEST(test_analyse_breakdown_kineto_properties)
     /* The host table, as torch's key_averages() counts it: one ProfilerStep* row with a call per
      * host step, and no row made of Kineto's GPU mirrors (a "ProfilerStep#N"). */
     struct analyse_op_table *ht = NULL;
-    ck_assert_int_eq(analyse_ops_aggregate(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &ht), 0);
+    ck_assert_int_eq(walk_table(tr.spans, tr.n, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, &ht), 0);
     for (size_t j = 0; j < ht->n_rows; j++)
         ck_assert_msg(strncmp(ht->rows[j].name, "ProfilerStep#", 13) != 0, "%s: host row %s", kineto_cases[_i].file,
                       ht->rows[j].name);
