@@ -715,12 +715,12 @@ static int feed_point_info(struct msf *m, char *data, size_t len, struct msf_err
                     if ((r = mj_string(&j, &s, &n, &pl, e)) < 0)
                         return r;
                     set_name(dst, s, n, pl);
-                    if (!mj_eat(&j, ',') && !(j.p < j.end && *j.p == ']'))
+                    if (mj_eat(&j, ',')) { /* the other names: skipped */
+                        if ((r = mj_skip_container(&j, ']', false, e)) < 0)
+                            return r;
+                    } else if (!mj_eat(&j, ']')) {
                         return mj_fail(&j, e, "expected ',' or ']'");
-                    if (j.p[-1] == ',' && (r = mj_skip_container(&j, ']', false, e)) < 0)
-                        return r;
-                    else if (j.p < j.end && *j.p == ']')
-                        j.p++;
+                    }
                 } else if ((r = mj_skip_container(&j, ']', false, e)) < 0) {
                     return r;
                 }

@@ -366,6 +366,9 @@ def test_bad_step_trace_is_reported_and_nothing_sent(daemon, tmp, mutate, line, 
     ("device_queue_profiling_1.txt", "7 1 1 4 10\n", "line 1, column 1: record type 7"),
     ("minddata_aicpu_1.txt", "GetNext_dequeue_wait 10 5 3\n", "line 1, column 25: end is before start"),
     ("step_trace_point_info.json", '{"fp_start": "a", "bp_end": ', "line 1, column 29: unexpected end"),
+    # A list of names closed twice: the second ']' was taken as part of the list.
+    ("step_trace_point_info.json", '{"fp_start": ["a", "b"]], "bp_end": "c"}',
+     "line 1, column 24: expected ',' or '}'"),
     ("minddata_pipeline_raw_1.csv",
      "op_id,op_type,num_workers,output_queue_size,output_queue_average_size,output_queue_length,"
      "output_queue_usage_rate,sample_interval,parent_id,children_id\n"
