@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * msdir: a MindSpore profiler folder (MindInsight-era `profiler/` with its intermediate files,
- * or MindSpore 2.x's `*_ascend_ms/`) found by file names, read and converted through msparse,
+ * or MindSpore 2.x's `*_ascend_ms/`) found by file names, read and converted through msf_feed(),
  * rank by rank, with every file checked before the caller sends anything.
  *
  * Looks at the folder itself and, below it, only at the sub-folders MindSpore writes

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * msparse: MindSpore's profiler files (the MindInsight-era intermediate CSV/TXT/JSON files and
- * MindSpore 2.x's CPU op timestamps) turned into protocol lines (docs/PROTOCOL.md), one rank at a
- * time. Pure: bytes in, lines out, no I/O. Formats, units and the mapping are in
+ * mindspore_files (msf_): MindSpore's profiler files (the MindInsight-era intermediate
+ * CSV/TXT/JSON files and MindSpore 2.x's CPU op timestamps) turned into protocol lines
+ * (docs/PROTOCOL.md), one rank at a time (the code, one file per concern: mindspore_int.h). Pure: bytes in, lines out, no I/O. Formats, units and the mapping are in
  * cli/README.md ("MindSpore folders").
  *
  * A rank's files are fed one by one, in enum order (the lookup tables first: point info,

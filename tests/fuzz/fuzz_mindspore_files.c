@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the importer's MindSpore file converters (cli/import/mindspore_files.c: the CSV
- * reader, the JSON walker, every file kind). The first input byte picks the kind; the second
+ * Fuzz target for the importer's MindSpore file converters (msf_feed(), cli/import/mindspore_*.c:
+ * the CSV reader, the JSON walker, every file kind). The first input byte picks the kind; the second
  * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) and a
  * cpu_op_execute_timestamp file are fed first, so the joins and trace_view.json's alignment run
  * too; the rest is the file.
