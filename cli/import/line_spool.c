@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spool: converted lines in an unlinked temporary file (contract in spool.h).
+ * spool: converted lines in an unlinked temporary file (contract in line_spool.h).
  */
 #include "line_spool.h"
 

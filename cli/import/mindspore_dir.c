@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * msdir: MindSpore profiler folders (contract in msdir.h).
+ * msdir: MindSpore profiler folders (contract in mindspore_dir.h).
  */
 #include "mindspore_dir.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pdproto: Paddle's protobuf export to protocol lines (contract in pdproto.h).
+ * pdproto: Paddle's protobuf export to protocol lines (contract in paddle_proto.h).
  *
  * Field numbers (nodetree.proto, checked against files Paddle 3.3.1 writes):
  *   NodeTreesProto:        1 version (string), 2 span_indx, 3 thread_trees, 4 extra_info,

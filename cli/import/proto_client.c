@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client: the importer's protocol session (contract in client.h).
+ * client: the importer's protocol session (contract in proto_client.h).
  *
  * Replies are small lines the daemon formats itself ({"welcome":..}, {"ack":N}, {"error":{..}});
  * they are read into a fixed buffer and picked apart by find_member(), a bounded walk over one

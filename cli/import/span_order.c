@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * order: each thread's X events in torch's (ts, -dur) order (contract in order.h).
+ * order: each thread's X events in torch's (ts, -dur) order (contract in span_order.h).
  */
 #include "span_order.h"
 

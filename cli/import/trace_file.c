@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tfile: a trace file read through tscan (contract in tfile.h). zlib's gzread() reads gzip and
+ * tfile: a trace file read through tscan (contract in trace_file.h). zlib's gzread() reads gzip and
  * plain files alike. The buffer holds [base, base + len) of the uncompressed text; pos is where
  * scanning stands. Before a refill, everything before the open event (or before pos when no
  * event is open) is dropped, counting its newlines first, so that an error's line and column

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tscan: the resumable, validating scanner behind `stepscope import` (contract in tscan.h).
+ * tscan: the resumable, validating scanner behind `stepscope import` (contract in trace_scan.h).
  *
  * One state per "what may come next" (enum state); a chunk boundary can fall anywhere, even
  * inside a \u escape or a UTF-8 sequence, because everything a token needs is in struct tscan.
