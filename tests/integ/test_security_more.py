@@ -147,7 +147,7 @@ def _db_state(data_dir):
 
 
 def _routes():
-    doc = json.loads((REPO / "web" / "openapi.json").read_text())
+    doc = json.loads((REPO / "daemon" / "web" / "openapi.json").read_text())
     for path, item in doc["paths"].items():
         op = item.get("get")
         if not op or path in ("/api/v1/events",):
