@@ -43,6 +43,7 @@
 #include "live/live_query.h"
 #include "loopcall/loopcall.h"
 #include "replay/replay.h"
+#include "sessions/sessions.h"
 #include "store/store.h"
 #include "store/store_query.h"
 #include "stepscope_build.h"
@@ -84,15 +85,6 @@ struct delete_req {
     uint64_t ticket;    /* store_wait_committed() */
 };
 
-/* The job and rank of an open session, for live_feed(). */
-struct session_key {
-    int64_t session_id;
-    int64_t job_id;
-    int64_t rank;
-    int64_t stream_id;  /* where capture requests go (ingest_send) */
-    bool can_capture;   /* the hello announced "capabilities":["capture"] */
-};
-
 struct daemon {
     uv_loop_t *loop;
     struct config cfg;
@@ -105,10 +97,7 @@ struct daemon {
     struct replay_config replay; /* store, live and the budgets it replays under */
     struct analyse_helper_rules helper_rules; /* the defaults, overridden by cfg.helper_rules */
     struct analyse_rules *role_rules;         /* cfg.role_rules parsed; NULL: none */
-    struct session_key *sessions; /* open sessions, unordered */
-    size_t n_sessions;
-    size_t cap_sessions;
-    size_t last_session;      /* index of the last lookup's hit */
+    struct sessions *sessions; /* the open sessions (sessions.h) */
     int64_t live_published_ns;
     uint64_t live_steps_cursor; /* live_query_changed()'s, for persist_live_steps() */
     int64_t *changed_ids;       /* [LIVE_JOBS_MAX], persist_live_steps()'s, allocated once */
@@ -153,28 +142,16 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
         snprintf(err, INGEST_ERR_MAX, "%s", serr[0] ? serr : strerror(-r));
         return r;
     }
-    if (d->n_sessions == d->cap_sessions) {
-        size_t cap = d->cap_sessions ? 2 * d->cap_sessions : 64;
-        struct session_key *v = realloc(d->sessions, cap * sizeof *v);
-        if (!v) {
-            /* The session is open in the store: close it again before refusing. */
-            store_session_close(d->store, ret_welcome->session_id, false);
-            snprintf(err, INGEST_ERR_MAX, "out of memory");
-            return -ENOMEM;
-        }
-        d->sessions = v;
-        d->cap_sessions = cap;
+    const struct session s = {ret_welcome->session_id, ret_welcome->job_id, hello->rank,
+                              ret_welcome->stream_id, hello->can_capture};
+    if (sessions_open(d->sessions, &s) < 0) {
+        /* The session is open in the store: close it again before refusing. */
+        store_session_close(d->store, ret_welcome->session_id, false);
+        snprintf(err, INGEST_ERR_MAX, "out of memory");
+        return -ENOMEM;
     }
-    d->sessions[d->n_sessions++] =
-        (struct session_key){ret_welcome->session_id, ret_welcome->job_id, hello->rank,
-                             ret_welcome->stream_id, hello->can_capture};
     /* ingest maps the connection to its stream only after this returns: offer on the next tick. */
     d->capture_offer = true;
-    if (capture_reg_session_open(d->captures, ret_welcome->job_id, hello->rank,
-                                 ret_welcome->session_id, hello->can_capture) < 0)
-        log_warn("capture: job %lld rank %lld: the session is not counted as able to capture "
-                 "(out of memory)",
-                 (long long)ret_welcome->job_id, (long long)hello->rank);
     /* A job evicted from live memory comes back before its new records, which add to it. */
     if (live_is_evicted(d->live, ret_welcome->job_id) &&
         replay_reload(&d->replay, ret_welcome->job_id) < 0)
@@ -188,19 +165,6 @@ static int on_hello(void *ud, const struct record_hello *hello, struct record_we
     return 0;
 }
 
-static struct session_key *session_find(struct daemon *d, int64_t session_id)
-{
-    if (d->last_session < d->n_sessions && d->sessions[d->last_session].session_id == session_id)
-        return &d->sessions[d->last_session];
-    for (size_t i = 0; i < d->n_sessions; i++) {
-        if (d->sessions[i].session_id == session_id) {
-            d->last_session = i;
-            return &d->sessions[i];
-        }
-    }
-    return NULL;
-}
-
 static int on_records(void *ud, int64_t session_id, const struct record *recs, size_t n,
                       uint64_t next_seq)
 {
@@ -210,7 +174,7 @@ static int on_records(void *ud, int64_t session_id, const struct record *recs, s
         d->paused = true;
     /* Only what the store took goes live, so a restart's replay sees the same records. */
     if ((r == 0 || r == -EAGAIN) && n > 0) {
-        const struct session_key *k = session_find(d, session_id);
+        const struct session *k = sessions_find(d->sessions, session_id);
         if (k)
             (void)live_feed(d->live, k->job_id, k->rank, recs, n);
     }
@@ -254,8 +218,8 @@ static void offer_captures(struct daemon *d)
     if (d->stopping)
         return;
     int64_t now = clock_now_ns();
-    for (size_t i = 0; i < d->n_sessions; i++) {
-        const struct session_key *k = &d->sessions[i];
+    for (size_t i = 0; i < sessions_count(d->sessions); i++) {
+        const struct session *k = sessions_at(d->sessions, i);
         struct capture_target t = {d, k->stream_id};
         capture_reg_offer(d->captures, k->job_id, k->rank, k->session_id, k->can_capture,
                           send_capture, &t, now);
@@ -272,7 +236,7 @@ static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id,
                               const struct record_text *state, const struct record_text *reason)
 {
     struct daemon *d = ud;
-    const struct session_key *k = session_find(d, session_id);
+    const struct session *k = sessions_find(d->sessions, session_id);
     int s = capture_state_parse(state->ptr, state->len);
     if (!k || s < 0)
         return;
@@ -401,16 +365,15 @@ static void on_session_closed(void *ud, int64_t session_id, bool clean)
      * ack (what `stepscope import` waits for) comes after the answers show the whole session. */
     if (clean)
         publish_live(d, clock_mono_ns());
+    /* Out of the table before the registry hears of it: a capture added meanwhile (an HTTP
+     * thread) is refused rather than counting on this session. */
+    struct session k;
+    bool was_open = sessions_close(d->sessions, session_id, &k) == 0;
     capture_reg_session_closed(d->captures, session_id, clock_now_ns());
     persist_captures(d);
-    struct session_key *k = session_find(d, session_id);
-    if (!k)
+    if (!was_open || sessions_job_open(d->sessions, k.job_id))
         return;
-    int64_t job_id = k->job_id;
-    *k = d->sessions[--d->n_sessions];
-    for (size_t i = 0; i < d->n_sessions; i++)
-        if (d->sessions[i].job_id == job_id)
-            return;
+    int64_t job_id = k.job_id;
     /* The job's last session: it may be evicted once what it sent is committed. */
     size_t i = 0;
     while (i < d->n_tickets && d->tickets[i].job_id != job_id)
@@ -434,9 +397,8 @@ static void on_session_closed(void *ud, int64_t session_id, bool clean)
 static bool job_evictable(void *ud, int64_t job_id)
 {
     struct daemon *d = ud;
-    for (size_t i = 0; i < d->n_sessions; i++)
-        if (d->sessions[i].job_id == job_id)
-            return false;
+    if (sessions_job_open(d->sessions, job_id))
+        return false;
     for (size_t i = 0; i < d->n_tickets; i++) {
         if (d->tickets[i].job_id != job_id)
             continue;
@@ -1019,7 +981,8 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    d.captures = capture_reg_new();
+    d.sessions = sessions_new();
+    d.captures = d.sessions ? capture_reg_new(d.sessions) : NULL;
     r = d.captures ? store_query_captures(d.store, load_capture, load_capture_rank, &d) : -ENOMEM;
     if (r < 0) {
         fprintf(stderr, "stepscoped: data dir %s: loading the captures: %s\n", d.cfg.data_dir,
@@ -1150,11 +1113,11 @@ int main(int argc, char **argv)
     d.live = NULL;
     analyse_rules_free(d.role_rules);
     d.role_rules = NULL;
-    free(d.sessions);
     free(d.tickets);
     store_close(d.store);
     d.store = NULL;
     capture_reg_free(d.captures);
+    sessions_free(d.sessions); /* after ingest_close() closed the last session */
     r = uv_loop_close(d.loop);
     if (r < 0) {
         log_error("event loop did not close cleanly: %s", uv_strerror(r));
@@ -1175,6 +1138,7 @@ out:
         ingest_close(d.ingest);
     close_async(&d);
     uv_run(d.loop, UV_RUN_DEFAULT);
+    sessions_free(d.sessions);
     (void)uv_loop_close(d.loop);
     return code;
 }

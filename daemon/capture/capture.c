@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../lib/json.h"
+#include "../sessions/sessions.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
     "pending", "armed", "recording", "done", "failed", "expired",
@@ -270,27 +271,21 @@ struct capture {
     size_t n_parts, cap_parts;
 };
 
-/* An open session, as main.c reports them. */
-struct capture_session {
-    int64_t job_id, rank, session_id;
-    bool can_capture;
-};
-
 struct capture_reg {
     pthread_mutex_t mu;
     struct capture **caps; /* by id, ascending */
     size_t n_caps, cap_caps;
     int64_t next_id;
-    struct capture_session *sessions; /* open sessions, unordered */
-    size_t n_sessions, cap_sessions;
+    struct sessions *sessions; /* the daemon's open sessions (borrowed) */
 };
 
-struct capture_reg *capture_reg_new(void)
+struct capture_reg *capture_reg_new(struct sessions *sessions)
 {
     struct capture_reg *reg = calloc(1, sizeof *reg);
     if (!reg)
         return NULL;
     pthread_mutex_init(&reg->mu, NULL);
+    reg->sessions = sessions;
     reg->next_id = 1;
     return reg;
 }
@@ -304,7 +299,6 @@ void capture_reg_free(struct capture_reg *reg)
         free(reg->caps[i]);
     }
     free(reg->caps);
-    free(reg->sessions);
     pthread_mutex_destroy(&reg->mu);
     free(reg);
 }
@@ -425,32 +419,17 @@ static bool ended(const struct capture *c)
     return s == CAPTURE_DONE || s == CAPTURE_FAILED || s == CAPTURE_EXPIRED;
 }
 
-/* Whether an open session of job_id that can capture exists, for rank (rank < 0: any rank); sets
- * *ret_any when any open session of the job exists. */
-static bool can_serve(const struct capture_reg *reg, int64_t job_id, int64_t rank, bool *ret_any)
-{
-    for (size_t i = 0; i < reg->n_sessions; i++) {
-        const struct capture_session *s = &reg->sessions[i];
-        if (s->job_id != job_id || (rank >= 0 && s->rank != rank))
-            continue;
-        *ret_any = true;
-        if (s->can_capture)
-            return true;
-    }
-    return false;
-}
-
 /* 0 when an open session could serve spec; else -EHOSTDOWN with the reason in err. */
 static int check_served(const struct capture_reg *reg, int64_t job_id,
                         const struct capture_spec *spec, char *err)
 {
     bool any = false;
     if (spec->all_ranks) {
-        if (can_serve(reg, job_id, -1, &any))
+        if (sessions_can_capture(reg->sessions, job_id, -1, &any))
             return 0;
     } else {
         for (size_t i = 0; i < spec->n_ranks; i++)
-            if (can_serve(reg, job_id, spec->ranks[i], &any))
+            if (sessions_can_capture(reg->sessions, job_id, spec->ranks[i], &any))
                 return 0;
     }
     if (any)
@@ -705,39 +684,10 @@ int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, in
     return r;
 }
 
-int capture_reg_session_open(struct capture_reg *reg, int64_t job_id, int64_t rank,
-                             int64_t session_id, bool can_capture)
-{
-    pthread_mutex_lock(&reg->mu);
-    int r = 0;
-    if (reg->n_sessions == reg->cap_sessions) {
-        size_t cap = reg->cap_sessions ? 2 * reg->cap_sessions : 64;
-        struct capture_session *v =
-            cap <= CAPTURE_SESSIONS_MAX ? realloc(reg->sessions, cap * sizeof *v) : NULL;
-        if (!v) {
-            r = cap <= CAPTURE_SESSIONS_MAX ? -ENOMEM : -ENOSPC;
-            goto out;
-        }
-        reg->sessions = v;
-        reg->cap_sessions = cap;
-    }
-    reg->sessions[reg->n_sessions++] =
-        (struct capture_session){job_id, rank, session_id, can_capture};
-out:
-    pthread_mutex_unlock(&reg->mu);
-    return r;
-}
-
 void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns)
 {
     static const char gone[] = "client disconnected";
     pthread_mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->n_sessions; i++) {
-        if (reg->sessions[i].session_id == session_id) {
-            reg->sessions[i] = reg->sessions[--reg->n_sessions];
-            break;
-        }
-    }
     for (size_t i = 0; i < reg->n_caps; i++) {
         struct capture *c = reg->caps[i];
         for (size_t k = 0; k < c->n_parts; k++) {

@@ -7,10 +7,12 @@
  * POST body (over lib/json, so a body gets the same strict validation as a record line), the JSON
  * the API answers with, and the request line sent to a client. It knows nothing of sockets,
  * HTTP or SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler
- * adds captures on an HTTP thread, and main.c persists what changed through the store.
+ * adds captures on an HTTP thread, and main.c persists what changed through the store. Which
+ * sessions are open it reads from the daemon's one table (sessions.h).
  *
  * Threading: every function takes the registry's mutex, so any thread may call it; callbacks are
- * called with the mutex held and must not call back into the registry.
+ * called with the mutex held and must not call back into the registry. Lock order: the
+ * registry's mutex, then the sessions table's (which never calls the registry).
  */
 #ifndef STEPSCOPE_INGEST_CAPTURE_H
 #define STEPSCOPE_INGEST_CAPTURE_H
@@ -29,8 +31,6 @@
 #define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
 #define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept (cut on a character) */
 #define CAPTURE_ERR_MAX 160        /* bytes of a parse or refusal message */
-#define CAPTURE_SESSIONS_MAX 65536 /* open sessions the registry follows (ingest's connections
-                                      are fewer) */
 
 /* A rank's part of a capture. States from DONE on are final: nothing changes them again. */
 enum capture_state {
@@ -65,8 +65,11 @@ struct capture_spec {
 int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *err);
 
 struct capture_reg;
+struct sessions;
 
-struct capture_reg *capture_reg_new(void);
+/* A registry that asks sessions (borrowed: sessions.h, the daemon's table of open sessions)
+ * whether a capture could be served. NULL on OOM. */
+struct capture_reg *capture_reg_new(struct sessions *sessions);
 void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
 
 /* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
@@ -108,15 +111,10 @@ int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, in
                        enum capture_state state, const char *reason, size_t reason_len,
                        int64_t now_ns);
 
-/* A session of (job_id, rank) opened; can_capture: its hello announced the capability. The
- * registry follows open sessions to refuse captures none of them could serve (capture_reg_add).
- * Returns 0, -ENOMEM or -ENOSPC (past CAPTURE_SESSIONS_MAX: the session is then not counted). */
-int capture_reg_session_open(struct capture_reg *reg, int64_t job_id, int64_t rank,
-                             int64_t session_id, bool can_capture);
-
-/* A session ended: parts it had armed or was recording fail ("client disconnected"); parts sent
- * to it but not yet armed wait for the rank's next session, and expire if none takes them within
- * the expiry window from now. */
+/* A session ended (and has left the sessions table first, so that no capture added meanwhile
+ * counts on it): parts it had armed or was recording fail ("client disconnected"); parts sent to
+ * it but not yet armed wait for the rank's next session, and expire if none takes them within the
+ * expiry window from now. */
 void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int64_t now_ns);
 
 /* Parts still pending expire_ns after their capture was made, or after the request was last sent

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of daemon/sessions (the table of open sessions) and of the capture registry that
+ * reads it (daemon/capture): open, find, close and the job's other sessions as main.c uses them;
+ * a reader thread asking sessions_can_capture() while the loop opens and closes; and the
+ * registry refusing a capture no open session can serve, then offering, arming, failing on
+ * disconnect, expiring and handing the store what changed.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemon/capture/capture.h"
+#include "../../daemon/sessions/sessions.h"
+
+#define S 1000000000LL
+
+START_TEST(test_open_find_close)
+{
+    struct sessions *t = sessions_new();
+    ck_assert_ptr_nonnull(t);
+    /* past the first growth (64) */
+    for (int64_t i = 1; i <= 200; i++) {
+        struct session s = {i, 10 + i % 3, i % 8, 100 + i, i % 2 == 0};
+        ck_assert_int_eq(sessions_open(t, &s), 0);
+    }
+    ck_assert_uint_eq(sessions_count(t), 200);
+    const struct session *s = sessions_find(t, 77);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->job_id, 10 + 77 % 3);
+    ck_assert_int_eq(s->rank, 77 % 8);
+    ck_assert_int_eq(s->stream_id, 177);
+    ck_assert(!s->can_capture);
+    ck_assert_ptr_null(sessions_find(t, 201));
+
+    struct session gone;
+    ck_assert_int_eq(sessions_close(t, 77, &gone), 0);
+    ck_assert_int_eq(gone.session_id, 77);
+    ck_assert_int_eq(gone.stream_id, 177);
+    ck_assert_int_eq(sessions_close(t, 77, NULL), -ENOENT);
+    ck_assert_ptr_null(sessions_find(t, 77));
+    ck_assert_uint_eq(sessions_count(t), 199);
+    /* every other session is still found, whatever moved */
+    size_t seen = 0;
+    for (size_t i = 0; i < sessions_count(t); i++) {
+        const struct session *k = sessions_at(t, i);
+        ck_assert_ptr_eq(sessions_find(t, k->session_id), k);
+        seen++;
+    }
+    ck_assert_uint_eq(seen, 199);
+
+    /* job 10 + 1: sessions 1, 4, 7, ... until the last one closes */
+    ck_assert(sessions_job_open(t, 11));
+    for (int64_t i = 1; i <= 200; i += 3)
+        if (i != 77)
+            ck_assert_int_eq(sessions_close(t, i, NULL), 0);
+    ck_assert(!sessions_job_open(t, 11));
+    ck_assert(sessions_job_open(t, 12));
+    sessions_free(t);
+    sessions_free(NULL);
+}
+END_TEST
+
+START_TEST(test_can_capture)
+{
+    struct sessions *t = sessions_new();
+    bool any = false;
+    ck_assert(!sessions_can_capture(t, 5, -1, &any));
+    ck_assert(!any);
+    struct session a = {1, 5, 0, 1, false}, b = {2, 5, 1, 2, true};
+    ck_assert_int_eq(sessions_open(t, &a), 0);
+    ck_assert(!sessions_can_capture(t, 5, -1, &any));
+    ck_assert(any); /* a session, but none able to capture */
+    ck_assert_int_eq(sessions_open(t, &b), 0);
+    any = false;
+    ck_assert(sessions_can_capture(t, 5, -1, &any));
+    ck_assert(sessions_can_capture(t, 5, 1, &any));
+    any = false;
+    ck_assert(!sessions_can_capture(t, 5, 0, &any));
+    ck_assert(any);
+    any = false;
+    ck_assert(!sessions_can_capture(t, 5, 2, &any));
+    ck_assert(!any);
+    ck_assert(!sessions_can_capture(t, 6, -1, &any));
+    sessions_free(t);
+}
+END_TEST
+
+struct reader {
+    struct sessions *t;
+    atomic_bool stop;
+    long found;
+};
+
+static void *read_loop(void *arg)
+{
+    struct reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        bool any = false;
+        if (sessions_can_capture(r->t, 1, -1, &any))
+            r->found++;
+    }
+    return NULL;
+}
+
+/* The loop opens and closes (growing the array) while another thread reads: under ASan and
+ * UBSan this is the check that readers never see the array move under them. */
+START_TEST(test_reader_while_the_loop_changes_the_table)
+{
+    struct reader r = {.t = sessions_new()};
+    ck_assert_ptr_nonnull(r.t);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, read_loop, &r), 0);
+    for (int round = 0; round < 20; round++) {
+        for (int64_t i = 1; i <= 1000; i++) {
+            struct session s = {i, 1, i, i, i == 1000};
+            ck_assert_int_eq(sessions_open(r.t, &s), 0);
+        }
+        for (int64_t i = 1; i <= 1000; i++)
+            ck_assert_int_eq(sessions_close(r.t, i, NULL), 0);
+    }
+    atomic_store(&r.stop, true);
+    pthread_join(th, NULL);
+    ck_assert_uint_eq(sessions_count(r.t), 0);
+    sessions_free(r.t);
+}
+END_TEST
+
+/* ---- the capture registry on the table ---- */
+
+struct sent {
+    int n;
+    char last[512];
+};
+
+static int send_line(void *ud, const char *line, size_t len)
+{
+    struct sent *s = ud;
+    s->n++;
+    ck_assert_uint_lt(len, sizeof s->last);
+    memcpy(s->last, line, len);
+    s->last[len] = '\0';
+    return 0;
+}
+
+static struct capture_spec spec_of(const char *body)
+{
+    struct capture_spec spec;
+    char err[CAPTURE_ERR_MAX] = "";
+    ck_assert_msg(capture_parse(body, strlen(body), &spec, err) == 0, "%s: %s", body, err);
+    return spec;
+}
+
+static char *render(struct capture_reg *reg, int64_t job, int64_t id)
+{
+    static char text[4096];
+    struct sbuf b;
+    sbuf_init(&b, 1 << 20);
+    ck_assert_int_eq(capture_reg_render(reg, job, id, &b), 0);
+    ck_assert_uint_lt(b.len, sizeof text);
+    memcpy(text, b.data, b.len + 1);
+    sbuf_done(&b);
+    return text;
+}
+
+static int count_changes(void *ud, const struct record_capture *c)
+{
+    (void)c;
+    ++*(int *)ud;
+    return 0;
+}
+
+static int count_ranks(void *ud, const struct record_capture_rank *r)
+{
+    (void)r;
+    return 0;
+}
+
+START_TEST(test_registry_follows_the_sessions_table)
+{
+    struct sessions *t = sessions_new();
+    struct capture_reg *reg = capture_reg_new(t);
+    ck_assert_ptr_nonnull(reg);
+    struct capture_spec spec = spec_of("{\"ranks\":[0],\"steps\":2}");
+    char err[CAPTURE_ERR_MAX] = "";
+    /* no session of the job: refused, and says why */
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
+    ck_assert_ptr_nonnull(strstr(err, "no session of those ranks is connected"));
+    /* a session that cannot capture: refused for that reason */
+    struct session plain = {1, 7, 0, 11, false};
+    ck_assert_int_eq(sessions_open(t, &plain), 0);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
+    ck_assert_ptr_nonnull(strstr(err, "can capture"));
+    ck_assert_int_eq(sessions_close(t, 1, NULL), 0);
+    capture_reg_session_closed(reg, 1, 1 * S);
+
+    struct session s = {2, 7, 0, 12, true};
+    ck_assert_int_eq(sessions_open(t, &s), 0);
+    struct sbuf out;
+    sbuf_init(&out, 1 << 20);
+    int64_t id = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 2 * S, &out, err);
+    ck_assert_int_eq(id, 1);
+    ck_assert_ptr_nonnull(strstr(out.data, "\"id\":1"));
+    sbuf_done(&out);
+
+    /* offered once to the session, not twice */
+    struct sent sent = {0};
+    capture_reg_offer(reg, 7, 0, 2, true, send_line, &sent, 2 * S);
+    capture_reg_offer(reg, 7, 0, 2, true, send_line, &sent, 2 * S);
+    ck_assert_int_eq(sent.n, 1);
+    ck_assert_ptr_nonnull(strstr(sent.last, "\"capture\""));
+    /* armed, then the session goes: the part fails */
+    static const char none[] = "";
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_ARMED, none, 0, 3 * S), 0);
+    ck_assert_int_eq(sessions_close(t, 2, NULL), 0);
+    capture_reg_session_closed(reg, 2, 4 * S);
+    ck_assert_ptr_nonnull(strstr(render(reg, 7, id), "client disconnected"));
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_DONE, none, 0, 5 * S), -EALREADY);
+    /* and with no session left, a new capture is refused again */
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 5 * S, NULL, err), -EHOSTDOWN);
+
+    /* a pending part that nobody takes expires after the window */
+    ck_assert_int_eq(sessions_open(t, &s), 0);
+    int64_t id2 = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 6 * S, NULL, err);
+    ck_assert_int_eq(id2, 2);
+    ck_assert_uint_eq(capture_reg_expire(reg, 7 * S, 30 * S), 0);
+    ck_assert_uint_eq(capture_reg_expire(reg, 37 * S, 30 * S), 1);
+    ck_assert_ptr_nonnull(strstr(render(reg, 7, id2), "\"expired\""));
+
+    /* what changed goes to the store once */
+    int changes = 0;
+    capture_reg_collect(reg, count_changes, count_ranks, &changes);
+    ck_assert_int_eq(changes, 2);
+    changes = 0;
+    capture_reg_collect(reg, count_changes, count_ranks, &changes);
+    ck_assert_int_eq(changes, 0);
+
+    capture_reg_drop_job(reg, 7);
+    struct sbuf b;
+    sbuf_init(&b, 1 << 20);
+    ck_assert_int_eq(capture_reg_render(reg, 7, id, &b), -ENOENT);
+    sbuf_done(&b);
+    capture_reg_free(reg);
+    sessions_free(t);
+}
+END_TEST
+
+static Suite *sessions_suite(void)
+{
+    Suite *s = suite_create("sessions");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, test_open_find_close);
+    tcase_add_test(tc, test_can_capture);
+    tcase_add_test(tc, test_reader_while_the_loop_changes_the_table);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("capture registry");
+    tcase_add_test(tc, test_registry_follows_the_sessions_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(sessions_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
