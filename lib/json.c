@@ -482,6 +482,13 @@ static const char *member(struct scan *s, const char *p, const struct json_keys 
     return skip_blanks(p + 1);
 }
 
+/* Sub keys' slots are filled only under an object of their key: none seen yet. */
+static inline void subs_absent(const struct json_keys *sub, struct json_slot *slots)
+{
+    for (uint32_t m = sub->ids; m != 0; m &= m - 1)
+        slots[__builtin_ctz(m)].type = JSON_ABSENT;
+}
+
 /* An object of durations (JSON_F_DURATIONS) at p, a value of the line's object (depth 1). With
  * sub (JSON_F_SUBKEYS), its members that are numbers fill their slots (first occurrence). */
 static const char *durations_end(struct scan *s, const char *p, bool *bad,
@@ -491,6 +498,8 @@ static const char *durations_end(struct scan *s, const char *p, bool *bad,
     if (*p == '}')
         return p + 1;
     static const struct json_keys none; /* no key */
+    if (sub)
+        subs_absent(sub, slots);
     for (;;) {
         const struct json_key *key;
         p = member(s, p, sub ? sub : &none, &key);
@@ -609,8 +618,8 @@ void json_keys_init(struct json_keys *ret, const struct json_key *list, size_t n
 void json_keys_sub(struct json_keys *ret, unsigned id, const struct json_keys *sub)
 {
     ret->sub[id] = sub;
-    ret->ids |= sub->ids;
 }
+
 
 /* The object at p, at depth depth (the line's object is depth 0), whose known members (keys)
  * fill slots. */
@@ -652,9 +661,13 @@ static const char *object_end(struct scan *s, const char *p, const struct json_k
                 const char *start = p;
                 slot->type = JSON_OBJECT;
                 slot->bad = false;
-                p = (key->flags & JSON_F_DURATIONS)
-                        ? durations_end(s, p, &slot->bad, keys->sub[key->id], slots)
-                        : object_end(s, p, keys->sub[key->id], slots, depth + 1);
+                const struct json_keys *sub = keys->sub[key->id];
+                if (key->flags & JSON_F_DURATIONS) {
+                    p = durations_end(s, p, &slot->bad, sub, slots);
+                } else {
+                    subs_absent(sub, slots);
+                    p = object_end(s, p, sub, slots, depth + 1);
+                }
                 if (p) {
                     slot->p = start;
                     slot->n = (size_t)(p - start);

@@ -88,7 +88,7 @@ struct json_keys {
     uint8_t start[JSON_KEY_MAX + 2]; /* keys of length L are key[start[L], start[L + 1]) */
     struct json_key key[JSON_SLOTS_MAX];
     uint64_t word[JSON_SLOTS_MAX][(JSON_KEY_MAX + 1) / 8]; /* key[i].name, zero-padded */
-    uint32_t ids;                     /* bit id set for every key's id (and every sub key's) */
+    uint32_t ids;                     /* bit id set for every key's id */
     const struct json_keys *sub[JSON_SLOTS_MAX]; /* by key id: the members a JSON_F_SUBKEYS
                                          object's slots take; their ids share the slot array and
                                          differ from these keys' */
@@ -98,13 +98,15 @@ struct json_keys {
 void json_keys_init(struct json_keys *ret, const struct json_key *list, size_t n);
 
 /* Gives the JSON_F_SUBKEYS key id of ret its sub key set (it must outlive ret; its ids must not be
- * among ret's). Every JSON_F_SUBKEYS key must have one before a scan. */
+ * among ret's). Every JSON_F_SUBKEYS key must have one before a scan. The sub keys' slots are
+ * filled (JSON_ABSENT when not seen) only when that key's value is an object: read them only
+ * then. */
 void json_keys_sub(struct json_keys *ret, unsigned id, const struct json_keys *sub);
 
 /* Scans line[0, len) (line[len] is '\0' and JSON_PADDING readable bytes follow it) and fills
  * slots[id] for the first occurrence of each key in keys; slots needs no initialisation (on
  * success the slot of every key not seen has type JSON_ABSENT) and must have room for every id.
- * Escaped strings of known keys are unescaped into a (a->used grows).
+ * Escaped strings of known keys are unescaped into a (a->used grows). Sub keys: json_keys_sub().
  * Returns JSON_OK, JSON_MALFORMED (reason in msg, JSON_MSG_MAX bytes) or JSON_NOSPACE; on
  * failure a->used may have grown and the caller restores it. */
 int json_scan_object(const char *line, size_t len, const struct json_keys *keys,

@@ -28,7 +28,7 @@
 /* record_from_line() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 224, "struct record changed: update record_from_line()");
+_Static_assert(sizeof(struct record) == 248, "struct record changed: update record_from_line()");
 #endif
 
 enum field_id {
@@ -68,7 +68,21 @@ enum args_id {
     A_EXECUTION,
     A_END,
 };
-_Static_assert(A_END <= JSON_SLOTS_MAX, "too many known record keys for one slot array");
+
+/* The members of a step record's "phases" object the daemon reads (struct record_phases). */
+enum phase_id {
+    P_DATALOADER = A_END, /* slots after the args', in the same array */
+    P_FORWARD,
+    P_BACKWARD,
+    P_END,
+};
+_Static_assert(P_END <= JSON_SLOTS_MAX, "too many known record keys for one slot array");
+
+static const struct json_key phase_keys[] = {
+    {"dataloader", P_DATALOADER, 0},
+    {"forward", P_FORWARD, 0},
+    {"backward", P_BACKWARD, 0},
+};
 
 static const struct json_key args_keys[] = {
     {"correlation", A_CORRELATION, 0},
@@ -130,7 +144,7 @@ static const struct json_key record_keys[] = {
     {"begin_us", F_BEGIN_US, 0},
     {"end_us", F_END_US, 0},
     {"samples", F_SAMPLES, 0},
-    {"phases", F_PHASES, JSON_F_DURATIONS},
+    {"phases", F_PHASES, JSON_F_DURATIONS | JSON_F_SUBKEYS},
     {"size", F_SIZE, 0},
     {"capacity", F_CAPACITY, 0},
     {"ts_us", F_TS_US, 0},
@@ -167,7 +181,8 @@ struct decoder {
     struct json_keys record; /* record_keys, indexed */
     struct json_keys hello;  /* hello_keys, indexed */
     struct json_keys env;    /* env_keys, indexed */
-    struct json_keys args;   /* args_keys, indexed: record's sub keys */
+    struct json_keys args;   /* args_keys, indexed: the sub keys of record's "args" */
+    struct json_keys phases; /* phase_keys, indexed: the sub keys of record's "phases" */
 };
 
 struct ctx {
@@ -356,10 +371,28 @@ static int64_t arg_us(const struct json_slot *s)
  * (JSON_F_SUBKEYS): members of other types are ignored, never an error. */
 static void trace_links(const struct json_slot *s, struct record *r)
 {
+    if (s[F_ARGS].type != JSON_OBJECT)
+        return; /* the sub slots are unset; the fields keep their -1 */
     r->correlation = link_id(&s[A_CORRELATION]);
     r->external_id = link_id(&s[A_EXTERNAL_ID]);
     r->dispatch_ns = arg_us(&s[A_DISPATCH]);
     r->exec_ns = arg_us(&s[A_EXECUTION]);
+}
+
+/* A phase's time in ns from its slot (a number >= 0 in µs), or -1. */
+static int64_t phase_ns(const struct json_slot *s)
+{
+    int64_t ns;
+    if (s->type != JSON_NUMBER || num_us_to_ns(s->p, s->n, &ns) < 0 || ns < 0)
+        return -1;
+    return ns;
+}
+
+static void phases_from_slots(const struct json_slot *s, struct record_phases *ret)
+{
+    ret->dataloader_ns = phase_ns(&s[P_DATALOADER]);
+    ret->forward_ns = phase_ns(&s[P_FORWARD]);
+    ret->backward_ns = phase_ns(&s[P_BACKWARD]);
 }
 
 static bool build_step(struct ctx *c, const struct json_slot *s, struct record *r)
@@ -383,6 +416,7 @@ static bool build_step(struct ctx *c, const struct json_slot *s, struct record *
                         "\"phases\" must be an object of durations >= 0");
         r->phases.ptr = ph->p;
         r->phases.len = ph->n;
+        phases_from_slots(s, &r->phase_ns);
     }
     return true;
 }
@@ -439,7 +473,7 @@ static int record_from_line(struct decoder *d, const char *line, size_t len,
                          struct json_arena *a, struct record *ret, char *msg)
 {
     struct ctx c = {a, msg, DECODE_MALFORMED};
-    struct json_slot s[A_END]; /* the scanner fills every one */
+    struct json_slot s[P_END]; /* the scanner fills every one */
     int r = json_scan_object(line, len, &d->record, s, a, msg);
     if (r != JSON_OK)
         return r == JSON_NOSPACE ? DECODE_NOSPACE : DECODE_MALFORMED;
@@ -459,6 +493,7 @@ static int record_from_line(struct decoder *d, const char *line, size_t len,
     ret->pid = none;
     ret->tid = none;
     ret->phases = none;
+    ret->phase_ns = (struct record_phases){-1, -1, -1};
     ret->step = -1;
     ret->samples = -1;
     ret->size = 0;
@@ -656,6 +691,8 @@ struct decoder *decoder_new(size_t max_line)
     json_keys_init(&d->args, args_keys, sizeof args_keys / sizeof args_keys[0]);
     json_keys_init(&d->record, record_keys, sizeof record_keys / sizeof record_keys[0]);
     json_keys_sub(&d->record, F_ARGS, &d->args);
+    json_keys_init(&d->phases, phase_keys, sizeof phase_keys / sizeof phase_keys[0]);
+    json_keys_sub(&d->record, F_PHASES, &d->phases);
     json_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
     json_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
     return d;
@@ -700,6 +737,23 @@ const char *decode_code(int result)
     default:
         return "internal";
     }
+}
+
+void decode_phases(const char *text, size_t len, struct record_phases *ret)
+{
+    *ret = (struct record_phases){-1, -1, -1};
+    if (len == 0)
+        return;
+    struct json_keys keys;
+    json_keys_init(&keys, phase_keys, sizeof phase_keys / sizeof phase_keys[0]);
+    struct json_slot s[P_END];
+    char msg[JSON_MSG_MAX];
+    char tiny[16]; /* a member's value is a number: nothing to unescape */
+    struct json_arena a = {tiny, 0, sizeof tiny};
+    char *copy = NULL;
+    if (json_scan_copy(text, len, &keys, s, &a, msg, &copy) == JSON_OK)
+        phases_from_slots(s, ret);
+    free(copy);
 }
 
 /* ---- stored lines (no padding after them) ---- */

@@ -65,6 +65,11 @@ int decode_record(struct decoder *d, const char *line, size_t len,
 int decode_hello(struct decoder *d, const char *line, size_t len,
                          struct json_arena *a, struct record_hello *ret, char *msg);
 
+/* The typed members of a step's "phases" object text[0, len) as the store keeps it (no padding
+ * needed): what decode_record() fills from a line in its own pass. All -1 when text is empty or
+ * not an object; a member that is not a time in µs >= 0 is -1. */
+void decode_phases(const char *text, size_t len, struct record_phases *ret);
+
 /* The protocol's error code for a failed decode: "malformed", "unknown", "invalid", "bad_hello". */
 const char *decode_code(int result);
 

@@ -30,6 +30,14 @@ struct record_text {
     size_t len;
 };
 
+/* The members of a step record's "phases" the daemon reads, in ns: -1 when absent (or not a time
+ * the protocol's microseconds give in range). */
+struct record_phases {
+    int64_t dataloader_ns;
+    int64_t forward_ns;
+    int64_t backward_ns;
+};
+
 struct record {
     enum record_kind kind;
     uint64_t seq;              /* the stream's sequence number of this line */
@@ -42,7 +50,10 @@ struct record {
     struct record_text cat;    /* TRACE: cat */
     struct record_text pid;    /* TRACE: pid as its JSON text (number or unescaped string) */
     struct record_text tid;    /* TRACE: tid, likewise */
-    struct record_text phases; /* STEP: the "phases" object as raw JSON text, if present */
+    struct record_text phases; /* STEP: the "phases" object as raw JSON text, if present (the
+                                  store keeps it verbatim) */
+    struct record_phases phase_ns; /* STEP: its members, typed (decode.h: decode_record() fills
+                                      them from a line, decode_phases() from stored text) */
     int64_t step;              /* STEP, QUEUE: step number (-1 if absent) */
     int64_t samples;           /* STEP: samples processed in the step (-1 if absent) */
     int64_t size;              /* QUEUE: elements in the queue */

@@ -384,46 +384,13 @@ static struct live_step *list_find_num(struct live_steplist *l, int64_t num)
     return NULL;
 }
 
-/* Reads phases {"dataloader":us,"forward":us,...}: the sums the points need. */
-static void parse_phases(const char *p, size_t n, struct live_step *s)
+/* The sums the points need from the record's phases (decoded by core/decode.h; -1: absent). */
+static void step_phases(const struct record_phases *ph, struct live_step *s)
 {
-    int64_t data = 0, fwd = 0, bwd = 0;
-    bool have = false;
-    size_t i = 0;
-    while (i < n) {
-        const char *q = memchr(p + i, '"', n - i);
-        if (!q)
-            break;
-        size_t ks = (size_t)(q - p) + 1;
-        const char *qe = memchr(p + ks, '"', n - ks);
-        if (!qe)
-            break;
-        size_t ke = (size_t)(qe - p);
-        size_t v = ke + 1;
-        while (v < n && (p[v] == ' ' || p[v] == ':' || p[v] == '\t'))
-            v++;
-        size_t ve = v;
-        while (ve < n && p[ve] != ',' && p[ve] != '}')
-            ve++;
-        int64_t ns;
-        if (num_us_to_ns(p + v, ve - v, &ns) == 0) {
-            const char *k = p + ks;
-            size_t kl = ke - ks;
-            if (kl == 10 && memcmp(k, "dataloader", 10) == 0) {
-                data = ns;
-                have = true;
-            } else if (kl == 7 && memcmp(k, "forward", 7) == 0) {
-                fwd = ns;
-                have = true;
-            } else if (kl == 8 && memcmp(k, "backward", 8) == 0) {
-                bwd = ns;
-                have = true;
-            }
-        }
-        i = ve + 1;
-    }
-    s->has_phases = have && (fwd > 0 || bwd > 0);
-    s->ph_data_ns = data;
+    int64_t fwd = ph->forward_ns > 0 ? ph->forward_ns : 0;
+    int64_t bwd = ph->backward_ns > 0 ? ph->backward_ns : 0;
+    s->has_phases = fwd > 0 || bwd > 0;
+    s->ph_data_ns = ph->dataloader_ns > 0 ? ph->dataloader_ns : 0;
     s->ph_fwdbwd_ns = fwd + bwd;
 }
 
@@ -438,8 +405,7 @@ void live__feed_step_record(struct live_rank *rk, const struct record *r)
     s.end_ns = r->ts_ns + (r->dur_ns > 0 ? r->dur_ns : 0);
     s.samples = r->samples;
     s.from_record = true;
-    if (r->phases.len)
-        parse_phases(r->phases.ptr, r->phases.len, &s);
+    step_phases(&r->phase_ns, &s);
     struct live_step *old = list_find_num(l, s.step);
     const struct live_step *range = list_find_num(&rk->lists[LIST_SPAN], s.step);
     s.profiled = range != NULL;

@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "../../lib/num.h"
+#include "../core/decode.h"
 #include "store_int.h"
 
 /* ---- the pool ---- */
@@ -872,6 +873,7 @@ static void record_blank(struct record *rec, enum record_kind kind)
     rec->external_id = -1;
     rec->dispatch_ns = -1;
     rec->exec_ns = -1;
+    rec->phase_ns = (struct record_phases){-1, -1, -1};
 }
 
 /* Text column col as a record_text (empty when NULL); borrowed until the next step. */
@@ -891,6 +893,7 @@ static void fill_step(sqlite3_stmt *s, struct record *rec)
     rec->dur_ns = sqlite3_column_int64(s, 3) - rec->ts_ns;
     rec->samples = sqlite3_column_int64(s, 4);
     rec->phases = column_text(s, 5);
+    decode_phases(rec->phases.ptr, rec->phases.len, &rec->phase_ns);
 }
 
 static void fill_queue(sqlite3_stmt *s, struct record *rec)

@@ -401,33 +401,6 @@ struct bench_scan {
     int err;
 };
 
-/* phases.dataloader (µs) of a step record in ns, or -1. */
-static int64_t phase_dataloader(struct record_text ph)
-{
-    static const char key[] = "\"dataloader\"";
-    if (ph.len < sizeof key)
-        return -1;
-    const char *p = NULL;
-    for (size_t i = 0; i + sizeof key - 1 <= ph.len && !p; i++)
-        if (memcmp(ph.ptr + i, key, sizeof key - 1) == 0)
-            p = ph.ptr + i + sizeof key - 1;
-    if (!p)
-        return -1;
-    const char *end = ph.ptr + ph.len;
-    while (p < end && (*p == ' ' || *p == ':' || *p == '\t'))
-        p++;
-    char num[40];
-    size_t n = 0;
-    while (p < end && n < sizeof num - 1 && strchr("0123456789.eE+-", *p))
-        num[n++] = *p++;
-    num[n] = '\0';
-    char *e;
-    double v = strtod(num, &e);
-    if (n == 0 || *e || !(v >= 0) || v > 9e15)
-        return -1;
-    return (int64_t)llround(v * 1000);
-}
-
 static int bench_push(struct bench_scan *s, struct analyse_bench_step st)
 {
     if (s->n == s->cap) {
@@ -448,7 +421,7 @@ static int on_bench_step(void *ud, int64_t rank, const struct record *rec)
     if (rank != s->rank || rec->step < s->first || rec->step > s->last)
         return 0;
     s->err = bench_push(s, (struct analyse_bench_step){rec->step, rec->dur_ns,
-                                                       phase_dataloader(rec->phases),
+                                                       rec->phase_ns.dataloader_ns,
                                                        rec->samples});
     return s->err < 0;
 }

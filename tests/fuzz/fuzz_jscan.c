@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Differential fuzz target: the ingest decoder (daemon/ingest/decode.c on the hand-written jscan
- * scanner) against the simdjson 3.0.1 decoder it replaced (oracle_simdjson.cc, compiled into this
+ * Differential fuzz target: the record decoder (daemon/core/decode.c on lib/json's hand-written
+ * scanner, born as ingest's jscan) against the simdjson 3.0.1 decoder it replaced (oracle_simdjson.cc, compiled into this
  * target only). The input is split at '\n'; every line, placed as lbuf leaves it (NUL, then
  * exactly LBUF_PADDING readable bytes, so ASan sees any over-read), goes through both record
  * decoders and both hello decoders, and the two must agree on the result code and, on success,
  * on every field: kind, ph, ts, dur, step, samples, size, capacity, CPU figures, RSS, the args
- * links (correlation, External id: first occurrence, numbers only), the bytes of
+ * links (correlation, External id: first occurrence, numbers only), the typed phases (dataloader,
+ * forward, backward: likewise, names compared unescaped), the bytes of
  * name, cat, pid, tid and phases, where each of those points (into the line at the same offset,
  * or into the arena), how much arena each used, and every hello field.
  *
@@ -223,6 +224,10 @@ static void compare_record(const char *line, size_t len, bool exempt, bool *ret_
     CHECK(same_text(rn.pid, arena_new, ro.pid, arena_old, line, len), "pid");
     CHECK(same_text(rn.tid, arena_new, ro.tid, arena_old, line, len), "tid");
     CHECK(same_text(rn.phases, arena_new, ro.phases, arena_old, line, len), "phases");
+    CHECK(rn.phase_ns.dataloader_ns == ro.phase_ns.dataloader_ns &&
+              rn.phase_ns.forward_ns == ro.phase_ns.forward_ns &&
+              rn.phase_ns.backward_ns == ro.phase_ns.backward_ns,
+          "phase_ns");
     CHECK(rn.step == ro.step, "step");
     CHECK(rn.samples == ro.samples, "samples");
     CHECK(rn.size == ro.size, "size");

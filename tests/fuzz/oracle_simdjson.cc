@@ -72,6 +72,9 @@ enum field_id {
     F_ID,
     F_STATE,
     F_REASON,
+    F_PHASE_DATALOADER, /* phases.dataloader: filled by walk_object() through the phases slot */
+    F_PHASE_FORWARD,    /* phases.forward, likewise */
+    F_PHASE_BACKWARD,   /* phases.backward, likewise */
     F_RECORD_COUNT,
 };
 
@@ -106,6 +109,7 @@ struct ctx {
     struct json_arena *a;
     char *msg;
     int status; /* why the last helper returned false */
+    bool record = false; /* scanning a record line: the slots are record_key()'s */
 };
 
 DECODE_PRINTF(3, 4) bool fail(ctx &c, int status, const char *fmt, ...)
@@ -236,8 +240,11 @@ bool key_text(ctx &c, od::field &f, std::string_view *ret)
 bool walk(ctx &c, od::value &v, int depth);
 
 /* links (NULL unless walking a trace event's args): the slots of "correlation" and
- * "External id", in that order, each taking its key's first occurrence when a number. */
-bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nullptr)
+ * "External id", in that order, each taking its key's first occurrence when a number.
+ * phase_vals (NULL unless walking a step's phases): those of "dataloader", "forward" and
+ * "backward", each taking its key's first occurrence when a number >= 0. */
+bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nullptr,
+                 slot *phase_vals = nullptr)
 {
     if (depth >= JSON_DEPTH_MAX)
         return fail(c, DECODE_MALFORMED, "nested deeper than %d", JSON_DEPTH_MAX);
@@ -262,6 +269,20 @@ bool walk_object(ctx &c, od::value &v, int depth, slot *phases, slot *links = nu
                 return fail_json(c, e);
             if (t != od::json_type::number || fv.raw_json_token()[0] == '-')
                 phases->bad = true;
+        }
+        if (phase_vals && (k == "dataloader" || k == "forward" || k == "backward")) {
+            slot &l = phase_vals[k == "dataloader" ? 0 : k == "forward" ? 1 : 2];
+            od::json_type t;
+            e = fv.type().get(t);
+            if (e)
+                return fail_json(c, e);
+            std::string_view raw = trim(fv.raw_json_token());
+            if (!l.present && t == od::json_type::number && raw[0] != '-') {
+                l.p = raw.data();
+                l.n = raw.size();
+                l.type = t;
+            }
+            l.present = true;
         }
         if (links && (k == "correlation" || k == "External id")) {
             slot &l = links[k == "correlation" ? 0 : 1];
@@ -481,7 +502,9 @@ bool fill_slot(ctx &c, od::value &v, slot &s, int id, int depth)
             return walk_object(c, v, depth, nullptr);
         /* Keep the object's raw text: from its '{' to the '}' before the next token. */
         const char *start = v.raw_json_token().data();
-        if (!walk_object(c, v, depth, &s))
+        /* The phase slots are the record slot array's (a hello's "env" shares the id). */
+        if (!walk_object(c, v, depth, &s, nullptr,
+                         c.record ? &s - F_PHASES + F_PHASE_DATALOADER : nullptr))
             return false;
         const char *end;
         e = c.doc->current_location().get(end);
@@ -622,6 +645,16 @@ int64_t link_id(const slot &l)
     return v;
 }
 
+/* A phase's time: a number >= 0 of µs as core/num reads it, in ns, else -1 (decode.c's rule). */
+int64_t phase_ns(const slot &l)
+{
+    int64_t ns;
+    if (!l.present || l.type != od::json_type::number || num_us_to_ns(l.p, l.n, &ns) < 0 ||
+        ns < 0)
+        return -1;
+    return ns;
+}
+
 bool build_trace(ctx &c, const slot *s, struct record *r)
 {
     const slot &ph = s[F_PH];
@@ -687,6 +720,8 @@ bool build_step(ctx &c, const slot *s, struct record *r)
                         "\"phases\" must be an object of durations >= 0");
         r->phases.ptr = ph.p;
         r->phases.len = ph.n;
+        r->phase_ns = {phase_ns(s[F_PHASE_DATALOADER]), phase_ns(s[F_PHASE_FORWARD]),
+                       phase_ns(s[F_PHASE_BACKWARD])};
     }
     return true;
 }
@@ -747,7 +782,7 @@ bool build_capture(ctx &c, const slot *s, struct record *r)
 int decode_record(oracle_decoder *d, const char *line, size_t len, struct json_arena *a,
                   struct record *ret, char *msg)
 {
-    ctx c{nullptr, a, msg, DECODE_MALFORMED};
+    ctx c{nullptr, a, msg, DECODE_MALFORMED, true};
     slot s[F_RECORD_COUNT] = {};
     if (!scan_line(c, d->parser, line, len, s, record_key))
         return c.status;
@@ -764,6 +799,7 @@ int decode_record(oracle_decoder *d, const char *line, size_t len, struct json_a
     ret->rss_bytes = -1;
     ret->correlation = -1;
     ret->external_id = -1;
+    ret->phase_ns = {-1, -1, -1};
     bool ok;
     if (s[F_PH].present) {
         ok = build_trace(c, s, ret);

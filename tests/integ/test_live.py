@@ -6,6 +6,8 @@ import csv
 import io
 import signal
 
+import pytest
+
 from ssclient import Client
 
 T0 = 1000000  # us
@@ -169,3 +171,40 @@ def test_live_bad_parameters(daemon):
         daemon.get_json("/api/v1/jobs/nosuch/steps", status=404)
     finally:
         c.close()
+
+
+# Phases whose names are escaped (a JSON string may spell "forward" as "forw\u0061rd"), with
+# blanks around the values: the same phases to every reader. Sent raw, as a client's encoder may.
+ESCAPED = [
+    '{"type":"step","step":1,"begin_us":%d,"end_us":%d,"samples":8,'
+    '"phases":{"d\\u0061taloader":10,"forw\\u0061rd":50,"b\\u0061ckward":100}}' % (T0, T0 + 200),
+    '{"type":"step","step":2,"begin_us":%d,"end_us":%d,"samples":8,'
+    '"phases":{ "dataloader" : 20 , "forward" : 60 , "backward" : 90 }}' % (T0 + 200, T0 + 400),
+]
+
+
+def test_live_phases_with_escaped_names_and_blanks(daemon):
+    """Before the record decoder read the phases, live scanned their text for quotes and /benchmark
+    searched it for '"dataloader"': both missed the escaped names, so step 1 had no points
+    ("source": "none"). Step 2 (blanks around the values) read right before and must still."""
+    with Client(daemon.socket) as c:
+        c.hello("esc", rank=0)
+        c.send_lines(ESCAPED)
+        c.wait_ack(len(ESCAPED))
+        b = base(daemon, "esc")
+        daemon.wait_for("esc steps", lambda: daemon.get_json(b + "/steps")["total"] == 2)
+
+        def answers():
+            rows = daemon.get_json(b + "/steps")["rows"]
+            bench = daemon.get_json(b + "/benchmark?skip=0")
+            return ([(r["step"], r["source"], r["interval_us"], r["fp_bp_us"], r["tail_us"])
+                     for r in rows],
+                    {r["name"]: r["avg"] for r in bench["rows"]})
+
+        live = answers()
+        assert live[0] == [(1, "phases", 10, 150, 40), (2, "phases", 20, 150, 30)]
+        assert live[1]["reader_cost"] == pytest.approx(15e-6)
+    # After a restart live is the store's replay, which decodes the stored phases.
+    daemon.stop(signal.SIGTERM)
+    daemon.start()
+    assert answers() == live

@@ -252,12 +252,60 @@ START_TEST(test_decode_record_step)
     ck_assert_int_eq(r.dur_ns, 16499750);
     ck_assert_int_eq(r.samples, 256);
     ck_assert(text_eq(r.phases, "{\"dataloader\":1200,\"forward\":5300.5}"));
+    ck_assert_int_eq(r.phase_ns.dataloader_ns, 1200000);
+    ck_assert_int_eq(r.phase_ns.forward_ns, 5300500);
+    ck_assert_int_eq(r.phase_ns.backward_ns, -1);
 
     ck_assert_int_eq(decode("{\"type\":\"step\",\"step\":0,\"begin_us\":1,\"end_us\":1}", &r, msg),
                      DECODE_OK);
     ck_assert_int_eq(r.samples, -1);
     ck_assert_uint_eq(r.phases.len, 0);
+    ck_assert_int_eq(r.phase_ns.dataloader_ns, -1);
+    ck_assert_int_eq(r.phase_ns.forward_ns, -1);
     ck_assert_int_eq(r.dur_ns, 0);
+}
+END_TEST
+
+/* The phases' names are JSON strings: an escaped name is the same name, blanks around a value
+ * are blanks, a name holding an escaped quote is one name, and the first occurrence counts;
+ * decode_phases() reads the stored object text alike. */
+START_TEST(test_decode_record_step_phases_typed)
+{
+    static const struct {
+        const char *phases;
+        int64_t data, fwd, bwd;
+    } cases[] = {
+        {"{\"dataloader\":10,\"forw\\u0061rd\":50,\"b\\u0061ckward\":100}", 10000, 50000, 100000},
+        {"{ \"dataloader\" : 20 , \"forward\" : 60 , \"backward\" : 90 }", 20000, 60000, 90000},
+        {"{\"note \\\"forward\\\"\":7,\"forward\":1.5}", -1, 1500, -1},
+        {"{\"forward\":1,\"forward\":2,\"optimizer\":3}", -1, 1000, -1},
+        {"{\"forward\":1e30}", -1, -1, -1},
+        {"{}", -1, -1, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "{\"type\":\"step\",\"step\":1,\"begin_us\":1,\"end_us\":2,\"phases\":%s}",
+                 cases[i].phases);
+        struct record r;
+        char msg[DECODE_MSG_MAX];
+        ck_assert_msg(decode(line, &r, msg) == DECODE_OK, "%s: %s", line, msg);
+        ck_assert_msg(r.phase_ns.dataloader_ns == cases[i].data &&
+                          r.phase_ns.forward_ns == cases[i].fwd &&
+                          r.phase_ns.backward_ns == cases[i].bwd,
+                      "%s: %lld %lld %lld", cases[i].phases, (long long)r.phase_ns.dataloader_ns,
+                      (long long)r.phase_ns.forward_ns, (long long)r.phase_ns.backward_ns);
+        struct record_phases st;
+        decode_phases(r.phases.ptr, r.phases.len, &st);
+        ck_assert_msg(st.dataloader_ns == cases[i].data && st.forward_ns == cases[i].fwd &&
+                          st.backward_ns == cases[i].bwd,
+                      "stored %s", cases[i].phases);
+    }
+    struct record_phases st;
+    decode_phases("", 0, &st);
+    ck_assert_int_eq(st.forward_ns, -1);
+    decode_phases("{\"forward\":1", 12, &st); /* cut short */
+    ck_assert_int_eq(st.forward_ns, -1);
 }
 END_TEST
 
@@ -1299,6 +1347,7 @@ static Suite *ingest_suite(void)
     tcase_add_loop_test(tc, test_decode_record_table, 0,
                         (int)(sizeof decode_cases / sizeof decode_cases[0]));
     tcase_add_test(tc, test_decode_record_step);
+    tcase_add_test(tc, test_decode_record_step_phases_typed);
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_trace_links);
     tcase_add_test(tc, test_decode_hello_line_public);

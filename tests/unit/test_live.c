@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../daemon/core/decode.h"
 #include "../../daemon/live/live.h"
 #include "../../lib/clock.h"
 #include "../../daemon/live/live_query.h"
@@ -46,6 +47,7 @@ static struct record step(int64_t n, int64_t begin_us, int64_t end_us, const cha
     r.samples = 32;
     if (phases)
         r.phases = (struct record_text){phases, strlen(phases)};
+    decode_phases(r.phases.ptr, r.phases.len, &r.phase_ns); /* as the decoder or the store */
     return r;
 }
 
