@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stepscoped: the daemon. This is the only file that sees every module: it reads the
- * configuration (defaults < file < environment < command line), opens the store, binds the
- * ingest socket and the HTTP server, and wires them together on one libuv loop:
+ * stepscoped: the daemon. This is the only file that sees every module, and it only wires them:
+ * it has daemon/options read the configuration (defaults < file < environment < command line)
+ * and the rule files, opens the store, binds the ingest socket and the HTTP server, and wires
+ * them together on one libuv loop:
  *
  *   ingest --on_hello/sink/on_close--> store --on_durable (writer thread)--> uv_async
  *          <------------- ingest_ack(stream, next_seq) <--- store_collect_durable
  *
- * Every batch also goes to daemon/live (live_feed(), by the session's job and rank), whose
- * snapshots the flush timer republishes for the HTTP threads; at start-up, before the loop runs
- * and so before any client is served, the store's steps and trace events are replayed into it.
+ * Every batch also goes to daemon/live (live_feed(), by the job and rank daemon/sessions holds for
+ * the session), whose snapshots the flush timer republishes for the HTTP threads; at start-up,
+ * before the loop runs and so before any client is served, daemon/replay feeds it the store.
+ * HTTP threads reach the loop through daemon/loopcall (a job's deletion, an evicted job's reload)
+ * and the capture registry (daemon/capture).
  *
  * Backpressure closes the loop: when store_append() says the store is above its watermark,
  * ingest stops reading; each commit wakes the loop, which resumes reading once the backlog has
@@ -17,7 +20,6 @@
  * acks, closes the connections, and only then closes the store.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,6 +44,7 @@
 #include "live/live.h"
 #include "live/live_query.h"
 #include "loopcall/loopcall.h"
+#include "options/options.h"
 #include "replay/replay.h"
 #include "sessions/sessions.h"
 #include "store/store.h"
@@ -51,20 +54,8 @@
 
 extern char **environ;
 
-/* Exit codes, documented in --help and README.md. */
-enum {
-    EXIT_OK = 0,
-    EXIT_RUNTIME = 1,   /* failed while running */
-    EXIT_USAGE = 2,     /* bad command line or configuration */
-    EXIT_BUSY = 3,      /* another daemon is live on the socket or holds the data dir */
-    EXIT_DATA_DIR = 4,  /* data dir unusable: read-only, corrupt, newer schema */
-    EXIT_HTTP = 5,      /* cannot bind the HTTP address */
-};
-
 #define SHUTDOWN_DRAIN_NS (10LL * 1000 * 1000 * 1000) /* give up committing after this */
 #define LIVE_PUBLISH_NS (100LL * 1000 * 1000) /* live snapshots are rebuilt at most this often */
-#define FLAG_NAME_MAX 64        /* longest --flag made from a config key, + 1 */
-#define HELPER_RULES_MAX_BYTES (1 << 20) /* a longer helper_rules file is refused */
 #define CAPTURE_EXPIRE_TICK_NS 250000000LL /* pending captures are checked for expiry this often */
 #define DELETE_WAIT_NS (10LL * 1000 * 1000 * 1000) /* a job deletion waits this long for the loop,
                                                      * then as long again for its commit */
@@ -606,256 +597,6 @@ static void absolute_path(const char *path, char *out, size_t size)
     memcpy(out + k + 1, path, n + 1);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: stepscoped [OPTION]...\n"
-            "Collects step traces, operator records, data-queue depths and timelines from\n"
-            "training processes over a Unix socket, and serves them over HTTP.\n"
-            "\n"
-            "  --config FILE        read options from FILE (also $STEPSCOPE_CONFIG)\n"
-            "  -h, --help           show this help and exit\n"
-            "  -V, --version        show the version and exit\n");
-    for (const struct config_option *o = config_options; o->name; o++) {
-        char flag[64];
-        size_t k = 0;
-        for (const char *p = o->name; *p && k + 1 < sizeof flag; p++)
-            flag[k++] = *p == '_' ? '-' : *p;
-        flag[k] = '\0';
-        char env[64];
-        k = 0;
-        for (const char *p = o->name; *p && k + 1 < sizeof env; p++)
-            env[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
-        env[k] = '\0';
-        fprintf(f, "  --%-18s %s\n  %20s (env STEPSCOPE_%s; default %s)\n", flag, o->doc, "", env,
-                !o->def ? "see below" : o->def[0] ? o->def : "none");
-    }
-    fprintf(f,
-            "\n"
-            "Defaults: socket $XDG_RUNTIME_DIR/stepscope.sock, else /tmp/stepscope-$UID.sock;\n"
-            "data-dir $XDG_STATE_HOME/stepscope, else ~/.local/state/stepscope.\n"
-            "Precedence: command line > environment > config file > default.\n"
-            "\n"
-            "Exit status: 0 stopped cleanly; 1 runtime error; 2 bad usage or configuration;\n"
-            "3 another stepscoped is live on the socket or holds the data dir; 4 data dir\n"
-            "unusable (read-only, corrupt, newer schema); 5 cannot bind the HTTP address.\n");
-}
-
-static int parse_args_with(int argc, char **argv, struct config *cfg, struct option *opts,
-                           char (*names)[FLAG_NAME_MAX]);
-
-/* Applies the command line over the other sources. Returns EXIT_OK, or an exit code to leave
- * with (-1 for "exit 0 now": --help, --version). */
-
-static int parse_args(int argc, char **argv, struct config *cfg)
-{
-    size_t n_cfg = 0;
-    while (config_options[n_cfg].name)
-        n_cfg++;
-    /* Sized from the table, so a new config key always gets its --flag. */
-    struct option *opts = calloc(n_cfg + 4, sizeof *opts);
-    char (*names)[FLAG_NAME_MAX] = calloc(n_cfg + 1, sizeof *names);
-    int r;
-    if (!opts || !names) {
-        fputs("stepscoped: out of memory\n", stderr);
-        r = EXIT_RUNTIME;
-    } else {
-        r = parse_args_with(argc, argv, cfg, opts, names);
-    }
-    free(opts);
-    free(names);
-    return r;
-}
-
-static int parse_args_with(int argc, char **argv, struct config *cfg, struct option *opts,
-                           char (*names)[FLAG_NAME_MAX])
-{
-    int n = 0;
-    for (const struct config_option *o = config_options; o->name; o++, n++) {
-        size_t k = 0;
-        if (strlen(o->name) >= FLAG_NAME_MAX) {
-            fprintf(stderr, "stepscoped: config key %s is too long for a flag\n", o->name);
-            return EXIT_RUNTIME;
-        }
-        for (const char *p = o->name; *p; p++)
-            names[n][k++] = *p == '_' ? '-' : *p;
-        names[n][k] = '\0';
-        opts[n] = (struct option){names[n], required_argument, NULL, 1000 + n};
-    }
-    opts[n++] = (struct option){"config", required_argument, NULL, 'c'};
-    opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
-    opts[n] = (struct option){NULL, 0, NULL, 0};
-
-    /* First pass: only --config, --help and --version, because the file must be applied before
-     * the environment and both before the other flags. */
-    const char *config_path = config_env_get(environ, "STEPSCOPE_CONFIG");
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return -1;
-        }
-        if (c == 'V') {
-            printf("stepscoped %s\n", STEPSCOPE_VERSION);
-            return -1;
-        }
-        if (c == 'c')
-            config_path = optarg;
-        if (c == '?' || c == ':') {
-            fprintf(stderr, "stepscoped: %s: unknown option or missing value (see --help)\n",
-                    argv[optind - 1]);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "stepscoped: unexpected argument \"%s\" (see --help)\n", argv[optind]);
-        return EXIT_USAGE;
-    }
-    char err[CONFIG_ERR_MAX];
-    if (config_path && config_path[0] && config_load_file(cfg, config_path, err) < 0) {
-        fprintf(stderr, "stepscoped: config: %s\n", err);
-        return EXIT_USAGE;
-    }
-    if (config_load_env(cfg, environ, err) < 0) {
-        fprintf(stderr, "stepscoped: environment: %s\n", err);
-        return EXIT_USAGE;
-    }
-    optind = 0; /* glibc: 0 restarts scanning from scratch */
-    while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
-        if (c < 1000)
-            continue;
-        const char *key = config_options[c - 1000].name;
-        if (config_set(cfg, key, optarg, err) < 0) {
-            fprintf(stderr, "stepscoped: --%s: %s\n", names[c - 1000], err);
-            return EXIT_USAGE;
-        }
-    }
-    return EXIT_OK;
-}
-
-static int check_config(struct config *cfg)
-{
-    char err[CONFIG_ERR_MAX];
-    if (config_load_token(cfg, err) < 0) {
-        fprintf(stderr, "stepscoped: auth_token_file: %s\n", err);
-        return EXIT_USAGE;
-    }
-    if (!cfg->auth_token[0] && !config_http_is_loopback(cfg->http)) {
-        fprintf(stderr,
-                "stepscoped: http %s is not a loopback address: serving it needs an auth token "
-                "(--auth-token-file FILE, $STEPSCOPE_AUTH_TOKEN or auth_token_file in the "
-                "config file); refusing to start\n",
-                cfg->http);
-        return EXIT_USAGE;
-    }
-    /* sun_path is 108 bytes on Linux, NUL included; libuv 1.44 would truncate silently. */
-    if (strlen(cfg->socket) >= 108) {
-        fprintf(stderr,
-                "stepscoped: socket path is %zu bytes, longer than the 107 a Unix socket allows: "
-                "%s\n",
-                strlen(cfg->socket), cfg->socket);
-        return EXIT_USAGE;
-    }
-    return EXIT_OK;
-}
-
-/* Fills *ret with the helper's defaults overridden by the file at path ("": none). Returns
- * EXIT_OK, or EXIT_USAGE after saying on stderr what is wrong (a bad line by its number). */
-static int load_helper_rules(const char *path, struct analyse_helper_rules *ret)
-{
-    analyse_helper_rules_default(ret);
-    if (!path[0])
-        return EXIT_OK;
-    int code = EXIT_USAGE;
-    char *text = malloc(HELPER_RULES_MAX_BYTES + 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || !text) {
-        fprintf(stderr, "stepscoped: helper_rules %s: %s\n", path,
-                strerror(text ? errno : ENOMEM));
-        goto out;
-    }
-    size_t n = fread(text, 1, HELPER_RULES_MAX_BYTES + 1, f);
-    if (ferror(f) || n > HELPER_RULES_MAX_BYTES) {
-        fprintf(stderr, "stepscoped: helper_rules %s: %s\n", path,
-                ferror(f) ? "read error" : "longer than 1 MiB");
-        goto out;
-    }
-    size_t bad_line = 0;
-    if (analyse_helper_rules_parse(text, n, ret, &bad_line) < 0) {
-        fprintf(stderr,
-                "stepscoped: helper_rules %s: line %zu: unknown key, bad value or no '=' (keys "
-                "and values: docs/ANALYSIS.md, \"Helper and ranks\")\n",
-                path, bad_line);
-        goto out;
-    }
-    code = EXIT_OK;
-out:
-    if (f)
-        fclose(f);
-    free(text);
-    return code;
-}
-
-/* Parses the role rules file at path ("": none, *ret = NULL) into *ret. Returns EXIT_OK, or
- * EXIT_USAGE after saying on stderr what is wrong (a bad line by its number). */
-static int load_role_rules(const char *path, struct analyse_rules **ret)
-{
-    *ret = NULL;
-    if (!path[0])
-        return EXIT_OK;
-    int code = EXIT_USAGE;
-    char *text = malloc(HELPER_RULES_MAX_BYTES + 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || !text) {
-        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path, strerror(text ? errno : ENOMEM));
-        goto out;
-    }
-    size_t n = fread(text, 1, HELPER_RULES_MAX_BYTES + 1, f);
-    if (ferror(f) || n > HELPER_RULES_MAX_BYTES) {
-        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path,
-                ferror(f) ? "read error" : "longer than 1 MiB");
-        goto out;
-    }
-    size_t bad_line = 0;
-    int r = analyse_rules_parse(text, n, ret, &bad_line);
-    if (r == -ENOMEM) {
-        fprintf(stderr, "stepscoped: role_rules %s: %s\n", path, strerror(ENOMEM));
-        goto out;
-    }
-    if (r < 0) {
-        fprintf(stderr,
-                "stepscoped: role_rules %s: line %zu: bad rule (syntax: docs/ANALYSIS.md, "
-                "\"Rules syntax\")\n",
-                path, bad_line);
-        goto out;
-    }
-    code = EXIT_OK;
-out:
-    if (f)
-        fclose(f);
-    free(text);
-    return code;
-}
-
-/* The compiled-in dashboard directory: the installed one, unless this executable runs from inside
- * the build directory that assembled its own copy (meson.build, static_dir). */
-static const char *default_static_dir(void)
-{
-    char exe[CONFIG_PATH_MAX], root[PATH_MAX];
-    if (!STEPSCOPE_BUILD_STATIC_DIR[0] || !realpath(STEPSCOPE_BUILD_ROOT, root))
-        return STEPSCOPE_STATIC_DIR;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* resolved, as root is */
-    if (n <= 0)
-        return STEPSCOPE_STATIC_DIR;
-    exe[n] = '\0';
-    size_t k = strlen(root);
-    if (strncmp(exe, root, k) == 0 && exe[k] == '/')
-        return STEPSCOPE_BUILD_STATIC_DIR;
-    return STEPSCOPE_STATIC_DIR;
-}
-
 static int store_exit_code(int r)
 {
     return r == -EBUSY ? EXIT_BUSY : EXIT_DATA_DIR;
@@ -892,17 +633,17 @@ int main(int argc, char **argv)
 {
     static struct daemon d; /* static: zeroed, and stats live as long as any thread */
     int code;
-    config_init(&d.cfg, environ, (unsigned)getuid(), default_static_dir());
-    code = parse_args(argc, argv, &d.cfg);
+    config_init(&d.cfg, environ, (unsigned)getuid(), options_default_static_dir());
+    code = options_parse(argc, argv, environ, &d.cfg);
     if (code != EXIT_OK)
         return code < 0 ? EXIT_OK : code;
-    code = check_config(&d.cfg);
+    code = options_check(&d.cfg);
     if (code != EXIT_OK)
         return code;
-    code = load_helper_rules(d.cfg.helper_rules, &d.helper_rules);
+    code = options_load_helper_rules(d.cfg.helper_rules, &d.helper_rules);
     if (code != EXIT_OK)
         return code;
-    code = load_role_rules(d.cfg.role_rules, &d.role_rules);
+    code = options_load_role_rules(d.cfg.role_rules, &d.role_rules);
     if (code != EXIT_OK)
         return code;
     enum log_level level = LOG_LEVEL_INFO;
