@@ -180,11 +180,24 @@ struct analyse_st_points {
     size_t bp_name_len;
 };
 
+/* The roles analyse_steptrace_points() takes for operators (ANALYSE_ROLE_BIT()s), and every role
+ * it reads: those, the data fetch's and the step span's. A caller that keeps a step's spans for
+ * it (daemon/live) keeps the spans of ANALYSE_ST_ROLES. */
+#define ANALYSE_ST_ROLES_OPERATOR                                                                   \
+    (ANALYSE_ROLE_BIT(ANALYSE_ROLE_HOST_OP) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_KERNEL) |              \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_FORWARD) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_BACKWARD) |             \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_OPTIMIZER) | ANALYSE_ROLE_BIT(ANALYSE_ROLE_COMMUNICATION) |      \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_OTHER))
+#define ANALYSE_ST_ROLES                                                                            \
+    (ANALYSE_ST_ROLES_OPERATOR | ANALYSE_ROLE_BIT(ANALYSE_ROLE_DATALOADER) |                       \
+     ANALYSE_ROLE_BIT(ANALYSE_ROLE_STEP))
+
 /* Derives the points of one step from its spans in execution order, for frameworks without
- * Ascend step points. Operators are spans of role HOST_OP, KERNEL, FORWARD, BACKWARD,
- * OPTIMIZER, COMMUNICATION or OTHER (minus data fetches). The data fetch is the first span of
- * role DATALOADER or whose name contains "GetNext" or "DataLoader"; a communication op has role
- * COMMUNICATION or a name containing "AllReduce", "allreduce", "all_reduce", "nccl" or "hcom".
+ * Ascend step points. Operators are spans of a role in ANALYSE_ST_ROLES_OPERATOR (HOST_OP,
+ * KERNEL, FORWARD, BACKWARD, OPTIMIZER, COMMUNICATION, OTHER) minus data fetches. The data fetch
+ * is the first span of role DATALOADER or whose name contains "GetNext" or "DataLoader"; a
+ * communication op has role COMMUNICATION or a name containing "AllReduce", "allreduce",
+ * "all_reduce", "nccl" or "hcom".
  * FP = the first operator starting at or after the data fetch's end, else the first operator;
  * BP = the last non-communication operator starting before the last communication op starts,
  * else the last operator. An override (o may be NULL) selects by exact name: FP at the first

@@ -498,18 +498,7 @@ static bool is_comm(const struct st_spans *ss, size_t i)
 
 static bool is_operator(const struct st_spans *ss, size_t i)
 {
-    switch (ss->v[i].role) {
-    case ANALYSE_ROLE_HOST_OP:
-    case ANALYSE_ROLE_KERNEL:
-    case ANALYSE_ROLE_FORWARD:
-    case ANALYSE_ROLE_BACKWARD:
-    case ANALYSE_ROLE_OPTIMIZER:
-    case ANALYSE_ROLE_COMMUNICATION:
-    case ANALYSE_ROLE_OTHER:
-        return !is_data_fetch(ss, i);
-    default:
-        return false;
-    }
+    return (ANALYSE_ST_ROLES_OPERATOR & ANALYSE_ROLE_BIT(ss->v[i].role)) && !is_data_fetch(ss, i);
 }
 
 int analyse_steptrace_comm_from_spans(const struct analyse_span *spans, size_t n,

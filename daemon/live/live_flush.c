@@ -11,26 +11,8 @@
 
 #include "../analyse/analyse_ops.h"
 #include "../analyse/analyse_roles.h"
+#include "../analyse/analyse_steptrace.h"
 #include "live_int.h"
-
-/* The roles analyse_steptrace_points() looks at. */
-static bool role_for_steps(unsigned role)
-{
-    switch ((enum analyse_role)role) {
-    case ANALYSE_ROLE_HOST_OP:
-    case ANALYSE_ROLE_KERNEL:
-    case ANALYSE_ROLE_FORWARD:
-    case ANALYSE_ROLE_BACKWARD:
-    case ANALYSE_ROLE_OPTIMIZER:
-    case ANALYSE_ROLE_COMMUNICATION:
-    case ANALYSE_ROLE_OTHER:
-    case ANALYSE_ROLE_DATALOADER:
-    case ANALYSE_ROLE_STEP:
-        return true;
-    default:
-        return false;
-    }
-}
 
 static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -69,7 +51,7 @@ static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
                           &rk->other, &rk->c.stack_dropped);
         for (size_t i = 0; i < rk->n_batch; i++) {
             const struct analyse_op_span *sp = &rk->batch[i];
-            if (role_for_steps(sp->role)) {
+            if (ANALYSE_ST_ROLES & ANALYSE_ROLE_BIT(sp->role)) {
                 live__record_add_span(rk, sp);
                 live__list_add_span(&rk->lists[LIST_SPAN], sp, &rk->c);
             }
