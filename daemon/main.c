@@ -772,7 +772,7 @@ int main(int argc, char **argv)
     const struct web_jobs jobs = {.remove = web_job_delete, .ud = &d};
     /* Before the web server: /stats shows the backlog from the first answer. */
     char cerr[CLUSTER_ERR_MAX] = "";
-    r = cluster_start_config(&d.cfg, d.store, &d.stats, &d.cluster, cerr);
+    r = cluster_start_config(&d.cfg, d.store, d.live, &d.stats, &d.cluster, cerr);
     if (r < 0) {
         fprintf(stderr, "stepscoped: %s\n", cerr);
         code = EXIT_USAGE;

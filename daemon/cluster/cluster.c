@@ -22,6 +22,8 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/log.h"
+#include "../live/live.h"
+#include "../live/live_query.h"
 #include "../store/store.h"
 #include "../store/store_ship.h"
 #include "cluster_int.h"
@@ -34,14 +36,26 @@
 /* The INSERTs, one per table; the columns in the order the encoders below write them. These and
  * schema/NNNN_name.sql are the only ClickHouse SQL of the daemon; tests/cluster/test_schema.py runs them
  * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
-enum { PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT };
-static const char *const insert_sql[PART_COUNT] = {
+enum { PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT, INSERT_STEP_RANKS = PART_COUNT };
+static const char *const insert_sql[PART_COUNT + 1] = {
     "INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, "
     "block, idx) FORMAT RowBinary",
     "INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, phases, "
     "row) FORMAT RowBinary",
     "INSERT INTO stepscope.queue_samples (node, job, rank, ts_ns, step, name, size, capacity, "
     "row) FORMAT RowBinary",
+    "INSERT INTO stepscope.step_ranks (node, job, rank, step, begin_ns, end_ns, samples, spans, "
+    "from_record, source, interval_ns, fp_bp_ns, tail_ns, kernel_ns, memcpy_ns, memset_ns, "
+    "communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, other_ns, version) "
+    "FORMAT RowBinary",
+};
+
+#define CLUSTER_AGG_INTERVAL_NS INT64_C(1000000000) /* aggregates shipped at most once a second */
+#define CLUSTER_AGG_RESEND 3 /* a rank's last steps sent again each round: they may still change */
+
+/* From which step a (job, rank)'s aggregates are sent again. */
+struct agg_mark {
+    int64_t job_id, rank, from_step;
 };
 
 struct cluster {
@@ -70,6 +84,19 @@ struct cluster {
     uint64_t backoff_ms;
     int64_t idle_at_ns;          /* last time nothing was pending */
     bool migrated;
+
+    /* Aggregates (shipper thread): jobs changed since their last shipped round, the marks, and
+     * those a round in progress will set once ClickHouse took it. */
+    struct live *live;
+    uint64_t live_cursor;
+    int64_t agg_at_ns;
+    int64_t *changed, *fresh;    /* [LIVE_JOBS_MAX] */
+    size_t n_changed;
+    int64_t *rank_ids, *rank_steps; /* [LIVE_RANKS_MAX] */
+    struct agg_mark *marks, *next_marks;
+    size_t n_marks, cap_marks, n_next, cap_next;
+    struct rb_buf agg;
+    uint64_t agg_rows;
 };
 
 /* ---- credentials and setup ---- */
@@ -125,6 +152,13 @@ static void cluster_free(struct cluster *c)
         rb_free(&c->part[i]);
     rb_free(&c->gz);
     rb_free(&c->answer);
+    rb_free(&c->agg);
+    free(c->changed);
+    free(c->fresh);
+    free(c->rank_ids);
+    free(c->rank_steps);
+    free(c->marks);
+    free(c->next_marks);
     if (c->curl)
         curl_easy_cleanup(c->curl);
     store_ship_close(c->ship);
@@ -319,15 +353,21 @@ static int migrate(struct cluster *c, char *err)
 
 /* ---- batches ---- */
 
+/* Every table's rows begin with (node, job, rank). */
+static void put_head(struct cluster *c, struct rb_buf *b, const char *job, int64_t rank)
+{
+    rb_str(b, c->node, c->node_len);
+    rb_str(b, job, strlen(job));
+    rb_i64(b, rank);
+}
+
 static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
                    const struct store_event *ev)
 {
     struct cluster *c = ud;
     struct rb_buf *b = &c->part[PART_SPANS];
     char ph = ev->ph;
-    rb_str(b, c->node, c->node_len);
-    rb_str(b, job, strlen(job));
-    rb_i64(b, rank);
+    put_head(c, b, job, rank);
     rb_i64(b, ev->ts_ns);
     rb_i64(b, ev->dur_ns);
     rb_str(b, &ph, 1);
@@ -345,9 +385,7 @@ static int on_step(void *ud, const char *job, const struct store_ship_step *s)
 {
     struct cluster *c = ud;
     struct rb_buf *b = &c->part[PART_STEPS];
-    rb_str(b, c->node, c->node_len);
-    rb_str(b, job, strlen(job));
-    rb_i64(b, s->rank);
+    put_head(c, b, job, s->rank);
     rb_i64(b, s->step);
     rb_i64(b, s->begin_ns);
     rb_i64(b, s->end_ns);
@@ -362,9 +400,7 @@ static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
 {
     struct cluster *c = ud;
     struct rb_buf *b = &c->part[PART_QUEUES];
-    rb_str(b, c->node, c->node_len);
-    rb_str(b, job, strlen(job));
-    rb_i64(b, q->rank);
+    put_head(c, b, job, q->rank);
     rb_i64(b, q->ts_ns);
     rb_i64(b, q->step);
     rb_str(b, q->name ? q->name : "", q->name ? q->name_len : 0);
@@ -438,6 +474,188 @@ static int send_batch(struct cluster *c, char *err)
     return 0;
 }
 
+/* ---- per-step aggregates ---- */
+
+static int64_t mark_of(const struct cluster *c, int64_t job_id, int64_t rank)
+{
+    for (size_t i = 0; i < c->n_marks; i++)
+        if (c->marks[i].job_id == job_id && c->marks[i].rank == rank)
+            return c->marks[i].from_step;
+    return INT64_MIN;
+}
+
+static int mark_push(struct agg_mark **v, size_t *n, size_t *cap, struct agg_mark m)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].job_id == m.job_id && (*v)[i].rank == m.rank) {
+            (*v)[i] = m;
+            return 0;
+        }
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct agg_mark *p = realloc(*v, nc * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        *v = p;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = m;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void encode_rank(struct cluster *c, const char *job, const struct live_step_row *rows,
+                        size_t n, size_t first, const struct analyse_breakdown *bd,
+                        uint64_t version)
+{
+    struct rb_buf *b = &c->agg;
+    size_t k = 0; /* breakdown steps are by start time, as the rows are by step */
+    for (size_t i = first; i < n; i++) {
+        const struct live_step_row *r = &rows[i];
+        const struct analyse_bd_step *bs = NULL;
+        if (bd && !r->from_record) {
+            while (k < bd->n_steps && bd->steps[k].step < r->step)
+                k++;
+            if (k < bd->n_steps && bd->steps[k].step == r->step)
+                bs = &bd->steps[k];
+        }
+        bool pts = r->source != LIVE_POINTS_NONE;
+        const char *src = live_points_source_names[r->source];
+        put_head(c, b, job, r->rank);
+        rb_i64(b, r->step);
+        rb_i64(b, r->start_ns);
+        rb_i64(b, r->end_ns);
+        rb_i64(b, r->samples);
+        rb_i64(b, r->spans);
+        rb_u8(b, r->from_record ? 1 : 0);
+        rb_str(b, src, strlen(src));
+        rb_i64(b, pts ? r->interval_ns : -1);
+        rb_i64(b, pts ? r->fp_bp_ns : -1);
+        rb_i64(b, pts ? r->tail_ns : -1);
+        for (int cat = 0; cat < ANALYSE_BD_COUNT; cat++)
+            rb_i64(b, bs ? bs->cost_ns[cat] : -1);
+        rb_u64(b, version);
+        c->agg_rows++;
+    }
+}
+
+/* Encodes the aggregates of one changed job. Returns 0, or -ENOMEM. */
+static int encode_job(struct cluster *c, int64_t job_id, uint64_t version, bool *stale)
+{
+    char job[512];
+    if (store_ship_job_name(c->ship, job_id, job, sizeof job) < 0)
+        return 0; /* deleted meanwhile (or unreadable: its spans say so) */
+    const struct live_snapshot *snap;
+    if (live_snapshot_get(c->live, job_id, &snap) < 0)
+        return 0; /* evicted from live memory: shipped when it was live */
+    size_t nr = live_query_rank_step_counts(c->live, job_id, c->rank_ids, c->rank_steps,
+                                            LIVE_RANKS_MAX);
+    int r = 0;
+    for (size_t i = 0; i < nr && r == 0; i++) {
+        struct live_step_row *rows = NULL;
+        size_t n = 0, total = 0;
+        r = live_query_steps(snap, c->rank_ids[i], false, 0, SIZE_MAX, &rows, &n, &total);
+        if (r < 0 || n == 0) {
+            free(rows);
+            continue;
+        }
+        int64_t from = mark_of(c, job_id, c->rank_ids[i]);
+        size_t first = 0;
+        while (first < n && rows[first].step < from)
+            first++;
+        struct live_breakdown_view view = {0};
+        /* A recent breakdown is good enough while the job runs (one computation per rank per
+         * LIVE_BD_STALE_NS, shared with the HTTP readers); one computed from fewer spans than
+         * the snapshot's keeps the job for the next round, so the last one shipped is exact. */
+        bool have_bd = live_query_breakdown(snap, c->rank_ids[i], LIVE_BD_STALE_NS, &view) == 0;
+        if (have_bd && view.stale)
+            *stale = true;
+        encode_rank(c, job, rows, n, first, have_bd ? view.bd : NULL, version);
+        /* Settled: all but the last CLUSTER_AGG_RESEND steps, and of a breakdown all but its
+         * last CLUSTER_AGG_RESEND kept steps (its tail trimming leaves out steps whose kernels
+         * may still come; a step's kernels have run once later steps' kernels are in). */
+        int64_t settled = rows[n > CLUSTER_AGG_RESEND ? n - CLUSTER_AGG_RESEND : 0].step;
+        bool step_spans = false; /* the breakdown speaks of ProfilerStep spans only */
+        for (size_t k = 0; k < n && !step_spans; k++)
+            step_spans = !rows[k].from_record;
+        if (have_bd && step_spans) {
+            const struct analyse_breakdown *bd = view.bd;
+            int64_t bd_settled = bd->n_steps > CLUSTER_AGG_RESEND
+                                     ? bd->steps[bd->n_steps - CLUSTER_AGG_RESEND].step
+                                     : INT64_MIN;
+            if (bd->n_steps > 0 && bd_settled < settled)
+                settled = bd_settled;
+        }
+        if (have_bd && view.stale)
+            settled = from; /* sent again next round */
+        if (have_bd)
+            live_breakdown_view_done(&view);
+        struct agg_mark m = {job_id, c->rank_ids[i], settled};
+        r = mark_push(&c->next_marks, &c->n_next, &c->cap_next, m);
+        free(rows);
+    }
+    live_snapshot_put(snap);
+    return r < 0 ? -ENOMEM : 0;
+}
+
+/* Ships the aggregates of the jobs live republished since the last round, at most once per
+ * CLUSTER_AGG_INTERVAL_NS. Returns 0 or -1 with err (the jobs stay changed for the next try). */
+static int ship_aggregates(struct cluster *c, char *err)
+{
+    if (!c->live)
+        return 0;
+    int64_t now = clock_mono_ns();
+    if (now - c->agg_at_ns < CLUSTER_AGG_INTERVAL_NS)
+        return 0;
+    c->agg_at_ns = now;
+    size_t n = live_query_changed(c->live, &c->live_cursor, c->fresh, LIVE_JOBS_MAX);
+    for (size_t i = 0; i < n && c->n_changed < LIVE_JOBS_MAX; i++)
+        c->changed[c->n_changed++] = c->fresh[i];
+    if (c->n_changed == 0)
+        return 0;
+    qsort(c->changed, c->n_changed, sizeof *c->changed, cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < c->n_changed; i++)
+        if (u == 0 || c->changed[u - 1] != c->changed[i])
+            c->changed[u++] = c->changed[i];
+    c->n_changed = u;
+    rb_reset(&c->agg);
+    c->agg_rows = 0;
+    c->n_next = 0;
+    uint64_t version = (uint64_t)clock_now_ns();
+    size_t keep = 0; /* jobs sent on a stale breakdown stay changed, first in the list */
+    for (size_t i = 0; i < c->n_changed; i++) {
+        bool stale = false;
+        if (encode_job(c, c->changed[i], version, &stale) < 0 || c->agg.err) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+        if (stale)
+            c->fresh[keep++] = c->changed[i];
+    }
+    if (c->agg_rows > 0) {
+        if (rb_gzip(c->agg.p, c->agg.len, &c->gz) < 0) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+        if (post(c, insert_sql[INSERT_STEP_RANKS], c->gz.p, c->gz.len, true, err) < 0)
+            return -1;
+        STATS_ADD(c->stats, cluster_bytes, c->gz.len);
+        STATS_ADD(c->stats, cluster_aggregate_rows, c->agg_rows);
+    }
+    for (size_t i = 0; i < c->n_next; i++)
+        if (mark_push(&c->marks, &c->n_marks, &c->cap_marks, c->next_marks[i]) < 0)
+            break; /* out of memory: those ranks are sent whole again next time, harmlessly */
+    memcpy(c->changed, c->fresh, keep * sizeof *c->changed);
+    c->n_changed = keep;
+    return 0;
+}
+
 static void failed(struct cluster *c, const char *err)
 {
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : CLUSTER_BACKOFF_MIN_MS;
@@ -479,7 +697,13 @@ static void *ship_main(void *arg)
         if (r == 0 && !c->have_batch) {
             update_pending(c);
             r = read_batch(c, err);
-            if (r == 0) { /* nothing new */
+            if (r == 0) { /* nothing new: the aggregates' turn */
+                if (ship_aggregates(c, err) < 0) {
+                    failed(c, err);
+                    if (nap(c, c->backoff_ms))
+                        break;
+                    continue;
+                }
                 if (nap(c, c->poll_ms))
                     break;
                 continue;
@@ -496,6 +720,13 @@ static void *ship_main(void *arg)
             continue;
         }
         succeeded(c);
+        /* A long backlog does not hold the aggregates back (at most one round a second). */
+        if (ship_aggregates(c, err) < 0) {
+            failed(c, err);
+            if (nap(c, c->backoff_ms))
+                break;
+            continue;
+        }
         if (c->max_rows_per_s) { /* the catch-up bound */
             uint64_t rows = c->rows[PART_SPANS] + c->rows[PART_STEPS] + c->rows[PART_QUEUES];
             int64_t want_ns = (int64_t)(rows * 1000000000.0 / (double)c->max_rows_per_s);
@@ -553,7 +784,15 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
     c->store = cfg->store;
     c->stats = cfg->stats;
     c->curl = curl_easy_init();
-    if (!c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
+    c->live = cfg->live;
+    if (c->live) {
+        c->changed = malloc(LIVE_JOBS_MAX * sizeof *c->changed);
+        c->fresh = malloc(LIVE_JOBS_MAX * sizeof *c->fresh);
+        c->rank_ids = malloc(LIVE_RANKS_MAX * sizeof *c->rank_ids);
+        c->rank_steps = malloc(LIVE_RANKS_MAX * sizeof *c->rank_steps);
+    }
+    bool agg_ok = !c->live || (c->changed && c->fresh && c->rank_ids && c->rank_steps);
+    if (!agg_ok || !c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
         cluster_free(c);
         curl_global_cleanup();
         snprintf(err, CLUSTER_ERR_MAX, "out of memory");
@@ -606,8 +845,8 @@ void cluster_stop(struct cluster *c)
     curl_global_cleanup();
 }
 
-int cluster_start_config(const struct config *cfg, struct store *store, struct stats *stats,
-                         struct cluster **ret, char *err)
+int cluster_start_config(const struct config *cfg, struct store *store, struct live *live,
+                         struct stats *stats, struct cluster **ret, char *err)
 {
     *ret = NULL;
     if (!cfg->cluster_url[0])
@@ -627,6 +866,7 @@ int cluster_start_config(const struct config *cfg, struct store *store, struct s
             .max_rows_per_s = cfg->cluster_max_rows_per_s,
             .retry_max_ms = cfg->cluster_retry_max_ms,
             .store = store,
+            .live = live,
             .stats = stats,
         };
         r = cluster_start(&cc, ret, err);

@@ -3,7 +3,8 @@
  * cluster: ships what this node's store committed to a ClickHouse cluster (issue 16), so that
  * many hosts' ranks land in one engine. SQLite stays the node's store and becomes its outbox:
  * the shipper reads committed spans, steps and queue samples past a cursor kept in SQLite
- * (store_ship.h), encodes them as RowBinary, compresses each request (gzip) and POSTs it to
+ * (store_ship.h), and the per-step, per-rank aggregates live analysis computed (live_query.h:
+ * step stages and breakdown, which are not additive in SQL; re-sent while a step fills in), encodes them as RowBinary, compresses each request (gzip) and POSTs it to
  * ClickHouse's HTTP interface (libcurl, only here in the daemon); the cursor moves only after
  * ClickHouse took every table's part of the batch. The ClickHouse schema is in schema/NNNN_name.sql,
  * applied in order at start and recorded in stepscope.schema_migrations (the shipper's only
@@ -20,7 +21,8 @@
  * and afterwards catches up at most max_rows_per_s. Ingest and training never wait for it.
  *
  * Threading: cluster_start() and cluster_stop() on the main thread; the shipper runs on its own
- * thread and touches only its store_ship connection, its curl handle and the stats atomics.
+ * thread and touches only its store_ship connection, its curl handle, live snapshots (through
+ * live_query.h, any thread) and the stats atomics.
  * Ownership: cfg strings are copied; store and stats are borrowed and must outlive the cluster.
  */
 #ifndef STEPSCOPE_CLUSTER_H
@@ -35,6 +37,7 @@
 #define CLUSTER_ERR_MAX 512
 
 struct store;
+struct live;
 struct cluster;
 
 struct cluster_config {
@@ -47,6 +50,7 @@ struct cluster_config {
     uint64_t retry_max_ms;        /* longest backoff */
     uint64_t poll_ms;             /* how often an idle shipper looks for new commits */
     struct store *store;
+    struct live *live;            /* NULL: no per-step aggregates shipped */
     struct stats *stats;
 };
 
@@ -63,8 +67,8 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
 /* The daemon's start: nothing (0, *ret NULL) when cfg->cluster_url is empty; else reads
  * cluster_credentials_file and cluster_start()s with cfg's cluster keys. Returns 0 or a negative
  * errno with err set. */
-int cluster_start_config(const struct config *cfg, struct store *store, struct stats *stats,
-                         struct cluster **ret, char *err);
+int cluster_start_config(const struct config *cfg, struct store *store, struct live *live,
+                         struct stats *stats, struct cluster **ret, char *err);
 
 /* Stops the thread (a request in flight is abandoned within a second; its rows are shipped
  * again by the next start, and collapse) and frees c. NULL-safe. */

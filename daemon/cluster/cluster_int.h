@@ -22,6 +22,7 @@ void rb_free(struct rb_buf *b);
 void rb_i64(struct rb_buf *b, int64_t v);
 void rb_u64(struct rb_buf *b, uint64_t v);
 void rb_u32(struct rb_buf *b, uint32_t v);
+void rb_u8(struct rb_buf *b, uint8_t v);
 void rb_str(struct rb_buf *b, const char *s, size_t n);
 void rb_add(struct rb_buf *b, const void *p, size_t n); /* raw bytes */
 

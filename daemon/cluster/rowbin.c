@@ -64,6 +64,13 @@ void rb_u32(struct rb_buf *b, uint32_t v)
             p[i] = (unsigned char)(v >> (8 * i));
 }
 
+void rb_u8(struct rb_buf *b, uint8_t v)
+{
+    unsigned char *p = room(b, 1);
+    if (p)
+        *p = v;
+}
+
 static void leb128(struct rb_buf *b, size_t n)
 {
     unsigned char tmp[10];

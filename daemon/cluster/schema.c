@@ -5,10 +5,11 @@
  */
 #include "cluster_int.h"
 
-extern const char cluster__sql_0000[], cluster__sql_0001[];
+extern const char cluster__sql_0000[], cluster__sql_0001[], cluster__sql_0002[];
 
 const struct cluster_migration cluster__migrations[] = {
     {0, "0000_bootstrap", cluster__sql_0000},
     {1, "0001_tables", cluster__sql_0001},
+    {2, "0002_step_ranks", cluster__sql_0002},
 };
 const size_t cluster__n_migrations = sizeof cluster__migrations / sizeof cluster__migrations[0];

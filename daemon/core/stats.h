@@ -87,6 +87,8 @@ struct stats {
     /* Cluster shipping (daemon/cluster), all 0 without cluster_url. */
     _Atomic uint64_t cluster_enabled;       /* 1 when a cluster_url is set */
     _Atomic uint64_t cluster_rows;          /* rows ClickHouse took (spans, steps, queue samples) */
+    _Atomic uint64_t cluster_aggregate_rows; /* per-step per-rank aggregate rows sent (a step is
+                                               sent again while it may change) */
     _Atomic uint64_t cluster_bytes;         /* compressed request bytes of the batches taken */
     _Atomic uint64_t cluster_batches;       /* batches taken (each saved to the cursor) */
     _Atomic uint64_t cluster_retries;       /* failed attempts (each followed by a backoff) */

@@ -6,6 +6,7 @@
 #include "store_ship.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@ struct store_ship {
     struct store *st;
     sqlite3 *db;
     char *target;
-    sqlite3_stmt *blocks, *steps, *queues, *save;
+    sqlite3_stmt *blocks, *steps, *queues, *save, *job_name;
     ZSTD_DCtx *dctx;
     char *buf;
     size_t buf_cap;
@@ -36,6 +37,7 @@ void store_ship_close(struct store_ship *sh)
     sqlite3_finalize(sh->steps);
     sqlite3_finalize(sh->queues);
     sqlite3_finalize(sh->save);
+    sqlite3_finalize(sh->job_name);
     sqlite3_close_v2(sh->db);
     ZSTD_freeDCtx(sh->dctx);
     free(sh->buf);
@@ -67,8 +69,9 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
         "INSERT INTO ship_cursors(target, block, step, queue, updated_ns) "
         "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(target) DO UPDATE SET block = ?2, step = ?3, "
         "queue = ?4, updated_ns = ?5",
+        "SELECT name FROM jobs WHERE id = ?1",
     };
-    sqlite3_stmt **stmts[] = {&sh->blocks, &sh->steps, &sh->queues, &sh->save};
+    sqlite3_stmt **stmts[] = {&sh->blocks, &sh->steps, &sh->queues, &sh->save, &sh->job_name};
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(sh->db, STORE_BUSY_TIMEOUT_MS);
         for (size_t i = 0; i < sizeof stmts / sizeof stmts[0] && rc == SQLITE_OK; i++)
@@ -272,4 +275,19 @@ int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c)
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     return rc == SQLITE_DONE ? 0 : ship_errno(rc);
+}
+
+int store_ship_job_name(struct store_ship *sh, int64_t job_id, char *name, size_t size)
+{
+    sqlite3_stmt *s = sh->job_name;
+    sqlite3_bind_int64(s, 1, job_id);
+    int rc = sqlite3_step(s), r = 0;
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(s, 0);
+        snprintf(name, size, "%s", v ? v : "");
+    } else {
+        r = rc == SQLITE_DONE ? -ENOENT : ship_errno(rc);
+    }
+    sqlite3_reset(s);
+    return r;
 }

@@ -18,6 +18,7 @@
 #ifndef STEPSCOPE_STORE_SHIP_H
 #define STEPSCOPE_STORE_SHIP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store_query.h"
@@ -75,6 +76,10 @@ int store_ship_pending(struct store_ship *sh, const struct store_ship_cursor *c,
 
 /* Saves c as the target's cursor (one short transaction). Returns 0, -EBUSY, -ENOSPC, -EIO. */
 int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c);
+
+/* The name of job job_id into name (size bytes). Returns 0, -ENOENT (no such job: deleted),
+ * -EIO. */
+int store_ship_job_name(struct store_ship *sh, int64_t job_id, char *name, size_t size);
 
 /* Closes the connection; NULL-safe. */
 void store_ship_close(struct store_ship *sh);

@@ -288,6 +288,7 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
         stats_note_get(&s->cluster_last_error, last);
         sbuf_addc(b, '{');
         member_u64(b, "rows", STATS_GET(s, cluster_rows));
+        member_u64(b, "aggregate_rows", STATS_GET(s, cluster_aggregate_rows));
         member_u64(b, "bytes", STATS_GET(s, cluster_bytes));
         member_u64(b, "batches", STATS_GET(s, cluster_batches));
         member_u64(b, "retries", STATS_GET(s, cluster_retries));

@@ -31,7 +31,7 @@ def statements(text):
 def inserts():
     """insert_sql[] of cluster.c: adjacent C string literals joined."""
     src = CLUSTER_C.read_text()
-    block = src[src.index("insert_sql[PART_COUNT] = {"):]
+    block = src[src.index("insert_sql[PART_COUNT + 1] = {"):]
     block = block[:block.index("};")]
     parts = re.findall(r'((?:"[^"]*"\s*)+),', block)
     return ["".join(re.findall(r'"([^"]*)"', p)) for p in parts]
@@ -51,13 +51,16 @@ def encode(value, typ):
     if typ == "String":
         b = value.encode()
         return leb(len(b)) + b
-    return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I"}[typ], value)
+    return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I", "UInt8": "<B"}[typ], value)
 
 
 SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "dur_ns": 2250,
           "ph": "X", "name": "op \u00e9", "cat": "kernel", "pid": "3", "tid": "7", "block": 9,
           "idx": 0, "step": 4, "begin_ns": 1700000000000000000, "end_ns": 1700000000000900500,
-          "samples": 32, "phases": "{}", "row": 0, "size": 2, "capacity": 8}
+          "samples": 32, "phases": "{}", "row": 0, "size": 2, "capacity": 8, "spans": 40,
+          "from_record": 0, "source": "trace", "interval_ns": 10, "fp_bp_ns": 800, "tail_ns": 90,
+          "kernel_ns": 500, "memcpy_ns": 10, "memset_ns": 0, "communication_ns": 100,
+          "runtime_ns": 50, "dataloader_ns": 40, "cpu_exec_ns": 200, "other_ns": 0, "version": 1}
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +89,13 @@ def test_migrations_table_and_sorting_keys(db):
     assert keys["spans"] == "job, rank, ts_ns, node, block, idx"
     assert keys["steps"] == "job, rank, step, node, row"
     assert keys["queue_samples"] == "job, rank, ts_ns, node, row"
+    assert keys["step_ranks"] == "job, rank, step, node"
     engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
                     "AND name != 'schema_migrations'")
     assert engines == "ReplacingMergeTree"
 
 
-@pytest.mark.parametrize("i", range(3))
+@pytest.mark.parametrize("i", range(4))
 def test_insert_twice_counts_once(db, tmp_path, i):
     sql = inserts()[i]
     m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT RowBinary$", sql)
@@ -127,3 +131,15 @@ def test_schema_version_query_and_record(db):
     db.query("INSERT INTO stepscope.schema_migrations (version, name, node) "
              "VALUES (1, '0001_tables', 'n1')")
     assert q(db, "SELECT max(version) FROM stepscope.schema_migrations FORMAT TabSeparated") == "1"
+
+
+def test_step_ranks_keep_the_latest_version(db):
+    # A step sent again while it fills in: FINAL keeps the row of the highest version.
+    for version, total in ((1, 100), (3, 300), (2, 200)):
+        db.query("INSERT INTO stepscope.step_ranks (node, job, rank, step, begin_ns, end_ns, "
+                 "samples, spans, from_record, source, interval_ns, fp_bp_ns, tail_ns, kernel_ns, "
+                 "memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, "
+                 f"other_ns, version) VALUES ('n9', 'v', 0, 7, 0, {total}, -1, 1, 0, 'none', -1, "
+                 f"-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, {version})")
+    assert q(db, "SELECT end_ns FROM stepscope.step_ranks FINAL WHERE job = 'v'") == "300"
+    assert q(db, "SELECT argMax(end_ns, version) FROM stepscope.step_ranks WHERE job = 'v'") == "300"

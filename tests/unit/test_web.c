@@ -763,6 +763,7 @@ START_TEST(test_render_stats_all_counters)
     /* With a cluster_url: every shipping figure, and the last error as a JSON string. */
     atomic_store(&s.cluster_enabled, 1);
     atomic_store(&s.cluster_rows, 60);
+    atomic_store(&s.cluster_aggregate_rows, 59);
     atomic_store(&s.cluster_bytes, 61);
     atomic_store(&s.cluster_batches, 62);
     atomic_store(&s.cluster_retries, 63);
@@ -775,7 +776,7 @@ START_TEST(test_render_stats_all_counters)
     sbuf_reset(&b);
     web__render_stats(&b, &s, NULL);
     ck_assert_ptr_nonnull(strstr(
-        b.data, ",\"cluster\":{\"rows\":60,\"bytes\":61,\"batches\":62,\"retries\":63,"
+        b.data, ",\"cluster\":{\"rows\":60,\"aggregate_rows\":59,\"bytes\":61,\"batches\":62,\"retries\":63,"
                 "\"pending_rows\":64,\"pending_batches\":65,\"lag_ms\":66,\"backoff_ms\":67,"
                 "\"failing\":true,\"last_error\":\"ClickHouse answered 500: Code: 164, "
                 "\\\"readonly\\\"\"},\"store\":null}"));
