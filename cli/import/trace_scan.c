@@ -944,291 +944,384 @@ slow:
     return 0;
 }
 
-int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
+/* The bytes tscan_feed() is scanning: p the next one, b0 the chunk's first (at s->off). */
+struct feed {
+    const unsigned char *p, *end, *b0;
+};
+
+#define AT(q) (s->off + (uint64_t)((q) - b0))
+
+/* tscan_feed()'s step between tokens (a value's first byte, keys, ':', ',', the ends of
+ * containers, blanks, the document's end): one byte, or a run of blanks, or a whole event by
+ * event_fast(). Returns 0, 1 when an event of the events array ended, or -EINVAL. */
+static int feed_structure(struct tscan *s, struct feed *f)
 {
-    const unsigned char *p = (const unsigned char *)buf, *end = p + len;
-    const unsigned char *b0 = p;
+    const unsigned char *p = f->p, *end = f->end, *b0 = f->b0;
+    unsigned char c = *p;
     char sb[8];
     int r;
-#define AT(q) (s->off + (uint64_t)((q) - b0))
-    if (s->state == ST_FAILED)
-        return -EINVAL;
-    while (p < end) {
-        unsigned char c = *p;
-        switch (s->state) {
-        case ST_VALUE:
-            if (is_blank(c)) {
-                p = skip_blanks(p + 1, end);
-                break;
-            }
-            if (c == '{' && s->events_depth && s->depth == s->events_depth) {
-                const unsigned char *q;
-                r = event_fast(s, p, end, AT(p), &q);
-                if (r < 0)
-                    return -EINVAL;
-                if (r == 1) {
-                    p = q;
-                    goto event;
-                }
-            }
-            if (value_begin(s, c, AT(p)) < 0)
+    switch (s->state) {
+    case ST_VALUE:
+        if (is_blank(c)) {
+            p = skip_blanks(p + 1, end);
+            break;
+        }
+        if (c == '{' && s->events_depth && s->depth == s->events_depth) {
+            const unsigned char *q;
+            r = event_fast(s, p, end, AT(p), &q);
+            if (r < 0)
                 return -EINVAL;
+            if (r == 1) {
+                p = q;
+                goto event;
+            }
+        }
+        if (value_begin(s, c, AT(p)) < 0)
+            return -EINVAL;
+        p++;
+        break;
+    case ST_OBJ_FIRST:
+    case ST_OBJ_KEY:
+        if (is_blank(c)) {
+            p = skip_blanks(p + 1, end);
+            break;
+        }
+        if (c == '}' && s->state == ST_OBJ_FIRST) {
+            r = container_end(s, c, AT(p));
+            p++;
+            if (r < 0)
+                return -EINVAL;
+            if (r == 1)
+                goto event;
+            break;
+        }
+        if (c != '"')
+            return fail(s, AT(p), "expected a key string, found %s", show(c, sb));
+        s->key = true;
+        s->capture = key_watched(s);
+        s->cap_len = 0;
+        s->cap_escaped = false;
+        if (s->capture)
+            cap_add(s, "\"", 1);
+        s->state = ST_STR;
+        p++;
+        break;
+    case ST_COLON:
+        if (is_blank(c)) {
+            p = skip_blanks(p + 1, end);
+            break;
+        }
+        if (c != ':')
+            return fail(s, AT(p), "expected ':' after a key, found %s", show(c, sb));
+        s->slot = s->key_slot;
+        s->key_slot = SL_NONE;
+        s->state = ST_VALUE;
+        p++;
+        break;
+    case ST_OBJ_NEXT:
+    case ST_ARR_NEXT:
+        if (is_blank(c)) {
+            p = skip_blanks(p + 1, end);
+            break;
+        }
+        if (c == ',') {
+            s->state = s->state == ST_OBJ_NEXT ? ST_OBJ_KEY : ST_VALUE;
+            s->slot = SL_NONE;
             p++;
             break;
-        case ST_OBJ_FIRST:
-        case ST_OBJ_KEY:
-            if (is_blank(c)) {
-                p = skip_blanks(p + 1, end);
+        }
+        if (c == '}' || c == ']') {
+            r = container_end(s, c, AT(p));
+            p++;
+            if (r < 0)
+                return -EINVAL;
+            if (r == 1)
+                goto event;
+            break;
+        }
+        return fail(s, AT(p), "expected ',' or '%c', found %s",
+                    s->state == ST_OBJ_NEXT ? '}' : ']', show(c, sb));
+    case ST_ARR_FIRST:
+        if (is_blank(c)) {
+            p = skip_blanks(p + 1, end);
+            break;
+        }
+        if (c == ']') {
+            r = container_end(s, c, AT(p));
+            p++;
+            if (r < 0)
+                return -EINVAL;
+            break;
+        }
+        /* The first element: as any other (ST_VALUE), without taking a byte here. */
+        s->slot = SL_NONE;
+        s->state = ST_VALUE;
+        break;
+    case ST_END:
+        if (!is_blank(c))
+            return fail(s, AT(p), "%s after the end of the document", show(c, sb));
+        p++;
+        break;
+
+    default:
+        return -EINVAL;
+    }
+    f->p = p;
+    return 0;
+event:
+    f->p = p;
+    return 1;
+}
+
+/* tscan_feed()'s step inside a string (a key or a value): a run of plain bytes, or one byte of
+ * an escape, a \u escape or a multi-byte UTF-8 character. Returns 0 or -EINVAL. */
+static int feed_string(struct tscan *s, struct feed *f)
+{
+    const unsigned char *p = f->p, *end = f->end, *b0 = f->b0;
+    unsigned char c = *p;
+    char sb[8];
+    switch (s->state) {
+    case ST_STR: {
+        const unsigned char *q = p;
+        while (end - q >= 8) {
+            uint64_t x;
+            memcpy(&x, q, 8);
+            if (has_special(x))
                 break;
-            }
-            if (c == '}' && s->state == ST_OBJ_FIRST) {
-                r = container_end(s, c, AT(p));
-                p++;
-                if (r < 0)
-                    return -EINVAL;
-                if (r == 1)
-                    goto event;
-                break;
-            }
-            if (c != '"')
-                return fail(s, AT(p), "expected a key string, found %s", show(c, sb));
-            s->key = true;
-            s->capture = key_watched(s);
-            s->cap_len = 0;
-            s->cap_escaped = false;
+            q += 8;
+        }
+        while (q < end && plain[*q])
+            q++;
+        if (s->capture)
+            cap_add(s, (const char *)p, (size_t)(q - p));
+        p = q;
+        if (p == end)
+            break;
+        c = *p;
+        if (c == '"') {
             if (s->capture)
                 cap_add(s, "\"", 1);
+            p++;
+            if (s->key) {
+                s->key_slot = s->capture ? key_slot(s) : SL_NONE;
+                s->capture = false;
+                s->state = ST_COLON;
+            } else {
+                scalar_done(s, JT_STRING);
+            }
+        } else if (c == '\\') {
+            if (s->capture)
+                cap_add(s, "\\", 1);
+            s->cap_escaped = true;
+            s->state = ST_STR_ESC;
+            p++;
+        } else if (c < 0x20) {
+            return fail(s, AT(p), "control character 0x%02x inside a string", c);
+        } else {
+            if (!utf8_lead(s, c))
+                return fail(s, AT(p), "invalid UTF-8: byte 0x%02x cannot start a character",
+                            c);
+            if (s->capture)
+                cap_add(s, (const char *)p, 1);
+            s->state = ST_STR_UTF8;
+            p++;
+        }
+        break;
+    }
+    case ST_STR_UTF8:
+        if (c < s->utf8_lo || c > s->utf8_hi)
+            return fail(s, AT(p), "invalid UTF-8: byte 0x%02x in a multi-byte character", c);
+        s->utf8_lo = 0x80;
+        s->utf8_hi = 0xbf;
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        if (--s->utf8_left == 0)
             s->state = ST_STR;
-            p++;
+        p++;
+        break;
+    case ST_STR_ESC:
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        if (c == 'u') {
+            s->u_left = 4;
+            s->u_val = 0;
+            s->state = ST_STR_U;
+        } else if (strchr("\"\\/bfnrt", c) && c != '\0') {
+            s->state = ST_STR;
+        } else {
+            return fail(s, AT(p), "invalid escape \\%c in a string", c >= 0x20 && c < 0x7f ? c : '?');
+        }
+        p++;
+        break;
+    case ST_STR_U: {
+        int h = hexval(c);
+        if (h < 0)
+            return fail(s, AT(p), "invalid \\u escape: %s is not a hex digit", show(c, sb));
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        s->u_val = s->u_val << 4 | (uint32_t)h;
+        p++;
+        if (--s->u_left > 0)
             break;
-        case ST_COLON:
-            if (is_blank(c)) {
-                p = skip_blanks(p + 1, end);
-                break;
-            }
-            if (c != ':')
-                return fail(s, AT(p), "expected ':' after a key, found %s", show(c, sb));
-            s->slot = s->key_slot;
-            s->key_slot = SL_NONE;
-            s->state = ST_VALUE;
-            p++;
-            break;
-        case ST_OBJ_NEXT:
-        case ST_ARR_NEXT:
-            if (is_blank(c)) {
-                p = skip_blanks(p + 1, end);
-                break;
-            }
-            if (c == ',') {
-                s->state = s->state == ST_OBJ_NEXT ? ST_OBJ_KEY : ST_VALUE;
-                s->slot = SL_NONE;
-                p++;
-                break;
-            }
-            if (c == '}' || c == ']') {
-                r = container_end(s, c, AT(p));
-                p++;
-                if (r < 0)
-                    return -EINVAL;
-                if (r == 1)
-                    goto event;
-                break;
-            }
-            return fail(s, AT(p), "expected ',' or '%c', found %s",
-                        s->state == ST_OBJ_NEXT ? '}' : ']', show(c, sb));
-        case ST_ARR_FIRST:
-            if (is_blank(c)) {
-                p = skip_blanks(p + 1, end);
-                break;
-            }
-            if (c == ']') {
-                r = container_end(s, c, AT(p));
-                p++;
-                if (r < 0)
-                    return -EINVAL;
-                break;
-            }
-            /* The first element: as any other (ST_VALUE), without taking a byte here. */
-            s->slot = SL_NONE;
-            s->state = ST_VALUE;
-            break;
-        case ST_STR: {
-            const unsigned char *q = p;
-            while (end - q >= 8) {
-                uint64_t x;
-                memcpy(&x, q, 8);
-                if (has_special(x))
-                    break;
-                q += 8;
-            }
-            while (q < end && plain[*q])
+        if (s->u_high) {
+            if (s->u_val < 0xdc00 || s->u_val > 0xdfff)
+                return fail(s, AT(p) - 6, "lone high surrogate in a \\u escape");
+            s->u_high = 0;
+            s->state = ST_STR;
+        } else if (s->u_val >= 0xd800 && s->u_val <= 0xdbff) {
+            s->u_high = s->u_val;
+            s->state = ST_STR_LOW_BS;
+        } else if (s->u_val >= 0xdc00 && s->u_val <= 0xdfff) {
+            return fail(s, AT(p) - 6, "lone low surrogate in a \\u escape");
+        } else {
+            s->state = ST_STR;
+        }
+        break;
+    }
+    case ST_STR_LOW_BS:
+    case ST_STR_LOW_U:
+        if (c != (s->state == ST_STR_LOW_BS ? '\\' : 'u'))
+            return fail(s, AT(p), "lone high surrogate in a \\u escape");
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        if (s->state == ST_STR_LOW_BS) {
+            s->state = ST_STR_LOW_U;
+        } else {
+            s->u_left = 4;
+            s->u_val = 0;
+            s->state = ST_STR_U;
+        }
+        p++;
+        break;
+    default:
+        return -EINVAL;
+    }
+    f->p = p;
+    return 0;
+}
+
+/* tscan_feed()'s step inside a number or a literal: a run of digits or one byte. Returns 0 or
+ * -EINVAL. */
+static int feed_scalar(struct tscan *s, struct feed *f)
+{
+    const unsigned char *p = f->p, *end = f->end, *b0 = f->b0;
+    unsigned char c = *p;
+    char sb[8];
+    switch (s->state) {
+    case ST_NUM_MINUS:
+    case ST_NUM_DOT:
+    case ST_NUM_ESIGN:
+        if (c < '0' || c > '9')
+            return fail(s, AT(p), "invalid number: expected a digit, found %s", show(c, sb));
+        s->state = s->state == ST_NUM_MINUS ? (c == '0' ? ST_NUM_ZERO : ST_NUM_INT)
+                   : s->state == ST_NUM_DOT ? ST_NUM_FRAC
+                                            : ST_NUM_EXP;
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        p++;
+        break;
+    case ST_NUM_E:
+        if (c != '+' && c != '-' && (c < '0' || c > '9'))
+            return fail(s, AT(p), "invalid number: bad exponent %s", show(c, sb));
+        s->state = (c == '+' || c == '-') ? ST_NUM_ESIGN : ST_NUM_EXP;
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        p++;
+        break;
+    case ST_NUM_ZERO:
+    case ST_NUM_INT:
+    case ST_NUM_FRAC:
+    case ST_NUM_EXP:
+        if (s->state != ST_NUM_ZERO && c >= '0' && c <= '9') {
+            const unsigned char *q = p + 1;
+            while (q < end && *q >= '0' && *q <= '9')
                 q++;
             if (s->capture)
                 cap_add(s, (const char *)p, (size_t)(q - p));
             p = q;
-            if (p == end)
-                break;
-            c = *p;
-            if (c == '"') {
-                if (s->capture)
-                    cap_add(s, "\"", 1);
-                p++;
-                if (s->key) {
-                    s->key_slot = s->capture ? key_slot(s) : SL_NONE;
-                    s->capture = false;
-                    s->state = ST_COLON;
-                } else {
-                    scalar_done(s, JT_STRING);
-                }
-            } else if (c == '\\') {
-                if (s->capture)
-                    cap_add(s, "\\", 1);
-                s->cap_escaped = true;
-                s->state = ST_STR_ESC;
-                p++;
-            } else if (c < 0x20) {
-                return fail(s, AT(p), "control character 0x%02x inside a string", c);
-            } else {
-                if (!utf8_lead(s, c))
-                    return fail(s, AT(p), "invalid UTF-8: byte 0x%02x cannot start a character",
-                                c);
-                if (s->capture)
-                    cap_add(s, (const char *)p, 1);
-                s->state = ST_STR_UTF8;
-                p++;
-            }
             break;
         }
+        if (c >= '0' && c <= '9') {
+            if (s->state == ST_NUM_ZERO)
+                return fail(s, AT(p), "invalid number: leading zero");
+        } else if (c == '.' && (s->state == ST_NUM_ZERO || s->state == ST_NUM_INT)) {
+            s->state = ST_NUM_DOT;
+        } else if ((c == 'e' || c == 'E') && s->state != ST_NUM_EXP) {
+            s->state = ST_NUM_E;
+        } else {
+            /* The number ended; c belongs to what follows it. */
+            scalar_done(s, JT_NUMBER);
+            break;
+        }
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        p++;
+        break;
+    case ST_LIT:
+        if (c != (unsigned char)s->lit[s->lit_i])
+            return fail(s, AT(p), "invalid literal: expected \"%s\"", s->lit);
+        if (s->capture)
+            cap_add(s, (const char *)p, 1);
+        p++;
+        if (s->lit[++s->lit_i] == '\0')
+            scalar_done(s, JT_LITERAL);
+        break;
+    default:
+        return -EINVAL;
+    }
+    f->p = p;
+    return 0;
+}
+
+#undef AT
+
+int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
+{
+    struct feed f = {(const unsigned char *)buf, (const unsigned char *)buf + len,
+                     (const unsigned char *)buf};
+    if (s->state == ST_FAILED)
+        return -EINVAL;
+    while (f.p < f.end) {
+        int r;
+        switch (s->state) {
+        case ST_VALUE:
+        case ST_OBJ_FIRST:
+        case ST_OBJ_KEY:
+        case ST_COLON:
+        case ST_OBJ_NEXT:
+        case ST_ARR_NEXT:
+        case ST_ARR_FIRST:
+        case ST_END:
+            r = feed_structure(s, &f);
+            break;
+        case ST_STR:
         case ST_STR_UTF8:
-            if (c < s->utf8_lo || c > s->utf8_hi)
-                return fail(s, AT(p), "invalid UTF-8: byte 0x%02x in a multi-byte character", c);
-            s->utf8_lo = 0x80;
-            s->utf8_hi = 0xbf;
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            if (--s->utf8_left == 0)
-                s->state = ST_STR;
-            p++;
-            break;
         case ST_STR_ESC:
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            if (c == 'u') {
-                s->u_left = 4;
-                s->u_val = 0;
-                s->state = ST_STR_U;
-            } else if (strchr("\"\\/bfnrt", c) && c != '\0') {
-                s->state = ST_STR;
-            } else {
-                return fail(s, AT(p), "invalid escape \\%c in a string", c >= 0x20 && c < 0x7f ? c : '?');
-            }
-            p++;
-            break;
-        case ST_STR_U: {
-            int h = hexval(c);
-            if (h < 0)
-                return fail(s, AT(p), "invalid \\u escape: %s is not a hex digit", show(c, sb));
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            s->u_val = s->u_val << 4 | (uint32_t)h;
-            p++;
-            if (--s->u_left > 0)
-                break;
-            if (s->u_high) {
-                if (s->u_val < 0xdc00 || s->u_val > 0xdfff)
-                    return fail(s, AT(p) - 6, "lone high surrogate in a \\u escape");
-                s->u_high = 0;
-                s->state = ST_STR;
-            } else if (s->u_val >= 0xd800 && s->u_val <= 0xdbff) {
-                s->u_high = s->u_val;
-                s->state = ST_STR_LOW_BS;
-            } else if (s->u_val >= 0xdc00 && s->u_val <= 0xdfff) {
-                return fail(s, AT(p) - 6, "lone low surrogate in a \\u escape");
-            } else {
-                s->state = ST_STR;
-            }
-            break;
-        }
+        case ST_STR_U:
         case ST_STR_LOW_BS:
         case ST_STR_LOW_U:
-            if (c != (s->state == ST_STR_LOW_BS ? '\\' : 'u'))
-                return fail(s, AT(p), "lone high surrogate in a \\u escape");
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            if (s->state == ST_STR_LOW_BS) {
-                s->state = ST_STR_LOW_U;
-            } else {
-                s->u_left = 4;
-                s->u_val = 0;
-                s->state = ST_STR_U;
-            }
-            p++;
+            r = feed_string(s, &f);
             break;
         case ST_NUM_MINUS:
         case ST_NUM_DOT:
         case ST_NUM_ESIGN:
-            if (c < '0' || c > '9')
-                return fail(s, AT(p), "invalid number: expected a digit, found %s", show(c, sb));
-            s->state = s->state == ST_NUM_MINUS ? (c == '0' ? ST_NUM_ZERO : ST_NUM_INT)
-                       : s->state == ST_NUM_DOT ? ST_NUM_FRAC
-                                                : ST_NUM_EXP;
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            p++;
-            break;
         case ST_NUM_E:
-            if (c != '+' && c != '-' && (c < '0' || c > '9'))
-                return fail(s, AT(p), "invalid number: bad exponent %s", show(c, sb));
-            s->state = (c == '+' || c == '-') ? ST_NUM_ESIGN : ST_NUM_EXP;
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            p++;
-            break;
         case ST_NUM_ZERO:
         case ST_NUM_INT:
         case ST_NUM_FRAC:
         case ST_NUM_EXP:
-            if (s->state != ST_NUM_ZERO && c >= '0' && c <= '9') {
-                const unsigned char *q = p + 1;
-                while (q < end && *q >= '0' && *q <= '9')
-                    q++;
-                if (s->capture)
-                    cap_add(s, (const char *)p, (size_t)(q - p));
-                p = q;
-                break;
-            }
-            if (c >= '0' && c <= '9') {
-                if (s->state == ST_NUM_ZERO)
-                    return fail(s, AT(p), "invalid number: leading zero");
-            } else if (c == '.' && (s->state == ST_NUM_ZERO || s->state == ST_NUM_INT)) {
-                s->state = ST_NUM_DOT;
-            } else if ((c == 'e' || c == 'E') && s->state != ST_NUM_EXP) {
-                s->state = ST_NUM_E;
-            } else {
-                /* The number ended; c belongs to what follows it. */
-                scalar_done(s, JT_NUMBER);
-                break;
-            }
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            p++;
-            break;
         case ST_LIT:
-            if (c != (unsigned char)s->lit[s->lit_i])
-                return fail(s, AT(p), "invalid literal: expected \"%s\"", s->lit);
-            if (s->capture)
-                cap_add(s, (const char *)p, 1);
-            p++;
-            if (s->lit[++s->lit_i] == '\0')
-                scalar_done(s, JT_LITERAL);
-            break;
-        case ST_END:
-            if (!is_blank(c))
-                return fail(s, AT(p), "%s after the end of the document", show(c, sb));
-            p++;
+            r = feed_scalar(s, &f);
             break;
         default:
             return -EINVAL;
+        }
+        if (r < 0)
+            return r;
+        if (r == 1) {
+            *ret_used = (size_t)(f.p - f.b0);
+            s->off += *ret_used;
+            return TSCAN_EVENT;
         }
     }
     *ret_used = len;
@@ -1237,11 +1330,6 @@ int tscan_feed(struct tscan *s, const char *buf, size_t len, size_t *ret_used)
         return fail(s, s->event.start, "event #%llu is longer than %u bytes (the daemon's line limit)",
                     (unsigned long long)s->meta.n_events, TSCAN_EVENT_BYTES_MAX);
     return TSCAN_MORE;
-event:
-    *ret_used = (size_t)(p - b0);
-    s->off += *ret_used;
-    return TSCAN_EVENT;
-#undef AT
 }
 
 void tscan_init_split(struct tscan *s, const struct tscan *ref, uint64_t off)
