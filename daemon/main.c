@@ -629,32 +629,289 @@ static void raise_fd_limit(const struct config *cfg)
                  (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
-int main(int argc, char **argv)
+/* Applies the configuration and the rule files (daemon/options), then the log level. Returns
+ * EXIT_OK, -1 for "exit 0 now" (--help, --version), or the exit code to leave with. */
+static int configure(struct daemon *d, int argc, char **argv)
 {
-    static struct daemon d; /* static: zeroed, and stats live as long as any thread */
     int code;
-    config_init(&d.cfg, environ, (unsigned)getuid(), options_default_static_dir());
-    code = options_parse(argc, argv, environ, &d.cfg);
-    if (code != EXIT_OK)
-        return code < 0 ? EXIT_OK : code;
-    code = options_check(&d.cfg);
+    config_init(&d->cfg, environ, (unsigned)getuid(), options_default_static_dir());
+    code = options_parse(argc, argv, environ, &d->cfg);
     if (code != EXIT_OK)
         return code;
-    code = options_load_helper_rules(d.cfg.helper_rules, &d.helper_rules);
+    code = options_check(&d->cfg);
     if (code != EXIT_OK)
         return code;
-    code = options_load_role_rules(d.cfg.role_rules, &d.role_rules);
+    code = options_load_helper_rules(d->cfg.helper_rules, &d->helper_rules);
+    if (code != EXIT_OK)
+        return code;
+    code = options_load_role_rules(d->cfg.role_rules, &d->role_rules);
     if (code != EXIT_OK)
         return code;
     enum log_level level = LOG_LEVEL_INFO;
-    (void)log_level_parse(d.cfg.log_level, &level);
+    (void)log_level_parse(d->cfg.log_level, &level);
     log_set_level(level);
+    return EXIT_OK;
+}
+
+/* Binds the socket; the probe answer is filled by announce(). Returns an exit code. */
+static int start_ingest(struct daemon *d)
+{
+    struct ingest_config icfg = {
+        .socket_path = d->cfg.socket,
+        .socket_mode = d->cfg.socket_mode,
+        .max_line_bytes = (size_t)d->cfg.max_line_bytes,
+        .max_connections = (size_t)d->cfg.max_connections,
+        .hello_timeout_ms = d->cfg.hello_timeout_ms,
+        .reserved_connections = (size_t)d->cfg.reserved_connections,
+        .on_hello = on_hello,
+        .sink = on_records,
+        .on_close = on_session_closed,
+        .on_capture = on_capture_report,
+        .ud = d,
+        .stats = &d->stats,
+        .probe_answer = d->probe_answer, /* filled once HTTP listens, before the loop runs */
+    };
+    int r = ingest_start(d->loop, &icfg, &d->ingest);
+    if (r < 0) {
+        if (r == -EADDRINUSE) {
+            fprintf(stderr, "stepscoped: another stepscoped is live on socket %s\n",
+                    d->cfg.socket);
+            return EXIT_BUSY;
+        }
+        fprintf(stderr, "stepscoped: cannot listen on socket %s: %s\n", d->cfg.socket,
+                uv_strerror(r));
+        return r == UV_ENAMETOOLONG ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    return EXIT_OK;
+}
+
+/* The loop's wake-ups (loopcalls, async handles), then the store and the captures it holds.
+ * Returns an exit code. */
+static int start_store(struct daemon *d)
+{
+    struct store_config scfg = {
+        .data_dir = d->cfg.data_dir,
+        .retention_bytes_per_job = d->cfg.retention_bytes_per_job,
+        .max_buffered_bytes = d->cfg.max_buffered_bytes,
+        .durability = d->cfg.durability,
+        .stats = &d->stats,
+        .on_durable = on_durable,
+        .ud = d,
+    };
+    char err[STORE_ERR_MAX] = "";
+    int r = loopcall_init(&d->deletes, d->loop, run_delete, d);
+    if (r == 0 && (r = loopcall_init(&d->reloads, d->loop, run_reload, d)) < 0)
+        loopcall_close(&d->deletes);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: %s\n", strerror(-r));
+        return EXIT_RUNTIME;
+    }
+    /* The async handle must exist before the writer thread can call on_durable. */
+    uv_async_init(d->loop, &d->durable_async, on_durable_async);
+    d->durable_async.data = d;
+    uv_async_init(d->loop, &d->capture_async, on_capture_async);
+    d->capture_async.data = d;
+    d->async_open = true;
+    r = store_open(&scfg, &d->store, err);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: %s\n", d->cfg.data_dir,
+                err[0] ? err : strerror(-r));
+        return store_exit_code(r);
+    }
+
+    d->sessions = sessions_new();
+    d->captures = d->sessions ? capture_reg_new(d->sessions) : NULL;
+    r = d->captures ? store_query_captures(d->store, load_capture, load_capture_rank, d) : -ENOMEM;
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: loading the captures: %s\n", d->cfg.data_dir,
+                strerror(-r));
+        return r == -ENOMEM ? EXIT_RUNTIME : EXIT_DATA_DIR;
+    }
+    return EXIT_OK;
+}
+
+/* Live analysis, fed with what the store holds before any client is served. Returns an exit
+ * code. */
+static int start_live(struct daemon *d)
+{
+    struct live_config lcfg = {
+        .rules = d->role_rules,
+        .fp_point = d->cfg.fp_point,
+        .max_jobs = (size_t)d->cfg.live_max_jobs,
+        .bp_point = d->cfg.bp_point,
+        /* An imported trace is analysed whole: each of its ranks keeps up to an eighth of the
+         * live budget of breakdown spans (1 GiB: 128 MiB, 3.3 M spans; docs/API.md). */
+        .bd_import_bytes = d->cfg.live_max_bytes / 8,
+    };
+    d->live = live_new_config(&lcfg);
+    if (!d->live) {
+        fprintf(stderr, "stepscoped: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    live_set_reload(d->live, web_live_reload, d);
+    d->replay = (struct replay_config){
+        .store = d->store,
+        .live = d->live,
+        .stats = &d->stats,
+        .max_line_bytes = (size_t)d->cfg.max_line_bytes,
+        .live_max_bytes = d->cfg.live_max_bytes,
+        .live_max_jobs = d->cfg.live_max_jobs,
+    };
+    int r = replay_all(&d->replay);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: data dir %s: replaying the store into live analysis: %s\n",
+                d->cfg.data_dir, strerror(-r));
+        return EXIT_DATA_DIR;
+    }
+    return EXIT_OK;
+}
+
+/* The cluster shipper (when configured), then the HTTP server. Returns an exit code. */
+static int start_web(struct daemon *d)
+{
+    char err[WEB_ERR_MAX] = "";
+    const struct web_captures captures = {
+        .create = web_capture_create,
+        .list = web_capture_list,
+        .ud = d,
+    };
+    const struct web_jobs jobs = {.remove = web_job_delete, .ud = d};
+    /* Before the web server: /stats shows the backlog from the first answer. */
+    char cerr[CLUSTER_ERR_MAX] = "";
+    int r = cluster_start_config(&d->cfg, d->store, d->live, &d->stats, &d->cluster, cerr);
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: %s\n", cerr);
+        return EXIT_USAGE;
+    }
+
+    struct web_config wcfg = {
+        .http = d->cfg.http,
+        .static_dir = d->cfg.static_dir,
+        .threads = (unsigned)d->cfg.http_threads,
+        .max_connections = (unsigned)d->cfg.http_max_connections,
+        .max_connections_per_ip = (unsigned)d->cfg.http_max_connections_per_ip,
+        .timeout_s = (unsigned)d->cfg.http_timeout_s,
+        .request_timeout_s = (unsigned)d->cfg.http_request_timeout_s,
+        .max_exports = (unsigned)d->cfg.http_max_exports,
+        .analysis_timeout_ms = (unsigned)d->cfg.http_analysis_timeout_ms,
+        .max_response_bytes = (size_t)d->cfg.max_response_bytes,
+        .version = STEPSCOPE_VERSION,
+        .instance = d->instance,
+        .socket = d->socket_abs,
+        .store = d->store,
+        .live = d->live,
+        .helper_rules = &d->helper_rules,
+        .stats = &d->stats,
+        .auth_token = d->cfg.auth_token,
+        .allowed_hosts = d->cfg.http_allowed_hosts,
+        .metrics_max_ranks = (size_t)d->cfg.metrics_max_ranks,
+        .max_line_bytes = (size_t)d->cfg.max_line_bytes,
+        .captures = &captures,
+        .jobs = &jobs,
+    };
+    err[0] = '\0';
+    r = web_start(&wcfg, &d->web, err);
+    explicit_bzero(d->cfg.auth_token, sizeof d->cfg.auth_token); /* web keeps its own copy */
+    if (r < 0) {
+        fprintf(stderr, "stepscoped: http %s: %s\n", d->cfg.http, err[0] ? err : strerror(-r));
+        return EXIT_HTTP;
+    }
+    return EXIT_OK;
+}
+
+/* The flush and drain timers and the signals, on the loop. */
+static void start_handles(struct daemon *d)
+{
+    uv_timer_init(d->loop, &d->flush_timer);
+    d->flush_timer.data = d;
+    uv_timer_start(&d->flush_timer, on_flush_timer, d->cfg.flush_interval_ms,
+                   d->cfg.flush_interval_ms);
+    uv_timer_init(d->loop, &d->drain_timer);
+    d->drain_timer.data = d;
+    uv_signal_init(d->loop, &d->sigterm);
+    d->sigterm.data = d;
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_init(d->loop, &d->sigint);
+    d->sigint.data = d;
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+}
+
+/* Says where the daemon listens (stdout and the socket's probe answer). */
+static void announce(struct daemon *d)
+{
+    char addr[64];
+    uint16_t port;
+    (void)config_parse_hostport(d->cfg.http, addr, sizeof addr, &port);
+    bool v6 = strchr(addr, ':') != NULL;
+    printf("stepscoped: listening on socket %s, dashboard http://%s%s%s:%u/\n", d->cfg.socket,
+           v6 ? "[" : "", addr, v6 ? "]" : "", (unsigned)web_port(d->web));
+    snprintf(d->probe_answer, sizeof d->probe_answer,
+             "{\"probe\":\"stepscope/1\",\"version\":\"%s\",\"instance\":\"%s\","
+             "\"http\":\"%s%s%s:%u\"}\n",
+             STEPSCOPE_VERSION, d->instance, v6 ? "[" : "", addr, v6 ? "]" : "",
+             (unsigned)web_port(d->web));
+    fflush(stdout);
+    log_info("data dir %s, static dir %s", d->cfg.data_dir, d->cfg.static_dir);
+}
+
+/* After the loop returned: stops what runs, frees what was started. Returns the exit code. */
+static int stop(struct daemon *d)
+{
+    int code = EXIT_OK;
+    web_stop(d->web);
+    d->web = NULL;
+    loopcall_destroy(&d->deletes); /* no HTTP thread is left to call them */
+    loopcall_destroy(&d->reloads);
+    cluster_stop(d->cluster);
+    persist_live_steps(d);
+    free(d->changed_ids);
+    free(d->rank_ids);
+    free(d->rank_steps);
+    live_free(d->live);
+    d->live = NULL;
+    analyse_rules_free(d->role_rules);
+    d->role_rules = NULL;
+    free(d->tickets);
+    store_close(d->store);
+    d->store = NULL;
+    capture_reg_free(d->captures);
+    sessions_free(d->sessions); /* after ingest_close() closed the last session */
+    int r = uv_loop_close(d->loop);
+    if (r < 0) {
+        log_error("event loop did not close cleanly: %s", uv_strerror(r));
+        code = EXIT_RUNTIME;
+    }
+    log_info("stopped");
+    return code;
+}
+
+/* Start-up failed: undo what was started, in reverse order. */
+static void undo_start(struct daemon *d)
+{
+    cluster_stop(d->cluster);
+    web_stop(d->web);
+    live_free(d->live);
+    analyse_rules_free(d->role_rules);
+    store_close(d->store);
+    capture_reg_free(d->captures);
+    if (d->ingest)
+        ingest_close(d->ingest);
+    close_async(d);
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    sessions_free(d->sessions);
+    (void)uv_loop_close(d->loop);
+}
+
+int main(int argc, char **argv)
+{
+    static struct daemon d; /* static: zeroed, and stats live as long as any thread */
+    int code = configure(&d, argc, argv);
+    if (code != EXIT_OK)
+        return code < 0 ? EXIT_OK : code;
     raise_fd_limit(&d.cfg);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&d.async_lock, NULL);
-
     d.loop = uv_default_loop();
-    int r;
 
     /* Which daemon this is, for clients that were given only one of its addresses: the socket
      * answers a probe with the HTTP address and /api/v1/health names the socket, each with the
@@ -663,223 +920,13 @@ int main(int argc, char **argv)
     absolute_path(d.cfg.socket, d.socket_abs, sizeof d.socket_abs);
 
     /* The socket first: if another daemon is live there, say so before touching its data dir. */
-    struct ingest_config icfg = {
-        .socket_path = d.cfg.socket,
-        .socket_mode = d.cfg.socket_mode,
-        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
-        .max_connections = (size_t)d.cfg.max_connections,
-        .hello_timeout_ms = d.cfg.hello_timeout_ms,
-        .reserved_connections = (size_t)d.cfg.reserved_connections,
-        .on_hello = on_hello,
-        .sink = on_records,
-        .on_close = on_session_closed,
-        .on_capture = on_capture_report,
-        .ud = &d,
-        .stats = &d.stats,
-        .probe_answer = d.probe_answer, /* filled once HTTP listens, before the loop runs */
-    };
-    r = ingest_start(d.loop, &icfg, &d.ingest);
-    if (r < 0) {
-        if (r == -EADDRINUSE) {
-            fprintf(stderr, "stepscoped: another stepscoped is live on socket %s\n", d.cfg.socket);
-            code = EXIT_BUSY;
-        } else {
-            fprintf(stderr, "stepscoped: cannot listen on socket %s: %s\n", d.cfg.socket,
-                    uv_strerror(r));
-            code = r == UV_ENAMETOOLONG ? EXIT_USAGE : EXIT_RUNTIME;
-        }
-        goto out;
+    if ((code = start_ingest(&d)) != EXIT_OK || (code = start_store(&d)) != EXIT_OK ||
+        (code = start_live(&d)) != EXIT_OK || (code = start_web(&d)) != EXIT_OK) {
+        undo_start(&d);
+        return code;
     }
-
-    struct store_config scfg = {
-        .data_dir = d.cfg.data_dir,
-        .retention_bytes_per_job = d.cfg.retention_bytes_per_job,
-        .max_buffered_bytes = d.cfg.max_buffered_bytes,
-        .durability = d.cfg.durability,
-        .stats = &d.stats,
-        .on_durable = on_durable,
-        .ud = &d,
-    };
-    char err[STORE_ERR_MAX > WEB_ERR_MAX ? STORE_ERR_MAX : WEB_ERR_MAX] = "";
-    r = loopcall_init(&d.deletes, d.loop, run_delete, &d);
-    if (r == 0 && (r = loopcall_init(&d.reloads, d.loop, run_reload, &d)) < 0)
-        loopcall_close(&d.deletes);
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: %s\n", strerror(-r));
-        code = EXIT_RUNTIME;
-        goto out;
-    }
-    /* The async handle must exist before the writer thread can call on_durable. */
-    uv_async_init(d.loop, &d.durable_async, on_durable_async);
-    d.durable_async.data = &d;
-    uv_async_init(d.loop, &d.capture_async, on_capture_async);
-    d.capture_async.data = &d;
-    d.async_open = true;
-    r = store_open(&scfg, &d.store, err);
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: data dir %s: %s\n", d.cfg.data_dir, err[0] ? err : strerror(-r));
-        code = store_exit_code(r);
-        goto out;
-    }
-
-    d.sessions = sessions_new();
-    d.captures = d.sessions ? capture_reg_new(d.sessions) : NULL;
-    r = d.captures ? store_query_captures(d.store, load_capture, load_capture_rank, &d) : -ENOMEM;
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: data dir %s: loading the captures: %s\n", d.cfg.data_dir,
-                strerror(-r));
-        code = r == -ENOMEM ? EXIT_RUNTIME : EXIT_DATA_DIR;
-        goto out;
-    }
-
-    struct live_config lcfg = {
-        .rules = d.role_rules,
-        .fp_point = d.cfg.fp_point,
-        .max_jobs = (size_t)d.cfg.live_max_jobs,
-        .bp_point = d.cfg.bp_point,
-        /* An imported trace is analysed whole: each of its ranks keeps up to an eighth of the
-         * live budget of breakdown spans (1 GiB: 128 MiB, 3.3 M spans; docs/API.md). */
-        .bd_import_bytes = d.cfg.live_max_bytes / 8,
-    };
-    d.live = live_new_config(&lcfg);
-    if (!d.live) {
-        fprintf(stderr, "stepscoped: out of memory\n");
-        code = EXIT_RUNTIME;
-        goto out;
-    }
-    live_set_reload(d.live, web_live_reload, &d);
-    d.replay = (struct replay_config){
-        .store = d.store,
-        .live = d.live,
-        .stats = &d.stats,
-        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
-        .live_max_bytes = d.cfg.live_max_bytes,
-        .live_max_jobs = d.cfg.live_max_jobs,
-    };
-    r = replay_all(&d.replay);
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: data dir %s: replaying the store into live analysis: %s\n",
-                d.cfg.data_dir, strerror(-r));
-        code = EXIT_DATA_DIR;
-        goto out;
-    }
-
-    const struct web_captures captures = {
-        .create = web_capture_create,
-        .list = web_capture_list,
-        .ud = &d,
-    };
-    const struct web_jobs jobs = {.remove = web_job_delete, .ud = &d};
-    /* Before the web server: /stats shows the backlog from the first answer. */
-    char cerr[CLUSTER_ERR_MAX] = "";
-    r = cluster_start_config(&d.cfg, d.store, d.live, &d.stats, &d.cluster, cerr);
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: %s\n", cerr);
-        code = EXIT_USAGE;
-        goto out;
-    }
-
-    struct web_config wcfg = {
-        .http = d.cfg.http,
-        .static_dir = d.cfg.static_dir,
-        .threads = (unsigned)d.cfg.http_threads,
-        .max_connections = (unsigned)d.cfg.http_max_connections,
-        .max_connections_per_ip = (unsigned)d.cfg.http_max_connections_per_ip,
-        .timeout_s = (unsigned)d.cfg.http_timeout_s,
-        .request_timeout_s = (unsigned)d.cfg.http_request_timeout_s,
-        .max_exports = (unsigned)d.cfg.http_max_exports,
-        .analysis_timeout_ms = (unsigned)d.cfg.http_analysis_timeout_ms,
-        .max_response_bytes = (size_t)d.cfg.max_response_bytes,
-        .version = STEPSCOPE_VERSION,
-        .instance = d.instance,
-        .socket = d.socket_abs,
-        .store = d.store,
-        .live = d.live,
-        .helper_rules = &d.helper_rules,
-        .stats = &d.stats,
-        .auth_token = d.cfg.auth_token,
-        .allowed_hosts = d.cfg.http_allowed_hosts,
-        .metrics_max_ranks = (size_t)d.cfg.metrics_max_ranks,
-        .max_line_bytes = (size_t)d.cfg.max_line_bytes,
-        .captures = &captures,
-        .jobs = &jobs,
-    };
-    err[0] = '\0';
-    r = web_start(&wcfg, &d.web, err);
-    explicit_bzero(d.cfg.auth_token, sizeof d.cfg.auth_token); /* web keeps its own copy */
-    if (r < 0) {
-        fprintf(stderr, "stepscoped: http %s: %s\n", d.cfg.http, err[0] ? err : strerror(-r));
-        code = EXIT_HTTP;
-        goto out;
-    }
-
-    uv_timer_init(d.loop, &d.flush_timer);
-    d.flush_timer.data = &d;
-    uv_timer_start(&d.flush_timer, on_flush_timer, d.cfg.flush_interval_ms, d.cfg.flush_interval_ms);
-    uv_timer_init(d.loop, &d.drain_timer);
-    d.drain_timer.data = &d;
-    uv_signal_init(d.loop, &d.sigterm);
-    d.sigterm.data = &d;
-    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-    uv_signal_init(d.loop, &d.sigint);
-    d.sigint.data = &d;
-    uv_signal_start(&d.sigint, on_signal, SIGINT);
-
-    char addr[64];
-    uint16_t port;
-    (void)config_parse_hostport(d.cfg.http, addr, sizeof addr, &port);
-    bool v6 = strchr(addr, ':') != NULL;
-    printf("stepscoped: listening on socket %s, dashboard http://%s%s%s:%u/\n", d.cfg.socket,
-           v6 ? "[" : "", addr, v6 ? "]" : "", (unsigned)web_port(d.web));
-    snprintf(d.probe_answer, sizeof d.probe_answer,
-             "{\"probe\":\"stepscope/1\",\"version\":\"%s\",\"instance\":\"%s\","
-             "\"http\":\"%s%s%s:%u\"}\n",
-             STEPSCOPE_VERSION, d.instance, v6 ? "[" : "", addr, v6 ? "]" : "",
-             (unsigned)web_port(d.web));
-    fflush(stdout);
-    log_info("data dir %s, static dir %s", d.cfg.data_dir, d.cfg.static_dir);
-
+    start_handles(&d);
+    announce(&d);
     uv_run(d.loop, UV_RUN_DEFAULT);
-    code = EXIT_OK;
-    web_stop(d.web);
-    d.web = NULL;
-    loopcall_destroy(&d.deletes); /* no HTTP thread is left to call them */
-    loopcall_destroy(&d.reloads);
-    cluster_stop(d.cluster);
-    persist_live_steps(&d);
-    free(d.changed_ids);
-    free(d.rank_ids);
-    free(d.rank_steps);
-    live_free(d.live);
-    d.live = NULL;
-    analyse_rules_free(d.role_rules);
-    d.role_rules = NULL;
-    free(d.tickets);
-    store_close(d.store);
-    d.store = NULL;
-    capture_reg_free(d.captures);
-    sessions_free(d.sessions); /* after ingest_close() closed the last session */
-    r = uv_loop_close(d.loop);
-    if (r < 0) {
-        log_error("event loop did not close cleanly: %s", uv_strerror(r));
-        code = EXIT_RUNTIME;
-    }
-    log_info("stopped");
-    return code;
-
-out:
-    /* Start-up failed: undo what was started, in reverse order. */
-    cluster_stop(d.cluster);
-    web_stop(d.web);
-    live_free(d.live);
-    analyse_rules_free(d.role_rules);
-    store_close(d.store);
-    capture_reg_free(d.captures);
-    if (d.ingest)
-        ingest_close(d.ingest);
-    close_async(&d);
-    uv_run(d.loop, UV_RUN_DEFAULT);
-    sessions_free(d.sessions);
-    (void)uv_loop_close(d.loop);
-    return code;
+    return stop(&d);
 }
