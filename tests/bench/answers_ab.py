@@ -9,6 +9,9 @@ flush times, so that one differs between two runs of the same build too).
 Usage: tests/bench/answers_ab.py DAEMON_A DAEMON_B TRACE[,TRACE...]...
 Environment: IMPORTER (build-rel/cli/stepscope); IMPORTER_B, the importer used
 with DAEMON_B (default IMPORTER): with the same daemon twice, this compares two importers.
+ANSWERS_AB_HTTP=1 (for a change to the HTTP layer, daemon/web/): also the status and every
+header but Date, of more routes (the CSV, records and text forms, streamed or not, refusals, the
+daemon-wide routes) and each live route twice (the second answer comes from the answer cache).
 Prints each differing route and, last, "routes=<n> differing=<n> bytes=<n>"; exit status 1 if
 any differs.
 """
@@ -26,6 +29,17 @@ ROUTES = ['', '/steps', '/steps?limit=1000', '/step-trace', '/operators', '/oper
           '/summary/overview', '/summary/model', '/summary/distributed', '/summary/operator',
           '/summary/kernel', '/summary/memory', '/summary/user-defined', '/summary/device',
           '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5']
+# ANSWERS_AB_HTTP=1: the other forms of the tables, bad parameters, and the daemon-wide routes.
+HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?format=records&limit=3',
+               '/operators?format=csv', '/operators?format=records&offset=1&limit=2',
+               '/kernels?format=csv', '/queues?format=csv', '/breakdown?format=csv',
+               '/ranks?format=csv', '/pipeline?format=csv', '/summary/operator?format=text',
+               '/summary/kernel?format=csv', '/benchmark?format=records',
+               '/timeline?limit=50&remap_pids=1', '/steps?limit=x', '/steps?format=xml',
+               '/summary/nope', '/operators?rank=999', '/captures', '/nope']
+DAEMON_ROUTES = ['/api/v1/jobs', '/api/v1/nope', '/api/v1/jobs/nojob/steps', '/index.html',
+                 '/nope.js']  # a dashboard file: its headers only (the dashboard changes)
+HTTP = os.environ.get('ANSWERS_AB_HTTP') == '1'
 VOLATILE = re.compile(rb'"(stored_bytes|first_seen_us|last_seen_us|created_at|updated_at|'
                       rb'computed_at|generated_at|age_ms|uptime_s)":\s*("[^"]*"|[0-9.eE+-]+)')
 
@@ -44,12 +58,20 @@ def start(binary, work):
             return p, d, 'http://' + m.group(1)
 
 
+def head(r):
+    """The status and every header in the order sent but Date and Content-Length (the body is
+    compared, with its volatile fields masked)."""
+    hs = ''.join('%s: %s\n' % (k, v) for k, v in r.headers.items()
+                 if k.lower() not in ('date', 'content-length'))
+    return ('HTTP %d\n' % r.status + hs + '\n').encode()
+
+
 def get(base, path):
     try:
         with urllib.request.urlopen(base + path, timeout=120) as r:
-            return r.read()
+            return (head(r) if HTTP else b'') + r.read()
     except urllib.error.HTTPError as e:
-        return b'HTTP %d ' % e.code + e.read()
+        return (head(e) if HTTP else b'HTTP %d ' % e.code) + e.read()
 
 
 def answers(binary, traces, importer, work):
@@ -61,8 +83,15 @@ def answers(binary, traces, importer, work):
             subprocess.run([importer, 'import', '--quiet', '--socket', d + '/s.sock', '--job', job]
                            + trace.split(','), check=True)
             time.sleep(0.6)  # past the live snapshot's publish interval
-            for route in ROUTES:
+            for route in ROUTES + (HTTP_ROUTES if HTTP else []):
                 out[(job, route)] = VOLATILE.sub(rb'"\1":X', get(base, '/api/v1/jobs/' + job + route))
+            if HTTP:  # the live routes again: from the answer cache this time
+                for route in ROUTES[1:12]:
+                    key = (job, route + ' (again)')
+                    out[key] = VOLATILE.sub(rb'"\1":X', get(base, '/api/v1/jobs/' + job + route))
+        for route in DAEMON_ROUTES if HTTP else []:
+            body = VOLATILE.sub(rb'"\1":X', get(base, route))
+            out[('', route)] = body if route.startswith('/api/') else body.split(b'\n\n')[0]
     finally:
         p.terminate()
         p.wait()
