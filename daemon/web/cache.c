@@ -15,14 +15,18 @@
  * answers of at most WEB_CACHE_BODY_MAX bytes are kept, so the cache holds at most
  * WEB_CACHE_SLOTS * WEB_CACHE_BODY_MAX bytes of bodies.
  *
- * libmicrohttpd responses are reference-counted and may be queued on many connections at once:
- * a slot owns one reference (the one from creation), each MHD_queue_response() takes another,
- * and replacing a slot drops the slot's. Queueing happens under the cache lock, so a slot's
- * response cannot be destroyed between the lookup and the queue.
+ * What a slot keeps is opaque here: http.c keeps its built response, which libmicrohttpd
+ * reference-counts and may queue on many connections at once. A slot holds one reference (the
+ * one from creation, handed over by web__cache_keep()), each queue takes another, and replacing
+ * a slot releases the slot's. A hit is used under the cache lock (web__cache_use()), so a slot's
+ * value cannot be released between the lookup and its use.
  *
- * Threading: any MHD thread; one mutex.
+ * Which answers are kept is said by the answer itself (answer.h: keep, job_id, serial, set by
+ * routes_live.c from the snapshot it answered from); http.c keeps those of a cacheable request.
+ *
+ * Threading: any server thread; one mutex.
  */
-#include "web_int.h"
+#include "cache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,26 +34,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <microhttpd.h>
-
 #include "../live/live_query.h"
+#include "answer.h"
 
 struct cache_slot {
     char *key; /* NULL: empty */
     size_t key_len;
     int64_t job_id;
     uint64_t serial;
-    struct MHD_Response *resp;
+    void *val;
 };
 
 struct web_cache {
     pthread_mutex_t lock;
+    void (*release)(void *val);
     struct cache_slot slots[WEB_CACHE_SLOTS];
 };
 
-_Thread_local struct web_capture *web__capture;
-
-int web__cache_new(struct web_cache **ret)
+int web__cache_new(struct web_cache **ret, void (*release)(void *val))
 {
     struct web_cache *k = calloc(1, sizeof *k);
     if (!k)
@@ -58,6 +60,7 @@ int web__cache_new(struct web_cache **ret)
         free(k);
         return -ENOMEM;
     }
+    k->release = release;
     *ret = k;
     return 0;
 }
@@ -68,8 +71,8 @@ void web__cache_free(struct web_cache *k)
         return;
     for (size_t i = 0; i < WEB_CACHE_SLOTS; i++) {
         free(k->slots[i].key);
-        if (k->slots[i].resp)
-            MHD_destroy_response(k->slots[i].resp);
+        if (k->slots[i].val)
+            k->release(k->slots[i].val);
     }
     pthread_mutex_destroy(&k->lock);
     free(k);
@@ -91,11 +94,10 @@ static void key_put(struct key_ctx *x, const char *s, size_t n)
     x->len += n;
 }
 
-static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                              size_t key_size, const char *value, size_t value_size)
+static void on_arg(void *ud, const char *key, size_t key_size, const char *value,
+                   size_t value_size)
 {
-    struct key_ctx *x = cls;
-    (void)kind;
+    struct key_ctx *x = ud;
     /* '\x1f' cannot come from a query (the unescape callback keeps the bytes as sent, and a raw
      * control byte in a URL is refused by MHD), so the parts cannot run into each other. */
     key_put(x, "\x1f", 1);
@@ -103,18 +105,17 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *ke
     key_put(x, "=", 1);
     if (value)
         key_put(x, value, value_size);
-    return MHD_YES;
 }
 
-int web__cache_key(struct MHD_Connection *c, int route_id, const char *job, char *buf, size_t size,
-                   size_t *ret_len)
+int web__cache_key(const struct web_req *q, int route_id, const char *job, char *buf,
+                   size_t size, size_t *ret_len)
 {
     struct key_ctx x = {buf, size, 0, false};
     char head[16];
     int n = snprintf(head, sizeof head, "%d\x1f", route_id);
     key_put(&x, head, (size_t)n);
     key_put(&x, job, strlen(job));
-    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, on_arg, &x);
+    web__req_args_each(q, on_arg, &x);
     if (x.overflow)
         return -ENAMETOOLONG;
     *ret_len = x.len;
@@ -139,12 +140,11 @@ static bool slot_is(const struct cache_slot *s, const char *key, size_t len)
     return s->key && s->key_len == len && memcmp(s->key, key, len) == 0;
 }
 
-int web__cache_serve(struct web *w, struct MHD_Connection *c, const char *key, size_t len,
-                     int *ret_mhd)
+bool web__cache_use(struct web_cache *k, struct live *live, const char *key, size_t len,
+                    void (*use)(void *val, void *ud), void *ud)
 {
-    struct web_cache *k = w->cache;
-    if (!k || !w->live)
-        return 0;
+    if (!k || !live)
+        return false;
     struct cache_slot *s = slot_of(k, key, len);
     int64_t job_id;
     uint64_t serial;
@@ -154,51 +154,43 @@ int web__cache_serve(struct web *w, struct MHD_Connection *c, const char *key, s
     serial = s->serial;
     pthread_mutex_unlock(&k->lock);
     if (!found)
-        return 0;
+        return false;
 
     const struct live_snapshot *snap;
     /* A hit is a use too (the job is evicted last); an evicted job reloads here, and then misses. */
-    if (live_ensure(w->live, job_id) < 0 || live_snapshot_get(w->live, job_id, &snap) < 0)
-        return 0;
+    if (live_ensure(live, job_id) < 0 || live_snapshot_get(live, job_id, &snap) < 0)
+        return false;
     uint64_t now = live_snapshot_serial(snap);
     live_snapshot_put(snap);
     if (now != serial)
-        return 0;
+        return false;
 
-    int served = 0;
+    bool served = false;
     pthread_mutex_lock(&k->lock);
     if (slot_is(s, key, len) && s->serial == serial && s->job_id == job_id) {
-        *ret_mhd = MHD_queue_response(c, MHD_HTTP_OK, s->resp);
-        served = 1;
+        use(s->val, ud);
+        served = true;
     }
     pthread_mutex_unlock(&k->lock);
-    if (served)
-        STATS_ADD(w->stats, http_cache_hits, 1);
     return served;
 }
 
-int web__cache_store(struct web *w, struct MHD_Connection *c, struct web_capture *cap,
-                     struct MHD_Response *resp)
+bool web__cache_keep(struct web_cache *k, const char *key, size_t len, int64_t job_id,
+                     uint64_t serial, void *val)
 {
-    struct web_cache *k = w->cache;
-    char *key = malloc(cap->key_len);
-    if (!key) {
-        /* Not kept: answer as if there were no cache. */
-        enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp);
-        return r;
+    char *copy = malloc(len);
+    if (!copy) {
+        k->release(val); /* not kept: as if there were no cache */
+        return false;
     }
-    memcpy(key, cap->key, cap->key_len);
-    struct cache_slot *s = slot_of(k, key, cap->key_len);
-    struct MHD_Response *old;
+    memcpy(copy, key, len);
+    struct cache_slot *s = slot_of(k, copy, len);
     pthread_mutex_lock(&k->lock);
     free(s->key);
-    old = s->resp;
-    *s = (struct cache_slot){key, cap->key_len, cap->job_id, cap->serial, resp};
-    enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    void *old = s->val;
+    *s = (struct cache_slot){copy, len, job_id, serial, val};
     pthread_mutex_unlock(&k->lock);
     if (old)
-        MHD_destroy_response(old);
-    STATS_ADD(w->stats, http_cache_misses, 1);
-    return r;
+        k->release(old);
+    return true;
 }

@@ -6,10 +6,11 @@
  * One watcher thread polls live_query_changed() every WEB_EVENTS_POLL_MS (a mutex and a pass
  * over the published jobs) and appends "event: job" to the buffer of every subscriber; every
  * WEB_EVENTS_HEARTBEAT_S it appends "event: ping" so a client (and any proxy) sees the stream is
- * alive. A subscriber is one MHD callback response of unknown size. The callback copies out what
- * its buffer holds; when the buffer is empty it suspends the connection (MHD_suspend_connection()
- * from the content reader, as microhttpd.h prescribes) and returns 0, so no HTTP thread ever
- * waits or spins on a stream. The watcher resumes a suspended subscriber after appending to it.
+ * alive. A subscriber is one server stream (answer.h) of unknown size. The callback copies out what
+ * its buffer holds; when the buffer is empty it suspends the connection (web__conn_park() from the
+ * stream's read, as microhttpd.h prescribes for MHD_suspend_connection()) and returns 0, so no HTTP
+ * thread ever waits or spins on a stream. The watcher resumes a suspended subscriber after
+ * appending to it.
  *
  * Locking: the hub's mutex guards the list; each subscriber's mutex guards its buffer and its
  * suspended flag. The callback suspends while holding the subscriber's mutex, so the watcher,
@@ -23,7 +24,7 @@
  * still gets through once it reads), never blocks the watcher. web_stop() stops the watcher and
  * resumes every subscriber before MHD_stop_daemon(); the callback then ends each stream.
  */
-#include "web_int.h"
+#include "events.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,9 +36,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include <microhttpd.h>
-
 #include "../live/live.h"
+#include "answer.h"
+#include "server.h"
 
 #define WEB_EVENTS_POLL_MS 100
 #define WEB_EVENTS_HEARTBEAT_S 10
@@ -46,7 +47,7 @@
 
 struct web_sub {
     pthread_mutex_t lock;
-    struct MHD_Connection *conn;
+    struct web_conn *conn;    /* parked by on_read(), woken by the watcher */
     struct web_events *hub;
     atomic_int refs;  /* the hub's list and MHD's response */
     bool suspended;   /* the callback suspended conn and nobody resumed it yet */
@@ -93,7 +94,7 @@ static bool sub_push(struct web_sub *s, const char *msg, size_t n)
     s->suspended = false;
     pthread_mutex_unlock(&s->lock);
     if (resume)
-        MHD_resume_connection(s->conn);
+        web__conn_wake(s->conn);
     return fits;
 }
 
@@ -209,13 +210,13 @@ void web__events_free(struct web *w)
     w->events = NULL;
 }
 
-static ssize_t on_read(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t on_read(void *cls, char *buf, size_t max)
 {
     struct web_sub *s = cls;
     pthread_mutex_lock(&s->lock);
     if (atomic_load(&s->hub->stop)) {
         pthread_mutex_unlock(&s->lock);
-        return MHD_CONTENT_READER_END_OF_STREAM;
+        return WEB_STREAM_END;
     }
     size_t n = s->len < max ? s->len : max;
     if (n > 0) {
@@ -224,7 +225,7 @@ static ssize_t on_read(void *cls, uint64_t pos, char *buf, size_t max)
         s->len -= n;
     } else {
         s->suspended = true;
-        MHD_suspend_connection(s->conn);
+        web__conn_park(s->conn);
     }
     pthread_mutex_unlock(&s->lock);
     return (ssize_t)n;
@@ -240,17 +241,17 @@ static void on_free(void *cls)
     sub_unref(s);
 }
 
-int web__route_events(struct web *w, struct MHD_Connection *c)
+int web__route_events(struct web *w, const struct web_req *q, struct web_answer *a)
 {
     struct web_events *h = w->events;
     if (!h || !w->live)
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                               "no live state attached");
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "no live state attached");
     struct web_sub *s = calloc(1, sizeof *s);
     if (!s)
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+        return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
     pthread_mutex_init(&s->lock, NULL);
-    s->conn = c;
+    s->conn = web__req_conn(q);
     s->hub = h;
     atomic_init(&s->refs, 2);
     /* The client reconnects 2 s after a lost stream; "hello" says the stream is up. */
@@ -269,16 +270,16 @@ int web__route_events(struct web *w, struct MHD_Connection *c)
     if (full) {
         pthread_mutex_destroy(&s->lock);
         free(s);
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                               "too many event streams");
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy", "too many event streams");
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, WEB_EVENTS_BLOCK, on_read, s, on_free);
-    if (!resp) {
-        on_free(s); /* the hub's reference goes at the next pass */
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    return web__queue(w, c, MHD_HTTP_OK, resp);
+    /* The stream's free (on_free(), when the server is done with the answer, or at once if it
+     * is never sent) lets go of MHD's reference; the hub's goes at the watcher's next pass. */
+    web__answer_done(a);
+    a->status = WEB_HTTP_OK;
+    a->type = "text/event-stream";
+    a->cache_control = "no-store";
+    a->body = WEB_BODY_STREAM;
+    a->stream = (struct web_stream){.read = on_read, .free = on_free, .ctx = s,
+                                    .block = WEB_EVENTS_BLOCK};
+    return 0;
 }

@@ -42,11 +42,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <microhttpd.h>
-
 #include "../../lib/clock.h"
 #include "../../lib/log.h"
-#include "web_int.h"
+#include "guard.h"
 
 enum {
     GUARD_WAITING = 0,   /* no byte of a request since the last answer was completed */
@@ -188,19 +186,15 @@ void web__guard_free(struct web_guard *g)
     free(g);
 }
 
-void web__guard_notify(struct web *w, struct MHD_Connection *c, void **socket_context,
-                       bool started)
+void web__guard_notify(struct web_guard *g, int fd, void **socket_context, bool started)
 {
-    struct web_guard *g = w->guard;
     if (!g)
         return;
     if (started) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct web_guard_conn *k = ci ? calloc(1, sizeof *k) : NULL;
+        struct web_guard_conn *k = fd >= 0 ? calloc(1, sizeof *k) : NULL;
         if (!k)
             return; /* unguarded: still served, closed by the idle timeout only */
-        k->fd = ci->connect_fd;
+        k->fd = fd;
         atomic_init(&k->word, WORD(0, GUARD_WAITING));
         atomic_init(&k->base_bytes, 0);
         pthread_mutex_lock(&g->lock);
@@ -227,16 +221,9 @@ void web__guard_notify(struct web *w, struct MHD_Connection *c, void **socket_co
     *socket_context = NULL;
 }
 
-static struct web_guard_conn *conn_of(struct MHD_Connection *c)
+void web__guard_received(struct web_guard *g, void *socket_context)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-void web__guard_received(struct web *w, struct MHD_Connection *c)
-{
-    struct web_guard_conn *k = w->guard ? conn_of(c) : NULL;
+    struct web_guard_conn *k = g ? socket_context : NULL;
     if (!k)
         return;
     uint64_t word = atomic_load_explicit(&k->word, memory_order_acquire);
@@ -249,9 +236,9 @@ void web__guard_received(struct web *w, struct MHD_Connection *c)
             return;
 }
 
-void web__guard_completed(struct web *w, struct MHD_Connection *c)
+void web__guard_completed(struct web_guard *g, void *socket_context)
 {
-    struct web_guard_conn *k = w->guard ? conn_of(c) : NULL;
+    struct web_guard_conn *k = g ? socket_context : NULL;
     if (!k)
         return;
     int64_t got = bytes_received(k->fd);

@@ -26,9 +26,14 @@
  * is taken, since the name is what matters and an SSH tunnel's port differs from ours. A request
  * without Host (HTTP/1.0; MHD refuses an HTTP/1.1 one) comes from no browser and is answered.
  *
- * Every answer leaves through web__queue(), which adds the headers all answers carry and counts
- * the errors, so no handler can forget either. Handlers run on MHD's threads and only read: the
- * store through store_query.h, the counters with relaxed atomic loads.
+ * The routes (routes.h) never see libmicrohttpd: each fills a struct web_answer (answer.h) and
+ * every answer leaves through respond() here, which turns it into an MHD response, adds the
+ * headers all answers carry, counts the errors and keeps the answers the cache may serve again
+ * (cache.h), so no handler can forget any of it. This is the one file that includes
+ * <microhttpd.h>: the request and connection accessors of answer.h (query arguments, headers,
+ * parking a connection) and guard.c's sockets are implemented here too. Handlers run on MHD's
+ * threads and only read: the store through store_query.h, the counters with relaxed atomic
+ * loads.
  */
 #include "web.h"
 
@@ -48,7 +53,14 @@
 
 #include "../core/config.h"
 #include "../../lib/log.h"
-#include "web_int.h"
+#include "answer.h"
+#include "cache.h"
+#include "events.h"
+#include "guard.h"
+#include "routes.h"
+#include "server.h"
+
+#define WEB_QUERY_PARAMS_MAX 64 /* more: 414 (on_uri()) */
 
 union web_addr {
     struct sockaddr sa;
@@ -91,332 +103,229 @@ static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
     return strlen(s);
 }
 
-int web__queue(struct web *w, struct MHD_Connection *c, unsigned status, struct MHD_Response *resp)
-{
-    if (status >= 400)
-        STATS_ADD(w->stats, http_errors, 1);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
+/* ---- the request, as routes read it (answer.h) ---- */
 
-static int send_typed(struct web *w, struct MHD_Connection *c, unsigned status, char *data,
-                      size_t len, const char *disposition, const char *type, const char *allow)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(data);
-        return web__queue(w, c, status, NULL);
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (disposition)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disposition);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow ? allow : "GET, HEAD");
-    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Bearer realm=\"stepscope\"");
-    struct web_capture *cap = web__capture;
-    if (cap && cap->armed && status == MHD_HTTP_OK && len <= WEB_CACHE_BODY_MAX && w->cache) {
-        web__capture = NULL; /* one answer per request */
-        /* The headers web__queue() adds, added once: a kept response is shared by threads. */
-        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        return web__cache_store(w, c, cap, resp);
-    }
-    return web__queue(w, c, status, resp);
-}
-
-static int send_error_allow(struct web *w, struct MHD_Connection *c, unsigned status,
-                            const char *code, const char *message, const char *allow)
-{
-    struct sbuf b;
-    sbuf_init(&b, WEB_ERROR_BODY_MAX);
-    web__render_error(&b, code, message);
-    size_t len;
-    char *data = sbuf_steal(&b, &len);
-    sbuf_done(&b);
-    if (!data)
-        return web__queue(w, c, status, NULL);
-    return send_typed(w, c, status, data, len, NULL, "application/json", allow);
-}
-
-int web__send_error(struct web *w, struct MHD_Connection *c, unsigned status, const char *code,
-                    const char *message)
-{
-    return send_error_allow(w, c, status, code, message, NULL);
-}
-
-int web__send_405(struct web *w, struct MHD_Connection *c, const char *allow, const char *message)
-{
-    return send_error_allow(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed", message,
-                            allow);
-}
-
-static int send_sbuf(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
-                     const char *disposition, const char *type)
-{
-    if (b->error == -EMSGSIZE) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the answer would exceed max_response_bytes (%zu); ask for less",
-                 w->max_response_bytes);
-        sbuf_done(b);
-        return web__send_error(w, c, MHD_HTTP_CONTENT_TOO_LARGE, "response_too_large", msg);
-    }
-    size_t len = 0;
-    bool failed = b->error != 0;
-    char *data = sbuf_steal(b, &len);
-    sbuf_done(b);
-    if (!data && !failed)
-        data = calloc(1, 1); /* an empty answer (a summary table Paddle leaves out) */
-    if (!data)
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    return send_typed(w, c, status, data, len, disposition, type, NULL);
-}
-
-int web__send_json(struct web *w, struct MHD_Connection *c, unsigned status, struct sbuf *b,
-                   const char *disposition)
-{
-    return send_sbuf(w, c, status, b, disposition, "application/json");
-}
-
-int web__send_csv(struct web *w, struct MHD_Connection *c, struct sbuf *b)
-{
-    return send_sbuf(w, c, 200, b, NULL, "text/csv; charset=utf-8");
-}
-
-int web__send_records(struct web *w, struct MHD_Connection *c, struct sbuf *b)
-{
-    return send_sbuf(w, c, MHD_HTTP_OK, b, NULL, "application/json");
-}
-
-/* ---- tables streamed row by row (web__send_rows()) ---- */
-
-struct rows_stream {
-    struct web *w;        /* borrowed; outlives MHD's connections */
-    struct web_rows rows; /* rows.ctx owned */
-    size_t next;          /* the next row to render */
-    bool head, tail;      /* written */
-    struct sbuf out;      /* bytes not yet handed to MHD: out.data[out_pos, out.len) */
-    size_t out_pos;
+/* What the access handler's call for a request is about (the request's state between calls). */
+enum web_req_kind {
+    WEB_REQ_NEW,             /* its first call */
+    WEB_REQ_TOO_MANY_PARAMS, /* over WEB_QUERY_PARAMS_MAX query parameters (on_uri): 414 */
+    WEB_REQ_GET,             /* a GET or HEAD past its first call */
+    WEB_REQ_DELETE,          /* a DELETE past its first call */
+    WEB_REQ_POST,            /* a POST whose body is being gathered */
+    WEB_REQ_PARKED,          /* a GET whose analysis runs on its own thread (routes_summary.c) */
 };
 
-static void rows_stream_free(void *cls)
+/* One request: MHD's per-request context (con_cls), created by on_uri() and freed by
+ * on_completed(). */
+struct web_req {
+    enum web_req_kind kind;
+    struct MHD_Connection *c;
+    struct web_route route; /* POST: its route */
+    char *body;             /* POST: WEB_POST_BODY_MAX bytes, body_len of them received */
+    size_t body_len;
+    bool too_big;           /* the body passed WEB_POST_BODY_MAX: the rest is skipped, 413 */
+};
+
+static struct web_req *req_new(void)
 {
-    struct rows_stream *s = cls;
-    if (s->rows.free)
-        s->rows.free(s->rows.ctx);
-    sbuf_done(&s->out);
-    atomic_fetch_sub_explicit(&s->w->exports_active, 1, memory_order_relaxed);
+    return calloc(1, sizeof(struct web_req));
+}
+
+static void req_free(struct web_req *q)
+{
+    if (!q)
+        return;
+    free(q->body);
+    free(q);
+}
+
+int web__req_arg(const struct web_req *q, const char *name, const char **ret_v, size_t *ret_n)
+{
+    return MHD_lookup_connection_value_n(q->c, MHD_GET_ARGUMENT_KIND, name, strlen(name), ret_v,
+                                         ret_n) == MHD_YES;
+}
+
+struct args_each {
+    void (*fn)(void *ud, const char *key, size_t key_len, const char *value, size_t value_len);
+    void *ud;
+};
+
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                              size_t key_size, const char *value, size_t value_size)
+{
+    struct args_each *x = cls;
+    (void)kind;
+    x->fn(x->ud, key, key_size, value, value_size);
+    return MHD_YES;
+}
+
+void web__req_args_each(const struct web_req *q,
+                        void (*fn)(void *ud, const char *key, size_t key_len, const char *value,
+                                   size_t value_len),
+                        void *ud)
+{
+    struct args_each x = {fn, ud};
+    MHD_get_connection_values_n(q->c, MHD_GET_ARGUMENT_KIND, on_arg, &x);
+}
+
+const char *web__req_header(const struct web_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, name);
+}
+
+bool web__req_is_json(const struct web_req *q)
+{
+    static const char json[] = "application/json";
+    const char *t = web__req_header(q, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!t || strncasecmp(t, json, sizeof json - 1) != 0)
+        return false;
+    char next = t[sizeof json - 1];
+    return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+/* A struct web_conn is the MHD connection itself, under a name the routes may hold. */
+struct web_conn *web__req_conn(const struct web_req *q)
+{
+    return (struct web_conn *)q->c;
+}
+
+void web__conn_park(struct web_conn *c)
+{
+    MHD_suspend_connection((struct MHD_Connection *)c);
+}
+
+void web__conn_wake(struct web_conn *c)
+{
+    MHD_resume_connection((struct MHD_Connection *)c);
+}
+
+int web__conn_fd(struct web_conn *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info((struct MHD_Connection *)c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+/* ---- answers into responses: the one place ---- */
+
+static ssize_t on_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    const struct web_stream *s = cls;
+    (void)pos; /* MHD reads in order; the position is the stream's */
+    ssize_t n = s->read(s->ctx, buf, max);
+    if (n == WEB_STREAM_END)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n == WEB_STREAM_ERROR)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void on_stream_free(void *cls)
+{
+    struct web_stream *s = cls;
+    if (s->free)
+        s->free(s->ctx);
     free(s);
 }
 
-/* Renders the next chunk into s->out: the head, rows up to WEB_TIMELINE_CHUNK bytes, the tail.
- * Returns false when everything was written before this call. */
-static bool rows_produce(struct rows_stream *s)
+/* The response of a, taking its body; NULL when MHD has no memory (a keeps what it owned). */
+static struct MHD_Response *build(struct web_answer *a)
 {
-    bool csv = s->rows.fmt == WEB_FORMAT_CSV;
-    if (s->tail)
-        return false;
-    if (!s->head) {
-        sbuf_adds(&s->out, csv ? s->rows.csv_header : "[");
-        s->head = true;
-    }
-    while (s->next < s->rows.n && s->out.len < WEB_TIMELINE_CHUNK) {
-        if (!csv && s->next > 0)
-            sbuf_addc(&s->out, ',');
-        s->rows.row(&s->out, s->rows.fmt, s->rows.ctx, s->next++);
-    }
-    if (s->next == s->rows.n) {
-        if (!csv)
-            sbuf_addc(&s->out, ']');
-        s->tail = true;
-    }
-    return true;
-}
-
-bool web__chunk_copy(const struct sbuf *out, size_t *pos, char *buf, size_t max, size_t *n)
-{
-    if (*pos >= out->len)
-        return true;
-    size_t k = out->len - *pos;
-    if (k > max - *n)
-        k = max - *n;
-    memcpy(buf + *n, out->data + *pos, k);
-    *n += k;
-    *pos += k;
-    return false;
-}
-
-static ssize_t on_rows_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct rows_stream *s = cls;
-    (void)pos; /* MHD reads in order */
-    size_t n = 0;
-    while (n < max) {
-        if (!web__chunk_copy(&s->out, &s->out_pos, buf, max, &n))
-            continue;
-        sbuf_reset(&s->out);
-        s->out_pos = 0;
-        if (!rows_produce(s))
+    struct MHD_Response *resp = NULL;
+    switch (a->body) {
+    case WEB_BODY_NONE:
+        resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        break;
+    case WEB_BODY_BYTES:
+        resp = MHD_create_response_from_buffer(a->len, a->bytes, MHD_RESPMEM_MUST_FREE);
+        if (resp)
+            a->bytes = NULL;
+        break;
+    case WEB_BODY_STREAM: {
+        struct web_stream *s = malloc(sizeof *s);
+        if (!s)
             break;
-        if (s->out.error)
-            return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory: the client sees a cut */
-    }
-    if (n == 0)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    return (ssize_t)n;
-}
-
-int web__send_rows(struct web *w, struct MHD_Connection *c, const struct web_rows *rows)
-{
-    /* Each table in flight holds its rows until its reader has them, however slowly it reads:
-     * they count against http_max_exports with the timeline exports. */
-    if (atomic_fetch_add_explicit(&w->exports_active, 1, memory_order_relaxed) >= w->exports_max) {
-        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
-        if (rows->free)
-            rows->free(rows->ctx);
-        STATS_ADD(w->stats, http_exports_refused, 1);
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                               "too many streamed answers in progress (http_max_exports); retry");
-    }
-    struct rows_stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        atomic_fetch_sub_explicit(&w->exports_active, 1, memory_order_relaxed);
-        if (rows->free)
-            rows->free(rows->ctx);
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    }
-    s->w = w;
-    s->rows = *rows;
-    sbuf_init(&s->out, w->max_response_bytes);
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, WEB_TIMELINE_CHUNK, on_rows_read, s, rows_stream_free);
-    if (!resp) {
-        rows_stream_free(s);
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            rows->fmt == WEB_FORMAT_CSV ? "text/csv; charset=utf-8"
-                                                        : "application/json");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    char v[96];
-    snprintf(v, sizeof v, "%zu", rows->total);
-    MHD_add_response_header(resp, "X-Total-Count", v);
-    if (rows->n < rows->total) {
-        if (rows->n == 0)
-            snprintf(v, sizeof v, "rows none of %zu", rows->total);
+        *s = a->stream;
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, s->block, on_stream_read, s,
+                                                 on_stream_free);
+        if (resp)
+            a->stream = (struct web_stream){0};
         else
-            snprintf(v, sizeof v, "rows %zu-%zu of %zu", rows->offset,
-                     rows->offset + rows->n - 1, rows->total);
-        MHD_add_response_header(resp, "X-Stepscope-Truncated", v);
+            free(s);
+        break;
     }
-    return web__queue(w, c, MHD_HTTP_OK, resp);
-}
-
-int web__send_text(struct web *w, struct MHD_Connection *c, struct sbuf *b, const char *type)
-{
-    return send_sbuf(w, c, MHD_HTTP_OK, b, NULL, type);
-}
-
-int web__send_store_error(struct web *w, struct MHD_Connection *c, int r, const char *what)
-{
-    static struct log_ratelimit rl;
-    if (r == -ENOENT)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", NULL);
-    if (r == -EBUSY || r == -EAGAIN)
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                               "the store is busy; retry");
-    if (log_ratelimit(&rl, 1000000000))
-        log_warn("http: %s: %s", what, strerror(-r));
-    return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                           r == -ENOMEM ? "out of memory" : "store error");
-}
-
-/* Looks up query parameter name; 0 absent, 1 present (decoded into buf), -1 answered 400. */
-static int param_get(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
-                     size_t size, size_t *ret_len, int *ret_mhd)
-{
-    const char *v;
-    size_t n;
-    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &n) !=
-        MHD_YES)
-        return 0;
-    char msg[128];
-    if (!v || n == 0) {
-        snprintf(msg, sizeof msg, "%s: empty", name);
-        goto bad;
+    case WEB_BODY_FILE:
+        resp = MHD_create_response_from_fd64(a->file_size, a->fd);
+        if (resp)
+            a->fd = -1; /* MHD closes it */
+        break;
     }
-    if (n >= size) {
-        snprintf(msg, sizeof msg, "%s: too long", name);
-        goto bad;
-    }
-    if (web__pct_decode(v, n, buf, ret_len) < 0) {
-        snprintf(msg, sizeof msg, "%s: bad percent-encoding", name);
-        goto bad;
-    }
-    return 1;
-bad:
-    *ret_mhd = web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
-    return -1;
+    if (!resp)
+        return NULL;
+    if (a->type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+    if (a->cache_control)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, a->cache_control);
+    for (size_t i = 0; i < a->n_headers; i++)
+        MHD_add_response_header(resp, a->headers[i].name, a->hbuf + a->headers[i].value);
+    if (a->status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, a->allow ? a->allow : "GET, HEAD");
+    if (a->status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (a->status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"stepscope\"");
+    /* Every answer carries it; a kept response too, since it was added here once. */
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    return resp;
 }
 
-int web__param_str(struct web *w, struct MHD_Connection *c, const char *name, char *buf,
-                   size_t size, size_t *ret_len, int *ret_mhd)
+/* Queues a (always consumed), counting status >= 400 in http_errors. key (NULL: none) is the
+ * request's cache key: a 200 bytes answer that may be kept is kept under it (cache.h). */
+static enum MHD_Result respond(struct web *w, struct MHD_Connection *c, struct web_answer *a,
+                               const char *key, size_t key_len)
 {
-    return param_get(w, c, name, buf, size, ret_len, ret_mhd);
-}
-
-static int param_bad(struct web *w, struct MHD_Connection *c, const char *name, int r,
-                     const char *what, int *ret_mhd)
-{
-    char msg[128];
-    snprintf(msg, sizeof msg, "%s: %s", name, r == -ERANGE ? "out of range" : what);
-    *ret_mhd = web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
-    return -1;
-}
-
-int web__param_i64(struct web *w, struct MHD_Connection *c, const char *name, int64_t min,
-                   int64_t max, int64_t def, int64_t *ret, int *ret_mhd)
-{
-    char buf[64];
-    size_t len;
-    int r = param_get(w, c, name, buf, sizeof buf, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 0) {
-        *ret = def;
-        return 0;
+    if (a->status >= 400)
+        STATS_ADD(w->stats, http_errors, 1);
+    if (a->how != WEB_ANSWER_SEND) {
+        web__answer_done(a);
+        return MHD_NO;
     }
-    r = web__parse_i64(buf, len, min, max, ret);
-    if (r < 0)
-        return param_bad(w, c, name, r, "not an integer", ret_mhd);
-    return 0;
+    bool keep = key && a->keep && w->cache && a->status == MHD_HTTP_OK &&
+                a->body == WEB_BODY_BYTES && a->len <= WEB_CACHE_BODY_MAX;
+    bool streamed = a->body == WEB_BODY_STREAM || a->body == WEB_BODY_FILE;
+    struct MHD_Response *resp = build(a);
+    if (!resp) {
+        web__answer_done(a);
+        if (!streamed)
+            return MHD_NO;
+        web__error(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+        return respond(w, c, a, NULL, 0);
+    }
+    enum MHD_Result r = MHD_queue_response(c, a->status, resp);
+    web__answer_done(a);
+    /* The cache takes the creation reference; the queued one is the connection's. */
+    if (keep && web__cache_keep(w->cache, key, key_len, a->job_id, a->serial, resp))
+        STATS_ADD(w->stats, http_cache_misses, 1);
+    else if (!keep)
+        MHD_destroy_response(resp);
+    return r;
 }
 
-int web__param_us(struct web *w, struct MHD_Connection *c, const char *name, int64_t min_ns,
-                  int64_t max_ns, int64_t def_ns, int64_t *ret_ns, int *ret_mhd)
+static void release_response(void *val)
 {
-    char buf[64];
-    size_t len;
-    int r = param_get(w, c, name, buf, sizeof buf, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    if (r == 0) {
-        *ret_ns = def_ns;
-        return 0;
-    }
-    r = web__parse_us(buf, len, min_ns, max_ns, ret_ns);
-    if (r < 0)
-        return param_bad(w, c, name, r,
-                         "not a time in microseconds (digits, up to 3 after a '.')", ret_mhd);
-    return 0;
+    MHD_destroy_response(val);
+}
+
+struct cache_hit {
+    struct MHD_Connection *c;
+    enum MHD_Result r;
+};
+
+static void queue_kept(void *val, void *ud)
+{
+    struct cache_hit *h = ud;
+    h->r = MHD_queue_response(h->c, MHD_HTTP_OK, val);
 }
 
 /* Compares in time that depends on the token's length only: every byte of the token is read
@@ -549,36 +458,20 @@ static int hosts_init(struct web *w, const char *bound, bool wildcard, const cha
     return 0;
 }
 
-bool web__is_json_type(struct MHD_Connection *c)
+/* The connection's guard entry (guard.h), kept by MHD as its socket context. */
+static void *socket_context(struct MHD_Connection *c)
 {
-    static const char json[] = "application/json";
-    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!t || strncasecmp(t, json, sizeof json - 1) != 0)
-        return false;
-    char next = t[sizeof json - 1];
-    return next == '\0' || next == ';' || next == ' ' || next == '\t';
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
 }
 
-bool web__csrf_safe(struct MHD_Connection *c)
+static bool csrf_safe(const struct web_req *q)
 {
-    if (web__is_json_type(c))
+    if (web__req_is_json(q))
         return true;
-    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Requested-With");
+    const char *x = web__req_header(q, "X-Requested-With");
     return x && x[0];
-}
-
-static int first_call_seen; /* its address marks a GET or HEAD past its first call, */
-static int delete_seen;     /* this one a DELETE, */
-static int too_many_params; /* this one a request with over WEB_QUERY_PARAMS_MAX query parameters
-                             * (on_uri), */
-static int analysis_seen;   /* and this one a GET whose analysis runs on its own thread
-                             * (routes_summary.c); any other non-NULL con_cls is a POST body
-                             * being gathered (captures.c) */
-
-static bool is_post(void *con_cls)
-{
-    return con_cls && con_cls != &first_call_seen && con_cls != &delete_seen &&
-           con_cls != &too_many_params && con_cls != &analysis_seen;
 }
 
 /* MHD calls this with the request target as sent, before it splits the query into its
@@ -587,123 +480,217 @@ static bool is_post(void *con_cls)
  * did that at the default 32 KiB). No route takes more than a few parameters, so past
  * WEB_QUERY_PARAMS_MAX the query's '&' become ';' in place, making it one parameter MHD can
  * hold, and the request is marked for a 414 from the access handler. uri points into MHD's own
- * read buffer, which it writes itself (it cuts the query off at '?' right after this call). */
+ * read buffer, which it writes itself (it cuts the query off at '?' right after this call).
+ *
+ * Why in MHD's buffer: 0.9.75 offers no other hook between the request line and the split (no
+ * option bounds the parameters, and a larger pool only lets a longer line in: a parameter costs
+ * its record, about 28 times the two bytes "&a" that make one, so no pool size holds every line
+ * that fits it). The write stays inside the query MHD is about to split, and changes only what
+ * that split yields for a request answered 414 anyway.
+ *
+ * The request's context (struct web_req) is created here, since MHD calls this first for every
+ * request and hands its result to the access handler and on_completed(). */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
-    (void)c;
-    char *q = strchr(uri, '?');
-    if (!q)
-        return NULL;
+    struct web_req *q = req_new();
+    if (q)
+        q->c = c;
+    char *p = strchr(uri, '?');
+    if (!p)
+        return q;
     size_t n = 1;
-    for (const char *p = q; *p; p++)
-        n += *p == '&';
+    for (const char *s = p; *s; s++)
+        n += *s == '&';
     if (n <= WEB_QUERY_PARAMS_MAX)
-        return NULL;
-    for (char *p = q; *p; p++)
-        if (*p == '&')
-            *p = ';';
-    return &too_many_params;
+        return q;
+    for (char *s = p; *s; s++)
+        if (*s == '&')
+            *s = ';';
+    if (q)
+        q->kind = WEB_REQ_TOO_MANY_PARAMS;
+    return q;
 }
 
-/* Frees a POST body still held when its request ends (answered, or the client went away). */
+/* Frees the request's context when it ends (answered, or the client went away). */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    struct web *w = cls;
     (void)toe;
-    if (is_post(*con_cls))
-        web__post_free(*con_cls);
+    req_free(*con_cls);
     *con_cls = NULL;
-    web__guard_completed(cls, c);
+    if (w->guard)
+        web__guard_completed(w->guard, socket_context(c));
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    web__guard_notify(cls, c, socket_context, code == MHD_CONNECTION_NOTIFY_STARTED);
+    struct web *w = cls;
+    if (!w->guard)
+        return;
+    int fd = -1;
+    bool started = code == MHD_CONNECTION_NOTIFY_STARTED;
+    if (started) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+            return; /* unguarded: still served, closed by the idle timeout only */
+        fd = ci->connect_fd;
+    }
+    web__guard_notify(w->guard, fd, socket_context, started);
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
+/* The first call of a request: the Host, the token, the method. Answers a refusal, or says what
+ * the next calls are (q->kind). */
+static enum MHD_Result first_call(struct web *w, struct web_req *q, const char *url,
+                                  const char *method)
 {
-    struct web *w = cls;
-    (void)version;
-    if (*con_cls == &too_many_params) {
-        STATS_ADD(w->stats, http_requests, 1);
-        *con_cls = NULL;
-        char msg[96];
-        snprintf(msg, sizeof msg, "more than %d query parameters", WEB_QUERY_PARAMS_MAX);
-        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_URI_TOO_LONG, "uri_too_long", msg);
+    struct MHD_Connection *c = q->c;
+    struct web_answer a;
+    web__answer_init(&a);
+    STATS_ADD(w->stats, http_requests, 1);
+    if (!host_allowed(w, c)) {
+        web__error(&a, MHD_HTTP_MISDIRECTED_REQUEST, "misdirected_request",
+                   "the Host header does not name this daemon (127.0.0.1, localhost, [::1], its "
+                   "address, or http_allowed_hosts): refused against DNS rebinding");
+        return respond(w, c, &a, NULL, 0);
     }
-    if (!*con_cls) {
-        STATS_ADD(w->stats, http_requests, 1);
-        if (!host_allowed(w, c))
-            return (enum MHD_Result)web__send_error(
-                w, c, MHD_HTTP_MISDIRECTED_REQUEST, "misdirected_request",
-                "the Host header does not name this daemon (127.0.0.1, localhost, [::1], its "
-                "address, or http_allowed_hosts): refused against DNS rebinding");
-        /* Before anything else but the Host, so an unauthenticated client learns nothing, not even which
-         * methods or paths exist. */
-        if (!authorized(w, c, url))
-            return (enum MHD_Result)web__send_error(
-                w, c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
-                "this daemon needs \"Authorization: Bearer <token>\" (its auth_token) or the "
-                "session cookie (POST /api/v1/session)");
-        /* Other methods are refused at once: answering before the body is read makes MHD drop
-         * the body and close the connection afterwards, which suits a request we will not
-         * serve. */
-        if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
-            return (enum MHD_Result)web__post_begin(w, c, url, con_cls);
-        struct web_route r;
-        if (strlen(url) > WEB_PATH_MAX || web__route_parse(url, &r) < 0)
-            r.id = WEB_ROUTE_API_UNKNOWN;
-        const char *allow = web__route_allow(r.id);
-        if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0 && r.id == WEB_ROUTE_JOB) {
-            if (!web__csrf_safe(c))
-                return (enum MHD_Result)web__send_error(
-                    w, c, MHD_HTTP_FORBIDDEN, "forbidden",
-                    "DELETE needs Content-Type: application/json or X-Requested-With (CSRF)");
-            *con_cls = &delete_seen;
-            return MHD_YES;
+    /* Before anything else but the Host, so an unauthenticated client learns nothing, not even
+     * which methods or paths exist. */
+    if (!authorized(w, c, url)) {
+        web__error(&a, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+                   "this daemon needs \"Authorization: Bearer <token>\" (its auth_token) or the "
+                   "session cookie (POST /api/v1/session)");
+        return respond(w, c, &a, NULL, 0);
+    }
+    /* Other methods are refused at once: answering before the body is read makes MHD drop the
+     * body and close the connection afterwards, which suits a request we will not serve. */
+    if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+        if (web__post_check(q, url, &q->route, &a) < 0)
+            return respond(w, c, &a, NULL, 0);
+        if (!(q->body = malloc(WEB_POST_BODY_MAX))) {
+            web__error(&a, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+            return respond(w, c, &a, NULL, 0);
         }
-        bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-                   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-        if (!get || r.id == WEB_ROUTE_LOGIN)
-            return (enum MHD_Result)web__send_405(w, c, allow, "see the Allow header");
-        /* GET and HEAD are answered on the next call, once the whole request is in: an answer
-         * queued on the first call would cost the connection its keep-alive. */
-        *con_cls = &first_call_seen;
+        q->kind = WEB_REQ_POST;
         return MHD_YES;
     }
-    if (*con_cls == &analysis_seen) /* resumed by the analysis thread: its answer */
-        return (enum MHD_Result)web__analysis_answer(w, c);
-    if (is_post(*con_cls))
-        return (enum MHD_Result)web__post_data(w, c, *con_cls, upload_data, upload_data_size);
+    struct web_route r;
+    if (strlen(url) > WEB_PATH_MAX || web__route_parse(url, &r) < 0)
+        r.id = WEB_ROUTE_API_UNKNOWN;
+    if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0 && r.id == WEB_ROUTE_JOB) {
+        if (!csrf_safe(q)) {
+            web__error(&a, MHD_HTTP_FORBIDDEN, "forbidden",
+                       "DELETE needs Content-Type: application/json or X-Requested-With (CSRF)");
+            return respond(w, c, &a, NULL, 0);
+        }
+        q->kind = WEB_REQ_DELETE;
+        return MHD_YES;
+    }
+    bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    if (!get || r.id == WEB_ROUTE_LOGIN) {
+        web__error_405(&a, web__route_allow(r.id), "see the Allow header");
+        return respond(w, c, &a, NULL, 0);
+    }
+    /* GET and HEAD are answered on the next call, once the whole request is in: an answer
+     * queued on the first call would cost the connection its keep-alive. */
+    q->kind = WEB_REQ_GET;
+    return MHD_YES;
+}
+
+/* A GET, HEAD or DELETE once the whole request is in. */
+static enum MHD_Result answer(struct web *w, struct web_req *q, const char *url)
+{
+    struct MHD_Connection *c = q->c;
+    struct web_answer a;
+    web__answer_init(&a);
+    if (strlen(url) > WEB_PATH_MAX) {
+        web__error(&a, MHD_HTTP_NOT_FOUND, "not_found", "path too long");
+        return respond(w, c, &a, NULL, 0);
+    }
+    struct web_route r;
+    int err = web__route_parse(url, &r);
+    if (err < 0) {
+        web__error(&a, MHD_HTTP_BAD_REQUEST, "bad_request",
+                   err == -ENAMETOOLONG ? "job: longer than 256 bytes"
+                                        : "job: bad percent-encoding or NUL");
+        return respond(w, c, &a, NULL, 0);
+    }
+    if (r.id == WEB_ROUTE_STATIC) {
+        web__route_static(w, url, &a);
+        return respond(w, c, &a, NULL, 0);
+    }
+    if (q->kind == WEB_REQ_DELETE) {
+        web__route_delete(w, &r, &a);
+        return respond(w, c, &a, NULL, 0);
+    }
+    /* A live route's answer is served again while the job's snapshot is unchanged. */
+    char key[WEB_CACHE_KEY_MAX];
+    size_t key_len = 0;
+    bool cached = w->store && w->cache && web__route_cached(r.id) &&
+                  web__cache_key(q, (int)r.id, r.job, key, sizeof key, &key_len) == 0;
+    if (cached) {
+        struct cache_hit hit = {c, MHD_NO};
+        if (web__cache_use(w->cache, w->live, key, key_len, queue_kept, &hit)) {
+            STATS_ADD(w->stats, http_cache_hits, 1);
+            return hit.r;
+        }
+    }
+    web__route_api(w, q, &r, &a);
+    if (a.how == WEB_ANSWER_PARKED) {
+        q->kind = WEB_REQ_PARKED;
+        return MHD_YES;
+    }
+    return respond(w, c, &a, cached ? key : NULL, key_len);
+}
+
+static enum MHD_Result handle(struct web *w, struct web_req *q, const char *url,
+                              const char *method, const char *upload_data,
+                              size_t *upload_data_size)
+{
+    struct web_answer a;
+    switch (q->kind) {
+    case WEB_REQ_TOO_MANY_PARAMS: {
+        STATS_ADD(w->stats, http_requests, 1);
+        q->kind = WEB_REQ_NEW;
+        char msg[96];
+        snprintf(msg, sizeof msg, "more than %d query parameters", WEB_QUERY_PARAMS_MAX);
+        web__answer_init(&a);
+        web__error(&a, MHD_HTTP_URI_TOO_LONG, "uri_too_long", msg);
+        return respond(w, q->c, &a, NULL, 0);
+    }
+    case WEB_REQ_NEW:
+        return first_call(w, q, url, method);
+    case WEB_REQ_PARKED: /* woken by the analysis thread: its answer */
+        web__answer_init(&a);
+        web__analysis_answer(w, q, &a);
+        return respond(w, q->c, &a, NULL, 0);
+    case WEB_REQ_POST:
+        if (*upload_data_size == 0) {
+            web__answer_init(&a);
+            web__route_post(w, &q->route, q->body, q->body_len, q->too_big, &a);
+            return respond(w, q->c, &a, NULL, 0);
+        }
+        if (q->too_big || *upload_data_size > WEB_POST_BODY_MAX - q->body_len)
+            q->too_big = true;
+        else {
+            memcpy(q->body + q->body_len, upload_data, *upload_data_size);
+            q->body_len += *upload_data_size;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    case WEB_REQ_GET:
+    case WEB_REQ_DELETE:
+        break;
+    }
     if (*upload_data_size != 0) {
         *upload_data_size = 0; /* a GET or DELETE with a body: the body is ignored */
         return MHD_YES;
     }
-    if (strlen(url) > WEB_PATH_MAX)
-        return (enum MHD_Result)web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
-                                                "path too long");
-    struct web_route r;
-    int err = web__route_parse(url, &r);
-    if (err < 0)
-        return (enum MHD_Result)web__send_error(
-            w, c, MHD_HTTP_BAD_REQUEST, "bad_request",
-            err == -ENAMETOOLONG ? "job: longer than 256 bytes"
-                                 : "job: bad percent-encoding or NUL");
-    if (r.id == WEB_ROUTE_STATIC)
-        return (enum MHD_Result)web__route_static(w, c, url);
-    if (*con_cls == &delete_seen)
-        return (enum MHD_Result)web__route_delete(w, c, &r);
-    int res = web__route_api(w, c, &r);
-    if (res == WEB_SUSPENDED) {
-        *con_cls = &analysis_seen;
-        return MHD_YES;
-    }
-    return (enum MHD_Result)res;
+    return answer(w, q, url);
 }
 
 /* Every call of the access handler. The request deadline (guard.c) stops once the request is
@@ -713,12 +700,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-    if (*con_cls && *upload_data_size == 0)
-        web__guard_received(cls, c);
-    enum MHD_Result r =
-        handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls);
-    if (r == MHD_YES && MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS))
-        web__guard_received(cls, c);
+    struct web *w = cls;
+    (void)version;
+    struct web_req *q = *con_cls;
+    if (!q) { /* on_uri() had no memory for it */
+        if (!(q = req_new()))
+            return MHD_NO;
+        q->c = c;
+        *con_cls = q;
+    }
+    if (w->guard && q->kind != WEB_REQ_NEW && *upload_data_size == 0)
+        web__guard_received(w->guard, socket_context(c));
+    enum MHD_Result r = handle(w, q, url, method, upload_data, upload_data_size);
+    if (w->guard && r == MHD_YES && MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS))
+        web__guard_received(w->guard, socket_context(c));
     return r;
 }
 
@@ -828,7 +823,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         w->has_captures = true;
         w->captures = *cfg->captures;
     }
-    if (w->live && web__cache_new(&w->cache) < 0) {
+    if (w->live && web__cache_new(&w->cache, release_response) < 0) {
         snprintf(err, WEB_ERR_MAX, "http: out of memory");
         goto fail;
     }

@@ -16,7 +16,9 @@
  * Label values are escaped as the format says (backslash, double quote, line feed) and
  * invalid UTF-8 becomes U+FFFD, as in the JSON answers, so a label equals the JSON string.
  */
-#include "web_int.h"
+#include "answer.h"
+#include "render.h"
+#include "routes.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <microhttpd.h>
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -525,22 +526,21 @@ static void render_jobs(struct sbuf *b, const struct m_doc *d)
     }
 }
 
-int web__route_metrics(struct web *w, struct MHD_Connection *c)
+int web__route_metrics(struct web *w, struct web_answer *a)
 {
     if (!w->store)
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                               "no store attached");
+        return web__no_store(a);
     struct m_doc d;
     memset(&d, 0, sizeof d);
     int r = collect(w, &d);
     if (r < 0) {
         doc_done(&d);
-        return web__send_store_error(w, c, r, "metrics");
+        return web__store_error(a, r, "metrics");
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     render_daemon(&b, w->stats, &d, w->version);
     render_jobs(&b, &d);
     doc_done(&d);
-    return web__send_text(w, c, &b, METRICS_CONTENT_TYPE);
+    return web__doc(w, a, WEB_HTTP_OK, &b, METRICS_CONTENT_TYPE, NULL);
 }

@@ -7,7 +7,7 @@
  * that reach these functions are exactly what the client sent: decoding happens once, here, and
  * a "%00" or a "%2e%2e" cannot slip past a check made before decoding.
  */
-#include "web_int.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * this edge. The sbuf's cap is the response cap: a document that does not fit leaves the buffer
  * failed, and http.c turns that into an error answer instead of a truncated body.
  */
-#include "web_int.h"
+#include "render.h"
 
 #include <inttypes.h>
 #include <math.h>

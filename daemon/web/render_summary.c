@@ -6,7 +6,7 @@
  * two-blank column gaps, "%.2f" times in the chosen unit and percentages, so a user who knows
  * Paddle's output reads ours the same way. No MHD here.
  */
-#include "web_int.h"
+#include "summary.h"
 
 #include <inttypes.h>
 #include <math.h>

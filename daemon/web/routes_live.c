@@ -9,7 +9,7 @@
  * A job the store knows but live has not published yet answers an empty table (404 for a step
  * trace, which has nothing to average).
  */
-#include "web_int.h"
+#include "routes.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,47 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <microhttpd.h>
+#include "render.h"
 
 #define STEPS_LIMIT_DEFAULT 1000
 #define OPS_LIMIT_DEFAULT 100
 #define SEARCH_MAX 256 /* bytes of a search term */
 
-static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
+static int bad(struct web_answer *a, const char *msg)
 {
-    return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
-}
-
-int web__param_format(struct web *w, struct MHD_Connection *c, enum web_format *ret, int *ret_mhd)
-{
-    char buf[8];
-    size_t len;
-    int r = web__param_str(w, c, "format", buf, sizeof buf, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    *ret = WEB_FORMAT_JSON;
-    if (r == 0 || strcmp(buf, "json") == 0)
-        return 0;
-    if (strcmp(buf, "csv") == 0) {
-        *ret = WEB_FORMAT_CSV;
-        return 0;
-    }
-    if (strcmp(buf, "records") == 0) {
-        *ret = WEB_FORMAT_RECORDS;
-        return 0;
-    }
-    *ret_mhd = bad(w, c, "format: json, csv or records");
-    return -1;
-}
-
-/* A buffered answer in fmt: the JSON document, its CSV, or its records. */
-static int send_doc(struct web *w, struct MHD_Connection *c, struct sbuf *b, enum web_format fmt)
-{
-    if (fmt == WEB_FORMAT_CSV)
-        return web__send_csv(w, c, b);
-    if (fmt == WEB_FORMAT_RECORDS)
-        return web__send_records(w, c, b);
-    return web__send_json(w, c, MHD_HTTP_OK, b, NULL);
+    return web__error(a, WEB_HTTP_BAD_REQUEST, "bad_request", msg);
 }
 
 /* What a streamed table holds until its answer is done: the rows' memory and the snapshot their
@@ -133,34 +101,34 @@ static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 }
 
 /* Streams x's rows; x is freed in every case. */
-static int send_rows(struct web *w, struct MHD_Connection *c, enum web_format fmt,
+static int send_rows(struct web *w, struct web_answer *a, enum web_format fmt,
                      struct rows_ctx *x, const char *header,
                      void (*row)(struct sbuf *, enum web_format, void *, size_t), size_t n,
                      size_t offset, size_t total)
 {
     struct web_rows rows = {.fmt = fmt, .csv_header = header, .n = n, .offset = offset,
                             .total = total, .row = row, .ctx = x, .free = rows_ctx_free};
-    return web__send_rows(w, c, &rows);
+    return web__rows(w, a, &rows);
 }
 
 /* ?limit=: the JSON default def, and for CSV and records (tables that are downloaded whole)
  * no limit (0) unless one is given. */
-static int param_limit(struct web *w, struct MHD_Connection *c, enum web_format fmt, int64_t def,
-                       int64_t *ret, int *ret_mhd)
+static int param_limit(const struct web_req *q, struct web_answer *a, enum web_format fmt,
+                       int64_t def,
+                       int64_t *ret)
 {
-    return web__param_i64(w, c, "limit", 1, LIVE_ROWS_MAX, fmt == WEB_FORMAT_JSON ? def : 0, ret,
-                          ret_mhd);
+    return web__param_i64(q, a, "limit", 1, LIVE_ROWS_MAX, fmt == WEB_FORMAT_JSON ? def : 0, ret);
 }
 
 /* rank (-1 when absent), offset, limit (0: none) and format of a paged per-step table. Returns
- * 0, or -1 (answered; *ret_mhd set). */
-static int param_page(struct web *w, struct MHD_Connection *c, int64_t *rank, int64_t *offset,
-                      int64_t *limit, enum web_format *fmt, int *ret_mhd)
+ * 0, or -1 (answered; the answer in a). */
+static int param_page(const struct web_req *q, struct web_answer *a, int64_t *rank, int64_t *offset,
+                      int64_t *limit, enum web_format *fmt)
 {
-    if (web__param_format(w, c, fmt, ret_mhd) < 0 ||
-        web__param_i64(w, c, "rank", -1, INT32_MAX, -1, rank, ret_mhd) < 0 ||
-        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, offset, ret_mhd) < 0 ||
-        param_limit(w, c, *fmt, STEPS_LIMIT_DEFAULT, limit, ret_mhd) < 0)
+    if (web__param_format(q, a, false, fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, rank) < 0 ||
+        web__param_i64(q, a, "offset", 0, INT64_MAX, 0, offset) < 0 ||
+        param_limit(q, a, *fmt, STEPS_LIMIT_DEFAULT, limit) < 0)
         return -1;
     return 0;
 }
@@ -206,52 +174,52 @@ static size_t downsample_steps(struct live_step_row *rows, size_t n, size_t max_
     return max_points;
 }
 
-static int get_steps(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
+static int get_steps(struct web *w, const struct web_req *q, struct web_answer *a,
+                     const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
     int64_t rank, offset, limit, max_points, with_spans;
     enum web_format fmt;
-    int mhd;
-    if (param_page(w, c, &rank, &offset, &limit, &fmt, &mhd) < 0 ||
-        web__param_i64(w, c, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points, &mhd) < 0 ||
-        web__param_i64(w, c, "with_spans", 0, 1, 0, &with_spans, &mhd) < 0)
-        return mhd;
+    if (param_page(q, a, &rank, &offset, &limit, &fmt) < 0 ||
+        web__param_i64(q, a, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points) < 0 ||
+        web__param_i64(q, a, "with_spans", 0, 1, 0, &with_spans) < 0)
+        return 0;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
     if (snap) {
         int r = live_query_steps(snap, rank, with_spans != 0, (size_t)offset,
                                  limit ? (size_t)limit : SIZE_MAX, &rows, &n, &total);
         if (r < 0)
-            return web__send_store_error(w, c, r, "live_query_steps");
+            return web__store_error(a, r, "live_query_steps");
         n = downsample_steps(rows, n, (size_t)max_points);
     }
     if (fmt != WEB_FORMAT_JSON) {
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
             free(rows);
-            return web__send_store_error(w, c, -ENOMEM, "steps");
+            return web__store_error(a, -ENOMEM, "steps");
         }
         x->steps = rows;
-        return send_rows(w, c, fmt, x, web__steps_csv_header, steps_row, n, (size_t)offset,
+        return send_rows(w, a, fmt, x, web__steps_csv_header, steps_row, n, (size_t)offset,
                          total);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_steps(&b, rows, n, total);
     free(rows);
-    return send_doc(w, c, &b, fmt);
+    return web__doc_fmt(w, a, &b, fmt);
 }
 
-/* ?name= one of words[0, n) (absent: dflt): *ret = its index. Returns 0, or -1 with *ret_mhd set
+/* ?name= one of words[0, n) (absent: dflt): *ret = its index. Returns 0, or -1 with the answer in a
  * (a 400 saying msg). */
-static int param_word(struct web *w, struct MHD_Connection *c, const char *name,
+static int param_word(const struct web_req *q, struct web_answer *a, const char *name,
                       const char *const *words, size_t n, size_t dflt, const char *msg,
-                      size_t *ret, int *ret_mhd)
+                      size_t *ret)
 {
     char s[16];
     size_t len;
     *ret = dflt;
-    int r = web__param_str(w, c, name, s, sizeof s, &len, ret_mhd);
+    int r = web__param_str(q, a, name, s, sizeof s, &len);
     if (r < 0)
         return -1;
     if (r == 0)
@@ -261,55 +229,54 @@ static int param_word(struct web *w, struct MHD_Connection *c, const char *name,
             *ret = i;
             return 0;
         }
-    *ret_mhd = bad(w, c, msg);
+    bad(a, msg);
     return -1;
 }
 
-/* ?group=name|type (default name). Returns 0, or -1 with *ret_mhd set (a 400). */
-static int param_group(struct web *w, struct MHD_Connection *c, enum analyse_op_group *ret,
-                       int *ret_mhd)
+/* ?group=name|type (default name). Returns 0, or -1 with the answer in a (a 400). */
+static int param_group(const struct web_req *q, struct web_answer *a, enum analyse_op_group *ret)
 {
     static const char *const words[] = {"name", "type"};
     size_t i;
-    if (param_word(w, c, "group", words, 2, 0, "group: name or type", &i, ret_mhd) < 0)
+    if (param_word(q, a, "group", words, 2, 0, "group: name or type", &i) < 0)
         return -1;
     *ret = i == 1 ? ANALYSE_OP_GROUP_TYPE : ANALYSE_OP_GROUP_NAME;
     return 0;
 }
 
-/* ?source=trace|phases (default: either, LIVE_POINTS_NONE). Returns 0, or -1 with *ret_mhd set
+/* ?source=trace|phases (default: either, LIVE_POINTS_NONE). Returns 0, or -1 with the answer in a
  * (a 400). */
-static int param_points_source(struct web *w, struct MHD_Connection *c,
-                               enum live_points_source *ret, int *ret_mhd)
+static int param_points_source(const struct web_req *q, struct web_answer *a,
+                               enum live_points_source *ret)
 {
     static const char *const words[] = {"trace", "phases"};
     size_t i;
-    if (param_word(w, c, "source", words, 2, SIZE_MAX, "source: trace or phases", &i, ret_mhd) < 0)
+    if (param_word(q, a, "source", words, 2, SIZE_MAX, "source: trace or phases", &i) < 0)
         return -1;
     *ret = i == 0 ? LIVE_POINTS_TRACE : i == 1 ? LIVE_POINTS_PHASES : LIVE_POINTS_NONE;
     return 0;
 }
 
-static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_steptrace(struct web *w, const struct web_req *q, struct web_answer *a,
+                         const struct live_snapshot *snap)
 {
     int64_t rank, step, from, to, skip;
-    int mhd;
-    if (web__param_i64(w, c, "rank", 0, INT32_MAX, 0, &rank, &mhd) < 0 ||
-        web__param_i64(w, c, "step", INT64_MIN, INT64_MAX, INT64_MIN, &step, &mhd) < 0 ||
-        web__param_i64(w, c, "from", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_FIRST, &from, &mhd) < 0 ||
-        web__param_i64(w, c, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to, &mhd) < 0 ||
-        web__param_i64(w, c, "skip", 0, INT32_MAX, 0, &skip, &mhd) < 0)
-        return mhd;
+    if (web__param_i64(q, a, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+        web__param_i64(q, a, "step", INT64_MIN, INT64_MAX, INT64_MIN, &step) < 0 ||
+        web__param_i64(q, a, "from", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_FIRST, &from) < 0 ||
+        web__param_i64(q, a, "to", INT64_MIN, INT64_MAX, ANALYSE_ST_ALL_LAST, &to) < 0 ||
+        web__param_i64(q, a, "skip", 0, INT32_MAX, 0, &skip) < 0)
+        return 0;
     enum live_points_source source;
-    if (param_points_source(w, c, &source, &mhd) < 0)
-        return mhd;
+    if (param_points_source(q, a, &source) < 0)
+        return 0;
     bool single = step != INT64_MIN;
     if (single && (from != ANALYSE_ST_ALL_FIRST || to != ANALYSE_ST_ALL_LAST || skip != 0))
-        return bad(w, c, "step: not together with from/to/skip");
+        return bad(a, "step: not together with from/to/skip");
     if (to < from)
-        return bad(w, c, "to: below from");
+        return bad(a, "to: below from");
     if (!snap)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "no steps yet");
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "no steps yet");
     struct analyse_st_trace *t = NULL;
     struct live_step_row pts;
     memset(&pts, 0, sizeof pts);
@@ -318,16 +285,16 @@ static int get_steptrace(struct web *w, struct MHD_Connection *c, const struct l
     int r = live_query_steptrace(snap, rank, single, step, from, to, (size_t)skip, source, &t, &pts,
                                  by_source);
     if (r == -ENOENT)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
                                single ? "no such step with FP/BP points on this rank"
                                       : "no step with FP/BP points in range on this rank");
     if (r < 0)
-        return web__send_store_error(w, c, r, "live_query_steptrace");
+        return web__store_error(a, r, "live_query_steptrace");
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_steptrace(&b, t, &pts, (size_t)skip, by_source);
     analyse_steptrace_free(t);
-    return web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    return web__json(w, a, WEB_HTTP_OK, &b);
 }
 
 /* The parameters of the operator and kernel tables. q.search points into search. */
@@ -340,44 +307,44 @@ struct table_params {
 };
 
 /* rank, offset, limit, top, format, sort, order and search into *p. Kernel tables (ops false)
- * have no type or self column to sort by. Returns 0 or -1 (answered; *ret_mhd set). */
-static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct table_params *p,
-                       int *ret_mhd)
+ * have no type or self column to sort by. Returns 0 or -1 (answered; the answer in a). */
+static int param_table(const struct web_req *q, struct web_answer *a, bool ops,
+                       struct table_params *p)
 {
     const char *cols = ops ? "sort: not a column (name, type, calls, total, self, avg, min, max, "
                              "percent)"
                            : "sort: not a column (name, calls, total, avg, min, max, percent)";
     int64_t offset, limit, top;
-    if (web__param_format(w, c, &p->fmt, ret_mhd) < 0 ||
-        web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &p->rank, ret_mhd) < 0 ||
-        web__param_i64(w, c, "offset", 0, INT64_MAX, 0, &offset, ret_mhd) < 0 ||
-        param_limit(w, c, p->fmt, OPS_LIMIT_DEFAULT, &limit, ret_mhd) < 0 ||
-        web__param_i64(w, c, "top", 0, LIVE_ROWS_MAX, 0, &top, ret_mhd) < 0)
+    if (web__param_format(q, a, false, &p->fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &p->rank) < 0 ||
+        web__param_i64(q, a, "offset", 0, INT64_MAX, 0, &offset) < 0 ||
+        param_limit(q, a, p->fmt, OPS_LIMIT_DEFAULT, &limit) < 0 ||
+        web__param_i64(q, a, "top", 0, LIVE_ROWS_MAX, 0, &top) < 0)
         return -1;
     p->q = (struct analyse_op_query){.sort = ANALYSE_OP_COL_NONE, .desc = true,
                                      .top_n = (size_t)top, .offset = (size_t)offset,
                                      .limit = (size_t)limit};
     char sort_s[16], order_s[8];
     size_t len;
-    int r = web__param_str(w, c, "sort", sort_s, sizeof sort_s, &len, ret_mhd);
+    int r = web__param_str(q, a, "sort", sort_s, sizeof sort_s, &len);
     if (r < 0)
         return -1;
     if (r == 1 && (analyse_op_col_parse(sort_s, &p->q.sort) < 0 ||
                    (!ops && (p->q.sort == ANALYSE_OP_COL_TYPE ||
                              p->q.sort == ANALYSE_OP_COL_SELF)))) {
-        *ret_mhd = bad(w, c, cols);
+        bad(a, cols);
         return -1;
     }
-    r = web__param_str(w, c, "order", order_s, sizeof order_s, &len, ret_mhd);
+    r = web__param_str(q, a, "order", order_s, sizeof order_s, &len);
     if (r < 0)
         return -1;
     if (r == 1 && strcmp(order_s, "asc") == 0) {
         p->q.desc = false;
     } else if (r == 1 && strcmp(order_s, "desc") != 0) {
-        *ret_mhd = bad(w, c, "order: asc or desc");
+        bad(a, "order: asc or desc");
         return -1;
     }
-    r = web__param_str(w, c, "search", p->search, sizeof p->search, &len, ret_mhd);
+    r = web__param_str(q, a, "search", p->search, sizeof p->search, &len);
     if (r < 0)
         return -1;
     if (r == 1) {
@@ -392,7 +359,8 @@ static int param_table(struct web *w, struct MHD_Connection *c, bool ops, struct
 
 /* Answers an operator or kernel page in p's format; takes page. side: the operators' side
  * ("host" or "device"), NULL for the kernel table. */
-static int send_op_page(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp,
+static int send_op_page(struct web *w, const struct web_req *q, struct web_answer *a,
+                        const struct live_snapshot **snapp,
                         const struct table_params *p, struct analyse_op_table *page, bool ops,
                         const char *group, const char *side)
 {
@@ -401,11 +369,11 @@ static int send_op_page(struct web *w, struct MHD_Connection *c, const struct li
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
             analyse_op_table_free(page);
-            return web__send_store_error(w, c, -ENOMEM, "operators");
+            return web__store_error(a, -ENOMEM, "operators");
         }
         x->ops = page;
         const struct analyse_op_table *t = page ? page : &empty;
-        return send_rows(w, c, p->fmt, x, ops ? web__ops_csv_header : web__kernels_csv_header,
+        return send_rows(w, a, p->fmt, x, ops ? web__ops_csv_header : web__kernels_csv_header,
                          ops ? ops_row : kernels_row, t->n_rows, p->q.offset, t->total);
     }
     struct sbuf b;
@@ -415,27 +383,27 @@ static int send_op_page(struct web *w, struct MHD_Connection *c, const struct li
     else
         web__render_live_kernels(&b, page ? page : &empty);
     analyse_op_table_free(page);
-    return send_doc(w, c, &b, WEB_FORMAT_JSON);
+    return web__doc_fmt(w, a, &b, WEB_FORMAT_JSON);
 }
 
 /* The operator table: the host operators, or with side=device (the default for a rank
  * without host operators: MindSpore on Ascend, whose operators run on the AI Core and arrive
  * as kernel spans) the device operators, which are the kernel table. */
-static int get_operators(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
+static int get_operators(struct web *w, const struct web_req *q, struct web_answer *a,
+                         const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
     struct table_params p;
-    int mhd;
     enum analyse_op_group group;
-    if (param_table(w, c, true, &p, &mhd) < 0 || param_group(w, c, &group, &mhd) < 0)
-        return mhd;
+    if (param_table(q, a, true, &p) < 0 || param_group(q, a, &group) < 0)
+        return 0;
     char side_s[8];
     size_t len;
-    int r = web__param_str(w, c, "side", side_s, sizeof side_s, &len, &mhd);
+    int r = web__param_str(q, a, "side", side_s, sizeof side_s, &len);
     if (r < 0)
-        return mhd;
+        return 0;
     if (r == 1 && strcmp(side_s, "host") != 0 && strcmp(side_s, "device") != 0)
-        return bad(w, c, "side: host or device");
+        return bad(a, "side: host or device");
     bool device = r == 1 ? strcmp(side_s, "device") == 0
                          : snap && !live_has_host_ops(snap, p.rank);
     struct analyse_op_table *page = NULL;
@@ -443,70 +411,70 @@ static int get_operators(struct web *w, struct MHD_Connection *c, const struct l
         r = device ? live_query_kernels(snap, p.rank, group, &p.q, &page)
                    : live_query_ops(snap, p.rank, group, &p.q, &page);
         if (r == -ENOENT)
-            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
-            return web__send_store_error(w, c, r, "live_query_ops");
+            return web__store_error(a, r, "live_query_ops");
     }
-    return send_op_page(w, c, snapp, &p, page, true,
+    return send_op_page(w, q, a, snapp, &p, page, true,
                         group == ANALYSE_OP_GROUP_TYPE ? "type" : "name",
                         device ? "device" : "host");
 }
 
-static int get_kernels(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
+static int get_kernels(struct web *w, const struct web_req *q, struct web_answer *a,
+                       const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
     struct table_params p;
-    int mhd;
     enum analyse_op_group group;
-    if (param_table(w, c, false, &p, &mhd) < 0 || param_group(w, c, &group, &mhd) < 0)
-        return mhd;
+    if (param_table(q, a, false, &p) < 0 || param_group(q, a, &group) < 0)
+        return 0;
     struct analyse_op_table *page = NULL;
     if (snap) {
         int r = live_query_kernels(snap, p.rank, group, &p.q, &page);
         if (r == -ENOENT)
-            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
-            return web__send_store_error(w, c, r, "live_query_kernels");
+            return web__store_error(a, r, "live_query_kernels");
     }
-    return send_op_page(w, c, snapp, &p, page, false, NULL, NULL);
+    return send_op_page(w, q, a, snapp, &p, page, false, NULL, NULL);
 }
 
-static int get_queues(struct web *w, struct MHD_Connection *c, const struct live_snapshot **snapp)
+static int get_queues(struct web *w, const struct web_req *q, struct web_answer *a,
+                      const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
     int64_t rank;
     enum web_format fmt;
-    int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_format(w, c, &fmt, &mhd) < 0)
-        return mhd;
+    if (web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        web__param_format(q, a, false, &fmt) < 0)
+        return 0;
     struct live_queue_row *rows = NULL;
     size_t n = 0;
     if (snap) {
         int r = live_query_queues(snap, rank, &rows, &n);
         if (r == -ENOENT)
-            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0)
-            return web__send_store_error(w, c, r, "live_query_queues");
+            return web__store_error(a, r, "live_query_queues");
     }
     if (fmt != WEB_FORMAT_JSON) {
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
             live_queue_rows_free(rows, n);
-            return web__send_store_error(w, c, -ENOMEM, "queues");
+            return web__store_error(a, -ENOMEM, "queues");
         }
         x->queues = rows;
         x->n_queues = n;
         size_t samples = 0;
         for (size_t i = 0; i < n; i++)
             samples += rows[i].n_samples;
-        return send_rows(w, c, fmt, x, web__queues_csv_header, queues_row, samples, 0, samples);
+        return send_rows(w, a, fmt, x, web__queues_csv_header, queues_row, samples, 0, samples);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_queues(&b, rows, n);
     live_queue_rows_free(rows, n);
-    return send_doc(w, c, &b, fmt);
+    return web__doc_fmt(w, a, &b, fmt);
 }
 
 /* analyse's op array of a pipeline view (children borrowed from the view), or NULL on OOM;
@@ -530,57 +498,57 @@ static struct analyse_pipe_op *pipe_ops(const struct live_pipeline_view *v, bool
     return ops;
 }
 
-static int get_pipeline(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_pipeline(struct web *w, const struct web_req *q, struct web_answer *a,
+                        const struct live_snapshot *snap)
 {
     int64_t rank, op_id;
     enum web_format fmt;
-    int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0 ||
-        web__param_i64(w, c, "op", INT64_MIN + 1, INT64_MAX, INT64_MIN, &op_id, &mhd) < 0 ||
-        web__param_format(w, c, &fmt, &mhd) < 0)
-        return mhd;
+    if (web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        web__param_i64(q, a, "op", INT64_MIN + 1, INT64_MAX, INT64_MIN, &op_id) < 0 ||
+        web__param_format(q, a, false, &fmt) < 0)
+        return 0;
     struct live_pipeline_view v;
     if (!snap || live_query_pipeline(snap, rank, &v) < 0)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
                                rank >= 0 ? "no pipeline record on this rank"
                                          : "no pipeline record");
     bool analysed;
     struct analyse_pipe_op *ops = pipe_ops(&v, &analysed);
     if (!ops)
-        return web__send_store_error(w, c, -ENOMEM, "pipeline");
+        return web__store_error(a, -ENOMEM, "pipeline");
     struct analyse_pipe_finding *f = NULL;
     size_t nf = 0;
     if (analysed && analyse_pipe_bottlenecks(ops, v.n_ops, ANALYSE_PIPE_HIGH, ANALYSE_PIPE_LOW,
                                              ANALYSE_PIPE_DIFF, &f, &nf) < 0) {
         free(ops);
-        return web__send_store_error(w, c, -ENOMEM, "analyse_pipe_bottlenecks");
+        return web__store_error(a, -ENOMEM, "analyse_pipe_bottlenecks");
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_pipeline(&b, &v, analysed, f, nf, op_id, fmt);
     free(f);
     free(ops);
-    return send_doc(w, c, &b, fmt);
+    return web__doc_fmt(w, a, &b, fmt);
 }
 
-static int get_ranks(struct web *w, struct MHD_Connection *c, const struct live_snapshot *snap)
+static int get_ranks(struct web *w, const struct web_req *q, struct web_answer *a,
+                     const struct live_snapshot *snap)
 {
     enum web_format fmt;
-    int mhd;
-    if (web__param_format(w, c, &fmt, &mhd) < 0)
-        return mhd;
+    if (web__param_format(q, a, false, &fmt) < 0)
+        return 0;
     struct analyse_ranks empty = {.straggler_ratio = w->helper_rules.straggler_ratio};
     struct analyse_ranks *ranks = NULL;
     if (snap) {
         int r = live_query_ranks(snap, w->helper_rules.straggler_ratio, &ranks);
         if (r < 0)
-            return web__send_store_error(w, c, r, "live_query_ranks");
+            return web__store_error(a, r, "live_query_ranks");
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_ranks(&b, ranks ? ranks : &empty, fmt);
     analyse_ranks_free(ranks);
-    return send_doc(w, c, &b, fmt);
+    return web__doc_fmt(w, a, &b, fmt);
 }
 
 /* The framework the rank's hello named (the store keeps the latest session's), which picks the
@@ -604,13 +572,13 @@ static enum analyse_framework rank_framework(struct web *w, int64_t job_id, int6
  * breakdown and GPU utilisation, and the per-rank statistics of the job (when it has more than
  * one rank); and the framework its hello named, which decides the rule families. TF's input
  * percentages are not kept live, so their rules stay silent. */
-static int get_helper(struct web *w, struct MHD_Connection *c, const struct store_job *job,
+static int get_helper(struct web *w, const struct web_req *q, struct web_answer *a,
+                      const struct store_job *job,
                       const struct live_snapshot *snap)
 {
     int64_t rank;
-    int mhd;
-    if (web__param_i64(w, c, "rank", -1, INT32_MAX, -1, &rank, &mhd) < 0)
-        return mhd;
+    if (web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0)
+        return 0;
     struct analyse_helper_input in;
     analyse_helper_input_init(&in);
     struct analyse_ranks *ranks = NULL;
@@ -634,7 +602,7 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
             known |= ranks->rows[i].rank == rank;
         if (!known && rank >= 0) {
             analyse_ranks_free(ranks);
-            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         }
         if (ranks->n_ranks > 1)
             in.ranks = ranks;
@@ -689,8 +657,8 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
             goto fail;
         /* An answer from an older breakdown is not this snapshot's: answer it, keep it not
          * (a job that has gone quiet publishes no newer snapshot to replace it). */
-        if (r == 0 && bv.stale && web__capture)
-            web__capture->armed = false;
+        if (r == 0 && bv.stale)
+            a->keep = false;
         if (r == 0 && bv.bd->n_steps > 0) {
             in.has_breakdown = true;
             for (size_t k = 0; k < ANALYSE_BD_COUNT; k++)
@@ -707,10 +675,10 @@ static int get_helper(struct web *w, struct MHD_Connection *c, const struct stor
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_helper(&b, rank, &in, in.has_breakdown ? &bv : NULL, res);
-    mhd = web__send_json(w, c, MHD_HTTP_OK, &b, NULL);
+    web__json(w, a, WEB_HTTP_OK, &b);
     goto out;
 fail:
-    mhd = web__send_store_error(w, c, r, what);
+    web__store_error(a, r, what);
 out:
     live_breakdown_view_done(&bv);
     analyse_helper_result_free(res);
@@ -718,25 +686,24 @@ out:
     live_queue_rows_free(qrows, nq);
     analyse_steptrace_free(t);
     analyse_ranks_free(ranks);
-    return mhd;
+    return 0;
 }
 
-static int get_breakdown(struct web *w, struct MHD_Connection *c,
+static int get_breakdown(struct web *w, const struct web_req *q, struct web_answer *a,
                          const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
     int64_t rank, offset, limit;
     enum web_format fmt;
-    int mhd;
-    if (param_page(w, c, &rank, &offset, &limit, &fmt, &mhd) < 0)
-        return mhd;
+    if (param_page(q, a, &rank, &offset, &limit, &fmt) < 0)
+        return 0;
     struct live_breakdown_view v = {.rank = rank < 0 ? 0 : rank};
     if (snap) {
         int r = live_query_breakdown(snap, rank, 0, &v);
         if (r == -ENOENT && rank >= 0)
-            return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
         if (r < 0 && r != -ENOENT)
-            return web__send_store_error(w, c, r, "live_query_breakdown");
+            return web__store_error(a, r, "live_query_breakdown");
     }
     if (fmt != WEB_FORMAT_JSON) {
         size_t total = v.bd ? v.bd->n_steps : 0;
@@ -745,62 +712,62 @@ static int get_breakdown(struct web *w, struct MHD_Connection *c,
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
             live_breakdown_view_done(&v);
-            return web__send_store_error(w, c, -ENOMEM, "breakdown");
+            return web__store_error(a, -ENOMEM, "breakdown");
         }
         x->bd = v;
         x->bd_from = from;
-        return send_rows(w, c, fmt, x, web__breakdown_csv_header, bd_row, n, from, total);
+        return send_rows(w, a, fmt, x, web__breakdown_csv_header, bd_row, n, from, total);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_breakdown(&b, &v, (size_t)offset, (size_t)limit);
     live_breakdown_view_done(&v);
-    return send_doc(w, c, &b, fmt);
+    return web__doc_fmt(w, a, &b, fmt);
 }
 
-int web__route_live(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
-                    const struct store_job *job)
+int web__route_live(struct web *w, const struct web_req *q, const struct web_route *rt,
+                    const struct store_job *job, struct web_answer *a)
 {
     if (!w->live)
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                               "no live analysis attached");
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "no live analysis attached");
     const struct live_snapshot *snap = NULL;
     if (live_snapshot_get(w->live, job->id, &snap) < 0)
         snap = NULL;
-    if (snap && web__capture) { /* the answer may be cached under this snapshot (cache.c) */
-        web__capture->serial = live_snapshot_serial(snap);
-        web__capture->armed = true;
-    }
-    int mhd;
+    /* The answer may be kept under this snapshot (cache.h) unless the handler says otherwise
+     * (one that answers from older figures than the snapshot's clears keep). */
+    a->keep = snap != NULL;
+    a->job_id = job->id;
+    a->serial = snap ? live_snapshot_serial(snap) : 0;
     switch (rt->id) {
     case WEB_ROUTE_STEPS:
-        mhd = get_steps(w, c, &snap);
+        get_steps(w, q, a, &snap);
         break;
     case WEB_ROUTE_STEP_TRACE:
-        mhd = get_steptrace(w, c, snap);
+        get_steptrace(w, q, a, snap);
         break;
     case WEB_ROUTE_KERNELS:
-        mhd = get_kernels(w, c, &snap);
+        get_kernels(w, q, a, &snap);
         break;
     case WEB_ROUTE_QUEUES:
-        mhd = get_queues(w, c, &snap);
+        get_queues(w, q, a, &snap);
         break;
     case WEB_ROUTE_PIPELINE:
-        mhd = get_pipeline(w, c, snap);
+        get_pipeline(w, q, a, snap);
         break;
     case WEB_ROUTE_RANKS:
-        mhd = get_ranks(w, c, snap);
+        get_ranks(w, q, a, snap);
         break;
     case WEB_ROUTE_HELPER:
-        mhd = get_helper(w, c, job, snap);
+        get_helper(w, q, a, job, snap);
         break;
     case WEB_ROUTE_BREAKDOWN:
-        mhd = get_breakdown(w, c, &snap);
+        get_breakdown(w, q, a, &snap);
         break;
     default:
-        mhd = get_operators(w, c, &snap);
+        get_operators(w, q, a, &snap);
         break;
     }
     live_snapshot_put(snap); /* NULL when a streamed answer took the reference */
-    return mhd;
+    return 0;
 }

@@ -9,18 +9,18 @@
  * beyond is counted and reported as cut.
  * The CPU figures of the device summary come from the live snapshot's host-record means.
  *
- * An analysis runs on a thread of its own while its connection is suspended
- * (MHD_suspend_connection()): an HTTP worker would otherwise be held for its time, and with it
- * every connection that worker had accepted (a /health among them). When it is done the thread
- * resumes the connection and MHD calls the access handler again, which sends the answer
- * (web__analysis_answer(), from http.c). Bounds (issue 18; docs/RELIABILITY.md): at most
+ * An analysis runs on a thread of its own while its connection is parked (web__conn_park(),
+ * answer.h): an HTTP worker would otherwise be held for its time, and with it every connection
+ * that worker had accepted (a /health among them). When it is done the thread wakes the
+ * connection and the server calls the access handler again, which asks
+ * web__analysis_answer() for the answer. Bounds (issue 18; docs/RELIABILITY.md): at most
  * analyses_max (http_threads - 1) run at once, the next answers 503 busy; one still reading the
  * store http_analysis_timeout_ms after it began stops and answers 503 deadline; one whose client
  * hung up stops (its socket is peeked every SPANS_CHECK lines) and is not answered; web_stop()
  * stops them all the same way and waits for them. What is read is capped by ?max_spans=
  * (reported as spans_cut), and the tables are O(n log n) in it.
  */
-#include "web_int.h"
+#include "routes.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,8 +32,7 @@
 
 #include "../../lib/clock.h"
 #include "../core/decode.h"
-
-#include <microhttpd.h>
+#include "summary.h"
 
 #define ARENA_CHUNK (1u << 20)
 #define SPANS_CHECK 4096 /* lines read between two looks at the clock and the client */
@@ -41,7 +40,7 @@
 /* The bounds of one analysis: its deadline and its client's socket. */
 struct budget {
     struct web *w;
-    struct MHD_Connection *c;
+    struct web_conn *c;
     int64_t deadline_ns;
 };
 
@@ -55,24 +54,24 @@ static int budget_check(const struct budget *bg)
         return -ECONNABORTED;
     if (clock_mono_ns() > bg->deadline_ns)
         return -ETIMEDOUT;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(bg->c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci && ci->connect_fd >= 0) {
+    int fd = web__conn_fd(bg->c);
+    if (fd >= 0) {
         char b;
-        ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return -ECONNABORTED;
     }
     return 0;
 }
 
-/* Takes an analysis slot: 0, or -1 with the answer (503 busy) queued in *ret_mhd. */
-static int slot_take(struct web *w, struct MHD_Connection *c, int *ret_mhd)
+/* Takes an analysis slot: 0, or -1 with the answer (503 busy) in a. */
+static int slot_take(struct web *w, struct web_answer *a)
 {
-    if (atomic_fetch_add_explicit(&w->analyses_active, 1, memory_order_relaxed) >= w->analyses_max) {
+    if (atomic_fetch_add_explicit(&w->analyses_active, 1,
+                                  memory_order_relaxed) >= w->analyses_max) {
         atomic_fetch_sub_explicit(&w->analyses_active, 1, memory_order_relaxed);
         STATS_ADD(w->stats, http_analyses_refused, 1);
-        *ret_mhd = web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+        web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy",
                                    "every analysis worker is busy (http_threads - 1 at once); "
                                    "retry");
         return -1;
@@ -85,13 +84,16 @@ static void slot_put(struct web *w)
     atomic_fetch_sub_explicit(&w->analyses_active, 1, memory_order_relaxed);
 }
 
-/* The answer to a failed analysis: a hung-up client gets none (MHD_NO closes the connection),
- * a deadline 503, the rest web__send_store_error(). */
-static int send_failure(struct web *w, struct MHD_Connection *c, int r, const char *what)
+/* The answer to a failed analysis: a hung-up client gets none (the connection is closed), a
+ * deadline 503, the rest web__store_error(). */
+static int send_failure(struct web *w, struct web_answer *a, int r, const char *what)
 {
     if (r == -ECONNABORTED) {
         STATS_ADD(w->stats, http_analyses_abandoned, 1);
-        return MHD_NO;
+        web__answer_done(a);
+        a->status = 0;
+        a->how = WEB_ANSWER_CLOSE;
+        return 0;
     }
     if (r == -ETIMEDOUT) {
         STATS_ADD(w->stats, http_analyses_timed_out, 1);
@@ -100,14 +102,14 @@ static int send_failure(struct web *w, struct MHD_Connection *c, int r, const ch
                  "the analysis ran past http_analysis_timeout_ms (%lld ms); narrow ?steps= or "
                  "lower ?max_spans=",
                  (long long)(w->analysis_timeout_ns / 1000000));
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "deadline", msg);
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "deadline", msg);
     }
-    return web__send_store_error(w, c, r, what);
+    return web__store_error(a, r, what);
 }
 
-static int bad(struct web *w, struct MHD_Connection *c, const char *msg)
+static int bad(struct web_answer *a, const char *msg)
 {
-    return web__send_error(w, c, MHD_HTTP_BAD_REQUEST, "bad_request", msg);
+    return web__error(a, WEB_HTTP_BAD_REQUEST, "bad_request", msg);
 }
 
 /* Names and cats of the spans read, in 1 MiB chunks. */
@@ -325,56 +327,20 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
 }
 
 /* ?steps=A-B or ?steps=N into [*first, *last]; absent: no bound. Returns 0 or -1 (answered). */
-static int param_steps(struct web *w, struct MHD_Connection *c, int64_t *first, int64_t *last,
-                       int *ret_mhd)
+static int param_steps(const struct web_req *q, struct web_answer *a, int64_t *first, int64_t *last)
 {
     char buf[48];
     size_t len;
     *first = ANALYSE_ST_ALL_FIRST;
     *last = ANALYSE_ST_ALL_LAST;
-    int r = web__param_str(w, c, "steps", buf, sizeof buf, &len, ret_mhd);
+    int r = web__param_str(q, a, "steps", buf, sizeof buf, &len);
     if (r <= 0)
         return r;
     if (web__parse_steps(buf, len, first, last) < 0) {
-        *ret_mhd = bad(w, c, "steps: A-B (0 <= A <= B) or N");
+        bad(a, "steps: A-B (0 <= A <= B) or N");
         return -1;
     }
     return 0;
-}
-
-/* ?format=json|csv|records|text. */
-static int param_fmt(struct web *w, struct MHD_Connection *c, enum web_format *ret, int *ret_mhd)
-{
-    char buf[8];
-    size_t len;
-    int r = web__param_str(w, c, "format", buf, sizeof buf, &len, ret_mhd);
-    if (r < 0)
-        return -1;
-    *ret = WEB_FORMAT_JSON;
-    if (r == 0 || strcmp(buf, "json") == 0)
-        return 0;
-    if (strcmp(buf, "csv") == 0)
-        *ret = WEB_FORMAT_CSV;
-    else if (strcmp(buf, "records") == 0)
-        *ret = WEB_FORMAT_RECORDS;
-    else if (strcmp(buf, "text") == 0)
-        *ret = WEB_FORMAT_TEXT;
-    else {
-        *ret_mhd = bad(w, c, "format: json, csv, records or text");
-        return -1;
-    }
-    return 0;
-}
-
-static int send_fmt(struct web *w, struct MHD_Connection *c, struct sbuf *b, enum web_format f)
-{
-    if (f == WEB_FORMAT_CSV)
-        return web__send_csv(w, c, b);
-    if (f == WEB_FORMAT_RECORDS)
-        return web__send_records(w, c, b);
-    if (f == WEB_FORMAT_TEXT)
-        return web__send_text(w, c, b, "text/plain; charset=utf-8");
-    return web__send_json(w, c, MHD_HTTP_OK, b, NULL);
 }
 
 /* The device summary's CPU figures from the live snapshot (NaN when there are none). */
@@ -487,7 +453,7 @@ out:
 struct web_analysis {
     struct web_analysis *next;      /* w->analyses */
     struct web *w;
-    struct MHD_Connection *c;
+    struct web_conn *c;             /* parked while the analysis runs */
     bool bench;
     struct store_job job;
     enum web_summary_kind kind;
@@ -576,9 +542,9 @@ static int run_summary(struct web_analysis *a)
     return r;
 }
 
-/* The analysis thread: computes and renders, gives the slot back, then resumes the connection
- * (under the lock, so web__analyses_stop() cannot let MHD stop before the resume); MHD then
- * calls the access handler again, which sends the answer (web__analysis_answer()). */
+/* The analysis thread: computes and renders, gives the slot back, then wakes the connection
+ * (under the lock, so web__analyses_stop() cannot let the server stop before the wake); the
+ * server then calls the access handler again, which takes the answer (web__analysis_answer()). */
 static void *analysis_main(void *arg)
 {
     struct web_analysis *a = arg;
@@ -586,7 +552,7 @@ static void *analysis_main(void *arg)
     a->r = a->bench ? run_benchmark(a) : run_summary(a);
     slot_put(w);
     pthread_mutex_lock(&w->analyses_lock);
-    MHD_resume_connection(a->c);
+    web__conn_wake(a->c);
     a->done = true;
     pthread_cond_broadcast(&w->analyses_cond);
     pthread_mutex_unlock(&w->analyses_lock);
@@ -642,108 +608,109 @@ void web__analyses_free(struct web *w)
     w->analyses_ready = false;
 }
 
-int web__analysis_answer(struct web *w, struct MHD_Connection *c)
+int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answer *a)
 {
+    struct web_conn *c = web__req_conn(q);
     pthread_mutex_lock(&w->analyses_lock);
     struct web_analysis **p = &w->analyses;
     while (*p && ((*p)->c != c || !(*p)->done))
         p = &(*p)->next;
-    struct web_analysis *a = *p;
-    if (a)
-        *p = a->next;
+    struct web_analysis *an = *p;
+    if (an)
+        *p = an->next;
     pthread_mutex_unlock(&w->analyses_lock);
-    if (!a)
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", NULL);
-    int mhd;
-    if (a->r == 0)
-        mhd = send_fmt(w, c, &a->b, a->fmt);
-    else if (a->r == -ENOENT && a->not_found)
-        mhd = web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", a->not_found);
+    if (!an)
+        return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", NULL);
+    if (an->r == 0)
+        web__doc_fmt(w, a, &an->b, an->fmt);
+    else if (an->r == -ENOENT && an->not_found)
+        web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
-        mhd = send_failure(w, c, a->r, a->bench ? "benchmark" : "summary");
-    analysis_free(a);
-    return mhd;
+        send_failure(w, a, an->r, an->bench ? "benchmark" : "summary");
+    analysis_free(an);
+    return 0;
 }
 
-int web__route_summary(struct web *w, struct MHD_Connection *c, const struct web_route *rt,
-                       const struct store_job *job)
+int web__route_summary(struct web *w, const struct web_req *q, const struct web_route *rt,
+                       const struct store_job *job, struct web_answer *a)
 {
     enum web_summary_kind kind = WEB_SUMMARY_OVERVIEW;
     if (rt->id == WEB_ROUTE_SUMMARY && web__summary_kind_parse(rt->kind, &kind) < 0)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found",
-                               "kind: overview, model, distributed, operator, kernel, memory, "
-                               "user-defined, device or aicpu");
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
+                          "kind: overview, model, distributed, operator, kernel, memory, "
+                          "user-defined, device or aicpu");
     int64_t rank, first, last, max_spans, skip = 0;
     enum web_format fmt;
-    int mhd;
     char unit[4] = "ms";
     size_t len;
-    if (web__param_i64(w, c, "rank", 0, INT32_MAX, 0, &rank, &mhd) < 0 ||
-        param_steps(w, c, &first, &last, &mhd) < 0 || param_fmt(w, c, &fmt, &mhd) < 0 ||
-        web__param_i64(w, c, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
-                       &max_spans, &mhd) < 0)
-        return mhd;
-    int r = web__param_str(w, c, "time_unit", unit, sizeof unit, &len, &mhd);
+    if (web__param_i64(q, a, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+        param_steps(q, a, &first, &last) < 0 || web__param_format(q, a, true, &fmt) < 0 ||
+        web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
+                       &max_spans) < 0)
+        return 0;
+    int r = web__param_str(q, a, "time_unit", unit, sizeof unit, &len);
     if (r < 0)
-        return mhd;
+        return 0;
     if (strcmp(unit, "s") != 0 && strcmp(unit, "ms") != 0 && strcmp(unit, "us") != 0 &&
         strcmp(unit, "ns") != 0)
-        return bad(w, c, "time_unit: s, ms, us or ns");
+        return bad(a, "time_unit: s, ms, us or ns");
     if (rt->id == WEB_ROUTE_BENCHMARK &&
-        web__param_i64(w, c, "skip", 0, INT32_MAX, -1, &skip, &mhd) < 0) /* -1: by source */
-        return mhd;
+        web__param_i64(q, a, "skip", 0, INT32_MAX, -1, &skip) < 0) /* -1: by source */
+        return 0;
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
     r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
     if (r < 0)
-        return web__send_store_error(w, c, r, "store_query_ranks");
+        return web__store_error(a, r, "store_query_ranks");
     bool known = false;
     for (size_t i = 0; i < n_ranks; i++)
         known |= ranks[i].rank == rank;
     free(ranks);
     if (!known)
-        return web__send_error(w, c, MHD_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
     if (atomic_load_explicit(&w->analyses_stopping, memory_order_relaxed) || !w->analyses_ready)
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                               "the server is stopping");
-    struct web_analysis *a = calloc(1, sizeof *a);
-    if (!a)
-        return web__send_error(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                               "out of memory");
-    if (slot_take(w, c, &mhd) < 0) {
-        free(a);
-        return mhd;
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "the server is stopping");
+    struct web_analysis *an = calloc(1, sizeof *an);
+    if (!an)
+        return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    if (slot_take(w, a) < 0) {
+        free(an);
+        return 0;
     }
-    *a = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
-                               .job = *job, .kind = kind, .rank = rank, .first = first,
-                               .last = last, .skip = skip, .max_spans = (size_t)max_spans,
-                               .fmt = fmt};
-    memcpy(a->unit, unit, sizeof a->unit);
-    a->bg = (struct budget){.w = w, .c = c,
-                            .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
-    sbuf_init(&a->b, w->max_response_bytes);
-    /* Under the lock: the thread cannot resume the connection (its last step takes the lock)
-     * before it is linked and suspended. */
+    struct web_conn *c = web__req_conn(q);
+    *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
+                                .job = *job, .kind = kind, .rank = rank, .first = first,
+                                .last = last, .skip = skip, .max_spans = (size_t)max_spans,
+                                .fmt = fmt};
+    memcpy(an->unit, unit, sizeof an->unit);
+    an->bg = (struct budget){.w = w, .c = c,
+                             .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
+    sbuf_init(&an->b, w->max_response_bytes);
+    /* Under the lock: the thread cannot wake the connection (its last step takes the lock)
+     * before it is linked and parked. */
     pthread_mutex_lock(&w->analyses_lock);
     pthread_attr_t attr;
     pthread_t th;
     int e = pthread_attr_init(&attr);
     if (e == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        e = pthread_create(&th, &attr, analysis_main, a);
+        e = pthread_create(&th, &attr, analysis_main, an);
         pthread_attr_destroy(&attr);
     }
     if (e != 0) { /* no thread: answered at once, as a busy server */
         pthread_mutex_unlock(&w->analyses_lock);
         slot_put(w);
-        analysis_free(a);
+        analysis_free(an);
         STATS_ADD(w->stats, http_analyses_refused, 1);
-        return web__send_error(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                               "no thread for the analysis; retry");
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy",
+                          "no thread for the analysis; retry");
     }
-    a->next = w->analyses;
-    w->analyses = a;
-    MHD_suspend_connection(c);
+    an->next = w->analyses;
+    w->analyses = an;
+    web__conn_park(c);
     pthread_mutex_unlock(&w->analyses_lock);
-    return WEB_SUSPENDED;
+    web__answer_done(a);
+    a->how = WEB_ANSWER_PARKED;
+    return 0;
 }

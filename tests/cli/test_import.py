@@ -116,7 +116,7 @@ def metadata_last(events):
 
 
 def is_rank_metadata(e):
-    """Exactly the shape the export writes (daemon/web/routes.c tl_name_pid): no ts, tid 0, args naming
+    """Exactly the shape the export writes (daemon/web/timeline.c tl_name_pid): no ts, tid 0, args naming
     the rank. Metadata events of the trace itself (Kineto's carry a ts) never match."""
     if e.get("ph") != "M" or set(e) != {"ph", "name", "pid", "tid", "args"} or e["tid"] != 0:
         return False

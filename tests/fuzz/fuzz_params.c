@@ -25,7 +25,8 @@
 #include "../../daemon/analyse/analyse_helper.h"
 #include "../../daemon/analyse/analyse_ops.h"
 #include "../../daemon/analyse/analyse_roles.h"
-#include "../../daemon/web/web_int.h"
+#include "../../daemon/web/parse.h"
+#include "../../daemon/web/summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

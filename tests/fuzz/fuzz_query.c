@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/web/web_int.h"
+#include "../../daemon/web/parse.h"
+#include "../../daemon/web/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -29,7 +29,9 @@
 
 #include "../../daemon/store/store.h"
 #include "../../daemon/web/web.h"
-#include "../../daemon/web/web_int.h"
+#include "../../daemon/web/parse.h"
+#include "../../daemon/web/render.h"
+#include "../../daemon/web/summary.h"
 
 /* ---- percent-decoding ---- */
 

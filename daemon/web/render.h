@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * render: documents built in an sbuf from store structs, live views and the counters (render.c;
+ * the summaries' in summary.h). No libmicrohttpd. A table's _row() function appends one row in
+ * fmt: a CSV line (the columns of its _csv_header) or a JSON object (as the JSON document lists
+ * it).
+ */
+#ifndef STEPSCOPE_WEB_RENDER_H
+#define STEPSCOPE_WEB_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../lib/sbuf.h"
+#include "../analyse/analyse_helper.h"
+#include "../core/stats.h"
+#include "../live/live_query.h"
+#include "../store/store_query.h"
+
+/* The forms of an answer (?format=). A table's CSV is a header line, then one line per row; its
+ * records are a bare JSON array of the row objects the JSON form lists (pandas.read_json()). */
+enum web_format {
+    WEB_FORMAT_JSON,
+    WEB_FORMAT_CSV,
+    WEB_FORMAT_TEXT,    /* laid out as paddle.profiler prints it */
+    WEB_FORMAT_RECORDS, /* a JSON array of row objects */
+};
+
+/* Each appends one complete JSON document (or, for _job_fields, members) to b; b's cap and error
+ * state (sbuf.h) say whether it fitted. Strings go through sbuf_json_str(), times through
+ * sbuf_json_us() (ns in, us out). */
+void web__render_error(struct sbuf *b, const char *code, const char *message);
+/* {"status":"ok"} or, while the store's commits fail (stats->commit_failing), "degraded" with
+ * "problems": one sentence each; "version", "instance" and "socket" (the ingest socket's path). */
+void web__render_health(struct sbuf *b, const char *version, const char *instance,
+                        const char *socket, struct stats *s);
+/* The members of one job object, without braces. */
+void web__render_job_fields(struct sbuf *b, const struct store_job *j);
+void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n);
+void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
+                     size_t n_ranks);
+/* info NULL renders "store":null (no store attached). */
+void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info);
+
+/* Appends s as one CSV text field (RFC 4180): as it is, or in double quotes with '"' doubled when
+ * it holds a comma, a quote, CR or LF. A field beginning with '=', '+', '-', '@', TAB or CR (a
+ * spreadsheet formula) gets a leading "'" (OWASP's CSV injection advice); numbers are never
+ * written through here, so they stay numbers. */
+void web__csv_str(struct sbuf *b, const char *s);
+
+/* CSV and records forms of the jobs list and of one job's ranks_detail. */
+void web__render_jobs_csv(struct sbuf *b, const struct store_job *jobs, size_t n);
+void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n);
+void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size_t n);
+void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n);
+
+/* Live documents. */
+extern const char web__steps_csv_header[];
+void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r);
+void web__render_live_steps(struct sbuf *b, const struct live_step_row *rows, size_t n,
+                            size_t total);
+/* The step trace: stages, reduce lines, points; skip = steps left out before the average;
+ * by_source = the steps behind the numbers by enum live_points_source ("sources"). */
+void web__render_live_steptrace(struct sbuf *b, const struct analyse_st_trace *t,
+                                const struct live_step_row *points, size_t skip,
+                                const size_t *by_source);
+extern const char web__ops_csv_header[];
+extern const char web__kernels_csv_header[];
+/* ops: an operator row (with type and self); else a kernel row. */
+void web__op_row(struct sbuf *b, enum web_format fmt, const struct analyse_op_row *r, bool ops);
+/* The operator table; group "name" or "type", side "host" or "device" (JSON only). */
+void web__render_live_ops(struct sbuf *b, const struct analyse_op_table *page, const char *group,
+                          const char *side);
+/* The kernel table: name, calls, total_us, avg_us, min_us, max_us, percent (no self or type). */
+void web__render_live_kernels(struct sbuf *b, const struct analyse_op_table *page);
+
+#define WEB_QUEUE_POINTS_MAX 2000 /* points of one queue's JSON series at most */
+
+/* The queues document: per rank the verdict over its host and device queues, and per queue its
+ * statistics and series (at most WEB_QUEUE_POINTS_MAX points). The table (CSV, records) is one
+ * row per sample of every queue (rank, queue, role, step, size, capacity), not downsampled. */
+extern const char web__queues_csv_header[];
+void web__queue_sample_row(struct sbuf *b, enum web_format fmt, const struct live_queue_row *q,
+                           const struct analyse_queue_sample *s);
+void web__render_live_queues(struct sbuf *b, const struct live_queue_row *rows, size_t n);
+
+/* The latest pipeline topology of a rank and, when any op has queue figures (findings not NULL
+ * or n_findings 0 with analysed true), MindInsight's bottleneck findings; the means of the ops'
+ * queue sizes and CPU series, the op op_id's series themselves (INT64_MIN: none), and the
+ * record's CPU series (docs/API.md). csv: one line per op (id, type, num_workers, parent,
+ * children space-separated, queue_usage, queue_capacity, queue_avg_size, sample_interval_ms,
+ * cpu_user_avg, cpu_sys_avg). */
+void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *p, bool analysed,
+                               const struct analyse_pipe_finding *findings, size_t n_findings,
+                               int64_t op_id, enum web_format fmt);
+
+/* Per-rank step statistics and stragglers: {"ranks":[...],"mean_us",...}; csv: one line per
+ * rank. */
+void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
+                            enum web_format fmt);
+
+/* The helper's suggestions for rank with their evidence, and which evidence the daemon had
+ * (in: what was given to analyse_helper_run()). */
+void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
+                             const struct live_breakdown_view *bv,
+                             const struct analyse_helper_result *res);
+/* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
+ * and GPU utilisation. */
+extern const char web__breakdown_csv_header[];
+void web__bd_row(struct sbuf *b, enum web_format fmt, int64_t rank,
+                 const struct analyse_bd_step *st);
+void web__render_live_breakdown(struct sbuf *b, const struct live_breakdown_view *v, size_t offset,
+                                size_t limit);
+/* "coverage":{...} (no separator after it): what of the rank's trace the breakdown v covers,
+ * docs/API.md. */
+void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v);
+
+/* metrics.c: appends s[0, n) as the inside of a Prometheus label value: backslash, double quote
+ * and line feed escaped, invalid UTF-8 replaced by U+FFFD, every other byte as it is. */
+void web__prom_label_value(struct sbuf *b, const char *s, size_t n);
+
+#endif

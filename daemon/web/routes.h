@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routes: the handlers http.c dispatches to, one file per family. Each reads its request through
+ * answer.h and fills one struct web_answer; none sees libmicrohttpd. They only read: the store
+ * through store_query.h, live snapshots through live_query.h, the counters with relaxed loads.
+ * Every handler returns 0 (its answer is in a).
+ */
+#ifndef STEPSCOPE_WEB_ROUTES_H
+#define STEPSCOPE_WEB_ROUTES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "answer.h"
+#include "parse.h"
+#include "server.h"
+
+#define WEB_POST_BODY_MAX 16384 /* bytes of a POST body (413 past it) */
+
+/* routes.c: an /api route already parsed (GET or HEAD). */
+int web__route_api(struct web *w, const struct web_req *q, const struct web_route *r,
+                   struct web_answer *a);
+/* True for the routes whose 200 answers the cache may keep (the live ones, routes_live.c). */
+bool web__route_cached(enum web_route_id id);
+/* The job of the route into *ret_job (its steps as /steps counts them): 0, or -1 with the
+ * answer (404 naming it, a store error) in a. */
+int web__find_job(struct web *w, const struct web_route *rt, struct store_job *ret_job,
+                  struct web_answer *a);
+/* web__find_job() for a route that reads the job's live analyses: an evicted job is reloaded
+ * first (live_ensure(), waiting); if that fails, 503. */
+int web__find_live_job(struct web *w, const struct web_route *rt, struct store_job *ret_job,
+                       struct web_answer *a);
+/* 503 unavailable: no store attached. */
+int web__no_store(struct web_answer *a);
+
+/* routes_live.c: steps, step-trace, operators, kernels, queues, pipeline, ranks, helper and
+ * breakdown from the job's live snapshot. */
+int web__route_live(struct web *w, const struct web_req *q, const struct web_route *r,
+                    const struct store_job *job, struct web_answer *a);
+
+/* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
+#define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */
+#define WEB_TIMELINE_LIMIT_MAX 10000000    /* largest ?limit= accepted */
+#define WEB_TIMELINE_BYTES_DEFAULT 20971520 /* timeline export cap unless ?max_bytes= says */
+#define WEB_TIMELINE_BYTES_MIN 4096        /* smallest ?max_bytes= accepted */
+#define WEB_TIMELINE_RANKS_MAX 4096        /* ranks in one ?ranks= list */
+#define WEB_TIMELINE_PIDS_MAX 4096         /* (rank, pid) pairs named by "M" events per export */
+#define WEB_TIMELINE_PID_TEXT_MAX 64       /* a longer pid text is not named */
+int web__route_timeline(struct web *w, const struct web_req *q, const struct web_route *r,
+                        struct web_answer *a);
+
+/* routes_summary.c: /summary/{kind} and /benchmark of job. The analysis runs on a thread of its
+ * own while the connection is parked: the answer is then WEB_ANSWER_PARKED, and once the thread
+ * wakes the connection http.c asks web__analysis_answer() for the real one. */
+int web__route_summary(struct web *w, const struct web_req *q, const struct web_route *r,
+                       const struct store_job *job, struct web_answer *a);
+int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answer *a);
+/* web_start(): the lock and cond. web_stop(): before the server stops, stops the running
+ * analyses (as if their clients had gone) and waits for them; after it, frees what is left. */
+int web__analyses_init(struct web *w);
+void web__analyses_stop(struct web *w);
+void web__analyses_free(struct web *w);
+
+/* metrics.c: GET /metrics (Prometheus text). */
+int web__route_metrics(struct web *w, struct web_answer *a);
+
+/* static.c: a dashboard file for the undecoded path. */
+int web__route_static(struct web *w, const char *path, struct web_answer *a);
+
+/* captures.c: the routes that take a body. web__post_check() judges a POST before its body is
+ * read (405, 415, 413): 0 with its route in *ret_route, or -1 with the answer in a.
+ * web__route_post() answers the whole body (too_big: it passed WEB_POST_BODY_MAX).
+ * web__route_captures() answers GET of WEB_ROUTE_CAPTURES and WEB_ROUTE_CAPTURE. */
+int web__post_check(const struct web_req *q, const char *url, struct web_route *ret_route,
+                    struct web_answer *a);
+int web__route_post(struct web *w, const struct web_route *r, const char *body, size_t len,
+                    bool too_big, struct web_answer *a);
+int web__route_captures(struct web *w, const struct web_route *r, struct web_answer *a);
+
+/* login.c: POST /api/v1/session, the dashboard's login (204 with the cookie, 400, 401), and
+ * DELETE /api/v1/jobs/{job} (204, 404, 409 connected, 503). */
+int web__login_post(struct web *w, const char *body, size_t len, struct web_answer *a);
+int web__route_delete(struct web *w, const struct web_route *r, struct web_answer *a);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * summary: /api/v1/jobs/{job}/summary/{kind} and /benchmark, their documents (render_summary.c,
+ * no libmicrohttpd) and their analyses, each run on a thread of its own (routes_summary.c).
+ */
+#ifndef STEPSCOPE_WEB_SUMMARY_H
+#define STEPSCOPE_WEB_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../analyse/analyse_aicpu.h"
+#include "../analyse/analyse_benchmark.h"
+#include "../analyse/analyse_summary.h"
+#include "render.h"
+
+#define WEB_SUMMARY_SPANS_DEFAULT 1000000 /* spans read from the store per answer, unless
+                                             ?max_spans= says; the rest are counted as cut */
+#define WEB_SUMMARY_SPANS_MAX 4000000     /* largest ?max_spans= accepted */
+
+enum web_summary_kind {
+    WEB_SUMMARY_OVERVIEW,
+    WEB_SUMMARY_MODEL,
+    WEB_SUMMARY_DISTRIBUTED,
+    WEB_SUMMARY_OPERATOR,
+    WEB_SUMMARY_KERNEL,
+    WEB_SUMMARY_MEMORY,
+    WEB_SUMMARY_USER_DEFINED,
+    WEB_SUMMARY_DEVICE,
+    WEB_SUMMARY_AICPU,   /* MindInsight's AI CPU tables (analyse_aicpu.h), not Paddle's */
+    WEB_SUMMARY_KIND_COUNT,
+};
+
+/* "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
+ * "aicpu". */
+extern const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT];
+
+/* Returns 0 and sets *ret, or -1 for an unknown kind. */
+int web__summary_kind_parse(const char *s, enum web_summary_kind *ret);
+
+/* One summary answer. */
+struct web_summary_doc {
+    enum web_summary_kind kind;
+    int64_t rank;
+    struct analyse_summary *sum;   /* every kind but aicpu */
+    struct analyse_aicpu *aicpu;   /* aicpu */
+    size_t n_read;         /* X spans read from the store */
+    int64_t spans_cut;     /* X spans past max_spans, counted and not read */
+    int64_t lines_bad;     /* stored lines the decoder refused */
+    size_t max_spans;
+    double cpu_pct;        /* device: mean process CPU (percent of one core); NaN = no samples */
+    double sys_cpu_pct;    /* device: mean system CPU percent; NaN = no samples */
+    int64_t n_host_samples;
+    const char *time_unit; /* text: "s", "ms", "us" or "ns" */
+};
+
+void web__render_summary(struct sbuf *b, const struct web_summary_doc *d, enum web_format fmt);
+
+struct web_bench_doc {
+    int64_t rank;
+    const char *source;    /* "records" (step records) or "spans" (ProfileStep spans) */
+    struct analyse_benchmark bench;
+};
+
+void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum web_format fmt);
+
+#endif
