@@ -70,6 +70,14 @@ int decode_hello(struct decoder *d, const char *line, size_t len,
  * not an object; a member that is not a time in µs >= 0 is -1. */
 void decode_phases(const char *text, size_t len, struct record_phases *ret);
 
+/* Reads a {"type":"pipeline"} record's text[0, len) (the line as decoded or as stored: no padding
+ * needed) into *ret, whose values it allocates (free(ret->values) when done; NULL on failure).
+ * Pipeline records are rare and their typed form is large (RECORD_PIPE_OPS_MAX ops, up to
+ * RECORD_PIPE_VALUES_MAX numbers), so decode_record() leaves this to the record's consumer.
+ * Returns 0, -EINVAL for a shape it cannot read (an op or child link past the caps, a value of
+ * the wrong type), -ENOMEM. */
+int decode_pipeline(const char *text, size_t len, struct record_pipeline *ret);
+
 /* The protocol's error code for a failed decode: "malformed", "unknown", "invalid", "bad_hello". */
 const char *decode_code(int result);
 

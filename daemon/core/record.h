@@ -70,6 +70,60 @@ struct record {
     int64_t exec_ns;           /* TRACE: args.execution_time_us (its execution time), likewise */
 };
 
+/* A series of numbers of a pipeline record: the values [first, first + n) of
+ * record_pipeline.values (a record keeps its first RECORD_PIPE_VALUES_MAX numbers; n may
+ * be less than count), and the sum of all count values given (count 0: no series). */
+struct record_series {
+    size_t first;
+    size_t n;
+    size_t count;
+    double sum;
+};
+
+/* The CPU series a pipeline record's "cpu" object may carry (PROTOCOL.md section 8): the
+ * system's "user", "sys", "io", "idle" (percent), "runnable" (processes), "context_switch"
+ * (count per sample), the process's "process_user", "process_sys" (percent of the machine). */
+#define RECORD_CPU_SERIES 8
+extern const char *const record_cpu_series_names[RECORD_CPU_SERIES]; /* decode.c */
+
+/* One operator of a pipeline topology, as the record gave it. */
+struct record_pipe_op {
+    int64_t id;
+    char type[64];       /* "name" (or "type") of the op, cut to fit; "" if absent */
+    int64_t num_workers; /* -1 if absent */
+    int64_t parent_id;   /* the op listing this one among its children; -1: a root */
+    size_t first_child;  /* into record_pipeline.children */
+    size_t n_children;
+    double usage;        /* output queue usage in [0, 1]: queue_usage, or mean(queue_sizes or
+                            queue_size) / queue_capacity; < 0 when the op has no queue figures */
+    int64_t capacity;    /* queue_capacity, -1 if absent */
+    double queue_avg;            /* mean of queue_sizes, or queue_size; -1 if neither */
+    struct record_series sizes;    /* queue_sizes */
+    double sample_interval_ms;   /* sample_interval_ms, -1 if absent */
+    struct record_series cpu_user; /* cpu_user, cpu_sys: the op's threads, percent */
+    struct record_series cpu_sys;
+};
+
+#define RECORD_PIPE_OPS_MAX 256       /* operators of one pipeline record; a bigger one is refused */
+#define RECORD_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
+#define RECORD_PIPE_VALUES_MAX (1 << 18) /* numbers kept of one pipeline record's series (queue
+                                          * sizes, CPU); later ones count in the means only */
+
+/* A {"type":"pipeline"} record (docs/PROTOCOL.md, "Pipeline records"), typed: decode_pipeline()
+ * (decode.h) fills it; values is malloc'd and owned. */
+struct record_pipeline {
+    size_t n_ops;
+    struct record_pipe_op ops[RECORD_PIPE_OPS_MAX];
+    size_t n_children;
+    int64_t children[RECORD_PIPE_CHILDREN_MAX];
+    double *values; /* the series' first RECORD_PIPE_VALUES_MAX numbers */
+    size_t n_values, cap_values;
+    bool has_cpu;          /* the record has a "cpu" object */
+    double cpu_interval_ms; /* its sampling_interval_ms, -1 if absent */
+    int64_t processors;     /* its processors, -1 if absent */
+    struct record_series cpu[RECORD_CPU_SERIES]; /* by record_cpu_series_names */
+};
+
 /* The first line of every connection. */
 struct record_hello {
     const char *job;               /* 1..RECORD_NAME_MAX bytes, NUL-terminated */

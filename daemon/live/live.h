@@ -54,10 +54,9 @@
 #define LIVE_QUEUES_MAX 64          /* distinct queue names per rank; samples of later ones counted */
 #define LIVE_QUEUE_SAMPLES_MAX 65536 /* samples kept per queue; the oldest half goes when full */
 #define LIVE_QUEUE_NAME_MAX 256     /* bytes of a queue name kept; longer names are cut */
-#define LIVE_PIPE_OPS_MAX 256       /* operators of one pipeline record; a bigger one is refused */
-#define LIVE_PIPE_CHILDREN_MAX 1024 /* child links of one pipeline record, likewise */
-#define LIVE_PIPE_VALUES_MAX (1 << 18) /* numbers kept of one pipeline record's series (queue
-                                        * sizes, CPU); later ones count in the means only */
+#define LIVE_PIPE_OPS_MAX RECORD_PIPE_OPS_MAX /* a pipeline record's caps (core/record.h) */
+#define LIVE_PIPE_CHILDREN_MAX RECORD_PIPE_CHILDREN_MAX
+#define LIVE_PIPE_VALUES_MAX RECORD_PIPE_VALUES_MAX
 #define LIVE_BD_CHUNK 8192          /* breakdown spans per shared chunk */
 #define LIVE_BD_SPANS_MAX (1 << 18) /* breakdown spans kept per rank (10 MiB; an imported job's
                                        ranks keep live_config.bd_import_bytes); the oldest chunk

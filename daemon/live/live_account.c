@@ -29,7 +29,7 @@ static size_t rank_bytes(const struct live_rank *rk)
         b += 2 * (rk->queues[i].name_len + 1) + (rk->queues[i].cap + rk->queues[i].n) *
                                                     sizeof *rk->queues[i].samples;
     if (rk->pipe)
-        b += sizeof *rk->pipe + rk->pipe->cap_values * sizeof *rk->pipe->values;
+        b += sizeof *rk->pipe + rk->pipe->p.cap_values * sizeof *rk->pipe->p.values;
     /* The breakdown chunks: the full ones whole, the last as far as it is written, in pages. A
      * chunk (LIVE_BD_CHUNK spans, 320 KiB) is malloc()'d whole but its pages are touched only as
      * spans are appended, so charging its capacity charged a one-event job 100 times what it

@@ -60,7 +60,7 @@ static void feed_queue(struct live_rank *rk, const struct record *r)
 static void feed_pipeline(struct live_rank *rk, const struct record *r)
 {
     struct live_pipe *pl = NULL;
-    int e = live__pipe_parse(r->raw, r->raw_len, &pl);
+    int e = live__pipe_new(r, &pl);
     if (e == -ENOMEM) {
         rk->c.dropped++;
         return;

@@ -78,25 +78,16 @@ struct live_qset {
 
 void live__qset_put(struct live_qset *qs);
 
-/* A parsed pipeline record (pipeline.c), immutable once built and shared by reference between
- * the rank that holds it and the snapshots that show it. */
+/* A pipeline record, typed by core's decode_pipeline(), immutable once built and shared by
+ * reference between the rank that holds it and the snapshots that show it (pipeline.c). */
 struct live_pipe {
     atomic_int refs;
-    size_t n_ops;
-    struct live_pipe_op ops[LIVE_PIPE_OPS_MAX];
-    size_t n_children;
-    int64_t children[LIVE_PIPE_CHILDREN_MAX];
-    double *values;         /* the series' first LIVE_PIPE_VALUES_MAX numbers, owned */
-    size_t n_values, cap_values;
-    bool has_cpu;
-    double cpu_interval_ms;
-    int64_t processors;
-    struct live_series cpu[LIVE_CPU_SERIES];
+    struct record_pipeline p;
 };
 
-/* Parses the verbatim record json[0, len). Returns 0 and sets *ret_pipe (one reference; drop it
- * with live__pipe_put()), -EINVAL for a shape it cannot read, -ENOMEM. */
-int live__pipe_parse(const char *json, size_t len, struct live_pipe **ret_pipe);
+/* Decodes the pipeline record r. Returns 0 and sets *ret_pipe (one reference; drop it with
+ * live__pipe_put()), -EINVAL for a shape decode_pipeline() cannot read, -ENOMEM. */
+int live__pipe_new(const struct record *r, struct live_pipe **ret_pipe);
 void live__pipe_put(struct live_pipe *pl);
 
 /* Running sums of a rank's host records (RECORD_HOST); a figure a record lacks is not counted. */

@@ -308,7 +308,7 @@ int live_query_pipeline(const struct live_snapshot *snap, int64_t rank,
         const struct live_snap_rank *sr = &snap->ranks[k];
         if (!sr->pipe || (rank >= 0 && sr->rank != rank))
             continue;
-        const struct live_pipe *pl = sr->pipe;
+        const struct record_pipeline *pl = &sr->pipe->p;
         *ret = (struct live_pipeline_view){.rank = sr->rank,
                                            .n_ops = pl->n_ops,
                                            .ops = pl->ops,

@@ -20,6 +20,7 @@
 #include "../analyse/analyse_ranks.h"
 #include "../analyse/analyse_roles.h"
 #include "../analyse/analyse_steptrace.h"
+#include "../core/record.h"
 
 #define LIVE_ROWS_MAX 100000 /* rows of one steps or operators page at most */
 
@@ -202,51 +203,17 @@ struct live_queue_row {
 int live_query_queues(const struct live_snapshot *snap, int64_t rank,
                       struct live_queue_row **ret_rows, size_t *ret_n);
 
-/* A series of numbers of a pipeline record: the values [first, first + n) of
- * live_pipeline_view.values (a record keeps its first LIVE_PIPE_VALUES_MAX numbers; n may be
- * less than count), and the sum of all count values given (count 0: no series). */
-struct live_series {
-    size_t first;
-    size_t n;
-    size_t count;
-    double sum;
-};
-
-/* The CPU series a pipeline record's "cpu" object may carry (PROTOCOL.md section 8): the
- * system's "user", "sys", "io", "idle" (percent), "runnable" (processes), "context_switch"
- * (count per sample), the process's "process_user", "process_sys" (percent of the machine). */
-#define LIVE_CPU_SERIES 8
-extern const char *const live_cpu_series_names[LIVE_CPU_SERIES];
-
-/* One operator of a pipeline topology, as the record gave it. */
-struct live_pipe_op {
-    int64_t id;
-    char type[64];       /* "name" (or "type") of the op, cut to fit; "" if absent */
-    int64_t num_workers; /* -1 if absent */
-    int64_t parent_id;   /* the op listing this one among its children; -1: a root */
-    size_t first_child;  /* into live_pipeline_view.children */
-    size_t n_children;
-    double usage;        /* output queue usage in [0, 1]: queue_usage, or mean(queue_sizes or
-                            queue_size) / queue_capacity; < 0 when the op has no queue figures */
-    int64_t capacity;    /* queue_capacity, -1 if absent */
-    double queue_avg;            /* mean of queue_sizes, or queue_size; -1 if neither */
-    struct live_series sizes;    /* queue_sizes */
-    double sample_interval_ms;   /* sample_interval_ms, -1 if absent */
-    struct live_series cpu_user; /* cpu_user, cpu_sys: the op's threads, percent */
-    struct live_series cpu_sys;
-};
-
 /* The latest pipeline topology of one rank, borrowed from the snapshot. */
 struct live_pipeline_view {
     int64_t rank;
     size_t n_ops;
-    const struct live_pipe_op *ops;
+    const struct record_pipe_op *ops;
     const int64_t *children;
     const double *values;        /* the series' kept numbers */
     bool has_cpu;                /* the record has a "cpu" object */
     double cpu_interval_ms;      /* its sampling_interval_ms, -1 if absent */
     int64_t processors;          /* its processors, -1 if absent */
-    struct live_series cpu[LIVE_CPU_SERIES]; /* by live_cpu_series_names */
+    struct record_series cpu[RECORD_CPU_SERIES]; /* by record_cpu_series_names */
 };
 
 /* The latest pipeline record of rank (rank < 0: the lowest rank that sent one). Fills *ret

@@ -754,7 +754,7 @@ static void num_or_null(struct sbuf *b, double v)
 
 /* A pipeline series as at most WEB_QUEUE_POINTS_MAX numbers: the kept values, or, when there are
  * more, that many even buckets of consecutive values, each shown by its mean. */
-static void series_values(struct sbuf *b, const double *values, const struct live_series *s)
+static void series_values(struct sbuf *b, const double *values, const struct record_series *s)
 {
     size_t n = s->n, pts = n < WEB_QUEUE_POINTS_MAX ? n : WEB_QUEUE_POINTS_MAX;
     sbuf_addc(b, '[');
@@ -771,7 +771,7 @@ static void series_values(struct sbuf *b, const double *values, const struct liv
 /* "name_avg": the mean of all the series' numbers (null without any) and, when values is not
  * NULL, "name": its numbers. */
 static void series_member(struct sbuf *b, const char *name, const double *values,
-                          const struct live_series *s)
+                          const struct record_series *s)
 {
     sbuf_printf(b, ",\"%s_avg\":", name);
     num_or_null(b, s->count ? s->sum / (double)s->count : NAN);
@@ -783,7 +783,7 @@ static void series_member(struct sbuf *b, const char *name, const double *values
 
 /* One op of a pipeline as a JSON object; op_id's op also gets its series. */
 static void pipe_op_json(struct sbuf *b, const struct live_pipeline_view *p,
-                         const struct live_pipe_op *o, int64_t op_id)
+                         const struct record_pipe_op *o, int64_t op_id)
 {
     sbuf_addc(b, '{');
     member_i64(b, "id", o->id);
@@ -824,7 +824,7 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
         sbuf_adds(b, "id,type,num_workers,parent,children,queue_usage,queue_capacity,"
                      "queue_avg_size,sample_interval_ms,cpu_user_avg,cpu_sys_avg\n");
         for (size_t i = 0; i < p->n_ops; i++) {
-            const struct live_pipe_op *o = &p->ops[i];
+            const struct record_pipe_op *o = &p->ops[i];
             sbuf_printf(b, "%" PRId64 ",", o->id);
             web__csv_str(b, o->type);
             sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",", o->num_workers, o->parent_id);
@@ -872,8 +872,8 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
         num_or_null(b, p->cpu_interval_ms >= 0 ? p->cpu_interval_ms : NAN);
         sbuf_adds(b, ",\"processors\":");
         num_or_null(b, p->processors >= 0 ? (double)p->processors : NAN);
-        for (size_t k = 0; k < LIVE_CPU_SERIES; k++)
-            series_member(b, live_cpu_series_names[k], p->values, &p->cpu[k]);
+        for (size_t k = 0; k < RECORD_CPU_SERIES; k++)
+            series_member(b, record_cpu_series_names[k], p->values, &p->cpu[k]);
         sbuf_adds(b, "},");
     }
     key(b, "bottlenecks");
@@ -883,7 +883,7 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
     }
     sbuf_addc(b, '[');
     for (size_t i = 0; i < nf; i++) {
-        const struct live_pipe_op *o = &p->ops[f[i].op];
+        const struct record_pipe_op *o = &p->ops[f[i].op];
         sbuf_adds(b, i ? ",{" : "{");
         member_i64(b, "op_id", o->id);
         member_str(b, "type", o->type);

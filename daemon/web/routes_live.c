@@ -486,7 +486,7 @@ static struct analyse_pipe_op *pipe_ops(const struct live_pipeline_view *v, bool
         return NULL;
     bool analysed = false;
     for (size_t i = 0; i < v->n_ops; i++) {
-        const struct live_pipe_op *o = &v->ops[i];
+        const struct record_pipe_op *o = &v->ops[i];
         ops[i] = (struct analyse_pipe_op){.op_id = o->id, .op_type = o->type,
                                           .num_workers = o->num_workers,
                                           .parent_id = o->parent_id,

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the ingest line decoder. The input is framed by core/lbuf (in reads whose sizes
+ * Fuzz target for the record decoder (daemon/core/decode.h). The input is framed by lib/lbuf (in reads whose sizes
  * come from the input's first byte, so framing splits are fuzzed too) exactly as a connection
  * would; the first line goes through the hello decoder, every line through the record decoder.
  * Each line is also decoded from its own exact-size copy with exactly LBUF_PADDING + 1 bytes after
- * it, so ASan catches any read past the padding the decoder is allowed.
+ * it, so ASan catches any read past the padding the decoder is allowed, and through the readers
+ * of stored text (decode_pipeline(), decode_phases() on lib/json's reader) from a copy with
+ * nothing after it.
  *
  * Invariants checked: a decode returns a known result and leaves the arena as it was on failure;
  * a record's kind is valid, its raw text is the line, its borrowed strings lie inside the line or
@@ -133,6 +135,30 @@ static void check_line(const char *line, size_t len, bool first)
     }
 }
 
+/* The readers of stored text (no padding, any bytes), on an exact-size copy: a pipeline record
+ * is read or refused with nothing kept, and phases likewise. */
+static void decode_stored(const char *line, size_t len)
+{
+    char *copy = malloc(len ? len : 1);
+    assert(copy);
+    memcpy(copy, line, len);
+    struct record_pipeline *pl = malloc(sizeof *pl);
+    assert(pl);
+    int r = decode_pipeline(copy, len, pl);
+    assert(r == 0 || r == -EINVAL || r == -ENOMEM);
+    if (r == 0) {
+        assert(pl->n_ops <= RECORD_PIPE_OPS_MAX && pl->n_values <= RECORD_PIPE_VALUES_MAX);
+        free(pl->values);
+    } else {
+        assert(pl->values == NULL);
+    }
+    free(pl);
+    struct record_phases ph;
+    decode_phases(copy, len, &ph);
+    assert(ph.dataloader_ns >= -1 && ph.forward_ns >= -1 && ph.backward_ns >= -1);
+    free(copy);
+}
+
 /* The same line from an exact-size copy: nothing readable past line + len + 1 + LBUF_PADDING. */
 static void decode_exact(const char *line, size_t len, bool first)
 {
@@ -142,6 +168,7 @@ static void decode_exact(const char *line, size_t len, bool first)
     memset(copy + len, 0, 1 + LBUF_PADDING);
     check_line(copy, len, first);
     free(copy);
+    decode_stored(line, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

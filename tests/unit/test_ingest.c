@@ -266,6 +266,40 @@ START_TEST(test_decode_record_step)
 }
 END_TEST
 
+/* decode_pipeline(): the typed topology from the record's text as stored (no padding), names
+ * compared unescaped, unknown values skipped whatever their shape; a record it cannot read is
+ * -EINVAL and leaves nothing allocated. */
+START_TEST(test_decode_pipeline_typed)
+{
+    const char *t = "{\"type\":\"pipeline\",\"x\":[{\"ops\":1}],\"ops\":["
+                    "{\"id\":1,\"n\\u0061me\":\"Batch\",\"children\":[2],\"queue_sizes\":[1,3],"
+                    "\"queue_capacity\":4,\"skip\":{\"a\":[null,true]}},"
+                    "{\"id\":2,\"type\":\"Map\",\"num_workers\":8,\"queue_usage\":0.5}],"
+                    "\"cpu\":{\"user\":[10,20],\"processors\":null,\"sampling_interval_ms\":50}}";
+    struct record_pipeline *pl = malloc(sizeof *pl);
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_int_eq(decode_pipeline(t, strlen(t), pl), 0);
+    ck_assert_uint_eq(pl->n_ops, 2);
+    ck_assert_str_eq(pl->ops[0].type, "Batch");
+    ck_assert_int_eq(pl->ops[0].parent_id, -1);
+    ck_assert_int_eq(pl->ops[1].parent_id, 1);
+    ck_assert(pl->ops[0].usage == 0.5 && pl->ops[0].queue_avg == 2.0);
+    ck_assert_int_eq(pl->ops[1].num_workers, 8);
+    ck_assert(pl->ops[1].usage == 0.5);
+    ck_assert(pl->has_cpu && pl->cpu[0].sum == 30.0 && pl->cpu[0].count == 2);
+    ck_assert(pl->cpu_interval_ms == 50.0);
+    ck_assert_int_eq(pl->processors, -1);
+    free(pl->values);
+    const char *bad[] = {"{\"ops\":[{\"id\":1.5}]}", "{\"type\":\"pipeline\"}",
+                         "{\"ops\":[{\"children\":[1,\"x\"]}]}", "{\"ops\":[{\"id\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(decode_pipeline(bad[i], strlen(bad[i]), pl) == -EINVAL, "%s", bad[i]);
+        ck_assert_ptr_null(pl->values);
+    }
+    free(pl);
+}
+END_TEST
+
 /* The phases' names are JSON strings: an escaped name is the same name, blanks around a value
  * are blanks, a name holding an escaped quote is one name, and the first occurrence counts;
  * decode_phases() reads the stored object text alike. */
@@ -1348,6 +1382,7 @@ static Suite *ingest_suite(void)
                         (int)(sizeof decode_cases / sizeof decode_cases[0]));
     tcase_add_test(tc, test_decode_record_step);
     tcase_add_test(tc, test_decode_record_step_phases_typed);
+    tcase_add_test(tc, test_decode_pipeline_typed);
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_trace_links);
     tcase_add_test(tc, test_decode_hello_line_public);
