@@ -334,12 +334,15 @@ static int migrate(struct cluster *c, char *err)
                  "than this daemon's %u: not shipping", applied, known);
         return -1;
     }
+    /* Every file runs, applied or not: each statement is idempotent (IF NOT EXISTS), so a table
+     * dropped behind the shipper's back comes back at the next attempt (failed() makes the next
+     * attempt check the schema first); only new versions are recorded. */
     for (size_t i = 1; i < cluster__n_migrations; i++) {
         const struct cluster_migration *m = &cluster__migrations[i];
-        if (m->version <= applied)
-            continue;
         if (run_file(c, m->sql, err) < 0)
             return -1;
+        if (m->version <= applied)
+            continue;
         char ins[512];
         int n = snprintf(ins, sizeof ins,
                          "INSERT INTO stepscope.schema_migrations (version, name, node) "
@@ -658,6 +661,7 @@ static int ship_aggregates(struct cluster *c, char *err)
 
 static void failed(struct cluster *c, const char *err)
 {
+    c->migrated = false; /* the next attempt checks the schema first (a dropped table) */
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : CLUSTER_BACKOFF_MIN_MS;
     if (c->backoff_ms > c->retry_max_ms)
         c->backoff_ms = c->retry_max_ms;

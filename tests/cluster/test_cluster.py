@@ -186,6 +186,26 @@ def test_refused_insert_is_reported_and_backed_off(ch, daemons, tmp):
     assert "stepscope_cluster_pending_rows " in metrics
 
 
+def test_dropped_table_reported_then_recreated(ch, daemons, tmp):
+    """A table dropped behind the node's back: the insert is refused (Code 60), reported and
+    backed off; the next attempt checks the schema first, makes the table again and ships."""
+    creds = creds_file(tmp)
+    d = daemons("drop", args=node_args(ch, "nodeD", creds))
+    send(d, "dropped", 0, rank_lines(0, 1000))
+    wait_shipped(d)
+    ch.query("DROP TABLE stepscope.spans")
+    send(d, "dropped", 1, rank_lines(1, 1000))
+    d.wait_for("the refusal shown", lambda: "Code: 60" in (cluster_stats(d)["last_error"] or ""),
+               timeout=20)
+    wait_shipped(d, timeout=30)
+    s = cluster_stats(d)
+    assert s["retries"] >= 1 and not s["failing"]
+    # What the dropped table held is gone from ClickHouse (the node still has it); rank 1, sent
+    # after the drop, is there whole.
+    assert ch_counts(ch, "spans", "dropped") == {("nodeD", 1): 1000}
+    assert d.job("dropped")["spans"] == 2000
+
+
 def test_credentials_never_in_the_url(daemons, tmp):
     d = daemons("bad", start=False, args=["--cluster-url", "http://ship:s3cret@127.0.0.1:1/"])
     r = d.run_to_exit()

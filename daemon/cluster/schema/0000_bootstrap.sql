@@ -1,7 +1,9 @@
 -- stepscope's ClickHouse schema, step 0: run by every node at every start (idempotent). It makes
 -- the database and the table that records which numbered migrations (0001_*.sql, ...) were
 -- applied; a node applies those above SELECT max(version) in order, then records them.
--- Statements end with ';' at the end of a line. Checked on Debian's clickhouse-server 18.16
+-- Every migration file runs again at each start and after each failed attempt (a dropped table
+-- comes back), so each statement must be idempotent (IF NOT EXISTS, ...); only the versions
+-- above max(version) are recorded. Statements end with ';' at the end of a line. Checked on Debian's clickhouse-server 18.16
 -- (tests/cluster/test_cluster.py) and on a current ClickHouse (tests/cluster/test_schema.py).
 CREATE DATABASE IF NOT EXISTS stepscope;
 
