@@ -904,6 +904,19 @@ bool json_read_double(struct json_reader *r, double *ret)
     return true;
 }
 
+bool json_read_number_text(struct json_reader *r, const char **ret_p, size_t *ret_n)
+{
+    reader_blanks(r);
+    const char *b = r->p;
+    while (r->p < r->end && *r->p && strchr("+-0123456789.eE", *r->p))
+        r->p++;
+    if (r->p == b)
+        return reader_fail(r);
+    *ret_p = b;
+    *ret_n = (size_t)(r->p - b);
+    return true;
+}
+
 static bool skip_value(struct json_reader *r, int depth)
 {
     if (depth > JSON_DEPTH_MAX)
@@ -912,10 +925,9 @@ static bool skip_value(struct json_reader *r, int depth)
     case JSON_STRING:
         return json_read_string(r, NULL, 0, NULL);
     case JSON_NUMBER: {
-        const char *b = r->p;
-        while (r->p < r->end && *r->p && strchr("+-0123456789.eE", *r->p))
-            r->p++;
-        return r->p > b || reader_fail(r);
+        const char *t;
+        size_t n;
+        return json_read_number_text(r, &t, &n);
     }
     case JSON_BOOL:
     case JSON_NULL: {

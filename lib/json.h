@@ -154,6 +154,9 @@ bool json_read_string(struct json_reader *r, char *out, size_t cap, size_t *ret_
 /* A number, as a finite double (tokens longer than 63 bytes fail). */
 bool json_read_double(struct json_reader *r, double *ret);
 
+/* A number as written: its token's text (into the reader's text) in *ret_p, *ret_n. */
+bool json_read_number_text(struct json_reader *r, const char **ret_p, size_t *ret_n);
+
 /* Any value, nested at most JSON_DEPTH_MAX deep. */
 bool json_skip(struct json_reader *r);
 

@@ -47,49 +47,6 @@ static const struct json_key body_keys[] = {
     {"start_step", B_START_STEP, 0}, {"stop_step", B_STOP_STEP, 0},
 };
 
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Walks the elements of a valid JSON array's raw text: *pos starts at 0. Returns 1 with the next
- * element's text in [*tok, *tok + *tn) (a string keeps its quotes), 0 at the end, -1 for an
- * element that is not a plain scalar (an object, array, or a string with escapes). */
-static int array_next(const char *raw, size_t n, size_t *pos, const char **tok, size_t *tn)
-{
-    size_t i = *pos;
-    if (i == 0) {
-        while (i < n && is_ws(raw[i]))
-            i++;
-        if (i >= n || raw[i] != '[')
-            return -1;
-        i++;
-    }
-    while (i < n && (is_ws(raw[i]) || raw[i] == ','))
-        i++;
-    if (i >= n || raw[i] == ']')
-        return 0;
-    size_t b = i;
-    if (raw[i] == '"') {
-        for (i++; i < n && raw[i] != '"'; i++)
-            if (raw[i] == '\\')
-                return -1;
-        if (i >= n)
-            return -1;
-        i++;
-    } else {
-        while (i < n && !is_ws(raw[i]) && raw[i] != ',' && raw[i] != ']') {
-            if (raw[i] == '[' || raw[i] == '{')
-                return -1;
-            i++;
-        }
-    }
-    *tok = raw + b;
-    *tn = i - b;
-    *pos = i;
-    return 1;
-}
-
 /* A JSON number token that is a plain non-negative integer <= max. */
 static bool token_uint(const char *p, size_t n, int64_t max, int64_t *ret)
 {
@@ -126,12 +83,15 @@ static int parse_ranks(const struct json_slot *s, struct capture_spec *ret, char
         return 0;
     if (s->type != JSON_ARRAY)
         return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
-    size_t pos = 0, tn;
-    const char *tok;
-    int r;
-    while ((r = array_next(s->p, s->n, &pos, &tok, &tn)) > 0) {
+    struct json_reader rd;
+    json_reader_init(&rd, s->p, s->n);
+    (void)json_array_begin(&rd);
+    while (json_element(&rd)) {
+        const char *tok;
+        size_t tn;
         int64_t v;
-        if (!token_uint(tok, tn, INT32_MAX, &v))
+        if (json_peek(&rd) != JSON_NUMBER || !json_read_number_text(&rd, &tok, &tn) ||
+            !token_uint(tok, tn, INT32_MAX, &v))
             return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
         bool dup = false;
         for (size_t i = 0; i < ret->n_ranks; i++)
@@ -142,7 +102,7 @@ static int parse_ranks(const struct json_slot *s, struct capture_spec *ret, char
             return bad(err, "ranks", "too many ranks (at most 1024)");
         ret->ranks[ret->n_ranks++] = v;
     }
-    if (r < 0)
+    if (rd.bad)
         return bad(err, "ranks", "must be an array of ranks (integers >= 0) or null for all");
     if (ret->n_ranks == 0)
         return bad(err, "ranks", "must not be empty (null means all ranks)");
@@ -159,15 +119,19 @@ static int parse_what(const struct json_slot *s, struct capture_spec *ret, char 
     }
     if (s->type != JSON_ARRAY)
         return bad(err, "what", msg);
-    size_t pos = 0, tn, len = 0;
-    const char *tok;
-    int r;
+    size_t len = 0;
     unsigned seen = 0;
     ret->what[0] = '\0';
-    while ((r = array_next(s->p, s->n, &pos, &tok, &tn)) > 0) {
+    struct json_reader rd;
+    json_reader_init(&rd, s->p, s->n);
+    (void)json_array_begin(&rd);
+    while (json_element(&rd)) {
+        char name[16];
+        size_t nl;
+        if (json_peek(&rd) != JSON_STRING || !json_read_string(&rd, name, sizeof name, &nl))
+            return bad(err, "what", msg);
         size_t k = 0, n_names = sizeof what_names / sizeof what_names[0];
-        while (k < n_names && !(tok[0] == '"' && tn == strlen(what_names[k]) + 2 &&
-                                memcmp(tok + 1, what_names[k], tn - 2) == 0))
+        while (k < n_names && !(nl == strlen(what_names[k]) && memcmp(name, what_names[k], nl) == 0))
             k++;
         if (k == n_names)
             return bad(err, "what", msg);
@@ -177,7 +141,7 @@ static int parse_what(const struct json_slot *s, struct capture_spec *ret, char 
         len += (size_t)snprintf(ret->what + len, sizeof ret->what - len, "%s%s", len ? "," : "",
                                 what_names[k]);
     }
-    if (r < 0)
+    if (rd.bad)
         return bad(err, "what", msg);
     if (len == 0)
         return bad(err, "what", "must not be empty");

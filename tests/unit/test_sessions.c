@@ -248,6 +248,30 @@ START_TEST(test_registry_follows_the_sessions_table)
 }
 END_TEST
 
+/* A POST body's "ranks" and "what" are JSON arrays read by lib/json's reader: a name spelled
+ * with an escape is that name (refused before), anything but plain integers and known names is
+ * refused. */
+START_TEST(test_capture_body_arrays)
+{
+    struct capture_spec sp = spec_of("{\"what\":[\"cp\\u0075\",\"sh\\u0061pes\",\"cpu\"],"
+                                     "\"ranks\":[1, 0 ,1],\"steps\":2}");
+    ck_assert_str_eq(sp.what, "cpu,shapes");
+    ck_assert_uint_eq(sp.n_ranks, 2);
+    ck_assert(sp.ranks[0] == 1 && sp.ranks[1] == 0);
+    static const char *const bad[] = {
+        "{\"ranks\":[1.5]}", "{\"ranks\":[\"1\"]}", "{\"ranks\":[[1]]}", "{\"ranks\":[-1]}",
+        "{\"ranks\":[]}", "{\"what\":[[\"cpu\"]]}", "{\"what\":[\"cpus\"]}", "{\"what\":[1]}",
+        "{\"what\":[]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct capture_spec spec;
+        char err[CAPTURE_ERR_MAX] = "";
+        ck_assert_msg(capture_parse(bad[i], strlen(bad[i]), &spec, err) == -EINVAL, "%s", bad[i]);
+        ck_assert_msg(err[0] != '\0', "%s", bad[i]);
+    }
+}
+END_TEST
+
 static Suite *sessions_suite(void)
 {
     Suite *s = suite_create("sessions");
@@ -258,6 +282,7 @@ static Suite *sessions_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("capture registry");
     tcase_add_test(tc, test_registry_follows_the_sessions_table);
+    tcase_add_test(tc, test_capture_body_arrays);
     suite_add_tcase(s, tc);
     return s;
 }
