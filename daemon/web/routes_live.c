@@ -114,14 +114,13 @@ static int send_rows(struct web *w, struct web_answer *a, enum web_format fmt,
 /* ?limit=: the JSON default def, and for CSV and records (tables that are downloaded whole)
  * no limit (0) unless one is given. */
 static int param_limit(const struct web_req *q, struct web_answer *a, enum web_format fmt,
-                       int64_t def,
-                       int64_t *ret)
+                       int64_t def, int64_t *ret)
 {
     return web__param_i64(q, a, "limit", 1, LIVE_ROWS_MAX, fmt == WEB_FORMAT_JSON ? def : 0, ret);
 }
 
 /* rank (-1 when absent), offset, limit (0: none) and format of a paged per-step table. Returns
- * 0, or -1 (answered; the answer in a). */
+ * 0, or -1 (the 400 in a). */
 static int param_page(const struct web_req *q, struct web_answer *a, int64_t *rank, int64_t *offset,
                       int64_t *limit, enum web_format *fmt)
 {
@@ -210,11 +209,10 @@ static int get_steps(struct web *w, const struct web_req *q, struct web_answer *
     return web__doc_fmt(w, a, &b, fmt);
 }
 
-/* ?name= one of words[0, n) (absent: dflt): *ret = its index. Returns 0, or -1 with the answer in a
- * (a 400 saying msg). */
+/* ?name= one of words[0, n) (absent: dflt): *ret = its index. Returns 0, or -1 with a 400 saying
+ * msg in a. */
 static int param_word(const struct web_req *q, struct web_answer *a, const char *name,
-                      const char *const *words, size_t n, size_t dflt, const char *msg,
-                      size_t *ret)
+                      const char *const *words, size_t n, size_t dflt, const char *msg, size_t *ret)
 {
     char s[16];
     size_t len;
@@ -307,7 +305,7 @@ struct table_params {
 };
 
 /* rank, offset, limit, top, format, sort, order and search into *p. Kernel tables (ops false)
- * have no type or self column to sort by. Returns 0 or -1 (answered; the answer in a). */
+ * have no type or self column to sort by. Returns 0 or -1 (the 400 in a). */
 static int param_table(const struct web_req *q, struct web_answer *a, bool ops,
                        struct table_params *p)
 {
@@ -573,8 +571,7 @@ static enum analyse_framework rank_framework(struct web *w, int64_t job_id, int6
  * one rank); and the framework its hello named, which decides the rule families. TF's input
  * percentages are not kept live, so their rules stay silent. */
 static int get_helper(struct web *w, const struct web_req *q, struct web_answer *a,
-                      const struct store_job *job,
-                      const struct live_snapshot *snap)
+                      const struct store_job *job, const struct live_snapshot *snap)
 {
     int64_t rank;
     if (web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0)
