@@ -19,11 +19,15 @@ extern char **environ;
 enum { SUMMARY_EXIT_OK = 0, SUMMARY_EXIT_DAEMON = 1, SUMMARY_EXIT_USAGE = 2 };
 
 /* Paddle's order (profiler_statistic.py _build_table). */
-/* The summary tables (/summary/{kind}), then "perf": Paddle's Perf Summary (/benchmark), only
- * when asked for by name. */
-static const char *const kinds[] = {"device", "overview", "model",        "distributed", "operator",
-                                    "kernel", "memory",   "user-defined", "perf"};
-enum { N_KINDS = sizeof kinds / sizeof kinds[0], N_TABLES = N_KINDS - 1 };
+/* The summary tables (/summary/{kind}), then, only when asked for by name, "aicpu"
+ * (MindInsight's AI CPU tables) and "perf": Paddle's Perf Summary (/benchmark). */
+static const char *const kinds[] = {"device",       "overview",
+                                    "model",        "distributed",
+                                    "operator",     "kernel",
+                                    "memory-manipulation", "user-defined",
+                                    "memory",       "aicpu",
+                                    "perf"};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0], N_TABLES = N_KINDS - 2, PERF = N_KINDS - 1 };
 
 void summary_usage(FILE *f)
 {
@@ -33,8 +37,9 @@ void summary_usage(FILE *f)
           "Prints paddle.profiler's summary tables of one rank of JOB, computed by stepscoped.\n"
           "\n"
           "  --kind KIND             one table: device, overview, model, distributed, operator,\n"
-          "                          kernel, memory, user-defined (default: all, in that order;\n"
-          "                          as Paddle, the tables after overview only when not empty);\n"
+          "                          kernel, memory-manipulation, user-defined, memory (default:\n"
+          "                          all, in that order; as Paddle, the tables after overview\n"
+          "                          only when not empty); aicpu: MindInsight's AI CPU tables;\n"
           "                          perf: Paddle's Perf Summary (its benchmark timer)\n"
           "  --skip N                perf: warm-up steps left out (default 10, as Paddle)\n"
           "  --rank R                the rank (default 0)\n"
@@ -111,9 +116,9 @@ int summary_command(int argc, char **argv)
         bad = optind >= argc ? "give the job's name" : "one job at a time";
     else if (kind && last - first != 1)
         bad = "--kind: not one of device, overview, model, distributed, operator, kernel, "
-              "memory, user-defined, perf";
-    else if (skip && (first != N_TABLES || !only(skip, "0123456789")))
-        bad = first != N_TABLES ? "--skip: only with --kind perf" : "--skip: not a number";
+              "memory-manipulation, user-defined, memory, aicpu, perf";
+    else if (skip && (first != PERF || !only(skip, "0123456789")))
+        bad = first != PERF ? "--skip: only with --kind perf" : "--skip: not a number";
     else if (!only(rank, "0123456789"))
         bad = "--rank: not a rank";
     else if (steps && !only(steps, "0123456789-"))
@@ -141,7 +146,7 @@ int summary_command(int argc, char **argv)
     int printed = 0;
     for (size_t k = first; k < last && code == SUMMARY_EXIT_OK; k++) {
         char path[HCLIENT_ADDR_MAX + 256];
-        if (k == N_TABLES)
+        if (k == PERF)
             snprintf(path, sizeof path, "/api/v1/jobs/%s/benchmark?format=text&rank=%s%s%s%s%s",
                      job, rank, steps ? "&steps=" : "", steps ? steps : "", skip ? "&skip=" : "",
                      skip ? skip : "");

@@ -247,15 +247,20 @@ static enum outcome send_spool(struct client *c, const struct input *in, uint64_
 }
 
 /* The file read and scanned again (no temporary file could hold pass 1's lines, or Paddle's
- * events are rewritten with what the whole file told), its events from next_seq on. Returns
- * OUT_DONE, or OUT_BROKEN / OUT_INPUT (the file changed since pass 1) with err set. */
-static enum outcome send_file(struct client *c, struct input *in, uint64_t next_seq, char *err)
+ * events are rewritten with what the whole file told), its events from next_seq on; for Paddle
+ * also the window's ExtraInfo record after them (paddle_times.h), *ret_lines the lines in all.
+ * Returns OUT_DONE, or OUT_BROKEN / OUT_INPUT (the file changed since pass 1) with err set. */
+static enum outcome send_file(struct client *c, struct input *in, uint64_t next_seq,
+                              uint64_t *ret_lines, char *err)
 {
     struct tfile *f = NULL;
-    struct sbuf line;
+    struct sbuf line, walked;
+    struct pdtrace_walk walk;
     enum outcome out = OUT_BROKEN;
     int r;
     sbuf_init(&line, TSCAN_EVENT_BYTES_MAX + 1);
+    sbuf_init(&walked, 2 * TSCAN_EVENT_BYTES_MAX + 64);
+    pdtrace_walk_init(&walk);
     char ferr[TFILE_ERR_MAX];
     if (tfile_open(in->arg, &f, ferr) < 0) {
         snprintf(err, CLIENT_ERR_MAX, "%s", ferr);
@@ -266,19 +271,23 @@ static enum outcome send_file(struct client *c, struct input *in, uint64_t next_
     size_t len;
     const struct tscan_event *info;
     while ((r = tfile_next(f, &ev, &len, &info)) == 1) {
-        if (info->index < next_seq)
-            continue; /* the daemon holds it already */
         if (in->fw == FW_PADDLE) {
-            /* Times to the ns and names without the duration suffix, as the live collector. */
+            /* Times to the ns and names without the duration suffix, as the live collector;
+             * memory events name the host event Paddle gave them to (paddle_times.h). Every
+             * event goes through the walk, those the daemon holds already too. */
             sbuf_reset(&line);
-            pdtrace_rewrite(&in->pd, ev, len, info, &line);
-            if (line.error) {
+            sbuf_reset(&walked);
+            int64_t ts = pdtrace_rewrite(&in->pd, ev, len, info, &line);
+            if (line.error || pdtrace_walk_event(&walk, ev, len, line.data, line.len, ts, info,
+                                                 &walked) < 0) {
                 snprintf(err, CLIENT_ERR_MAX, "out of memory");
                 goto done;
             }
-            ev = line.data;
-            len = line.len;
+            ev = walked.data;
+            len = walked.len;
         }
+        if (info->index < next_seq)
+            continue; /* the daemon holds it already */
         if (client_send(c, ev, len, err) < 0)
             goto done;
     }
@@ -288,10 +297,25 @@ static enum outcome send_file(struct client *c, struct input *in, uint64_t next_
         out = OUT_INPUT;
         goto done;
     }
+    /* Paddle's window figures (ExtraInfo, after the events in the file) take the line after
+     * the last event. */
+    *ret_lines = in->n_events;
+    sbuf_reset(&line);
+    if (in->fw == FW_PADDLE && pdtrace_extra_line(&walk, tfile_meta(f), &line)) {
+        if (line.error) {
+            snprintf(err, CLIENT_ERR_MAX, "out of memory");
+            goto done;
+        }
+        if (*ret_lines >= next_seq && client_send(c, line.data, line.len - 1, err) < 0)
+            goto done;
+        (*ret_lines)++;
+    }
     out = OUT_DONE;
 done:
     tfile_free(f);
     sbuf_done(&line);
+    sbuf_done(&walked);
+    pdtrace_walk_free(&walk);
     return out;
 }
 
@@ -324,14 +348,15 @@ static enum outcome import_once(struct input *in, const char *job, const char *s
         goto done;
     *ret_welcomed = true;
     *ret_skipped = next_seq < in->n_events ? next_seq : in->n_events;
+    uint64_t n_lines = in->n_events;
     if (in->ms || in->mem)
         out = send_memory(c, in, next_seq, err);
     else if (in->spool)
         out = send_spool(c, in, next_seq, err);
     else
-        out = send_file(c, in, next_seq, err);
+        out = send_file(c, in, next_seq, &n_lines, err);
     /* Every line took a sequence number (or was below next_seq); the bye takes the next. */
-    uint64_t bye_seq = next_seq > in->n_events ? next_seq : in->n_events;
+    uint64_t bye_seq = next_seq > n_lines ? next_seq : n_lines;
     if (out == OUT_DONE && client_finish(c, bye_seq + 1, err) < 0)
         out = OUT_BROKEN;
 done:

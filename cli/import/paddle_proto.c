@@ -50,17 +50,21 @@ static bool python_side(uint64_t type)
            type == 14;
 }
 
+/* A run of fields: buf[pos, end), absolute offsets into the file. */
+struct rd {
+    size_t pos, end;
+};
+
 struct ctx {
     const uint8_t *buf;
     struct sbuf *out;
     struct pdproto_info *info;
     char *err;
     int rc;
-};
-
-/* A run of fields: buf[pos, end), absolute offsets into the file. */
-struct rd {
-    size_t pos, end;
+    /* The window of the host events logged (for the ExtraInfo line) and the first one's pid. */
+    bool any;
+    uint64_t first_ns, end_ns, pid;
+    struct rd extra_cpu, extra_sys; /* ExtraInfo values; end 0: absent */
 };
 
 struct fld {
@@ -239,6 +243,22 @@ static int read_event(struct ctx *c, struct rd r, const struct layout *l, const 
     return 0;
 }
 
+/* Ends a line appended to c->out since line0: counts it, or fails (out of memory, too long). */
+static int emit_check(struct ctx *c, size_t line0, size_t at, const char *path)
+{
+    struct sbuf *o = c->out;
+    if (o->error) {
+        snprintf(c->err, PDPROTO_ERR_MAX, "%s",
+                 o->error == -ENOMEM ? "out of memory" : "the converted events pass 1 GiB");
+        c->rc = o->error;
+        return o->error;
+    }
+    if (o->len - line0 - 1 > TSCAN_EVENT_BYTES_MAX)
+        return fail(c, at, path, "the event is longer than the daemon's line limit");
+    c->info->n_events++;
+    return 0;
+}
+
 /* Writes one X event; tid_side "Python" or "C++" makes the tid "<tid>(<side>)", NULL a number. */
 static int emit(struct ctx *c, const struct event *e, const char *path, const char *cat,
                 uint64_t pid, const char *tid_side, uint64_t tid, const char *args)
@@ -269,16 +289,7 @@ static int emit(struct ctx *c, const struct event *e, const char *path, const ch
     if (args)
         sbuf_adds(o, args);
     sbuf_adds(o, "}\n");
-    if (o->error) {
-        snprintf(c->err, PDPROTO_ERR_MAX, "%s",
-                 o->error == -ENOMEM ? "out of memory" : "the converted events pass 1 GiB");
-        c->rc = o->error;
-        return o->error;
-    }
-    if (o->len - line0 - 1 > TSCAN_EVENT_BYTES_MAX)
-        return fail(c, e->at, path, "the event is longer than the daemon's line limit");
-    c->info->n_events++;
-    return 0;
+    return emit_check(c, line0, e->at, path);
 }
 
 static const char *type_name(uint64_t type, char buf[48])
@@ -356,6 +367,87 @@ static int runtime_node(struct ctx *c, struct rd r, const char *path)
     return k < 0 ? -EINVAL : 0;
 }
 
+/* TracerMemEventType, in Paddle's order. */
+static const char *const mem_type_names[] = {"Allocate", "Free", "ReservedAllocate", "ReservedFree"};
+
+/* One memory node as Paddle's export_chrome_tracing writes it (an "i" event named "[memory]" on
+ * the "(C++)" thread), with "owner"/"owner_ts" naming the host event it hangs on (the one being
+ * logged; none for Paddle's root), docs/PROTOCOL.md 9. */
+static int mem_node(struct ctx *c, struct rd r, const char *path, const struct event *owner)
+{
+    struct fld f;
+    int k;
+    char sub[PDPROTO_ERR_MAX];
+    bool seen = false;
+    while ((k = rd_field(c, &r, path, &f)) == 1) {
+        if (f.num != 1)
+            continue;
+        if (want(c, &f, WT_LEN, path, "mem_event") < 0)
+            return -EINVAL;
+        sub_path(sub, "%s.mem_event", path);
+        static const char *const names[] = {NULL, "timestamp_ns", "type", "addr", "process_id",
+                                            "thread_id", "increase_bytes", "place",
+                                            "current_allocated", "current_reserved",
+                                            "peak_allocated", "peak_reserved"};
+        uint64_t v[12] = {0};
+        bool has[12] = {false};
+        struct rd place = {0, 0};
+        struct rd m = f.sub;
+        struct fld g;
+        while ((k = rd_field(c, &m, sub, &g)) == 1) {
+            if (g.num < 1 || g.num > 11)
+                continue;
+            if (want(c, &g, g.num == 7 ? WT_LEN : WT_VARINT, sub, names[g.num]) < 0)
+                return -EINVAL;
+            if (g.num == 7)
+                place = g.sub;
+            else
+                v[g.num] = g.v;
+            has[g.num] = true;
+        }
+        if (k < 0)
+            return -EINVAL;
+        for (int i = 1; i <= 7; i++)
+            if (!has[i])
+                return fail(c, f.sub.pos, sub, "mem_event has no %s", names[i]);
+        if (v[1] >= (uint64_t)NUM_TIME_MAX_NS)
+            return fail(c, f.sub.pos, sub, "timestamp_ns %llu is out of range",
+                        (unsigned long long)v[1]);
+        char tb[48];
+        const char *type = v[2] < 4 ? mem_type_names[v[2]] : tb;
+        if (v[2] >= 4)
+            snprintf(tb, sizeof tb, "TracerMemEventType%llu", (unsigned long long)v[2]);
+        struct sbuf *o = c->out;
+        size_t line0 = o->len;
+        sbuf_adds(o, "{\"ph\":\"i\",\"cat\":");
+        sbuf_json_strz(o, type);
+        sbuf_printf(o, ",\"name\":\"[memory]\",\"pid\":%llu,\"tid\":\"%llu(C++)\",\"ts\":",
+                    (unsigned long long)v[4], (unsigned long long)v[5]);
+        sbuf_json_us(o, (int64_t)v[1]);
+        sbuf_adds(o, ",\"s\":\"t\"");
+        if (owner) {
+            sbuf_adds(o, ",\"owner\":");
+            sbuf_json_str(o, (const char *)c->buf + owner->name.pos, owner->name.end - owner->name.pos);
+            sbuf_adds(o, ",\"owner_ts\":");
+            sbuf_json_us(o, (int64_t)owner->start);
+        }
+        sbuf_adds(o, ",\"args\":{\"place\":");
+        sbuf_json_str(o, (const char *)c->buf + place.pos, place.end - place.pos);
+        sbuf_printf(o, ",\"addr\":\"%llu\",\"increase_bytes\":%lld",
+                    (unsigned long long)v[3], (long long)(int64_t)v[6]);
+        for (int i = 8; i <= 11; i++)
+            if (has[i])
+                sbuf_printf(o, ",\"%s\":%llu", names[i], (unsigned long long)v[i]);
+        sbuf_adds(o, "}}\n");
+        if (emit_check(c, line0, f.at, sub) < 0)
+            return c->rc;
+        seen = true;
+    }
+    if (k < 0)
+        return -EINVAL;
+    return seen ? 0 : fail(c, r.pos, path, "mem node without its mem_event");
+}
+
 static int host_node(struct ctx *c, struct rd r, const char *path)
 {
     struct fld f;
@@ -386,8 +478,11 @@ static int host_node(struct ctx *c, struct rd r, const char *path)
                 return -EINVAL;
             break;
         case 5:
+            if (want(c, &f, WT_LEN, path, "mem_nodes") < 0)
+                return -EINVAL;
+            break;
         case 6:
-            if (want(c, &f, WT_LEN, path, f.num == 5 ? "mem_nodes" : "op_supplement_nodes") < 0)
+            if (want(c, &f, WT_LEN, path, "op_supplement_nodes") < 0)
                 return -EINVAL;
             c->info->n_skipped++;
             break;
@@ -407,12 +502,32 @@ static int host_node(struct ctx *c, struct rd r, const char *path)
     if (!root && emit(c, &e, sub, type_name(e.type, tb), e.pid,
                       python_side(e.type) ? "Python" : "C++", e.tid, NULL) < 0)
         return c->rc;
-    uint64_t n_rt = 0;
+    if (!root) {
+        if (!c->any || e.start < c->first_ns)
+            c->first_ns = e.start;
+        if (!c->any || e.end > c->end_ns)
+            c->end_ns = e.end;
+        if (!c->any)
+            c->pid = e.pid;
+        c->any = true;
+    }
+    /* Its runtime nodes, then its memory nodes, as Paddle logs them. */
+    uint64_t n_rt = 0, n_mem = 0;
+    struct rd again = all;
     while ((k = rd_field(c, &all, path, &f)) == 1) {
         if (f.num != 4)
             continue;
         sub_path(sub, "%s.runtime_nodes[%llu]", path, (unsigned long long)n_rt++);
         if (runtime_node(c, f.sub, sub) < 0)
+            return c->rc;
+    }
+    if (k < 0)
+        return -EINVAL;
+    while ((k = rd_field(c, &again, path, &f)) == 1) {
+        if (f.num != 5)
+            continue;
+        sub_path(sub, "%s.mem_nodes[%llu]", path, (unsigned long long)n_mem++);
+        if (mem_node(c, f.sub, sub, root ? NULL : &e) < 0)
             return c->rc;
     }
     return k < 0 ? -EINVAL : 0;
@@ -438,21 +553,63 @@ static int thread_tree(struct ctx *c, struct rd r, const char *path)
     return k < 0 ? -EINVAL : 0;
 }
 
+static bool rd_is(const struct ctx *c, struct rd r, const char *lit)
+{
+    size_t n = strlen(lit);
+    return r.end - r.pos == n && memcmp(c->buf + r.pos, lit, n) == 0;
+}
+
 static int extra_info(struct ctx *c, struct rd r, const char *path)
 {
     struct fld f;
     int k;
     unsigned seen = 0;
+    struct rd key = {0, 0}, value = {0, 0};
     while ((k = rd_field(c, &r, path, &f)) == 1) {
         if (f.num != 1 && f.num != 2)
             continue;
         if (want(c, &f, WT_LEN, path, f.num == 1 ? "key" : "value") < 0)
             return -EINVAL;
         seen |= f.num;
+        if (f.num == 1)
+            key = f.sub;
+        else
+            value = f.sub;
     }
     if (k < 0)
         return -EINVAL;
-    return seen == 3 ? 0 : fail(c, r.pos, path, "entry without its %s", seen & 1 ? "value" : "key");
+    if (seen != 3)
+        return fail(c, r.pos, path, "entry without its %s", seen & 1 ? "value" : "key");
+    if (rd_is(c, key, "Process Cpu Utilization"))
+        c->extra_cpu = value;
+    else if (rd_is(c, key, "System Cpu Utilization"))
+        c->extra_sys = value;
+    return 0;
+}
+
+/* The window's ExtraInfo record (docs/PROTOCOL.md 9), after every event. */
+static int extra_line(struct ctx *c, size_t at)
+{
+    if (!c->any || (!c->extra_cpu.end && !c->extra_sys.end))
+        return 0;
+    struct sbuf *o = c->out;
+    size_t line0 = o->len;
+    sbuf_printf(o, "{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"pid\":%llu,\"tid\":0,\"ts\":",
+                (unsigned long long)c->pid);
+    sbuf_json_us(o, (int64_t)c->first_ns);
+    sbuf_adds(o, ",\"dur\":");
+    sbuf_json_us(o, (int64_t)(c->end_ns - c->first_ns));
+    sbuf_adds(o, ",\"args\":{");
+    if (c->extra_cpu.end) {
+        sbuf_adds(o, "\"Process Cpu Utilization\":");
+        sbuf_json_str(o, (const char *)c->buf + c->extra_cpu.pos, c->extra_cpu.end - c->extra_cpu.pos);
+    }
+    if (c->extra_sys.end) {
+        sbuf_adds(o, c->extra_cpu.end ? ",\"System Cpu Utilization\":" : "\"System Cpu Utilization\":");
+        sbuf_json_str(o, (const char *)c->buf + c->extra_sys.pos, c->extra_sys.end - c->extra_sys.pos);
+    }
+    sbuf_adds(o, "}}\n");
+    return emit_check(c, line0, at, "extra_info");
 }
 
 int pdproto_convert(const uint8_t *buf, size_t len, struct sbuf *out, struct pdproto_info *info,
@@ -517,5 +674,5 @@ int pdproto_convert(const uint8_t *buf, size_t len, struct sbuf *out, struct pdp
         return -EINVAL;
     if (!has_version)
         return fail(&c, len, "NodeTreesProto", "no version (field 1): not a Paddle protobuf export");
-    return 0;
+    return extra_line(&c, len) < 0 ? c.rc : 0;
 }

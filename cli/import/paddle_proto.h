@@ -4,7 +4,9 @@
  * format="pb")`: a `.paddle_trace.pb` file holding one NodeTreesProto, Paddle's
  * paddle/fluid/platform/profiler/dump/nodetree.proto) turned into protocol lines: the same
  * Chrome-trace events Paddle's export_chrome_tracing writes for the same nodes, with times
- * exact to the ns (the file holds start_ns and end_ns).
+ * exact to the ns (the file holds start_ns and end_ns); each host event's memory nodes follow it
+ * as "[memory]" events naming it ("owner", "owner_ts"), and the file's ExtraInfo CPU figures
+ * come last as an "ExtraInfo" record over the window (docs/PROTOCOL.md 9).
  *
  * A small hand-written reader of the protobuf wire format: varints (at most 10 bytes, no
  * overflow), length-delimited fields inside their parent's bounds, fixed64 and fixed32 skipped
@@ -27,7 +29,7 @@ struct pdproto_info {
     char version[64];        /* NodeTreesProto.version ("1.0.2"), cut to fit */
     uint64_t n_events;       /* lines written */
     uint64_t n_threads;      /* thread trees */
-    uint64_t n_skipped;      /* memory and operator-supplement nodes: read, not sent */
+    uint64_t n_skipped;      /* operator-supplement nodes: read, not sent */
 };
 
 /* Converts the file's bytes buf[0, len) into '\n'-terminated lines appended to out. Returns 0,

@@ -5,6 +5,9 @@
  */
 #include "paddle_times.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "num.h"
@@ -152,8 +155,8 @@ size_t pdtrace_name_keep(const char *raw, size_t len)
     return lb;
 }
 
-void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
-                     const struct tscan_event *info, struct sbuf *out)
+int64_t pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
+                        const struct tscan_event *info, struct sbuf *out)
 {
     /* The two spans replaced, in the order they appear in the event. */
     struct cut {
@@ -174,6 +177,10 @@ void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
         else if (ts % 1000 == 0 && ns - ts > 999)
             ns = ts + 999;
         cut[n++] = (struct cut){(size_t)(info->ts_at - info->start), info->ts_len, 0};
+    } else if (!info->ts_len || info->ts_at < info->start ||
+               info->ts_at - info->start + info->ts_len > len ||
+               num_us_to_ns(ev + (info->ts_at - info->start), info->ts_len, &ns) < 0) {
+        ns = INT64_MIN;
     }
     if (info->name_len && info->name_at >= info->start &&
         info->name_at - info->start + info->name_len <= len) {
@@ -198,4 +205,137 @@ void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
         pos = cut[i].at + cut[i].len;
     }
     sbuf_add(out, ev + pos, len - pos);
+    return ns;
+}
+
+void pdtrace_walk_init(struct pdtrace_walk *w)
+{
+    memset(w, 0, sizeof *w);
+}
+
+void pdtrace_walk_free(struct pdtrace_walk *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        sbuf_done(&w->own[i].name);
+    free(w->own);
+    memset(w, 0, sizeof *w);
+}
+
+/* The leading integer of a raw pid/tid ("8703" of "\"8703(C++)\""), or -1. */
+static int64_t thread_num(const char *raw)
+{
+    const char *p = raw[0] == '"' ? raw + 1 : raw;
+    int64_t v = 0;
+    int d = 0;
+    while (*p >= '0' && *p <= '9' && d < 18) {
+        v = v * 10 + (*p++ - '0');
+        d++;
+    }
+    return d ? v : -1;
+}
+
+/* Paddle's host event types: the cats of events that are neither device work nor runtime calls. */
+static bool host_cat(const char *cat)
+{
+    static const char *const not_host[] = {"\"CudaRuntime\"", "\"Kernel\"", "\"Memcpy\"",
+                                           "\"Memset\"", "\"MluRuntime\""};
+    if (!cat[0])
+        return false;
+    for (size_t i = 0; i < sizeof not_host / sizeof not_host[0]; i++)
+        if (strcmp(cat, not_host[i]) == 0)
+            return false;
+    return true;
+}
+
+int pdtrace_walk_event(struct pdtrace_walk *w, const char *ev, size_t evlen, const char *line,
+                       size_t len, int64_t ts_ns, const struct tscan_event *info, struct sbuf *out)
+{
+    int64_t tid = thread_num(info->tid);
+    if (info->ph == 'X' && ts_ns != INT64_MIN && tid >= 0 && host_cat(info->cat) &&
+        info->name_len) {
+        struct pdtrace_owner *o = NULL;
+        for (size_t i = 0; i < w->n && !o; i++)
+            if (w->own[i].tid == tid)
+                o = &w->own[i];
+        if (!o) {
+            if (w->n == w->cap) {
+                size_t cap = w->cap ? w->cap * 2 : 8;
+                struct pdtrace_owner *v = realloc(w->own, cap * sizeof *v);
+                if (!v)
+                    return -ENOMEM;
+                w->own = v;
+                w->cap = cap;
+            }
+            o = &w->own[w->n++];
+            o->tid = tid;
+            sbuf_init(&o->name, TSCAN_EVENT_BYTES_MAX);
+        }
+        /* the name as sent: the event's own without Paddle's suffix */
+        sbuf_reset(&o->name);
+        if (info->name_at < info->start || info->name_at - info->start + info->name_len > evlen ||
+            ev[info->name_at - info->start] != '"') {
+            o->tid = -1; /* not understood: no owner for its events */
+        } else {
+            const char *nm = ev + (info->name_at - info->start);
+            sbuf_add(&o->name, nm, pdtrace_name_keep(nm, info->name_len));
+            sbuf_addc(&o->name, '"');
+            if (o->name.error)
+                return -ENOMEM;
+        }
+        o->ts_ns = ts_ns;
+        int64_t end = ts_ns + (info->dur_ns > 0 && info->dur_ns < INT64_MAX - ts_ns ? info->dur_ns : 0);
+        if (!w->any || ts_ns < w->first_ns)
+            w->first_ns = ts_ns;
+        if (!w->any || end > w->end_ns)
+            w->end_ns = end;
+        if (!w->any)
+            snprintf(w->pid, sizeof w->pid, "%s", info->pid);
+        w->any = true;
+    } else if ((info->ph == 'i' || info->ph == 'I') && strcmp(info->name, "\"[memory]\"") == 0 &&
+               tid >= 0 && len > 2 && line[0] == '{') {
+        for (size_t i = 0; i < w->n; i++) {
+            const struct pdtrace_owner *o = &w->own[i];
+            if (o->tid != tid)
+                continue;
+            if (len + o->name.len + 48 > TSCAN_EVENT_BYTES_MAX)
+                break; /* past the daemon's line limit with its owner: sent without one */
+            sbuf_adds(out, "{\"owner\":");
+            sbuf_add(out, o->name.data, o->name.len);
+            sbuf_adds(out, ",\"owner_ts\":");
+            sbuf_json_us(out, o->ts_ns);
+            if (line[1] != '}')
+                sbuf_addc(out, ',');
+            sbuf_add(out, line + 1, len - 1);
+            return out->error ? -ENOMEM : 0;
+        }
+    }
+    sbuf_add(out, line, len);
+    return out->error ? -ENOMEM : 0;
+}
+
+bool pdtrace_extra_line(const struct pdtrace_walk *w, const struct tscan_meta *m, struct sbuf *out)
+{
+    if (!w->any || (!m->extra_process_cpu[0] && !m->extra_system_cpu[0]))
+        return false;
+    sbuf_adds(out, "{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"pid\":");
+    sbuf_adds(out, w->pid[0] ? w->pid : "0");
+    sbuf_adds(out, ",\"tid\":0,\"ts\":");
+    sbuf_json_us(out, w->first_ns);
+    sbuf_adds(out, ",\"dur\":");
+    sbuf_json_us(out, w->end_ns - w->first_ns);
+    sbuf_adds(out, ",\"args\":{");
+    bool comma = false;
+    if (m->extra_process_cpu[0]) {
+        sbuf_adds(out, "\"Process Cpu Utilization\":");
+        sbuf_adds(out, m->extra_process_cpu);
+        comma = true;
+    }
+    if (m->extra_system_cpu[0]) {
+        if (comma)
+            sbuf_addc(out, ',');
+        sbuf_adds(out, "\"System Cpu Utilization\":");
+        sbuf_adds(out, m->extra_system_cpu);
+    }
+    sbuf_adds(out, "}}\n");
+    return true;
 }

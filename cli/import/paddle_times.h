@@ -57,8 +57,44 @@ void pdtrace_finish(struct pdtrace *p);
 size_t pdtrace_name_keep(const char *raw, size_t len);
 
 /* Pass 2: appends the event ev[0, len) to out as it is sent: its "ts" rebuilt (when p->exact
- * and it has a start_time) and its name without the suffix. */
-void pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
-                     const struct tscan_event *info, struct sbuf *out);
+ * and it has a start_time) and its name without the suffix. Returns the ts sent, in ns
+ * (INT64_MIN when the event has none). */
+int64_t pdtrace_rewrite(const struct pdtrace *p, const char *ev, size_t len,
+                        const struct tscan_event *info, struct sbuf *out);
+
+/* Pass 2's memory of the file so far (docs/PROTOCOL.md 9). Paddle's export writes each host
+ * event followed by its runtime events and then the memory events Paddle attributed to it, so
+ * a "[memory]" event belongs to the last host event of its thread before it (none: Paddle's
+ * root, not counted). */
+struct pdtrace_owner {
+    int64_t tid;     /* the numeric thread id ("8703" of "8703(C++)") */
+    int64_t ts_ns;   /* the host event's ts as sent */
+    struct sbuf name; /* its name as sent: the raw JSON string, quotes included */
+};
+
+struct pdtrace_walk {
+    struct pdtrace_owner *own;
+    size_t n, cap;
+    bool any;            /* a host event was seen */
+    int64_t first_ns, end_ns; /* the host events' earliest ts and latest end */
+    char pid[TSCAN_TEXT_MAX]; /* the first host event's pid, raw JSON */
+};
+
+void pdtrace_walk_init(struct pdtrace_walk *w);
+void pdtrace_walk_free(struct pdtrace_walk *w);
+
+/* Pass 2, after pdtrace_rewrite() put the event ev[0, evlen) in line[0, len) and returned its
+ * ts_ns: notes a host event, and appends to out the line as sent: a "[memory]" event with an owner gets
+ * "owner" (its name) and "owner_ts" (its ts, µs) first (unless that passes the daemon's line
+ * limit); any other line as it is. Returns 0 or
+ * -ENOMEM. */
+int pdtrace_walk_event(struct pdtrace_walk *w, const char *ev, size_t evlen, const char *line,
+                       size_t len, int64_t ts_ns, const struct tscan_event *info, struct sbuf *out);
+
+/* The window's ExtraInfo record (docs/PROTOCOL.md 9) from m's ExtraInfo members, appended to out
+ * with its '\n'; nothing when the file has neither figure or no host event. Returns whether a
+ * line was appended. */
+bool pdtrace_extra_line(const struct pdtrace_walk *w, const struct tscan_meta *m,
+                        struct sbuf *out);
 
 #endif

@@ -65,6 +65,9 @@ enum slot {
     SL_DIST_RANK,
     SL_DIST_WS,
     SL_DIST_BACKEND,
+    SL_EXTRA,
+    SL_EXTRA_PROCESS_CPU,
+    SL_EXTRA_SYSTEM_CPU,
     SL_EV_PH,
     SL_EV_NAME,
     SL_EV_TS,
@@ -237,9 +240,17 @@ static int key_slot(struct tscan *s)
             return SL_DIST;
         if (cap_is(s, "deviceProperties"))
             return SL_DEVPROPS;
-        if (cap_is(s, "span_indx") || cap_is(s, "ExtraInfo"))
+        if (cap_is(s, "ExtraInfo"))
+            return SL_EXTRA;
+        if (cap_is(s, "span_indx"))
             return SL_PADDLE;
         return SL_NONE;
+    }
+    if (s->extra_depth && s->depth == s->extra_depth) {
+        if (cap_is(s, "Process Cpu Utilization"))
+            return SL_EXTRA_PROCESS_CPU;
+        if (cap_is(s, "System Cpu Utilization"))
+            return SL_EXTRA_SYSTEM_CPU;
     }
     if (s->dist_depth && s->depth == s->dist_depth) {
         if (cap_is(s, "rank"))
@@ -257,7 +268,8 @@ static bool key_watched(const struct tscan *s)
 {
     return (s->in_event && s->depth == s->events_depth + 1) ||
            (s->args_depth && s->depth == s->args_depth) || (s->depth == 1 && s->stack[0] == 'o') ||
-           (s->dist_depth && s->depth == s->dist_depth);
+           (s->dist_depth && s->depth == s->dist_depth) ||
+           (s->extra_depth && s->depth == s->extra_depth);
 }
 
 static void set_after_value(struct tscan *s)
@@ -350,6 +362,14 @@ static void scalar_done(struct tscan *s, int type)
             break;
         case SL_DIST_BACKEND:
             text_copy(m->dist_backend, sizeof m->dist_backend, s->cap, s->cap_len);
+            break;
+        case SL_EXTRA_PROCESS_CPU:
+            if (!cap_cut(s))
+                text_copy(m->extra_process_cpu, sizeof m->extra_process_cpu, s->cap, s->cap_len);
+            break;
+        case SL_EXTRA_SYSTEM_CPU:
+            if (!cap_cut(s))
+                text_copy(m->extra_system_cpu, sizeof m->extra_system_cpu, s->cap, s->cap_len);
             break;
         case SL_DIST_RANK:
             m->dist_rank = type == JT_NUMBER ? cap_count(s) : -1;
@@ -483,8 +503,10 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
             s->meta.has_distributed_info = true;
         } else if (s->slot == SL_DEVPROPS) {
             s->meta.has_device_properties = true;
-        } else if (s->slot == SL_PADDLE) {
+        } else if (s->slot == SL_PADDLE || s->slot == SL_EXTRA) {
             s->meta.has_paddle_marker = true;
+            if (s->slot == SL_EXTRA && c == '{' && !s->extra_depth)
+                s->extra_depth = s->depth;
         } else if (s->slot == SL_EV_ARGS && c == '{') {
             s->args_depth = s->depth;
         }
@@ -493,7 +515,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
         return 0;
     case '"':
         note_type(s, JT_STRING);
-        if (s->slot == SL_PADDLE)
+        if (s->slot == SL_PADDLE || s->slot == SL_EXTRA)
             s->meta.has_paddle_marker = true;
         s->key = false;
         s->val_at = at;
@@ -516,7 +538,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
     case '8':
     case '9':
         note_type(s, JT_NUMBER);
-        if (s->slot == SL_PADDLE)
+        if (s->slot == SL_PADDLE || s->slot == SL_EXTRA)
             s->meta.has_paddle_marker = true;
         s->val_at = at;
         s->capture = s->slot != SL_NONE;
@@ -530,7 +552,7 @@ static int value_begin(struct tscan *s, unsigned char c, uint64_t at)
     case 'f':
     case 'n':
         note_type(s, JT_LITERAL);
-        if (s->slot == SL_PADDLE)
+        if (s->slot == SL_PADDLE || s->slot == SL_EXTRA)
             s->meta.has_paddle_marker = true;
         s->val_at = at;
         s->capture = s->slot != SL_NONE;
@@ -563,6 +585,8 @@ static int container_end(struct tscan *s, unsigned char c, uint64_t at)
     }
     if (s->depth == s->dist_depth)
         s->dist_depth = 0;
+    if (s->depth == s->extra_depth)
+        s->extra_depth = 0;
     if (s->depth == s->args_depth)
         s->args_depth = 0;
     s->depth--;
@@ -822,7 +846,7 @@ static int event_fast(struct tscan *s, const unsigned char *b, const unsigned ch
     uint8_t stack[TSCAN_EVENT_DEPTH_MAX + 1];
     int level = 1, slot = SL_NONE, args_level = 0;
     const unsigned char *p = b, *v;
-    if (s->dist_depth || s->events_depth >= TSCAN_DEPTH_MAX)
+    if (s->dist_depth || s->extra_depth || s->events_depth >= TSCAN_DEPTH_MAX)
         return 0;
     if ((size_t)(end - b) > TSCAN_EVENT_BYTES_MAX)
         end = b + TSCAN_EVENT_BYTES_MAX; /* longer: the state machine says so */
@@ -1352,6 +1376,7 @@ bool tscan_same_position(const struct tscan *a, const struct tscan *b)
            memcmp(a->stack, b->stack, (size_t)a->depth) == 0 &&
            a->events_depth == b->events_depth && a->events_depth == a->depth &&
            !a->events_done && !b->events_done && a->dist_depth == 0 && b->dist_depth == 0 &&
+           a->extra_depth == 0 && b->extra_depth == 0 &&
            !a->in_event && !b->in_event && a->args_depth == 0 && b->args_depth == 0 &&
            a->slot == SL_NONE && b->slot == SL_NONE &&
            a->meta.root_is_array == b->meta.root_is_array;
@@ -1366,7 +1391,9 @@ void tscan_meta_merge(struct tscan_meta *a, const struct tscan_meta *b)
                 {a->display_time_unit, b->display_time_unit},
                 {a->base_time_ns, b->base_time_ns},
                 {a->trace_name, b->trace_name},
-                {a->dist_backend, b->dist_backend}};
+                {a->dist_backend, b->dist_backend},
+                {a->extra_process_cpu, b->extra_process_cpu},
+                {a->extra_system_cpu, b->extra_system_cpu}};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if (text[i].src[0])
             memcpy(text[i].dst, text[i].src, TSCAN_CAP_MAX + 1);

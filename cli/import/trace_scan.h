@@ -74,6 +74,10 @@ struct tscan_meta {
     bool has_device_properties;
     bool has_distributed_info;
     bool has_paddle_marker;        /* "span_indx" or "ExtraInfo" at the top level (Paddle) */
+    /* Paddle's top-level "ExtraInfo" object: its "Process Cpu Utilization" and "System Cpu
+     * Utilization" members' raw JSON values ("\"1.000000\""), "" when absent */
+    char extra_process_cpu[TSCAN_CAP_MAX + 1];
+    char extra_system_cpu[TSCAN_CAP_MAX + 1];
     uint64_t n_events;             /* events completed so far */
     uint64_t n_empty_events;       /* "{}" elements of the event array, skipped (Paddle's last) */
 };
@@ -88,6 +92,7 @@ struct tscan {
     int events_depth;              /* depth of the open events array, 0 if none is open */
     bool events_done;              /* the events array has been closed */
     int dist_depth;                /* depth of the open distributedInfo object, 0 if none */
+    int extra_depth;               /* depth of the open ExtraInfo object (Paddle), 0 if none */
     int args_depth;                /* depth of the open event's "args" object, 0 if none */
     uint64_t val_at;               /* absolute offset of the scalar value being read */
     bool in_event;                 /* an event object is open */

@@ -15,6 +15,7 @@
  */
 #include "decode.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@
 /* record_from_line() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 248, "struct record changed: update record_from_line()");
+_Static_assert(sizeof(struct record) == 328, "struct record changed: update record_from_line()");
 #endif
 
 enum field_id {
@@ -89,6 +90,36 @@ static const struct json_key args_keys[] = {
     {"External id", A_EXTERNAL_ID, 0},
     {"dispatch_time_us", A_DISPATCH, 0},
     {"execution_time_us", A_EXECUTION, 0},
+};
+
+/* Paddle's memory events and window information (docs/PROTOCOL.md 9): a second scan of the
+ * rare lines that are such events, with key sets of their own (the record's slot array is full). */
+enum paddle_id {
+    PD_ARGS,
+    PD_INCREASE,
+    PD_PEAK_ALLOCATED,
+    PD_PEAK_RESERVED,
+    PD_PLACE,
+    PD_OWNER,
+    PD_OWNER_TS,
+    PD_PROCESS_CPU,
+    PD_SYSTEM_CPU,
+    PD_END,
+};
+
+static const struct json_key paddle_keys[] = {
+    {"args", PD_ARGS, JSON_F_SUBKEYS},
+    {"owner", PD_OWNER, 0},
+    {"owner_ts", PD_OWNER_TS, 0},
+};
+
+static const struct json_key paddle_args_keys[] = {
+    {"increase_bytes", PD_INCREASE, 0},
+    {"peak_allocated", PD_PEAK_ALLOCATED, 0},
+    {"peak_reserved", PD_PEAK_RESERVED, 0},
+    {"place", PD_PLACE, 0},
+    {"Process Cpu Utilization", PD_PROCESS_CPU, 0},
+    {"System Cpu Utilization", PD_SYSTEM_CPU, 0},
 };
 
 enum hello_id {
@@ -183,6 +214,8 @@ struct decoder {
     struct json_keys env;    /* env_keys, indexed */
     struct json_keys args;   /* args_keys, indexed: the sub keys of record's "args" */
     struct json_keys phases; /* phase_keys, indexed: the sub keys of record's "phases" */
+    struct json_keys paddle; /* paddle_keys, indexed */
+    struct json_keys paddle_args; /* paddle_args_keys: paddle's sub keys */
 };
 
 struct ctx {
@@ -395,6 +428,62 @@ static void phases_from_slots(const struct json_slot *s, struct record_phases *r
     ret->backward_ns = phase_ns(&s[P_BACKWARD]);
 }
 
+/* An integer from a slot (plain digits, an optional '-'), or absent. */
+static int64_t arg_int(const struct json_slot *s, int64_t absent)
+{
+    int64_t v;
+    if (s->type != JSON_NUMBER || num_parse_i64(s->p, s->n, &v) < 0)
+        return absent;
+    return v;
+}
+
+/* A fraction >= 0 from a number or a string holding one (Paddle writes "1.000000"), or -1. */
+static double arg_fraction(const struct json_slot *s)
+{
+    char buf[64];
+    if ((s->type != JSON_NUMBER && s->type != JSON_STRING) || s->n == 0 || s->n >= sizeof buf)
+        return -1;
+    memcpy(buf, s->p, s->n);
+    buf[s->n] = '\0';
+    char *end;
+    double v = strtod(buf, &end);
+    if (*end != '\0' || !(v >= 0) || isinf(v))
+        return -1;
+    return v;
+}
+
+/* The args Paddle's "[memory]" events and its "ExtraInfo" record carry (docs/PROTOCOL.md 9),
+ * from a second scan of the line (only such lines: they are few). A member of another type is
+ * absent, never an error. */
+static void paddle_args(struct decoder *d, const char *line, size_t len,
+                        struct json_arena *a, struct record *r)
+{
+    bool mem = (r->ph == 'i' || r->ph == 'I') && r->name.len == 8 &&
+               memcmp(r->name.ptr, "[memory]", 8) == 0;
+    bool extra = r->ph == 'M' && r->name.len == 9 && memcmp(r->name.ptr, "ExtraInfo", 9) == 0;
+    if (!mem && !extra)
+        return;
+    struct json_slot s[PD_END];
+    char msg[JSON_MSG_MAX];
+    if (json_scan_object(line, len, &d->paddle, s, a, msg) != JSON_OK)
+        return; /* the first scan took the line: only the arena can fail here */
+    if (extra) {
+        r->util_cpu = arg_fraction(&s[PD_PROCESS_CPU]);
+        r->util_sys_cpu = arg_fraction(&s[PD_SYSTEM_CPU]);
+        return;
+    }
+    r->mem_bytes = arg_int(&s[PD_INCREASE], INT64_MIN);
+    r->mem_peak_allocated = link_id(&s[PD_PEAK_ALLOCATED]);
+    r->mem_peak_reserved = link_id(&s[PD_PEAK_RESERVED]);
+    if (s[PD_PLACE].type == JSON_STRING)
+        r->mem_place = (struct record_text){s[PD_PLACE].p, s[PD_PLACE].n};
+    if (s[PD_OWNER].type == JSON_STRING)
+        r->mem_owner = (struct record_text){s[PD_OWNER].p, s[PD_OWNER].n};
+    int64_t ns;
+    if (s[PD_OWNER_TS].type == JSON_NUMBER && num_us_to_ns(s[PD_OWNER_TS].p, s[PD_OWNER_TS].n, &ns) == 0)
+        r->mem_owner_ns = ns;
+}
+
 static bool build_step(struct ctx *c, const struct json_slot *s, struct record *r)
 {
     r->kind = RECORD_STEP;
@@ -505,11 +594,21 @@ static int record_from_line(struct decoder *d, const char *line, size_t len,
     ret->external_id = -1;
     ret->dispatch_ns = -1;
     ret->exec_ns = -1;
+    ret->mem_bytes = INT64_MIN;
+    ret->mem_peak_allocated = -1;
+    ret->mem_peak_reserved = -1;
+    ret->mem_place = none;
+    ret->mem_owner = none;
+    ret->mem_owner_ns = INT64_MIN;
+    ret->util_cpu = -1;
+    ret->util_sys_cpu = -1;
     bool ok;
     if (s[F_PH].type != JSON_ABSENT) {
         ok = build_trace(&c, s, ret);
-        if (ok)
+        if (ok) {
             trace_links(s, ret);
+            paddle_args(d, line, len, a, ret);
+        }
     } else if (s[F_TYPE].type == JSON_STRING) {
         const struct json_slot *t = &s[F_TYPE];
         if (TEXT_IS(t, "step"))
@@ -695,6 +794,10 @@ struct decoder *decoder_new(size_t max_line)
     json_keys_sub(&d->record, F_PHASES, &d->phases);
     json_keys_init(&d->hello, hello_keys, sizeof hello_keys / sizeof hello_keys[0]);
     json_keys_init(&d->env, env_keys, sizeof env_keys / sizeof env_keys[0]);
+    json_keys_init(&d->paddle_args, paddle_args_keys,
+                   sizeof paddle_args_keys / sizeof paddle_args_keys[0]);
+    json_keys_init(&d->paddle, paddle_keys, sizeof paddle_keys / sizeof paddle_keys[0]);
+    json_keys_sub(&d->paddle, PD_ARGS, &d->paddle_args);
     return d;
 }
 

@@ -68,6 +68,19 @@ struct record {
     int64_t dispatch_ns;       /* TRACE: args.dispatch_time_us (a MindSpore AI CPU task's dispatch
                                   time, µs; -1 if absent, negative or not a number) */
     int64_t exec_ns;           /* TRACE: args.execution_time_us (its execution time), likewise */
+    /* Paddle's profiler (docs/PROTOCOL.md 9), read only from a trace event named "[memory]"
+     * (ph i or I) or "ExtraInfo" (ph M); elsewhere absent: */
+    int64_t mem_bytes;         /* [memory]: args.increase_bytes, an integer (INT64_MIN if absent) */
+    int64_t mem_peak_allocated; /* [memory]: args.peak_allocated, an integer >= 0 (-1 if absent) */
+    int64_t mem_peak_reserved; /* [memory]: args.peak_reserved, likewise */
+    struct record_text mem_place; /* [memory]: args.place ("Place(cpu)") */
+    struct record_text mem_owner; /* [memory]: args.owner, the name of the host event it
+                                     happened in, as the collector saw Paddle attribute it */
+    int64_t mem_owner_ns;      /* [memory]: args.owner_ts, that host event's ts (INT64_MIN if
+                                  absent) */
+    double util_cpu;           /* ExtraInfo: args["Process Cpu Utilization"], Paddle's fraction
+                                  (a number or a string holding one; -1 if absent or not >= 0) */
+    double util_sys_cpu;       /* ExtraInfo: args["System Cpu Utilization"], likewise */
 };
 
 /* A series of numbers of a pipeline record: the values [first, first + n) of

@@ -14,8 +14,8 @@
 #include <string.h>
 
 const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT] = {
-    "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
-    "aicpu",
+    "overview", "model", "distributed", "operator", "kernel", "memory-manipulation", "user-defined",
+    "device", "aicpu", "memory",
 };
 
 int web__summary_kind_parse(const char *s, enum web_summary_kind *ret)
@@ -183,6 +183,34 @@ static void opt_num(struct sbuf *b, double v, bool csv)
         sbuf_printf(b, "%.4f", v);
 }
 
+/* Paddle's Memory Summary rows, place by place. */
+static void mem_rows(struct sbuf *b, const struct analyse_memsum *m, bool csv)
+{
+    if (csv)
+        sbuf_adds(b, "place,name,type,allocation_count,free_count,allocation_size,free_size,"
+                     "increased_size\n");
+    for (size_t i = 0; i < m->n_rows; i++) {
+        const struct analyse_mem_row *r = &m->rows[i];
+        const struct analyse_mem_place *p = &m->places[r->place];
+        if (csv) {
+            csv_name(b, p->place, p->place_len);
+            sbuf_addc(b, ',');
+            csv_name(b, r->name, r->name_len);
+        } else {
+            sbuf_adds(b, i ? ",{\"place\":" : "{\"place\":");
+            sbuf_json_str(b, p->place, p->place_len);
+            sbuf_adds(b, ",\"name\":");
+            sbuf_json_str(b, r->name, r->name_len);
+        }
+        sbuf_printf(b, csv ? ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n"
+                           : ",\"type\":\"%s\",\"allocation_count\":%" PRId64
+                             ",\"free_count\":%" PRId64 ",\"allocation_size\":%" PRId64
+                             ",\"free_size\":%" PRId64 ",\"increased_size\":%" PRId64 "}",
+                    r->reserved ? "Reserved" : "Allocated", r->alloc_count, r->free_count,
+                    r->alloc_size, r->free_size, r->increase);
+    }
+}
+
 static void device_rows(struct sbuf *b, const struct web_summary_doc *d, bool csv)
 {
     const struct analyse_summary *s = d->sum;
@@ -300,8 +328,11 @@ static void rows_of(struct sbuf *b, const struct web_summary_doc *d, bool csv)
     case WEB_SUMMARY_KERNEL:
         stat_rows(b, s->kernels, s->n_kernels, false, csv);
         break;
-    case WEB_SUMMARY_MEMORY:
+    case WEB_SUMMARY_MEMORY_MANIPULATION:
         stat_rows(b, s->memory, s->n_memory, false, csv);
+        break;
+    case WEB_SUMMARY_MEMORY:
+        mem_rows(b, d->mem, csv);
         break;
     case WEB_SUMMARY_USER_DEFINED:
         stat_rows(b, s->user, s->n_user, false, csv);
@@ -333,8 +364,24 @@ static void render_json(struct sbuf *b, const struct web_summary_doc *d)
     if (d->kind == WEB_SUMMARY_DISTRIBUTED)
         sbuf_printf(b, ",\"communication_calls_cpu\":%" PRId64 ",\"communication_calls_gpu\":%" PRId64,
                     s->comm_cpu_calls, s->comm_gpu_calls);
-    if (d->kind == WEB_SUMMARY_DEVICE)
-        sbuf_printf(b, ",\"host_samples\":%" PRId64, d->n_host_samples);
+    if (d->kind == WEB_SUMMARY_DEVICE) {
+        sbuf_printf(b, ",\"cpu_source\":%s%s%s,\"windows\":%" PRId64 ",\"host_samples\":%" PRId64,
+                    d->cpu_source ? "\"" : "", d->cpu_source ? d->cpu_source : "null",
+                    d->cpu_source ? "\"" : "", d->n_windows, d->n_host_samples);
+    }
+    if (d->kind == WEB_SUMMARY_MEMORY) {
+        const struct analyse_memsum *m = d->mem;
+        sbuf_printf(b, ",\"memory_events\":%zu,\"memory_events_counted\":%zu,"
+                       "\"memory_events_unowned\":%zu,\"places\":[",
+                    m->n_events, m->n_counted, m->n_unowned);
+        for (size_t i = 0; i < m->n_places; i++) {
+            sbuf_adds(b, i ? ",{\"place\":" : "{\"place\":");
+            sbuf_json_str(b, m->places[i].place, m->places[i].place_len);
+            sbuf_printf(b, ",\"peak_allocated\":%" PRId64 ",\"peak_reserved\":%" PRId64 "}",
+                        m->places[i].peak_allocated, m->places[i].peak_reserved);
+        }
+        sbuf_addc(b, ']');
+    }
     sbuf_adds(b, ",\"rows\":[");
     rows_of(b, d, false);
     sbuf_adds(b, "]}");
@@ -342,7 +389,7 @@ static void render_json(struct sbuf *b, const struct web_summary_doc *d)
 
 /* ---- text, as Paddle prints it ---- */
 
-#define TCOLS 5
+#define TCOLS 7
 #define CELL 256
 
 struct tfmt {
@@ -676,6 +723,43 @@ static void text_distributed(struct sbuf *b, const struct analyse_summary *s, co
     sbuf_adds(b, "\n\n\n");
 }
 
+/* Paddle's Memory Summary, one table per place (names are never cut, as Paddle's format does
+ * not cut them). */
+static void text_memory(struct sbuf *b, const struct analyse_memsum *m)
+{
+    struct tfmt f = {{50, 12, 15, 15, 15, 15, 15}, 7};
+    for (size_t p = 0; p < m->n_places; p++) {
+        const struct analyse_mem_place *pl = &m->places[p];
+        char title[CELL];
+        snprintf(title, sizeof title, "Memory Summary - %.*s",
+                 (int)(pl->place_len < 200 ? pl->place_len : 200), pl->place);
+        ttitle(b, tlen(&f), title);
+        sbuf_printf(b, "Peak Allocated Memory: %" PRId64 "\nPeak Reserved Memory: %" PRId64 "\n",
+                    pl->peak_allocated, pl->peak_reserved);
+        tsep(b, &f);
+        trow(b, &f, (const char *[]){"Name", "Type", "Allocation Count", "Free Count",
+                                     "Allocation Size", "Free Size", "Increased Size"});
+        tsep(b, &f);
+        for (size_t i = pl->first_row; i < pl->first_row + pl->n_rows; i++) {
+            const struct analyse_mem_row *r = &m->rows[i];
+            sbuf_add(b, r->name, r->name_len);
+            for (size_t k = r->name_len; k < 50; k++)
+                sbuf_addc(b, ' ');
+            sbuf_adds(b, "  ");
+            char c[5][32];
+            snprintf(c[0], sizeof c[0], "%" PRId64, r->alloc_count);
+            snprintf(c[1], sizeof c[1], "%" PRId64, r->free_count);
+            snprintf(c[2], sizeof c[2], "%" PRId64, r->alloc_size);
+            snprintf(c[3], sizeof c[3], "%" PRId64, r->free_size);
+            snprintf(c[4], sizeof c[4], "%" PRId64, r->increase);
+            struct tfmt g = {{12, 15, 15, 15, 15, 15}, 6};
+            trow(b, &g, (const char *[]){r->reserved ? "Reserved" : "Allocated", c[0], c[1], c[2],
+                                         c[3], c[4]});
+        }
+        sbuf_adds(b, "\n\n");
+    }
+}
+
 /* Whether Paddle's summary() leaves the kind's table out (profiler_statistic._build_table):
  * model without a stage besides ProfileStep, distributed without communication, the operator,
  * kernel, memory and user-defined tables without a row. Device and overview always print. */
@@ -691,8 +775,10 @@ static bool paddle_omits(const struct web_summary_doc *d)
         return s->n_ops == 0;
     case WEB_SUMMARY_KERNEL:
         return s->n_kernels == 0;
-    case WEB_SUMMARY_MEMORY:
+    case WEB_SUMMARY_MEMORY_MANIPULATION:
         return s->n_memory == 0;
+    case WEB_SUMMARY_MEMORY:
+        return d->mem->n_places == 0;
     case WEB_SUMMARY_USER_DEFINED:
         return s->n_user == 0;
     default:
@@ -778,6 +864,9 @@ static void render_text(struct sbuf *b, const struct web_summary_doc *d)
                   &(struct ttable){"Kernel Summary", 90, false, NULL, true}, u);
         break;
     case WEB_SUMMARY_MEMORY:
+        text_memory(b, d->mem);
+        break;
+    case WEB_SUMMARY_MEMORY_MANIPULATION:
         text_rows(b, s, s->memory, s->n_memory, false,
                   &(struct ttable){"Memory Manipulation Summary", 0, false, NULL, true}, u);
         break;

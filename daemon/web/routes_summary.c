@@ -7,7 +7,9 @@
  * stored line is decoded by the record decoder (core/decode.h), its X spans are copied up to
  * max_spans (each distinct (cat, name) once, into an arena, classified once), and what lies
  * beyond is counted and reported as cut.
- * The CPU figures of the device summary come from the live snapshot's host-record means.
+ * The same read keeps Paddle's ExtraInfo records and memory events (docs/PROTOCOL.md 9): the
+ * device summary's CPU figures are those of the windows in range (else the live snapshot's
+ * host-record means), the memory summary is computed from the events (analyse_memsum.h).
  *
  * An analysis runs on a thread of its own while its connection is parked (web__conn_park(),
  * answer.h): an HTTP worker would otherwise be held for its time, and with it every connection
@@ -187,12 +189,28 @@ struct spans {
     size_t n_tab, used;
     bool aicpu;                      /* read only AI CPU tasks (spans with args.dispatch_time_us) */
     struct analyse_aicpu_task *task; /* with aicpu: [n], task[i] is v[i]'s */
+    /* Paddle's profiler windows (not with aicpu; docs/PROTOCOL.md 9): their ExtraInfo records
+     * and their memory events (at most max; past it counted in cut). */
+    struct extra *extra;
+    size_t n_extra, cap_extra;
+    struct analyse_mem_event *mem;
+    size_t n_mem, cap_mem;
 };
+
+/* One window's ExtraInfo: its time range and Paddle's CPU utilisations (fractions, < 0: none). */
+struct extra {
+    int64_t start, end;
+    double cpu, sys;
+};
+
+static int paddle_record(struct spans *s, const struct record *rec);
 
 static void spans_free(struct spans *s)
 {
     free(s->v);
     free(s->task);
+    free(s->extra);
+    free(s->mem);
     free(s->tab);
     arena_free(&s->names);
 }
@@ -277,6 +295,12 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             s->bad++;
             continue;
         }
+        if (!s->aicpu && rec.kind == RECORD_TRACE && rec.ph != 'X' &&
+            (r = paddle_record(s, &rec)) != 0) {
+            if (r < 0)
+                break;
+            continue;
+        }
         if (rec.kind != RECORD_TRACE || rec.ph != 'X' || rec.name.len == 0 || rec.dur_ns < 0 ||
             rec.ts_ns == INT64_MIN || (s->aicpu && rec.dispatch_ns < 0))
             continue;
@@ -326,6 +350,60 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     return r < 0 ? r : 0;
 }
 
+/* Keeps a Paddle ExtraInfo record or memory event (docs/PROTOCOL.md 9) of a read. Returns 1 when
+ * rec was one (taken, or counted as cut), 0 when it is not, -ENOMEM. */
+static int paddle_record(struct spans *s, const struct record *rec)
+{
+    if (rec->ph == 'M' && (rec->util_cpu >= 0 || rec->util_sys_cpu >= 0) &&
+        rec->ts_ns != INT64_MIN) {
+        if (s->n_extra == s->cap_extra) {
+            size_t cap = s->cap_extra ? s->cap_extra * 2 : 8;
+            struct extra *v = realloc(s->extra, cap * sizeof *v);
+            if (!v)
+                return -ENOMEM;
+            s->extra = v;
+            s->cap_extra = cap;
+        }
+        int64_t end = rec->ts_ns > 0 && rec->dur_ns > INT64_MAX - rec->ts_ns ? INT64_MAX
+                                                                              : rec->ts_ns + rec->dur_ns;
+        s->extra[s->n_extra++] = (struct extra){rec->ts_ns, end, rec->util_cpu, rec->util_sys_cpu};
+        return 1;
+    }
+    if ((rec->ph != 'i' && rec->ph != 'I') || rec->mem_bytes == INT64_MIN ||
+        rec->ts_ns == INT64_MIN)
+        return 0;
+    static const char *const kinds[] = {"Allocate", "Free", "ReservedAllocate", "ReservedFree"};
+    int kind = -1;
+    for (int k = 0; k < 4; k++)
+        if (rec->cat.len == strlen(kinds[k]) && memcmp(rec->cat.ptr, kinds[k], rec->cat.len) == 0)
+            kind = k;
+    if (kind < 0)
+        return 0;
+    if (s->n_mem >= s->max) {
+        s->cut++;
+        return 1;
+    }
+    if (s->n_mem == s->cap_mem) {
+        size_t cap = s->cap_mem ? s->cap_mem * 2 : 1024;
+        struct analyse_mem_event *v = realloc(s->mem, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        s->mem = v;
+        s->cap_mem = cap;
+    }
+    const char *place = arena_dup(&s->names, rec->mem_place.ptr, rec->mem_place.len);
+    const char *owner = arena_dup(&s->names, rec->mem_owner.ptr, rec->mem_owner.len);
+    if ((!place && rec->mem_place.len) || (!owner && rec->mem_owner.len))
+        return -ENOMEM;
+    s->mem[s->n_mem++] = (struct analyse_mem_event){
+        .pid = id_of(rec->pid), .tid = id_of(rec->tid), .ts_ns = rec->ts_ns,
+        .owner_ns = rec->mem_owner.len ? rec->mem_owner_ns : INT64_MIN, .owner = owner,
+        .owner_len = rec->mem_owner.len, .place = place, .place_len = rec->mem_place.len,
+        .kind = (enum analyse_mem_kind)kind, .bytes = rec->mem_bytes,
+        .peak_allocated = rec->mem_peak_allocated, .peak_reserved = rec->mem_peak_reserved};
+    return 1;
+}
+
 /* ?steps=A-B or ?steps=N into [*first, *last]; absent: no bound. Returns 0 or -1 (answered). */
 static int param_steps(const struct web_req *q, struct web_answer *a, int64_t *first, int64_t *last)
 {
@@ -343,10 +421,40 @@ static int param_steps(const struct web_req *q, struct web_answer *a, int64_t *f
     return 0;
 }
 
-/* The device summary's CPU figures from the live snapshot (NaN when there are none). */
-static void host_cpu(struct web *w, int64_t job_id, int64_t rank, struct web_summary_doc *d)
+/* The device summary's CPU figures: Paddle's own for its profiler windows (the ExtraInfo records
+ * whose window meets the summary's; their mean when several), else the live snapshot's
+ * host-record means (NaN when there are none either). */
+static void host_cpu(struct web *w, int64_t job_id, int64_t rank, const struct spans *sp,
+                     struct web_summary_doc *d)
 {
     d->cpu_pct = d->sys_cpu_pct = NAN;
+    const struct analyse_summary *s = d->sum;
+    double cpu = 0, sys = 0;
+    int64_t n_cpu = 0, n_sys = 0;
+    for (size_t i = 0; i < sp->n_extra; i++) {
+        const struct extra *x = &sp->extra[i];
+        if (s->window_start_ns != s->window_end_ns &&
+            (x->end < s->window_start_ns || x->start > s->window_end_ns))
+            continue;
+        d->n_windows++;
+        if (x->cpu >= 0) {
+            cpu += x->cpu;
+            n_cpu++;
+        }
+        if (x->sys >= 0) {
+            sys += x->sys;
+            n_sys++;
+        }
+    }
+    if (d->n_windows > 0) {
+        /* Paddle prints format_ratio(float(value)): value * 100 to two decimals. */
+        d->cpu_source = "paddle";
+        if (n_cpu > 0)
+            d->cpu_pct = cpu / (double)n_cpu * 100;
+        if (n_sys > 0)
+            d->sys_cpu_pct = sys / (double)n_sys * 100;
+        return;
+    }
     const struct live_snapshot *snap = NULL;
     if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
         return;
@@ -355,6 +463,8 @@ static void host_cpu(struct web *w, int64_t job_id, int64_t rank, struct web_sum
         d->cpu_pct = h.cpu_pct;
         d->sys_cpu_pct = h.sys_cpu_pct;
         d->n_host_samples = h.n_cpu > h.n_sys_cpu ? h.n_cpu : h.n_sys_cpu;
+        if (d->n_host_samples > 0)
+            d->cpu_source = "host";
     }
     live_snapshot_put(snap);
 }
@@ -534,9 +644,14 @@ static int run_summary(struct web_analysis *a)
         d.spans_cut = sp.cut;
         d.lines_bad = sp.bad;
         if (a->kind == WEB_SUMMARY_DEVICE)
-            host_cpu(w, a->job.id, a->rank, &d);
-        web__render_summary(&a->b, &d, a->fmt);
+            host_cpu(w, a->job.id, a->rank, &sp, &d);
+        if (a->kind == WEB_SUMMARY_MEMORY)
+            r = analyse_memsum_compute(sp.v, sp.n, sp.mem, sp.n_mem, d.sum->window_start_ns,
+                                       d.sum->window_end_ns, &d.mem);
+        if (r == 0)
+            web__render_summary(&a->b, &d, a->fmt);
     }
+    analyse_memsum_free(d.mem);
     analyse_summary_free(d.sum);
     spans_free(&sp);
     return r;

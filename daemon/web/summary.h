@@ -12,6 +12,7 @@
 
 #include "../analyse/analyse_aicpu.h"
 #include "../analyse/analyse_benchmark.h"
+#include "../analyse/analyse_memsum.h"
 #include "../analyse/analyse_summary.h"
 #include "render.h"
 
@@ -25,15 +26,16 @@ enum web_summary_kind {
     WEB_SUMMARY_DISTRIBUTED,
     WEB_SUMMARY_OPERATOR,
     WEB_SUMMARY_KERNEL,
-    WEB_SUMMARY_MEMORY,
+    WEB_SUMMARY_MEMORY_MANIPULATION,
     WEB_SUMMARY_USER_DEFINED,
     WEB_SUMMARY_DEVICE,
     WEB_SUMMARY_AICPU,   /* MindInsight's AI CPU tables (analyse_aicpu.h), not Paddle's */
+    WEB_SUMMARY_MEMORY,  /* Paddle's Memory Summary (analyse_memsum.h) */
     WEB_SUMMARY_KIND_COUNT,
 };
 
-/* "overview", "model", "distributed", "operator", "kernel", "memory", "user-defined", "device",
- * "aicpu". */
+/* "overview", "model", "distributed", "operator", "kernel", "memory-manipulation",
+ * "user-defined", "device", "aicpu", "memory". */
 extern const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT];
 
 /* Returns 0 and sets *ret, or -1 for an unknown kind. */
@@ -45,12 +47,16 @@ struct web_summary_doc {
     int64_t rank;
     struct analyse_summary *sum;   /* every kind but aicpu */
     struct analyse_aicpu *aicpu;   /* aicpu */
+    struct analyse_memsum *mem;    /* memory */
     size_t n_read;         /* X spans read from the store */
     int64_t spans_cut;     /* X spans past max_spans, counted and not read */
     int64_t lines_bad;     /* stored lines the decoder refused */
     size_t max_spans;
-    double cpu_pct;        /* device: mean process CPU (percent of one core); NaN = no samples */
-    double sys_cpu_pct;    /* device: mean system CPU percent; NaN = no samples */
+    double cpu_pct;        /* device: process CPU (percent of one core); NaN = none */
+    double sys_cpu_pct;    /* device: system CPU percent; NaN = none */
+    const char *cpu_source; /* device: "paddle" (the windows' ExtraInfo), "host" (the means of
+                               the host records) or NULL (neither) */
+    int64_t n_windows;     /* device: ExtraInfo records of the windows in range */
     int64_t n_host_samples;
     const char *time_unit; /* text: "s", "ms", "us" or "ns" */
 };

@@ -27,7 +27,8 @@ import urllib.request
 ROUTES = ['', '/steps', '/steps?limit=1000', '/step-trace', '/operators', '/operators?role=all',
           '/kernels', '/queues', '/pipeline', '/ranks', '/helper', '/breakdown',
           '/summary/overview', '/summary/model', '/summary/distributed', '/summary/operator',
-          '/summary/kernel', '/summary/memory', '/summary/user-defined', '/summary/device',
+          '/summary/kernel', '/summary/memory', '/summary/memory-manipulation', '/summary/user-defined',
+          '/summary/device',
           '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5']
 # ANSWERS_AB_HTTP=1: the other forms of the tables, bad parameters, and the daemon-wide routes.
 HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?format=records&limit=3',

@@ -671,7 +671,16 @@ def test_paddle_profiler_chrome_output(daemon, paddle_output):
     assert_ok(p)
     assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
     got = timeline(daemon, "pd")
-    assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+    # ... and after them the file's ExtraInfo CPU figures, one record over the window's host
+    # events (docs/PROTOCOL.md 9)
+    extra = [e for e in got if e["name"] == "ExtraInfo"]
+    doc_extra = json.loads(path.read_text())["ExtraInfo"]
+    keys = ("Process Cpu Utilization", "System Cpu Utilization")
+    assert [e["args"] for e in extra] == [{k: doc_extra[k] for k in keys}], extra
+    xs = [e for e in want if e.get("ph") == "X"]
+    assert extra[0]["ts"] == min(e["ts"] for e in xs)
+    assert abs(extra[0]["ts"] + extra[0]["dur"] - max(e["ts"] + e["dur"] for e in xs)) < 0.002
+    assert sorted(json.dumps(e) for e in got if e["name"] != "ExtraInfo") == sorted(map(json.dumps, want))
     # Validated in two halves: the times rebuilt from both halves' offsets, the same events.
     p = run_import(daemon, "--job", "pd-halves", path, env=SPLIT)
     assert_ok(p)
@@ -713,8 +722,11 @@ def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     p = run_import(daemon, pb)
     assert_ok(p)
     job = pb.name[:-len(".paddle_trace.pb")]
-    assert f"{len(twin)} events, job \"{job}\"" in p.stdout and "paddle (paddle-protobuf)" in p.stdout, p.stdout
+    # the X events and the ExtraInfo record (docs/PROTOCOL.md 9) after them
+    assert f"{len(twin) + 1} events, job \"{job}\"" in p.stdout and "paddle (paddle-protobuf)" in p.stdout, p.stdout
     got = timeline(daemon, job)
+    assert [e["name"] for e in got if e["ph"] != "X"] == ["ExtraInfo"]
+    got = [e for e in got if e["ph"] == "X"]
     assert len(got) == len(twin) > 100
     def strip(name):
         return re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", name)
@@ -725,6 +737,7 @@ def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     st, _, body = daemon.request(f"/api/v1/jobs/{q(job)}/timeline?limit=100000")
     ts_ns = [int(m.group(1)) * 1000 + int((m.group(2) or "").ljust(3, "0"))
              for m in re.finditer(r'"ts":(\d+)(?:\.(\d+))?', body.decode())]
+    ts_ns.remove(min(ts_ns))  # the ExtraInfo record's: the window's first host event's
     assert st == 200 and sorted(t // 1000 for t in ts_ns) == sorted(e["ts"] for e in twin)
     assert any(t % 1000 for t in ts_ns)
     # imported again: nothing new (same file, same stream)

@@ -13,7 +13,7 @@ per batch). OUT.json gets what Paddle itself says about the window: the text pro
 prints, and the exact numbers behind it (StatisticData, in ns).
 
 cnn: a small CNN trained 30 steps under make_scheduler(closed=2, ready=1, record=4, repeat=1)
-(steps 3..6 recorded), the window streamed by trace_handler() and exported the same two ways, and
+(steps 3..6 recorded) with profile_memory=True, the window streamed by trace_handler() and exported the same two ways, and
 Paddle's summary and numbers in OUT.json. Its window lasts well past 8.4 ms, where Paddle's
 float-rounded start_time offsets lose their last ns digits (cli/import/paddle_times.h).
 """
@@ -73,15 +73,24 @@ def exact(prof):
     model = {name: {"calls": it.call, "ns": it.cpu_time, "min_ns": it.min_cpu_time,
                     "max_ns": it.max_cpu_time} for name, it in es.model_perspective_items.items()}
     user = {name: {"calls": it.call, "ns": it.cpu_time} for name, it in es.userdefined_items.items()}
-    return {"overview": overview, "operators": ops, "model": model, "user": user}
+    ms = sd.memory_summary
+    memory = {str(place): {"peak_allocated": ms.peak_allocation_values[place],
+                           "peak_reserved": ms.peak_reserved_values[place],
+                           "rows": [[name, it.memory_type, it.allocation_count, it.free_count,
+                                     it.allocation_size, it.free_size, it.increase_size]
+                                    for items in (ms.allocated_items[place], ms.reserved_items[place])
+                                    for name, it in items.items()]}
+              for place in ms.allocated_items}
+    return {"overview": overview, "operators": ops, "model": model, "user": user,
+            "extra": dict(prof.profiler_result.get_extra_info()), "memory": memory}
 
 
-def train_window(net, opt, batches, scheduler, handler):
-    """Trains on batches under a CPU profiler window; returns Paddle's printed summary of it and
-    its numbers (exact())."""
+def train_window(net, opt, batches, scheduler, handler, memory=False):
+    """Trains on batches under a CPU profiler window (with memory: profile_memory=True);
+    returns Paddle's printed summary of it and its numbers (exact())."""
     loss_fn = paddle.nn.CrossEntropyLoss()
     prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], scheduler=scheduler,
-                             on_trace_ready=handler)
+                             on_trace_ready=handler, profile_memory=memory)
     prof.start()
     for x, y in batches:
         with profiler.RecordEvent("my_forward"):
@@ -125,7 +134,7 @@ def run_cnn(out):
     y = paddle.to_tensor((np.arange(CNN_BATCH) % 10).astype("int64"))
     text, numbers = train_window(net, opt, [(x, y)] * 30,
                                  profiler.make_scheduler(closed=2, ready=1, record=4, repeat=1),
-                                 exporting(out, live))
+                                 exporting(out, live), memory=True)
     client = stepscope.get_client()
     acked = client.close(timeout=60)
     json.dump({"summary_text": text, "exact": numbers, "window_events": live.events,

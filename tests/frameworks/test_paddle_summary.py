@@ -110,9 +110,10 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
         "UserDefined Summary"], (titles.findall(r.stdout), titles.findall(info["summary_text"]))
     st, hdr, body = daemon.request(f"/api/v1/jobs/{JOB}/summary/kernel?format=text")
     assert (st, body) == (200, b"") and hdr["content-type"].startswith("text/plain")
-    r = subprocess.run([str(import_cli()), "summary", JOB, "--kind", "memory", "--socket",
-                        daemon.socket], capture_output=True, text=True, timeout=60)
-    assert (r.returncode, r.stdout) == (0, "") and "no memory table" in r.stderr, r
+    for kind in ("memory", "memory-manipulation"):
+        r = subprocess.run([str(import_cli()), "summary", JOB, "--kind", kind, "--socket",
+                            daemon.socket], capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout) == (0, "") and f"no {kind} table" in r.stderr, r
     # The same window exported by Paddle's export_chrome_tracing and imported: Paddle writes
     # ts truncated to the µs, the importer rebuilds them to the ns from args.start_time as the
     # live collector does, so every table is exact to the ns as well.
@@ -128,9 +129,10 @@ def test_summaries_equal_paddle_summary(daemon, tmp):
     live = operators_when_equal(daemon, JOB, JOB + "-json")
     assert len(live) > 20 and not [r for r in live if r[0].endswith("s]")]
     # ... and by export_protobuf: the .pb holds start_ns/end_ns, and its events are the JSON's
-    # X events (Paddle's metadata events are not in it), so the same tables come out.
+    # X events (Paddle's metadata events are not in it) and the window's ExtraInfo record, so
+    # the same tables come out.
     doc = json.loads((tmp / f"{JOB}.json.window.json").read_text())
-    n_x = sum(e.get("ph") == "X" for e in doc["traceEvents"])
+    n_x = sum(e.get("ph") == "X" for e in doc["traceEvents"]) + 1
     out = import_file(daemon, tmp / f"{JOB}.json.window.pb", JOB + "-pb")
     assert f"{n_x} events" in out and "paddle (paddle-protobuf)" in out, out
     wait_window(daemon, info, JOB + "-pb", n_x)
@@ -358,9 +360,12 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
     out = import_file(daemon, path, job + "-json")
     assert "paddle (paddle)" in out and "ts kept" not in out, out
     wait_window(daemon, info, job + "-json")
-    n_x = sum(e.get("ph") == "X" for e in doc["traceEvents"])
+    # the .pb's lines: its X events, its memory events and the window's ExtraInfo record
+    n_x = sum(e.get("ph") == "X" or e.get("name") == "[memory]" for e in doc["traceEvents"]) + 1
     import_file(daemon, tmp / f"{job}.json.window.pb", job + "-pb")
     wait_window(daemon, info, job + "-pb", n_x)
+    for j in (job, job + "-json", job + "-pb"):
+        check_device_memory(daemon, j, info)
     # the .pb holds Paddle's ns: every table exact; the JSON twins within their floats
     check_tables(daemon, job + "-pb", info, steps=(3, 6))
     check_tables(daemon, job, info, steps=(3, 6), slack_ns=slack)
@@ -377,6 +382,46 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
     for j in (job, job + "-json"):
         b = daemon.get_json(f"/api/v1/jobs/{j}/benchmark")
         assert (b["source"], b["n_steps"], b["skipped"], b["counted"]) == ("spans", 4, 0, 4), b
+
+
+def check_device_memory(daemon, job, info):
+    """The Device Summary and the Memory Summary of a window run with profile_memory=True equal
+    Paddle's: its CPU figures are the window's ExtraInfo (not the host samples of the run), its
+    memory rows (each memory event on the host event Paddle hung it on) and peaks, line for line
+    as summary() prints them."""
+    text, exact = info["summary_text"], info["exact"]
+    dev = daemon.get_json(f"/api/v1/jobs/{job}/summary/device")
+    assert (dev["cpu_source"], dev["windows"]) == ("paddle", 1), dev
+    rows = {r["device"]: r["utilization_pct"] for r in dev["rows"]}
+    for name, key in (("CPU(Process)", "Process Cpu Utilization"),
+                      ("CPU(System)", "System Cpu Utilization")):
+        assert abs(rows[name] - float(exact["extra"][key]) * 100) < 0.00005001, (name, rows, exact["extra"])
+    body = daemon.request(f"/api/v1/jobs/{job}/summary/device?format=text")[2].decode()
+    assert section(body, "Device Summary")[:10] == section(text, "Device Summary")[:10], body
+
+    (place, want), = exact["memory"].items()
+    assert place == "Place(cpu)" and len(want["rows"]) > 20, exact["memory"]
+    mem = daemon.get_json(f"/api/v1/jobs/{job}/summary/memory")
+    assert mem["places"] == [{"place": place, "peak_allocated": want["peak_allocated"],
+                              "peak_reserved": want["peak_reserved"]}], \
+        {k: v for k, v in mem.items() if k != "rows"}
+    assert mem["memory_events_counted"] > 0, mem
+    got = sorted([r["name"], r["type"], r["allocation_count"], r["free_count"], r["allocation_size"],
+                  r["free_size"], r["increased_size"]] for r in mem["rows"])
+    assert got == sorted(want["rows"]), (job, [r for r in got if r not in want["rows"]],
+                                         [r for r in want["rows"] if r not in got])
+    title = f"Memory Summary - {place}"
+    theirs = [l for l in section(text, title) if l]
+    body = daemon.request(f"/api/v1/jobs/{job}/summary/memory?format=text")[2].decode()
+    assert [l for l in section(body, title) if l] == theirs, body
+    # `stepscope summary` prints it after the other tables, as summary() does
+    r = subprocess.run([str(import_cli()), "summary", job, "--socket", daemon.socket],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and [l for l in section(r.stdout, title) if l] == theirs, r
+    assert r.stdout.index("UserDefined Summary") < r.stdout.index(title)
+    r = subprocess.run([str(import_cli()), "summary", job, "--kind", "memory", "--socket",
+                        daemon.socket], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.rstrip("\n") == body.rstrip("\n"), r
 
 
 def test_timer_steps_equal_paddles_timer(daemon, tmp):

@@ -66,7 +66,8 @@ static void check_daemon_takes(const char *ev, size_t len, char ph);
 
 enum pd_mode { PD_NONE, PD_NOTE, PD_REWRITE };
 static struct pdtrace pd;
-static struct sbuf pd_line;
+static struct pdtrace_walk pd_walk;
+static struct sbuf pd_line, pd_walked;
 
 /* Scans data[from, size) in chunks of `chunk` bytes (0: whole) with a copy of *init (NULL: a
  * fresh scanner from 0); passes each event to pdtrace as mode says. */
@@ -132,9 +133,15 @@ static void scan_from(const char *data, size_t size, size_t from, const struct t
                 pdtrace_note(&pd, evb, evlen, ev);
             } else if (mode == PD_REWRITE) {
                 sbuf_reset(&pd_line);
-                pdtrace_rewrite(&pd, evb, evlen, ev, &pd_line);
+                int64_t ts = pdtrace_rewrite(&pd, evb, evlen, ev, &pd_line);
                 assert(!pd_line.error && pd_line.len <= TSCAN_EVENT_BYTES_MAX);
                 check_daemon_takes(pd_line.data, pd_line.len, ev->ph);
+                /* ... and as sent: a memory event naming its host event */
+                sbuf_reset(&pd_walked);
+                assert(pdtrace_walk_event(&pd_walk, evb, evlen, pd_line.data, pd_line.len, ts, ev,
+                                          &pd_walked) == 0);
+                assert(pd_walked.len <= TSCAN_EVENT_BYTES_MAX);
+                check_daemon_takes(pd_walked.data, pd_walked.len, ev->ph);
             }
             o->n++;
         } else {
@@ -225,6 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         dec = decoder_new(TSCAN_EVENT_BYTES_MAX + 1);
         assert(dec);
         sbuf_init(&pd_line, TSCAN_EVENT_BYTES_MAX + 1);
+        sbuf_init(&pd_walked, 2 * TSCAN_EVENT_BYTES_MAX + 64);
     }
     if (size < 1 || size > (1u << 20))
         return 0;
@@ -251,6 +259,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Every event as the importer sends a Paddle file, the times rebuilt when consistent. */
     pdtrace_finish(&pd);
+    pdtrace_walk_free(&pd_walk);
+    pdtrace_walk_init(&pd_walk);
     scan(text, n, 0, &parts, PD_REWRITE);
     assert(parts.result == 0);
     return 0;

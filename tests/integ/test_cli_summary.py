@@ -10,8 +10,8 @@ from ssclient import Client
 from test_cli_jobs import addr, cli
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
-KINDS = ["device", "overview", "model", "distributed", "operator", "kernel", "memory",
-         "user-defined"]
+KINDS = ["device", "overview", "model", "distributed", "operator", "kernel", "memory-manipulation",
+         "user-defined", "memory"]
 
 
 def feed(daemon, job, name="gpu_5steps_rank0"):
@@ -47,6 +47,11 @@ def test_summary_prints_the_daemons_tables(daemon, tmp):
         if t:  # a table Paddle leaves out when empty has no text
             parts.append(t if t.endswith(b"\n") else t + b"\n")
     assert r.stdout == b"\n".join(parts)
+    # MindInsight's AI CPU tables only by name (none in this trace: the tables are empty)
+    r = cli(["summary", job, "--kind", "aicpu"], env)
+    want = text(daemon, qjob, "aicpu")
+    assert r.returncode == 0 and b"AI CPU Type Summary" in want, r.stderr
+    assert r.stdout.rstrip(b"\n") == want.rstrip(b"\n")
     # Steps, time unit and rank reach the daemon.
     ov = daemon.get_json(f"/api/v1/jobs/{qjob}/summary/overview")
     first, last = ov["first_step"], ov["last_step"]

@@ -8,6 +8,7 @@
 #include "analyse_benchmark.h"
 #include "analyse_roles.h"
 #include "analyse_steptrace.h"
+#include "analyse_memsum.h"
 #include "analyse_summary.h"
 
 #include <check.h>
@@ -403,6 +404,87 @@ START_TEST(test_summary_operator_rows_scale)
 }
 END_TEST
 
+static struct analyse_mem_event mev(int64_t ts, const char *owner, int64_t owner_ns,
+                                    enum analyse_mem_kind kind, int64_t bytes, int64_t peak)
+{
+    return (struct analyse_mem_event){.pid = 1, .tid = 1, .ts_ns = ts, .owner_ns = owner_ns,
+                                      .owner = owner, .owner_len = owner ? strlen(owner) : 0,
+                                      .place = "Place(cpu)", .place_len = 10, .kind = kind,
+                                      .bytes = bytes, .peak_allocated = peak, .peak_reserved = peak};
+}
+
+/* Paddle's MemorySummary on a small tree: an Operator counts its direct children's events, an
+ * OperatorInner none of its own, nodes are visited from a stack (the later sibling first), so
+ * ties keep that order; events without a host event are not counted, nor are their peaks. */
+START_TEST(test_memsum_paddle_rules)
+{
+    struct analyse_span sp[] = {
+        mk(0, 1000, 1, 1, "ProfileStep", "ProfileStep#1"),
+        mk(100, 200, 1, 1, "Operator", "add dygraph"),
+        mk(110, 20, 1, 1, "OperatorInner", "add infer_meta"),
+        mk(150, 100, 1, 1, "DygraphKernelLaunch", "add kernel launch"),
+        mk(400, 200, 1, 1, "Operator", "relu dygraph"),
+        mk(450, 100, 1, 1, "DygraphKernelLaunch", "relu kernel launch"),
+        mk(550, 40, 1, 1, "OperatorInner", "relu infer_meta"), /* rebuilt ts: 0 ns overlap */
+    };
+    struct analyse_mem_event m[] = {
+        mev(200, "add kernel launch", 150, ANALYSE_MEM_ALLOCATE, 64, 100),
+        mev(210, "add kernel launch", 150, ANALYSE_MEM_RESERVED_ALLOCATE, 128, 150),
+        mev(500, "relu kernel launch", 450, ANALYSE_MEM_ALLOCATE, 64, 200),
+        mev(570, "relu infer_meta", 550, ANALYSE_MEM_ALLOCATE, 8, 120),
+        mev(900, "ProfileStep#1", 0, ANALYSE_MEM_FREE, -32, 180),
+        mev(1500, NULL, INT64_MIN, ANALYSE_MEM_ALLOCATE, 4, 999),        /* Paddle's root */
+        mev(950, "no such op", 0, ANALYSE_MEM_ALLOCATE, 4, 999),         /* not found */
+    };
+    struct analyse_memsum *ms = NULL;
+    ck_assert_int_eq(analyse_memsum_compute(sp, 7, m, 7, 0, 0, &ms), 0);
+    ck_assert_uint_eq(ms->n_events, 7);
+    ck_assert_uint_eq(ms->n_counted, 5);
+    ck_assert_uint_eq(ms->n_unowned, 2);
+    ck_assert_uint_eq(ms->n_places, 1);
+    ck_assert_int_eq(ms->places[0].peak_allocated, 200);
+    ck_assert_int_eq(ms->places[0].peak_reserved, 200);
+    static const struct {
+        const char *name;
+        bool reserved;
+        int64_t ac, fc, as, fs, inc;
+    } want[] = {
+        {"relu dygraph", false, 2, 0, 72, 0, 72},
+        {"relu kernel launch", false, 1, 0, 64, 0, 64},
+        {"add dygraph", false, 1, 0, 64, 0, 64},
+        {"add kernel launch", false, 1, 0, 64, 0, 64},
+        {"ProfileStep#1", false, 0, 1, 0, 32, -32},
+        {"add dygraph", true, 1, 0, 128, 0, 128},
+        {"add kernel launch", true, 1, 0, 128, 0, 128},
+    };
+    ck_assert_uint_eq(ms->n_rows, 7);
+    ck_assert_uint_eq(ms->places[0].first_row, 0);
+    ck_assert_uint_eq(ms->places[0].n_rows, 7);
+    for (size_t i = 0; i < 7; i++) {
+        const struct analyse_mem_row *r = &ms->rows[i];
+        ck_assert_msg(r->name_len == strlen(want[i].name) &&
+                          memcmp(r->name, want[i].name, r->name_len) == 0,
+                      "row %zu: %.*s", i, (int)r->name_len, r->name);
+        ck_assert(r->reserved == want[i].reserved);
+        ck_assert_int_eq(r->alloc_count, want[i].ac);
+        ck_assert_int_eq(r->free_count, want[i].fc);
+        ck_assert_int_eq(r->alloc_size, want[i].as);
+        ck_assert_int_eq(r->free_size, want[i].fs);
+        ck_assert_int_eq(r->increase, want[i].inc);
+    }
+    analyse_memsum_free(ms);
+    /* A step window leaving the step out leaves every event out. */
+    ck_assert_int_eq(analyse_memsum_compute(sp, 7, m, 7, 2000, 3000, &ms), 0);
+    ck_assert_uint_eq(ms->n_places, 0);
+    ck_assert_uint_eq(ms->n_unowned, 7);
+    analyse_memsum_free(ms);
+    ck_assert_int_eq(analyse_memsum_compute(NULL, 1, m, 0, 0, 0, &ms), -EINVAL);
+    ck_assert_int_eq(analyse_memsum_compute(sp, 0, NULL, 0, 0, 0, &ms), 0);
+    ck_assert_uint_eq(ms->n_rows, 0);
+    analyse_memsum_free(ms);
+}
+END_TEST
+
 static Suite *summary_suite(void)
 {
     Suite *s = suite_create("analyse_summary");
@@ -415,6 +497,7 @@ static Suite *summary_suite(void)
     tcase_add_test(tc, test_summary_host_communication);
     tcase_add_test(tc, test_summary_extremes);
     tcase_add_test(tc, test_benchmark);
+    tcase_add_test(tc, test_memsum_paddle_rules);
     suite_add_tcase(s, tc);
     TCase *big = tcase_create("scale");
     tcase_set_timeout(big, 120); /* wall time; the test bounds its CPU time itself */

@@ -398,6 +398,46 @@ START_TEST(test_decode_record_trace_links)
 }
 END_TEST
 
+/* Paddle's "[memory]" events and its ExtraInfo record (docs/PROTOCOL.md 9): their members are
+ * read from those events only, a member of another type is absent, never an error. */
+START_TEST(test_decode_record_paddle)
+{
+    struct record r;
+    char msg[DECODE_MSG_MAX];
+    ck_assert_int_eq(decode("{\"owner\":\"add kernel launch\",\"owner_ts\":1700000000123.456,"
+                            "\"name\":\"[memory]\",\"ph\":\"i\",\"cat\":\"Free\",\"ts\":1700000000124,"
+                            "\"tid\":\"8703(C++)\",\"args\":{\"place\":\"Place(cpu)\",\"addr\":\"94\","
+                            "\"increase_bytes\":-1280,\"peak_allocated\":5987400,"
+                            "\"peak_reserved\":5987401}}", &r, msg), DECODE_OK);
+    ck_assert_int_eq(r.mem_bytes, -1280);
+    ck_assert_int_eq(r.mem_peak_allocated, 5987400);
+    ck_assert_int_eq(r.mem_peak_reserved, 5987401);
+    ck_assert(r.mem_place.len == 10 && memcmp(r.mem_place.ptr, "Place(cpu)", 10) == 0);
+    ck_assert(r.mem_owner.len == 17 && memcmp(r.mem_owner.ptr, "add kernel launch", 17) == 0);
+    ck_assert_int_eq(r.mem_owner_ns, 1700000000123456LL);
+    ck_assert(r.util_cpu == -1 && r.util_sys_cpu == -1);
+    /* ill-typed members: absent */
+    ck_assert_int_eq(decode("{\"name\":\"[memory]\",\"ph\":\"i\",\"ts\":1,\"owner\":3,"
+                            "\"owner_ts\":\"x\",\"args\":{\"increase_bytes\":1.5,\"place\":7,"
+                            "\"peak_allocated\":-4}}", &r, msg), DECODE_OK);
+    ck_assert(r.mem_bytes == INT64_MIN && r.mem_peak_allocated == -1 && r.mem_place.len == 0 &&
+              r.mem_owner.len == 0 && r.mem_owner_ns == INT64_MIN);
+    /* the same members on another event are not read */
+    ck_assert_int_eq(decode("{\"name\":\"memory\",\"ph\":\"i\",\"ts\":1,"
+                            "\"args\":{\"increase_bytes\":8}}", &r, msg), DECODE_OK);
+    ck_assert(r.mem_bytes == INT64_MIN);
+    ck_assert_int_eq(decode("{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"ts\":1,\"dur\":5,\"args\":{"
+                            "\"8703\":\"MainThread\",\"Process Cpu Utilization\":\"1.250000\","
+                            "\"System Cpu Utilization\":0.5}}", &r, msg), DECODE_OK);
+    ck_assert(r.util_cpu == 1.25 && r.util_sys_cpu == 0.5 && r.dur_ns == 5000);
+    ck_assert_int_eq(decode("{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"args\":{"
+                            "\"Process Cpu Utilization\":\"1.0x\",\"System Cpu Utilization\":\"-1\"}}",
+                            &r, msg), DECODE_OK);
+    ck_assert(r.util_cpu == -1 && r.util_sys_cpu == -1);
+}
+END_TEST
+
+
 /* The public line decoders of core/decode.h, as the replay and web use them. */
 START_TEST(test_decode_hello_line_public)
 {
@@ -1385,6 +1425,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_decode_pipeline_typed);
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_trace_links);
+    tcase_add_test(tc, test_decode_record_paddle);
     tcase_add_test(tc, test_decode_hello_line_public);
     tcase_add_test(tc, test_decode_record_deep_nesting);
     tcase_add_test(tc, test_decode_record_scanner_edges);

@@ -2,7 +2,8 @@
 /*
  * Unit tests of pdproto, the reader of Paddle's protobuf export: a NodeTreesProto built here
  * field by field becomes the expected protocol lines (host events with their Python/C++ thread,
- * runtime and device events, the helper root skipped, unknown fields skipped), and every kind
+ * runtime and device events, memory nodes after their host event naming it, the ExtraInfo CPU
+ * figures last, the helper root skipped, unknown fields skipped), and every kind
  * of damage is refused with the byte offset and path of the field at fault.
  */
 #include "import/paddle_proto.h"
@@ -109,14 +110,33 @@ static struct msg sample(void)
     put_msg(&dev, 1, &deve);
     put_msg(&rt, 2, &dev);
     put_msg(&node, 4, &rt);
-    put_int(&mem, 1, 5);
+    struct msg meme = {.n = 0};
+    put_int(&meme, 1, 1000000200);
+    put_int(&meme, 2, 1); /* Free */
+    put_int(&meme, 3, 94);
+    put_int(&meme, 4, 77);
+    put_int(&meme, 5, 78);
+    put_int(&meme, 6, (uint64_t)-1280);
+    put_str(&meme, 7, "Place(cpu)");
+    put_int(&meme, 8, 10);
+    put_int(&meme, 9, 20);
+    put_int(&meme, 10, 30);
+    put_int(&meme, 11, 40);
+    put_msg(&mem, 1, &meme);
     put_msg(&node, 5, &mem);
+    struct msg sup = {.n = 0};
+    put_int(&sup, 1, 5);
+    put_msg(&node, 6, &sup);
     put_msg(&tree, 2, &node);
     put_msg(&f, 3, &tree);
     struct msg kv = {.n = 0};
     put_str(&kv, 1, "78");
     put_str(&kv, 2, "MainThread");
     put_msg(&f, 4, &kv);
+    struct msg cpu = {.n = 0};
+    put_str(&cpu, 1, "Process Cpu Utilization");
+    put_str(&cpu, 2, "1.500000");
+    put_msg(&f, 4, &cpu);
     /* unknown fields: fixed64, fixed32, varint, bytes */
     put_varint(&f, 99u << 3 | 1);
     for (int i = 0; i < 8; i++)
@@ -137,7 +157,13 @@ static const char *sample_lines =
     "{\"ph\":\"X\",\"cat\":\"CudaRuntime\",\"name\":\"cudaLaunchKernel\",\"pid\":77,\"tid\":\"78(C++)\","
     "\"ts\":1000000.15,\"dur\":0.01,\"args\":{\"correlation id\":9}}\n"
     "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1000000.2,"
-    "\"dur\":0.05,\"args\":{\"device\":0,\"context\":1,\"stream\":7,\"correlation id\":9}}\n";
+    "\"dur\":0.05,\"args\":{\"device\":0,\"context\":1,\"stream\":7,\"correlation id\":9}}\n"
+    "{\"ph\":\"i\",\"cat\":\"Free\",\"name\":\"[memory]\",\"pid\":77,\"tid\":\"78(C++)\","
+    "\"ts\":1000000.2,\"s\":\"t\",\"owner\":\"matmul \\\"dygraph\\\"\",\"owner_ts\":1000000.1,"
+    "\"args\":{\"place\":\"Place(cpu)\",\"addr\":\"94\",\"increase_bytes\":-1280,"
+    "\"current_allocated\":10,\"current_reserved\":20,\"peak_allocated\":30,\"peak_reserved\":40}}\n"
+    "{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"pid\":77,\"tid\":0,\"ts\":1000000.001,\"dur\":499.999,"
+    "\"args\":{\"Process Cpu Utilization\":\"1.500000\"}}\n";
 
 static int convert(const struct msg *m, struct sbuf *out, struct pdproto_info *info, char *err)
 {
@@ -154,7 +180,7 @@ START_TEST(test_pdproto_sample)
     ck_assert_int_eq(convert(&m, &out, &info, err), 0);
     ck_assert_str_eq(out.data, sample_lines);
     ck_assert_str_eq(info.version, "1.0.2");
-    ck_assert_int_eq(info.n_events, 4);
+    ck_assert_int_eq(info.n_events, 6);
     ck_assert_int_eq(info.n_threads, 1);
     ck_assert_int_eq(info.n_skipped, 1);
     sbuf_done(&out);

@@ -191,6 +191,87 @@ START_TEST(test_pdtrace_name_suffix)
 }
 END_TEST
 
+/* Pass 2's walk: a "[memory]" event names the last host event of its thread before it (runtime
+ * events are not host events; one before any host event has none), and the top-level ExtraInfo
+ * comes out as one record over the host events' window. */
+START_TEST(test_pdtrace_walk_owners_and_extra)
+{
+    static const char wdoc[] =
+        "{\"traceEvents\":[\n"
+        "{\"name\":\"[memory]\",\"ph\":\"i\",\"cat\":\"Free\",\"tid\":\"5(C++)\",\"ts\":999,"
+        "\"args\":{\"increase_bytes\":-4}},\n"
+        "{\"name\":\"add dygraph[3 us]\",\"pid\":4,\"tid\":\"5(C++)\",\"ts\":1000,\"dur\":3,"
+        "\"ph\":\"X\",\"cat\":\"Operator\",\"args\":{\"start_time\":\"0.250 us\"}},\n"
+        "{\"name\":\"cudaLaunch\",\"tid\":\"5(C++)\",\"ts\":1001,\"dur\":1,\"ph\":\"X\","
+        "\"cat\":\"CudaRuntime\",\"args\":{\"start_time\":\"1.000 us\"}},\n"
+        "{\"name\":\"step\",\"pid\":4,\"tid\":\"6(Python)\",\"ts\":1000,\"dur\":10,\"ph\":\"X\","
+        "\"cat\":\"ProfileStep\",\"args\":{\"start_time\":\"0.000 us\"}},\n"
+        "{\"name\":\"[memory]\",\"ph\":\"i\",\"cat\":\"Allocate\",\"tid\":\"5(C++)\",\"ts\":1002,"
+        "\"args\":{\"increase_bytes\":8}}\n"
+        "],\"ExtraInfo\":{\"5\":\"MainThread\",\"Process Cpu Utilization\":\"1.250000\","
+        "\"System Cpu Utilization\":\"0.500000\"}}";
+    static const char *wwant[] = {
+        ("{\"name\":\"[memory]\",\"ph\":\"i\",\"cat\":\"Free\",\"tid\":\"5(C++)\",\"ts\":999,"
+         "\"args\":{\"increase_bytes\":-4}}"),
+        ("{\"name\":\"add dygraph\",\"pid\":4,\"tid\":\"5(C++)\",\"ts\":1000.25,\"dur\":3,"
+         "\"ph\":\"X\",\"cat\":\"Operator\",\"args\":{\"start_time\":\"0.250 us\"}}"),
+        ("{\"name\":\"cudaLaunch\",\"tid\":\"5(C++)\",\"ts\":1001,\"dur\":1,\"ph\":\"X\","
+         "\"cat\":\"CudaRuntime\",\"args\":{\"start_time\":\"1.000 us\"}}"),
+        ("{\"name\":\"step\",\"pid\":4,\"tid\":\"6(Python)\",\"ts\":1000,\"dur\":10,\"ph\":\"X\","
+         "\"cat\":\"ProfileStep\",\"args\":{\"start_time\":\"0.000 us\"}}"),
+        ("{\"owner\":\"add dygraph\",\"owner_ts\":1000.25,\"name\":\"[memory]\",\"ph\":\"i\","
+         "\"cat\":\"Allocate\",\"tid\":\"5(C++)\",\"ts\":1002,\"args\":{\"increase_bytes\":8}}"),
+    };
+    struct pdtrace p;
+    struct pdtrace_walk w;
+    pdtrace_init(&p);
+    pdtrace_walk_init(&w);
+    for (int pass = 1; pass <= 2; pass++) {
+        struct tscan s;
+        size_t used, len = strlen(wdoc), k = 0;
+        tscan_init(&s);
+        for (size_t pos = 0; pos < len; pos += used) {
+            int r = tscan_feed(&s, wdoc + pos, len - pos, &used);
+            ck_assert_int_ge(r, 0);
+            if (r != TSCAN_EVENT)
+                continue;
+            const char *ev = wdoc + s.event.start;
+            size_t evlen = (size_t)(s.event.end - s.event.start);
+            if (pass == 1) {
+                pdtrace_note(&p, ev, evlen, &s.event);
+                continue;
+            }
+            struct sbuf line, out;
+            sbuf_init(&line, 1u << 20);
+            sbuf_init(&out, 1u << 20);
+            int64_t ts = pdtrace_rewrite(&p, ev, evlen, &s.event, &line);
+            ck_assert_int_eq(pdtrace_walk_event(&w, ev, evlen, line.data, line.len, ts, &s.event,
+                                                &out), 0);
+            ck_assert_uint_lt(k, 5);
+            ck_assert_str_eq(out.data, wwant[k++]);
+            sbuf_done(&line);
+            sbuf_done(&out);
+        }
+        ck_assert_int_eq(tscan_finish(&s), 0);
+        if (pass == 1) {
+            pdtrace_finish(&p);
+            ck_assert(p.exact);
+            continue;
+        }
+        ck_assert_uint_eq(k, 5);
+        ck_assert_str_eq(s.meta.extra_process_cpu, "\"1.250000\"");
+        struct sbuf x;
+        sbuf_init(&x, 1u << 20);
+        ck_assert(pdtrace_extra_line(&w, &s.meta, &x));
+        ck_assert_str_eq(x.data, "{\"ph\":\"M\",\"name\":\"ExtraInfo\",\"pid\":4,\"tid\":0,"
+                                 "\"ts\":1000,\"dur\":10,\"args\":{\"Process Cpu Utilization\":"
+                                 "\"1.250000\",\"System Cpu Utilization\":\"0.500000\"}}\n");
+        sbuf_done(&x);
+    }
+    pdtrace_walk_free(&w);
+}
+END_TEST
+
 Suite *pdproto_suite(void); /* test_paddle_proto.c */
 
 int main(void)
@@ -201,6 +282,7 @@ int main(void)
     tcase_add_test(tc, test_pdtrace_inconsistent_offsets_keep_ts);
     tcase_add_test(tc, test_pdtrace_float_offsets);
     tcase_add_test(tc, test_pdtrace_offsets);
+    tcase_add_test(tc, test_pdtrace_walk_owners_and_extra);
     tcase_add_test(tc, test_pdtrace_name_suffix);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

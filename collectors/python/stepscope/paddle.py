@@ -306,7 +306,10 @@ def stream_chrome_trace(doc, client):
     writes truncated to whole µs, are rebuilt to the ns from each event's ``args.start_time``
     (its offset from the window's start), exactly as ``stepscope import`` rebuilds them: where
     no window start fits every event's ts and offset, the ts are sent as written and
-    ``stream_chrome_trace.kept_us`` is set. Returns the number of events sent."""
+    ``stream_chrome_trace.kept_us`` is set. A ``[memory]`` event gets ``owner`` and ``owner_ts``,
+    the host event Paddle wrote it after (the one it attributed it to), and the document's
+    ``ExtraInfo`` CPU figures follow the events as one ``ExtraInfo`` record over the window
+    (docs/PROTOCOL.md 9). Returns the number of lines sent."""
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         return 0
@@ -320,6 +323,8 @@ def stream_chrome_trace(doc, client):
         offs.append(off)
     base = _window_start(events, offs)
     stream_chrome_trace.kept_us = base is None and any(o is not None for o in offs)
+    owners = {}  # thread number -> (name, ts in ns) of its last host event
+    first = end = pid = None
     n = 0
     for ev, off in zip(events, offs):
         if not isinstance(ev, dict) or "ph" not in ev:
@@ -330,10 +335,35 @@ def stream_chrome_trace(doc, client):
             m = _SUFFIX.match(name)
             if m:
                 ev["name"] = m.group(1)
+        ts = _ts_ns(ev.get("ts"))
         if off is not None and base is not None:
             ts, t = base + off, _ts_ns(ev["ts"])
             if t % 1000 == 0:  # a ts truncated to the µs bounds the start to [t, t + 999]
                 ts = min(max(ts, t), t + 999)
+        tid = _thread_num(ev.get("tid"))
+        if ev["ph"] == "X" and ts is not None and tid is not None and \
+                ev.get("cat") not in _NOT_HOST and isinstance(ev.get("cat"), str) and \
+                isinstance(ev.get("name"), str):
+            owners[tid] = (ev["name"], ts)
+            dur = _ts_ns(ev.get("dur"))
+            e = ts + (dur if dur is not None and dur > 0 else 0)
+            first = ts if first is None else min(first, ts)
+            end = e if end is None else max(end, e)
+            if pid is None:
+                pid = ev.get("pid")
+        elif ev["ph"] in ("i", "I") and ev.get("name") == "[memory]" and tid in owners:
+            # the host event Paddle gave it to: the last one of its thread before it in the
+            # export (docs/PROTOCOL.md 9), as `stepscope import` names it
+            oname, ots = owners[tid]
+            b, o = encode_line(ev), encode_line({"owner": oname})
+            if b is None or o is None:
+                continue
+            b = (b"{" + o[1:-2] + b',"owner_ts":' + us(ots).encode() +
+                 (b"," if b[1:2] != b"}" else b"") + b[1:])
+            client._put(b)
+            n += 1
+            continue
+        if off is not None and base is not None:
             del ev["ts"]
             b = encode_line(ev)
             if b is None:
@@ -342,7 +372,33 @@ def stream_chrome_trace(doc, client):
         else:
             client.event(ev)
         n += 1
+    extra = doc.get("ExtraInfo") if isinstance(doc, dict) else None
+    if isinstance(extra, dict) and first is not None and \
+            any(k in extra for k in _EXTRA_KEYS):
+        args = {k: extra[k] for k in _EXTRA_KEYS if k in extra}
+        b = encode_line({"ph": "M", "name": "ExtraInfo", "pid": pid if pid is not None else 0,
+                         "tid": 0, "args": args})
+        if b is not None:
+            client._put(b'{"ts":' + us(first).encode() + b',"dur":' + us(end - first).encode() +
+                        b"," + b[1:])
+            n += 1
     return n
+
+
+# Paddle's event types that are not host events (device work, runtime calls)
+_NOT_HOST = ("CudaRuntime", "Kernel", "Memcpy", "Memset", "MluRuntime")
+# The members of Paddle's ExtraInfo that the daemon reads (its Device Summary's CPU rows)
+_EXTRA_KEYS = ("Process Cpu Utilization", "System Cpu Utilization")
+
+
+def _thread_num(tid):
+    """8703 of "8703(C++)" or 8703; None for anything else."""
+    if isinstance(tid, bool):
+        return None
+    if isinstance(tid, int):
+        return tid
+    m = re.match(r"(\d+)", tid) if isinstance(tid, str) else None
+    return int(m.group(1)) if m else None
 
 
 stream_chrome_trace.kept_us = False

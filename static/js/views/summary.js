@@ -7,7 +7,8 @@ import { el, card, note, tabs } from '../dom.js';
 import { genericDoc, paddleText } from '../generic.js';
 
 // paddle.profiler's Profiler.summary() tables (docs/API.md, "Paddle's summaries and benchmark").
-const SUMMARY_KINDS = ['overview', 'model', 'distributed', 'operator', 'kernel', 'memory', 'user-defined', 'device'];
+const SUMMARY_KINDS = ['overview', 'model', 'distributed', 'operator', 'kernel', 'memory-manipulation', 'user-defined',
+  'memory', 'device'];
 
 export async function render(ctx) {
   const kind = SUMMARY_KINDS.includes(ctx.params.kind) ? ctx.params.kind : SUMMARY_KINDS[0];
