@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "lbuf.h"
+#include "util.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -63,21 +64,11 @@ static inline const char *skip_blanks(const char *p)
     return p;
 }
 
-static inline int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Four hex digits at p, or -1. */
 static inline int32_t hex4(const char *p)
 {
-    int a = hex_value((unsigned char)p[0]), b = hex_value((unsigned char)p[1]);
-    int c = hex_value((unsigned char)p[2]), d = hex_value((unsigned char)p[3]);
+    int a = util_hexval((unsigned char)p[0]), b = util_hexval((unsigned char)p[1]);
+    int c = util_hexval((unsigned char)p[2]), d = util_hexval((unsigned char)p[3]);
     if ((a | b | c | d) < 0)
         return -1;
     return (a << 12) | (b << 8) | (c << 4) | d;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sbuf.h"
+#include "util.h"
 
 #define IMPORT_STREAM_MAX 256     /* the protocol's longest stream key */
 
@@ -66,15 +67,6 @@ void import_assign_ranks(struct input *ins, size_t n, const struct opts *o)
         ins[i].world_size = ws;
 }
 
-/* FNV-1a, for stream keys of paths too long to spell out. */
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 /* The hello's members every input has: job, rank, framework, stream, source, format, file. */
 static void hello_head(struct sbuf *b, const struct input *in, const char *job, const char *key,
                        const char *file)
@@ -101,7 +93,8 @@ static void build_ms_hello(struct sbuf *b, const struct input *in, const char *j
              (unsigned long long)r->hash);
     if (strlen(key) > IMPORT_STREAM_MAX)
         snprintf(key, sizeof key, "import:fnv1a64=%016llx:rank%lld:fnv1a64=%016llx",
-                 (unsigned long long)fnv1a(in->dir), (long long)r->rank,
+                 (unsigned long long)util_hash(UTIL_HASH_SEED, in->dir, strlen(in->dir)),
+                 (long long)r->rank,
                  (unsigned long long)r->hash);
     hello_head(b, in, job, key, in->dir);
     sbuf_adds(b, ",\"files\":");
@@ -133,7 +126,8 @@ void import_build_hello(struct sbuf *b, const struct input *in, const char *job)
              (long long)in->mtime.tv_sec, (long)in->mtime.tv_nsec);
     if (strlen(key) > IMPORT_STREAM_MAX)
         snprintf(key, sizeof key, "import:fnv1a64=%016llx:%llu:%lld.%09ld",
-                 (unsigned long long)fnv1a(in->abs), (unsigned long long)in->size,
+                 (unsigned long long)util_hash(UTIL_HASH_SEED, in->abs, strlen(in->abs)),
+                 (unsigned long long)in->size,
                  (long long)in->mtime.tv_sec, (long)in->mtime.tv_nsec);
     const struct tscan_meta *m = &in->meta;
     /* No "seq": the daemon then numbers the first line by its next_seq, which is where this

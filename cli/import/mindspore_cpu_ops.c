@@ -103,7 +103,7 @@ int msf_feed_cpu_framework(struct msf *m, char *data, size_t len, struct msf_err
                 r = msf_fail(e, line, 1, -ENOMEM, "out of memory");
             if (r == 0 && m->n_shp >= MSF_SHAPES_MAX)
                 r = msf_fail(e, line, 1, -EMSGSIZE, "more than %d ops", MSF_SHAPES_MAX);
-            if (r == 0 && msf_grow((void **)&m->shp, &m->cap_shp, m->n_shp + 1, sizeof *m->shp) < 0)
+            if (r == 0 && util_grow((void **)&m->shp, &m->cap_shp, m->n_shp + 1, sizeof *m->shp) < 0)
                 r = msf_fail(e, line, 1, -ENOMEM, "out of memory");
             if (r == 0) {
                 struct shape_row *row = &m->shp[m->n_shp];

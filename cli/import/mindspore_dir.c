@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sbuf.h"
+#include "util.h"
 
 #define KIND_TIMELINE MSF_KIND_COUNT
 
@@ -251,14 +252,6 @@ int msdir_slurp(const char *path, char **ret, size_t *ret_len)
     return 0;
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 
 /* If a folder of path is a MindSpore 2.x run, <host>_<pid>_<time>_ascend_ms (its profiler names
  * it so: the training's host name, process id and start time), sets out->host and out->pid. */
@@ -393,7 +386,7 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
             out->lines[len] = '\0';
             out->len = len;
             out->n_lines = n;
-            out->hash = fnv1a(lines, len);
+            out->hash = util_hash(UTIL_HASH_SEED, lines, len);
         }
     }
     sbuf_done(&files);

@@ -65,23 +65,6 @@ int msf_line_done(struct msf *m, struct msf_err *e, uint64_t line)
     return 0;
 }
 
-/* ---- arrays ---- */
-
-int msf_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need)
-        nc *= 2;
-    void *np = realloc(*p, nc * size);
-    if (!np)
-        return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 /* ---- public ---- */
 
 struct msf *msf_new(size_t max_bytes)

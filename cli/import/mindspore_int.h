@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mindspore_files.h"
 #include "sbuf.h"
+#include "util.h"
 
 struct fw_row {             /* framework_raw: full kernel name -> short name, type, op_info */
     char *full, *kname, *type, *info;
@@ -82,9 +83,6 @@ void msf_pos_of(const char *base, const char *p, uint64_t *line, uint64_t *col);
 /* Ends the line being written to m->out; fails (with the file's line) on a full or broken
  * buffer, a time out of the daemon's range or more than MSF_EVENTS_MAX lines. */
 int msf_line_done(struct msf *m, struct msf_err *e, uint64_t line);
-
-/* Grows the array *p of *cap elements of size bytes to hold need. 0 or -ENOMEM. */
-int msf_grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* Appends (id, the text of b) to *v. Returns 0 or -ENOMEM / -EMSGSIZE with *e filled. */
 int msf_pend_add(struct pend_op **v, size_t *n, size_t *cap, int64_t id, struct sbuf *b,

@@ -127,7 +127,7 @@ int msf_feed_framework(struct msf *m, char *data, size_t len, struct msf_err *e)
             r = msf_fail(e, line, 1, -EMSGSIZE, "more than %d rows", MSF_TABLE_MAX);
             break;
         }
-        if (msf_grow((void **)&m->fw, &m->cap_fw, m->n_fw + 1, sizeof *m->fw) < 0) {
+        if (util_grow((void **)&m->fw, &m->cap_fw, m->n_fw + 1, sizeof *m->fw) < 0) {
             r = msf_fail(e, line, 1, -ENOMEM, "out of memory");
             break;
         }
@@ -175,7 +175,7 @@ int msf_feed_flops(struct msf *m, char *data, size_t len, struct msf_err *e)
         if (r < 0)
             break;
         if (m->n_fl >= MSF_TABLE_MAX || b.error ||
-            msf_grow((void **)&m->fl, &m->cap_fl, m->n_fl + 1, sizeof *m->fl) < 0) {
+            util_grow((void **)&m->fl, &m->cap_fl, m->n_fl + 1, sizeof *m->fl) < 0) {
             r = msf_fail(e, line, 1, -ENOMEM, "out of memory or too many rows");
             break;
         }

@@ -51,7 +51,7 @@ int msf_pend_add(struct pend_op **v, size_t *n, size_t *cap, int64_t id, struct 
                         "a pipeline op passes the %zu-byte limit or memory ran out", b->max);
     if (*n >= MSF_PIPE_OPS_MAX)
         return msf_fail(e, line, 0, -EMSGSIZE, "more than %d pipeline ops", MSF_PIPE_OPS_MAX);
-    if (msf_grow((void **)v, cap, *n + 1, sizeof **v) < 0)
+    if (util_grow((void **)v, cap, *n + 1, sizeof **v) < 0)
         return msf_fail(e, line, 0, -ENOMEM, "out of memory");
     char *t = strdup(b->len ? b->data : "");
     if (!t)

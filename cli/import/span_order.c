@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "num.h"
+#include "util.h"
 
 #define NO_THREAD UINT32_MAX /* a line that is not an X event */
 #define ORDER_PARALLEL_MIN (1u << 16) /* lines to sort from which a second thread helps */
@@ -65,30 +66,6 @@ void order_free(struct order *o)
     free(o);
 }
 
-/* Makes room in the array *p of *cap elements of size bytes, n used, for one more (doubling,
- * first elements at least). Returns 0 or -ENOMEM. */
-static int room_for_one(void **p, size_t n, size_t *cap, size_t size, size_t first)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : first;
-    if (nc > SIZE_MAX / size)
-        return -ENOMEM;
-    void *np = realloc(*p, nc * size);
-    if (!np)
-        return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
-static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static int grow_slots(struct order *o)
 {
     size_t ns = o->n_slots ? o->n_slots * 2 : 64;
@@ -110,7 +87,7 @@ static int grow_slots(struct order *o)
 /* The index of the thread whose key is key[0, n), added if new; -ENOMEM. */
 static int64_t thread_of(struct order *o, const char *key, size_t n)
 {
-    uint64_t h = hash_bytes(key, n, 0xcbf29ce484222325ull);
+    uint64_t h = util_hash(UTIL_HASH_SEED, key, n);
     if (o->n_slots) {
         for (size_t k = (size_t)h & (o->n_slots - 1); o->slots[k]; k = (k + 1) & (o->n_slots - 1)) {
             const struct thread *t = &o->threads[o->slots[k] - 1];
@@ -122,8 +99,8 @@ static int64_t thread_of(struct order *o, const char *key, size_t n)
         return -ENOMEM;
     if ((o->n_threads + 1) * 2 > o->n_slots && grow_slots(o) < 0)
         return -ENOMEM;
-    if (room_for_one((void **)&o->threads, o->n_threads, &o->cap_threads, sizeof *o->threads,
-                     16) < 0)
+    if (util_grow((void **)&o->threads, &o->cap_threads, o->n_threads + 1,
+                  sizeof *o->threads) < 0)
         return -ENOMEM;
     if (n > o->keys_cap - o->keys_len) {
         size_t nc = o->keys_cap ? o->keys_cap * 2 : 4096;
@@ -154,7 +131,7 @@ static bool sorts_before(int64_t ts, int64_t end, int64_t last_ts, int64_t last_
 
 int order_note(struct order *o, const struct tscan_event *info, uint64_t off, uint32_t len)
 {
-    if (room_for_one((void **)&o->lines, o->n, &o->cap, sizeof *o->lines, 4096) < 0)
+    if (util_grow((void **)&o->lines, &o->cap, o->n + 1, sizeof *o->lines) < 0)
         return -ENOMEM;
     struct line *l = &o->lines[o->n];
     *l = (struct line){.off = off, .len = len, .thread = NO_THREAD};

@@ -23,6 +23,7 @@
 
 #include "log.h"
 #include "num.h"
+#include "util.h"
 
 enum state {
     ST_VALUE,      /* a value; after ':' or at the very start; next: the value's own state */
@@ -648,17 +649,6 @@ static bool utf8_lead(struct tscan *s, unsigned char c)
     return true;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* ---- The fast path: one whole event in the chunk ------------------------------------------
  *
  * Most events lie whole inside the chunk being fed. For those, event_fast() scans the event in
@@ -739,7 +729,7 @@ static const unsigned char *fast_string(const unsigned char *p, const unsigned c
                 return NULL;
             uint32_t u = 0;
             for (int i = 2; i < 6; i++) {
-                int h = hexval(p[i]);
+                int h = util_hexval(p[i]);
                 if (h < 0)
                     return NULL;
                 u = u << 4 | (uint32_t)h;
@@ -752,7 +742,7 @@ static const unsigned char *fast_string(const unsigned char *p, const unsigned c
                     return NULL;
                 u = 0;
                 for (int i = 2; i < 6; i++) {
-                    int h = hexval(p[i]);
+                    int h = util_hexval(p[i]);
                     if (h < 0)
                         return NULL;
                     u = u << 4 | (uint32_t)h;
@@ -1178,7 +1168,7 @@ static int feed_string(struct tscan *s, struct feed *f)
         p++;
         break;
     case ST_STR_U: {
-        int h = hexval(c);
+        int h = util_hexval(c);
         if (h < 0)
             return fail(s, AT(p), "invalid \\u escape: %s is not a hex digit", show(c, sb));
         if (s->capture)

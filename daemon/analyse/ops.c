@@ -9,6 +9,7 @@
  */
 #include "analyse_ops.h"
 #include "../../lib/num.h"
+#include "../../lib/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -64,12 +65,7 @@ static bool key_eq(struct key a, struct key b)
 
 static uint64_t key_hash(struct key k)
 {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < k.len; i++) {
-        h ^= (unsigned char)k.p[i];
-        h *= 1099511628211u;
-    }
-    return h ^ (uint64_t)k.star;
+    return util_hash(UTIL_HASH_SEED, k.p, k.len) ^ (uint64_t)k.star;
 }
 
 static size_t key_size(struct key k)

@@ -15,39 +15,15 @@
  */
 #include "analyse_ops.h"
 #include "../../lib/num.h"
+#include "../../lib/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
-static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    size_t old = *cap;
-    if (grow(p, cap, need, size) < 0)
-        return -ENOMEM;
-    if (*cap > old)
-        memset((char *)*p + old * size, 0, (*cap - old) * size);
-    return 0;
-}
-
 int analyse_self_reserve(struct analyse_self *w, size_t n_threads)
 {
-    return zero_grow((void **)&w->th, &w->cap_th, n_threads + 1, sizeof *w->th);
+    return util_grow_zero((void **)&w->th, &w->cap_th, n_threads + 1, sizeof *w->th);
 }
 
 static void thread_done(struct analyse_self_thread *t)
@@ -115,8 +91,8 @@ static void sort_walk(struct analyse_self_scratch *sc, struct analyse_op_span *v
     size_t nt = n_threads + 1; /* the last slot holds the threads past n_threads */
     if (n < 2)
         return;
-    if (grow((void **)&sc->thread_at, &sc->cap_thread_at, nt + 1, sizeof *sc->thread_at) < 0 ||
-        grow((void **)&sc->by_thread, &sc->cap_by_thread, n, sizeof *v) < 0) {
+    if (util_grow((void **)&sc->thread_at, &sc->cap_thread_at, nt + 1, sizeof *sc->thread_at) < 0 ||
+        util_grow((void **)&sc->by_thread, &sc->cap_by_thread, n, sizeof *v) < 0) {
         qsort(v, n, sizeof *v, cmp_walk);
         return;
     }
@@ -194,7 +170,7 @@ static void stack_push(struct analyse_self_open **v, size_t *n, size_t *cap,
         *n -= drop;
         *dropped += (int64_t)drop;
     }
-    if (grow((void **)v, cap, *n + 1, sizeof **v) == 0)
+    if (util_grow((void **)v, cap, *n + 1, sizeof **v) == 0)
         (*v)[(*n)++] = o;
     else
         (*dropped)++;

@@ -6,6 +6,7 @@
  */
 #include "analyse_summary.h"
 #include "../../lib/num.h"
+#include "../../lib/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -213,10 +214,7 @@ struct table {
 
 static uint64_t hash(const char *s, size_t n, size_t parent)
 {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)parent;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
+    return util_hash(UTIL_HASH_SEED ^ (uint64_t)parent, s, n);
 }
 
 static void table_free(struct table *t)

@@ -161,8 +161,8 @@ struct live_job *live__job_get(struct live *lv, int64_t id)
         live__untrack(lv, id);
         return NULL;
     }
-    if (live__grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0 ||
-        live__grow((void **)&lv->job_ids, &lv->cap_job_ids, lv->n_jobs + 1,
+    if (util_grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0 ||
+        util_grow((void **)&lv->job_ids, &lv->cap_job_ids, lv->n_jobs + 1,
                    sizeof *lv->job_ids) < 0)
         return NULL;
     struct live_job *j = calloc(1, sizeof *j);

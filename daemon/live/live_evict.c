@@ -36,7 +36,7 @@ static int drop_job(struct live *lv, int64_t job_id, bool mark, int64_t used_bef
     }
     ptrdiff_t e = live__evicted_find(lv, job_id);
     if (mark && e < 0 &&
-        live__grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
+        util_grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
                    sizeof *lv->evicted) < 0) {
         pthread_mutex_unlock(&lv->lock);
         return -ENOMEM;
@@ -88,7 +88,7 @@ void live__untrack(struct live *lv, int64_t job_id)
     if (!untracked_has(lv, job_id)) {
         atomic_fetch_add_explicit(&lv->n_untracked, 1, memory_order_relaxed);
         if (lv->n_untracked_list < LIVE_UNTRACKED_LIST &&
-            live__grow((void **)&lv->untracked, &lv->cap_untracked, lv->n_untracked_list + 1,
+            util_grow((void **)&lv->untracked, &lv->cap_untracked, lv->n_untracked_list + 1,
                        sizeof *lv->untracked) == 0)
             lv->untracked[lv->n_untracked_list++] = job_id;
     }

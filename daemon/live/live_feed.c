@@ -30,7 +30,7 @@ static void feed_queue(struct live_rank *rk, const struct record *r)
             return;
         }
         char *name = malloc(len + 1);
-        if (!name || live__grow((void **)&rk->queues, &rk->cap_queues, rk->n_queues + 1,
+        if (!name || util_grow((void **)&rk->queues, &rk->cap_queues, rk->n_queues + 1,
                                 sizeof *rk->queues) < 0) {
             free(name);
             rk->c.dropped++;
@@ -48,7 +48,7 @@ static void feed_queue(struct live_rank *rk, const struct record *r)
         q->n -= half;
         rk->c.queue_samples_dropped += (int64_t)half;
     }
-    if (live__grow((void **)&q->samples, &q->cap, q->n + 1, sizeof *q->samples) < 0) {
+    if (util_grow((void **)&q->samples, &q->cap, q->n + 1, sizeof *q->samples) < 0) {
         rk->c.dropped++;
         return;
     }
@@ -116,7 +116,7 @@ static struct live_rank *rank_get(struct live_job *j, int64_t rank)
         if (j->ranks[i]->rank == rank)
             return j->last = j->ranks[i];
     if (j->n_ranks >= LIVE_RANKS_MAX ||
-        live__grow((void **)&j->ranks, &j->cap_ranks, j->n_ranks + 1, sizeof *j->ranks) < 0)
+        util_grow((void **)&j->ranks, &j->cap_ranks, j->n_ranks + 1, sizeof *j->ranks) < 0)
         return NULL;
     struct live_rank *rk = calloc(1, sizeof *rk);
     if (!rk)
@@ -146,7 +146,7 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
     }
     j->dirty = true;
     j->used_ns = live__stamp(lv);
-    if (live__grow((void **)&rk->batch, &rk->cap_batch, rk->n_batch + n, sizeof *rk->batch) < 0) {
+    if (util_grow((void **)&rk->batch, &rk->cap_batch, rk->n_batch + n, sizeof *rk->batch) < 0) {
         rk->c.dropped += (int64_t)n;
         return -ENOMEM;
     }
@@ -175,7 +175,7 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             continue;
         }
         if (k == 1 && op >= j->cap_roles) {
-            if (live__grow((void **)&j->roles, &j->cap_roles, (size_t)op + 1, 1) < 0) {
+            if (util_grow((void **)&j->roles, &j->cap_roles, (size_t)op + 1, 1) < 0) {
                 rk->c.dropped++;
                 continue;
             }

@@ -14,23 +14,13 @@
 #include "../analyse/analyse_steptrace.h"
 #include "live_int.h"
 
-static int zero_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    size_t old = *cap;
-    if (live__grow(p, cap, need, size) < 0)
-        return -ENOMEM;
-    if (*cap > old)
-        memset((char *)*p + old * size, 0, (*cap - old) * size);
-    return 0;
-}
-
 static int rank_flush(struct live *lv, struct live_job *j, struct live_rank *rk)
 {
     int r = 0;
     if (rk->n_batch > 0) {
         size_t n_agg = rk->n_agg;
         if (analyse_self_reserve(&rk->self, rk->threads.n) < 0 ||
-            zero_grow((void **)&rk->agg, &n_agg, j->ops.n + 1, sizeof *rk->agg) < 0) {
+            util_grow_zero((void **)&rk->agg, &n_agg, j->ops.n + 1, sizeof *rk->agg) < 0) {
             rk->c.dropped += (int64_t)rk->n_batch;
             rk->n_batch = 0;
             return -ENOMEM;

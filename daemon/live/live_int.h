@@ -26,6 +26,7 @@
 #include "../analyse/analyse_queues.h"
 #include "../analyse/analyse_roles.h"
 #include "../analyse/analyse_steptrace.h"
+#include "../../lib/util.h"
 #include "live.h"
 #include "live_query.h"
 
@@ -388,21 +389,6 @@ struct live {
 static inline bool live__bytes_eq(const char *a, const char *b, size_t n)
 {
     return n == 0 || memcmp(a, b, n) == 0;
-}
-
-static inline int live__grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
 }
 
 /* Interning (live_intern.c). Finds or adds (k1, k2) in t. Returns 1 and sets *ret_idx; 0 if

@@ -104,8 +104,8 @@ int live__ktab_get(struct ktab *t, const char *k1, size_t l1, const char *k2, si
         return 0;
     if ((t->n + 1) * 2 > t->cap_slots && ktab_rehash(t, t->cap_slots ? t->cap_slots * 2 : 64) < 0)
         return -ENOMEM;
-    if (live__grow((void **)&t->ents, &t->cap, t->n + 1, sizeof *t->ents) < 0 ||
-        live__grow((void **)&t->text, &t->text_cap, t->text_len + l1 + l2 + 2, 1) < 0)
+    if (util_grow((void **)&t->ents, &t->cap, t->n + 1, sizeof *t->ents) < 0 ||
+        util_grow((void **)&t->text, &t->text_cap, t->text_len + l1 + l2 + 2, 1) < 0)
         return -ENOMEM;
     struct kent *e = &t->ents[t->n];
     e->hash = h;

@@ -246,7 +246,7 @@ int live_publish(struct live *lv)
         while (k < lv->n_pub && lv->pub[k].job_id != j->id)
             k++;
         if (k == lv->n_pub) {
-            if (live__grow((void **)&lv->pub, &lv->cap_pub, lv->n_pub + 1, sizeof *lv->pub) < 0) {
+            if (util_grow((void **)&lv->pub, &lv->cap_pub, lv->n_pub + 1, sizeof *lv->pub) < 0) {
                 pthread_mutex_unlock(&lv->lock);
                 live__snapshot_free(s);
                 r = -ENOMEM;

@@ -66,7 +66,7 @@ static void step_add_span(struct live_steplist *l, struct live_step *s,
         return;
     }
     if (s->n_spans >= LIVE_STEP_SPANS_MAX ||
-        live__grow((void **)&s->spans, &s->cap_spans, s->n_spans + 1, sizeof *s->spans) < 0) {
+        util_grow((void **)&s->spans, &s->cap_spans, s->n_spans + 1, sizeof *s->spans) < 0) {
         c->step_spans_dropped++;
         return;
     }
@@ -85,7 +85,7 @@ static void l_pending_add(struct live_steplist *l, const struct analyse_op_span 
         memmove(l->pending, l->pending + drop, (l->n_pending - drop) * sizeof *l->pending);
         l->n_pending -= drop;
     }
-    if (live__grow((void **)&l->pending, &l->cap_pending, l->n_pending + 1,
+    if (util_grow((void **)&l->pending, &l->cap_pending, l->n_pending + 1,
                    sizeof *l->pending) < 0) {
         c->unassigned++;
         return;
@@ -121,7 +121,7 @@ static int cmp_span_exec(const void *a, const void *b)
 static const uint8_t *job_name_bits(struct live_job *j)
 {
     if (j->n_name_bits < j->ops.n) {
-        if (live__grow((void **)&j->name_bits, &j->cap_name_bits, j->ops.n, 1) < 0)
+        if (util_grow((void **)&j->name_bits, &j->cap_name_bits, j->ops.n, 1) < 0)
             return NULL;
         for (size_t i = j->n_name_bits; i < j->ops.n; i++) {
             const struct kent *e = &j->ops.ents[i];
@@ -176,7 +176,7 @@ static void sort_spans(struct live *lv, struct live_step *s)
 {
     size_t h = s->n_sorted <= s->n_spans ? s->n_sorted : 0, t = s->n_spans - h;
     struct analyse_op_span *v = s->spans;
-    if (t > 0 && live__grow((void **)&lv->merge, &lv->cap_merge, t, sizeof *v) < 0) {
+    if (t > 0 && util_grow((void **)&lv->merge, &lv->cap_merge, t, sizeof *v) < 0) {
         qsort(v, s->n_spans, sizeof *v, cmp_span_exec);
         s->n_sorted = s->n_spans;
         return;
@@ -271,12 +271,12 @@ static void step_points(struct live *lv, struct live_job *j, struct live_step *s
     s->has_trace = false;
     if (s->n_spans == 0)
         return;
-    if (live__grow((void **)&lv->scratch, &lv->cap_scratch, s->n_spans, sizeof *lv->scratch) < 0)
+    if (util_grow((void **)&lv->scratch, &lv->cap_scratch, s->n_spans, sizeof *lv->scratch) < 0)
         return;
     const uint8_t *op_bits = job_name_bits(j);
     uint8_t *bits = NULL;
     if (op_bits &&
-        live__grow((void **)&lv->scratch_bits, &lv->cap_scratch_bits, s->n_spans, 1) == 0)
+        util_grow((void **)&lv->scratch_bits, &lv->cap_scratch_bits, s->n_spans, 1) == 0)
         bits = lv->scratch_bits;
     uint8_t other_bits =
         (uint8_t)analyse_steptrace_name_bits(LIVE_OTHER_NAME, sizeof LIVE_OTHER_NAME - 1);
@@ -348,7 +348,7 @@ static struct live_step *list_insert(struct live_steplist *l, const struct live_
 {
     if (l->n >= LIVE_STEPS_MAX)
         list_drop_oldest(l, c);
-    if (live__grow((void **)&l->steps, &l->cap, l->n + 1, sizeof *l->steps) < 0)
+    if (util_grow((void **)&l->steps, &l->cap, l->n + 1, sizeof *l->steps) < 0)
         return NULL;
     size_t at = l->n;
     while (at > l->n_settled && l->steps[at - 1].begin_ns > s->begin_ns)

@@ -106,7 +106,7 @@ void store__block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_
     if (first) {
         st->n_damaged_all++;
         if (st->n_damaged < STORE_DAMAGED_MAX &&
-            store__reserve((void **)&st->damaged, &st->cap_damaged, st->n_damaged + 1,
+            util_grow((void **)&st->damaged, &st->cap_damaged, st->n_damaged + 1,
                            sizeof *st->damaged) == 0)
             st->damaged[st->n_damaged++] = (struct store_damaged_block){job_id, rank, id};
     }
@@ -155,7 +155,7 @@ int store__decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t r
     }
     if (!*dctx && !(*dctx = ZSTD_createDCtx()))
         return -ENOMEM;
-    if (store__reserve((void **)buf, buf_cap, (size_t)raw_bytes, 1) < 0)
+    if (util_grow((void **)buf, buf_cap, (size_t)raw_bytes, 1) < 0)
         return -ENOMEM;
     size_t z = ZSTD_decompressDCtx(*dctx, *buf, (size_t)raw_bytes, data, len);
     if (ZSTD_isError(z) || z != (size_t)raw_bytes) {
@@ -266,7 +266,7 @@ int store_query_jobs(struct store *st, struct store_job **ret_jobs, size_t *ret_
                                 " FROM jobs j ORDER BY j.last_seen_ns DESC, j.id DESC",
                                 -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (store__reserve((void **)&v, &cap, n + 1, sizeof *v) < 0) {
+        if (util_grow((void **)&v, &cap, n + 1, sizeof *v) < 0) {
             rc = SQLITE_NOMEM;
             break;
         }
@@ -386,7 +386,7 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
     if (rc == SQLITE_OK)
         sqlite3_bind_int64(s, 1, job_id);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (store__reserve((void **)&v, &cap, n + 1, sizeof *v) < 0) {
+        if (util_grow((void **)&v, &cap, n + 1, sizeof *v) < 0) {
             rc = SQLITE_NOMEM;
             break;
         }
@@ -743,7 +743,7 @@ int store_event_iter_new(struct store *st, int64_t job_id, int64_t rank, int64_t
     }
     size_t cap = 0;
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (store__reserve((void **)&it->ids, &cap, it->n_ids + 1, sizeof *it->ids) < 0) {
+        if (util_grow((void **)&it->ids, &cap, it->n_ids + 1, sizeof *it->ids) < 0) {
             r = -ENOMEM;
             goto fail;
         }
@@ -808,7 +808,7 @@ static int load_block(struct store_event_iter *it, int64_t id)
         goto out;
     if (lines != it->buf) { /* not compressed: copied out of SQLite's row */
         r = -ENOMEM;
-        if (n_lines > 0 && store__reserve((void **)&it->buf, &it->buf_cap, n_lines, 1) < 0)
+        if (n_lines > 0 && util_grow((void **)&it->buf, &it->buf_cap, n_lines, 1) < 0)
             goto out;
         if (n_lines > 0)
             memcpy(it->buf, lines, n_lines);

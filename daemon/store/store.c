@@ -33,40 +33,10 @@
 
 /* ---- small helpers shared by the folder ---- */
 
-int store__reserve(void **p, size_t *cap, size_t need, size_t sz)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 8;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / sz)
-            return -ENOMEM;
-        n *= 2;
-    }
-    void *q = realloc(*p, n * sz);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ULL; /* FNV-1a */
-    }
-    return h;
-}
-
 static uint64_t hash_i64(uint64_t h, int64_t v)
 {
-    return hash_bytes(h, &v, sizeof v);
+    return util_hash(h, &v, sizeof v);
 }
-
-#define HASH_SEED 0xcbf29ce484222325ULL
 
 /* Makes room for one more node, so that the insert that follows cannot fail. */
 static int htab_reserve(struct store_htab *t)
@@ -120,17 +90,17 @@ static struct store_hnode *htab_first(const struct store_htab *t, uint64_t hash)
 
 static uint64_t job_hash(const char *name)
 {
-    return hash_bytes(HASH_SEED, name, strlen(name));
+    return util_hash(UTIL_HASH_SEED, name, strlen(name));
 }
 
 static uint64_t stream_hash(int64_t job_id, int64_t rank, const char *key)
 {
-    return hash_bytes(hash_i64(hash_i64(HASH_SEED, job_id), rank), key, strlen(key));
+    return util_hash(hash_i64(hash_i64(UTIL_HASH_SEED, job_id), rank), key, strlen(key));
 }
 
 static uint64_t session_hash(int64_t id)
 {
-    return hash_i64(HASH_SEED, id);
+    return hash_i64(UTIL_HASH_SEED, id);
 }
 
 static struct store_jobm *find_job(const struct store *st, const char *name)
@@ -196,7 +166,7 @@ static bool batch_is_empty(const struct store_batch *b)
 
 static int arena_reserve(struct store_batch *b, size_t n)
 {
-    return store__reserve((void **)&b->arena, &b->arena_cap, b->arena_len + n, 1);
+    return util_grow((void **)&b->arena, &b->arena_cap, b->arena_len + n, 1);
 }
 
 /* Only after arena_reserve() made room. */

@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "../../lib/log.h"
+#include "../../lib/util.h"
 #include "../core/stats.h"
 #include "store.h"
 #include "store_query.h"
@@ -348,11 +349,9 @@ void store__block_damaged(struct store *st, int64_t job_id, int64_t rank, int64_
                           const char *why);
 void store__scan_event(const char *p, size_t n, struct store_event *ev);
 
-/* Grows a vector to hold at least need elements of size sz. Returns 0 or -ENOMEM. */
-int store__reserve(void **p, size_t *cap, size_t need, size_t sz);
-
+/* Grows a vector to hold at least n_<name> + extra elements (lib/util.h's util_grow()). */
 #define STORE_RESERVE(vec_owner, name, extra)                                                   \
-    store__reserve((void **)&(vec_owner)->name, &(vec_owner)->cap_##name,                       \
+    util_grow((void **)&(vec_owner)->name, &(vec_owner)->cap_##name,                       \
                    (vec_owner)->n_##name + (extra), sizeof *(vec_owner)->name)
 
 #endif

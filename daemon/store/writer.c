@@ -224,7 +224,7 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_blocks; i++) {
         const struct store_block *k = &b->blocks[i];
         size_t bound = ZSTD_compressBound(k->len);
-        if (store__reserve(&st->zbuf, &st->zbuf_cap, bound, 1) < 0)
+        if (util_grow(&st->zbuf, &st->zbuf_cap, bound, 1) < 0)
             return SQLITE_NOMEM;
         /* Compressing here rather than before BEGIN keeps no second copy of the batch; a retried
          * transaction compresses again, which is rare and cheap. */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/util.h"
 #include "../live/live_query.h"
 #include "answer.h"
 
@@ -122,17 +123,9 @@ int web__cache_key(const struct web_req *q, int route_id, const char *job, char 
     return 0;
 }
 
-static uint64_t key_hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static struct cache_slot *slot_of(struct web_cache *k, const char *key, size_t len)
 {
-    return &k->slots[key_hash(key, len) % WEB_CACHE_SLOTS];
+    return &k->slots[util_hash(UTIL_HASH_SEED, key, len) % WEB_CACHE_SLOTS];
 }
 
 static bool slot_is(const struct cache_slot *s, const char *key, size_t len)

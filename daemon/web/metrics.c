@@ -16,6 +16,7 @@
  * Label values are escaped as the format says (backslash, double quote, line feed) and
  * invalid UTF-8 becomes U+FFFD, as in the JSON answers, so a label equals the JSON string.
  */
+#include "../../lib/util.h"
 #include "answer.h"
 #include "render.h"
 #include "routes.h"
@@ -126,20 +127,6 @@ static void doc_done(struct m_doc *d)
     free(d->jobs);
 }
 
-/* Makes room for one more element of size sz in *arr (count n, capacity *cap). */
-static int grow(void **arr, size_t n, size_t *cap, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, c * sz);
-    if (!p)
-        return -ENOMEM;
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 static double ns_to_s(double ns)
 {
     return ns / 1e9;
@@ -155,7 +142,7 @@ static int add_rank(struct m_doc *d, const struct live_snapshot *snap, size_t jo
     int r = live_query_steps(snap, row->rank, false, 0, 0, &rows, &n, &total);
     if (r < 0)
         return r;
-    r = grow((void **)&d->ranks, d->n_ranks, &d->cap_ranks, sizeof *d->ranks);
+    r = util_grow((void **)&d->ranks, &d->cap_ranks, d->n_ranks + 1, sizeof *d->ranks);
     if (r < 0) {
         free(rows);
         return r;
@@ -218,7 +205,7 @@ static int add_queues(struct m_doc *d, const struct live_snapshot *snap, size_t 
             k++;
         if (k == d->n_ranks || q->n_samples == 0)
             continue;
-        r = grow((void **)&d->queues, d->n_queues, &d->cap_queues, sizeof *d->queues);
+        r = util_grow((void **)&d->queues, &d->cap_queues, d->n_queues + 1, sizeof *d->queues);
         char *name = r == 0 ? strdup(q->name) : NULL;
         if (!name) {
             r = -ENOMEM;

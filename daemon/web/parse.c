@@ -12,16 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "../../lib/util.h"
 
 int web__pct_decode(const char *src, size_t n, char *dst, size_t *ret_len)
 {
@@ -31,8 +22,8 @@ int web__pct_decode(const char *src, size_t n, char *dst, size_t *ret_len)
         if (c == '%') {
             if (n - i < 3)
                 return -EINVAL;
-            int hi = hexval(src[i + 1]);
-            int lo = hexval(src[i + 2]);
+            int hi = util_hexval((unsigned char)src[i + 1]);
+            int lo = util_hexval((unsigned char)src[i + 2]);
             if (hi < 0 || lo < 0)
                 return -EINVAL;
             c = (char)(hi * 16 + lo);
@@ -346,7 +337,7 @@ static int json_ascii_str(const char *s, size_t n, size_t *i, char *dst, size_t 
             } else if (s[k] == 'u' && n - k > 4) {
                 int v = 0;
                 for (int h = 1; h <= 4; h++) {
-                    int d = hexval(s[k + (size_t)h]);
+                    int d = util_hexval((unsigned char)s[k + (size_t)h]);
                     if (d < 0)
                         return -EINVAL;
                     v = v * 16 + d;

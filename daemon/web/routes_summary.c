@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 
 #include "../../lib/clock.h"
+#include "../../lib/util.h"
 #include "../core/decode.h"
 #include "summary.h"
 
@@ -165,10 +166,8 @@ static int64_t id_of(struct record_text t)
     }
     if (d > 0)
         return t.ptr[0] == '-' ? -v : v;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t k = 0; k < t.len; k++)
-        h = (h ^ (unsigned char)t.ptr[k]) * 1099511628211ULL;
-    return (int64_t)(h >> 1);
+    /* Not FNV's own offset basis but the one these ids were first made with: ids are answers. */
+    return (int64_t)(util_hash(UINT64_C(1469598103934665603), t.ptr, t.len) >> 1);
 }
 
 /* One distinct (cat, name): its text, copied once into the arena, and its role. Names repeat
@@ -217,13 +216,9 @@ static void spans_free(struct spans *s)
 
 static uint64_t text_hash(struct record_text cat, struct record_text name)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < cat.len; i++)
-        h = (h ^ (unsigned char)cat.ptr[i]) * 1099511628211ULL;
-    h = (h ^ 0xffu) * 1099511628211ULL;
-    for (size_t i = 0; i < name.len; i++)
-        h = (h ^ (unsigned char)name.ptr[i]) * 1099511628211ULL;
-    return h;
+    uint64_t h = util_hash(UTIL_HASH_SEED, cat.ptr, cat.len);
+    h = util_hash(h, "\xff", 1); /* a byte no UTF-8 text holds, between the two */
+    return util_hash(h, name.ptr, name.len);
 }
 
 static int intern_grow(struct spans *s)

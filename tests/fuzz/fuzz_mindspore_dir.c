@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../../cli/import/mindspore_dir.h"
+#include "../../lib/util.h"
 #include "fuzz_lines.h"
 #include "fuzz_scratch.h"
 
@@ -123,22 +124,12 @@ static void put(const uint8_t *p, size_t n)
     n_written++;
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static void check(const struct msdir *d)
 {
     for (size_t i = 0; i < d->n_ranks; i++) {
         const struct msdir_rank *r = &d->ranks[i];
         assert(r->rank >= 0 && (i == 0 || r->rank > d->ranks[i - 1].rank));
-        assert(r->hash == fnv1a(r->lines, r->len));
+        assert(r->hash == util_hash(UTIL_HASH_SEED, r->lines, r->len));
         fuzz_check_lines(dec, r->lines, r->len, r->n_lines);
         assert(!r->fp == !r->bp);
         assert(r->files && r->files[0]);

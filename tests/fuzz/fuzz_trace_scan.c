@@ -33,6 +33,7 @@
 #include "../../cli/import/line_spool.h"
 #include "../../cli/import/trace_scan.h"
 #include "../../lib/lbuf.h"
+#include "../../lib/util.h"
 #include "../../daemon/core/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -52,11 +53,10 @@ struct scan_out {
     char err[TSCAN_ERR_MAX];
 };
 
+/* FNV-1a of s, then a 0xff byte that no UTF-8 text holds, so that fields cannot run together. */
 static uint64_t fnv(uint64_t h, const char *s)
 {
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return (h ^ 0xff) * 0x100000001b3ull;
+    return util_hash(util_hash(h, s, strlen(s)), "\xff", 1);
 }
 
 static struct decoder *dec;
@@ -117,7 +117,7 @@ static void scan_from(const char *data, size_t size, size_t from, const struct t
                 o->start[o->n] = ev->start;
                 o->end[o->n] = ev->end;
                 o->ph[o->n] = ev->ph;
-                o->text[o->n] = fnv(fnv(fnv(fnv(fnv(0xcbf29ce484222325ull, ev->cat), ev->name), ev->pid),
+                o->text[o->n] = fnv(fnv(fnv(fnv(fnv(UTIL_HASH_SEED, ev->cat), ev->name), ev->pid),
                                         ev->tid),
                                     ev->start_time);
                 o->ts_ns[o->n] = ev->ts_ns;
