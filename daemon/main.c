@@ -241,7 +241,7 @@ static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id,
 
 /* web's POST /captures (HTTP thread): resolve the job, add the capture, wake the loop. */
 static int web_capture_create(void *ud, const char *job, const char *body, size_t len,
-                              struct sbuf *out, char *err)
+                              struct capture_view **ret, char *err)
 {
     struct daemon *d = ud;
     struct capture_spec *spec = malloc(sizeof *spec);
@@ -271,7 +271,7 @@ static int web_capture_create(void *ud, const char *job, const char *body, size_
     if (r == 0) {
         char cerr[CAPTURE_ERR_MAX] = "";
         int64_t id = capture_reg_add(d->captures, j.id, spec, known, n_ranks,
-                                     (size_t)d->cfg.capture_max_open, clock_now_ns(), out, cerr);
+                                     (size_t)d->cfg.capture_max_open, clock_now_ns(), ret, cerr);
         r = id < 0 ? (int)id : 0;
         if (r == -EHOSTDOWN || r == -EDQUOT) {
             snprintf(err, WEB_ERR_MAX, "%s", cerr);
@@ -290,12 +290,16 @@ static int web_capture_create(void *ud, const char *job, const char *body, size_
     return r;
 }
 
-static int web_capture_list(void *ud, const char *job, int64_t id, struct sbuf *out)
+static int web_capture_list(void *ud, const char *job, int64_t id, int64_t *ret_job_id,
+                            struct capture_view **ret, size_t *ret_n)
 {
     struct daemon *d = ud;
     struct store_job j;
     int r = store_query_job(d->store, job, &j);
-    return r < 0 ? r : capture_reg_render(d->captures, j.id, id, out);
+    if (r < 0)
+        return r;
+    *ret_job_id = j.id;
+    return capture_reg_views(d->captures, j.id, id, ret, ret_n);
 }
 
 /* Loop thread: a queued deletion. A job with an open session is refused (-EBUSY); else the

@@ -409,7 +409,7 @@ static int check_served(const struct capture_reg *reg, int64_t job_id,
     return -EHOSTDOWN;
 }
 
-static void render_what(struct sbuf *b, const char *what)
+void capture_what_json(struct sbuf *b, const char *what)
 {
     sbuf_addc(b, '[');
     for (const char *p = what; *p;) {
@@ -422,37 +422,40 @@ static void render_what(struct sbuf *b, const char *what)
     sbuf_addc(b, ']');
 }
 
-static void render_one(struct sbuf *b, const struct capture *c)
+/* A copy of c, as the API shows it; false on OOM (*v then owns nothing). */
+static bool view_of(const struct capture *c, struct capture_view *v)
 {
-    sbuf_printf(b, "{\"id\":%lld,\"job_id\":%lld,\"created_us\":", (long long)c->id,
-                (long long)c->job_id);
-    sbuf_json_us(b, c->created_ns);
-    if (c->start_step < 0)
-        sbuf_adds(b, ",\"start\":\"next\"");
-    else
-        sbuf_printf(b, ",\"start\":%lld", (long long)c->start_step);
-    sbuf_printf(b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
-    render_what(b, c->what);
-    sbuf_printf(b, ",\"all_ranks\":%s,\"state\":\"%s\",\"ranks\":[", c->all_ranks ? "true" : "false",
-                state_names[overall(c)]);
+    *v = (struct capture_view){.id = c->id, .job_id = c->job_id, .created_ns = c->created_ns,
+                               .start_step = c->start_step, .steps = c->steps,
+                               .all_ranks = c->all_ranks, .state = overall(c)};
+    memcpy(v->what, c->what, sizeof v->what);
+    if (c->n_parts == 0)
+        return true;
+    v->parts = malloc(c->n_parts * sizeof *v->parts);
+    if (!v->parts)
+        return false;
     for (size_t i = 0; i < c->n_parts; i++) {
         const struct capture_part *p = &c->parts[i];
-        sbuf_printf(b, "%s{\"rank\":%lld,\"state\":\"%s\",\"reason\":", i ? "," : "",
-                    (long long)p->rank, state_names[p->state]);
-        if (p->reason[0])
-            sbuf_json_strz(b, p->reason);
-        else
-            sbuf_adds(b, "null");
-        sbuf_adds(b, ",\"updated_us\":");
-        sbuf_json_us(b, p->updated_ns);
-        sbuf_addc(b, '}');
+        struct capture_view_part *q = &v->parts[i];
+        q->rank = p->rank;
+        q->updated_ns = p->updated_ns;
+        q->state = p->state;
+        memcpy(q->reason, p->reason, sizeof q->reason);
     }
-    sbuf_adds(b, "]}");
+    v->n_parts = c->n_parts;
+    return true;
+}
+
+void capture_views_free(struct capture_view *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].parts);
+    free(v);
 }
 
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
                         const int64_t *known_ranks, size_t n_known, size_t max_open,
-                        int64_t now_ns, struct sbuf *out, char *err)
+                        int64_t now_ns, struct capture_view **ret_view, char *err)
 {
     pthread_mutex_lock(&reg->mu);
     int64_t r = check_served(reg, job_id, spec, err);
@@ -483,18 +486,25 @@ int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct ca
     const int64_t *ranks = spec->all_ranks ? known_ranks : spec->ranks;
     size_t n = spec->all_ranks ? n_known : spec->n_ranks;
     for (size_t i = 0; i < n; i++) {
-        if (!find_part(c, ranks[i]) && !add_part(c, ranks[i], now_ns)) {
-            /* Out of memory: forget the capture again (it was the last one added). */
-            free(c->parts);
-            free(c);
-            reg->n_caps--;
-            reg->next_id--;
-            goto out;
+        if (!find_part(c, ranks[i]) && !add_part(c, ranks[i], now_ns))
+            goto forget;
+    }
+    if (ret_view) {
+        *ret_view = malloc(sizeof **ret_view);
+        if (!*ret_view || !view_of(c, *ret_view)) {
+            free(*ret_view);
+            *ret_view = NULL;
+            goto forget;
         }
     }
-    if (out)
-        render_one(out, c);
     r = c->id;
+    goto out;
+forget:
+    /* Out of memory: forget the capture again (it was the last one added). */
+    free(c->parts);
+    free(c);
+    reg->n_caps--;
+    reg->next_id--;
 out:
     pthread_mutex_unlock(&reg->mu);
     return r;
@@ -542,29 +552,42 @@ int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_r
     return r;
 }
 
-int capture_reg_render(struct capture_reg *reg, int64_t job_id, int64_t id, struct sbuf *out)
+int capture_reg_views(struct capture_reg *reg, int64_t job_id, int64_t id,
+                      struct capture_view **ret, size_t *ret_n)
 {
+    *ret = NULL;
+    *ret_n = 0;
     pthread_mutex_lock(&reg->mu);
     int r = 0;
-    if (id >= 0) {
-        struct capture *c = find(reg, id);
-        if (c && c->job_id == job_id)
-            render_one(out, c);
-        else
-            r = -ENOENT;
-    } else {
-        sbuf_printf(out, "{\"job_id\":%lld,\"captures\":[", (long long)job_id);
-        bool first = true;
-        for (size_t i = 0; i < reg->n_caps; i++) {
-            if (reg->caps[i]->job_id != job_id)
-                continue;
-            if (!first)
-                sbuf_addc(out, ',');
-            first = false;
-            render_one(out, reg->caps[i]);
-        }
-        sbuf_adds(out, "]}");
+    size_t n = 0;
+    for (size_t i = 0; i < reg->n_caps; i++)
+        n += reg->caps[i]->job_id == job_id && (id < 0 || reg->caps[i]->id == id);
+    if (id >= 0 && n == 0) {
+        r = -ENOENT;
+        goto out;
     }
+    struct capture_view *v = n ? calloc(n, sizeof *v) : NULL;
+    if (n && !v) {
+        r = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < reg->n_caps && r == 0; i++) {
+        const struct capture *c = reg->caps[i];
+        if (c->job_id != job_id || (id >= 0 && c->id != id))
+            continue;
+        if (!view_of(c, &v[k]))
+            r = -ENOMEM;
+        else
+            k++;
+    }
+    if (r < 0) {
+        capture_views_free(v, k);
+        goto out;
+    }
+    *ret = v;
+    *ret_n = n;
+out:
     pthread_mutex_unlock(&reg->mu);
     return r;
 }
@@ -592,7 +615,7 @@ static int send_request(const struct capture *c, capture_send_fn send, void *ud)
     else
         sbuf_printf(&b, "%lld", (long long)c->start_step);
     sbuf_printf(&b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
-    render_what(&b, c->what);
+    capture_what_json(&b, c->what);
     sbuf_adds(&b, "}}\n");
     size_t n = 0;
     char *p = sbuf_steal(&b, &n);

@@ -3,12 +3,12 @@
  * capture: on-demand captures (docs/API.md "Captures", docs/PROTOCOL.md section 6). A capture asks
  * some ranks of a job for N detailed steps; each rank's part goes pending -> armed -> recording ->
  * done (or failed, with a reason), and a part no session takes up in time expires. This file
- * holds the registry of captures, the parser of a
- * POST body (over lib/json, so a body gets the same strict validation as a record line), the JSON
- * the API answers with, and the request line sent to a client. It knows nothing of sockets,
- * HTTP or SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler
- * adds captures on an HTTP thread, and main.c persists what changed through the store. Which
- * sessions are open it reads from the daemon's one table (sessions.h).
+ * holds the registry of captures, the parser of a POST body (over lib/json, so a body gets the
+ * same strict validation as a record line), copies of the captures for the API (daemon/web
+ * renders them), and the request line sent to a client. It knows nothing of sockets, HTTP or
+ * SQL: main.c feeds it sessions and client reports on the loop thread, web's POST handler adds
+ * captures on an HTTP thread, and main.c persists what changed through the store. Which sessions
+ * are open it reads from the daemon's one table (sessions.h).
  *
  * Threading: every function takes the registry's mutex, so any thread may call it; callbacks are
  * called with the mutex held and must not call back into the registry. Lock order: the
@@ -72,16 +72,42 @@ struct sessions;
 struct capture_reg *capture_reg_new(struct sessions *sessions);
 void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
 
+/* A capture as the API shows it, copied out of the registry (web renders it: docs/API.md
+ * "Captures"). Free an array of them with capture_views_free(). */
+struct capture_view_part {
+    int64_t rank;
+    int64_t updated_ns;
+    enum capture_state state;
+    char reason[CAPTURE_REASON_MAX + 1]; /* "": none */
+};
+
+struct capture_view {
+    int64_t id, job_id, created_ns;
+    int64_t start_step;        /* -1: the next step */
+    int64_t steps;
+    bool all_ranks;
+    enum capture_state state;  /* the capture's, from its parts' */
+    char what[CAPTURE_WHAT_MAX]; /* comma-separated */
+    size_t n_parts;
+    struct capture_view_part *parts; /* by rank, as they joined */
+};
+
+void capture_views_free(struct capture_view *v, size_t n); /* NULL-safe */
+
+/* Appends what (comma-separated) as a JSON array of strings, as both the request line to a client
+ * and the API say it. */
+void capture_what_json(struct sbuf *b, const char *what);
+
 /* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
- * connect later while the capture is pending join it). Appends the capture's JSON to out (may be
- * NULL) and returns its id (> 0). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes), what
+ * connect later while the capture is pending join it). Sets *ret_view (may be NULL; one view,
+ * taken in the same lock as the add) and returns the capture's id (> 0). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes), what
  * no session could serve: -EHOSTDOWN when no open session of the job (of one of spec's ranks)
  * announced the capture capability (the job ended, was imported, or its clients cannot capture);
  * -EDQUOT when the job already has max_open captures that have not ended (0: no cap). -ENOSPC
  * past CAPTURE_MAX; -ENOMEM. */
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
                         const int64_t *known_ranks, size_t n_known, size_t max_open,
-                        int64_t now_ns, struct sbuf *out, char *err);
+                        int64_t now_ns, struct capture_view **ret_view, char *err);
 
 /* Forgets every capture of job_id (the job was deleted; the store deletes their rows). */
 void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id);
@@ -93,9 +119,10 @@ int capture_reg_load(struct capture_reg *reg, const struct record_capture *c);
 int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_rank *r,
                           int64_t now_ns);
 
-/* Appends {"job_id":..,"captures":[..]} of job_id (id < 0) or the one capture id of job_id.
- * Returns 0 or -ENOENT (no such capture in that job). */
-int capture_reg_render(struct capture_reg *reg, int64_t job_id, int64_t id, struct sbuf *out);
+/* Copies the captures of job_id (id < 0; *ret_n may be 0) or the one capture id of job_id into
+ * *ret, in the order they were made. Returns 0; -ENOENT (no such capture in that job); -ENOMEM. */
+int capture_reg_views(struct capture_reg *reg, int64_t job_id, int64_t id,
+                      struct capture_view **ret, size_t *ret_n);
 
 /* A session of (job_id, rank) is connected: sends it, through send(), the request of every
  * capture that waits for this rank and was not yet sent to this session; a session without the

@@ -5,7 +5,7 @@
  * one capture. A POST is judged before its body is read (web__post_check()); http.c gathers the
  * body (capped at WEB_POST_BODY_MAX) and web__route_post() hands it, with the job, to the
  * daemon's registry through web_captures (web.h), which parses and validates it; web keeps no
- * capture state.
+ * capture state, and renders the copies of captures the registry gives (render_capture()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,36 @@
 
 #include "answer.h"
 #include "routes.h"
+#include "../capture/capture.h"
+
+/* A capture as docs/API.md "Captures" shows it. */
+static void render_capture(struct sbuf *b, const struct capture_view *c)
+{
+    sbuf_printf(b, "{\"id\":%lld,\"job_id\":%lld,\"created_us\":", (long long)c->id,
+                (long long)c->job_id);
+    sbuf_json_us(b, c->created_ns);
+    if (c->start_step < 0)
+        sbuf_adds(b, ",\"start\":\"next\"");
+    else
+        sbuf_printf(b, ",\"start\":%lld", (long long)c->start_step);
+    sbuf_printf(b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
+    capture_what_json(b, c->what);
+    sbuf_printf(b, ",\"all_ranks\":%s,\"state\":\"%s\",\"ranks\":[",
+                c->all_ranks ? "true" : "false", capture_state_name(c->state));
+    for (size_t i = 0; i < c->n_parts; i++) {
+        const struct capture_view_part *p = &c->parts[i];
+        sbuf_printf(b, "%s{\"rank\":%lld,\"state\":\"%s\",\"reason\":", i ? "," : "",
+                    (long long)p->rank, capture_state_name(p->state));
+        if (p->reason[0])
+            sbuf_json_strz(b, p->reason);
+        else
+            sbuf_adds(b, "null");
+        sbuf_adds(b, ",\"updated_us\":");
+        sbuf_json_us(b, p->updated_ns);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
+}
 
 int web__post_check(const struct web_req *q, const char *url, struct web_route *ret_route,
                     struct web_answer *a)
@@ -55,13 +85,16 @@ int web__route_post(struct web *w, const struct web_route *r, const char *body, 
     if (!w->has_captures)
         return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                           "captures are not available");
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
     char err[WEB_ERR_MAX] = "";
-    int e = w->captures.create(w->captures.ud, r->job, body, len, &b, err);
-    if (e == 0)
+    struct capture_view *v = NULL;
+    int e = w->captures.create(w->captures.ud, r->job, body, len, &v, err);
+    if (e == 0) {
+        struct sbuf b;
+        sbuf_init(&b, w->max_response_bytes);
+        render_capture(&b, v);
+        capture_views_free(v, 1);
         return web__json(w, a, WEB_HTTP_CREATED, &b);
-    sbuf_done(&b);
+    }
     switch (e) {
     case -ENOENT: {
         char msg[RECORD_NAME_MAX + 16];
@@ -93,12 +126,27 @@ int web__route_captures(struct web *w, const struct web_route *r, struct web_ans
     if (r->id == WEB_ROUTE_CAPTURE &&
         web__parse_i64(r->kind, strlen(r->kind), 1, INT64_MAX, &id) < 0)
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "no such capture");
-    struct sbuf b;
-    sbuf_init(&b, w->max_response_bytes);
-    int e = w->captures.list(w->captures.ud, r->job, id, &b);
-    if (e == 0)
+    int64_t job_id = 0;
+    struct capture_view *v = NULL;
+    size_t n = 0;
+    int e = w->captures.list(w->captures.ud, r->job, id, &job_id, &v, &n);
+    if (e == 0) {
+        struct sbuf b;
+        sbuf_init(&b, w->max_response_bytes);
+        if (id >= 0) {
+            render_capture(&b, &v[0]);
+        } else {
+            sbuf_printf(&b, "{\"job_id\":%lld,\"captures\":[", (long long)job_id);
+            for (size_t i = 0; i < n; i++) {
+                if (i)
+                    sbuf_addc(&b, ',');
+                render_capture(&b, &v[i]);
+            }
+            sbuf_adds(&b, "]}");
+        }
+        capture_views_free(v, n);
         return web__json(w, a, WEB_HTTP_OK, &b);
-    sbuf_done(&b);
+    }
     if (e == -ENOENT)
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
                           id < 0 ? "no such job" : "no such capture in this job");

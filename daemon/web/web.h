@@ -18,22 +18,26 @@
 #define WEB_ERR_MAX 256
 
 struct analyse_helper_rules;
+struct capture_view;
 struct live;
 struct record;
 struct sbuf;
 struct store;
 struct web;
 
-/* On-demand captures (docs/API.md "Captures"): main.c wires the daemon's registry, so web parses
- * no JSON body itself and holds no capture state. Both run on HTTP threads. */
+/* On-demand captures (docs/API.md "Captures"): main.c wires the daemon's registry
+ * (daemon/capture), so web parses no JSON body itself and holds no capture state; it renders the
+ * copies the registry gives (struct capture_view, capture.h). Both run on HTTP threads. */
 struct web_captures {
-    /* A POST body for job: appends the new capture's JSON to out and returns 0; -ENOENT: no such
-     * job; -EINVAL: a bad body, err (WEB_ERR_MAX bytes) starts with the bad field's name;
-     * -EMSGSIZE: body too long; -ENOSPC: too many captures; -ENOMEM; -EIO. */
-    int (*create)(void *ud, const char *job, const char *body, size_t len, struct sbuf *out,
-                  char *err);
-    /* Appends the job's captures (id < 0) or capture id: 0, -ENOENT (job or capture), -EIO. */
-    int (*list)(void *ud, const char *job, int64_t id, struct sbuf *out);
+    /* A POST body for job: sets *ret (one view, freed with capture_views_free(*ret, 1)) and
+     * returns 0; -ENOENT: no such job; -EINVAL: a bad body, err (WEB_ERR_MAX bytes) starts with
+     * the bad field's name; -EMSGSIZE: body too long; -ENOSPC: too many captures; -ENOMEM; -EIO. */
+    int (*create)(void *ud, const char *job, const char *body, size_t len,
+                  struct capture_view **ret, char *err);
+    /* The job's id and its captures (id < 0) or capture id, into *ret_job_id, *ret and *ret_n
+     * (freed with capture_views_free()): 0, -ENOENT (job or capture), -ENOMEM, -EIO. */
+    int (*list)(void *ud, const char *job, int64_t id, int64_t *ret_job_id,
+                struct capture_view **ret, size_t *ret_n);
     void *ud;
 };
 
