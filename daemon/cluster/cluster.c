@@ -58,6 +58,17 @@ struct agg_mark {
     int64_t job_id, rank, from_step;
 };
 
+/* A batch: the rows past a cursor, each table's part encoded and gzipped once (a retry sends the
+ * same bytes). */
+struct batch {
+    bool have;
+    struct store_ship_cursor to;  /* where it ends: the cursor once ClickHouse took it all */
+    bool sent[PART_COUNT];
+    uint64_t rows[PART_COUNT];
+    struct rb_buf part[PART_COUNT]; /* RowBinary */
+    struct rb_buf gz[PART_COUNT];
+};
+
 struct cluster {
     char *url, *target, *user, *password, *node;
     size_t node_len;
@@ -74,12 +85,13 @@ struct cluster {
     /* Shipper thread only. */
     CURL *curl;
     struct store_ship *ship;
-    struct store_ship_cursor cur, to; /* shipped, and where the batch in hand ends */
-    bool have_batch;
-    bool sent[PART_COUNT];
-    struct rb_buf part[PART_COUNT];
-    uint64_t rows[PART_COUNT];
-    struct rb_buf gz;
+    CURLM *multi;                     /* runs the easy handle, so the wait can read ahead */
+    struct store_ship_cursor cur;     /* shipped */
+    struct batch bt[2];               /* bt[now]: in hand; bt[!now]: read ahead while ClickHouse
+                                         works on bt[now] (from bt[now].to) */
+    int now;
+    struct batch *fill;               /* where the sink callbacks write */
+    struct rb_buf gz;                 /* the aggregates' request body */
     struct rb_buf answer;
     uint64_t backoff_ms;
     int64_t idle_at_ns;          /* last time nothing was pending */
@@ -148,8 +160,11 @@ static void wipe_free(char *s)
 
 static void cluster_free(struct cluster *c)
 {
-    for (int i = 0; i < PART_COUNT; i++)
-        rb_free(&c->part[i]);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < PART_COUNT; i++) {
+            rb_free(&c->bt[k].part[i]);
+            rb_free(&c->bt[k].gz[i]);
+        }
     rb_free(&c->gz);
     rb_free(&c->answer);
     rb_free(&c->agg);
@@ -159,6 +174,8 @@ static void cluster_free(struct cluster *c)
     free(c->rank_steps);
     free(c->marks);
     free(c->next_marks);
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
     if (c->curl)
         curl_easy_cleanup(c->curl);
     store_ship_close(c->ship);
@@ -213,7 +230,7 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
  * body then holds the data) or the body as the query. Returns 0 when ClickHouse answered 200
  * (its answer in c->answer, NUL-terminated), else -1 with err saying why. */
 static int post(struct cluster *c, const char *query, const void *body, size_t n, bool gz,
-                char *err)
+                void (*idle)(struct cluster *c), char *err)
 {
     char url[8192];
     if (query) {
@@ -241,7 +258,30 @@ static int post(struct cluster *c, const char *query, const void *body, size_t n
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    CURLcode rc = curl_easy_perform(h);
+    /* The easy handle runs in the multi handle so that, once the body is sent and ClickHouse is
+     * working on it, idle() can do the shipper's own work meanwhile (read the next batch). */
+    CURLcode rc = CURLE_OUT_OF_MEMORY;
+    if (curl_multi_add_handle(c->multi, h) == CURLM_OK) {
+        int running = 1;
+        bool idled = !idle;
+        while (curl_multi_perform(c->multi, &running) == CURLM_OK && running) {
+            curl_off_t up = 0;
+            if (!idled && curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
+                up >= (curl_off_t)n) {
+                idled = true;
+                idle(c);
+                continue;
+            }
+            curl_multi_poll(c->multi, NULL, 0, 100, NULL);
+        }
+        int left;
+        CURLMsg *msg;
+        rc = CURLE_RECV_ERROR;
+        while ((msg = curl_multi_info_read(c->multi, &left)))
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
+                rc = msg->data.result;
+        curl_multi_remove_handle(c->multi, h);
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(hdr);
@@ -309,7 +349,7 @@ static int run_file(struct cluster *c, const char *sql, char *err)
             w--;
         stmt[w > len ? len : w] = '\0';
         bool blank = strspn(stmt, " \t\n") == strlen(stmt);
-        int r = blank ? 0 : post(c, NULL, stmt, strlen(stmt), false, err);
+        int r = blank ? 0 : post(c, NULL, stmt, strlen(stmt), false, NULL, err);
         free(stmt);
         if (r < 0)
             return -1;
@@ -325,7 +365,7 @@ static int migrate(struct cluster *c, char *err)
     if (run_file(c, cluster__migrations[0].sql, err) < 0)
         return -1;
     static const char q[] = "SELECT max(version) FROM stepscope.schema_migrations FORMAT TabSeparated";
-    if (post(c, NULL, q, sizeof q - 1, false, err) < 0)
+    if (post(c, NULL, q, sizeof q - 1, false, NULL, err) < 0)
         return -1;
     unsigned long applied = strtoul((const char *)c->answer.p, NULL, 10);
     unsigned known = cluster__migrations[cluster__n_migrations - 1].version;
@@ -347,7 +387,7 @@ static int migrate(struct cluster *c, char *err)
         int n = snprintf(ins, sizeof ins,
                          "INSERT INTO stepscope.schema_migrations (version, name, node) "
                          "VALUES (%u, '%s', '%s')", m->version, m->name, c->node);
-        if (post(c, NULL, ins, (size_t)n, false, err) < 0)
+        if (post(c, NULL, ins, (size_t)n, false, NULL, err) < 0)
             return -1;
         log_info("cluster: applied ClickHouse schema %s", m->name);
     }
@@ -368,7 +408,7 @@ static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, ui
                    const struct store_event *ev)
 {
     struct cluster *c = ud;
-    struct rb_buf *b = &c->part[PART_SPANS];
+    struct rb_buf *b = &c->fill->part[PART_SPANS];
     char ph = ev->ph;
     put_head(c, b, job, rank);
     rb_i64(b, ev->ts_ns);
@@ -380,14 +420,14 @@ static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, ui
     rb_json_str(b, ev->tid, ev->tid_len);
     rb_u64(b, (uint64_t)block_id);
     rb_u32(b, idx);
-    c->rows[PART_SPANS]++;
+    c->fill->rows[PART_SPANS]++;
     return b->err;
 }
 
 static int on_step(void *ud, const char *job, const struct store_ship_step *s)
 {
     struct cluster *c = ud;
-    struct rb_buf *b = &c->part[PART_STEPS];
+    struct rb_buf *b = &c->fill->part[PART_STEPS];
     put_head(c, b, job, s->rank);
     rb_i64(b, s->step);
     rb_i64(b, s->begin_ns);
@@ -395,14 +435,14 @@ static int on_step(void *ud, const char *job, const struct store_ship_step *s)
     rb_i64(b, s->samples);
     rb_str(b, s->phases ? s->phases : "", s->phases ? s->phases_len : 0);
     rb_u64(b, (uint64_t)s->id);
-    c->rows[PART_STEPS]++;
+    c->fill->rows[PART_STEPS]++;
     return b->err;
 }
 
 static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
 {
     struct cluster *c = ud;
-    struct rb_buf *b = &c->part[PART_QUEUES];
+    struct rb_buf *b = &c->fill->part[PART_QUEUES];
     put_head(c, b, job, q->rank);
     rb_i64(b, q->ts_ns);
     rb_i64(b, q->step);
@@ -410,7 +450,7 @@ static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
     rb_i64(b, q->size);
     rb_i64(b, q->capacity);
     rb_u64(b, (uint64_t)q->id);
-    c->rows[PART_QUEUES]++;
+    c->fill->rows[PART_QUEUES]++;
     return b->err;
 }
 
@@ -429,50 +469,68 @@ static void update_pending(struct cluster *c)
               pending == 0 ? 0 : (uint64_t)((now - c->idle_at_ns) / 1000000));
 }
 
-/* Reads the next batch. Returns 1 when one is in hand, 0 when nothing is pending, -1 on error. */
-static int read_batch(struct cluster *c, char *err)
+/* Reads the batch past from into b, encoded and gzipped. Returns 1 when one is in hand, 0 when
+ * nothing is pending, -1 on error (b left empty). */
+static int read_batch(struct cluster *c, struct batch *b, const struct store_ship_cursor *from,
+                      char *err)
 {
     for (int i = 0; i < PART_COUNT; i++) {
-        rb_reset(&c->part[i]);
-        c->rows[i] = 0;
-        c->sent[i] = false;
+        rb_reset(&b->part[i]);
+        b->rows[i] = 0;
+        b->sent[i] = false;
     }
+    b->have = false;
+    c->fill = b;
     struct store_ship_sink sink = {on_span, on_step, on_queue, c};
-    int64_t n = store_ship_read(c->ship, &c->cur, (int64_t)c->batch_rows, &sink, &c->to);
+    int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
     if (n < 0) {
         snprintf(err, CLUSTER_ERR_MAX, "reading the store: %s", strerror((int)-n));
         return -1;
     }
-    if (memcmp(&c->to, &c->cur, sizeof c->to) == 0)
+    if (memcmp(&b->to, from, sizeof b->to) == 0)
         return 0;
-    c->have_batch = true;
-    return 1;
-}
-
-/* Sends the parts not yet taken, then saves the cursor. Returns 0 or -1 with err. */
-static int send_batch(struct cluster *c, char *err)
-{
     for (int i = 0; i < PART_COUNT; i++) {
-        if (c->sent[i] || c->rows[i] == 0)
-            continue;
-        if (rb_gzip(c->part[i].p, c->part[i].len, &c->gz) < 0) {
+        if (b->rows[i] && (b->part[i].err || rb_gzip(b->part[i].p, b->part[i].len, &b->gz[i]) < 0)) {
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
             return -1;
         }
-        if (post(c, insert_sql[i], c->gz.p, c->gz.len, true, err) < 0)
-            return -1;
-        c->sent[i] = true;
-        STATS_ADD(c->stats, cluster_bytes, c->gz.len);
     }
-    int r = store_ship_save(c->ship, &c->to);
+    b->have = true;
+    return 1;
+}
+
+/* While ClickHouse inserts the batch in hand: read the one after it (once). */
+static void read_ahead(struct cluster *c)
+{
+    struct batch *cur = &c->bt[c->now], *next = &c->bt[!c->now];
+    char err[CLUSTER_ERR_MAX];
+    if (cur->have && !next->have)
+        (void)read_batch(c, next, &cur->to, err); /* a failure is met again, in turn */
+}
+
+/* Sends the parts of the batch in hand not yet taken, then saves the cursor and makes the batch
+ * read ahead (if any) the one in hand. Returns 0 or -1 with err. */
+static int send_batch(struct cluster *c, char *err)
+{
+    struct batch *b = &c->bt[c->now];
+    for (int i = 0; i < PART_COUNT; i++) {
+        if (b->sent[i] || b->rows[i] == 0)
+            continue;
+        if (post(c, insert_sql[i], b->gz[i].p, b->gz[i].len, true, read_ahead, err) < 0)
+            return -1;
+        b->sent[i] = true;
+        STATS_ADD(c->stats, cluster_bytes, b->gz[i].len);
+    }
+    int r = store_ship_save(c->ship, &b->to);
     if (r < 0) {
         snprintf(err, CLUSTER_ERR_MAX, "saving the cursor: %s", strerror(-r));
         return -1;
     }
-    c->cur = c->to;
-    c->have_batch = false;
-    STATS_ADD(c->stats, cluster_rows, c->rows[PART_SPANS] + c->rows[PART_STEPS] +
-                                          c->rows[PART_QUEUES]);
+    c->cur = b->to;
+    b->have = false;
+    c->now = !c->now;
+    STATS_ADD(c->stats, cluster_rows, b->rows[PART_SPANS] + b->rows[PART_STEPS] +
+                                          b->rows[PART_QUEUES]);
     STATS_ADD(c->stats, cluster_batches, 1);
     return 0;
 }
@@ -646,7 +704,7 @@ static int ship_aggregates(struct cluster *c, char *err)
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
             return -1;
         }
-        if (post(c, insert_sql[INSERT_STEP_RANKS], c->gz.p, c->gz.len, true, err) < 0)
+        if (post(c, insert_sql[INSERT_STEP_RANKS], c->gz.p, c->gz.len, true, NULL, err) < 0)
             return -1;
         STATS_ADD(c->stats, cluster_bytes, c->gz.len);
         STATS_ADD(c->stats, cluster_aggregate_rows, c->agg_rows);
@@ -698,9 +756,9 @@ static void *ship_main(void *arg)
             r = migrate(c, err);
             c->migrated = r == 0;
         }
-        if (r == 0 && !c->have_batch) {
+        if (r == 0 && !c->bt[c->now].have) {
             update_pending(c);
-            r = read_batch(c, err);
+            r = read_batch(c, &c->bt[c->now], &c->cur, err);
             if (r == 0) { /* nothing new: the aggregates' turn */
                 if (ship_aggregates(c, err) < 0) {
                     failed(c, err);
@@ -715,6 +773,7 @@ static void *ship_main(void *arg)
             r = r < 0 ? -1 : 0;
         }
         int64_t t0 = clock_mono_ns();
+        const struct batch *sent = &c->bt[c->now];
         if (r == 0)
             r = send_batch(c, err);
         if (r < 0) {
@@ -732,7 +791,7 @@ static void *ship_main(void *arg)
             continue;
         }
         if (c->max_rows_per_s) { /* the catch-up bound */
-            uint64_t rows = c->rows[PART_SPANS] + c->rows[PART_STEPS] + c->rows[PART_QUEUES];
+            uint64_t rows = sent->rows[PART_SPANS] + sent->rows[PART_STEPS] + sent->rows[PART_QUEUES];
             int64_t want_ns = (int64_t)(rows * 1000000000.0 / (double)c->max_rows_per_s);
             int64_t took = clock_mono_ns() - t0;
             if (want_ns > took && nap(c, (uint64_t)((want_ns - took) / 1000000)))
@@ -788,6 +847,7 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
     c->store = cfg->store;
     c->stats = cfg->stats;
     c->curl = curl_easy_init();
+    c->multi = curl_multi_init();
     c->live = cfg->live;
     if (c->live) {
         c->changed = malloc(LIVE_JOBS_MAX * sizeof *c->changed);
@@ -796,7 +856,7 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
         c->rank_steps = malloc(LIVE_RANKS_MAX * sizeof *c->rank_steps);
     }
     bool agg_ok = !c->live || (c->changed && c->fresh && c->rank_ids && c->rank_steps);
-    if (!agg_ok || !c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
+    if (!agg_ok || !c->multi || !c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
         cluster_free(c);
         curl_global_cleanup();
         snprintf(err, CLUSTER_ERR_MAX, "out of memory");
