@@ -507,6 +507,17 @@ def paddle_output(tmp_path_factory):
     return generate(tmp_path_factory, "paddle", PADDLE_SCRIPT)
 
 
+@pytest.fixture(scope="module")
+def paddle_long_output(tmp_path_factory):
+    """PADDLE_SCRIPT with 0.3 s asleep in each step: the window's offsets reach past 2**23 ns,
+    where Paddle's float rounding moves the start_time it prints (paddle_printed_offset_ns),
+    on any machine, loaded or not."""
+    script = PADDLE_SCRIPT.replace("import sys,", "import sys, time,").replace(
+        "    p.step()", "    time.sleep(0.3)\n    p.step()")
+    assert "time.sleep" in script
+    return generate(tmp_path_factory, "paddle", script)
+
+
 def test_mindspore_profiler_cpu_output(daemon, mindspore_output):
     """mindspore.Profiler (2.x) on the CPU writes <out>/<host>_<pid>_<time>_ascend_ms/ with
     FRAMEWORK/cpu_op_execute_timestamp_0.txt (every op execution) and the op tables MindSpore
@@ -645,47 +656,153 @@ def ns(text):
     return int(whole) * 1000 + int((frac + "000")[:3])
 
 
-def test_paddle_profiler_chrome_output(daemon, paddle_output):
+def paddle_pb_host_starts(path):
+    """The exact start ns of the host events of a *.paddle_trace.pb, by (name, start in whole
+    µs), decoded here from the wire format (nodetree.proto: NodeTreesProto 3 thread_trees,
+    ThreadNodeTreeProto 2 host_nodes, HostTraceEventNode 3 host_trace_event,
+    HostTraceEventProto 1 name, 3 start_ns), independently of the importer."""
+    def fields(b):
+        i = 0
+        while i < len(b):
+            key, i = varint(b, i)
+            if key & 7 == 0:
+                v, i = varint(b, i)
+            elif key & 7 == 2:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            else:
+                v, i = None, i + {1: 8, 5: 4}[key & 7]
+            yield key >> 3, v
+
+    def varint(b, i):
+        v = shift = 0
+        while True:
+            v, i, shift = v | (b[i] & 127) << shift, i + 1, shift + 7
+            if b[i - 1] < 128:
+                return v, i
+    starts = {}
+    for f, tree in fields(path.read_bytes()):
+        for g, node in fields(tree) if f == 3 else ():
+            for h, ev in fields(node) if g == 2 else ():
+                if h == 3:
+                    d = dict(fields(ev))
+                    starts.setdefault((d[1].decode(), d[3] // 1000), []).append(d[3])
+    return starts
+
+
+def paddle_name(name):
+    """An event's name without the "[1.658 ms]" Paddle's chrome trace appends."""
+    return re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", name)
+
+
+def paddle_printed_offset_ns(off):
+    """The start_time Paddle's chrome-trace logger prints for an event off ns into the window:
+    "%.3f us" of nsToUsFloat(start, window start) = (float)(start - window start) / 1000,
+    computed in float (Paddle's profiler utils.h), as ns."""
+    return paddle_offset_ns("%.3f us" % f32(f32(off) / 1000))
+
+
+def paddle_slack_ns(off):
+    """How far Paddle's printed offset of off ns can be from the exact one: (float)off is off by
+    at most off / 2**24 ns (24 bits of mantissa), the float quotient by 1000 by as much again,
+    "%.3f" by half a ns; the error is whole ns, so at most floor(off / 2**23 + 1/2). Below 2**23
+    ns that is 0: the printed offset is exact."""
+    return (abs(off) + 2 ** 22) // 2 ** 23
+
+
+@pytest.mark.parametrize("window", ["short", "long"])
+def test_paddle_profiler_chrome_output(daemon, window, request):
     """paddle.profiler's export_chrome_tracing (3.x) ends traceEvents with an empty "{}": it is
     skipped. Every real event arrives as it was written but for two members, as the live
-    collector sends them: "ts" rebuilt to the ns (the window's start, the largest ts -
-    args.start_time, plus the event's start_time) and "name" without its "[1.658 ms]"."""
-    path = next(paddle_output.glob("*.json"))
+    collector sends them: "name" without its "[1.658 ms]" and "ts", which Paddle truncates to
+    the µs, rebuilt to the ns from args.start_time, Paddle's float-rounded offset from the
+    window's start. The oracle is the same window's *.paddle_trace.pb (exact ns): each rebuilt
+    ts is within what the JSON allows of its twin there: its offset's rounding
+    (paddle_slack_ns) plus the width of the window starts that fit every event's ts and offset.
+    The long window (0.3 s asleep per step) has offsets past 2**23 ns on every run, so the
+    rounded case is always checked, not only when the machine happens to be slow."""
+    out = request.getfixturevalue("paddle_output" if window == "short" else "paddle_long_output")
+    path = next(out.glob("*.json"))
+    exact = paddle_pb_host_starts(next(out.glob("*.paddle_trace.pb")))
     events = json.loads(path.read_text())["traceEvents"]
     real = [e for e in events if e != {}]
     assert len(real) < len(events)
     timed = [e for e in real if "start_time" in e.get("args", {})]
-    starts = [e["ts"] * 1000 - paddle_offset_ns(e["args"]["start_time"]) for e in timed]
-    assert len(timed) > 100 and max(starts) - min(starts) < 1000
-    want = []
-    for e in real:
-        e = dict(e)
-        if "start_time" in e.get("args", {}):
-            ns = max(starts) + paddle_offset_ns(e["args"]["start_time"])
-            e["ts"] = ns // 1000 if ns % 1000 == 0 else float(f"{ns // 1000}.{ns % 1000:03d}")
-        e["name"] = re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", e["name"])
-        want.append(e)
-    assert sum(w.get("ts") != e.get("ts") for w, e in zip(want, real)) > len(timed) / 2
-    assert sum(w["name"] != e["name"] for w, e in zip(want, real)) >= len(timed)
-    p = run_import(daemon, "--job", "pd", path)
+    assert len(timed) > 100
+
+    def twins(e):  # the .pb's host events of e's name that started in e's µs
+        return exact.get((paddle_name(e["name"]), e["ts"]), [])
+    # The window's true start, from the events whose printed offsets are exact (under 2**23
+    # ns): the one start their twins agree on.
+    starts = {t - paddle_offset_ns(e["args"]["start_time"]) for e in timed
+              if paddle_offset_ns(e["args"]["start_time"]) < 2 ** 23
+              for t in twins(e)}
+    common = [s for s in starts if all(
+        any(paddle_printed_offset_ns(t - s) == paddle_offset_ns(e["args"]["start_time"])
+            for t in twins(e)) for e in timed)]
+    # Paddle's formula gives every JSON offset from its twin's exact one, for one start only
+    assert len(common) == 1, (len(starts), common)
+    start = common[0]
+
+    def twin(e):
+        off = paddle_offset_ns(e["args"]["start_time"])
+        t = [t for t in twins(e) if paddle_printed_offset_ns(t - start) == off]
+        assert t and max(abs(off - (x - start)) for x in t) <= paddle_slack_ns(off), (e, t)
+        return t
+    offs = [paddle_offset_ns(e["args"]["start_time"]) for e in timed]
+    moved = sum(paddle_offset_ns(e["args"]["start_time"]) != twin(e)[0] - start for e in timed)
+    if window == "long":
+        assert max(offs) > 2 ** 24 and moved > 0, (max(offs), moved)
+    # The starts every event allows: ts - offset is the start less 0 to 999 ns (truncation),
+    # give or take the offset's rounding.
+    lo = max(e["ts"] * 1000 - o - paddle_slack_ns(o) for e, o in zip(timed, offs))
+    hi = min(e["ts"] * 1000 - o + paddle_slack_ns(o) for e, o in zip(timed, offs)) + 999
+    assert lo <= start <= hi, (lo, start, hi)
+    p = run_import(daemon, "--job", f"pd-{window}", path)
     assert_ok(p)
     assert f"{len(real)} events" in p.stdout and "paddle (paddle)" in p.stdout, p.stdout
-    got = timeline(daemon, "pd")
+    # every event but ts as written, the name without its suffix
+    got = timeline(daemon, f"pd-{window}")
+    strip = lambda e: dict(e, name=paddle_name(e["name"]), ts=0)  # noqa: E731
+    assert sum(strip(e)["name"] != e["name"] for e in real) >= len(timed)
+    assert sorted(json.dumps(strip(e), sort_keys=True) for e in got if e["name"] != "ExtraInfo") == \
+        sorted(json.dumps(strip(e), sort_keys=True) for e in real)
     # ... and after them the file's ExtraInfo CPU figures, one record over the window's host
-    # events (docs/PROTOCOL.md 9)
+    # events as rebuilt (docs/PROTOCOL.md 9)
     extra = [e for e in got if e["name"] == "ExtraInfo"]
     doc_extra = json.loads(path.read_text())["ExtraInfo"]
     keys = ("Process Cpu Utilization", "System Cpu Utilization")
     assert [e["args"] for e in extra] == [{k: doc_extra[k] for k in keys}], extra
-    xs = [e for e in want if e.get("ph") == "X"]
-    assert extra[0]["ts"] == min(e["ts"] for e in xs)
-    assert abs(extra[0]["ts"] + extra[0]["dur"] - max(e["ts"] + e["dur"] for e in xs)) < 0.002
-    assert sorted(json.dumps(e) for e in got if e["name"] != "ExtraInfo") == sorted(map(json.dumps, want))
+    # ts, read as text (a double does not hold 16 digits and 3 decimals), against the twins
+    st, _, body = daemon.request(f"/api/v1/jobs/pd-{window}/timeline?limit=100000")
+    text = json.loads(body, parse_float=str, parse_int=str)["traceEvents"]
+    assert st == 200
+    xs = [e for e in text if e.get("ph") == "X"]
+    extra = [e for e in text if e["name"] == "ExtraInfo"]
+    assert ns(extra[0]["ts"]) == min(ns(e["ts"]) for e in xs)
+    assert abs(ns(extra[0]["ts"]) + ns(extra[0]["dur"]) -
+               max(ns(e["ts"]) + ns(e["dur"]) for e in xs)) <= 2
+    worst, rebuilt = 0, 0
+    for g in text:
+        if "start_time" not in g.get("args", {}):
+            continue
+        g_ns = ns(g["ts"])
+        e = [e for e in timed if e["args"] == g["args"] and e["tid"] == g["tid"] and
+             strip(e)["name"] == g["name"]]
+        assert e, g
+        o = paddle_offset_ns(e[0]["args"]["start_time"])
+        err = min(abs(g_ns - t) for x in e for t in twin(x))
+        # the start chosen in [lo, hi] is at most hi - lo from the true one
+        assert err <= hi - lo + paddle_slack_ns(o), (g, err, hi - lo, paddle_slack_ns(o))
+        worst, rebuilt = max(worst, err), rebuilt + (g_ns % 1000 != 0)
+    assert rebuilt > len(timed) / 2, rebuilt
+    print(f"{window}: {len(timed)} events, offsets to {max(offs)} ns, {moved} rounded, "
+          f"starts allowed {hi - lo} ns wide, worst rebuilt ts {worst} ns from the .pb")
     # Validated in two halves: the times rebuilt from both halves' offsets, the same events.
-    p = run_import(daemon, "--job", "pd-halves", path, env=SPLIT)
+    p = run_import(daemon, "--job", f"pd-{window}-halves", path, env=SPLIT)
     assert_ok(p)
     assert "validated in two parts" in p.stderr and "paddle (paddle)" in p.stdout, p.stderr
-    assert timeline(daemon, "pd-halves") == metadata_last(got)
+    assert timeline(daemon, f"pd-{window}-halves") == metadata_last(got)
 
 
 def f32(x):
@@ -728,9 +845,7 @@ def test_paddle_profiler_protobuf_output(daemon, paddle_output, tmp):
     assert [e["name"] for e in got if e["ph"] != "X"] == ["ExtraInfo"]
     got = [e for e in got if e["ph"] == "X"]
     assert len(got) == len(twin) > 100
-    def strip(name):
-        return re.sub(r"\[-?[0-9.]+ ?(?:ns|us|ms|s)\]$", "", name)
-    key = lambda e: (strip(e["name"]), e["cat"], e["pid"], e["tid"], e["dur"])  # noqa: E731
+    key = lambda e: (paddle_name(e["name"]), e["cat"], e["pid"], e["tid"], e["dur"])  # noqa: E731
     assert sorted(key(dict(e, dur=paddle_json_dur(e["dur"]))) for e in got) == sorted(map(key, twin))
     # ts: the JSON's whole µs is the ns time truncated (compared as text: a double does not
     # hold 16 digits and 3 decimals)
