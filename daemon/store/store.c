@@ -648,17 +648,56 @@ static size_t bounded_len(const char *s)
     return s ? strnlen(s, RECORD_NAME_MAX + 1) : 0;
 }
 
+/* Whether the hello's job name is non-empty and it and the stream key, host, framework, framework
+ * version, run and clock names are at most RECORD_NAME_MAX bytes, and its rank is not negative. */
+static bool hello_ok(const struct record_hello *hello, const char *key)
+{
+    size_t job_len = bounded_len(hello->job);
+    return !(job_len == 0 || job_len > RECORD_NAME_MAX || hello->rank < 0 ||
+             bounded_len(key) > RECORD_NAME_MAX || bounded_len(hello->host) > RECORD_NAME_MAX ||
+             bounded_len(hello->framework) > RECORD_NAME_MAX ||
+             bounded_len(hello->framework_version) > RECORD_NAME_MAX ||
+             bounded_len(hello->run) > RECORD_NAME_MAX ||
+             bounded_len(hello->clock) > RECORD_NAME_MAX);
+}
+
+/* Queues the sessions row of the session sess, just opened with hello, in batch b (the writer
+ * inserts it with write_sessions()), its texts copied into b's arena. store_session_open() reserved
+ * the row and the arena bytes (hello_len of the raw hello and the bounded names), so this cannot
+ * fail. */
+static void put_new_session(struct store_batch *b, const struct store_session *sess,
+                            const struct record_hello *hello, size_t hello_len, int64_t now)
+{
+    struct store_new_session *ns = &b->sessions[b->n_sessions++];
+    ns->id = sess->id;
+    ns->job_id = sess->job_id;
+    ns->rank = hello->rank;
+    ns->stream_id = sess->stream->id;
+    ns->world_size = hello->world_size > 0 ? hello->world_size : 1;
+    ns->pid = hello->pid;
+    ns->started_ns = now;
+    ns->hello_len = hello_len;
+    ns->hello_off = arena_put(b, hello->raw, hello_len);
+#define PUT_STR(field, s)                                     \
+    do {                                                      \
+        ns->field##_len = bounded_len(s);                     \
+        ns->field##_off = arena_put(b, s, ns->field##_len);   \
+    } while (0)
+    PUT_STR(host, hello->host);
+    PUT_STR(fw, hello->framework);
+    PUT_STR(fwv, hello->framework_version);
+    PUT_STR(run, hello->run);
+    PUT_STR(clock, hello->clock);
+#undef PUT_STR
+}
+
 int store_session_open(struct store *st, const struct record_hello *hello,
                        struct record_welcome *ret_welcome, char *err)
 {
     err[0] = '\0';
     const char *key = hello->stream ? hello->stream : "";
     size_t job_len = bounded_len(hello->job);
-    if (job_len == 0 || job_len > RECORD_NAME_MAX || hello->rank < 0 ||
-        bounded_len(key) > RECORD_NAME_MAX || bounded_len(hello->host) > RECORD_NAME_MAX ||
-        bounded_len(hello->framework) > RECORD_NAME_MAX ||
-        bounded_len(hello->framework_version) > RECORD_NAME_MAX ||
-        bounded_len(hello->run) > RECORD_NAME_MAX || bounded_len(hello->clock) > RECORD_NAME_MAX) {
+    if (!hello_ok(hello, key)) {
         store__errf(err, "hello has an empty or over-long name, or a negative rank");
         return -EINVAL;
     }
@@ -742,27 +781,7 @@ int store_session_open(struct store *st, const struct record_hello *hello,
     htab_insert(&st->sessions, &sess->node, session_hash(sess->id));
     pthread_mutex_unlock(&st->live_mu);
 
-    struct store_new_session *ns = &b->sessions[b->n_sessions++];
-    ns->id = sess->id;
-    ns->job_id = job->id;
-    ns->rank = hello->rank;
-    ns->stream_id = stream->id;
-    ns->world_size = hello->world_size > 0 ? hello->world_size : 1;
-    ns->pid = hello->pid;
-    ns->started_ns = now;
-    ns->hello_len = hello_len;
-    ns->hello_off = arena_put(b, hello->raw, hello_len);
-#define PUT_STR(field, s)                                     \
-    do {                                                      \
-        ns->field##_len = bounded_len(s);                     \
-        ns->field##_off = arena_put(b, s, ns->field##_len);   \
-    } while (0)
-    PUT_STR(host, hello->host);
-    PUT_STR(fw, hello->framework);
-    PUT_STR(fwv, hello->framework_version);
-    PUT_STR(run, hello->run);
-    PUT_STR(clock, hello->clock);
-#undef PUT_STR
+    put_new_session(b, sess, hello, hello_len, now);
     account(st, b, b->arena_len - arena_before);
 
     ret_welcome->job_id = job->id;
@@ -981,6 +1000,129 @@ static bool untimed_event(const struct record *rec)
     return rec->ts_ns == INT64_MIN || rec->ph == 'M';
 }
 
+/* The sizes store_append() reserves before it takes anything: the bytes of timeline lines (each
+ * with its newline) for the slot's timed and untimed blocks, the arena bytes of the rows' texts,
+ * and the count of records of each kind. */
+struct append_sizes {
+    size_t timed, untimed, arena;
+    size_t n_kind[RECORD_KIND_COUNT];
+};
+
+/* Pass 1 of store_append(): fills *z for recs[0..n). Reads only; cannot fail. */
+static void measure_records(const struct record *recs, size_t n, struct append_sizes *z)
+{
+    *z = (struct append_sizes){0};
+    for (size_t i = 0; i < n; i++) {
+        const struct record *rec = &recs[i];
+        z->n_kind[rec->kind]++;
+        switch (rec->kind) {
+        case RECORD_TRACE:
+            if (untimed_event(rec))
+                z->untimed += rec->raw_len + 1;
+            else
+                z->timed += rec->raw_len + 1;
+            break;
+        case RECORD_STEP:
+            z->arena += rec->phases.len;
+            break;
+        case RECORD_QUEUE:
+            z->arena += rec->name.len;
+            break;
+        case RECORD_PIPELINE:
+            z->arena += rec->raw_len;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Pass 2 of store_append() for a RECORD_TRACE: appends its line and a newline to the slot's
+ * untimed block bu or timed block bt (whichever untimed_event() picks; pass 1 reserved the room),
+ * widens bt's time range to cover it, and counts it in the slot. Cannot fail. */
+static void put_trace(struct store_block *bt, struct store_block *bu, struct store_slot *slot,
+                      const struct record *rec)
+{
+    struct store_block *k = untimed_event(rec) ? bu : bt;
+    memcpy(k->raw + k->len, rec->raw, rec->raw_len);
+    k->len += rec->raw_len;
+    k->raw[k->len++] = '\n';
+    k->n_events++;
+    if (k == bt) {
+        int64_t end = add_sat(rec->ts_ns, rec->dur_ns);
+        if (rec->ts_ns < k->t_min_ns)
+            k->t_min_ns = rec->ts_ns;
+        if (end > k->t_max_ns)
+            k->t_max_ns = end;
+        if (rec->ts_ns > k->t_max_ns)
+            k->t_max_ns = rec->ts_ns;
+    }
+    slot->events++;
+    if (rec->ph == 'X' || rec->ph == 'B')
+        slot->spans++;
+}
+
+/* Pass 2 of store_append() for any other record: a step, queue, host or pipeline record becomes
+ * a row of the batch (its text copied into the arena), counted in the slot; other kinds are
+ * ignored. Pass 1 reserved the rows and arena bytes, so this cannot fail. */
+static void put_row(struct store_batch *b, const struct store_session *s, struct store_slot *slot,
+                    const struct record *rec)
+{
+    switch (rec->kind) {
+    case RECORD_STEP: {
+        struct store_step_row *w = &b->steps[b->n_steps++];
+        w->job_id = s->job_id;
+        w->rank = s->rank;
+        w->step = rec->step;
+        w->begin_ns = rec->ts_ns;
+        w->end_ns = add_sat(rec->ts_ns, rec->dur_ns);
+        w->samples = rec->samples;
+        w->seq = rec->seq;
+        w->phases_len = rec->phases.len;
+        w->phases_off = arena_put(b, rec->phases.ptr, rec->phases.len);
+        slot->steps++;
+        break;
+    }
+    case RECORD_QUEUE: {
+        struct store_queue_row *w = &b->queues[b->n_queues++];
+        w->job_id = s->job_id;
+        w->rank = s->rank;
+        w->ts_ns = rec->ts_ns;
+        w->step = rec->step;
+        w->size = rec->size;
+        w->capacity = rec->capacity;
+        w->name_len = rec->name.len;
+        w->name_off = arena_put(b, rec->name.ptr, rec->name.len);
+        slot->queues++;
+        break;
+    }
+    case RECORD_HOST: {
+        struct store_host_row *w = &b->hosts[b->n_hosts++];
+        w->job_id = s->job_id;
+        w->rank = s->rank;
+        w->ts_ns = rec->ts_ns;
+        w->cpu_percent = rec->cpu_percent;
+        w->sys_cpu_percent = rec->sys_cpu_percent;
+        w->rss_bytes = rec->rss_bytes;
+        slot->hosts++;
+        break;
+    }
+    case RECORD_PIPELINE: {
+        struct store_pipe_row *w = &b->pipes[b->n_pipes++];
+        w->job_id = s->job_id;
+        w->rank = s->rank;
+        w->ts_ns = rec->ts_ns;
+        w->seq = rec->seq;
+        w->json_len = rec->raw_len;
+        w->json_off = arena_put(b, rec->raw, rec->raw_len);
+        slot->pipelines++;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
 int store_append(struct store *st, int64_t session_id, const struct record *recs, size_t n,
                  uint64_t next_seq)
 {
@@ -992,31 +1134,9 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
         return -ENOMEM;
 
     /* Pass 1: sizes, so that every allocation happens before anything is taken. */
-    size_t timed = 0, untimed = 0, arena = 0;
-    size_t n_kind[RECORD_KIND_COUNT] = {0};
-    for (size_t i = 0; i < n; i++) {
-        const struct record *rec = &recs[i];
-        n_kind[rec->kind]++;
-        switch (rec->kind) {
-        case RECORD_TRACE:
-            if (untimed_event(rec))
-                untimed += rec->raw_len + 1;
-            else
-                timed += rec->raw_len + 1;
-            break;
-        case RECORD_STEP:
-            arena += rec->phases.len;
-            break;
-        case RECORD_QUEUE:
-            arena += rec->name.len;
-            break;
-        case RECORD_PIPELINE:
-            arena += rec->raw_len;
-            break;
-        default:
-            break;
-        }
-    }
+    struct append_sizes z;
+    measure_records(recs, n, &z);
+    size_t timed = z.timed, untimed = z.untimed, arena = z.arena;
     bool fresh = s->batch_gen != b->gen;
     struct store_slot new_slot = {.job_id = s->job_id, .rank = s->rank, .timed = SIZE_MAX,
                                   .untimed = SIZE_MAX};
@@ -1024,10 +1144,10 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
     char *raw_t = NULL, *raw_u = NULL;
     size_t cap_t = 0, cap_u = 0;
     if ((fresh && (STORE_RESERVE(b, slots, 1) < 0 || STORE_RESERVE(b, seqs, 1) < 0)) ||
-        STORE_RESERVE(b, blocks, 2) < 0 || STORE_RESERVE(b, steps, n_kind[RECORD_STEP]) < 0 ||
-        STORE_RESERVE(b, queues, n_kind[RECORD_QUEUE]) < 0 ||
-        STORE_RESERVE(b, hosts, n_kind[RECORD_HOST]) < 0 ||
-        STORE_RESERVE(b, pipes, n_kind[RECORD_PIPELINE]) < 0 || arena_reserve(b, arena) < 0 ||
+        STORE_RESERVE(b, blocks, 2) < 0 || STORE_RESERVE(b, steps, z.n_kind[RECORD_STEP]) < 0 ||
+        STORE_RESERVE(b, queues, z.n_kind[RECORD_QUEUE]) < 0 ||
+        STORE_RESERVE(b, hosts, z.n_kind[RECORD_HOST]) < 0 ||
+        STORE_RESERVE(b, pipes, z.n_kind[RECORD_PIPELINE]) < 0 || arena_reserve(b, arena) < 0 ||
         prepare_block(st, b, slot->timed, timed, &raw_t, &cap_t) < 0 ||
         prepare_block(st, b, slot->untimed, untimed, &raw_u, &cap_u) < 0) {
         free(raw_t);
@@ -1052,80 +1172,10 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
     struct store_block *bt = slot->timed != SIZE_MAX ? &b->blocks[slot->timed] : NULL;
     struct store_block *bu = slot->untimed != SIZE_MAX ? &b->blocks[slot->untimed] : NULL;
     for (size_t i = 0; i < n; i++) {
-        const struct record *rec = &recs[i];
-        switch (rec->kind) {
-        case RECORD_TRACE: {
-            struct store_block *k = untimed_event(rec) ? bu : bt;
-            memcpy(k->raw + k->len, rec->raw, rec->raw_len);
-            k->len += rec->raw_len;
-            k->raw[k->len++] = '\n';
-            k->n_events++;
-            if (k == bt) {
-                int64_t end = add_sat(rec->ts_ns, rec->dur_ns);
-                if (rec->ts_ns < k->t_min_ns)
-                    k->t_min_ns = rec->ts_ns;
-                if (end > k->t_max_ns)
-                    k->t_max_ns = end;
-                if (rec->ts_ns > k->t_max_ns)
-                    k->t_max_ns = rec->ts_ns;
-            }
-            slot->events++;
-            if (rec->ph == 'X' || rec->ph == 'B')
-                slot->spans++;
-            break;
-        }
-        case RECORD_STEP: {
-            struct store_step_row *w = &b->steps[b->n_steps++];
-            w->job_id = s->job_id;
-            w->rank = s->rank;
-            w->step = rec->step;
-            w->begin_ns = rec->ts_ns;
-            w->end_ns = add_sat(rec->ts_ns, rec->dur_ns);
-            w->samples = rec->samples;
-            w->seq = rec->seq;
-            w->phases_len = rec->phases.len;
-            w->phases_off = arena_put(b, rec->phases.ptr, rec->phases.len);
-            slot->steps++;
-            break;
-        }
-        case RECORD_QUEUE: {
-            struct store_queue_row *w = &b->queues[b->n_queues++];
-            w->job_id = s->job_id;
-            w->rank = s->rank;
-            w->ts_ns = rec->ts_ns;
-            w->step = rec->step;
-            w->size = rec->size;
-            w->capacity = rec->capacity;
-            w->name_len = rec->name.len;
-            w->name_off = arena_put(b, rec->name.ptr, rec->name.len);
-            slot->queues++;
-            break;
-        }
-        case RECORD_HOST: {
-            struct store_host_row *w = &b->hosts[b->n_hosts++];
-            w->job_id = s->job_id;
-            w->rank = s->rank;
-            w->ts_ns = rec->ts_ns;
-            w->cpu_percent = rec->cpu_percent;
-            w->sys_cpu_percent = rec->sys_cpu_percent;
-            w->rss_bytes = rec->rss_bytes;
-            slot->hosts++;
-            break;
-        }
-        case RECORD_PIPELINE: {
-            struct store_pipe_row *w = &b->pipes[b->n_pipes++];
-            w->job_id = s->job_id;
-            w->rank = s->rank;
-            w->ts_ns = rec->ts_ns;
-            w->seq = rec->seq;
-            w->json_len = rec->raw_len;
-            w->json_off = arena_put(b, rec->raw, rec->raw_len);
-            slot->pipelines++;
-            break;
-        }
-        default:
-            break;
-        }
+        if (recs[i].kind == RECORD_TRACE)
+            put_trace(bt, bu, slot, &recs[i]);
+        else
+            put_row(b, s, slot, &recs[i]);
     }
     struct store_seq *q = &b->seqs[s->seq_idx];
     if (next_seq > q->to)
@@ -1133,10 +1183,10 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
     if (next_seq > s->stream->accepted_seq)
         s->stream->accepted_seq = next_seq;
 
-    uint64_t rows = n_kind[RECORD_STEP] * sizeof(struct store_step_row) +
-                    n_kind[RECORD_QUEUE] * sizeof(struct store_queue_row) +
-                    n_kind[RECORD_HOST] * sizeof(struct store_host_row) +
-                    n_kind[RECORD_PIPELINE] * sizeof(struct store_pipe_row);
+    uint64_t rows = z.n_kind[RECORD_STEP] * sizeof(struct store_step_row) +
+                    z.n_kind[RECORD_QUEUE] * sizeof(struct store_queue_row) +
+                    z.n_kind[RECORD_HOST] * sizeof(struct store_host_row) +
+                    z.n_kind[RECORD_PIPELINE] * sizeof(struct store_pipe_row);
     account(st, b, timed + untimed + arena + rows);
     b->raw_bytes += timed + untimed;
     /* A full block is sealed: the slot's next lines start a new one. */

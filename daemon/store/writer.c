@@ -4,9 +4,10 @@
  * sealed batches from the queue oldest first and writes every batch queued at that moment in one
  * transaction, compressing each timeline block just before its insert (outside st->mu, so the
  * loop never waits for it): new jobs, streams and sessions, blocks, step/queue/host/pipeline rows,
- * session ends, each stream's next seq, the job and rank counters, then retention. Grouping the
- * queued batches amortises the commit (and its fsync with durability=full) when the writer falls
- * behind, which is exactly when it matters.
+ * the rank and job counters, session ends, captures, live step counts, each stream's next seq,
+ * deleted jobs, then retention (the steps of commit_group(), below). Grouping the queued batches
+ * amortises the commit (and its fsync with durability=full) when the writer falls behind, which is
+ * exactly when it matters.
  *
  * Only after COMMIT does it publish the streams' durable seqs (store_collect_durable()) and wake
  * the loop. A failed transaction (disk full, I/O error) is rolled back and retried with backoff,
@@ -218,7 +219,23 @@ static int write_sessions(struct store *st, const struct store_batch *b)
     return rc;
 }
 
-static int write_data(struct store *st, const struct store_batch *b, int64_t now)
+/*
+ * The steps of write_data(), in the order it runs them. Each runs inside the one transaction that
+ * commit_group() opened with BEGIN IMMEDIATE, writes only the rows its comment names, and stops at
+ * the first statement that fails, returning SQLite's code: SQLITE_FULL on a full disk,
+ * SQLITE_IOERR_* on an I/O error, SQLITE_NOMEM. SQLITE_BUSY belongs to BEGIN IMMEDIATE (another
+ * connection, such as ship's cursor save, holding the write lock past STORE_BUSY_TIMEOUT_MS); once
+ * BEGIN succeeded the write lock is this connection's, so a step does not expect it, and would
+ * return it like any other failure. The statement that failed is reset and nothing is undone
+ * here: commit_group() rolls the whole transaction back and the writer retries the group with
+ * backoff, so a step never leaves part of a batch durable. They return SQLITE_OK when every row
+ * went in.
+ */
+
+/* Compresses each timeline block (zstd, or kept as it is when that does not make it smaller) and
+ * inserts it into blocks, adding its stored and raw bytes to its job's row in jobs. Returns
+ * SQLITE_NOMEM, before any insert of that block, if st->zbuf cannot grow to the bound. */
+static int write_blocks(struct store *st, const struct store_batch *b)
 {
     int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_blocks; i++) {
@@ -254,6 +271,13 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
             rc = step_done(s);
         }
     }
+    return rc;
+}
+
+/* Inserts the batch's step rows into steps (phases NULL when the step had none). */
+static int write_steps(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_steps; i++) {
         const struct store_step_row *w = &b->steps[i];
         sqlite3_stmt *s = st->stmt[STMT_INS_STEP];
@@ -270,6 +294,14 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         sqlite3_bind_int64(s, 8, (int64_t)w->seq);
         rc = step_done(s);
     }
+    return rc;
+}
+
+/* Inserts the batch's queue, host and pipeline samples into queue_samples, host_samples and
+ * pipelines, in that order. */
+static int write_samples(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_queues; i++) {
         const struct store_queue_row *w = &b->queues[i];
         sqlite3_stmt *s = st->stmt[STMT_INS_QUEUE];
@@ -303,6 +335,14 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         bind_text(s, 5, b->arena, w->json_off, w->json_len);
         rc = step_done(s);
     }
+    return rc;
+}
+
+/* Adds each slot's counts to its rank's row in ranks and its job's row in jobs (last_seen_ns at
+ * least now), and recounts jobs.steps_n from ranks when the slot brought steps. */
+static int write_counters(struct store *st, const struct store_batch *b, int64_t now)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_slots; i++) {
         const struct store_slot *t = &b->slots[i];
         sqlite3_stmt *s = st->stmt[STMT_UPD_RANK];
@@ -329,6 +369,14 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
             rc = step_done(s);
         }
     }
+    return rc;
+}
+
+/* Sets each ended session's ended_ns and clean flag in sessions, and its job's last_seen_ns to at
+ * least the end. */
+static int write_ends(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_ends; i++) {
         const struct store_session_end *e = &b->ends[i];
         sqlite3_stmt *s = st->stmt[STMT_END_SESSION];
@@ -343,6 +391,14 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
             rc = step_done(s);
         }
     }
+    return rc;
+}
+
+/* Inserts or replaces the batch's captures in captures, then their per-rank states in
+ * capture_ranks. */
+static int write_captures(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_caps; i++) {
         const struct store_capture_row *w = &b->caps[i];
         sqlite3_stmt *s = st->stmt[STMT_PUT_CAPTURE];
@@ -365,6 +421,13 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         sqlite3_bind_int64(s, 5, w->updated_ns);
         rc = step_done(s);
     }
+    return rc;
+}
+
+/* Sets ranks.live_steps for each rank the batch names (a row already equal is left alone). */
+static int write_live_steps(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_live_steps; i++) {
         const struct store_live_steps *w = &b->live_steps[i];
         sqlite3_stmt *s = st->stmt[STMT_UPD_RANK_LIVE_STEPS];
@@ -373,6 +436,15 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         sqlite3_bind_int64(s, 3, w->steps);
         rc = step_done(s);
     }
+    return rc;
+}
+
+/* Sets each stream's next_seq in streams to the seq after the batch's last line: written last, in
+ * the same transaction as the rows, so a restart never resumes past a line that was not stored.
+ * These are the seqs publish() announces once COMMIT succeeds. */
+static int write_seqs(struct store *st, const struct store_batch *b)
+{
+    int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_seqs; i++) {
         const struct store_seq *q = &b->seqs[i];
         sqlite3_stmt *s = st->stmt[STMT_UPD_STREAM];
@@ -380,6 +452,29 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
         sqlite3_bind_int64(s, 2, (int64_t)q->to);
         rc = step_done(s);
     }
+    return rc;
+}
+
+/* Writes one batch's data after its sessions (write_sessions()): the steps above, in this order,
+ * each only if the one before returned SQLITE_OK. Returns the first failure's code, or SQLITE_OK;
+ * same transaction and same contract as the steps. */
+static int write_data(struct store *st, const struct store_batch *b, int64_t now)
+{
+    int rc = write_blocks(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_steps(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_samples(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_counters(st, b, now);
+    if (rc == SQLITE_OK)
+        rc = write_ends(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_captures(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_live_steps(st, b);
+    if (rc == SQLITE_OK)
+        rc = write_seqs(st, b);
     return rc;
 }
 
