@@ -112,6 +112,10 @@ static void build_ms_hello(struct sbuf *b, const struct input *in, const char *j
         sbuf_json_strz(b, r->bp);
         sbuf_addc(b, '}');
     }
+    if (r->parallel) { /* the cluster file's layout (API.md "cluster/step-trace") */
+        sbuf_adds(b, ",\"parallel\":");
+        sbuf_adds(b, r->parallel);
+    }
     sbuf_addc(b, '}');
 }
 

@@ -177,11 +177,22 @@ static int walk(struct scan *s, const char *dir, int depth)
                 r = walk(s, path, depth + 1) < 0 && !s->bad ? -1 : 0;
         } else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             int64_t rank;
+            struct msf_cluster_name cn;
+            const char *why = "";
+            int cm;
             if (strcmp(names[i], "step_trace_point_info.json") == 0) {
                 r = add(s, path, MSF_POINT_INFO, -1, false);
             } else if (strcmp(names[i], "trace_view.json") == 0 &&
                        strcmp(base_name(dir), "ASCEND_PROFILER_OUTPUT") == 0) {
                 r = add(s, path, MSF_TRACE_VIEW, RANK_OF_RUN, false);
+            } else if ((cm = msf_cluster_name(names[i], &cn, &why)) != 0) {
+                if (cm < 0) {
+                    fprintf(stderr, "stepscope import: %s: a cluster file's name: %s\n", path,
+                            why);
+                    s->bad = true;
+                } else {
+                    r = add(s, path, MSF_CLUSTER, cn.rank, false);
+                }
             } else {
                 for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++)
                     if (match(names[i], &patterns[k], &rank)) {
@@ -304,7 +315,10 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
     for (size_t i = 0; i < s->n; i++)
         if (s->f[i].rank == rank && s->f[i].kind < MSF_KIND_COUNT && !s->f[i].fallback)
             has_primary[s->f[i].kind] = true;
-    for (int kind = 0; kind < MSF_KIND_COUNT && ret == 0; kind++) {
+    /* Enum order, except that the cluster file goes before the step trace that carries its
+     * figures. */
+    for (int oi = 0; oi < MSF_KIND_COUNT && ret == 0; oi++) {
+        int kind = oi < MSF_STEP_TRACE ? oi : oi == MSF_STEP_TRACE ? MSF_CLUSTER : oi - 1;
         /* A rank's own file wins over a folder-wide one (step_trace_point_info.json). */
         const struct found *use = NULL, *wide = NULL;
         for (size_t i = 0; i < s->n; i++) {
@@ -338,6 +352,10 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
             break;
         }
         struct msf_err e;
+        struct msf_cluster_name cn;
+        const char *why;
+        if (kind == MSF_CLUSTER && msf_cluster_name(base_name(use->path), &cn, &why) == 1)
+            msf_set_cluster_name(m, &cn);
         r = msf_feed(m, (enum msf_kind)kind, data, len, &e);
         free(data);
         if (r < 0) {
@@ -371,10 +389,12 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         out->lines = malloc(len + 1);
         out->files = sbuf_steal(&files, NULL);
         const char *fp = msf_fp_name(m), *bp = msf_bp_name(m);
+        int pr = msf_parallel_json(m, &out->parallel);
         out->fp = fp ? strdup(fp) : NULL;
         out->bp = bp ? strdup(bp) : NULL;
-        if (!out->lines || !out->files || (fp && !out->fp) || (bp && !out->bp)) {
+        if (!out->lines || !out->files || (fp && !out->fp) || (bp && !out->bp) || pr < 0) {
             fputs("stepscope import: out of memory\n", stderr);
+            free(out->parallel);
             free(out->lines);
             free(out->files);
             free(out->fp);
@@ -409,6 +429,7 @@ void msdir_free(struct msdir *d)
         free(d->ranks[i].fp);
         free(d->ranks[i].bp);
         free(d->ranks[i].files);
+        free(d->ranks[i].parallel);
     }
     free(d->ranks);
     for (size_t i = 0; i < d->n_timelines; i++)

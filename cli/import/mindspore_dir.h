@@ -30,6 +30,8 @@ struct msdir_rank {
     uint64_t hash;              /* FNV-1a of the lines: the import's identity */
     char *fp, *bp;              /* step-trace point names, or NULL; owned */
     char *files;                /* the file names used, ", "-separated; owned */
+    char *parallel;             /* the hello's "parallel" object (msf_parallel_json()), or NULL;
+                                   owned */
     char host[256];             /* the training's host and pid from the MindSpore 2.x run folder
                                    <host>_<pid>_<time>_ascend_ms holding the rank's files; "" */
     int64_t pid;                /* and -1 when none does */

@@ -104,6 +104,7 @@ void msf_free(struct msf *m)
     }
     free(m->shp);
     free(m->cpu_json);
+    free(m->cl_rows);
     free(m);
 }
 
@@ -131,6 +132,7 @@ int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct m
         [MSF_CPU_FRAMEWORK] = msf_feed_cpu_framework,
         [MSF_CPU_OP_TS] = msf_feed_cpu_op_ts,
         [MSF_TRACE_VIEW] = msf_feed_trace_view,
+        [MSF_CLUSTER] = msf_feed_cluster,
     };
     if ((unsigned)kind >= MSF_KIND_COUNT)
         return msf_fail(err, 0, 0, -EINVAL, "unknown kind");
@@ -164,7 +166,8 @@ const char *msf_kind_pattern(enum msf_kind kind)
         "minddata_aicpu_<r>.txt", "minddata_getnext_profiling_<r>.txt",
         "minddata_cpu_utilization_<r>.json", "cpu_framework_<r>.txt",
         "cpu_op_execute_timestamp_<r>.txt",
-        "ASCEND_PROFILER_OUTPUT/trace_view.json"};
+        "ASCEND_PROFILER_OUTPUT/trace_view.json",
+        "ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv"};
     return (unsigned)kind < MSF_KIND_COUNT ? p[kind] : "?";
 }
 

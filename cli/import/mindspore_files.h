@@ -41,6 +41,8 @@ enum msf_kind {
     MSF_CPU_FRAMEWORK,   /* cpu_framework_<r>.txt (MindSpore 2.x on the CPU: input shapes) */
     MSF_CPU_OP_TS,       /* cpu_op_execute_timestamp_<r>.txt (MindSpore 2.x on the CPU) */
     MSF_TRACE_VIEW,      /* ASCEND_PROFILER_OUTPUT/trace_view.json (MindSpore 2.x; after CPU_OP_TS) */
+    MSF_CLUSTER,         /* ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv (fed before
+                            STEP_TRACE, whose step records carry its figures: msdir's order) */
     MSF_KIND_COUNT,
 };
 
@@ -52,6 +54,19 @@ struct msf_err {
 };
 
 struct msf;
+
+/* The parallel mode of a cluster file's name. */
+enum msf_par_mode { MSF_PAR_NONE, MSF_PAR_DATA, MSF_PAR_MODEL, MSF_PAR_PIPELINE };
+
+/* What ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<rank>.csv's name says. */
+struct msf_cluster_name {
+    enum msf_par_mode mode;
+    int64_t stages, rank_size, rank;
+};
+
+/* Parses a file's base name: 1 and *ret for a cluster file, 0 for another file, -1 (and *why) for
+ * a name with the cluster prefix and suffix but no valid mode and layout. */
+int msf_cluster_name(const char *base, struct msf_cluster_name *ret, const char **why);
 
 /* A converter for one rank whose lines may take up to max_bytes. NULL when out of memory. */
 struct msf *msf_new(size_t max_bytes);
@@ -75,6 +90,16 @@ const char *msf_lines(const struct msf *m, size_t *ret_len, uint64_t *ret_n);
  * STEPSCOPE_BP_POINT; NULL when no step trace was fed. */
 const char *msf_fp_name(const struct msf *m);
 const char *msf_bp_name(const struct msf *m);
+
+/* The layout of the rank's cluster file, from its name: set before feeding MSF_CLUSTER (without
+ * it the header decides the mode, with one stage of one rank). */
+void msf_set_cluster_name(struct msf *m, const struct msf_cluster_name *n);
+
+/* The hello's "parallel" object (docs/PROTOCOL.md, API.md "cluster/step-trace"): mode, stages,
+ * rank_size and "average" (MindSpore's own average rows of step_trace_raw and the cluster file,
+ * in µs), as malloc'd JSON text in *ret; *ret NULL when no cluster file was fed. Returns 0 or
+ * -ENOMEM. */
+int msf_parallel_json(const struct msf *m, char **ret);
 
 /* The kind's file name pattern, for messages ("step_trace_raw_<r>_detail_time.csv"). */
 const char *msf_kind_pattern(enum msf_kind kind);

@@ -14,6 +14,7 @@
  *   mindspore_cpu_util.c    minddata_cpu_utilization
  *   mindspore_cpu_ops.c     MindSpore 2.x cpu_framework, cpu_op_execute_timestamp
  *   mindspore_trace_view.c  MindSpore 2.x trace_view.json
+ *   mindspore_cluster.c     ascend_cluster_analyse (its rows go into step_trace_raw's records)
  */
 #ifndef STEPSCOPE_IMPORT_MINDSPORE_INT_H
 #define STEPSCOPE_IMPORT_MINDSPORE_INT_H
@@ -47,6 +48,8 @@ struct shape_row {
     char *json; /* [[8,1,8,8],[4,1,3,3]]; an input without a shape ("NoShape") is [] */
 };
 
+#define MSF_CL_COLS 5 /* computation, communication alone, stage, receive alone, collective */
+
 struct msf {
     struct sbuf out;
     uint64_t n_lines;
@@ -71,6 +74,15 @@ struct msf {
     struct pend_op *cops;   /* per-op CPU: ",\"cpu_user\":[...],\"cpu_sys\":[...]" */
     size_t n_cops, cap_cops;
     char *cpu_json;         /* the record's "cpu" object, or NULL */
+    /* ascend_cluster_analyse (mindspore_cluster.c): its name's layout and its rows (ns, -1 for a
+     * column the mode lacks; none for data-parallel, whose figures are the step trace's) */
+    bool have_cl;
+    struct msf_cluster_name cl;
+    int64_t (*cl_rows)[MSF_CL_COLS];
+    size_t n_cl, cap_cl;
+    /* step_trace_raw's own average row (ns): interval, fp_and_bp, tail, total */
+    bool have_st_avg;
+    int64_t st_avg[4];
 };
 
 /* Fills *e (line and column from 1, 0 when unknown) and returns code. */
@@ -108,5 +120,10 @@ int msf_feed_cpu_util(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_cpu_framework(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_trace_view(struct msf *m, char *data, size_t len, struct msf_err *e);
+int msf_feed_cluster(struct msf *m, char *data, size_t len, struct msf_err *e);
+/* The phases names of the cluster figures, by column. */
+extern const char *const msf_cl_phase[MSF_CL_COLS];
+/* Appends ",\"computation\":us,..." of the cluster file's row of step (nothing when none). */
+void msf_cluster_phases(const struct msf *m, int64_t step, struct sbuf *o);
 
 #endif

@@ -38,6 +38,20 @@ struct comm_col {
     size_t name_len;
 };
 
+/* Keeps MindSpore's average row when it has the four figures as numbers; it is only shown,
+ * never checked, so a row that cannot be read is left out as before. */
+static void average_row(struct msf *m, const struct fld *f, size_t nf, const int col[4])
+{
+    struct msf_err ignored;
+    int64_t v[4];
+    for (int i = 0; i < 4; i++)
+        if (col[i] < 0 || (size_t)col[i] >= nf ||
+            fld_num(&f[col[i]], 0, 1, "average", &v[i], &ignored) < 0)
+            return;
+    memcpy(m->st_avg, v, sizeof v);
+    m->have_st_avg = true;
+}
+
 int msf_feed_step_trace(struct msf *m, char *data, size_t len, struct msf_err *e)
 {
     struct comm_col *cc = malloc(MSF_FIELDS_MAX * sizeof *cc);
@@ -52,6 +66,9 @@ int msf_feed_step_trace(struct msf *m, char *data, size_t len, struct msf_err *e
     int c_step = csv_col_find(h, nh, "step_num"), c_start = csv_col_find(h, nh, "start_point");
     int c_end = csv_col_find(h, nh, "end_point"), c_fp = csv_col_find(h, nh, "fp_point");
     int c_bp = csv_col_find(h, nh, "bp_point");
+    const int avg_col[4] = {csv_col_find(h, nh, "iteration_interval"),
+                            csv_col_find(h, nh, "fp_and_bp"), csv_col_find(h, nh, "tail"),
+                            csv_col_find(h, nh, "total")};
     if (r == 0 && c_bp < 0 && csv_col_find(h, nh, "fp") < 0)
         r = msf_fail(e, 1, 1, -EINVAL,
                      "the header has neither bp_point (training) nor fp (inference)");
@@ -78,9 +95,12 @@ int msf_feed_step_trace(struct msf *m, char *data, size_t len, struct msf_err *e
     int64_t prev_step = 0;
     while (r == 0 && (r = csv_table_row(&c, h, nh, f, &nf, &line, false, e)) == 1) {
         const struct fld *sf = &f[c_step];
-        /* MindSpore's precomputed average row ("-", or 0 in some versions): we average ourselves. */
-        if (fld_is(sf, "-") || fld_is(sf, "0"))
+        /* MindSpore's precomputed average row ("-", or 0 in some versions): we average ourselves;
+         * the cluster step trace shows it as MindInsight does (the hello's "parallel"). */
+        if (fld_is(sf, "-") || fld_is(sf, "0")) {
+            average_row(m, f, nf, avg_col);
             continue;
+        }
         int64_t step, start, end, fpv, bpv;
         if (num_parse_i64(sf->s, sf->n, &step) < 0 || step < 1) {
             r = msf_fail(e, line, sf->col, -EINVAL,
@@ -125,6 +145,7 @@ int msf_feed_step_trace(struct msf *m, char *data, size_t len, struct msf_err *e
         dec_put_us(o, bpv - fpv);
         sbuf_adds(o, ",\"tail\":");
         dec_put_us(o, end - bpv);
+        msf_cluster_phases(m, step, o);
         sbuf_adds(o, "},\"source\":\"mindspore step_trace\"}");
         if ((r = msf_line_done(m, e, line)) < 0)
             break;

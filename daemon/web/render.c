@@ -9,6 +9,8 @@
  */
 #include "render.h"
 
+#include "../analyse/analyse_cluster.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -1205,4 +1207,64 @@ void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v
     else
         sbuf_adds(b, "null");
     sbuf_addc(b, '}');
+}
+
+/* ---- the cluster step trace (routes_cluster.c) ---- */
+
+static void cluster_row(struct sbuf *b, enum web_format fmt, int mode,
+                        const struct analyse_cl_rank *r)
+{
+    if (fmt == WEB_FORMAT_CSV)
+        sbuf_printf(b, "%" PRId64 ",%" PRId64, r->rank, r->stage);
+    else
+        sbuf_printf(b, "{\"rank\":%" PRId64 ",\"stage\":%" PRId64, r->rank, r->stage);
+    for (int f = 0; f < ANALYSE_CL_N_FIGS; f++) {
+        if (!analyse_cl_mode_has((enum analyse_cl_mode)mode, (enum analyse_cl_fig)f))
+            continue;
+        if (fmt == WEB_FORMAT_CSV)
+            sbuf_addc(b, ',');
+        else
+            sbuf_printf(b, ",\"%s_us\":", analyse_cl_fig_name((enum analyse_cl_fig)f));
+        if (r->has[f])
+            sbuf_json_us(b, r->fig_ns[f]);
+        else if (fmt != WEB_FORMAT_CSV)
+            sbuf_adds(b, "null");
+    }
+    sbuf_adds(b, fmt == WEB_FORMAT_CSV ? "\n" : "}");
+}
+
+void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const char *mode_name,
+                                   int mode, int64_t stages, int64_t rank_size, int64_t step,
+                                   int64_t last_step, bool ms_avg,
+                                   const struct analyse_cl_rank *rows, size_t n)
+{
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_adds(b, "rank,stage");
+        for (int f = 0; f < ANALYSE_CL_N_FIGS; f++)
+            if (analyse_cl_mode_has((enum analyse_cl_mode)mode, (enum analyse_cl_fig)f))
+                sbuf_printf(b, ",%s_us", analyse_cl_fig_name((enum analyse_cl_fig)f));
+        sbuf_addc(b, '\n');
+        for (size_t i = 0; i < n; i++)
+            cluster_row(b, fmt, mode, &rows[i]);
+        return;
+    }
+    if (fmt == WEB_FORMAT_JSON) {
+        sbuf_printf(b, "{\"mode\":\"%s\",\"stages\":%" PRId64 ",\"rank_size\":%" PRId64
+                       ",\"step\":", mode_name, stages, rank_size);
+        if (step > 0)
+            sbuf_printf(b, "%" PRId64 ",\"average_from\":null", step);
+        else
+            sbuf_printf(b, "\"average\",\"average_from\":\"%s\"",
+                        ms_avg ? "mindspore" : "steps");
+        sbuf_printf(b, ",\"last_step\":%" PRId64 ",\"ranks\":", last_step);
+    }
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        cluster_row(b, fmt, mode, &rows[i]);
+    }
+    sbuf_addc(b, ']');
+    if (fmt == WEB_FORMAT_JSON)
+        sbuf_addc(b, '}');
 }

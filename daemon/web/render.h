@@ -55,6 +55,16 @@ void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_
 void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size_t n);
 void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n);
 
+/* The cluster step trace (routes_cluster.c) in fmt: JSON {"mode","stages","rank_size","step"
+ * (N or "average"),"average_from" (null for a step; "mindspore" when ms_avg, else "steps"),
+ * "last_step","ranks":[{"rank","stage","<figure>_us",...}]} with the figures mode shows (absent
+ * ones null), CSV rank,stage,<figure>_us... or records (the rows). */
+struct analyse_cl_rank;
+void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const char *mode_name,
+                                   int mode, int64_t stages, int64_t rank_size, int64_t step,
+                                   int64_t last_step, bool ms_avg,
+                                   const struct analyse_cl_rank *rows, size_t n);
+
 /* Live documents. */
 extern const char web__steps_csv_header[];
 void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r);

@@ -174,6 +174,7 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_RANKS:
     case WEB_ROUTE_HELPER:
     case WEB_ROUTE_BREAKDOWN:
+    case WEB_ROUTE_CLUSTER_STEP_TRACE:
         return true;
     default:
         return false;

@@ -38,6 +38,11 @@ int web__no_store(struct web_answer *a);
 int web__route_live(struct web *w, const struct web_req *q, const struct web_route *r,
                     const struct store_job *job, struct web_answer *a);
 
+/* routes_cluster.c: /cluster/step-trace of job from its live snapshot (NULL: 404) and the
+ * ranks' hellos and step records in the store; called by web__route_live(). */
+int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer *a,
+                       const struct store_job *job, const struct live_snapshot *snap);
+
 /* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */
 #define WEB_TIMELINE_LIMIT_MAX 10000000    /* largest ?limit= accepted */

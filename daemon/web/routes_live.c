@@ -761,6 +761,9 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
     case WEB_ROUTE_BREAKDOWN:
         get_breakdown(w, q, a, &snap);
         break;
+    case WEB_ROUTE_CLUSTER_STEP_TRACE:
+        web__route_cluster(w, q, a, job, snap);
+        break;
     default:
         get_operators(w, q, a, &snap);
         break;

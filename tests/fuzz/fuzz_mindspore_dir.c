@@ -61,6 +61,10 @@ static const char *const names[][2] = {
     {"cpu_timeline_display_", ".json"},
     {"framework_raw_", ".csv.bak"},
     {".step_trace_raw_", "_detail_time.csv"},
+    {"ascend_cluster_analyse_model-parallel_1_2_", ".csv"},
+    {"ascend_cluster_analyse_pipeline-parallel_2_4_", ".csv"},
+    {"ascend_cluster_analyse_data-parallel_1_", ".csv"},        /* a number short */
+    {"ascend_cluster_analyse_tensor-parallel_1_1_", ".csv"},    /* no such mode */
 };
 static const char *const ranks[] = {"0", "1", "7", "", "0000000001", "999999999", "-1", "1a"};
 

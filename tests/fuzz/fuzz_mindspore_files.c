@@ -4,7 +4,8 @@
  * the CSV reader, the JSON walker, every file kind). The first input byte picks the kind; the second
  * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) and a
  * cpu_op_execute_timestamp file are fed first, so the joins and trace_view.json's alignment run
- * too; the rest is the file.
+ * too, and (its bit 2) a pipeline-parallel ascend_cluster_analyse file, whose rows the step
+ * trace's records then carry; the rest is the file.
  *
  * Invariants: a feed returns 0 or -EINVAL/-EMSGSIZE with a NUL-terminated reason, and a line
  * and column only inside the input; the output is exactly n '\n'-terminated lines; and every
@@ -63,6 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* trace_view.json aligns on these (first start 1000 ns, last 2000 ns) */
         feed_text(m, MSF_CPU_OP_TS, "Default/a-op1;T;1000,0.001,0 2000,0.002,0\n");
     }
+    if (data[1] & 2)
+        feed_text(m, MSF_CLUSTER,
+                  "computation,communication_alone_time,stage_time,receive_alone_time,"
+                  "collective_communication_time\n1.5,2,3,4,5\n0.25,1,1,1,1\n");
     size_t n = size - 2;
     char *buf = malloc(n + 1);
     assert(buf);
@@ -74,6 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r == 0) {
         r = msf_end(m, &e);
         assert(r == 0 || r == -EMSGSIZE);
+    }
+    if (r == 0) { /* the hello's "parallel" object: a JSON object, when there is one */
+        char *par = NULL;
+        int pr = msf_parallel_json(m, &par);
+        assert(pr == 0 || pr == -ENOMEM);
+        assert(!par || (par[0] == '{' && par[strlen(par) - 1] == '}'));
+        free(par);
     }
     if (r < 0) {
         assert(memchr(e.reason, '\0', sizeof e.reason) && e.reason[0]);
