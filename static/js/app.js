@@ -28,6 +28,7 @@ const VIEWS = [
   ['queues', 'Data queues', () => import('./views/queues.js')],
   ['timeline', 'Timeline', () => import('./views/timeline.js')],
   ['ranks', 'Ranks', () => import('./views/ranks.js')],
+  ['cluster', 'Cluster', () => import('./views/cluster.js')],
   ['summary', 'Summaries', () => import('./views/summary.js')],
   ['benchmark', 'Benchmark', () => import('./views/benchmark.js')],
 ];

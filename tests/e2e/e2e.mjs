@@ -471,6 +471,34 @@ test('ranks: heatmap with the straggler marked', async (page) => {
   await shot(page, 'ranks');
 });
 
+test('cluster: per-rank stacked step-trace bars, step and stage filters', async (page) => {
+  // the two-rank main job is data-parallel (no MindSpore layout): each rank's step trace
+  await open(page, `#/job/${main.id}/cluster`);
+  const avg = await api(`/api/v1/jobs/${main.id}/cluster/step-trace`);
+  expectEq(avg.mode, 'data-parallel', 'mode');
+  let rows = await rowsText(page, 'cluster');
+  expectEq(rows.map((x) => x[0]), avg.ranks.map((r) => String(r.rank)), 'ranks');
+  expectEq(rows.map((x) => x[1]), avg.ranks.map((r) => String(r.stage)), 'stages');
+  const bars = await page.$$eval('[data-chart="cluster-bars"] canvas', (n) => n.length);
+  if (!bars) fail('no stacked bar chart');
+  const mode = await page.$eval('#cluster-mode', (n) => n.textContent);
+  if (!mode.includes('data-parallel') || !mode.includes('mean over the steps')) fail(`mode line: ${mode}`);
+  // one step, by the step box
+  const step = avg.last_step;
+  await page.fill('#cluster-step', String(step));
+  await page.dispatchEvent('#cluster-step', 'change');
+  await until(page, (s) => location.hash.includes(`step=${s}`) && document.getElementById('cluster-mode')?.textContent.includes(`step ${s};`), step);
+  const one = await api(`/api/v1/jobs/${main.id}/cluster/step-trace?step=${step}`);
+  rows = await rowsText(page, 'cluster');
+  expectEq(rows.length, one.ranks.length, 'rows of the step');
+  // the stage filter: one stage, so stage 1 keeps every rank
+  await page.selectOption('#cluster-stage', '1');
+  await until(page, () => location.hash.includes('stage=1'));
+  rows = await rowsText(page, 'cluster');
+  expectEq(rows.map((x) => x[0]), one.ranks.map((r) => String(r.rank)), 'ranks of stage 1');
+  await shot(page, 'cluster');
+});
+
 test('summaries (every kind, Paddle text) and benchmark (ips over steps)', async (page) => {
   const has = (await api('/api/v1/openapi.json')).paths;
   await open(page, `#/job/${main.id}/summary?rank=0&kind=operator`);
