@@ -15,12 +15,14 @@ Prints: route=<r> build=<A|B> p50_us=<x> p99_us=<y> n=<n>
 """
 import http.client
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import answers_ab  # noqa: E402  (the daemon start-up both benches share)
 
 # /steps is a live route answered from the answer cache after its first request; the job document
 # and the CSV table are computed on every request (the CSV one streamed).
@@ -28,17 +30,9 @@ ROUTES = ['/steps?limit=100', '/step-trace', '', '/operators?format=csv']
 
 
 def start(binary, work):
-    d = tempfile.mkdtemp(dir=work)
-    p = subprocess.Popen([binary, '--socket', d + '/s.sock', '--data-dir', d + '/data',
-                          '--http', '127.0.0.1:0', '--log-level', 'warn'],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    while True:
-        line = p.stdout.readline()
-        if not line:
-            sys.exit('routes_ab.py: %s did not start' % binary)
-        m = re.search(r'dashboard http://127\.0\.0\.1:(\d+)', line)
-        if m:
-            return p, d, int(m.group(1))
+    """answers_ab.py's start(), with the port instead of the base URL."""
+    p, d, base = answers_ab.start(binary, work)
+    return p, d, int(base.rsplit(':', 1)[1])
 
 
 def run(conn, path, n):
