@@ -12,6 +12,14 @@
  * thread ever waits or spins on a stream. The watcher resumes a suspended subscriber after
  * appending to it.
  *
+ * Hang-ups: the server does not poll a suspended connection, so it would see a client that went
+ * away (a tab that closed or reloaded) only when the next heartbeat is written to it, up to
+ * WEB_EVENTS_HEARTBEAT_S later, and its place would stay taken meanwhile. So on each pass the
+ * watcher peeks at the socket of every suspended subscriber (recv() with MSG_PEEK|MSG_DONTWAIT:
+ * end of file or an error means the client has gone); such a subscriber is unlinked at once,
+ * which frees its place, and resumed so that its callback ends the stream and the server closes
+ * the connection. A client that half-closes (shuts down its sending side) counts as gone.
+ *
  * Locking: the hub's mutex guards the list; each subscriber's mutex guards its buffer and its
  * suspended flag. The callback suspends while holding the subscriber's mutex, so the watcher,
  * which reads and clears the flag under that mutex, never resumes a connection that is not
@@ -33,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -48,10 +57,12 @@
 struct web_sub {
     pthread_mutex_t lock;
     struct web_conn *conn;    /* parked by on_read(), woken by the watcher */
+    int fd;                   /* conn's socket; open while conn is suspended */
     struct web_events *hub;
     atomic_int refs;  /* the hub's list and MHD's response */
     bool suspended;   /* the callback suspended conn and nobody resumed it yet */
     bool closed;      /* MHD freed the response: unlink */
+    bool gone;        /* the client hung up while suspended: end the stream */
     size_t len;
     char buf[WEB_EVENTS_BUF];
     struct web_sub *next;
@@ -98,7 +109,19 @@ static bool sub_push(struct web_sub *s, const char *msg, size_t n)
     return fits;
 }
 
-/* Unlinks closed subscribers, then pushes msg to the others. Hub lock held. */
+/* True if the client of a suspended subscriber has gone: its socket reads end of file or fails.
+ * s locked and suspended, so the connection (and fd) cannot go away meanwhile. */
+static bool sub_hung_up(const struct web_sub *s)
+{
+    if (s->fd < 0)
+        return false;
+    char c;
+    ssize_t r = recv(s->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Unlinks closed subscribers and those whose client hung up (waking the latter so that the
+ * server ends them), then pushes msg to the others. Hub lock held. */
 static void broadcast(struct web_events *h, const char *msg, size_t n)
 {
     struct web_sub **pp = &h->subs;
@@ -106,8 +129,15 @@ static void broadcast(struct web_events *h, const char *msg, size_t n)
         struct web_sub *s = *pp;
         pthread_mutex_lock(&s->lock);
         bool closed = s->closed;
+        bool gone = !closed && s->suspended && sub_hung_up(s);
+        if (gone) {
+            s->gone = true;
+            s->suspended = false;
+        }
         pthread_mutex_unlock(&s->lock);
-        if (closed) {
+        if (gone)
+            web__conn_wake(s->conn);
+        if (closed || gone) {
             *pp = s->next;
             h->n_subs--;
             sub_unref(s);
@@ -214,7 +244,7 @@ static ssize_t on_read(void *cls, char *buf, size_t max)
 {
     struct web_sub *s = cls;
     pthread_mutex_lock(&s->lock);
-    if (atomic_load(&s->hub->stop)) {
+    if (s->gone || atomic_load(&s->hub->stop)) {
         pthread_mutex_unlock(&s->lock);
         return WEB_STREAM_END;
     }
@@ -252,6 +282,7 @@ int web__route_events(struct web *w, const struct web_req *q, struct web_answer 
         return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
     pthread_mutex_init(&s->lock, NULL);
     s->conn = web__req_conn(q);
+    s->fd = web__conn_fd(s->conn);
     s->hub = h;
     atomic_init(&s->refs, 2);
     /* The client reconnects 2 s after a lost stream; "hello" says the stream is up. */
@@ -273,7 +304,8 @@ int web__route_events(struct web *w, const struct web_req *q, struct web_answer 
         return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy", "too many event streams");
     }
     /* The stream's free (on_free(), when the server is done with the answer, or at once if it
-     * is never sent) lets go of MHD's reference; the hub's goes at the watcher's next pass. */
+     * is never sent) lets go of MHD's reference; the hub's goes at the watcher's next pass after
+ * that, or once it finds the client gone. */
     web__answer_done(a);
     a->status = WEB_HTTP_OK;
     a->type = "text/event-stream";

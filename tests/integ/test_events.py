@@ -143,13 +143,47 @@ def test_events_head_and_limit(daemon):
     finally:
         for s in streams:
             s.close()
-    # Closed streams free their places (the watcher unlinks them within its poll interval).
+    # Closed streams free their places: the watcher sees each hang-up within its poll interval
+    # (100 ms), not at the next heartbeat (test below), so the 15 s here is slack, not luck.
     def reopened():
         s = Stream(daemon)
         ok = s.status_line.startswith(b"HTTP/1.1 200")
         s.close()
         return ok
     daemon.wait_for("a free stream place", reopened, timeout=15)
+
+
+def test_a_stream_the_client_hangs_up_frees_its_place_at_once(daemon):
+    """A browser tab that reloads closes its stream and opens a new one at once. An idle stream
+    is a suspended connection that the server does not poll, so its hang-up used to be seen only
+    when the next heartbeat was written to it (up to 10 s later): with the 64 places taken, the
+    reloaded tab got 503 busy for those seconds. Taken just after a heartbeat, so that the next
+    one is 10 s away, the place must come back within 2 s."""
+    ticker = Stream(daemon)
+    streams = []
+    try:
+        ticker.wait(lambda e: e[0] == "ping", 15)
+        streams = [Stream(daemon) for _ in range(63)]
+        for s in streams:
+            s.wait(lambda e: e[0] == "hello", 5)  # answered, then parked: nothing to send
+        st, _, body = daemon.request("/api/v1/events")
+        assert st == 503 and b'"busy"' in body
+        streams.pop().close()  # a plain close (FIN), as a tab that reloads
+
+        def reopened():
+            s = Stream(daemon)
+            if not s.status_line.startswith(b"HTTP/1.1 200"):
+                s.close()
+                return False
+            streams.append(s)
+            return True
+        t0 = time.monotonic()
+        daemon.wait_for("the place of the stream its client closed", reopened, timeout=2)
+        assert time.monotonic() - t0 < 2
+    finally:
+        ticker.close()
+        for s in streams:
+            s.close()
 
 
 def test_a_stream_the_client_closes_logs_no_warning(daemon):
