@@ -116,6 +116,10 @@ static void build_ms_hello(struct sbuf *b, const struct input *in, const char *j
         sbuf_adds(b, ",\"parallel\":");
         sbuf_adds(b, r->parallel);
     }
+    if (r->summary) { /* FLOPs and memory totals (API.md "cluster/flops", "cluster/memory") */
+        sbuf_adds(b, ",\"summary\":");
+        sbuf_adds(b, r->summary);
+    }
     sbuf_addc(b, '}');
 }
 

@@ -52,6 +52,8 @@ static const struct pattern patterns[] = {
     {"output_data_preprocess_aicpu_", ".txt", MSF_AICPU, true},
     {"framework_raw_", ".csv", MSF_FRAMEWORK, false},
     {"flops_", ".txt", MSF_FLOPS, false},
+    {"flops_summary_", ".json", MSF_FLOPS_SUMMARY, false},
+    {"memory_usage_summary_", ".json", MSF_MEMORY_SUMMARY, false},
     {"minddata_pipeline_raw_", ".csv", MSF_PIPELINE, false},
     {"device_queue_profiling_", ".txt", MSF_DEVICE_QUEUE, false},
     {"dataset_iterator_profiling_", ".txt", MSF_DEVICE_QUEUE, true},
@@ -318,7 +320,9 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
     /* Enum order, except that the cluster file goes before the step trace that carries its
      * figures. */
     for (int oi = 0; oi < MSF_KIND_COUNT && ret == 0; oi++) {
-        int kind = oi < MSF_STEP_TRACE ? oi : oi == MSF_STEP_TRACE ? MSF_CLUSTER : oi - 1;
+        int kind = oi < MSF_STEP_TRACE || oi > MSF_CLUSTER ? oi
+                   : oi == MSF_STEP_TRACE                 ? MSF_CLUSTER
+                                                          : oi - 1;
         /* A rank's own file wins over a folder-wide one (step_trace_point_info.json). */
         const struct found *use = NULL, *wide = NULL;
         for (size_t i = 0; i < s->n; i++) {
@@ -390,11 +394,14 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         out->files = sbuf_steal(&files, NULL);
         const char *fp = msf_fp_name(m), *bp = msf_bp_name(m);
         int pr = msf_parallel_json(m, &out->parallel);
+        if (pr == 0)
+            pr = msf_summary_json(m, &out->summary);
         out->fp = fp ? strdup(fp) : NULL;
         out->bp = bp ? strdup(bp) : NULL;
         if (!out->lines || !out->files || (fp && !out->fp) || (bp && !out->bp) || pr < 0) {
             fputs("stepscope import: out of memory\n", stderr);
             free(out->parallel);
+            free(out->summary);
             free(out->lines);
             free(out->files);
             free(out->fp);
@@ -430,6 +437,7 @@ void msdir_free(struct msdir *d)
         free(d->ranks[i].bp);
         free(d->ranks[i].files);
         free(d->ranks[i].parallel);
+        free(d->ranks[i].summary);
     }
     free(d->ranks);
     for (size_t i = 0; i < d->n_timelines; i++)

@@ -32,6 +32,8 @@ struct msdir_rank {
     char *files;                /* the file names used, ", "-separated; owned */
     char *parallel;             /* the hello's "parallel" object (msf_parallel_json()), or NULL;
                                    owned */
+    char *summary;              /* the hello's "summary" object (msf_summary_json()), or NULL;
+                                   owned */
     char host[256];             /* the training's host and pid from the MindSpore 2.x run folder
                                    <host>_<pid>_<time>_ascend_ms holding the rank's files; "" */
     int64_t pid;                /* and -1 when none does */

@@ -133,6 +133,8 @@ int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct m
         [MSF_CPU_OP_TS] = msf_feed_cpu_op_ts,
         [MSF_TRACE_VIEW] = msf_feed_trace_view,
         [MSF_CLUSTER] = msf_feed_cluster,
+        [MSF_FLOPS_SUMMARY] = msf_feed_flops_summary,
+        [MSF_MEMORY_SUMMARY] = msf_feed_memory_summary,
     };
     if ((unsigned)kind >= MSF_KIND_COUNT)
         return msf_fail(err, 0, 0, -EINVAL, "unknown kind");
@@ -167,7 +169,8 @@ const char *msf_kind_pattern(enum msf_kind kind)
         "minddata_cpu_utilization_<r>.json", "cpu_framework_<r>.txt",
         "cpu_op_execute_timestamp_<r>.txt",
         "ASCEND_PROFILER_OUTPUT/trace_view.json",
-        "ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv"};
+        "ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv",
+        "flops_summary_<r>.json", "memory_usage_summary_<r>.json"};
     return (unsigned)kind < MSF_KIND_COUNT ? p[kind] : "?";
 }
 

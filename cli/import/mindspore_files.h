@@ -43,6 +43,8 @@ enum msf_kind {
     MSF_TRACE_VIEW,      /* ASCEND_PROFILER_OUTPUT/trace_view.json (MindSpore 2.x; after CPU_OP_TS) */
     MSF_CLUSTER,         /* ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv (fed before
                             STEP_TRACE, whose step records carry its figures: msdir's order) */
+    MSF_FLOPS_SUMMARY,   /* flops_summary_<r>.json (the hello's "summary", no records) */
+    MSF_MEMORY_SUMMARY,  /* memory_usage_summary_<r>.json (the hello's "summary", no records) */
     MSF_KIND_COUNT,
 };
 
@@ -100,6 +102,13 @@ void msf_set_cluster_name(struct msf *m, const struct msf_cluster_name *n);
  * in µs), as malloc'd JSON text in *ret; *ret NULL when no cluster file was fed. Returns 0 or
  * -ENOMEM. */
 int msf_parallel_json(const struct msf *m, char **ret);
+
+/* The hello's "summary" object (docs/PROTOCOL.md): {"flops":{"flops_m","flops_per_second_g",
+ * "flops_utilization"},"memory":{"capacity_gb","peak_gb","static_gb","allocations",
+ * "deallocations"}} from flops_summary and memory_usage_summary, each part only when its file was
+ * fed (a member the file lacks is left out), as malloc'd JSON text in *ret; *ret NULL when
+ * neither was fed. Returns 0 or -ENOMEM. */
+int msf_summary_json(const struct msf *m, char **ret);
 
 /* The kind's file name pattern, for messages ("step_trace_raw_<r>_detail_time.csv"). */
 const char *msf_kind_pattern(enum msf_kind kind);

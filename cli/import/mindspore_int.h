@@ -15,6 +15,7 @@
  *   mindspore_cpu_ops.c     MindSpore 2.x cpu_framework, cpu_op_execute_timestamp
  *   mindspore_trace_view.c  MindSpore 2.x trace_view.json
  *   mindspore_cluster.c     ascend_cluster_analyse (its rows go into step_trace_raw's records)
+ *   mindspore_summary.c     flops_summary, memory_usage_summary (the hello's "summary")
  */
 #ifndef STEPSCOPE_IMPORT_MINDSPORE_INT_H
 #define STEPSCOPE_IMPORT_MINDSPORE_INT_H
@@ -83,6 +84,11 @@ struct msf {
     /* step_trace_raw's own average row (ns): interval, fp_and_bp, tail, total */
     bool have_st_avg;
     int64_t st_avg[4];
+    /* flops_summary and memory_usage_summary (mindspore_summary.c), x 10^6, -1 when absent:
+     * FLOPs (M), FLOPS (G/s), utilisation; capacity, peak, static (GB), allocations,
+     * deallocations */
+    bool have_sum_flops, have_sum_mem;
+    int64_t sum_flops[3], sum_mem[5];
 };
 
 /* Fills *e (line and column from 1, 0 when unknown) and returns code. */
@@ -121,6 +127,8 @@ int msf_feed_cpu_framework(struct msf *m, char *data, size_t len, struct msf_err
 int msf_feed_cpu_op_ts(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_trace_view(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_cluster(struct msf *m, char *data, size_t len, struct msf_err *e);
+int msf_feed_flops_summary(struct msf *m, char *data, size_t len, struct msf_err *e);
+int msf_feed_memory_summary(struct msf *m, char *data, size_t len, struct msf_err *e);
 /* The phases names of the cluster figures, by column. */
 extern const char *const msf_cl_phase[MSF_CL_COLS];
 /* Appends ",\"computation\":us,..." of the cluster file's row of step (nothing when none). */

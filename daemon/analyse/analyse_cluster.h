@@ -57,4 +57,14 @@ struct analyse_cl_rank {
     bool has[ANALYSE_CL_N_FIGS];
 };
 
+/* ---- cluster FLOPs and memory (docs/ANALYSIS.md "Cluster FLOPs and memory") ---- */
+
+/* MindSpore's GB (2^30 bytes, its GIGABYTES) as bytes, rounded to the nearest; -1 for a value
+ * that is negative, not a number or past 2^62 bytes. */
+int64_t analyse_cl_gb_bytes(double gb);
+
+/* v / max (FLOPs normalised to the largest rank's, peak memory over capacity); -1 when max is
+ * not > 0. */
+double analyse_cl_ratio(double v, double max);
+
 #endif

@@ -2,6 +2,7 @@
 /* analyse_cluster: the cluster step trace's figures by parallel mode (analyse_cluster.h). */
 #include "analyse_cluster.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const mode_names[] = {"data-parallel", "model-parallel", "pipeline-parallel"};
@@ -63,4 +64,17 @@ int64_t analyse_cl_stage(int64_t rank, int64_t stages, int64_t rank_size)
         rank_size = stages;
     int64_t per = rank_size / stages, s = (rank < 0 ? 0 : rank) / per + 1;
     return s > stages ? stages : s;
+}
+
+int64_t analyse_cl_gb_bytes(double gb)
+{
+    double b = gb * 1073741824.0;
+    if (!(b >= 0) || b > 4611686018427387904.0)
+        return -1;
+    return (int64_t)llround(b);
+}
+
+double analyse_cl_ratio(double v, double max)
+{
+    return max > 0 ? v / max : -1;
 }

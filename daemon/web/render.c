@@ -1268,3 +1268,81 @@ void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const ch
     if (fmt == WEB_FORMAT_JSON)
         sbuf_addc(b, '}');
 }
+
+/* ---- cluster FLOPs and memory (routes_cluster_summary.c) ---- */
+
+static void sum_num(struct sbuf *b, bool csv, const char *name, bool has, double v)
+{
+    if (csv)
+        sbuf_addc(b, ',');
+    else
+        sbuf_printf(b, ",\"%s\":", name);
+    if (has)
+        sbuf_printf(b, "%.10g", v);
+    else if (!csv)
+        sbuf_adds(b, "null");
+}
+
+static void sum_int(struct sbuf *b, bool csv, const char *name, int64_t v)
+{
+    if (csv)
+        sbuf_addc(b, ',');
+    else
+        sbuf_printf(b, ",\"%s\":", name);
+    if (v >= 0)
+        sbuf_printf(b, "%" PRId64, v);
+    else if (!csv)
+        sbuf_adds(b, "null");
+}
+
+static void sum_row(struct sbuf *b, bool csv, bool memory, const struct web_cl_sum_row *r)
+{
+    if (csv)
+        sbuf_printf(b, "%" PRId64, r->rank);
+    else
+        sbuf_printf(b, "{\"rank\":%" PRId64, r->rank);
+    if (memory) {
+        sum_int(b, csv, "capacity_bytes", r->bytes[0]);
+        sum_int(b, csv, "peak_bytes", r->bytes[1]);
+        sum_int(b, csv, "static_bytes", r->bytes[2]);
+        sum_num(b, csv, "allocations", r->has[3], r->v[3]);
+        sum_num(b, csv, "deallocations", r->has[4], r->v[4]);
+        sum_num(b, csv, "peak_ratio", r->ratio >= 0, r->ratio);
+    } else {
+        sum_num(b, csv, "flops_m", r->has[0], r->v[0]);
+        sum_num(b, csv, "flops_per_second_g", r->has[1], r->v[1]);
+        sum_num(b, csv, "flops_utilization", r->has[2], r->v[2]);
+        sum_num(b, csv, "flops_norm", r->ratio >= 0, r->ratio);
+    }
+    sbuf_adds(b, csv ? "\n" : "}");
+}
+
+void web__render_cluster_summary(struct sbuf *b, enum web_format fmt, bool memory,
+                                 const struct web_cl_sum_row *rows, size_t n,
+                                 const int64_t *missing, size_t n_missing)
+{
+    bool csv = fmt == WEB_FORMAT_CSV;
+    if (csv) {
+        sbuf_adds(b, memory ? "rank,capacity_bytes,peak_bytes,static_bytes,allocations,"
+                              "deallocations,peak_ratio\n"
+                            : "rank,flops_m,flops_per_second_g,flops_utilization,flops_norm\n");
+        for (size_t i = 0; i < n; i++)
+            sum_row(b, true, memory, &rows[i]);
+        return;
+    }
+    if (fmt == WEB_FORMAT_JSON)
+        sbuf_adds(b, "{\"ranks\":");
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        sum_row(b, false, memory, &rows[i]);
+    }
+    sbuf_addc(b, ']');
+    if (fmt != WEB_FORMAT_JSON)
+        return;
+    sbuf_adds(b, ",\"missing_ranks\":[");
+    for (size_t i = 0; i < n_missing; i++)
+        sbuf_printf(b, "%s%" PRId64, i ? "," : "", missing[i]);
+    sbuf_adds(b, "]}");
+}

@@ -65,6 +65,25 @@ void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const ch
                                    int64_t last_step, bool ms_avg,
                                    const struct analyse_cl_rank *rows, size_t n);
 
+/* One rank of /cluster/flops or /cluster/memory (routes_cluster_summary.c): v[] the summary's
+ * members as the hello gave them (flops_m, flops_per_second_g, flops_utilization; capacity_gb,
+ * peak_gb, static_gb, allocations, deallocations) where has[]; bytes[] capacity, peak and static
+ * in bytes (-1 absent); ratio FLOPs over the largest rank's, or peak over capacity (-1: none). */
+struct web_cl_sum_row {
+    int64_t rank;
+    double v[5];
+    bool has[5];
+    int64_t bytes[3];
+    double ratio;
+};
+
+/* JSON {"ranks":[...],"missing_ranks":[...]}, CSV or records (the rows): flops rank, flops_m,
+ * flops_per_second_g, flops_utilization, flops_norm; memory rank, capacity_bytes, peak_bytes,
+ * static_bytes, allocations, deallocations, peak_ratio. */
+void web__render_cluster_summary(struct sbuf *b, enum web_format fmt, bool memory,
+                                 const struct web_cl_sum_row *rows, size_t n,
+                                 const int64_t *missing, size_t n_missing);
+
 /* Live documents. */
 extern const char web__steps_csv_header[];
 void web__steps_row(struct sbuf *b, enum web_format fmt, const struct live_step_row *r);

@@ -175,6 +175,8 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_HELPER:
     case WEB_ROUTE_BREAKDOWN:
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
+    case WEB_ROUTE_CLUSTER_FLOPS:
+    case WEB_ROUTE_CLUSTER_MEMORY:
         return true;
     default:
         return false;

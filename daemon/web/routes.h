@@ -43,6 +43,16 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
 int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer *a,
                        const struct store_job *job, const struct live_snapshot *snap);
 
+/* routes_cluster.c: json_reader *j over a hello line, at the value of its top-level member name
+ * when that is an object (true); false when it has none. */
+struct json_reader;
+bool web__hello_object(struct json_reader *j, const char *line, size_t len, const char *name);
+
+/* routes_cluster_summary.c: /cluster/flops (memory false) or /cluster/memory of job from the
+ * ranks' hellos' "summary" objects; called by web__route_live(). */
+int web__route_cluster_summary(struct web *w, const struct web_req *q, struct web_answer *a,
+                               const struct store_job *job, bool memory);
+
 /* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */
 #define WEB_TIMELINE_LIMIT_MAX 10000000    /* largest ?limit= accepted */

@@ -112,25 +112,28 @@ static void read_parallel(struct json_reader *j, struct rank_par *p)
     }
 }
 
+bool web__hello_object(struct json_reader *j, const char *line, size_t len, const char *name)
+{
+    json_reader_init(j, line, len);
+    char key[16];
+    if (!json_object_begin(j))
+        return false;
+    while (json_member(j, key, sizeof key)) {
+        if (strcmp(key, name) == 0 && json_peek(j) == JSON_OBJECT)
+            return true;
+        if (!json_skip(j))
+            return false;
+    }
+    return false;
+}
+
 static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
 {
     struct gather *g = ud;
     struct rank_par *p = find_rank(g, rank);
-    if (!p)
-        return 0;
     struct json_reader j;
-    json_reader_init(&j, line, len);
-    char key[16];
-    if (!json_object_begin(&j))
-        return 0;
-    while (json_member(&j, key, sizeof key)) {
-        if (strcmp(key, "parallel") == 0 && json_peek(&j) == JSON_OBJECT) {
-            read_parallel(&j, p);
-            return 0;
-        }
-        if (!json_skip(&j))
-            return 0;
-    }
+    if (p && web__hello_object(&j, line, len, "parallel"))
+        read_parallel(&j, p);
     return 0;
 }
 

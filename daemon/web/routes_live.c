@@ -764,6 +764,10 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);
         break;
+    case WEB_ROUTE_CLUSTER_FLOPS:
+    case WEB_ROUTE_CLUSTER_MEMORY:
+        web__route_cluster_summary(w, q, a, job, rt->id == WEB_ROUTE_CLUSTER_MEMORY);
+        break;
     default:
         get_operators(w, q, a, &snap);
         break;

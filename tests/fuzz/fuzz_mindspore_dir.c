@@ -65,6 +65,8 @@ static const char *const names[][2] = {
     {"ascend_cluster_analyse_pipeline-parallel_2_4_", ".csv"},
     {"ascend_cluster_analyse_data-parallel_1_", ".csv"},        /* a number short */
     {"ascend_cluster_analyse_tensor-parallel_1_1_", ".csv"},    /* no such mode */
+    {"flops_summary_", ".json"},
+    {"memory_usage_summary_", ".json"},
 };
 static const char *const ranks[] = {"0", "1", "7", "", "0000000001", "999999999", "-1", "1a"};
 

@@ -3,6 +3,7 @@
 #include "analyse_cluster.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,12 +46,29 @@ START_TEST(test_figures_by_mode)
 }
 END_TEST
 
+START_TEST(test_gb_bytes_and_ratio)
+{
+    /* MindSpore's GB is 2^30 bytes; rounded to the nearest byte */
+    ck_assert_int_eq(analyse_cl_gb_bytes(31.0), 31LL << 30);
+    ck_assert_int_eq(analyse_cl_gb_bytes(0.5), 1LL << 29);
+    ck_assert_int_eq(analyse_cl_gb_bytes(1e-9), 1);       /* 1.07 bytes */
+    ck_assert_int_eq(analyse_cl_gb_bytes(0.4e-9), 0);     /* 0.43 bytes */
+    ck_assert_int_eq(analyse_cl_gb_bytes(-1), -1);
+    ck_assert_int_eq(analyse_cl_gb_bytes(1e10), -1);      /* past 2^62 bytes */
+    ck_assert_int_eq(analyse_cl_gb_bytes(NAN), -1);
+    ck_assert_double_eq(analyse_cl_ratio(12.5, 50), 0.25);
+    ck_assert_double_eq(analyse_cl_ratio(50, 50), 1);
+    ck_assert_double_eq(analyse_cl_ratio(1, 0), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_cluster");
     TCase *tc = tcase_create("cluster");
     tcase_add_test(tc, test_stage_of_rank);
     tcase_add_test(tc, test_figures_by_mode);
+    tcase_add_test(tc, test_gb_bytes_and_ratio);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
