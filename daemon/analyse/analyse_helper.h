@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analyse_breakdown.h"
+#include "analyse_cluster.h"
 #include "analyse_queues.h"
 #include "analyse_ranks.h"
 
@@ -75,6 +76,25 @@ void analyse_helper_rules_default(struct analyse_helper_rules *ret);
 int analyse_helper_rules_parse(const char *text, size_t len, struct analyse_helper_rules *rules,
                                size_t *bad_line);
 
+/* One rank of a cluster job for MindInsight's cluster proposals (mindinsight.md §4.3): its
+ * average figures (the cluster step trace's average rows), ns, and its flops_summary; NaN where
+ * the rank lacks the file that gives the figure. */
+struct analyse_helper_cl_rank {
+    int64_t rank, stage;
+    double interval_ns;
+    double computation_ns;  /* data-parallel: FP+BP */
+    double comm_alone_ns;   /* data-parallel: the tail */
+    double receive_alone_ns, collective_ns; /* pipeline-parallel */
+    double flops_m, flops_per_second_g;
+};
+
+struct analyse_helper_cluster {
+    enum analyse_cl_mode mode;
+    int64_t stages;
+    const struct analyse_helper_cl_rank *ranks;
+    size_t n;
+};
+
 /* The evidence for the rules. Every part is optional: NaN for a missing number, NULL or 0 for a
  * missing array. Pointers are borrowed for the duration of analyse_helper_run(). */
 struct analyse_helper_input {
@@ -108,6 +128,10 @@ struct analyse_helper_input {
     /* Per-rank statistics (analyse_ranks_compute()); NULL = single rank or unknown. Only its
      * rows are read: the helper re-applies its own straggler_ratio. */
     const struct analyse_ranks *ranks;
+    /* A MindSpore cluster job (a rank's hello has a parallel layout or a FLOPs summary): its
+     * ranks for the cluster proposals, which then replace rank_step_interval_high; NULL for
+     * every other job. */
+    const struct analyse_helper_cluster *cluster;
 };
 
 /* Fills *ret with "no evidence at all": every number NaN, every pointer NULL. */

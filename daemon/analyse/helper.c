@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -598,7 +599,8 @@ static int rules_ranks(const struct analyse_helper_input *in, const struct analy
                 100 * ru->straggler_ratio);
         }
     }
-    if (!mindinsight) /* the cluster step-interval rule is MindInsight's */
+    /* the cluster step-interval rule is MindInsight's; a cluster job's is rules_cluster()'s */
+    if (!mindinsight || in->cluster)
         return 0;
     sum = 0;
     n = 0;
@@ -641,6 +643,286 @@ static int rules_ranks(const struct analyse_helper_input *in, const struct analy
     return 0;
 }
 
+/* ===== MindInsight's cluster proposals (mindinsight.md §4.3, parallel_proposer.py) ========= */
+
+/* Its fixed thresholds (step_interval's is cluster_interval_ratio). */
+#define CL_FLOPS_PER_SECOND_RATIO 0.2
+#define CL_COMMUNICATION_RATE 0.1 /* data, model, between- and within-stage */
+#define CL_STAGE_FLOPS_RATIO 0.2
+
+/* Python's round(x, d). */
+static double round_dp(double x, int d)
+{
+    double k = pow(10, d);
+    return round_half_even(x * k) / k;
+}
+
+/* The ranks lacking a figure (offset into struct analyse_helper_cl_rank) as "0, 3"; false
+ * when every rank has it. */
+static bool cl_missing(const struct analyse_helper_cluster *c, size_t off, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n; i++) {
+        double v;
+        memcpy(&v, (const char *)&c->ranks[i] + off, sizeof v);
+        if (isnan(v) && len < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld", len ? ", " : "",
+                                    (long long)c->ranks[i].rank);
+    }
+    return len > 0;
+}
+
+static int cl_skipped(struct out *o, const char *what, const char *file, const char *ranks)
+{
+    struct analyse_helper_suggestion *g =
+        add(o, "cluster_proposal_skipped", ANALYSE_HELPER_INFO, "Cluster proposal skipped",
+            "MindInsight cluster-propose", "cluster", -1);
+    if (!g)
+        return -ENOMEM;
+    say(g, "Please collect all device files: %s is not analysed, rank(s) %s have no %s.", what,
+        ranks, file);
+    return 0;
+}
+
+#define CL_OFF(f) offsetof(struct analyse_helper_cl_rank, f)
+
+static double cl_get(const struct analyse_helper_cl_rank *r, size_t off)
+{
+    double v;
+    memcpy(&v, (const char *)r + off, sizeof v);
+    return v;
+}
+
+/* MindInsight's outlier: the rank whose figure at off exceeds the ranks' mean by the largest
+ * share of it (high: v / mean - 1; else (mean - v) / mean), when that is > ratio. */
+static bool cl_outlier(const struct analyse_helper_cluster *c, size_t off, bool high,
+                       double ratio, size_t *at, double *best)
+{
+    double sum = 0;
+    for (size_t i = 0; i < c->n; i++)
+        sum += cl_get(&c->ranks[i], off);
+    double avg = sum / (double)c->n;
+    bool found = false;
+    for (size_t i = 0; avg > 0 && i < c->n; i++) {
+        double v = cl_get(&c->ranks[i], off), ex = high ? v / avg - 1 : (avg - v) / avg;
+        if (ex > ratio && (!found || ex > *best)) {
+            *best = ex;
+            *at = i;
+            found = true;
+        }
+    }
+    return found;
+}
+
+/* step_interval (high) and flops_per_second (low). */
+static int cl_rank_rule(const struct analyse_helper_cluster *c, struct out *o, bool interval,
+                        double ratio)
+{
+    char miss[256];
+    size_t off = interval ? CL_OFF(interval_ns) : CL_OFF(flops_per_second_g);
+    if (cl_missing(c, off, miss, sizeof miss))
+        return cl_skipped(o, interval ? "step_interval" : "flops_per_second",
+                          interval ? "step_trace_raw" : "flops_summary", miss);
+    size_t at = 0;
+    double best = 0;
+    if (!cl_outlier(c, off, interval, ratio, &at, &best))
+        return 0;
+    const struct analyse_helper_cl_rank *r = &c->ranks[at];
+    double val = round_dp(interval ? r->interval_ns / 1e6 : r->flops_per_second_g, 4);
+    double pct = round_dp(100 * best, 2);
+    struct analyse_helper_suggestion *g =
+        interval ? add(o, "cluster_step_interval", ANALYSE_HELPER_WARNING,
+                       "Step interval of a rank is high",
+                       "MindInsight cluster-propose step_interval", "cluster", r->rank)
+                 : add(o, "cluster_flops_per_second", ANALYSE_HELPER_WARNING,
+                       "FLOPS of a rank is low", "MindInsight cluster-propose flops_per_second",
+                       "cluster", r->rank);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, interval ? "interval_ms" : "flops_per_second_g", val, "=", 0);
+    evidence(g, "percent", pct, ">", 100 * ratio);
+    if (interval)
+        say(g, "The step interval of the device %lld is %.4f ms, which is %.2f%% higher than "
+               "the average.", (long long)r->rank, val, pct);
+    else
+        say(g, "The FLOPS of the device %lld is %.4f G/s, which is %.2f%% lower than the "
+               "average.", (long long)r->rank, val, pct);
+    return 0;
+}
+
+/* A rate rule: part / whole > CL_COMMUNICATION_RATE, as {val: rate * 100, threshold: 10}.
+ * Returns 1 and *ret (the caller says why), 0 when it does not fire, -ENOMEM. */
+static int cl_rate(struct out *o, const char *code, const char *title, const char *source,
+                   double part, double whole, struct analyse_helper_suggestion **ret, double *val)
+{
+    if (!(whole > 0) || !(part / whole > CL_COMMUNICATION_RATE))
+        return 0;
+    *val = round_dp(100 * part / whole, 2);
+    *ret = add(o, code, ANALYSE_HELPER_WARNING, title, source, "cluster", -1);
+    if (!*ret)
+        return -ENOMEM;
+    evidence(*ret, "rate_pct", *val, ">", 100 * CL_COMMUNICATION_RATE);
+    return 1;
+}
+
+static int cl_parallel_strategy(const struct analyse_helper_cluster *c, struct out *o)
+{
+    char miss[256];
+    const char *what = c->mode == ANALYSE_CL_DATA    ? "data_parallel_communication_rate"
+                       : c->mode == ANALYSE_CL_MODEL ? "model_parallel_communication_rate"
+                                                     : "pipeline-parallel communication rates";
+    if (cl_missing(c, CL_OFF(computation_ns), miss, sizeof miss) ||
+        cl_missing(c, CL_OFF(comm_alone_ns), miss, sizeof miss) ||
+        (c->mode == ANALYSE_CL_PIPELINE &&
+         (cl_missing(c, CL_OFF(receive_alone_ns), miss, sizeof miss) ||
+          cl_missing(c, CL_OFF(collective_ns), miss, sizeof miss))))
+        return cl_skipped(o, what,
+                          c->mode == ANALYSE_CL_DATA ? "step_trace_raw" : "ascend_cluster_analyse",
+                          miss);
+    double comp = 0, comm = 0, recv = 0, val = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        comp += c->ranks[i].computation_ns;
+        comm += c->ranks[i].comm_alone_ns;
+        recv += c->ranks[i].receive_alone_ns;
+    }
+    struct analyse_helper_suggestion *g = NULL;
+    int r;
+    const double thr = 100 * CL_COMMUNICATION_RATE;
+    if (c->mode != ANALYSE_CL_PIPELINE) {
+        bool data = c->mode == ANALYSE_CL_DATA;
+        r = cl_rate(o,
+                    data ? "cluster_data_parallel_communication_rate"
+                         : "cluster_model_parallel_communication_rate",
+                    data ? "Data-parallel communication is high"
+                         : "Model-parallel communication is high",
+                    data ? "MindInsight cluster-propose data_parallel_communication_rate"
+                         : "MindInsight cluster-propose model_parallel_communication_rate",
+                    comm, comp + comm, &g, &val);
+        if (r > 0)
+            say(g, "The communication time not overlapped by computation%s is %.2f%% of "
+                   "computation and communication, above %g%%: %s.",
+                data ? " (the tail, after BP)" : "", val, thr,
+                data ? "try all_reduce_fusion_config to fuse the gradients' AllReduce"
+                     : "try another operator sharding strategy");
+        return r < 0 ? r : 0;
+    }
+    r = cl_rate(o, "cluster_pipeline_between_stage_communication_rate",
+                "Pipeline-parallel communication between stages is high",
+                "MindInsight cluster-propose pipeline_parallel_communication_rate", recv,
+                comp + comm, &g, &val);
+    if (r < 0)
+        return r;
+    if (r > 0)
+        say(g, "The receive time not overlapped by computation (between stages) is %.2f%% of "
+               "computation and communication, above %g%%: balance the stages' computation.",
+            val, thr);
+    /* within a stage: the stage with the largest rate */
+    double best = -1, best_part = 0, best_whole = 0;
+    int64_t best_stage = 0;
+    for (int64_t s = 1; s <= c->stages; s++) {
+        double part = 0, whole = 0;
+        for (size_t i = 0; i < c->n; i++)
+            if (c->ranks[i].stage == s) {
+                part += c->ranks[i].collective_ns;
+                whole += c->ranks[i].computation_ns + c->ranks[i].comm_alone_ns;
+            }
+        if (whole > 0 && part / whole > best) {
+            best = part / whole;
+            best_stage = s;
+            best_part = part;
+            best_whole = whole;
+        }
+    }
+    if (best_stage == 0)
+        return 0;
+    r = cl_rate(o, "cluster_pipeline_within_stage_communication_rate",
+                "Pipeline-parallel communication within a stage is high",
+                "MindInsight cluster-propose pipeline_parallel_communication_rate", best_part,
+                best_whole, &g, &val);
+    if (r > 0) {
+        evidence(g, "stage", (double)best_stage, "=", 0);
+        say(g, "In stage %lld the collective communication time not overlapped by computation "
+               "is %.2f%% of computation and communication, above %g%%: try another operator "
+               "sharding strategy within the stage.", (long long)best_stage, val, thr);
+    }
+    return r < 0 ? r : 0;
+}
+
+/* The mean FLOPs of stage s's ranks; false when it has none. */
+static bool cl_stage_mean(const struct analyse_helper_cluster *c, int64_t s, double *mean)
+{
+    double f = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->ranks[i].stage == s) {
+            f += c->ranks[i].flops_m;
+            k++;
+        }
+    *mean = k ? f / (double)k : 0;
+    return k > 0;
+}
+
+static int cl_stage_flops(const struct analyse_helper_cluster *c, struct out *o)
+{
+    char miss[256];
+    if (c->mode != ANALYSE_CL_PIPELINE)
+        return 0;
+    if (cl_missing(c, CL_OFF(flops_m), miss, sizeof miss))
+        return cl_skipped(o, "pipeline_parallel_flops", "flops_summary", miss);
+    /* each stage's average FLOPs per rank, and their average */
+    double sum = 0, m;
+    int64_t n_st = 0;
+    for (int64_t s = 1; s <= c->stages; s++)
+        if (cl_stage_mean(c, s, &m)) {
+            sum += m;
+            n_st++;
+        }
+    if (n_st == 0 || !(sum > 0))
+        return 0;
+    double avg = sum / (double)n_st, best = 0, best_val = 0;
+    int64_t best_stage = 0;
+    for (int64_t s = 1; s <= c->stages; s++)
+        if (cl_stage_mean(c, s, &m) && m / avg - 1 > CL_STAGE_FLOPS_RATIO &&
+            (best_stage == 0 || m / avg - 1 > best)) {
+            best = m / avg - 1;
+            best_val = m;
+            best_stage = s;
+        }
+    if (best_stage == 0)
+        return 0;
+    double val = round_dp(best_val, 4), pct = round_dp(100 * best, 2);
+    struct analyse_helper_suggestion *g =
+        add(o, "cluster_pipeline_stage_flops", ANALYSE_HELPER_WARNING,
+            "FLOPs of a pipeline stage is high", "MindInsight cluster-propose pipeline_parallel_flops",
+            "cluster", -1);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, "stage", (double)best_stage, "=", 0);
+    evidence(g, "flops_m", val, "=", 0);
+    evidence(g, "percent", pct, ">", 100 * CL_STAGE_FLOPS_RATIO);
+    say(g, "The average FLOPs per device of stage %lld is %.4f M, which is %.2f%% higher than "
+           "the average of the stages: move layers to the other stages.",
+        (long long)best_stage, val, pct);
+    return 0;
+}
+
+static int rules_cluster(const struct analyse_helper_input *in,
+                         const struct analyse_helper_rules *ru, struct out *o)
+{
+    const struct analyse_helper_cluster *c = in->cluster;
+    if (!c || c->n == 0)
+        return 0;
+    int r = cl_rank_rule(c, o, true, ru->cluster_interval_ratio);
+    if (r >= 0)
+        r = cl_rank_rule(c, o, false, CL_FLOPS_PER_SECOND_RATIO);
+    if (r >= 0)
+        r = cl_parallel_strategy(c, o);
+    if (r >= 0)
+        r = cl_stage_flops(c, o);
+    return r;
+}
+
 void analyse_helper_result_free(struct analyse_helper_result *result)
 {
     if (!result)
@@ -666,6 +948,8 @@ int analyse_helper_run(const struct analyse_helper_input *in, const struct analy
         r = rules_tf(in, rules, &o);
     if (r >= 0)
         r = rules_ranks(in, rules, ms, &o);
+    if (r >= 0)
+        r = rules_cluster(in, rules, &o);
     struct analyse_helper_result *res = r >= 0 ? calloc(1, sizeof *res) : NULL;
     if (!res) {
         free(o.s);

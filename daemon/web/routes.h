@@ -43,6 +43,23 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
 int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer *a,
                        const struct store_job *job, const struct live_snapshot *snap);
 
+/* routes_cluster.c: the cluster step trace's table of job for step (0: the average) and stage
+ * (0: all), as /cluster/step-trace answers it; rows malloc'd (free(ret->rows)), n_rows 0 when no
+ * rank has the figures. Returns 0, or a negative errno with *what naming the query. */
+struct analyse_cl_rank;
+struct web_cl_table {
+    bool layout_found; /* a rank's hello has a parallel layout */
+    int mode;          /* enum analyse_cl_mode */
+    int64_t stages, rank_size;
+    struct analyse_cl_rank *rows;
+    size_t n_rows;
+    int64_t last_step;
+    bool ms_avg;
+};
+int web__cluster_table(struct web *w, const struct store_job *job,
+                       const struct live_snapshot *snap, int64_t step, int64_t stage,
+                       struct web_cl_table *ret, const char **what);
+
 /* routes_cluster.c: json_reader *j over a hello line, at the value of its top-level member name
  * when that is an object (true); false when it has none. */
 struct json_reader;
@@ -52,6 +69,12 @@ bool web__hello_object(struct json_reader *j, const char *line, size_t len, cons
  * ranks' hellos' "summary" objects; called by web__route_live(). */
 int web__route_cluster_summary(struct web *w, const struct web_req *q, struct web_answer *a,
                                const struct store_job *job, bool memory);
+/* Its rows (render.h, struct web_cl_sum_row) for the ranks whose hellos have the part, and the
+ * other ranks; both malloc'd. Returns 0 or a negative errno. */
+struct web_cl_sum_row;
+int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool memory,
+                              struct web_cl_sum_row **ret_rows, size_t *ret_n,
+                              int64_t **ret_missing, size_t *ret_n_missing);
 
 /* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */

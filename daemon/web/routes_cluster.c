@@ -173,29 +173,25 @@ static int on_step(void *ud, int64_t rank, const struct record *rec)
     return 0;
 }
 
-int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer *a,
-                       const struct store_job *job, const struct live_snapshot *snap)
+int web__cluster_table(struct web *w, const struct store_job *job,
+                       const struct live_snapshot *snap, int64_t step, int64_t stage,
+                       struct web_cl_table *ret, const char **what)
 {
-    int64_t step, stage;
-    enum web_format fmt;
-    if (web__param_i64(q, a, "step", 0, INT64_MAX, 0, &step) < 0 ||
-        web__param_i64(q, a, "stage", 0, INT32_MAX, 0, &stage) < 0 ||
-        web__param_format(q, a, false, &fmt) < 0)
-        return 0;
-    if (!snap)
-        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "no steps yet");
+    memset(ret, 0, sizeof *ret);
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
+    *what = "store_query_ranks";
     int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
     if (r < 0)
-        return web__store_error(a, r, "store_query_ranks");
+        return r;
     struct gather g = {.r = calloc(n_ranks ? n_ranks : 1, sizeof *g.r), .n = n_ranks, .step = step};
     struct analyse_cl_rank *rows = calloc(n_ranks ? n_ranks : 1, sizeof *rows);
+    *what = "cluster";
     if (!g.r || !rows) {
         free(ranks);
         free(g.r);
         free(rows);
-        return web__store_error(a, -ENOMEM, "cluster");
+        return -ENOMEM;
     }
     for (size_t i = 0; i < n_ranks; i++)
         g.r[i].rank = ranks[i].rank;
@@ -213,7 +209,8 @@ int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer
     if (rh < 0 || rs < 0) {
         free(g.r);
         free(rows);
-        return web__store_error(a, rh < 0 ? (int)rh : (int)rs, "store_query_hellos/steps");
+        *what = "store_query_hellos/steps";
+        return rh < 0 ? (int)rh : (int)rs;
     }
     size_t n_rows = 0;
     int64_t last_step = 0;
@@ -246,7 +243,8 @@ int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer
         if (q2 < 0 && q2 != -ENOENT) {
             free(g.r);
             free(rows);
-            return web__store_error(a, q2, "live_query_steptrace");
+            *what = "live_query_steptrace";
+            return q2;
         }
         if (q2 == 0) {
             const int64_t st[4] = {t->interval_ns, t->fp_bp_ns, t->tail_ns, t->total_ns};
@@ -280,15 +278,38 @@ int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer
             n_rows++;
     }
     free(g.r);
-    if (n_rows == 0) {
-        free(rows);
+    *ret = (struct web_cl_table){.layout_found = lay.found, .mode = lay.mode,
+                                 .stages = lay.stages, .rank_size = lay.rank_size,
+                                 .rows = rows, .n_rows = n_rows, .last_step = last_step,
+                                 .ms_avg = ms_avg};
+    return 0;
+}
+
+int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer *a,
+                       const struct store_job *job, const struct live_snapshot *snap)
+{
+    int64_t step, stage;
+    enum web_format fmt;
+    if (web__param_i64(q, a, "step", 0, INT64_MAX, 0, &step) < 0 ||
+        web__param_i64(q, a, "stage", 0, INT32_MAX, 0, &stage) < 0 ||
+        web__param_format(q, a, false, &fmt) < 0)
+        return 0;
+    if (!snap)
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "no steps yet");
+    struct web_cl_table t;
+    const char *what;
+    int r = web__cluster_table(w, job, snap, step, stage, &t, &what);
+    if (r < 0)
+        return web__store_error(a, r, what);
+    if (t.n_rows == 0) {
+        free(t.rows);
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
                           step > 0 ? "no rank has this step" : "no rank has steps yet");
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_cluster_steptrace(&b, fmt, analyse_cl_mode_name(lay.mode), lay.mode, lay.stages,
-                                  lay.rank_size, step, last_step, ms_avg, rows, n_rows);
-    free(rows);
+    web__render_cluster_steptrace(&b, fmt, analyse_cl_mode_name(t.mode), t.mode, t.stages,
+                                  t.rank_size, step, t.last_step, t.ms_avg, t.rows, t.n_rows);
+    free(t.rows);
     return web__doc_fmt(w, a, &b, fmt);
 }

@@ -100,24 +100,25 @@ static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
     return 0;
 }
 
-int web__route_cluster_summary(struct web *w, const struct web_req *q, struct web_answer *a,
-                               const struct store_job *job, bool memory)
+int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool memory,
+                              struct web_cl_sum_row **ret_rows, size_t *ret_n,
+                              int64_t **ret_missing, size_t *ret_n_missing)
 {
-    enum web_format fmt;
-    if (web__param_format(q, a, false, &fmt) < 0)
-        return 0;
+    *ret_rows = NULL;
+    *ret_missing = NULL;
+    *ret_n = *ret_n_missing = 0;
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
     int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
     if (r < 0)
-        return web__store_error(a, r, "store_query_ranks");
+        return r;
     struct gather g = {.r = calloc(n_ranks ? n_ranks : 1, sizeof *g.r),
                        .n = n_ranks,
                        .part = memory ? "memory" : "flops",
                        .keys = memory ? mem_keys : flops_keys};
     if (!g.r) {
         free(ranks);
-        return web__store_error(a, -ENOMEM, "cluster");
+        return -ENOMEM;
     }
     for (size_t i = 0; i < n_ranks; i++)
         g.r[i].rank = ranks[i].rank;
@@ -125,7 +126,7 @@ int web__route_cluster_summary(struct web *w, const struct web_req *q, struct we
     int64_t rh = store_query_hellos(w->store, job->id, on_hello, &g);
     if (rh < 0) {
         free(g.r);
-        return web__store_error(a, (int)rh, "store_query_hellos");
+        return (int)rh;
     }
     struct web_cl_sum_row *rows = calloc(g.n ? g.n : 1, sizeof *rows);
     int64_t *missing = calloc(g.n ? g.n : 1, sizeof *missing);
@@ -133,7 +134,7 @@ int web__route_cluster_summary(struct web *w, const struct web_req *q, struct we
         free(g.r);
         free(rows);
         free(missing);
-        return web__store_error(a, -ENOMEM, "cluster");
+        return -ENOMEM;
     }
     size_t n_rows = 0, n_missing = 0;
     double max_flops = 0;
@@ -162,6 +163,25 @@ int web__route_cluster_summary(struct web *w, const struct web_req *q, struct we
         }
     }
     free(g.r);
+    *ret_rows = rows;
+    *ret_n = n_rows;
+    *ret_missing = missing;
+    *ret_n_missing = n_missing;
+    return 0;
+}
+
+int web__route_cluster_summary(struct web *w, const struct web_req *q, struct web_answer *a,
+                               const struct store_job *job, bool memory)
+{
+    enum web_format fmt;
+    if (web__param_format(q, a, false, &fmt) < 0)
+        return 0;
+    struct web_cl_sum_row *rows;
+    int64_t *missing;
+    size_t n_rows, n_missing;
+    int r = web__cluster_summary_rows(w, job, memory, &rows, &n_rows, &missing, &n_missing);
+    if (r < 0)
+        return web__store_error(a, r, "cluster summary");
     if (n_rows == 0) {
         free(rows);
         free(missing);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -570,6 +571,69 @@ static enum analyse_framework rank_framework(struct web *w, int64_t job_id, int6
  * breakdown and GPU utilisation, and the per-rank statistics of the job (when it has more than
  * one rank); and the framework its hello named, which decides the rule families. TF's input
  * percentages are not kept live, so their rules stay silent. */
+/* MindInsight's cluster proposals' evidence (analyse_helper.h): the cluster step trace's average
+ * rows and the FLOPs summary of every rank of a job whose hellos have a parallel layout or a
+ * FLOPs summary; 0 with *ret NULL for any other job. */
+static int cluster_input(struct web *w, const struct store_job *job,
+                         const struct live_snapshot *snap, const struct analyse_ranks *ranks,
+                         struct analyse_helper_cluster *c, struct analyse_helper_cl_rank **ret,
+                         const char **what)
+{
+    *ret = NULL;
+    struct web_cl_table t;
+    int r = web__cluster_table(w, job, snap, 0, 0, &t, what);
+    if (r < 0)
+        return r;
+    struct web_cl_sum_row *fl = NULL;
+    int64_t *miss = NULL;
+    size_t nfl = 0, nmiss = 0;
+    *what = "cluster summary";
+    r = web__cluster_summary_rows(w, job, false, &fl, &nfl, &miss, &nmiss);
+    free(miss);
+    if (r < 0 || (!t.layout_found && nfl == 0) || ranks->n_ranks == 0) {
+        free(t.rows);
+        free(fl);
+        return r < 0 ? r : 0;
+    }
+    struct analyse_helper_cl_rank *v = calloc(ranks->n_ranks, sizeof *v);
+    if (!v) {
+        free(t.rows);
+        free(fl);
+        return -ENOMEM;
+    }
+    bool data = t.mode == ANALYSE_CL_DATA;
+    for (size_t i = 0; i < ranks->n_ranks; i++) {
+        struct analyse_helper_cl_rank *o = &v[i];
+        o->rank = ranks->rows[i].rank;
+        o->stage = analyse_cl_stage(o->rank, t.stages, t.rank_size);
+        o->interval_ns = o->computation_ns = o->comm_alone_ns = NAN;
+        o->receive_alone_ns = o->collective_ns = o->flops_m = o->flops_per_second_g = NAN;
+        for (size_t k = 0; k < t.n_rows; k++) {
+            const struct analyse_cl_rank *x = &t.rows[k];
+            if (x->rank != o->rank)
+                continue;
+#define FIG(f) (x->has[f] ? (double)x->fig_ns[f] : NAN)
+            o->interval_ns = FIG(ANALYSE_CL_INTERVAL);
+            o->computation_ns = FIG(data ? ANALYSE_CL_FP_BP : ANALYSE_CL_COMPUTATION);
+            o->comm_alone_ns = FIG(data ? ANALYSE_CL_TAIL : ANALYSE_CL_COMM_ALONE);
+            o->receive_alone_ns = FIG(ANALYSE_CL_RECEIVE_ALONE);
+            o->collective_ns = FIG(ANALYSE_CL_COLLECTIVE_ALONE);
+#undef FIG
+        }
+        for (size_t k = 0; k < nfl; k++)
+            if (fl[k].rank == o->rank) {
+                o->flops_m = fl[k].v[0];
+                o->flops_per_second_g = fl[k].v[1];
+            }
+    }
+    *c = (struct analyse_helper_cluster){.mode = (enum analyse_cl_mode)t.mode,
+                                         .stages = t.stages, .ranks = v, .n = ranks->n_ranks};
+    free(t.rows);
+    free(fl);
+    *ret = v;
+    return 0;
+}
+
 static int get_helper(struct web *w, const struct web_req *q, struct web_answer *a,
                       const struct store_job *job, const struct live_snapshot *snap)
 {
@@ -585,6 +649,8 @@ static int get_helper(struct web *w, const struct web_req *q, struct web_answer 
     struct analyse_pipe_op *ops = NULL;
     struct analyse_helper_result *res = NULL;
     struct live_breakdown_view bv = {0};
+    struct analyse_helper_cluster cl;
+    struct analyse_helper_cl_rank *cl_ranks = NULL;
     const char *what = "live_query_ranks";
     int r = 0;
     if (snap) {
@@ -665,6 +731,13 @@ static int get_helper(struct web *w, const struct web_req *q, struct web_answer 
             in.n_gpus = bv.bd->n_gpus;
         }
     }
+    if (snap && ranks) {
+        r = cluster_input(w, job, snap, ranks, &cl, &cl_ranks, &what);
+        if (r < 0)
+            goto fail;
+        if (cl_ranks)
+            in.cluster = &cl;
+    }
     what = "analyse_helper_run";
     r = analyse_helper_run(&in, &w->helper_rules, &res);
     if (r < 0)
@@ -678,6 +751,7 @@ fail:
     web__store_error(a, r, what);
 out:
     live_breakdown_view_done(&bv);
+    free(cl_ranks);
     analyse_helper_result_free(res);
     free(ops);
     live_queue_rows_free(qrows, nq);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* analyse_cluster: the cluster step trace's figures by mode and a rank's pipeline stage. */
 #include "analyse_cluster.h"
+#include "analyse_helper.h"
 
 #include <check.h>
 #include <math.h>
@@ -62,6 +63,129 @@ START_TEST(test_gb_bytes_and_ratio)
 }
 END_TEST
 
+/* ---- MindInsight's cluster proposals (helper.c rules_cluster(), mindinsight.md §4.3) ---- */
+
+static struct analyse_helper_cl_rank cl_rank(int64_t rank, int64_t stage)
+{
+    return (struct analyse_helper_cl_rank){rank, stage, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+}
+
+/* Runs the helper on a cluster alone; the suggestion of code, or NULL. */
+static const struct analyse_helper_suggestion *run_cl(const struct analyse_helper_cluster *c,
+                                                      struct analyse_helper_result **res,
+                                                      const char *code)
+{
+    struct analyse_helper_input in;
+    struct analyse_helper_rules ru;
+    analyse_helper_input_init(&in);
+    analyse_helper_rules_default(&ru);
+    in.framework = ANALYSE_FW_MINDSPORE;
+    in.cluster = c;
+    ck_assert_int_eq(analyse_helper_run(&in, &ru, res), 0);
+    for (size_t i = 0; i < (*res)->n; i++)
+        if (strcmp((*res)->s[i].code, code) == 0)
+            return &(*res)->s[i];
+    return NULL;
+}
+
+START_TEST(test_cluster_step_interval_threshold)
+{
+    /* avg of 10, 10, 14.4 ms = 11.4667; 14.4 / 11.4667 - 1 = 0.2558 > 0.2: rank 2 */
+    struct analyse_helper_cl_rank r[3] = {cl_rank(0, 1), cl_rank(1, 1), cl_rank(2, 1)};
+    const double iv[3] = {10e6, 10e6, 14.4e6};
+    for (int i = 0; i < 3; i++)
+        r[i].interval_ns = iv[i];
+    struct analyse_helper_cluster c = {ANALYSE_CL_MODEL, 1, r, 3};
+    struct analyse_helper_result *res;
+    const struct analyse_helper_suggestion *g = run_cl(&c, &res, "cluster_step_interval");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(g->subject, 2);
+    ck_assert_double_eq(g->evidence[0].value, 14.4);
+    ck_assert_double_eq(g->evidence[1].value, 25.58);
+    analyse_helper_result_free(res);
+    /* exactly 20 % above (12, 9, 9: avg 10) does not fire: MindInsight's > 0.2 */
+    r[0].interval_ns = 12e6;
+    r[1].interval_ns = r[2].interval_ns = 9e6;
+    ck_assert_ptr_null(run_cl(&c, &res, "cluster_step_interval"));
+    analyse_helper_result_free(res);
+    /* a rank without its step trace: skipped, the reason said */
+    r[1].interval_ns = NAN;
+    g = run_cl(&c, &res, "cluster_proposal_skipped");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_nonnull(strstr(g->message, "step_interval is not analysed, rank(s) 1 have no "
+                                             "step_trace_raw"));
+    analyse_helper_result_free(res);
+    ck_assert_ptr_null(run_cl(&c, &res, "cluster_step_interval"));
+    analyse_helper_result_free(res);
+}
+END_TEST
+
+START_TEST(test_cluster_rates_and_flops)
+{
+    /* data-parallel: computation FP+BP, communication the tail; rate 3 / (27 + 3) = 0.1 does
+     * not fire, 3.1 / 30.1 = 0.10299 does (10.3 %) */
+    struct analyse_helper_cl_rank r[2] = {cl_rank(0, 1), cl_rank(1, 2)};
+    r[0].computation_ns = 13e6;
+    r[1].computation_ns = 14e6;
+    r[0].comm_alone_ns = 1e6;
+    r[1].comm_alone_ns = 2e6;
+    r[0].interval_ns = r[1].interval_ns = 1e6;
+    struct analyse_helper_cluster c = {ANALYSE_CL_DATA, 1, r, 2};
+    struct analyse_helper_result *res;
+    ck_assert_ptr_null(run_cl(&c, &res, "cluster_data_parallel_communication_rate"));
+    analyse_helper_result_free(res);
+    r[1].comm_alone_ns = 2.1e6;
+    const struct analyse_helper_suggestion *g =
+        run_cl(&c, &res, "cluster_data_parallel_communication_rate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_double_eq(g->evidence[0].value, 10.3);
+    ck_assert_double_eq(g->evidence[0].threshold, 10);
+    analyse_helper_result_free(res);
+    /* no flops_summary at all: flops_per_second is skipped */
+    ck_assert_ptr_nonnull(run_cl(&c, &res, "cluster_proposal_skipped"));
+    analyse_helper_result_free(res);
+    /* FLOPS 100 and 60: avg 80, (80 - 60) / 80 = 0.25 > 0.2: rank 1, 25 % */
+    r[0].flops_per_second_g = 100;
+    r[1].flops_per_second_g = 60;
+    r[0].flops_m = 300;
+    r[1].flops_m = 100;
+    g = run_cl(&c, &res, "cluster_flops_per_second");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(g->subject, 1);
+    ck_assert_double_eq(g->evidence[1].value, 25);
+    analyse_helper_result_free(res);
+    /* pipeline, 2 stages of one rank: stage FLOPs 300 and 100, avg 200, stage 1 is 50 % above;
+     * between stages 5 / (27 + 3.1) = 16.61 %; within: stage 1 4 / 14 = 28.57 % (stage 2 0) */
+    c.mode = ANALYSE_CL_PIPELINE;
+    c.stages = 2;
+    r[0].receive_alone_ns = r[1].receive_alone_ns = 2.5e6;
+    r[0].collective_ns = 4e6;
+    r[1].collective_ns = 0;
+    g = run_cl(&c, &res, "cluster_pipeline_stage_flops");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_double_eq(g->evidence[0].value, 1);
+    ck_assert_double_eq(g->evidence[2].value, 50);
+    analyse_helper_result_free(res);
+    g = run_cl(&c, &res, "cluster_pipeline_between_stage_communication_rate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_double_eq(g->evidence[0].value, 16.61);
+    analyse_helper_result_free(res);
+    g = run_cl(&c, &res, "cluster_pipeline_within_stage_communication_rate");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_double_eq(g->evidence[0].value, 28.57);
+    ck_assert_double_eq(g->evidence[1].value, 1);
+    analyse_helper_result_free(res);
+    /* no cluster: none of these */
+    struct analyse_helper_input in;
+    struct analyse_helper_rules ru;
+    analyse_helper_input_init(&in);
+    analyse_helper_rules_default(&ru);
+    ck_assert_int_eq(analyse_helper_run(&in, &ru, &res), 0);
+    ck_assert_uint_eq(res->n, 0);
+    analyse_helper_result_free(res);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_cluster");
@@ -69,6 +193,8 @@ int main(void)
     tcase_add_test(tc, test_stage_of_rank);
     tcase_add_test(tc, test_figures_by_mode);
     tcase_add_test(tc, test_gb_bytes_and_ratio);
+    tcase_add_test(tc, test_cluster_step_interval_threshold);
+    tcase_add_test(tc, test_cluster_rates_and_flops);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -20,6 +20,7 @@ const HELPER_VIEWS = {
   ranks: ['ranks', {}, 'Ranks'],
   timeline: ['timeline', {}, 'Timeline'],
   kernels: ['operators', { tab: 'kernels' }, 'Kernels'],
+  cluster: ['cluster', {}, 'Cluster'],
 };
 
 // MindInsight's queue verdict codes (docs/ANALYSIS.md, "Verdict") in words.
