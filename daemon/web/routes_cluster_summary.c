@@ -4,7 +4,8 @@
  * cluster FLOPs and peak-memory heatmaps (API.md; definitions in docs/ANALYSIS.md "Cluster FLOPs
  * and memory"). The figures are the "summary" object of each rank's hellos (the importer sends
  * it from flops_summary_<r>.json and memory_usage_summary_<r>.json; docs/PROTOCOL.md), the last
- * hello that has the part winning. A rank without the part is listed in "missing_ranks".
+ * hello that has the part winning. A rank without the part is listed in "missing_ranks" (every
+ * rank of a job that sent none: an empty table).
  */
 #include "routes.h"
 
@@ -182,13 +183,7 @@ int web__route_cluster_summary(struct web *w, const struct web_req *q, struct we
     int r = web__cluster_summary_rows(w, job, memory, &rows, &n_rows, &missing, &n_missing);
     if (r < 0)
         return web__store_error(a, r, "cluster summary");
-    if (n_rows == 0) {
-        free(rows);
-        free(missing);
-        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
-                          memory ? "no rank has a memory_usage_summary"
-                                 : "no rank has a flops_summary");
-    }
+    /* No rank with the summary is an empty table, not a 404: the Cluster page asks every job. */
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_cluster_summary(&b, fmt, memory, rows, n_rows, missing, n_missing);

@@ -642,6 +642,40 @@ async function importJob(src, job) {
   return waitFor(`job ${job}`, async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === job));
 }
 
+test('cluster: FLOPs and peak-memory heatmaps, and the cluster proposals in the helper list', async (page) => {
+  // a two-rank MindSpore cluster folder: 09_cluster_modes' data-parallel rank as ranks 0 and 1,
+  // with the flops and memory summaries of format_samples (as tests/cli/test_cluster_*.py build it)
+  const cl = path.join(DATA, 'mindspore', '09_cluster_modes');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-cluster-'));
+  for (const r of [0, 1]) {
+    fs.copyFileSync(path.join(cl, 'data_parallel_run2', 'step_trace_raw_1_detail_time.csv'), path.join(dir, `step_trace_raw_${r}_detail_time.csv`));
+    fs.copyFileSync(path.join(cl, 'data_parallel_run2', 'ascend_cluster_analyse_data-parallel_1_1_1.csv'), path.join(dir, `ascend_cluster_analyse_data-parallel_1_2_${r}.csv`));
+    for (const f of [`flops_summary_${r}.json`, `memory_usage_summary_${r}.json`]) fs.copyFileSync(path.join(cl, 'format_samples', f), path.join(dir, f));
+  }
+  const job = await importJob(dir, 'e2e-cluster');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const flops = await waitFor('cluster flops', async () => { try { return await api(`/api/v1/jobs/${job.id}/cluster/flops`); } catch { return null; } });
+  const memory = await api(`/api/v1/jobs/${job.id}/cluster/memory`);
+  await open(page, `#/job/${job.id}/cluster`);
+  await page.waitForSelector('[data-heatmap="memory"] .heat-cell');
+  for (const [id, doc, key] of [['flops', flops, 'flops_norm'], ['memory', memory, 'peak_ratio']]) {
+    const cells = await page.$$eval(`[data-heatmap="${id}"] .heat-cell`, (n) => n.map((c) => [c.dataset.rank, Number(c.dataset.value), getComputedStyle(c).backgroundColor]));
+    expectEq(cells.map((c) => c[0]), doc.ranks.map((r) => String(r.rank)), `${id} heatmap ranks`);
+    expectEq(cells.map((c) => c[1]), doc.ranks.map((r) => r[key]), `${id} heatmap values`);
+    // coloured by the value: the two ranks differ, so do their cells
+    if (cells[0][2] === cells[1][2]) fail(`${id} heatmap: both cells ${cells[0][2]}`);
+  }
+  await shot(page, 'cluster-heatmaps');
+  // the FLOPS outlier is listed by the helper with a link to the Cluster view
+  await open(page, `#/job/${job.id}/overview`);
+  const sug = await page.waitForSelector('li[data-code="cluster_flops_per_second"]');
+  const href = await sug.$eval('a.sug-link', (a) => a.getAttribute('href'));
+  if (!href.includes('/cluster')) fail(`helper link: ${href}`);
+  const helper = await api(`/api/v1/jobs/${job.id}/helper`);
+  const msg = helper.suggestions.find((x) => x.code === 'cluster_flops_per_second').message;
+  expectEq(await sug.$eval('.sug-msg', (n) => n.textContent), msg, 'helper message');
+});
+
 test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, operators top 20)', async (page) => {
   const job = await importJob(path.join(DATA, 'mindspore', '06_op_stats', 'run1_dev1'), 'e2e-ms-ops');
   const types = await waitFor('24 types', async () => {
