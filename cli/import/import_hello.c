@@ -120,6 +120,10 @@ static void build_ms_hello(struct sbuf *b, const struct input *in, const char *j
         sbuf_adds(b, ",\"summary\":");
         sbuf_adds(b, r->summary);
     }
+    if (r->communication) { /* hccl_raw's figures (API.md "cluster/communication") */
+        sbuf_adds(b, ",\"communication\":");
+        sbuf_adds(b, r->communication);
+    }
     sbuf_addc(b, '}');
 }
 

@@ -62,6 +62,7 @@ static const struct pattern patterns[] = {
     {"minddata_cpu_utilization_", ".json", MSF_CPU_UTIL, false},
     {"cpu_framework_", ".txt", MSF_CPU_FRAMEWORK, false},
     {"cpu_op_execute_timestamp_", ".txt", MSF_CPU_OP_TS, false},
+    {"hccl_raw_", ".csv", MSF_HCCL, false},
     {"ascend_timeline_display_", ".json", KIND_TIMELINE, false},
     {"gpu_timeline_display_", ".json", KIND_TIMELINE, false},
     {"cpu_timeline_display_", ".json", KIND_TIMELINE, false},
@@ -396,12 +397,15 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
         int pr = msf_parallel_json(m, &out->parallel);
         if (pr == 0)
             pr = msf_summary_json(m, &out->summary);
+        if (pr == 0)
+            pr = msf_communication_json(m, &out->communication);
         out->fp = fp ? strdup(fp) : NULL;
         out->bp = bp ? strdup(bp) : NULL;
         if (!out->lines || !out->files || (fp && !out->fp) || (bp && !out->bp) || pr < 0) {
             fputs("stepscope import: out of memory\n", stderr);
             free(out->parallel);
             free(out->summary);
+            free(out->communication);
             free(out->lines);
             free(out->files);
             free(out->fp);
@@ -414,6 +418,8 @@ static int convert_rank(const struct scan *s, int64_t rank, struct msdir_rank *o
             out->len = len;
             out->n_lines = n;
             out->hash = util_hash(UTIL_HASH_SEED, lines, len);
+            if (out->communication) /* hccl_raw goes in the hello, not the lines */
+                out->hash = util_hash(out->hash, out->communication, strlen(out->communication));
         }
     }
     sbuf_done(&files);
@@ -438,6 +444,7 @@ void msdir_free(struct msdir *d)
         free(d->ranks[i].files);
         free(d->ranks[i].parallel);
         free(d->ranks[i].summary);
+        free(d->ranks[i].communication);
     }
     free(d->ranks);
     for (size_t i = 0; i < d->n_timelines; i++)

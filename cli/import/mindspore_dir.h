@@ -34,6 +34,8 @@ struct msdir_rank {
                                    owned */
     char *summary;              /* the hello's "summary" object (msf_summary_json()), or NULL;
                                    owned */
+    char *communication;        /* the hello's "communication" object (msf_communication_json()),
+                                   or NULL; owned */
     char host[256];             /* the training's host and pid from the MindSpore 2.x run folder
                                    <host>_<pid>_<time>_ascend_ms holding the rank's files; "" */
     int64_t pid;                /* and -1 when none does */

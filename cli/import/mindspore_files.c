@@ -105,6 +105,7 @@ void msf_free(struct msf *m)
     free(m->shp);
     free(m->cpu_json);
     free(m->cl_rows);
+    free(m->comm_json);
     free(m);
 }
 
@@ -135,6 +136,7 @@ int msf_feed(struct msf *m, enum msf_kind kind, char *data, size_t len, struct m
         [MSF_CLUSTER] = msf_feed_cluster,
         [MSF_FLOPS_SUMMARY] = msf_feed_flops_summary,
         [MSF_MEMORY_SUMMARY] = msf_feed_memory_summary,
+        [MSF_HCCL] = msf_feed_hccl,
     };
     if ((unsigned)kind >= MSF_KIND_COUNT)
         return msf_fail(err, 0, 0, -EINVAL, "unknown kind");
@@ -170,7 +172,7 @@ const char *msf_kind_pattern(enum msf_kind kind)
         "cpu_op_execute_timestamp_<r>.txt",
         "ASCEND_PROFILER_OUTPUT/trace_view.json",
         "ascend_cluster_analyse_<mode>_<stages>_<rank_size>_<r>.csv",
-        "flops_summary_<r>.json", "memory_usage_summary_<r>.json"};
+        "flops_summary_<r>.json", "memory_usage_summary_<r>.json", "hccl_raw_<r>.csv"};
     return (unsigned)kind < MSF_KIND_COUNT ? p[kind] : "?";
 }
 

@@ -23,6 +23,7 @@
 #define MSF_TABLE_MAX 1000000       /* rows kept from framework_raw / flops */
 #define MSF_EVENTS_MAX 50000000ull  /* lines one rank may produce */
 #define MSF_NAME_MAX 256            /* longest FP/BP point name (the protocol's env value limit) */
+#define MSF_COMM_MAX (512u << 10) /* bytes of hccl_raw figures the hello may carry */
 #define MSF_PIPE_OPS_MAX 256        /* pipeline ops (the daemon reads up to LIVE_PIPE_OPS_MAX, 256) */
 
 enum msf_kind {
@@ -45,6 +46,7 @@ enum msf_kind {
                             STEP_TRACE, whose step records carry its figures: msdir's order) */
     MSF_FLOPS_SUMMARY,   /* flops_summary_<r>.json (the hello's "summary", no records) */
     MSF_MEMORY_SUMMARY,  /* memory_usage_summary_<r>.json (the hello's "summary", no records) */
+    MSF_HCCL,            /* hccl_raw_<r>.csv (into the hello's "communication", not lines) */
     MSF_KIND_COUNT,
 };
 
@@ -109,6 +111,11 @@ int msf_parallel_json(const struct msf *m, char **ret);
  * fed (a member the file lacks is left out), as malloc'd JSON text in *ret; *ret NULL when
  * neither was fed. Returns 0 or -ENOMEM. */
 int msf_summary_json(const struct msf *m, char **ret);
+/* The hello's "communication" object (docs/PROTOCOL.md, API.md "cluster/communication"): the
+ * rank's hccl_raw rows, {"steps":[{"step":N,"communication_cost":µs,"wait_cost":µs,"links":
+ * [["src-dst","TYPE",cost µs,size bytes,bandwidth bytes/s],...]},...],"average":{...}|null}, as
+ * malloc'd JSON text in *ret; *ret NULL when no hccl_raw was fed. Returns 0 or -ENOMEM. */
+int msf_communication_json(const struct msf *m, char **ret);
 
 /* The kind's file name pattern, for messages ("step_trace_raw_<r>_detail_time.csv"). */
 const char *msf_kind_pattern(enum msf_kind kind);

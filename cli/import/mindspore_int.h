@@ -16,6 +16,7 @@
  *   mindspore_trace_view.c  MindSpore 2.x trace_view.json
  *   mindspore_cluster.c     ascend_cluster_analyse (its rows go into step_trace_raw's records)
  *   mindspore_summary.c     flops_summary, memory_usage_summary (the hello's "summary")
+ *   mindspore_hccl.c        hccl_raw (into the hello's "communication")
  */
 #ifndef STEPSCOPE_IMPORT_MINDSPORE_INT_H
 #define STEPSCOPE_IMPORT_MINDSPORE_INT_H
@@ -89,6 +90,8 @@ struct msf {
      * deallocations */
     bool have_sum_flops, have_sum_mem;
     int64_t sum_flops[3], sum_mem[5];
+    /* hccl_raw (mindspore_hccl.c): the hello's "communication" object, or NULL */
+    char *comm_json;
 };
 
 /* Fills *e (line and column from 1, 0 when unknown) and returns code. */
@@ -129,6 +132,7 @@ int msf_feed_trace_view(struct msf *m, char *data, size_t len, struct msf_err *e
 int msf_feed_cluster(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_flops_summary(struct msf *m, char *data, size_t len, struct msf_err *e);
 int msf_feed_memory_summary(struct msf *m, char *data, size_t len, struct msf_err *e);
+int msf_feed_hccl(struct msf *m, char *data, size_t len, struct msf_err *e);
 /* The phases names of the cluster figures, by column. */
 extern const char *const msf_cl_phase[MSF_CL_COLS];
 /* Appends ",\"computation\":us,..." of the cluster file's row of step (nothing when none). */

@@ -35,6 +35,8 @@ enum web_route_id {
     WEB_ROUTE_CLUSTER_STEP_TRACE, /* /api/v1/jobs/{job}/cluster/step-trace */
     WEB_ROUTE_CLUSTER_FLOPS,      /* /api/v1/jobs/{job}/cluster/flops */
     WEB_ROUTE_CLUSTER_MEMORY,     /* /api/v1/jobs/{job}/cluster/memory */
+    WEB_ROUTE_CLUSTER_COMM,       /* /api/v1/jobs/{job}/cluster/communication */
+    WEB_ROUTE_CLUSTER_LINKS,      /* /api/v1/jobs/{job}/cluster/links */
     WEB_ROUTE_SUMMARY,     /* /api/v1/jobs/{job}/summary/{kind}; kind holds {kind} */
     WEB_ROUTE_BENCHMARK,   /* /api/v1/jobs/{job}/benchmark */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */

@@ -177,6 +177,8 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
     case WEB_ROUTE_CLUSTER_FLOPS:
     case WEB_ROUTE_CLUSTER_MEMORY:
+    case WEB_ROUTE_CLUSTER_COMM:
+    case WEB_ROUTE_CLUSTER_LINKS:
         return true;
     default:
         return false;

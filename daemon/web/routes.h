@@ -75,6 +75,10 @@ struct web_cl_sum_row;
 int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool memory,
                               struct web_cl_sum_row **ret_rows, size_t *ret_n,
                               int64_t **ret_missing, size_t *ret_n_missing);
+/* routes_comm.c: /cluster/communication (links false) and /cluster/links of job from the ranks'
+ * hellos in the store; called by web__route_live(). */
+int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_answer *a,
+                            const struct store_job *job, bool links);
 
 /* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */

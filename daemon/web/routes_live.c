@@ -842,6 +842,10 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
     case WEB_ROUTE_CLUSTER_MEMORY:
         web__route_cluster_summary(w, q, a, job, rt->id == WEB_ROUTE_CLUSTER_MEMORY);
         break;
+    case WEB_ROUTE_CLUSTER_COMM:
+    case WEB_ROUTE_CLUSTER_LINKS:
+        web__route_cluster_comm(w, q, a, job, rt->id == WEB_ROUTE_CLUSTER_LINKS);
+        break;
     default:
         get_operators(w, q, a, &snap);
         break;

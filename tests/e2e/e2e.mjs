@@ -799,6 +799,45 @@ test('MindSpore data process: a queue\'s size series, average and interval; the 
 
 let liveFeed;
 
+test('cluster: communication and wait bars per rank, the link table sorted and filtered by link type', async (page) => {
+  // MindSpore's hccl_raw format sample, with link 0-0 made RDMA so that the filter has two types
+  const dir = path.join(tmp, 'hccl_two_types');
+  fs.mkdirSync(dir, { recursive: true });
+  const src = fs.readFileSync(path.join(DATA, 'mindspore', '09_cluster_modes', 'hccl_sample', 'hccl_raw_0.csv'), 'utf8');
+  fs.writeFileSync(path.join(dir, 'hccl_raw_0.csv'), src.replaceAll('""0-0"": {""SDMA""', '""0-0"": {""RDMA""'));
+  const job = await importJob(dir, 'e2e-hccl');
+  const comm = await waitFor('communication', async () => {
+    const r = await fetch(`${base}/api/v1/jobs/${job.id}/cluster/communication`);
+    return r.ok && r.json();
+  });
+  const links = await api(`/api/v1/jobs/${job.id}/cluster/links?limit=1000`);
+  await open(page, `#/job/${job.id}/cluster`);
+  await page.waitForSelector('[data-chart="cluster-comm-bars"] canvas');
+  const what = await page.$eval('#cluster-comm-what', (n) => n.textContent);
+  if (!what.includes("MindSpore's average row")) fail(`communication line: ${what}`);
+  expectEq(comm.ranks.map((r) => r.rank), [0], 'ranks');
+  // the table: every link of the average row, by cost, the largest first
+  let rows = await rowsText(page, 'cluster-links');
+  const byCost = [...links.links].sort((a, b) => b.communication_cost_us - a.communication_cost_us);
+  expectEq(rows.map((r) => [r[0], r[1]]), byCost.map((l) => [l.src_dst, l.link_type]), 'links by cost');
+  // sortable: a click on src-dst (a text column) sorts it ascending
+  await page.click('[data-table="cluster-links"] th[data-sort="src_dst"]');
+  rows = await rowsText(page, 'cluster-links');
+  expectEq(rows.map((r) => r[0]), [...links.links].map((l) => l.src_dst).sort(), 'links by src-dst');
+  // the link-type filter, in the URL
+  await page.selectOption('#cluster-link-type', 'RDMA');
+  await until(page, () => location.hash.includes('link_type=RDMA'));
+  await until(page, () => [...document.querySelectorAll('[data-table="cluster-links"] tbody tr')].every((tr) => tr.children[1].textContent === 'RDMA'));
+  rows = await rowsText(page, 'cluster-links');
+  expectEq(rows.map((r) => [r[0], r[1]]), links.links.filter((l) => l.link_type === 'RDMA').map((l) => [l.src_dst, l.link_type]), 'RDMA links');
+  await shot(page, 'cluster-communication');
+  // a job without hccl_raw says why there is nothing
+  await open(page, `#/job/${main.id}/cluster`);
+  await page.waitForSelector('[data-card="cluster-comm"] .empty, [data-card="cluster-comm"] .note');
+  const why = await page.textContent('[data-card="cluster-comm"]');
+  if (!why.includes('hccl_raw')) fail(`no reason for a job without hccl_raw: ${why}`);
+}, { allow404: ['/cluster/step-trace'] }); // the hccl_raw folder alone has no steps
+
 test('capture: "Capture N steps" posts, shows each rank\'s progress, links to the captured steps', async (page) => {
   const feed = runFeed(sockPath, 'capture');
   await feed.waitLines(1, 60000);

@@ -67,6 +67,7 @@ static const char *const names[][2] = {
     {"ascend_cluster_analyse_tensor-parallel_1_1_", ".csv"},    /* no such mode */
     {"flops_summary_", ".json"},
     {"memory_usage_summary_", ".json"},
+    {"hccl_raw_", ".csv"},
 };
 static const char *const ranks[] = {"0", "1", "7", "", "0000000001", "999999999", "-1", "1a"};
 

@@ -5,7 +5,8 @@
  * decides whether small lookup tables (step_trace_point_info, framework_raw, flops) and a
  * cpu_op_execute_timestamp file are fed first, so the joins and trace_view.json's alignment run
  * too, and (its bit 2) a pipeline-parallel ascend_cluster_analyse file, whose rows the step
- * trace's records then carry; the rest is the file.
+ * trace's records then carry; the rest is the file (kind MSF_HCCL: hccl_raw, whose figures go
+ * into the hello's "communication" object, checked to be one JSON object).
  *
  * Invariants: a feed returns 0 or -EINVAL/-EMSGSIZE with a NUL-terminated reason, and a line
  * and column only inside the input; the output is exactly n '\n'-terminated lines; and every
@@ -23,6 +24,7 @@
 
 #include "../../cli/import/mindspore_files.h"
 #include "fuzz_lines.h"
+#include "json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -86,6 +88,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         assert(pr == 0 || pr == -ENOMEM);
         assert(!par || (par[0] == '{' && par[strlen(par) - 1] == '}'));
         free(par);
+        /* the hello's "communication" object (hccl_raw): one valid JSON object, bounded */
+        char *comm = NULL;
+        pr = msf_communication_json(m, &comm);
+        assert(pr == 0 || pr == -ENOMEM);
+        if (comm) {
+            struct json_reader j;
+            json_reader_init(&j, comm, strlen(comm));
+            assert(json_peek(&j) == JSON_OBJECT && json_skip(&j) && !j.bad &&
+                   json_peek(&j) == JSON_ABSENT);
+            assert(strlen(comm) <= 2 * MSF_COMM_MAX + 64);
+        }
+        free(comm);
     }
     if (r < 0) {
         assert(memchr(e.reason, '\0', sizeof e.reason) && e.reason[0]);

@@ -9,6 +9,7 @@ import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
+import { communicationCards } from './cluster_comm.js';
 
 const LABELS = {
   interval_us: 'interval', fp_bp_us: 'FP+BP', tail_us: 'tail', total_us: 'total',
@@ -60,7 +61,9 @@ function heatCard(flops, memory) {
 export async function render(ctx) {
   const step = Number(ctx.params.step) > 0 ? Number(ctx.params.step) : 0;
   const stage = Number(ctx.params.stage) > 0 ? Number(ctx.params.stage) : 0;
-  const go = (p) => ctx.go(ctx.hashFor('cluster', { step, stage, ...p }));
+  const linkType = ctx.params.link_type || '';
+  const go = (p) => ctx.go(ctx.hashFor('cluster', { step, stage, link_type: linkType || null, ...p }));
+  const comm = await communicationCards(ctx, step, linkType, go);
   const doc = await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null, stage: stage || null }));
   const all = stage ? await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null })) : doc;
   const head = doc || all;
@@ -75,7 +78,7 @@ export async function render(ctx) {
   if (!doc) {
     return el('div.page', null, card('Cluster step trace', { id: 'cluster', cls: 'wide', actions },
       note('empty', step ? `No rank${stage ? ' of this stage' : ''} has step ${step}.` : 'No rank has steps yet.')),
-    heatCard(flops, memory));
+    heatCard(flops, memory), ...comm);
   }
   const figs = Object.keys(LABELS).filter((k) => doc.ranks.some((r) => k in r));
   const labels = doc.ranks.map((r) => `rank ${r.rank}`);
@@ -98,5 +101,5 @@ export async function render(ctx) {
       }, { id: 'cluster-bars', height: 220 }),
       dataTable({ id: 'cluster', columns, rows: doc.ranks, csv: `job${ctx.job}-cluster-step-trace.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
-    heatCard(flops, memory));
+    heatCard(flops, memory), ...comm);
 }

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// The Cluster view's communication cards (/cluster/communication, /cluster/links): per rank,
+// communication and wait cost as bars, and the link table (per link and link type: cost, size,
+// bandwidth), sortable, filtered by link type; for the step the view shows (0: MindSpore's
+// average row). Jobs without MindSpore's hccl_raw files get the daemon's reason instead.
+import { getJSON, ApiError, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtBytes, fmtNum } from '../dom.js';
+import { chart, PALETTE } from '../charts.js';
+import { dataTable } from '../table.js';
+
+// The answer, or { reason } for a 404 (no hccl_raw, or no rank has the step).
+async function fetchOr404(path) {
+  try {
+    return await getJSON(path);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return { reason: e.message.replace(/^\d+ \S+: /, '') };
+    throw e;
+  }
+}
+
+// ctx: the view's; step: 0 or the step; linkType: '' or the filter; go(params): navigates.
+export async function communicationCards(ctx, step, linkType, go) {
+  // Only MindSpore's hccl_raw files give these figures: another job is not asked (no 404).
+  const ms = ((ctx.jobInfo && ctx.jobInfo.ranks_detail) || []).some((r) => r.framework === 'mindspore');
+  const comm = ms ? await fetchOr404(jobPath(ctx.job, 'cluster/communication', { step: step || null }))
+    : { reason: "no communication figures: only MindSpore's hccl_raw files (stepscope import) give them; a torch or Paddle trace has no per-link or wait figures (docs/ANALYSIS.md)" };
+  if (comm.reason) {
+    return [card('Cluster communication', { id: 'cluster-comm', cls: 'wide' }, note('empty', comm.reason))];
+  }
+  const all = await getJSON(jobPath(ctx.job, 'cluster/links', { step: step || null, limit: 100000 }));
+  const types = [...new Set(all.links.map((l) => l.link_type))].sort();
+  const links = linkType ? all.links.filter((l) => l.link_type === linkType) : all.links;
+  const typeSel = el('select#cluster-link-type', { 'aria-label': 'link type', onchange: (e) => go({ link_type: e.target.value }) },
+    el('option', { value: '', selected: !linkType }, 'all link types'),
+    ...types.map((t) => el('option', { value: t, selected: linkType === t }, t)));
+  const what = comm.step === 'average' ? "MindSpore's average row" : `step ${comm.step}`;
+  const bars = chart({
+    type: 'bar',
+    data: {
+      labels: comm.ranks.map((r) => `rank ${r.rank}`),
+      datasets: [
+        { label: 'communication cost', data: comm.ranks.map((r) => r.communication_cost_us / 1000), backgroundColor: PALETTE[0] },
+        { label: 'wait cost', data: comm.ranks.map((r) => r.wait_cost_us / 1000), backgroundColor: PALETTE[1] },
+      ],
+    },
+    options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'ms' } } } },
+  }, { id: 'cluster-comm-bars', height: 200 });
+  const rows = links.map((l) => ({ ...l }));
+  const columns = [
+    { key: 'src_dst', label: 'src-dst' },
+    { key: 'link_type', label: 'link type' },
+    { key: 'rank', label: 'reported by rank', num: true },
+    { key: 'communication_cost_us', label: 'cost', num: true, fmt: fmtUs },
+    { key: 'communication_size_bytes', label: 'size', num: true, fmt: fmtBytes },
+    { key: 'band_width_bytes_per_s', label: 'bandwidth (B/s)', num: true, fmt: fmtNum },
+  ];
+  return [
+    card('Cluster communication', { id: 'cluster-comm', cls: 'wide' },
+      el('p.muted', { id: 'cluster-comm-what' }, `${what}; per rank, from MindSpore's hccl_raw files.`),
+      bars),
+    card('Links', { id: 'cluster-links', cls: 'wide', actions: el('span.controls', null, typeSel) },
+      dataTable({ id: 'cluster-links', columns, rows, csv: `job${ctx.job}-cluster-links.csv`, pageSize: 50,
+        state: { sort: 'communication_cost_us', order: 'desc' } })),
+  ];
+}
