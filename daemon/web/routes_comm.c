@@ -4,7 +4,7 @@
  * cluster communication of every rank of a job (API.md; definitions in docs/ANALYSIS.md
  * "Cluster communication"). The figures are the "communication" object of the ranks' hellos
  * (docs/PROTOCOL.md; `stepscope import` sends it from MindSpore's hccl_raw_<rank>.csv). A job
- * without one has no such figures: 404 saying so.
+ * without one has no such figures: an empty answer whose "reason" says so.
  */
 #include "routes.h"
 
@@ -175,13 +175,23 @@ static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
     return g->err;
 }
 
-static void put_step(struct sbuf *b, int64_t step, int64_t last_step)
+/* Why a job has no figures at all (an empty answer, not a 404: the Cluster page asks any job). */
+static const char no_figures[] = "no communication figures: only MindSpore's hccl_raw files "
+                                 "(stepscope import) give them; a torch, Paddle or protocol job "
+                                 "has no per-link or wait figures (docs/ANALYSIS.md)";
+
+static void put_step(struct sbuf *b, const struct gather *g)
 {
-    if (step > 0)
-        sbuf_printf(b, "{\"step\":%" PRId64 ",\"average_from\":null", step);
+    if (g->step > 0)
+        sbuf_printf(b, "{\"step\":%" PRId64 ",\"average_from\":null", g->step);
     else
-        sbuf_adds(b, "{\"step\":\"average\",\"average_from\":\"mindspore\"");
-    sbuf_printf(b, ",\"last_step\":%" PRId64, last_step);
+        sbuf_printf(b, "{\"step\":\"average\",\"average_from\":%s",
+                    g->any ? "\"mindspore\"" : "null");
+    sbuf_printf(b, ",\"last_step\":%" PRId64 ",\"reason\":", g->last_step);
+    if (g->any)
+        sbuf_adds(b, "null");
+    else
+        sbuf_json_strz(b, no_figures);
 }
 
 static void render_comm(struct sbuf *b, enum web_format fmt, const struct gather *g)
@@ -190,7 +200,7 @@ static void render_comm(struct sbuf *b, enum web_format fmt, const struct gather
     if (fmt == WEB_FORMAT_CSV)
         sbuf_adds(b, "rank,communication_cost_us,wait_cost_us\n");
     else if (fmt == WEB_FORMAT_JSON) {
-        put_step(b, g->step, g->last_step);
+        put_step(b, g);
         sbuf_adds(b, ",\"ranks\":[");
     } else
         sbuf_addc(b, '[');
@@ -227,7 +237,7 @@ static void render_links(struct sbuf *b, enum web_format fmt, const struct gathe
         sbuf_adds(b, "rank,src_rank,dst_rank,link_type,communication_cost_us,"
                      "communication_size_bytes,band_width_bytes_per_s\n");
     else if (fmt == WEB_FORMAT_JSON) {
-        put_step(b, g->step, g->last_step);
+        put_step(b, g);
         sbuf_printf(b, ",\"total\":%zu,\"offset\":%zu,\"links\":[", total, from);
     } else
         sbuf_addc(b, '[');
@@ -314,14 +324,11 @@ int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_a
     bool found = false;
     for (size_t i = 0; i < g.n; i++)
         found = found || g.r[i].found;
-    if (!found) {
+    if (!found && g.any) {
         free(g.r);
         free(g.l);
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
-                          !g.any ? "no communication figures: only MindSpore's hccl_raw files "
-                                   "(stepscope import) give them (docs/ANALYSIS.md)"
-                          : step > 0 ? "no rank has this step"
-                                     : "no rank has MindSpore's average row");
+                          step > 0 ? "no rank has this step" : "no rank has MindSpore's average row");
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);

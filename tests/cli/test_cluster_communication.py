@@ -128,15 +128,23 @@ def test_bad_parameters_and_jobs_without_hccl(daemon):
     for route in ("communication", "links"):
         st, _, body = daemon.request(f"/api/v1/jobs/{RUN}/cluster/{route}?step=7")
         assert st == 404 and b"no rank has this step" in body, body
-    # a job with steps but no hccl_raw: no communication figures, said so
+    # a job with steps but no hccl_raw: an empty answer (the Cluster page asks any job) whose
+    # reason says where the figures come from; an unknown job is still a 404
     with Client(daemon.socket) as c:
         c.hello("nohccl", rank=0, world_size=1)
         c.send_lines([{"type": "step", "step": 1, "begin_us": 1_700_000_000_000_000,
                        "end_us": 1_700_000_000_001_000}, {"type": "bye"}])
     wait_json(daemon, "/api/v1/jobs/nohccl/steps")
-    for route in ("communication", "links"):
-        st, _, body = daemon.request(f"/api/v1/jobs/nohccl/cluster/{route}")
-        assert st == 404 and b"hccl_raw" in body, body
+    for route, rows in (("communication", "ranks"), ("links", "links")):
+        for arg in ("", "?step=1"):
+            doc = wait_json(daemon, f"/api/v1/jobs/nohccl/cluster/{route}{arg}")
+            assert doc[rows] == [] and "hccl_raw" in doc["reason"], doc
+            assert doc["average_from"] is None
+        st, _, body = daemon.request(f"/api/v1/jobs/nohccl/cluster/{route}?format=csv")
+        assert st == 200 and body.count(b"\n") == 1, body  # the header alone
+        st, _, body = daemon.request(f"/api/v1/jobs/nosuchjob/cluster/{route}")
+        assert st == 404, body
+    assert wait_json(daemon, f"/api/v1/jobs/{RUN}/cluster/communication")["reason"] is None
 
 
 def cell_of(text, line_no):

@@ -8,7 +8,8 @@ import { el, card, note, fmtUs, fmtBytes, fmtNum } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 
-// The answer, or { reason } for a 404 (no hccl_raw, or no rank has the step).
+// The answer (its reason non-null for a job without hccl_raw), or { reason } for a 404 (no rank
+// has the step).
 async function fetchOr404(path) {
   try {
     return await getJSON(path);
@@ -20,11 +21,8 @@ async function fetchOr404(path) {
 
 // ctx: the view's; step: 0 or the step; linkType: '' or the filter; go(params): navigates.
 export async function communicationCards(ctx, step, linkType, go) {
-  // Only MindSpore's hccl_raw files give these figures: another job is not asked (no 404).
-  const ms = ((ctx.jobInfo && ctx.jobInfo.ranks_detail) || []).some((r) => r.framework === 'mindspore');
-  const comm = ms ? await fetchOr404(jobPath(ctx.job, 'cluster/communication', { step: step || null }))
-    : { reason: "no communication figures: only MindSpore's hccl_raw files (stepscope import) give them; a torch or Paddle trace has no per-link or wait figures (docs/ANALYSIS.md)" };
-  if (comm.reason) {
+  const comm = await fetchOr404(jobPath(ctx.job, 'cluster/communication', { step: step || null }));
+  if (comm.reason) { // no hccl_raw in this job (the daemon says why), or no rank has the step
     return [card('Cluster communication', { id: 'cluster-comm', cls: 'wide' }, note('empty', comm.reason))];
   }
   const all = await getJSON(jobPath(ctx.job, 'cluster/links', { step: step || null, limit: 100000 }));
