@@ -346,6 +346,12 @@ def test_replay_midline_drops_and_restarts(clients, sockdir):
             srv = FakeServer(path)
             srv.streams = streams  # durable state survives the restart
             srv.start()
+            # The records of the gap are pending: the client reconnects to this daemon before the
+            # next round takes it away again (on a loaded machine its backoff could otherwise
+            # span two restarts, and it would see one reconnect for both).
+            deadline = time.monotonic() + 20
+            while c.stats["reconnects"] < round_ + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
         assert c.flush(timeout=20)
         lines = srv.records((c.job, c.rank, c.stream))
         assert len(lines) == n and seqs_are_contiguous(lines)
