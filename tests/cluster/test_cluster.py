@@ -3,14 +3,17 @@
 data dir and --node name, shipping to Debian's clickhouse-server 18.16 started by the test on
 loopback ports (chserver.py). ClickHouse must hold every committed row exactly once, whatever
 fails: the engine stopped and restarted mid-ingest, a node killed with -9 before it saved its
-cursor, an insert refused (a read-only user)."""
+cursor, an insert refused (a read-only user), ClickHouse's disk full."""
 import json
 import os
+import pathlib
 import signal
+import sys
 import time
 
 import pytest
 
+from chserver import ClickHouse
 from ssclient import Client, x_event
 
 SPANS = int(os.environ.get("CLUSTER_SPANS", "20000"))  # per rank
@@ -188,6 +191,67 @@ def test_refused_insert_is_reported_and_backed_off(ch, daemons, tmp):
     metrics = d.request("/metrics")[2].decode()
     assert "stepscope_cluster_failing 1" in metrics
     assert "stepscope_cluster_pending_rows " in metrics
+
+
+def test_full_disk_reported_backed_off_and_nothing_lost(daemons, tmp):
+    """ClickHouse's data disk full (a 32 MB tmpfs under its data path, filled by a file): every
+    INSERT fails (errno 28, "No space left on device", Code 75). The node keeps serving locally,
+    shows the error in /stats and /metrics, retries on the backoff schedule (not a storm), and
+    once the filler is gone ships the backlog whole, each row once."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "reliability"))
+    from mounts import free_bytes, tmpfs
+
+    root = tmp / "chfull"
+    (root / "data").mkdir(parents=True)
+    with tmpfs(root / "data", "32m") as data:
+        ch = ClickHouse(root)
+        ch.start()
+        try:
+            d = daemons("full", args=node_args(ch, "nodeF", creds_file(tmp)))
+            send(d, "full", 0, rank_lines(0, 1000))
+            wait_shipped(d)
+            filler = data / "filler"
+            with open(filler, "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * (1 << 16))
+                except OSError:
+                    pass
+            assert free_bytes(data) < (1 << 16)
+            t0 = time.monotonic()
+            send(d, "full", 1, rank_lines(1, 5000))
+            assert d.job("full")["spans"] == 6000  # served locally all the same
+            d.wait_for("the backoff at its cap", lambda: cluster_stats(d)["backoff_ms"] == 1000,
+                       timeout=30)
+            s = cluster_stats(d)
+            assert s["failing"] and "No space left on device" in s["last_error"], s["last_error"]
+            # Backoff 250, 500, 1000, 1000 ms...: a window of 8 s at the cap holds at most 9
+            # attempts (the first may start at its beginning), and at least a few.
+            r0, w0 = s["retries"], time.monotonic()
+            time.sleep(8.0)
+            s = cluster_stats(d)
+            window = time.monotonic() - w0
+            assert 3 <= s["retries"] - r0 <= window + 1, (s, window)
+            assert s["retries"] <= 4 + (time.monotonic() - t0), s
+            assert s["pending_rows"] > 0 and s["lag_ms"] > 0
+            metrics = d.request("/metrics")[2].decode()
+            assert "stepscope_cluster_failing 1" in metrics
+            assert "stepscope_cluster_backoff_seconds 1.000" in metrics
+            # Space back: the backlog goes, each row once (nothing taken twice: a failed INSERT
+            # leaves no part behind, and the parts already taken are not sent again).
+            filler.unlink()
+            wait_shipped(d, timeout=60)
+            want = {("nodeF", 0): 1000, ("nodeF", 1): 5000}
+            assert ch_counts(ch, "spans", "full") == want
+            assert ch_counts(ch, "spans", "full", final=False) == want
+            assert ch_counts(ch, "steps", "full", final=False) == {("nodeF", 0): STEPS,
+                                                                  ("nodeF", 1): STEPS}
+            assert ch_counts(ch, "queue_samples", "full", final=False) == {("nodeF", 0): QUEUES,
+                                                                          ("nodeF", 1): QUEUES}
+            s = cluster_stats(d)
+            assert not s["failing"] and s["rows"] == 6000 + 2 * (STEPS + QUEUES)
+        finally:
+            ch.stop()
 
 
 def test_dropped_table_reported_then_recreated(ch, daemons, tmp):
