@@ -141,6 +141,10 @@ int store__decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t r
                         size_t *ret_n, const char **why)
 {
     if (codec == STORE_CODEC_NONE) {
+        if (raw_bytes < 0 || (uint64_t)raw_bytes != len) { /* the writer stores both as one */
+            *why = "raw size does not match";
+            return -EIO;
+        }
         *ret_lines = data;
         *ret_n = len;
         return 0;
@@ -149,8 +153,19 @@ int store__decode_block(ZSTD_DCtx **dctx, char **buf, size_t *buf_cap, int64_t r
         *why = "unknown codec";
         return -EIO;
     }
-    if (raw_bytes <= 0 || (uint64_t)raw_bytes > SIZE_MAX / 2) {
+    if (raw_bytes <= 0 || raw_bytes > STORE_BLOCK_DECODE_MAX) {
         *why = "bad raw size";
+        return -EIO;
+    }
+    /* The writer's frames state their size: checked before the buffer is made, so a damaged raw
+     * size (or frame header) costs its block, not an allocation that fails the reader. */
+    unsigned long long framed = ZSTD_getFrameContentSize(data, len);
+    if (framed == ZSTD_CONTENTSIZE_ERROR || framed == ZSTD_CONTENTSIZE_UNKNOWN) {
+        *why = "compressed data does not decode";
+        return -EIO;
+    }
+    if (framed != (unsigned long long)raw_bytes) {
+        *why = "raw size does not match";
         return -EIO;
     }
     if (!*dctx && !(*dctx = ZSTD_createDCtx()))

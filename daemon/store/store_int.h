@@ -29,6 +29,9 @@
 #define STORE_SCHEMA_VERSION 4
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
 #define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
+/* No block the writer makes is larger (STORE_BLOCK_RAW_MAX of lines, or one line of at most
+ * max_line_bytes, itself at most 1 GiB): a stored raw size above it is damage. */
+#define STORE_BLOCK_DECODE_MAX ((int64_t)2 << 30)
 #define STORE_BATCH_RAW_MAX (8 * 1024 * 1024) /* store_append() seals the open batch above it */
 #define STORE_POOL_IDLE 4                     /* spare block buffers kept while idle */
 #define STORE_POOL_LIMIT 1024                 /* spare block buffers kept at most */

@@ -121,6 +121,13 @@ int store__writer_prepare(struct store *st, char *err)
         store__errf(err, "out of memory creating the zstd context");
         return -ENOMEM;
     }
+    /* Each frame ends with a checksum of its lines: a block damaged on disk then fails to decode
+     * (and is skipped, named) instead of giving back altered lines (store__decode_block). */
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(st->zctx, ZSTD_c_compressionLevel, STORE_ZSTD_LEVEL)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(st->zctx, ZSTD_c_checksumFlag, 1))) {
+        store__errf(err, "cannot set the zstd compression parameters");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -245,7 +252,7 @@ static int write_blocks(struct store *st, const struct store_batch *b)
             return SQLITE_NOMEM;
         /* Compressing here rather than before BEGIN keeps no second copy of the batch; a retried
          * transaction compresses again, which is rare and cheap. */
-        size_t z = ZSTD_compressCCtx(st->zctx, st->zbuf, bound, k->raw, k->len, STORE_ZSTD_LEVEL);
+        size_t z = ZSTD_compress2(st->zctx, st->zbuf, bound, k->raw, k->len);
         const void *data = st->zbuf;
         enum store_codec codec = STORE_CODEC_ZSTD;
         if (ZSTD_isError(z) || z >= k->len) {

@@ -4,7 +4,13 @@ compressed data, codec or raw size is wrong made start-up exit 4 ("replaying the
 analysis: Input/output error", no job or block named), so every job was down. Now the store skips
 that block (its own events only), logs its job, rank and id, and lists it in /api/v1/stats
 (store.damaged) and in the job's answer (damaged_blocks, damaged_block_ids); every other job,
-and the damaged job's other blocks, are served."""
+and the damaged job's other blocks, are served.
+
+Three more kinds got past that fix: a raw size so large its buffer could not be made (start-up
+exit 4 again, "Cannot allocate memory"), a compressed block marked as stored uncompressed, and one
+flipped bit that still decodes (both served as lines: the timeline's JSON broke, nothing named).
+The raw size is now checked against the frame's own before any buffer is made, an uncompressed
+block's against its length, and each frame carries a checksum of its lines."""
 import os
 import sqlite3
 
@@ -29,10 +35,26 @@ def _feed(d, job, rank):
         assert c.wait_ack(len(recs)) == len(recs)
 
 
+def _flip_one_bit(con, block):
+    """One bit flipped in the middle of the block's zstd frame, which then still decodes: only
+    the frame's checksum (written since) tells its lines were altered. Before, they were served
+    as stored, and the timeline's JSON broke."""
+    codec, data = con.execute("SELECT codec, data FROM blocks WHERE id = ?", (block,)).fetchone()
+    assert codec == 1, "the block is not compressed: nothing to flip in a frame"
+    data = bytearray(data)
+    data[len(data) // 2] ^= 0x20
+    con.execute("UPDATE blocks SET data = ? WHERE id = ?", (bytes(data), block))
+
+
 DAMAGE = {
     "data": "UPDATE blocks SET data = x'28b52ffd00deadbeef' WHERE id = ?",
+    "data_bit_flip": _flip_one_bit,
     "codec": "UPDATE blocks SET codec = 77 WHERE id = ?",
+    # a compressed block said to be stored as it is: its frame was served as lines
+    "codec_none": "UPDATE blocks SET codec = 0 WHERE id = ?",
     "raw_size": "UPDATE blocks SET raw_bytes = raw_bytes + 1 WHERE id = ?",
+    # 1 TiB: the buffer for it could not be made, and start-up exited 4 "Cannot allocate memory"
+    "raw_size_huge": "UPDATE blocks SET raw_bytes = 1099511627776 WHERE id = ?",
 }
 
 
@@ -49,7 +71,10 @@ def test_one_damaged_block_keeps_the_others_up(daemons, kind):
     con = sqlite3.connect(os.path.join(d.data_dir, "stepscope.db"))
     block, = con.execute("SELECT id FROM blocks WHERE job_id = ? AND rank = 0",
                          (bad_id,)).fetchone()
-    con.execute(DAMAGE[kind], (block,))
+    if callable(DAMAGE[kind]):
+        DAMAGE[kind](con, block)
+    else:
+        con.execute(DAMAGE[kind], (block,))
     con.commit()
     con.close()
 
