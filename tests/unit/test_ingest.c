@@ -698,6 +698,10 @@ static const struct hello_case hello_cases[] = {
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"rank\":0.5,\"world_size\":2}", false},
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"seq\":-1}", false},
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"seq\":\"1\"}", false},
+    /* the last seq a hello may carry is the largest ack (INGEST_SEQ_END = 2^63 - 1) */
+    {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"seq\":9223372036854775807}", true},
+    {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"seq\":9223372036854775808}", false},
+    {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"seq\":18446744073709551615}", false},
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"host\":7}", false},
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\",\"stream\":\"a\\u0000b\"}", false},
     {"{\"hello\":\"stepscope/1\",\"job\":\"j\"", false},
@@ -1157,6 +1161,67 @@ START_TEST(test_ingest_replay_skips_duplicates)
 }
 END_TEST
 
+/* The last numbers (issue 18, item 7): a stream resumed at 2^63 - 3 takes 2^63 - 3 and 2^63 - 2;
+ * the line that would take 2^63 - 1 is refused (seq_exhausted), the session ends unclean, and
+ * every ack sent is a seq the hello parser takes back. Before, the acks went past 2^63 and the
+ * hello that carried one was bad_hello. */
+START_TEST(test_ingest_last_seq_is_resumable)
+{
+    srv_start(1024, 8);
+    fk.ack_in_sink = true;
+    fk.welcome_next_seq = INGEST_SEQ_END - 2;
+    int fd = client_connect();
+    client_send(fd, "{\"hello\":\"stepscope/1\",\"job\":\"j\",\"stream\":\"s\","
+                    "\"seq\":9223372036854775805}\n" EV(1) EV(2) EV(3) EV(4));
+    char out[4096] = "";
+    bool closed = false;
+    for (int i = 0; i < 50 && !closed; i++) {
+        spin();
+        closed = client_recv(fd, out, sizeof out);
+    }
+    ck_assert_msg(closed, "not closed after the last seq: %s", out);
+    (void)close(fd);
+    spin();
+    ck_assert_msg(strstr(out, "\"next_seq\":9223372036854775805}"), "%s", out);
+    ck_assert_uint_eq(fk.n_recs, 2);
+    ck_assert_uint_eq(fk.recs[0].seq, INGEST_SEQ_END - 2);
+    ck_assert_uint_eq(fk.recs[1].seq, INGEST_SEQ_END - 1);
+    ck_assert_uint_eq(fk.last_next_seq, INGEST_SEQ_END);
+    ck_assert_msg(strstr(out, "\"code\":\"seq_exhausted\""), "%s", out);
+    ck_assert_uint_eq(count_str(out, "\"error\""), 1);
+    ck_assert_int_eq(fk.n_closes, 1);
+    ck_assert(!fk.last_clean);
+    ck_assert_uint_eq(STATS_GET(&fk.stats, invalid), 1);
+
+    /* Every ack is a number a hello may carry: the last one is INGEST_SEQ_END. */
+    char *p = out, *last = NULL;
+    size_t n_acks = 0;
+    while ((p = strstr(p, "{\"ack\":")) != NULL) {
+        last = p;
+        n_acks++;
+        char *end;
+        errno = 0;
+        unsigned long long a = strtoull(p + 7, &end, 10);
+        ck_assert_int_eq(errno, 0);
+        ck_assert_uint_le(a, INGEST_SEQ_END);
+        p = end;
+    }
+    ck_assert_uint_ge(n_acks, 1);
+    ck_assert_msg(strncmp(last, "{\"ack\":9223372036854775807}", 27) == 0, "%s", out);
+    dec_setup();
+    char hello[160];
+    int hn = snprintf(hello, sizeof hello, "{\"hello\":\"stepscope/1\",\"job\":\"j\","
+                      "\"stream\":\"s\",\"seq\":%.19s}", last + 7);
+    struct record_hello h;
+    char msg[DECODE_MSG_MAX] = "";
+    ck_assert_int_eq(decode_hello(dec, place(hello, (size_t)hn), (size_t)hn, &arena, &h, msg),
+                     DECODE_OK);
+    ck_assert(h.has_seq);
+    ck_assert_uint_eq(h.seq, INGEST_SEQ_END);
+    dec_teardown();
+}
+END_TEST
+
 START_TEST(test_ingest_bad_hello_closes)
 {
     srv_start(1024, 8);
@@ -1443,6 +1508,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_ingest_session);
     tcase_add_loop_test(tc, test_ingest_output_independent_of_chunking, 0, 8);
     tcase_add_test(tc, test_ingest_replay_skips_duplicates);
+    tcase_add_test(tc, test_ingest_last_seq_is_resumable);
     tcase_add_test(tc, test_ingest_bad_hello_closes);
     tcase_add_test(tc, test_ingest_too_many_connections);
     tcase_add_test(tc, test_ingest_backpressure);
