@@ -46,6 +46,8 @@ struct stats {
     _Atomic uint64_t connections_accepted;
     _Atomic uint64_t connections_open;    /* gauge */
     _Atomic uint64_t connections_rejected; /* over max_connections */
+    _Atomic uint64_t connections_hello_timeouts; /* closed: no complete hello in hello_timeout_ms */
+    _Atomic uint64_t connections_evicted; /* closed without a hello to make room (reserve) */
     _Atomic uint64_t bytes;               /* received on client connections */
     _Atomic uint64_t lines;               /* lines after the hello, blank ones excluded */
     _Atomic uint64_t records[RECORD_KIND_COUNT]; /* accepted, by kind */

@@ -766,7 +766,8 @@ static void on_conn_closed(uv_handle_t *h)
 }
 
 /* Closes c, which sent no complete hello: answered with code, uncounted at once so that its slot
- * is free before the reply is written. Counted in bad_hellos. */
+ * is free before the reply is written. Counted in bad_hellos, and by the caller in what closed
+ * it (connections_hello_timeouts or connections_evicted). */
 static void hello_drop(struct ingest_conn *c, const char *code, const char *msg)
 {
     struct ingest *in = c->in;
@@ -799,10 +800,12 @@ static void hello_trim(struct ingest *in, size_t room)
     int64_t graced = clock_mono_ns() - hello_grace_ns(in);
     while (in->hello_head && in->hello_head->hello_since_ns <= graced &&
            (in->n_hello_waiting + room > in->hello_slots ||
-            in->n_conns + room > in->cfg.max_connections))
+            in->n_conns + room > in->cfg.max_connections)) {
+        STATS_ADD(in->stats, connections_evicted, 1);
         hello_drop(in->hello_head, "evicted",
                    "closed to make room: no hello yet, and connections without one may hold "
                    "only max_connections - reserved_connections slots");
+    }
 }
 
 /* Closes the connections whose hello is late, oldest first (the list is in arrival order).
@@ -817,6 +820,7 @@ static void on_hello_timer(uv_timer_t *t)
         char msg[96];
         snprintf(msg, sizeof msg, "no complete hello within %llu ms",
                  (unsigned long long)in->cfg.hello_timeout_ms);
+        STATS_ADD(in->stats, connections_hello_timeouts, 1);
         hello_drop(in->hello_head, "hello_timeout", msg);
     }
     hello_trim(in, 0);

@@ -231,6 +231,8 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     sbuf_adds(b, "{\"connections\":{");
     member_u64(b, "accepted", STATS_GET(s, connections_accepted));
     member_u64(b, "open", STATS_GET(s, connections_open));
+    member_u64(b, "hello_timeouts", STATS_GET(s, connections_hello_timeouts));
+    member_u64(b, "evicted", STATS_GET(s, connections_evicted));
     key(b, "rejected");
     sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, connections_rejected));
     member_u64(b, "bytes", STATS_GET(s, bytes));

@@ -4,7 +4,8 @@ socket that never sent a hello; they filled the 1 024 slots forever and a real t
 too_many_connections. Now a connection without a complete hello is closed after
 hello_timeout_ms, and once hello-less connections hold max_connections - reserved_connections
 slots (or all of them), a new connection closes the oldest of them that has waited its grace
-(1 s), so the trainer gets in at once."""
+(1 s), so the trainer gets in at once. Both closes are counted apart (connections.hello_timeouts,
+connections.evicted in /api/v1/stats, and in /metrics), not only in bad_hellos."""
 import json
 import socket
 import time
@@ -47,6 +48,18 @@ def _first_reply(s, timeout):
     return code, time.monotonic() - t0
 
 
+def _metrics(d):
+    """The unlabelled samples of /metrics, by name."""
+    st, _, body = d.request("/metrics")
+    assert st == 200
+    out = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.split()[:2]
+            out[name] = float(value)
+    return out
+
+
 def test_idle_flood_cannot_lock_out_a_trainer(daemons, tmp, figures):
     assert raise_fd_limit(4 * N_IDLE) >= 2 * N_IDLE + 64, "cannot raise the fd limit"
     timeout_ms = 4000
@@ -77,6 +90,14 @@ def test_idle_flood_cannot_lock_out_a_trainer(daemons, tmp, figures):
                 codes[code] = codes.get(code, 0) + 1
                 latest = max(latest, time.monotonic() - t_flood)
             assert codes.get("hello_timeout", 0) > 0 and codes.get("evicted", 0) >= 1, codes
+            # Each way of closing them is counted, in /stats and in /metrics alike.
+            conns = d.stats()["connections"]
+            assert (conns["hello_timeouts"], conns["evicted"], conns["rejected"]) == (
+                codes.get("hello_timeout", 0), codes["evicted"],
+                codes.get("too_many_connections", 0)), (conns, codes)
+            metrics = _metrics(d)
+            assert metrics["stepscope_connections_hello_timeouts_total"] == conns["hello_timeouts"]
+            assert metrics["stepscope_connections_evicted_total"] == conns["evicted"]
             # The trainer is still served after the flood is gone.
             c.send_lines([x_event(i) for i in range(5, 10)])
             assert c.wait_ack(10) == 10 and c.errors == []

@@ -701,6 +701,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.connections_accepted, 1);
     atomic_store(&s.connections_open, 2);
     atomic_store(&s.connections_rejected, 3);
+    atomic_store(&s.connections_hello_timeouts, 55);
+    atomic_store(&s.connections_evicted, 56);
     atomic_store(&s.bytes, 4);
     atomic_store(&s.lines, 5);
     for (int k = 0; k < RECORD_KIND_COUNT; k++)
@@ -744,7 +746,8 @@ START_TEST(test_render_stats_all_counters)
     web__render_stats(&b, &s, &info);
     ck_assert_str_eq(
         b.data,
-        "{\"connections\":{\"accepted\":1,\"open\":2,\"rejected\":3},\"bytes\":4,\"lines\":5,"
+        "{\"connections\":{\"accepted\":1,\"open\":2,\"hello_timeouts\":55,"
+                     "\"evicted\":56,\"rejected\":3},\"bytes\":4,\"lines\":5,"
         "\"records\":{\"trace\":10,\"step\":11,\"queue\":12,\"pipeline\":13,\"host\":14},"
         "\"hellos\":20,\"bad_hellos\":21,\"malformed\":22,\"oversized\":23,\"unknown\":24,"
         "\"invalid\":25,\"duplicates\":26,\"partial_lines\":27,\"acknowledged\":28,"
