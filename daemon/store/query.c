@@ -697,8 +697,13 @@ void store__scan_event(const char *p, size_t n, struct store_event *ev)
             i++;
         }
     }
-    if (!ts || num_us_to_ns(ts, ts_n, &ev->ts_ns) < 0)
+    if (!ts || num_us_to_ns(ts, ts_n, &ev->ts_ns) < 0) {
         ev->ts_ns = INT64_MIN;
+        ts = NULL;
+        ts_n = 0;
+    }
+    ev->ts = ts;
+    ev->ts_len = ts_n;
     if (!dur || num_us_to_ns(dur, dur_n, &ev->dur_ns) < 0 || ev->dur_ns < 0)
         ev->dur_ns = 0;
 }

@@ -107,6 +107,8 @@ struct store_event {
     const char *line;   /* not NUL-terminated; valid until the next call on the iterator */
     size_t len;
     int64_t ts_ns;      /* "ts"; INT64_MIN when absent or not a number (metadata events) */
+    const char *ts;     /* the raw JSON text of "ts", inside line; NULL when ts_ns is INT64_MIN */
+    size_t ts_len;
     int64_t dur_ns;     /* "dur"; 0 when absent, negative or not a number */
     const char *pid;    /* the raw JSON text of "pid" (a number or a quoted string), inside
                            line; NULL when absent */

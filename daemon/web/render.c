@@ -9,6 +9,7 @@
  */
 #include "render.h"
 
+#include "../analyse/analyse_clock.h"
 #include "../analyse/analyse_cluster.h"
 
 #include <inttypes.h>
@@ -125,7 +126,35 @@ void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n)
 
 static void member_us_or_null(struct sbuf *b, const char *k, bool have, int64_t ns);
 
-static void render_rank(struct sbuf *b, const struct store_rank *r)
+/* ranks[i]'s host's row in the clocks' table; NULL with one host (or no clocks). */
+static const struct analyse_clock_row *rank_clock(const struct web_clocks *c, size_t i)
+{
+    return c && c->table && i < c->n_ranks ? &c->table->hosts[c->rank_host[i]] : NULL;
+}
+
+/* The clock_* members of ranks[i] (with a leading comma), or the CSV columns. */
+static void render_rank_clock(struct sbuf *b, const struct web_clocks *c, size_t i, bool csv)
+{
+    const struct analyse_clock_row *row = rank_clock(c, i);
+    int64_t offset = row ? row->offset_ns : 0;
+    bool aligned = row ? row->aligned : true;
+    const char *reason = row ? analyse_clock_reason_text(row->reason) : "one host";
+    if (csv) {
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, offset);
+        sbuf_adds(b, aligned ? ",true," : ",false,");
+        web__csv_str(b, reason);
+        return;
+    }
+    sbuf_adds(b, ",\"clock_offset_us\":");
+    sbuf_json_us(b, offset);
+    sbuf_adds(b, aligned ? ",\"clock_aligned\":true" : ",\"clock_aligned\":false");
+    sbuf_adds(b, ",\"clock_reason\":");
+    sbuf_json_strz(b, reason);
+}
+
+static void render_rank(struct sbuf *b, const struct store_rank *r, const struct web_clocks *c,
+                        size_t i)
 {
     sbuf_addc(b, '{');
     member_i64(b, "rank", r->rank);
@@ -140,6 +169,8 @@ static void render_rank(struct sbuf *b, const struct store_rank *r)
     member_us_or_null(b, "trace_start_us", timed, r->trace_start_ns);
     member_us_or_null(b, "trace_end_us", timed, r->trace_end_ns);
     member_bool_last(b, "live", r->live);
+    if (c)
+        render_rank_clock(b, c, i, false);
     sbuf_addc(b, '}');
 }
 
@@ -176,10 +207,12 @@ void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size
     sbuf_addc(b, ']');
 }
 
-void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n)
+void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n,
+                           const struct web_clocks *clocks)
 {
     sbuf_adds(b, "rank,host,framework,framework_version,pid,sessions,events,steps,"
-                 "trace_start_us,trace_end_us,live\n");
+                 "trace_start_us,trace_end_us,live");
+    sbuf_adds(b, clocks ? ",clock_offset_us,clock_aligned,clock_reason\n" : "\n");
     for (size_t i = 0; i < n; i++) {
         const struct store_rank *r = &ranks[i];
         sbuf_printf(b, "%" PRId64 ",", r->rank);
@@ -197,28 +230,71 @@ void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_
         } else {
             sbuf_addc(b, ',');
         }
-        sbuf_adds(b, r->live ? ",true\n" : ",false\n");
+        sbuf_adds(b, r->live ? ",true" : ",false");
+        if (clocks)
+            render_rank_clock(b, clocks, i, true);
+        sbuf_addc(b, '\n');
     }
 }
 
-void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n)
+void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n,
+                               const struct web_clocks *clocks)
 {
     sbuf_addc(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             sbuf_addc(b, ',');
-        render_rank(b, &ranks[i]);
+        render_rank(b, &ranks[i], clocks, i);
     }
     sbuf_addc(b, ']');
 }
 
+/* The job's "clocks" member (with a leading comma): null with one host, else the reference, the
+ * bounds and one object per host. */
+static void render_clocks(struct sbuf *b, const struct web_clocks *c)
+{
+    sbuf_adds(b, ",\"clocks\":");
+    if (!c->table) {
+        sbuf_adds(b, "null");
+        return;
+    }
+    const struct analyse_clock *t = c->table;
+    sbuf_adds(b, "{\"reference\":");
+    if (t->reference >= 0)
+        sbuf_json_strz(b, t->hosts[t->reference].name);
+    else
+        sbuf_adds(b, "null");
+    sbuf_printf(b, ",\"min_steps\":%zu,\"reference_step_us\":", t->min_steps);
+    sbuf_json_us(b, t->ref_step_ns);
+    sbuf_adds(b, ",\"max_spread_us\":");
+    sbuf_json_us(b, t->max_spread_ns);
+    sbuf_adds(b, ",\"hosts\":[");
+    for (size_t h = 0; h < t->n_hosts; h++) {
+        const struct analyse_clock_row *row = &t->hosts[h];
+        sbuf_adds(b, h ? ",{" : "{");
+        member_str(b, "host", row->name);
+        member_u64(b, "ranks", row->ranks);
+        key(b, "aligned");
+        sbuf_adds(b, row->aligned ? "true," : "false,");
+        member_str(b, "reason", analyse_clock_reason_text(row->reason));
+        member_us(b, "offset_us", row->offset_ns);
+        member_us(b, "estimate_us", row->estimate_ns);
+        member_us(b, "spread_us", row->spread_ns);
+        key(b, "steps");
+        sbuf_printf(b, "%zu}", row->steps);
+    }
+    sbuf_adds(b, "]}");
+}
+
 void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
-                     size_t n_ranks)
+                     size_t n_ranks, const struct web_clocks *clocks)
 {
     sbuf_addc(b, '{');
     web__render_job_fields(b, j);
     sbuf_adds(b, ",\"ranks_detail\":");
-    web__render_ranks_records(b, ranks, n_ranks);
+    web__render_ranks_records(b, ranks, n_ranks, clocks);
+    if (clocks)
+        render_clocks(b, clocks);
     sbuf_addc(b, '}');
 }
 

@@ -27,6 +27,17 @@ enum web_format {
     WEB_FORMAT_RECORDS, /* a JSON array of row objects */
 };
 
+/* The clocks of a job's hosts (clocks.c, web__clocks()): the ranks' hosts and, when there are
+ * two or more, analyse_clock's table of them. */
+struct analyse_clock;
+struct web_clocks {
+    size_t n_ranks;
+    size_t *rank_host;                   /* [n_ranks]: ranks[i]'s host, an index into names */
+    size_t n_hosts;
+    char (*names)[RECORD_NAME_MAX + 1];  /* [n_hosts], in the order of their first rank */
+    struct analyse_clock *table;         /* hosts as names; NULL with fewer than two hosts */
+};
+
 /* Each appends one complete JSON document (or, for _job_fields, members) to b; b's cap and error
  * state (sbuf.h) say whether it fitted. Strings go through sbuf_json_str(), times through
  * sbuf_json_us() (ns in, us out). */
@@ -38,8 +49,9 @@ void web__render_health(struct sbuf *b, const char *version, const char *instanc
 /* The members of one job object, without braces. */
 void web__render_job_fields(struct sbuf *b, const struct store_job *j);
 void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n);
+/* clocks (NULL: none known) adds each rank's clock_* members and the job's "clocks". */
 void web__render_job(struct sbuf *b, const struct store_job *j, const struct store_rank *ranks,
-                     size_t n_ranks);
+                     size_t n_ranks, const struct web_clocks *clocks);
 /* info NULL renders "store":null (no store attached). */
 void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info *info);
 
@@ -51,9 +63,11 @@ void web__csv_str(struct sbuf *b, const char *s);
 
 /* CSV and records forms of the jobs list and of one job's ranks_detail. */
 void web__render_jobs_csv(struct sbuf *b, const struct store_job *jobs, size_t n);
-void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n);
+void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n,
+                           const struct web_clocks *clocks);
 void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size_t n);
-void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n);
+void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, size_t n,
+                               const struct web_clocks *clocks);
 
 /* The cluster step trace (routes_cluster.c) in fmt: JSON {"mode","stages","rank_size","step"
  * (N or "average"),"average_from" (null for a step; "mindspore" when ms_avg, else "steps"),

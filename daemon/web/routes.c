@@ -149,15 +149,22 @@ static int get_job(struct web *w, const struct web_req *q, const struct web_rout
         return web__store_error(a, r, "store_query_ranks");
     for (size_t i = 0; i < n; i++)
         live_rank_steps(w, job.id, &ranks[i]);
+    struct web_clocks clocks;
+    r = web__clocks(w, job.id, ranks, n, &clocks);
+    if (r < 0) {
+        free(ranks);
+        return web__store_error(a, r, "the hosts' clocks");
+    }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     /* The CSV and records forms are the job's one table, ranks_detail. */
     if (fmt == WEB_FORMAT_CSV)
-        web__render_ranks_csv(&b, ranks, n);
+        web__render_ranks_csv(&b, ranks, n, &clocks);
     else if (fmt == WEB_FORMAT_RECORDS)
-        web__render_ranks_records(&b, ranks, n);
+        web__render_ranks_records(&b, ranks, n, &clocks);
     else
-        web__render_job(&b, &job, ranks, n);
+        web__render_job(&b, &job, ranks, n, &clocks);
+    web__clocks_done(&clocks);
     free(ranks);
     return web__doc_fmt(w, a, &b, fmt);
 }

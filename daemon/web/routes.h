@@ -80,6 +80,17 @@ int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool m
 int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_answer *a,
                             const struct store_job *job, bool links);
 
+/* clocks.c: the clocks of job_id's hosts over ranks[0..n) (store_query_ranks()'s, their host
+ * the ranks_detail host) into *ret (free with web__clocks_done()): with two or more hosts,
+ * analyse_clock_compute() over the ranks' steps (live's step rows, else the stored step records).
+ * Returns 0 or a negative errno (-ENOMEM, the store's); *ret is then empty. */
+int web__clocks(struct web *w, int64_t job_id, const struct store_rank *ranks, size_t n,
+                struct web_clocks *ret);
+/* What ranks[i]'s times less are on the reference's clock: its host's offset when aligned, else
+ * 0 (one host, or not aligned). */
+int64_t web__clocks_offset(const struct web_clocks *c, size_t i);
+void web__clocks_done(struct web_clocks *c);
+
 /* timeline.c: /api/v1/jobs/{job}/timeline, the Chrome trace export, streamed. */
 #define WEB_TIMELINE_LIMIT_DEFAULT 200000  /* timeline events per answer unless ?limit= says */
 #define WEB_TIMELINE_LIMIT_MAX 10000000    /* largest ?limit= accepted */

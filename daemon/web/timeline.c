@@ -17,8 +17,14 @@
  * earlier rank already has (the same OS pid on two hosts, "GPU 0" on every node) merges the
  * two ranks into one process: it is not named again and otherData.shared_pids counts it. With
  * ?remap_pids=1 such a pid is instead rewritten, in each event of the later rank, to the string
- * "rank <r> <pid>" (the only change ever made to a stored line) and named; remapped_pids counts
- * those. */
+ * "rank <r> <pid>" and named; remapped_pids counts those.
+ *
+ * Ranks of several hosts carry several clocks. Where the job's clocks (clocks.c, analyse_clock.h)
+ * align a host with the reference host, its ranks' events go out with "ts" less the host's
+ * offset, on the reference's clock, so that ranks of different hosts line up; a time window asked
+ * (start_us/end_us) is on the reference's clock too, and a step's windows are reported on it.
+ * otherData.clock_offsets lists the ranks moved. ?align_clocks=0 leaves every "ts" as stored.
+ * Those two rewrites, of "pid" and of "ts", are the only changes ever made to a stored line. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -33,7 +39,9 @@ struct tl_rank {
     int64_t rank;
     bool has_window;       /* false: ?step= and this rank has no such step */
     bool from_live;        /* ?step=: the window came from live's step rows */
-    int64_t t0_ns, t1_ns;  /* the rank's window */
+    int64_t t0_ns, t1_ns;  /* the rank's window, on its own clock */
+    int64_t offset_ns;     /* its host's clock less the reference's: its events go out at ts less
+                              this (0: as stored) */
 };
 
 struct tl_pid {
@@ -62,6 +70,7 @@ struct tl_stream {
     bool has_step, has_t0, has_t1;
     bool slot;                    /* holds one of w->exports_max (released by tl_free()) */
     bool remap_pids;              /* ?remap_pids=1 */
+    bool align_clocks;            /* ?align_clocks=1 (the default) */
     int64_t step, t0_ns, t1_ns;   /* as asked, for otherData */
     int64_t limit, max_bytes;
     size_t reserve;               /* room kept for the tail */
@@ -102,6 +111,17 @@ static void tl_opt_us(struct sbuf *b, const char *key, bool has, int64_t ns)
         sbuf_adds(b, "null");
 }
 
+/* ns + d, held within int64 (INT64_MIN and INT64_MAX, the open window's ends, stay). */
+static int64_t tl_shift(int64_t ns, int64_t d)
+{
+    if (ns == INT64_MIN || ns == INT64_MAX)
+        return ns;
+    int64_t r;
+    if (__builtin_add_overflow(ns, d, &r))
+        return d > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 /* The tail; worst renders every counter as the longest number it can be. */
 static void tl_render_tail(struct sbuf *b, const struct tl_stream *t, bool worst)
 {
@@ -127,14 +147,27 @@ static void tl_render_tail(struct sbuf *b, const struct tl_stream *t, bool worst
                 continue;
             sbuf_printf(b, "%s{\"rank\":%" PRId64 ",\"start_us\":", first ? "" : ",",
                         t->ranks[i].rank);
-            sbuf_json_us(b, t->ranks[i].t0_ns);
+            sbuf_json_us(b, tl_shift(t->ranks[i].t0_ns, -t->ranks[i].offset_ns));
             sbuf_adds(b, ",\"end_us\":");
-            sbuf_json_us(b, t->ranks[i].t1_ns);
+            sbuf_json_us(b, tl_shift(t->ranks[i].t1_ns, -t->ranks[i].offset_ns));
             sbuf_addc(b, '}');
             first = false;
         }
         sbuf_addc(b, ']');
     }
+    sbuf_adds(b, t->align_clocks ? ",\"clocks_aligned\":true,\"clock_offsets\":["
+                                 : ",\"clocks_aligned\":false,\"clock_offsets\":[");
+    bool first_off = true;
+    for (size_t i = 0; i < t->n_ranks; i++) {
+        if (t->ranks[i].offset_ns == 0)
+            continue;
+        sbuf_printf(b, "%s{\"rank\":%" PRId64 ",\"offset_us\":", first_off ? "" : ",",
+                    t->ranks[i].rank);
+        sbuf_json_us(b, t->ranks[i].offset_ns);
+        sbuf_addc(b, '}');
+        first_off = false;
+    }
+    sbuf_addc(b, ']');
     sbuf_printf(b, ",\"events\":%" PRId64 ",\"metadata_events\":%" PRId64
                    ",\"remapped_pids\":%" PRId64 ",\"shared_pids\":%" PRId64 ",\"limit\":%" PRId64 ",\"max_bytes\":%" PRId64,
                 worst ? big : t->n_events, worst ? big : t->n_meta, worst ? big : t->n_remapped, worst ? big : t->n_shared,
@@ -250,6 +283,40 @@ static void tl_name_pid(struct sbuf *m, const char *pid, size_t pid_len, int64_t
     sbuf_printf(m, ",\"tid\":0,\"args\":{\"sort_index\":%" PRId64 "}}", rank);
 }
 
+/* A value of a stored line and what replaces it. */
+struct tl_cut {
+    const char *at;
+    size_t len;
+    const char *with;
+    size_t with_len;
+};
+
+/* Appends ev's line to out with its "pid" value replaced by pid[0, pid_len) when pid is not NULL,
+ * and its "ts" value by ts[0, ts_len) when ts is not NULL (both inside the line, not
+ * overlapping: two members' values). */
+static void tl_write_line(struct sbuf *out, const struct store_event *ev, const char *pid,
+                          size_t pid_len, const char *ts, size_t ts_len)
+{
+    struct tl_cut cut[2];
+    size_t n = 0;
+    if (pid)
+        cut[n++] = (struct tl_cut){ev->pid, ev->pid_len, pid, pid_len};
+    if (ts)
+        cut[n++] = (struct tl_cut){ev->ts, ev->ts_len, ts, ts_len};
+    if (n == 2 && cut[1].at < cut[0].at) {
+        struct tl_cut x = cut[0];
+        cut[0] = cut[1];
+        cut[1] = x;
+    }
+    const char *from = ev->line;
+    for (size_t i = 0; i < n; i++) {
+        sbuf_add(out, from, (size_t)(cut[i].at - from));
+        sbuf_add(out, cut[i].with, cut[i].with_len);
+        from = cut[i].at + cut[i].len;
+    }
+    sbuf_add(out, from, ev->len - (size_t)(from - ev->line));
+}
+
 /* Appends to t->out until it holds at least a chunk or the state moves on. Returns 0 or a
  * negative errno (the stream then ends with an error: the status line has long gone out). */
 static int tl_produce(struct tl_stream *t)
@@ -259,8 +326,9 @@ static int tl_produce(struct tl_stream *t)
         t->state = TL_DONE;
         return t->out.error;
     }
-    struct sbuf m;
+    struct sbuf m, ts;
     sbuf_init(&m, 4096);
+    sbuf_init(&ts, 64);
     int r = 0;
     while (t->state == TL_EVENTS && t->out.len < WEB_CHUNK) {
         struct store_event ev;
@@ -283,9 +351,17 @@ static int tl_produce(struct tl_stream *t)
         sbuf_reset(&m);
         if (is_new && !fresh.shared)
             tl_name_pid(&m, pid, pid_len, fresh.rank);
+        /* An aligned rank's "ts", on the reference's clock. */
+        int64_t offset = t->ranks[t->cur].offset_ns;
+        bool shift = offset != 0 && ev.ts;
+        sbuf_reset(&ts);
+        if (shift)
+            sbuf_json_us(&ts, tl_shift(ev.ts_ns, -offset));
         size_t line_len = ev.len;
         if (p && p->remap)
-            line_len = ev.len - ev.pid_len + pid_len;
+            line_len = line_len - ev.pid_len + pid_len;
+        if (shift)
+            line_len = line_len - ev.ts_len + ts.len;
         size_t need = m.len + line_len + 1;
         if (t->n_events >= t->limit || t->produced + need + t->reserve > (size_t)t->max_bytes) {
             /* Cut here: count the rest of the selection, then write the tail. */
@@ -306,14 +382,8 @@ static int tl_produce(struct tl_stream *t)
             sbuf_add(&t->out, m.data + first, m.len - first);
         if (!first || m.len)
             sbuf_addc(&t->out, ',');
-        if (p && p->remap) {
-            size_t at = (size_t)(ev.pid - ev.line);
-            sbuf_add(&t->out, ev.line, at);
-            sbuf_add(&t->out, pid, pid_len);
-            sbuf_add(&t->out, ev.pid + ev.pid_len, ev.len - at - ev.pid_len);
-        } else {
-            sbuf_add(&t->out, ev.line, ev.len);
-        }
+        tl_write_line(&t->out, &ev, p && p->remap ? pid : NULL, pid_len,
+                      shift ? ts.data : NULL, ts.len);
         t->produced += need - first;
         t->n_events++;
         if (t->out.error) {
@@ -322,6 +392,7 @@ static int tl_produce(struct tl_stream *t)
         }
     }
     sbuf_done(&m);
+    sbuf_done(&ts);
     return r;
 }
 
@@ -480,7 +551,7 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
                         struct web_answer *a)
 {
     /* Parameters first: a bad request is bad whether or not a store is attached. */
-    int64_t rank, t0, t1, limit, step, max_bytes, remap;
+    int64_t rank, t0, t1, limit, step, max_bytes, remap, align;
     int64_t bytes_max = w->max_response_bytes > (size_t)INT64_MAX ? INT64_MAX
                                                                     : (int64_t)w->max_response_bytes;
     int64_t bytes_def = bytes_max < WEB_TIMELINE_BYTES_DEFAULT ? bytes_max
@@ -493,7 +564,8 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
         web__param_i64(q, a, "step", 0, INT64_MAX, -1, &step) < 0 ||
         web__param_i64(q, a, "max_bytes", WEB_TIMELINE_BYTES_MIN, bytes_max, bytes_def,
                        &max_bytes) < 0 ||
-        web__param_i64(q, a, "remap_pids", 0, 1, 0, &remap) < 0)
+        web__param_i64(q, a, "remap_pids", 0, 1, 0, &remap) < 0 ||
+        web__param_i64(q, a, "align_clocks", 0, 1, 1, &align) < 0)
         return 0;
     if (t1 < t0)
         return tl_bad(a, "end_us: before start_us");
@@ -518,6 +590,7 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
     struct tl_stream *t = NULL;
     struct store_rank *have = NULL;
     size_t n_have = 0;
+    struct web_clocks clocks = {0};
     if (!w->store) {
         web__no_store(a);
         goto out;
@@ -547,19 +620,30 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
         web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", NULL);
         goto out;
     }
+    if (align) {
+        r = web__clocks(w, job.id, have, n_have, &clocks);
+        if (r < 0) {
+            web__store_error(a, r, "the hosts' clocks");
+            goto out;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         int64_t rk = n_want > 0 ? want[i] : have[i].rank;
         bool found = false;
+        int64_t offset = 0;
         for (size_t k = 0; k < n_have && !found; k++)
-            found = have[k].rank == rk;
+            if ((found = have[k].rank == rk))
+                offset = web__clocks_offset(&clocks, k);
         if (!found) {
             char msg[96];
             snprintf(msg, sizeof msg, "ranks: job has no rank %" PRId64, rk);
             web__error(a, WEB_HTTP_NOT_FOUND, "not_found", msg);
             goto out;
         }
-        t->ranks[i] = (struct tl_rank){.rank = rk, .has_window = step < 0, .t0_ns = t0,
-                                       .t1_ns = t1};
+        /* A window asked is on the reference's clock: on the rank's own, it is offset later. */
+        t->ranks[i] = (struct tl_rank){.rank = rk, .has_window = step < 0,
+                                       .t0_ns = tl_shift(t0, offset),
+                                       .t1_ns = tl_shift(t1, offset), .offset_ns = offset};
     }
     t->n_ranks = n;
     if (step >= 0) {
@@ -583,6 +667,7 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
     memcpy(t->job, job.name, sizeof t->job);
     t->has_step = step >= 0;
     t->remap_pids = remap != 0;
+    t->align_clocks = align != 0;
     t->step = step;
     t->has_t0 = has_t0;
     t->has_t1 = has_t1;
@@ -626,6 +711,7 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
                                     .block = WEB_CHUNK};
     t = NULL;
 out:
+    web__clocks_done(&clocks);
     tl_free(t);
     free(have);
     free(want);

@@ -669,7 +669,7 @@ START_TEST(test_render_job_with_ranks)
     r[1].trace_start_ns = r[1].trace_end_ns = INT64_MIN;
     struct sbuf b;
     sbuf_init(&b, 1 << 16);
-    web__render_job(&b, &j, r, 2);
+    web__render_job(&b, &j, r, 2, NULL);
     ck_assert_int_eq(b.error, 0);
     ck_assert_ptr_nonnull(strstr(
         b.data, "\"live\":true,\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
@@ -1398,7 +1398,8 @@ START_TEST(test_store_timeline)
                                           "\"tid\":0,\"args\":{\"name\":\"rank 0\"}}"));
     ck_assert_ptr_nonnull(strstr(r->body, "],\"displayTimeUnit\":\"ms\",\"otherData\":{"));
     ck_assert_ptr_nonnull(strstr(r->body, "\"ranks\":[0,1],\"step\":null,\"start_us\":null,"
-                                          "\"end_us\":null,\"events\":3,\"metadata_events\":2,"
+                                          "\"end_us\":null,\"clocks_aligned\":true,"
+                                          "\"clock_offsets\":[],\"events\":3,\"metadata_events\":2,"
                                           "\"remapped_pids\":0,\"shared_pids\":1,"
                                           "\"limit\":10000000,"
                                           "\"max_bytes\":1048576,\"truncated\":false,"
