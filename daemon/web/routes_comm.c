@@ -244,17 +244,20 @@ static void render_links(struct sbuf *b, enum web_format fmt, const struct gathe
     for (size_t i = from; i < from + n; i++) {
         const struct analyse_comm_link *l = &g->l[i];
         if (fmt == WEB_FORMAT_CSV) {
-            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,", l->rank, l->src, l->dst,
-                        l->type);
+            /* The type is the client's text: a text cell like a name (render.h). */
+            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",%" PRId64 ",", l->rank, l->src, l->dst);
+            web__csv_str(b, l->type);
+            sbuf_addc(b, ',');
             sbuf_json_us(b, l->cost_ns);
             sbuf_printf(b, ",%" PRId64 ",%" PRId64 "\n", l->size_bytes, l->bw_bytes_per_s);
             continue;
         }
         sbuf_printf(b,
                     "%s{\"rank\":%" PRId64 ",\"src_rank\":%" PRId64 ",\"dst_rank\":%" PRId64
-                    ",\"src_dst\":\"%" PRId64 "-%" PRId64 "\",\"link_type\":\"%s\","
-                    "\"communication_cost_us\":",
-                    i > from ? "," : "", l->rank, l->src, l->dst, l->src, l->dst, l->type);
+                    ",\"src_dst\":\"%" PRId64 "-%" PRId64 "\",\"link_type\":",
+                    i > from ? "," : "", l->rank, l->src, l->dst, l->src, l->dst);
+        sbuf_json_strz(b, l->type);
+        sbuf_adds(b, ",\"communication_cost_us\":");
         sbuf_json_us(b, l->cost_ns);
         sbuf_printf(b, ",\"communication_size_bytes\":%" PRId64 ",\"band_width_bytes_per_s\":%" PRId64
                        "}",

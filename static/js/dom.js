@@ -70,9 +70,12 @@ export function fmtWall(us) {
   return us ? new Date(us / 1000).toLocaleString() : '—';
 }
 
-// One CSV field (RFC 4180), as the daemon writes them.
+// One CSV field (RFC 4180), as the daemon writes them: a text cell that a spreadsheet would run
+// as a formula (first character = + - @ TAB CR) gets a leading ' (OWASP's CSV injection advice,
+// docs/API.md "Tables for pandas"); a number never does, so -1 stays a number.
 function csvField(v) {
-  const s = v === null || v === undefined ? '' : String(v);
+  let s = v === null || v === undefined ? '' : String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 

@@ -20,6 +20,7 @@ const JUNIT = process.env.JUNIT || path.join(BUILD, 'e2e-junit.xml');
 const SHOTS = path.join(BUILD, 'e2e-screenshots');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const HOSTILE = '<img src=x onerror=alert(1)>';
+const FORMULAS = ['=HYPERLINK("http://x","y")', '@SUM(1)']; // feed.py's, for the CSV download
 const REBIND_HOST = 'rebind.attacker.test';
 // Real profiler outputs, with their sources and licences (tests/data/README.md).
 const DATA = path.join(ROOT, 'tests', 'data');
@@ -318,6 +319,16 @@ test('operators: types chart, All/Type, search, sort, paging, hostile name is te
   expectEq(csv[0], 'name,type,calls,total_us,self_us,avg_us,min_us,max_us,percent', 'CSV header');
   expectEq(csv.filter(Boolean).length, all.total + 1, 'CSV lines');
   if (!csv.includes(`${HOSTILE},${HOSTILE},${all.rows.find((r) => r.name === HOSTILE).calls},${all.rows.find((r) => r.name === HOSTILE).total_us},${all.rows.find((r) => r.name === HOSTILE).self_us},${all.rows.find((r) => r.name === HOSTILE).avg_us},${all.rows.find((r) => r.name === HOSTILE).min_us},${all.rows.find((r) => r.name === HOSTILE).max_us},${all.rows.find((r) => r.name === HOSTILE).percent}`)) fail('hostile row missing from the CSV');
+  // Names a spreadsheet would run as formulas come out as text (a leading '), as in the daemon's
+  // own CSV; the numbers of their rows stay numbers.
+  const daemonCsv = await (await page.request.get(`${base}/api/v1/jobs/${main.id}/operators?rank=0&format=csv`)).text();
+  for (const f of FORMULAS) {
+    const r = all.rows.find((x) => x.name === f);
+    const cell = f.includes('"') ? `"'${f.replace(/"/g, '""')}"` : `'${f}`;
+    const line = `${cell},${cell},${r.calls},${r.total_us},${r.self_us},${r.avg_us},${r.min_us},${r.max_us},${r.percent}`;
+    if (!csv.includes(line)) fail(`formula ${f} not neutralised in the CSV: ${csv.find((l) => l.includes(f.slice(1, 6)))}`);
+    if (!daemonCsv.split('\n').some((l) => l.startsWith(`${cell},`))) fail(`the daemon's CSV differs for ${f}`);
+  }
   // Type mode, then a click on a type lists its operators.
   await page.click('[data-card="op-table"] [data-tab="type"]');
   await page.waitForSelector('[data-table="op-types-table"]');

@@ -52,6 +52,7 @@ sys.path.insert(0, os.path.join(ROOT, "collectors", "python"))
 STEPS = 60
 T0 = 1_700_000_000_000_000  # us
 HOSTILE = "<img src=x onerror=alert(1)>"
+FORMULAS = ['=HYPERLINK("http://x","y")', "@SUM(1)"]  # spreadsheet formulas (CSV injection)
 DATA = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
@@ -86,6 +87,7 @@ def main_job(sock):
             ]
         # 25 more operator names, once each in step 0, so the All table has pages.
         lines += [span(f"aten::extra_{k:02d}", T0 + 9000 + k, 1 + k) for k in range(25)]
+        lines += [span(f, T0 + 9100 + k, 2) for k, f in enumerate(FORMULAS)]
         lines.append({"type": "pipeline", "ops": [
             {"id": 0, "name": "DeviceQueueOp", "children": [1], "num_workers": 1},
             {"id": 1, "name": "BatchOp", "children": [2], "num_workers": 4, "queue_usage": 0.2},

@@ -155,3 +155,29 @@ def test_negative_numbers_stay_numbers(daemon):
     assert df["parent"].tolist() == [-1, 0] and df["parent"].dtype.kind == "i"
     assert df["num_workers"].tolist() == [2, -1]
     assert daemon.get_json("/api/v1/jobs/neg/pipeline?format=records")[0]["type"] == "-Batch"
+
+
+def test_link_types_are_text_cells(daemon):
+    """A hello's communication links carry a free link type (MindSpore writes HCCS, PCIE, SDMA,
+    but any client may send any string of 16 bytes): /cluster/links wrote it raw, so a type
+    "=1+2" reached a spreadsheet as a formula and a type with a quote injected a member into the
+    JSON. It is a text cell like a name now: neutralised in CSV, escaped in JSON."""
+    types = ["=1+2", "@SUM(1)", 'a","x":"y', "-2", "HCCS"]
+    links = [[f"0-{i + 1}", t, 3, 100, 10] for i, t in enumerate(types)]
+    comm = {"steps": [{"step": 1, "communication_cost": 5, "wait_cost": 1, "links": links}],
+            "average": None}
+    with Client(daemon.socket) as c:
+        c.hello("links", communication=comm)
+        c.send_lines([{"type": "step", "step": 1, "begin_us": 1700000000000000,
+                       "end_us": 1700000000001000}, {"type": "bye"}])
+    path = "/api/v1/jobs/links/cluster/links?step=1"
+    daemon.wait_for("links", lambda: daemon.request(path)[0] == 200)
+    doc = daemon.get_json(path)
+    assert [l["link_type"] for l in doc["links"]] == types
+    assert all(set(l) == set(doc["links"][0]) for l in doc["links"]), doc["links"]
+    body = daemon.request(path + "&format=csv")[2].decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert [r["link_type"] for r in rows] == ["'=1+2", "'@SUM(1)", 'a","x":"y', "'-2", "HCCS"]
+    df = pd.read_csv(url(daemon, path + "&format=csv"))
+    assert df["communication_size_bytes"].dtype.kind == "i" and len(df) == len(types)
+    assert [r["link_type"] for r in daemon.get_json(path + "&format=records")] == types
