@@ -16,6 +16,7 @@
 
 #include "analyse_breakdown.h"
 #include "analyse_cluster.h"
+#include "analyse_comm.h"
 #include "analyse_queues.h"
 #include "analyse_ranks.h"
 
@@ -86,6 +87,7 @@ struct analyse_helper_cl_rank {
     double comm_alone_ns;   /* data-parallel: the tail */
     double receive_alone_ns, collective_ns; /* pipeline-parallel */
     double flops_m, flops_per_second_g;
+    bool has_links; /* its hccl_raw has MindSpore's average row (cluster_link's input) */
 };
 
 struct analyse_helper_cluster {
@@ -93,6 +95,11 @@ struct analyse_helper_cluster {
     int64_t stages;
     const struct analyse_helper_cl_rank *ranks;
     size_t n;
+    /* The links of the ranks' hccl_raw average rows (analyse_comm.h; bandwidth bytes/s), each
+     * rank's in its file's order; ranks[] gives the order of the ranks (MindInsight's: rank id
+     * ascending). A link whose rank is not in ranks[] is not read. */
+    const struct analyse_comm_link *links;
+    size_t n_links;
 };
 
 /* The evidence for the rules. Every part is optional: NaN for a missing number, NULL or 0 for a
@@ -164,8 +171,8 @@ struct analyse_helper_suggestion {
     char message[ANALYSE_HELPER_MESSAGE_MAX]; /* the peer's wording, numbers filled in */
     const char *source;   /* static citation: "MindInsight step_trace-iter_interval", ... */
     const char *view;     /* static dashboard view: "step-trace", "queues", "pipeline",
-                             "ranks", "timeline", "kernels" (never "overview", where the
-                             suggestions are shown) */
+                             "ranks", "timeline", "kernels", "cluster", "cluster-links"
+                             (never "overview", where the suggestions are shown) */
     int64_t subject;      /* the rank or GPU pid the suggestion is about; -1 for the job */
     size_t n_evidence;
     struct analyse_helper_evidence evidence[ANALYSE_HELPER_EVIDENCE_MAX];

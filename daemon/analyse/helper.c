@@ -649,6 +649,7 @@ static int rules_ranks(const struct analyse_helper_input *in, const struct analy
 #define CL_FLOPS_PER_SECOND_RATIO 0.2
 #define CL_COMMUNICATION_RATE 0.1 /* data, model, between- and within-stage */
 #define CL_STAGE_FLOPS_RATIO 0.2
+#define CL_RANK_LINK_RATIO 0.2 /* cluster_link: (mean bandwidth - a link's) / mean > 0.2 */
 
 /* Python's round(x, d). */
 static double round_dp(double x, int d)
@@ -749,6 +750,81 @@ static int cl_rank_rule(const struct analyse_helper_cluster *c, struct out *o, b
         say(g, "The FLOPS of the device %lld is %.4f G/s, which is %.2f%% lower than the "
                "average.", (long long)r->rank, val, pct);
     return 0;
+}
+
+/* cluster_link (MindInsight's _rank_link_analyze): per link type, over the links every rank's
+ * average row reports (a link reported by two ranks counts twice) except a rank's link to
+ * itself, the link whose bandwidth is below the type's mean by the largest share of it, when
+ * that is > CL_RANK_LINK_RATIO; one suggestion per such type, in the order the types first
+ * appear (ranks in order, each rank's links in its file's order; a tie keeps the first). */
+static int cl_link_type(struct out *o, const struct analyse_comm_link *const *v, size_t n,
+                        const char *type)
+{
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i]->type, type) == 0) {
+            sum += (double)v[i]->bw_bytes_per_s;
+            k++;
+        }
+    double avg = sum / (double)k, best = 0;
+    const struct analyse_comm_link *at = NULL;
+    for (size_t i = 0; avg > 0 && i < n; i++) {
+        double p = (avg - (double)v[i]->bw_bytes_per_s) / avg;
+        if (strcmp(v[i]->type, type) == 0 && p > CL_RANK_LINK_RATIO && (!at || p > best)) {
+            best = p;
+            at = v[i];
+        }
+    }
+    if (!at)
+        return 0;
+    double pct = round_dp(100 * best, 2);
+    struct analyse_helper_suggestion *g =
+        add(o, "cluster_link", ANALYSE_HELPER_WARNING, "Bandwidth of a link is low",
+            "MindInsight cluster-propose cluster_link", "cluster-links", -1);
+    if (!g)
+        return -ENOMEM;
+    evidence(g, "src_rank", (double)at->src, "=", 0);
+    evidence(g, "dst_rank", (double)at->dst, "=", 0);
+    evidence(g, "band_width_bytes_per_s", (double)at->bw_bytes_per_s, "=", 0);
+    evidence(g, "percent", pct, ">", 100 * CL_RANK_LINK_RATIO);
+    say(g, "The bandwidth of the %s link %lld-%lld is %lld B/s, which is %.2f%% lower than the "
+           "average of the %s links (%.0f B/s).",
+        at->type, (long long)at->src, (long long)at->dst, (long long)at->bw_bytes_per_s, pct,
+        at->type, avg);
+    return 0;
+}
+
+static int cl_link(const struct analyse_helper_cluster *c, struct out *o)
+{
+    char miss[256];
+    size_t len = 0;
+    miss[0] = '\0';
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->ranks[i].has_links && len < sizeof miss)
+            len += (size_t)snprintf(miss + len, sizeof miss - len, "%s%lld", len ? ", " : "",
+                                    (long long)c->ranks[i].rank);
+    if (len)
+        return cl_skipped(o, "cluster_link", "hccl_raw", miss);
+    /* the links between two ranks, in MindInsight's order */
+    const struct analyse_comm_link **v = malloc((c->n_links ? c->n_links : 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; k < c->n_links; k++)
+            if (c->links[k].rank == c->ranks[i].rank && c->links[k].src != c->links[k].dst)
+                v[n++] = &c->links[k];
+    int r = 0;
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(v[k]->type, v[i]->type) == 0;
+        if (!seen)
+            r = cl_link_type(o, v, n, v[i]->type);
+    }
+    free(v);
+    return r;
 }
 
 /* A rate rule: part / whole > CL_COMMUNICATION_RATE, as {val: rate * 100, threshold: 10}.
@@ -916,6 +992,8 @@ static int rules_cluster(const struct analyse_helper_input *in,
     int r = cl_rank_rule(c, o, true, ru->cluster_interval_ratio);
     if (r >= 0)
         r = cl_rank_rule(c, o, false, CL_FLOPS_PER_SECOND_RATIO);
+    if (r >= 0)
+        r = cl_link(c, o);
     if (r >= 0)
         r = cl_parallel_strategy(c, o);
     if (r >= 0)

@@ -80,6 +80,13 @@ int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool m
 int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_answer *a,
                             const struct store_job *job, bool links);
 
+/* routes_comm.c: the links of the hccl_raw average rows (MindSpore's "-" row) of job's ranks'
+ * hellos, each rank's in its file's order (malloc'd, *ret_n may be 0), and the ranks whose hello
+ * has that row, ascending (malloc'd). 0, or a negative errno (nothing to free). */
+struct analyse_comm_link;
+int web__cluster_links(struct web *w, const struct store_job *job, struct analyse_comm_link **ret,
+                       size_t *ret_n, int64_t **ret_ranks, size_t *ret_n_ranks);
+
 /* clocks.c: the clocks of job_id's hosts over ranks[0..n) (store_query_ranks()'s, their host
  * the ranks_detail host) into *ret (free with web__clocks_done()): with two or more hosts,
  * analyse_clock_compute() over the ranks' steps (live's step rows, else the stored step records).

@@ -269,6 +269,65 @@ static void render_links(struct sbuf *b, enum web_format fmt, const struct gathe
         sbuf_addc(b, ']');
 }
 
+/* The ranks of job and their hellos' figures for step (0: the average) into *g; g->r and g->l
+ * malloc'd (the caller frees both, also on failure). */
+static int gather_comm(struct web *w, const struct store_job *job, int64_t step, struct gather *g,
+                       const char **what)
+{
+    struct store_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    memset(g, 0, sizeof *g);
+    *what = "store_query_ranks";
+    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
+    if (r < 0)
+        return r;
+    *g = (struct gather){.step = step, .r = calloc(n_ranks ? n_ranks : 1, sizeof *g->r),
+                         .n = n_ranks};
+    *what = "cluster communication";
+    if (!g->r) {
+        free(ranks);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n_ranks; i++)
+        g->r[i].rank = ranks[i].rank;
+    free(ranks);
+    *what = "store_query_hellos";
+    int64_t rh = store_query_hellos(w->store, job->id, on_hello, g);
+    return rh < 0 ? (int)rh : g->err;
+}
+
+int web__cluster_links(struct web *w, const struct store_job *job, struct analyse_comm_link **ret,
+                       size_t *ret_n, int64_t **ret_ranks, size_t *ret_n_ranks)
+{
+    struct gather g;
+    const char *what;
+    *ret = NULL;
+    *ret_ranks = NULL;
+    *ret_n = *ret_n_ranks = 0;
+    int r = gather_comm(w, job, 0, &g, &what);
+    if (r < 0) {
+        free(g.r);
+        free(g.l);
+        return r;
+    }
+    int64_t *ranks = calloc(g.n ? g.n : 1, sizeof *ranks);
+    if (!ranks) {
+        free(g.r);
+        free(g.l);
+        return -ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < g.n; i++)
+        if (g.r[i].found)
+            ranks[n++] = g.r[i].rank;
+    free(g.r);
+    *ret = g.l;
+    *ret_n = g.n_l;
+    *ret_ranks = ranks;
+    *ret_n_ranks = n;
+    return 0;
+}
+
 int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_answer *a,
                             const struct store_job *job, bool links)
 {
@@ -304,25 +363,13 @@ int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_a
         else if (r == 1 && strcmp(order_s, "asc") != 0)
             return web__error(a, WEB_HTTP_BAD_REQUEST, "bad_request", "order: asc or desc");
     }
-    struct store_rank *ranks = NULL;
-    size_t n_ranks = 0;
-    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
-    if (r < 0)
-        return web__store_error(a, r, "store_query_ranks");
-    struct gather g = {.step = step, .r = calloc(n_ranks ? n_ranks : 1, sizeof *g.r),
-                       .n = n_ranks};
-    if (!g.r) {
-        free(ranks);
-        return web__store_error(a, -ENOMEM, "cluster communication");
-    }
-    for (size_t i = 0; i < n_ranks; i++)
-        g.r[i].rank = ranks[i].rank;
-    free(ranks);
-    int64_t rh = store_query_hellos(w->store, job->id, on_hello, &g);
-    if (rh < 0 || g.err < 0) {
+    struct gather g;
+    const char *what;
+    int r = gather_comm(w, job, step, &g, &what);
+    if (r < 0) {
         free(g.r);
         free(g.l);
-        return web__store_error(a, rh < 0 ? (int)rh : g.err, "store_query_hellos");
+        return web__store_error(a, r, what);
     }
     bool found = false;
     for (size_t i = 0; i < g.n; i++)

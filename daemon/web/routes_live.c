@@ -572,14 +572,16 @@ static enum analyse_framework rank_framework(struct web *w, int64_t job_id, int6
  * one rank); and the framework its hello named, which decides the rule families. TF's input
  * percentages are not kept live, so their rules stay silent. */
 /* MindInsight's cluster proposals' evidence (analyse_helper.h): the cluster step trace's average
- * rows and the FLOPs summary of every rank of a job whose hellos have a parallel layout or a
- * FLOPs summary; 0 with *ret NULL for any other job. */
+ * rows, the FLOPs summary and the hccl_raw average row's links of every rank of a job whose
+ * hellos have a parallel layout, a FLOPs summary or communication figures (*ret and *ret_links
+ * malloc'd, the caller frees both); 0 with *ret NULL for any other job. */
 static int cluster_input(struct web *w, const struct store_job *job,
                          const struct live_snapshot *snap, const struct analyse_ranks *ranks,
                          struct analyse_helper_cluster *c, struct analyse_helper_cl_rank **ret,
-                         const char **what)
+                         struct analyse_comm_link **ret_links, const char **what)
 {
     *ret = NULL;
+    *ret_links = NULL;
     struct web_cl_table t;
     int r = web__cluster_table(w, job, snap, 0, 0, &t, what);
     if (r < 0)
@@ -590,15 +592,26 @@ static int cluster_input(struct web *w, const struct store_job *job,
     *what = "cluster summary";
     r = web__cluster_summary_rows(w, job, false, &fl, &nfl, &miss, &nmiss);
     free(miss);
-    if (r < 0 || (!t.layout_found && nfl == 0) || ranks->n_ranks == 0) {
+    struct analyse_comm_link *links = NULL;
+    int64_t *hccl = NULL;
+    size_t n_links = 0, n_hccl = 0;
+    if (r >= 0) {
+        *what = "cluster links";
+        r = web__cluster_links(w, job, &links, &n_links, &hccl, &n_hccl);
+    }
+    if (r < 0 || (!t.layout_found && nfl == 0 && n_hccl == 0) || ranks->n_ranks == 0) {
         free(t.rows);
         free(fl);
+        free(links);
+        free(hccl);
         return r < 0 ? r : 0;
     }
     struct analyse_helper_cl_rank *v = calloc(ranks->n_ranks, sizeof *v);
     if (!v) {
         free(t.rows);
         free(fl);
+        free(links);
+        free(hccl);
         return -ENOMEM;
     }
     bool data = t.mode == ANALYSE_CL_DATA;
@@ -625,12 +638,17 @@ static int cluster_input(struct web *w, const struct store_job *job,
                 o->flops_m = fl[k].v[0];
                 o->flops_per_second_g = fl[k].v[1];
             }
+        for (size_t k = 0; k < n_hccl; k++)
+            o->has_links = o->has_links || hccl[k] == o->rank;
     }
     *c = (struct analyse_helper_cluster){.mode = (enum analyse_cl_mode)t.mode,
-                                         .stages = t.stages, .ranks = v, .n = ranks->n_ranks};
+                                         .stages = t.stages, .ranks = v, .n = ranks->n_ranks,
+                                         .links = links, .n_links = n_links};
     free(t.rows);
     free(fl);
+    free(hccl);
     *ret = v;
+    *ret_links = links;
     return 0;
 }
 
@@ -651,6 +669,7 @@ static int get_helper(struct web *w, const struct web_req *q, struct web_answer 
     struct live_breakdown_view bv = {0};
     struct analyse_helper_cluster cl;
     struct analyse_helper_cl_rank *cl_ranks = NULL;
+    struct analyse_comm_link *cl_links = NULL;
     const char *what = "live_query_ranks";
     int r = 0;
     if (snap) {
@@ -732,7 +751,7 @@ static int get_helper(struct web *w, const struct web_req *q, struct web_answer 
         }
     }
     if (snap && ranks) {
-        r = cluster_input(w, job, snap, ranks, &cl, &cl_ranks, &what);
+        r = cluster_input(w, job, snap, ranks, &cl, &cl_ranks, &cl_links, &what);
         if (r < 0)
             goto fail;
         if (cl_ranks)
@@ -752,6 +771,7 @@ fail:
 out:
     live_breakdown_view_done(&bv);
     free(cl_ranks);
+    free(cl_links);
     analyse_helper_result_free(res);
     free(ops);
     live_queue_rows_free(qrows, nq);

@@ -2,20 +2,25 @@
 """MindInsight's cluster proposals (reference/mindinsight.md section 4.3) in /helper, against the
 real daemon after a real `stepscope import` of MindSpore cluster folders built from
 tests/data/mindspore/09_cluster_modes (MindInsight's cluster fixtures, whose expected.json holds
-no proposals) and its format_samples. The expected figures are derived here from the files:
-the average rows (step_trace_raw's 0 row, in 10 ns counts; the cluster file's last row, in ms)
-and the flops summaries, with MindInsight's thresholds and rounding (values 4 dp, percents 2)."""
+no proposals), its format_samples and hccl_sample (MindSpore's hccl_raw_0.csv). The expected
+figures are derived here from the files: the average rows (step_trace_raw's 0 row, in 10 ns
+counts; the cluster file's last row, in ms; hccl_raw's "-" row), the flops summaries, with
+MindInsight's thresholds and rounding (values 4 dp, percents 2)."""
+import csv
+import io
 import json
 import shutil
 
+from test_cluster_communication import HCCL, exact
 from test_cluster_flops_memory import SAMPLES
 from test_cluster_step_trace import CLUSTER, wait_json
 from test_import import run_import
 
 
-def build(tmp, run, name, layout, ranks=(0, 1), flops=True, intervals=None):
+def build(tmp, run, name, layout, ranks=(0, 1), flops=True, intervals=None, hccl=None):
     """run's rank-1 files as ranks `ranks`, the cluster file named <mode>_<layout>_<r>; with
-    intervals, rank r's step_trace average row gets iteration_interval intervals[r] (counts)."""
+    intervals, rank r's step_trace average row gets iteration_interval intervals[r] (counts);
+    each rank's hccl_raw is hccl[r] (text; absent: none), by default MindSpore's sample."""
     d = tmp / name
     d.mkdir()
     src = CLUSTER / run
@@ -34,6 +39,9 @@ def build(tmp, run, name, layout, ranks=(0, 1), flops=True, intervals=None):
         shutil.copy(cl, d / f"ascend_cluster_analyse_{mode}_{layout}_{r}.csv")
         if flops:
             shutil.copy(SAMPLES / f"flops_summary_{r}.json", d / f"flops_summary_{r}.json")
+        text = HCCL.read_text() if hccl is None else hccl.get(r)
+        if text is not None:
+            (d / f"hccl_raw_{r}.csv").write_text(text)
     return d
 
 
@@ -119,3 +127,85 @@ def test_missing_files_skip_with_reason(daemon, tmp):
     assert "rank(s) 1 have no flops_summary" in s["message"]
     # the rates need no FLOPs: still there
     assert "cluster_pipeline_between_stage_communication_rate" in got
+
+
+def hccl_rows(text):
+    return list(csv.reader(io.StringIO(text)))
+
+
+def with_average_of_step(text, step):
+    """hccl_raw text whose average row ("-") carries step's link_info: a real row of the file."""
+    rows = hccl_rows(text)
+    src = next(r for r in rows if r[0] == str(step))
+    rows[-1][3] = src[3]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
+def mindinsight_cluster_link(texts):
+    """MindInsight's _rank_link_analyze (parallel_proposer.py) over the ranks' hccl_raw average
+    rows, ranks in order, each file's links in its order: per link type, a rank's own link
+    left out, the link whose bandwidth is below the type's mean by the largest share > 0.2."""
+    links = []
+    for r in sorted(texts):
+        avg = hccl_rows(texts[r])[-1]
+        assert avg[0] == "-"
+        info = json.loads(avg[3], parse_float=str)
+        links += [(sd, ty, v[2]) for sd, types in info.items() for ty, v in types.items()]
+    out = []
+    for ty in dict.fromkeys(t for sd, t, _ in links if sd.split("-")[0] != sd.split("-")[1]):
+        mine = [(sd, bw) for sd, t, bw in links if t == ty and sd.split("-")[0] != sd.split("-")[1]]
+        avg = sum(float(bw) for _, bw in mine) / len(mine)
+        best = None
+        for sd, bw in mine:
+            p = (avg - float(bw)) / avg
+            if p > 0.2 and (best is None or p > best[2]):
+                best = (sd, bw, p)
+        if best:
+            src, dst = (int(x) for x in best[0].split("-"))
+            out.append({"src_rank": src, "des_rank": dst, "link_type": ty, "bw": best[1],
+                        "percent": round(best[2] * 100, 2)})
+    return out
+
+
+def test_cluster_link_the_slowest_link(daemon, tmp):
+    """Rank 0: MindSpore's hccl_raw_0.csv; rank 1: the same file whose average row carries its
+    step 6 (a short last step, its 1-0 SDMA link at 38.1 GB/s against 188.0). Rank 1's own 0-0
+    link (21.0 GB/s) is slower still and is left out, as MindInsight leaves it out."""
+    texts = {0: HCCL.read_text(), 1: with_average_of_step(HCCL.read_text(), 6)}
+    d = build(tmp, "data_parallel_run2", "cl", "1_2", hccl=texts)
+    assert run_import(daemon, d).returncode == 0
+    got = helper(daemon, "cl")
+    exp = mindinsight_cluster_link(texts)
+    assert [(e["src_rank"], e["des_rank"], e["link_type"]) for e in exp] == [(1, 0, "SDMA")]
+    e = exp[0]
+    s = got["cluster_link"]
+    assert s["view"] == "cluster-links" and s["subject"] is None
+    assert (ev(s, "src_rank"), ev(s, "dst_rank")) == (1, 0)
+    # MindInsight's val is the file's KB/s; ours the link table's bytes/s (KB/s x 1000), to the
+    # 10 significant digits of every evidence value (the message has it whole)
+    assert ev(s, "band_width_bytes_per_s") == float(f"{exact(e['bw'], 3):.10g}")
+    assert ev(s, "percent") == e["percent"]
+    assert f"SDMA link 1-0 is {exact(e['bw'], 3)} B/s, which is {e['percent']:.2f}% lower" \
+        in s["message"]
+    # the figure is the link table's own row
+    links = wait_json(daemon, "/api/v1/jobs/cl/cluster/links?src_rank=1&dst_rank=0&rank=1")
+    assert exact(e["bw"], 3) in [l["band_width_bytes_per_s"] for l in links["links"]]
+    assert "cluster_proposal_skipped" not in got
+
+
+def test_cluster_link_silent_and_skipped(daemon, tmp):
+    # both ranks with MindSpore's sample: one 1-0 SDMA bandwidth, nothing below the mean
+    d = build(tmp, "data_parallel_run2", "cm", "1_2")
+    assert run_import(daemon, d).returncode == 0
+    assert mindinsight_cluster_link({0: HCCL.read_text(), 1: HCCL.read_text()}) == []
+    got = helper(daemon, "cm")
+    assert "cluster_link" not in got and "cluster_proposal_skipped" not in got
+    # rank 1 without hccl_raw: not analysed, the reason said (MindInsight's warning)
+    d = build(tmp, "data_parallel_run2", "cn", "1_2", hccl={0: HCCL.read_text()})
+    assert run_import(daemon, d).returncode == 0
+    got = helper(daemon, "cn")
+    assert "cluster_link" not in got
+    assert "cluster_link is not analysed, rank(s) 1 have no hccl_raw" in \
+        got["cluster_proposal_skipped"]["message"]

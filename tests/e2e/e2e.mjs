@@ -663,6 +663,22 @@ test('cluster: FLOPs and peak-memory heatmaps, and the cluster proposals in the 
     fs.copyFileSync(path.join(cl, 'data_parallel_run2', 'ascend_cluster_analyse_data-parallel_1_1_1.csv'), path.join(dir, `ascend_cluster_analyse_data-parallel_1_2_${r}.csv`));
     for (const f of [`flops_summary_${r}.json`, `memory_usage_summary_${r}.json`]) fs.copyFileSync(path.join(cl, 'format_samples', f), path.join(dir, f));
   }
+  // hccl_raw: MindSpore's sample as rank 0; as rank 1 with its step 6's links in the average row
+  // (a slow 1-0 SDMA link: the helper's cluster_link, as tests/cli/test_cluster_proposals.py)
+  const hccl = fs.readFileSync(path.join(cl, 'hccl_sample', 'hccl_raw_0.csv'), 'utf8');
+  const lines = hccl.trimEnd().split('\n');
+  const linkInfo = (line) => { // [start, end) of the quoted link_info cell (4th; its JSON's quotes doubled)
+    let at = -1;
+    for (let i = 0; i < 3; i++) at = line.indexOf(',', at + 1);
+    return [at + 1, line.indexOf('","', at + 1) + 1];
+  };
+  const six = lines.find((l) => l.startsWith('6,'));
+  const avg = lines[lines.length - 1];
+  const [a0, a1] = linkInfo(avg);
+  const [s0, s1] = linkInfo(six);
+  lines[lines.length - 1] = avg.slice(0, a0) + six.slice(s0, s1) + avg.slice(a1);
+  fs.writeFileSync(path.join(dir, 'hccl_raw_0.csv'), hccl);
+  fs.writeFileSync(path.join(dir, 'hccl_raw_1.csv'), `${lines.join('\n')}\n`);
   const job = await importJob(dir, 'e2e-cluster');
   fs.rmSync(dir, { recursive: true, force: true });
   const flops = await waitFor('cluster flops', async () => { try { return await api(`/api/v1/jobs/${job.id}/cluster/flops`); } catch { return null; } });
@@ -685,6 +701,19 @@ test('cluster: FLOPs and peak-memory heatmaps, and the cluster proposals in the 
   const helper = await api(`/api/v1/jobs/${job.id}/helper`);
   const msg = helper.suggestions.find((x) => x.code === 'cluster_flops_per_second').message;
   expectEq(await sug.$eval('.sug-msg', (n) => n.textContent), msg, 'helper message');
+  // the slowest link: its link opens the link table on that link alone
+  const link = helper.suggestions.find((x) => x.code === 'cluster_link');
+  const ev = Object.fromEntries(link.evidence.map((e) => [e.name, e.value]));
+  expectEq([ev.src_rank, ev.dst_rank], [1, 0], 'cluster_link names 1-0');
+  const li = await page.waitForSelector('li[data-code="cluster_link"]');
+  await li.$eval('a.sug-link', (a) => a.click());
+  await until(page, () => location.hash.includes('src_rank=1') && location.hash.includes('dst_rank=0'));
+  await page.waitForSelector('#cluster-links-named');
+  const rows = await rowsText(page, 'cluster-links');
+  const only = await api(`/api/v1/jobs/${job.id}/cluster/links?src_rank=1&dst_rank=0`);
+  expectEq(rows.map((r) => [r[0], r[1], r[2]]), only.links.sort((a, b) => b.communication_cost_us - a.communication_cost_us).map((l) => ['1-0', l.link_type, String(l.rank)]), 'the named link alone');
+  if (!only.links.some((l) => Math.abs(l.band_width_bytes_per_s - ev.band_width_bytes_per_s) < 1e3)) fail(`no row with the evidence's bandwidth ${ev.band_width_bytes_per_s}`);
+  await shot(page, 'cluster-link-named');
 });
 
 test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, operators top 20)', async (page) => {

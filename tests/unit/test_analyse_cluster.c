@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,8 @@ END_TEST
 
 static struct analyse_helper_cl_rank cl_rank(int64_t rank, int64_t stage)
 {
-    return (struct analyse_helper_cl_rank){rank, stage, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    /* with its hccl_raw (has_links), whose links each test gives */
+    return (struct analyse_helper_cl_rank){rank, stage, NAN, NAN, NAN, NAN, NAN, NAN, NAN, true};
 }
 
 /* Runs the helper on a cluster alone; the suggestion of code, or NULL. */
@@ -95,7 +97,7 @@ START_TEST(test_cluster_step_interval_threshold)
     const double iv[3] = {10e6, 10e6, 14.4e6};
     for (int i = 0; i < 3; i++)
         r[i].interval_ns = iv[i];
-    struct analyse_helper_cluster c = {ANALYSE_CL_MODEL, 1, r, 3};
+    struct analyse_helper_cluster c = {.mode = ANALYSE_CL_MODEL, .stages = 1, .ranks = r, .n = 3};
     struct analyse_helper_result *res;
     const struct analyse_helper_suggestion *g = run_cl(&c, &res, "cluster_step_interval");
     ck_assert_ptr_nonnull(g);
@@ -130,7 +132,7 @@ START_TEST(test_cluster_rates_and_flops)
     r[0].comm_alone_ns = 1e6;
     r[1].comm_alone_ns = 2e6;
     r[0].interval_ns = r[1].interval_ns = 1e6;
-    struct analyse_helper_cluster c = {ANALYSE_CL_DATA, 1, r, 2};
+    struct analyse_helper_cluster c = {.mode = ANALYSE_CL_DATA, .stages = 1, .ranks = r, .n = 2};
     struct analyse_helper_result *res;
     ck_assert_ptr_null(run_cl(&c, &res, "cluster_data_parallel_communication_rate"));
     analyse_helper_result_free(res);
@@ -186,6 +188,93 @@ START_TEST(test_cluster_rates_and_flops)
 }
 END_TEST
 
+static struct analyse_comm_link cl_ln(int64_t rank, int64_t src, int64_t dst, const char *type,
+                                      int64_t bw)
+{
+    struct analyse_comm_link l = {.rank = rank, .src = src, .dst = dst, .bw_bytes_per_s = bw};
+    snprintf(l.type, sizeof l.type, "%s", type);
+    return l;
+}
+
+/* The i-th cluster_link suggestion of res, or NULL. */
+static const struct analyse_helper_suggestion *nth_link(const struct analyse_helper_result *res,
+                                                        size_t i)
+{
+    for (size_t k = 0; k < res->n; k++)
+        if (strcmp(res->s[k].code, "cluster_link") == 0 && i-- == 0)
+            return &res->s[k];
+    return NULL;
+}
+
+START_TEST(test_cluster_link)
+{
+    /* MindInsight's _rank_link_analyze: per type, the links of every rank's average row but a
+     * rank's own (0-0's 1 B/s would otherwise be the outlier), mean bandwidth; the link below
+     * it by the largest share > 0.2. The links come in hello order (rank 2's first): the rule
+     * reads them in the ranks' order. */
+    struct analyse_helper_cl_rank r[3] = {cl_rank(0, 1), cl_rank(1, 1), cl_rank(2, 1)};
+    struct analyse_comm_link l[] = {
+        cl_ln(2, 2, 0, "RDMA", 100), cl_ln(2, 2, 1, "RDMA", 80),
+        cl_ln(1, 1, 0, "SDMA", 100), cl_ln(1, 0, 1, "SDMA", 60),
+        cl_ln(0, 0, 0, "SDMA", 1),   cl_ln(0, 1, 0, "SDMA", 100),
+    };
+    struct analyse_helper_cluster c = {.mode = ANALYSE_CL_DATA, .stages = 1, .ranks = r, .n = 3,
+                                       .links = l, .n_links = 6};
+    struct analyse_helper_result *res;
+    /* SDMA: 100, 100, 60: mean 86.667, (86.667 - 60) / 86.667 = 30.77 %; RDMA: 100, 80:
+     * mean 90, 11.1 % is not above 20 % */
+    run_cl(&c, &res, "cluster_link");
+    const struct analyse_helper_suggestion *g = nth_link(res, 0);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_str_eq(g->view, "cluster-links");
+    ck_assert_double_eq(g->evidence[0].value, 0);
+    ck_assert_double_eq(g->evidence[1].value, 1);
+    ck_assert_double_eq(g->evidence[2].value, 60);
+    ck_assert_double_eq(g->evidence[3].value, 30.77);
+    ck_assert_double_eq(g->evidence[3].threshold, 20);
+    ck_assert_ptr_nonnull(strstr(g->message, "SDMA link 0-1 is 60 B/s, which is 30.77% lower"));
+    ck_assert_ptr_null(nth_link(res, 1));
+    analyse_helper_result_free(res);
+    /* RDMA 2-1 at 60: mean 80, 25 %: a second suggestion, after SDMA (rank 0's type first) */
+    l[1].bw_bytes_per_s = 60;
+    run_cl(&c, &res, "cluster_link");
+    ck_assert_ptr_nonnull(nth_link(res, 0));
+    ck_assert_ptr_nonnull(strstr(nth_link(res, 0)->message, "SDMA"));
+    g = nth_link(res, 1);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_nonnull(strstr(g->message, "RDMA link 2-1"));
+    ck_assert_double_eq(g->evidence[3].value, 25);
+    analyse_helper_result_free(res);
+    /* exactly 20 % below (120 and 80: mean 100) does not fire: MindInsight's > 0.2 */
+    l[0].bw_bytes_per_s = 120;
+    l[1].bw_bytes_per_s = 80;
+    run_cl(&c, &res, "cluster_link");
+    ck_assert_ptr_null(nth_link(res, 1));
+    ck_assert_ptr_nonnull(strstr(nth_link(res, 0)->message, "SDMA"));
+    analyse_helper_result_free(res);
+    /* a tie keeps the first in the ranks' order: 0-1 (rank 1's) before 2-0 (rank 2's) at 60 */
+    l[0] = cl_ln(2, 2, 0, "SDMA", 60);
+    l[1] = cl_ln(2, 2, 1, "SDMA", 200);
+    run_cl(&c, &res, "cluster_link");
+    g = nth_link(res, 0);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_double_eq(g->evidence[0].value, 0);
+    ck_assert_double_eq(g->evidence[1].value, 1);
+    ck_assert_ptr_null(nth_link(res, 1));
+    analyse_helper_result_free(res);
+    /* a rank without hccl_raw: not analysed, the reason said */
+    r[1].has_links = false;
+    ck_assert_ptr_null(run_cl(&c, &res, "cluster_link"));
+    bool said = false; /* among the skipped analyses (these ranks have no step trace either) */
+    for (size_t k = 0; k < res->n; k++)
+        said = said || (strcmp(res->s[k].code, "cluster_proposal_skipped") == 0 &&
+                         strstr(res->s[k].message, "cluster_link is not analysed, rank(s) 1 "
+                                                   "have no hccl_raw"));
+    ck_assert(said);
+    analyse_helper_result_free(res);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_cluster");
@@ -195,6 +284,7 @@ int main(void)
     tcase_add_test(tc, test_gb_bytes_and_ratio);
     tcase_add_test(tc, test_cluster_step_interval_threshold);
     tcase_add_test(tc, test_cluster_rates_and_flops);
+    tcase_add_test(tc, test_cluster_link);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The Cluster view's communication cards (/cluster/communication, /cluster/links): per rank,
 // communication and wait cost as bars, and the link table (per link and link type: cost, size,
-// bandwidth), sortable, filtered by link type; for the step the view shows (0: MindSpore's
-// average row). Jobs without MindSpore's hccl_raw files get the daemon's reason instead.
+// bandwidth), sortable, filtered by link type, or one link alone (src_rank, dst_rank: the link the
+// helper's cluster_link names); for the step the view shows (0: MindSpore's average row). Jobs without MindSpore's hccl_raw files get the daemon's reason instead.
 import { getJSON, ApiError, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtBytes, fmtNum } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
@@ -25,7 +25,12 @@ export async function communicationCards(ctx, step, linkType, go) {
   if (comm.reason) { // no hccl_raw in this job (the daemon says why), or no rank has the step
     return [card('Cluster communication', { id: 'cluster-comm', cls: 'wide' }, note('empty', comm.reason))];
   }
-  const all = await getJSON(jobPath(ctx.job, 'cluster/links', { step: step || null, limit: 100000 }));
+  // src_rank and dst_rank (the helper's cluster_link names a link): that link's rows alone
+  const named = ['src_rank', 'dst_rank'].map((k) => (/^\d+$/.test(ctx.params[k] ?? '') ? Number(ctx.params[k]) : null));
+  const one = named.every((v) => v !== null);
+  const all = await getJSON(jobPath(ctx.job, 'cluster/links', {
+    step: step || null, src_rank: one ? named[0] : null, dst_rank: one ? named[1] : null, limit: 100000,
+  }));
   const types = [...new Set(all.links.map((l) => l.link_type))].sort();
   const links = linkType ? all.links.filter((l) => l.link_type === linkType) : all.links;
   const typeSel = el('select#cluster-link-type', { 'aria-label': 'link type', onchange: (e) => go({ link_type: e.target.value }) },
@@ -52,12 +57,17 @@ export async function communicationCards(ctx, step, linkType, go) {
     { key: 'communication_size_bytes', label: 'size', num: true, fmt: fmtBytes },
     { key: 'band_width_bytes_per_s', label: 'bandwidth (B/s)', num: true, fmt: fmtNum },
   ];
-  return [
+  const linksCard = card('Links', { id: 'cluster-links', cls: 'wide', actions: el('span.controls', null, typeSel) },
+    one ? el('p.muted', { id: 'cluster-links-named' }, `Link ${named[0]}-${named[1]} alone, as the helper names it. `,
+      el('a', { href: ctx.hashFor('cluster', { step: step || null, link_type: linkType || null }) }, 'All links')) : null,
+    dataTable({ id: 'cluster-links', columns, rows, csv: `job${ctx.job}-cluster-links.csv`, pageSize: 50,
+      state: { sort: 'communication_cost_us', order: 'desc' } }));
+  const cards = [
     card('Cluster communication', { id: 'cluster-comm', cls: 'wide' },
       el('p.muted', { id: 'cluster-comm-what' }, `${what}; per rank, from MindSpore's hccl_raw files.`),
       bars),
-    card('Links', { id: 'cluster-links', cls: 'wide', actions: el('span.controls', null, typeSel) },
-      dataTable({ id: 'cluster-links', columns, rows, csv: `job${ctx.job}-cluster-links.csv`, pageSize: 50,
-        state: { sort: 'communication_cost_us', order: 'desc' } })),
+    linksCard,
   ];
+  if (one) requestAnimationFrame(() => linksCard.scrollIntoView({ block: 'start' }));
+  return cards;
 }

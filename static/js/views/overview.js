@@ -21,6 +21,8 @@ const HELPER_VIEWS = {
   timeline: ['timeline', {}, 'Timeline'],
   kernels: ['operators', { tab: 'kernels' }, 'Kernels'],
   cluster: ['cluster', {}, 'Cluster'],
+  // the link a suggestion names (evidence src_rank, dst_rank): the Cluster view's link table
+  'cluster-links': ['cluster', {}, 'Link table', (ev) => ({ src_rank: ev.src_rank, dst_rank: ev.dst_rank })],
 };
 
 // MindInsight's queue verdict codes (docs/ANALYSIS.md, "Verdict") in words.
@@ -68,6 +70,12 @@ function failed(r) {
   return note('error', `Cannot load: ${r.error.message}`);
 }
 
+// A view's parameters taken from a suggestion's evidence ({} without a mapping).
+function evidenceParams(fn, s) {
+  if (!fn) return {};
+  return fn(Object.fromEntries((s.evidence || []).map((e) => [e.name, e.value])));
+}
+
 function helperPanel(ctx, res) {
   if (!res.ok) return failed(res);
   if (!res.value) return note('unavailable', 'Helper unavailable.');
@@ -79,7 +87,7 @@ function helperPanel(ctx, res) {
       el('div.sug-title', null, el('span.sev', null, s.severity), ' ', s.title),
       el('p.sug-msg', null, s.message),
       (s.evidence || []).length ? el('p.sug-evidence.muted.small', null, 'Evidence: ', s.evidence.map(evidenceText).join('; ')) : null,
-      target ? el('a.sug-link', { href: ctx.hashFor(target[0], { rank: ctx.rank, ...target[1] }) }, `${target[2]} →`) : null);
+      target ? el('a.sug-link', { href: ctx.hashFor(target[0], { rank: ctx.rank, ...target[1], ...evidenceParams(target[3], s) }) }, `${target[2]} →`) : null);
   }));
 }
 
