@@ -798,6 +798,7 @@ static int start_web(struct daemon *d)
         .request_timeout_s = (unsigned)d->cfg.http_request_timeout_s,
         .max_exports = (unsigned)d->cfg.http_max_exports,
         .analysis_timeout_ms = (unsigned)d->cfg.http_analysis_timeout_ms,
+        .analysis_max_bytes = (size_t)d->cfg.http_analysis_max_bytes,
         .max_response_bytes = (size_t)d->cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
         .instance = d->instance,

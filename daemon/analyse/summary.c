@@ -873,6 +873,19 @@ int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t 
     return 0;
 }
 
+size_t analyse_summary_bytes(size_t n)
+{
+    /* Per span, what coexists when order_ops() runs: its type, host node or device index and
+     * interval; a table's row grown to twice its count and four hash slots; order_ops()'s
+     * keys, buckets and the result's row. */
+    size_t per = 1 + sizeof(struct node) + sizeof(size_t) + sizeof(struct ival) +
+                 2 * sizeof(struct analyse_sum_row) + 4 * sizeof(size_t) + sizeof(struct keyed) +
+                 3 * sizeof(size_t) + sizeof(struct analyse_sum_row);
+    if (n > (SIZE_MAX - 65536) / per)
+        return SIZE_MAX;
+    return 65536 + n * per;
+}
+
 void analyse_summary_free(struct analyse_summary *sum)
 {
     if (!sum)

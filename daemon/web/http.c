@@ -851,6 +851,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     w->analyses_max = cfg->threads > 1 ? cfg->threads - 1 : 1;
     w->analysis_timeout_ns = (int64_t)(cfg->analysis_timeout_ms ? cfg->analysis_timeout_ms : 30000) *
                              1000000;
+    w->analysis_max_bytes = cfg->analysis_max_bytes ? cfg->analysis_max_bytes : (size_t)1 << 30;
     w->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SIZE_MAX / 2;
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
     snprintf(w->instance, sizeof w->instance, "%s", cfg->instance ? cfg->instance : "");

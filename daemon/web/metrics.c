@@ -386,6 +386,9 @@ static const struct m_counter counters[] = {
      C(http_analyses_timed_out)},
     {"stepscope_http_analyses_abandoned_total", "counter",
      "Analyses stopped because their client hung up.", C(http_analyses_abandoned)},
+    {"stepscope_http_analyses_over_budget_total", "counter",
+     "Analyses stopped (413 or 503) because they would pass http_analysis_max_bytes.",
+     C(http_analyses_over_budget)},
     {"stepscope_captures_refused_total", "counter",
      "Captures refused: no connected session could serve them (409), or past capture_max_open "
      "(429).",

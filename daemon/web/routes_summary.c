@@ -20,7 +20,14 @@
  * store http_analysis_timeout_ms after it began stops and answers 503 deadline; one whose client
  * hung up stops (its socket is peeked every SPANS_CHECK lines) and is not answered; web_stop()
  * stops them all the same way and waits for them. What is read is capped by ?max_spans=
- * (reported as spans_cut), and the tables are O(n log n) in it.
+ * (reported as spans_cut), and the tables are O(n log n) in it. Memory: the running analyses
+ * together hold at most http_analysis_max_bytes (estimated). Before it reads, an analysis
+ * reserves what it would hold with every one of the rank's events a span of a distinct name
+ * (forecast(): the spans, the intern table, analyse_summary_bytes(), a rendered row each); more
+ * than the budget alone answers 413 analysis_too_large at once; while the others' charges leave
+ * too little it waits for them (until its deadline: then 503 busy). While it reads and before
+ * it renders, what it actually holds is charged on top when larger (names, rows), and a charge
+ * past the budget then stops it the same way (413 alone, else 503 busy).
  */
 #include "routes.h"
 
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "../../lib/clock.h"
 #include "../../lib/util.h"
@@ -39,12 +47,16 @@
 
 #define ARENA_CHUNK (1u << 20)
 #define SPANS_CHECK 4096 /* lines read between two looks at the clock and the client */
+#define WEB_SUMMARY_ROW_BYTES 256 /* an answer's table row at its largest (JSON, the buffer's
+                                      doubling included): a charge before rendering */
 
-/* The bounds of one analysis: its deadline and its client's socket. */
+/* The bounds of one analysis: its deadline, its client's socket, its memory charge. */
 struct budget {
     struct web *w;
     struct web_conn *c;
     int64_t deadline_ns;
+    uint64_t charged;   /* in w->analyses_bytes; given back when the analysis ends */
+    uint64_t refused;   /* the charge refused (bytes), for the message */
 };
 
 /* -ETIMEDOUT past the deadline, -ECONNABORTED when the client has closed its end (a peek reads
@@ -65,6 +77,59 @@ static int budget_check(const struct budget *bg)
             return -ECONNABORTED;
     }
     return 0;
+}
+
+/* Raises the analysis's charge to bytes (it never lowers). Returns 0, -E2BIG when the charge
+ * alone passes the budget, -EBUSY when it passes it with the other analyses' charges. */
+static int budget_charge(struct budget *bg, uint64_t bytes)
+{
+    if (!bg || bytes <= bg->charged)
+        return 0;
+    struct web *w = bg->w;
+    uint64_t add = bytes - bg->charged;
+    uint64_t before = atomic_fetch_add_explicit(&w->analyses_bytes, add, memory_order_relaxed);
+    if (before + add <= w->analysis_max_bytes) {
+        bg->charged = bytes;
+        return 0;
+    }
+    atomic_fetch_sub_explicit(&w->analyses_bytes, add, memory_order_relaxed);
+    bg->refused = bytes;
+    return bytes > w->analysis_max_bytes ? -E2BIG : -EBUSY;
+}
+
+/* Reserves bytes before the analysis begins, waiting while the other analyses' charges leave too
+ * little (woken when one ends, and every 50 ms for budget_check()). Returns 0, -E2BIG (more
+ * than the whole budget), -EBUSY (still too little at the deadline), or budget_check()'s. */
+static int budget_reserve(struct budget *bg, uint64_t bytes)
+{
+    struct web *w = bg->w;
+    int r = budget_charge(bg, bytes);
+    if (r != -EBUSY)
+        return r;
+    pthread_mutex_lock(&w->analyses_lock);
+    while ((r = budget_charge(bg, bytes)) == -EBUSY) {
+        int c = budget_check(bg);
+        if (c < 0) {
+            r = c == -ETIMEDOUT ? -EBUSY : c;
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&w->analyses_cond, &w->analyses_lock, &ts);
+    }
+    pthread_mutex_unlock(&w->analyses_lock);
+    return r;
+}
+
+static void budget_release(struct budget *bg)
+{
+    atomic_fetch_sub_explicit(&bg->w->analyses_bytes, bg->charged, memory_order_relaxed);
+    bg->charged = 0;
 }
 
 /* Takes an analysis slot: 0, or -1 with the answer (503 busy) in a. */
@@ -88,9 +153,27 @@ static void slot_put(struct web *w)
 }
 
 /* The answer to a failed analysis: a hung-up client gets none (the connection is closed), a
- * deadline 503, the rest web__store_error(). */
-static int send_failure(struct web *w, struct web_answer *a, int r, const char *what)
+ * deadline 503, past the memory budget 413 (alone) or 503 busy (with the others), the rest
+ * web__store_error(). */
+static int send_failure(struct web *w, struct web_answer *a, int r, uint64_t refused,
+                        const char *what)
 {
+    if (r == -E2BIG || r == -EBUSY) {
+        STATS_ADD(w->stats, http_analyses_over_budget, 1);
+        char msg[256];
+        unsigned long long mib = (unsigned long long)((refused + (1u << 20) - 1) >> 20),
+                           max = (unsigned long long)(w->analysis_max_bytes >> 20);
+        if (r == -E2BIG) {
+            snprintf(msg, sizeof msg,
+                     "the analysis would hold about %llu MiB, more than http_analysis_max_bytes "
+                     "(%llu MiB); narrow ?steps= or lower ?max_spans=", mib, max);
+            return web__error(a, WEB_HTTP_CONTENT_TOO_LARGE, "analysis_too_large", msg);
+        }
+        snprintf(msg, sizeof msg,
+                 "the running analyses hold http_analysis_max_bytes (%llu MiB) with this one's "
+                 "%llu MiB; retry", max, mib);
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy", msg);
+    }
     if (r == -ECONNABORTED) {
         STATS_ADD(w->stats, http_analyses_abandoned, 1);
         web__answer_done(a);
@@ -184,8 +267,11 @@ struct spans {
     size_t n, cap, max;
     int64_t cut, bad;
     struct arena names;
-    struct intern *tab; /* open addressing; name NULL = empty */
-    size_t n_tab, used;
+    struct intern *ent;  /* the distinct (cat, name)s, [used] of [cap_ent] */
+    size_t used, cap_ent;
+    uint32_t *tab;       /* open addressing over ent: index + 1, 0 = empty (4 bytes a slot, not
+                            an entry's 56: at 1 M names the table was 117 MB) */
+    size_t n_tab;
     bool aicpu;                      /* read only AI CPU tasks (spans with args.dispatch_time_us) */
     struct analyse_aicpu_task *task; /* with aicpu: [n], task[i] is v[i]'s */
     /* Paddle's profiler windows (not with aicpu; docs/PROTOCOL.md 9): their ExtraInfo records
@@ -194,6 +280,7 @@ struct spans {
     size_t n_extra, cap_extra;
     struct analyse_mem_event *mem;
     size_t n_mem, cap_mem;
+    size_t (*work_bytes)(size_t n); /* what the analysis of n spans will hold beyond them */
 };
 
 /* One window's ExtraInfo: its time range and Paddle's CPU utilisations (fractions, < 0: none). */
@@ -204,6 +291,43 @@ struct extra {
 
 static int paddle_record(struct spans *s, const struct record *rec);
 
+/* What a read holds, and what the analysis of its spans will add: its charge. */
+static uint64_t spans_bytes(const struct spans *s)
+{
+    uint64_t b = (uint64_t)s->cap * sizeof *s->v + (uint64_t)s->n_tab * sizeof *s->tab +
+                 (uint64_t)s->cap_ent * sizeof *s->ent +
+                 (uint64_t)s->names.n_chunks * ARENA_CHUNK +
+                 (uint64_t)s->cap_extra * sizeof *s->extra + (uint64_t)s->cap_mem * sizeof *s->mem;
+    if (s->aicpu)
+        b += (uint64_t)s->cap * sizeof *s->task;
+    if (s->work_bytes)
+        b += s->work_bytes(s->n);
+    return b;
+}
+
+/* The benchmark's and the AI CPU tables' work: a few words per span. */
+static size_t small_work_bytes(size_t n)
+{
+    return 65536 + n * 4 * sizeof(int64_t);
+}
+
+/* What read_spans()'s arrays reach for n spans of n distinct names (the names' text aside),
+ * plus work_bytes(n) and rows rendered rows: an analysis's reservation. */
+static uint64_t forecast(size_t n, bool aicpu, size_t (*work_bytes)(size_t), size_t rows)
+{
+    uint64_t cap = 4096, tab = 1024;
+    while (cap < n)
+        cap *= 2;
+    while (tab < 2 * ((uint64_t)n + 1))
+        tab *= 2;
+    uint64_t b = cap * sizeof(struct analyse_span) + tab * sizeof(uint32_t) +
+                 tab / 2 * sizeof(struct intern) + (uint64_t)work_bytes(n) +
+                 (uint64_t)rows * WEB_SUMMARY_ROW_BYTES;
+    if (aicpu)
+        b += cap * sizeof(struct analyse_aicpu_task);
+    return b;
+}
+
 static void spans_free(struct spans *s)
 {
     free(s->v);
@@ -211,6 +335,7 @@ static void spans_free(struct spans *s)
     free(s->extra);
     free(s->mem);
     free(s->tab);
+    free(s->ent);
     arena_free(&s->names);
 }
 
@@ -224,16 +349,23 @@ static uint64_t text_hash(struct record_text cat, struct record_text name)
 static int intern_grow(struct spans *s)
 {
     size_t n = s->n_tab ? s->n_tab * 2 : 1024;
-    struct intern *t = calloc(n, sizeof *t);
-    if (!t)
+    if (n / 2 > UINT32_MAX)
         return -ENOMEM;
-    for (size_t i = 0; i < s->n_tab; i++) {
-        if (!s->tab[i].name)
-            continue;
-        size_t k = s->tab[i].hash & (n - 1);
-        while (t[k].name)
+    uint32_t *t = calloc(n, sizeof *t);
+    struct intern *e = realloc(s->ent, n / 2 * sizeof *e);
+    if (!t || !e) {
+        free(t);
+        if (e)
+            s->ent = e;
+        return -ENOMEM;
+    }
+    s->ent = e;
+    s->cap_ent = n / 2;
+    for (size_t i = 0; i < s->used; i++) {
+        size_t k = e[i].hash & (n - 1);
+        while (t[k])
             k = (k + 1) & (n - 1);
-        t[k] = s->tab[i];
+        t[k] = (uint32_t)(i + 1);
     }
     free(s->tab);
     s->tab = t;
@@ -241,7 +373,8 @@ static int intern_grow(struct spans *s)
     return 0;
 }
 
-/* The interned (cat, name) of a record, classified on first sight; NULL on OOM. */
+/* The interned (cat, name) of a record, classified on first sight; NULL on OOM. The pointer
+ * holds until the next call. */
 static const struct intern *intern_get(struct spans *s, struct record_text cat,
                                        struct record_text name)
 {
@@ -249,8 +382,8 @@ static const struct intern *intern_get(struct spans *s, struct record_text cat,
         return NULL;
     uint64_t h = text_hash(cat, name);
     size_t k = h & (s->n_tab - 1);
-    for (; s->tab[k].name; k = (k + 1) & (s->n_tab - 1)) {
-        const struct intern *e = &s->tab[k];
+    for (; s->tab[k]; k = (k + 1) & (s->n_tab - 1)) {
+        const struct intern *e = &s->ent[s->tab[k] - 1];
         if (e->hash == h && e->name_len == name.len && e->cat_len == cat.len &&
             memcmp(e->name, name.ptr, name.len) == 0 && memcmp(e->cat, cat.ptr, cat.len) == 0)
             return e;
@@ -260,16 +393,17 @@ static const struct intern *intern_get(struct spans *s, struct record_text cat,
     if (!n || !c)
         return NULL;
     struct analyse_span probe = {.name = n, .name_len = name.len, .cat = c, .cat_len = cat.len};
-    s->tab[k] = (struct intern){.name = n, .cat = c, .name_len = name.len, .cat_len = cat.len,
-                                .hash = h, .role = analyse_role_of(&probe, NULL)};
-    s->used++;
-    return &s->tab[k];
+    struct intern *e = &s->ent[s->used];
+    *e = (struct intern){.name = n, .cat = c, .name_len = name.len, .cat_len = cat.len,
+                         .hash = h, .role = analyse_role_of(&probe, NULL)};
+    s->tab[k] = (uint32_t)(++s->used);
+    return e;
 }
 
-/* Reads the X spans of job's rank into *s. Returns 0, -ENOENT, -ENOMEM, -EIO, or budget_check()'s
- * -ETIMEDOUT / -ECONNABORTED. */
+/* Reads the X spans of job's rank into *s, charging bg as it grows. Returns 0, -ENOENT, -ENOMEM,
+ * -EIO, budget_check()'s -ETIMEDOUT / -ECONNABORTED or budget_charge()'s -E2BIG / -EBUSY. */
 static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
-                      const struct budget *bg)
+                      struct budget *bg)
 {
     struct store_event_iter *it = NULL;
     int r = store_event_iter_new(w->store, job_id, rank, INT64_MIN, INT64_MAX, &it);
@@ -283,7 +417,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     struct store_event ev;
     uint64_t lines = 0;
     while ((r = store_event_iter_next(it, &ev)) == 1) {
-        if (++lines % SPANS_CHECK == 0 && (r = budget_check(bg)) < 0)
+        if (++lines % SPANS_CHECK == 0 &&
+            ((r = budget_check(bg)) < 0 || (r = budget_charge(bg, spans_bytes(s))) < 0))
             break;
         struct record rec;
         if (decode_line(dec, ev.line, ev.len, &rec) < 0) {
@@ -342,6 +477,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     }
     line_decoder_free(dec);
     store_event_iter_free(it);
+    if (r >= 0)
+        r = budget_charge(bg, spans_bytes(s));
     return r < 0 ? r : 0;
 }
 
@@ -561,6 +698,7 @@ struct web_analysis {
     struct web_conn *c;             /* parked while the analysis runs */
     bool bench;
     struct store_job job;
+    int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
     int64_t rank, first, last, skip;
     size_t max_spans;
@@ -582,7 +720,7 @@ static int run_benchmark(struct web_analysis *a)
     int r = n < 0 ? (int)n : s.err;
     if (r == 0 && s.n == 0) {
         d.source = "spans";
-        struct spans sp = {.max = a->max_spans};
+        struct spans sp = {.max = a->max_spans, .work_bytes = small_work_bytes};
         r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
         if (r == 0)
             r = bench_from_spans(&sp, &s);
@@ -604,7 +742,7 @@ static int run_benchmark(struct web_analysis *a)
 /* MindInsight's AI CPU tables from the rank's AI CPU tasks. */
 static int run_aicpu(struct web_analysis *a)
 {
-    struct spans sp = {.max = a->max_spans, .aicpu = true};
+    struct spans sp = {.max = a->max_spans, .aicpu = true, .work_bytes = small_work_bytes};
     struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
                                 .time_unit = a->unit};
     int r = read_spans(a->w, a->job.id, a->rank, &sp, &a->bg);
@@ -621,17 +759,39 @@ static int run_aicpu(struct web_analysis *a)
     return r;
 }
 
+/* The rows of the table a kind's answer renders (the others are a few lines). */
+static size_t rendered_rows(enum web_summary_kind kind, const struct analyse_summary *s)
+{
+    switch (kind) {
+    case WEB_SUMMARY_OPERATOR:
+        return s->n_ops;
+    case WEB_SUMMARY_KERNEL:
+        return s->n_kernels;
+    case WEB_SUMMARY_MEMORY_MANIPULATION:
+        return s->n_memory;
+    case WEB_SUMMARY_USER_DEFINED:
+        return s->n_user;
+    default:
+        return 0;
+    }
+}
+
 static int run_summary(struct web_analysis *a)
 {
     struct web *w = a->w;
     if (a->kind == WEB_SUMMARY_AICPU)
         return run_aicpu(a);
-    struct spans sp = {.max = a->max_spans};
+    struct spans sp = {.max = a->max_spans, .work_bytes = analyse_summary_bytes};
     struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
                                 .time_unit = a->unit};
     int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
     if (r == 0)
         r = analyse_summary_compute(sp.v, sp.n, a->first, a->last, &d.sum);
+    /* The deadline again after the computation, and the answer's rows charged before it is
+     * rendered. */
+    if (r == 0 && (r = budget_check(&a->bg)) == 0)
+        r = budget_charge(&a->bg, spans_bytes(&sp) + (uint64_t)WEB_SUMMARY_ROW_BYTES *
+                                                          rendered_rows(a->kind, d.sum));
     if (r == -ENOENT)
         a->not_found = "steps: no ProfileStep span in range on this rank";
     if (r == 0) {
@@ -659,7 +819,18 @@ static void *analysis_main(void *arg)
 {
     struct web_analysis *a = arg;
     struct web *w = a->w;
-    a->r = a->bench ? run_benchmark(a) : run_summary(a);
+    size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
+                                                                        : a->max_spans;
+    bool tables = !a->bench && (a->kind == WEB_SUMMARY_OPERATOR || a->kind == WEB_SUMMARY_KERNEL ||
+                                a->kind == WEB_SUMMARY_MEMORY_MANIPULATION ||
+                                a->kind == WEB_SUMMARY_USER_DEFINED);
+    bool summary = !a->bench && a->kind != WEB_SUMMARY_AICPU;
+    a->r = budget_reserve(&a->bg, forecast(n, !a->bench && !summary,
+                                           summary ? analyse_summary_bytes : small_work_bytes,
+                                           tables ? n : 0));
+    if (a->r == 0)
+        a->r = a->bench ? run_benchmark(a) : run_summary(a);
+    budget_release(&a->bg);
     slot_put(w);
     pthread_mutex_lock(&w->analyses_lock);
     web__conn_wake(a->c);
@@ -736,7 +907,7 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
     else if (an->r == -ENOENT && an->not_found)
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
-        send_failure(w, a, an->r, an->bench ? "benchmark" : "summary");
+        send_failure(w, a, an->r, an->bg.refused, an->bench ? "benchmark" : "summary");
     analysis_free(an);
     return 0;
 }
@@ -773,8 +944,12 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     if (r < 0)
         return web__store_error(a, r, "store_query_ranks");
     bool known = false;
+    int64_t events = 0;
     for (size_t i = 0; i < n_ranks; i++)
-        known |= ranks[i].rank == rank;
+        if (ranks[i].rank == rank) {
+            known = true;
+            events = ranks[i].events;
+        }
     free(ranks);
     if (!known)
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
@@ -790,7 +965,8 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     }
     struct web_conn *c = web__req_conn(q);
     *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
-                                .job = *job, .kind = kind, .rank = rank, .first = first,
+                                .job = *job, .events = events, .kind = kind, .rank = rank,
+                                .first = first,
                                 .last = last, .skip = skip, .max_spans = (size_t)max_spans,
                                 .fmt = fmt};
     memcpy(an->unit, unit, sizeof an->unit);

@@ -76,6 +76,8 @@ struct web {
     unsigned analyses_max;         /* past it a new one answers 503 busy: threads - 1, so one
                                       worker is always left for /health and the dashboard */
     int64_t analysis_timeout_ns;   /* an analysis still reading this long answers 503 deadline */
+    _Atomic uint64_t analyses_bytes; /* what the running analyses are charged, together */
+    uint64_t analysis_max_bytes;   /* their budget: a charge past it stops the analysis */
 };
 
 /* Compares given[0, n) with token[0, len) in time that depends on len only (http.c). */

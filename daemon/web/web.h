@@ -62,6 +62,8 @@ struct web_config {
                                     after its first byte has its connection closed; 0: never */
     unsigned analysis_timeout_ms; /* an analysis (summaries, benchmark) still reading the store
                                     this long answers 503 deadline; 0: 30000 */
+    size_t analysis_max_bytes;   /* memory the running analyses may hold together (estimated,
+                                    routes_summary.c); 0: 1 GiB */
     size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
     const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
     const char *instance;        /* this run of the daemon, reported by /api/v1/health (the same

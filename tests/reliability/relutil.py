@@ -51,13 +51,13 @@ def raise_fd_limit(n):
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def rss_kib(pid):
-    """VmRSS of pid in KiB, from /proc."""
+def rss_kib(pid, field="VmRSS"):
+    """VmRSS of pid in KiB, from /proc (field="VmHWM": its peak so far)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for pid {pid}")
+    raise AssertionError(f"no {field} for pid {pid}")
 
 
 @pytest.fixture
