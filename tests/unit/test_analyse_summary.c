@@ -404,6 +404,127 @@ START_TEST(test_summary_operator_rows_scale)
 }
 END_TEST
 
+/* The operator rows' order equals the order of the quadratic order_ops() it replaced (issue 18):
+ * top-level rows by total desc (ties: first appearance), each followed by its inner rows in
+ * first-appearance order, an inner name under two operators being two rows. The tree is crafted
+ * so that this is visible: 3 000 calls of 60 operator names (totals with ties), each holding 0 to
+ * 3 inner calls drawn from 25 names shared by every operator, in an order that interleaves the
+ * parents' first appearances. The expected rows are computed here as the old code did, by
+ * scanning every row for each top-level row. */
+struct oracle_row {
+    char name[16];
+    int parent; /* -1: top-level */
+    int64_t calls, total;
+};
+
+static int oracle_find(struct oracle_row *r, int n, const char *name, int parent)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i].parent == parent && strcmp(r[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+START_TEST(test_summary_operator_order_equals_the_old_order)
+{
+    enum { CALLS = 3000, OPS = 60, INNERS = 25, ROWS = OPS + OPS * INNERS };
+    struct analyse_span *sp = calloc(1 + 4 * CALLS, sizeof *sp);
+    char (*names)[16] = calloc(4 * CALLS, sizeof *names);
+    struct oracle_row *rows = calloc(ROWS, sizeof *rows);
+    ck_assert_ptr_nonnull(sp);
+    ck_assert_ptr_nonnull(names);
+    ck_assert_ptr_nonnull(rows);
+    uint32_t seed = 18;
+    size_t n = 1, nn = 0;
+    int nr = 0;
+    int64_t t = 100;
+    for (int c = 0; c < CALLS; c++) {
+        seed = seed * 1103515245u + 12345u;
+        int op = (int)((seed >> 8) % OPS);
+        int64_t dur = 40 + 10 * (int64_t)((seed >> 20) % 3); /* ties in the totals */
+        snprintf(names[nn], sizeof names[0], "op_%d", op);
+        sp[n++] = mk(t, dur, 1, 1, "Operator", names[nn]);
+        int top = oracle_find(rows, nr, names[nn], -1);
+        if (top < 0) {
+            top = nr++;
+            snprintf(rows[top].name, sizeof rows[top].name, "%s", names[nn]);
+            rows[top].parent = -1;
+        }
+        rows[top].calls++;
+        rows[top].total += dur;
+        nn++;
+        int kids = (int)((seed >> 4) % 4);
+        for (int k = 0; k < kids; k++) {
+            seed = seed * 1103515245u + 12345u;
+            snprintf(names[nn], sizeof names[0], "in_%u", (seed >> 9) % INNERS);
+            sp[n++] = mk(t + 1 + 10 * k, 5, 1, 1, "OperatorInner", names[nn]);
+            int r = oracle_find(rows, nr, names[nn], top);
+            if (r < 0) {
+                r = nr++;
+                snprintf(rows[r].name, sizeof rows[r].name, "%s", names[nn]);
+                rows[r].parent = top;
+            }
+            rows[r].calls++;
+            rows[r].total += 5;
+            nn++;
+        }
+        t += dur + 7;
+    }
+    sp[0] = mk(0, t + 100, 1, 1, "ProfileStep", "ProfileStep#0");
+    /* The old order: tops by total desc, ties by first appearance (a stable selection), each
+     * followed by a scan of every row for its inner rows. */
+    int *order = calloc(ROWS, sizeof *order), *pos = calloc(ROWS, sizeof *pos);
+    ck_assert_ptr_nonnull(order);
+    ck_assert_ptr_nonnull(pos);
+    bool *taken = calloc(ROWS, sizeof *taken);
+    ck_assert_ptr_nonnull(taken);
+    int m = 0;
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < nr; i++)
+            if (rows[i].parent < 0 && !taken[i] && (best < 0 || rows[i].total > rows[best].total))
+                best = i;
+        if (best < 0)
+            break;
+        taken[best] = true;
+        pos[best] = m;
+        order[m++] = best;
+        for (int i = 0; i < nr; i++)
+            if (rows[i].parent == best)
+                order[m++] = i;
+    }
+    ck_assert_int_eq(m, nr);
+    struct analyse_summary *sum = NULL;
+    ck_assert_int_eq(analyse_summary_compute(sp, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
+                                             &sum), 0);
+    ck_assert_uint_eq(sum->n_ops, (size_t)nr);
+    int tops = 0;
+    for (int i = 0; i < nr; i++) {
+        const struct analyse_sum_row *got = &sum->ops[i];
+        const struct oracle_row *want = &rows[order[i]];
+        ck_assert_uint_eq(got->name_len, strlen(want->name));
+        ck_assert_int_eq(memcmp(got->name, want->name, got->name_len), 0);
+        ck_assert_int_eq(got->calls, want->calls);
+        ck_assert_int_eq(got->total_ns, want->total);
+        if (want->parent < 0) {
+            ck_assert(got->parent == ANALYSE_SUM_TOP);
+            tops++;
+        } else {
+            ck_assert_uint_eq(got->parent, (size_t)pos[want->parent]);
+        }
+    }
+    ck_assert_int_eq(tops, OPS);
+    ck_assert_int_gt(nr, 2 * OPS); /* inner names do repeat under several operators */
+    analyse_summary_free(sum);
+    free(taken);
+    free(order);
+    free(pos);
+    free(rows);
+    free(names);
+    free(sp);
+}
+END_TEST
+
 static struct analyse_mem_event mev(int64_t ts, const char *owner, int64_t owner_ns,
                                     enum analyse_mem_kind kind, int64_t bytes, int64_t peak)
 {
@@ -494,6 +615,7 @@ static Suite *summary_suite(void)
     tcase_add_test(tc, test_summary_union);
     tcase_add_test(tc, test_summary_paddle_like);
     tcase_add_test(tc, test_summary_step_range);
+    tcase_add_test(tc, test_summary_operator_order_equals_the_old_order);
     tcase_add_test(tc, test_summary_host_communication);
     tcase_add_test(tc, test_summary_extremes);
     tcase_add_test(tc, test_benchmark);
