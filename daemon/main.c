@@ -697,6 +697,7 @@ static int start_store(struct daemon *d)
         .data_dir = d->cfg.data_dir,
         .retention_bytes_per_job = d->cfg.retention_bytes_per_job,
         .max_buffered_bytes = d->cfg.max_buffered_bytes,
+        .min_free_bytes = d->cfg.min_free_bytes,
         .durability = d->cfg.durability,
         .stats = &d->stats,
         .on_durable = on_durable,

@@ -33,6 +33,8 @@ const struct config_option config_options[] = {
     {"max_buffered_bytes", "268435456", "bytes accepted but not yet durable before reading pauses"},
     {"flush_interval_ms", "20", "longest wait before accepted records are committed"},
     {"retention_bytes_per_job", "524288000", "stored timeline bytes kept per job; oldest evicted"},
+    {"min_free_bytes", "67108864",
+     "free bytes on the data dir's file system below which /api/v1/health says degraded (0: never)"},
     {"live_max_bytes", "1073741824",
      "memory budget of the jobs' live analyses; ended jobs past it are evicted (reloaded on use)"},
     {"live_max_jobs", "65536",
@@ -221,6 +223,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(flush_interval_ms, 1, 60000);
     if (strcmp(key, "retention_bytes_per_job") == 0)
         return U64(retention_bytes_per_job, 4096, UINT64_MAX / 4);
+    if (strcmp(key, "min_free_bytes") == 0)
+        return U64(min_free_bytes, 0, UINT64_MAX / 4);
     if (strcmp(key, "live_max_bytes") == 0)
         return U64(live_max_bytes, 0, UINT64_MAX / 4);
     if (strcmp(key, "live_max_jobs") == 0)

@@ -37,6 +37,7 @@ struct config {
     uint64_t max_buffered_bytes;      /* accepted but not yet durable; reading pauses above it */
     uint64_t flush_interval_ms;       /* longest time a record waits for its transaction */
     uint64_t retention_bytes_per_job; /* stored timeline bytes per job before the oldest go */
+    uint64_t min_free_bytes;          /* data dir's file system: less free is a degraded health */
     uint64_t live_max_bytes;          /* live state budget; ended jobs past it are evicted */
     uint64_t live_max_jobs;           /* jobs analysed live at once (LIVE_JOBS_MAX at most) */
     uint64_t http_threads;            /* libmicrohttpd thread pool size */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <zstd.h>
 
@@ -452,6 +453,19 @@ static int64_t file_size(const char *path)
     return stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
 }
 
+int store_query_space(struct store *st, struct store_space *ret)
+{
+    struct statvfs vfs;
+    if (statvfs(st->data_dir, &vfs) != 0)
+        return -errno;
+    uint64_t avail = (uint64_t)vfs.f_bavail;
+    uint64_t unit = vfs.f_frsize ? (uint64_t)vfs.f_frsize : (uint64_t)vfs.f_bsize;
+    ret->free_bytes = unit && avail > UINT64_MAX / unit ? UINT64_MAX : avail * unit;
+    ret->min_free_bytes = st->min_free;
+    ret->low = ret->free_bytes < st->min_free;
+    return 0;
+}
+
 int store_query_info(struct store *st, struct store_info *ret_info)
 {
     struct store_reader *rd = NULL;
@@ -474,6 +488,10 @@ int store_query_info(struct store *st, struct store_info *ret_info)
         info.block_raw_bytes = sqlite3_column_int64(s, 2);
         info.block_bytes = sqlite3_column_int64(s, 3);
         info.opened_empty_file = st->opened_empty_file;
+        struct store_space space;
+        info.fs_free_bytes = store_query_space(st, &space) == 0 && space.free_bytes <= INT64_MAX
+                                 ? (int64_t)space.free_bytes
+                                 : -1;
         pthread_mutex_lock(&st->live_mu);
         info.damaged_blocks = st->n_damaged_all;
         for (size_t i = 0; i < st->n_damaged && info.n_damaged < STORE_INFO_DAMAGED; i++)

@@ -506,6 +506,7 @@ int store_open(const struct store_config *cfg, struct store **ret_st, char *err)
     st->stats = cfg->stats ? cfg->stats : &st->own_stats;
     st->retention_bytes = cfg->retention_bytes_per_job;
     st->max_buffered = cfg->max_buffered_bytes;
+    st->min_free = cfg->min_free_bytes;
     st->on_durable = cfg->on_durable;
     st->ud = cfg->ud;
     st->data_dir = strdup(cfg->data_dir);

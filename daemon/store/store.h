@@ -33,6 +33,8 @@ struct store_config {
     const char *data_dir;              /* created (0700) if missing */
     uint64_t retention_bytes_per_job;  /* compressed timeline bytes kept per job */
     uint64_t max_buffered_bytes;       /* store_append() answers -EAGAIN above it */
+    uint64_t min_free_bytes;           /* store_query_space(): less free on the data dir's file
+                                        * system is low; 0: never low */
     enum config_durability durability;
     struct stats *stats;               /* borrowed; bumped here */
     void (*on_durable)(void *ud);      /* writer thread, after each commit: only wake the loop */

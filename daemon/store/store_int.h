@@ -264,6 +264,7 @@ struct store_reader {
 };
 
 struct store {
+    uint64_t min_free;         /* store_config.min_free_bytes */
     char *data_dir;            /* owned copies of the paths */
     char *db_path;
     char *wal_path;

@@ -67,6 +67,7 @@ struct store_info {
     int64_t block_bytes;     /* and after */
     bool opened_empty_file;  /* the database file existed with 0 bytes when the daemon started
                               * (and was begun empty, the start logged a warning) */
+    int64_t fs_free_bytes;   /* store_query_space()'s free_bytes; -1 if statvfs failed */
     int64_t damaged_blocks;  /* blocks found undecodable since start (skipped by every reader:
                                 store_query_events(), store_event_iter_next()) */
     size_t n_damaged;        /* the first of them, up to STORE_INFO_DAMAGED */
@@ -74,6 +75,16 @@ struct store_info {
         int64_t job_id, rank, block_id;
     } damaged[STORE_INFO_DAMAGED];
 };
+
+/* The data dir's file system (statvfs; no SQL, any thread). */
+struct store_space {
+    uint64_t free_bytes;     /* free to this process (f_bavail) */
+    uint64_t min_free_bytes; /* store_config.min_free_bytes */
+    bool low;                /* free_bytes < min_free_bytes: commits may soon fail (ENOSPC) */
+};
+
+/* Fills *ret. Returns 0 or the -errno of statvfs. */
+int store_query_space(struct store *st, struct store_space *ret);
 
 /* All jobs, most recently seen first. *ret_jobs is malloc'd (caller frees; NULL when n is 0).
  * Returns 0, -ENOMEM or -EIO. */

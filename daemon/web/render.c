@@ -67,16 +67,28 @@ void web__render_error(struct sbuf *b, const char *code, const char *message)
 }
 
 void web__render_health(struct sbuf *b, const char *version, const char *instance,
-                        const char *socket, struct stats *s)
+                        const char *socket, struct stats *s, const struct store_space *space)
 {
     uint64_t failing = STATS_GET(s, commit_failing);
-    if (failing) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "store: commits are failing (%s) and retried; nothing new is acknowledged",
-                 strerror((int)failing));
+    bool low = space && space->low;
+    if (failing || low) {
         sbuf_adds(b, "{\"status\":\"degraded\",\"problems\":[");
-        sbuf_json_strz(b, msg);
+        char msg[200];
+        if (failing) {
+            snprintf(msg, sizeof msg,
+                     "store: commits are failing (%s) and retried; nothing new is acknowledged",
+                     strerror((int)failing));
+            sbuf_json_strz(b, msg);
+        }
+        if (low) {
+            snprintf(msg, sizeof msg,
+                     "store: the data dir's file system has %" PRIu64 " bytes free, under "
+                     "min_free_bytes (%" PRIu64 "); commits fail when it is full",
+                     space->free_bytes, space->min_free_bytes);
+            if (failing)
+                sbuf_addc(b, ',');
+            sbuf_json_strz(b, msg);
+        }
         sbuf_adds(b, "],");
     } else {
         sbuf_adds(b, "{\"status\":\"ok\",");
@@ -396,6 +408,7 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_i64(b, "blocks", info->blocks);
     member_i64(b, "block_bytes", info->block_bytes);
     member_i64(b, "block_raw_bytes", info->block_raw_bytes);
+    member_i64(b, "fs_free_bytes", info->fs_free_bytes);
     member_i64(b, "damaged_blocks", info->damaged_blocks);
     sbuf_adds(b, "\"damaged\":[");
     for (size_t i = 0; i < info->n_damaged; i++)

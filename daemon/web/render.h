@@ -42,10 +42,11 @@ struct web_clocks {
  * state (sbuf.h) say whether it fitted. Strings go through sbuf_json_str(), times through
  * sbuf_json_us() (ns in, us out). */
 void web__render_error(struct sbuf *b, const char *code, const char *message);
-/* {"status":"ok"} or, while the store's commits fail (stats->commit_failing), "degraded" with
- * "problems": one sentence each; "version", "instance" and "socket" (the ingest socket's path). */
+/* {"status":"ok"} or "degraded" with "problems", one sentence each: while the store's commits fail
+ * (stats->commit_failing), and while the data dir's file system is low (space->low; space NULL:
+ * unknown, no store); then "version", "instance" and "socket" (the ingest socket's path). */
 void web__render_health(struct sbuf *b, const char *version, const char *instance,
-                        const char *socket, struct stats *s);
+                        const char *socket, struct stats *s, const struct store_space *space);
 /* The members of one job object, without braces. */
 void web__render_job_fields(struct sbuf *b, const struct store_job *j);
 void web__render_jobs(struct sbuf *b, const struct store_job *jobs, size_t n);

@@ -27,7 +27,10 @@ static int get_health(struct web *w, struct web_answer *a)
 {
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_health(&b, w->version, w->instance, w->socket, w->stats);
+    struct store_space space;
+    bool have_space = w->store && store_query_space(w->store, &space) == 0;
+    web__render_health(&b, w->version, w->instance, w->socket, w->stats,
+                       have_space ? &space : NULL);
     return web__json(w, a, WEB_HTTP_OK, &b);
 }
 

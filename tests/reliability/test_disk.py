@@ -37,14 +37,21 @@ def _fill(path):
     return filler
 
 
+def _daemon_holding_100(daemons, mnt, name):
+    """A daemon whose data dir is on mnt (min_free_bytes 1 MiB: a 16 MiB file system is not low
+    until it is filled), holding 100 acknowledged events of job name, stream "s"."""
+    d = daemons(name, data_dir=mnt / "data", args=["--min-free-bytes", str(1 << 20)])
+    with Client(d.socket) as c:
+        c.hello(name, stream="s", seq=0)
+        c.send_lines(x_event(i) for i in range(100))
+        assert c.wait_ack(100) == 100
+    return d
+
+
 def test_disk_full_errors_then_resumes(tmp, daemons, figures):
     mnt = tmp / "small"
     with tmpfs(mnt, "16m"):
-        d = daemons("full", data_dir=mnt / "data")
-        with Client(d.socket) as c:
-            c.hello("diskfull", stream="s", seq=0)
-            c.send_lines(x_event(i) for i in range(100))
-            assert c.wait_ack(100) == 100
+        d = _daemon_holding_100(daemons, mnt, "diskfull")
         filler = _fill(mnt)
         assert free_bytes(mnt) < 4096
 
@@ -66,6 +73,7 @@ def test_disk_full_errors_then_resumes(tmp, daemons, figures):
         health = d.get_json("/api/v1/health")
         assert health["status"] == "degraded", health
         assert "No space left on device" in health["problems"][0], health
+        assert "under min_free_bytes (1048576)" in health["problems"][1], health
         assert d.job("diskfull")["events"] >= 100
         st, _, body = d.request("/")
         assert st == 200 and b"<html" in body.lower()
@@ -95,6 +103,31 @@ def test_disk_full_errors_then_resumes(tmp, daemons, figures):
         d.assert_alive()
         d.stop()
         assert _integrity(mnt / "data" / "stepscope.db") == "ok"
+
+
+def test_health_says_degraded_on_a_full_disk_while_idle(tmp, daemons, figures):
+    """Issue 18, item 8: /health said "ok" while the disk was full. Degraded from failing commits
+    (above) needs a client writing; a daemon nobody writes to now also says so, from the data
+    dir's free space against min_free_bytes, before the next trainer's records fail."""
+    mnt = tmp / "idle"
+    with tmpfs(mnt, "16m"):
+        d = _daemon_holding_100(daemons, mnt, "idle")
+        health = d.get_json("/api/v1/health")
+        assert health["status"] == "ok" and "problems" not in health, health
+        assert d.stats()["store"]["fs_free_bytes"] > 1 << 20
+        filler = _fill(mnt)
+        health = d.get_json("/api/v1/health")  # nothing is written: no commit has failed
+        assert d.stats()["commit_errors"] == 0
+        assert health["status"] == "degraded", health
+        problem, = health["problems"]
+        assert "under min_free_bytes (1048576)" in problem, health
+        free = d.stats()["store"]["fs_free_bytes"]
+        assert 0 <= free < 4096 and f"has {free} bytes free" in problem, (free, problem)
+        figures(health_idle_full=health, fs_free_bytes=free)
+        filler.unlink()
+        health = d.get_json("/api/v1/health")
+        assert health["status"] == "ok" and "problems" not in health, health
+        d.assert_alive()
 
 
 def test_read_only_data_dir_exits_4(tmp, daemons):

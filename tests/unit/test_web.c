@@ -740,7 +740,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.captures_refused, 53);
     atomic_store(&s.captures_expired, 54);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
-                              .block_bytes = 44, .damaged_blocks = 3, .n_damaged = 2,
+                              .block_bytes = 44, .fs_free_bytes = 57, .damaged_blocks = 3,
+                              .n_damaged = 2,
                               .damaged = {{5, 1, 60}, {6, 0, 61}}};
     struct sbuf b;
     sbuf_init(&b, 1 << 16);
@@ -760,7 +761,7 @@ START_TEST(test_render_stats_all_counters)
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52,\"analyses_over_budget\":55},"
         "\"captures\":{\"refused\":53,\"expired\":54},\"cluster\":null,"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
-        "\"block_raw_bytes\":43,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
+        "\"block_raw_bytes\":43,\"fs_free_bytes\":57,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
         "\"rank\":1,\"block\":60},{\"job_id\":6,\"rank\":0,\"block\":61}],"
         "\"started_from_empty_file\":false}}");
     sbuf_reset(&b);
