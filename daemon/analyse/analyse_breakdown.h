@@ -41,6 +41,13 @@ struct analyse_bd_step {
     int64_t start_ns, end_ns;         /* after device-side stretching */
     int64_t n_device;                 /* device events launched by runtimes inside the step */
     int64_t cost_ns[ANALYSE_BD_COUNT]; /* sums exactly to end_ns - start_ns */
+    /* Communication against computation on the device (docs/ANALYSIS.md "Cluster step trace",
+     * torch jobs; HTA's comm/comp overlap, per step as torch-tb-profiler's distributed view):
+     * |step ∩ union(communication kernels)|, |step ∩ union(the other kernels)| and
+     * |step ∩ both unions|. A communication kernel is one the breakdown counts as
+     * communication (launched by a host communication span) or one HTA names so (a name that
+     * starts with "nccl" or "hccl" or holds "ncclKernel"). */
+    int64_t comm_ns, comp_ns, overlap_ns;
 };
 
 struct analyse_bd_gpu {

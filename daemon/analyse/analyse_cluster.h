@@ -26,6 +26,8 @@ enum analyse_cl_fig {
     ANALYSE_CL_STAGE_TIME,
     ANALYSE_CL_RECEIVE_ALONE,
     ANALYSE_CL_COLLECTIVE_ALONE,
+    ANALYSE_CL_COMMUNICATION, /* a torch job's device communication (with COMPUTATION, */
+    ANALYSE_CL_OVERLAP,       /* COMM_ALONE): see analyse_cl_device_fig() */
     ANALYSE_CL_N_FIGS,
 };
 
@@ -38,9 +40,14 @@ int analyse_cl_mode_parse(const char *name, size_t n);
 /* Whether mode shows figure fig. */
 bool analyse_cl_mode_has(enum analyse_cl_mode mode, enum analyse_cl_fig fig);
 
+/* Whether fig is one of the device communication figures a job without a parallel layout
+ * (torch) shows beside the data-parallel ones when its ranks have kernels (docs/ANALYSIS.md
+ * "Cluster step trace"): COMPUTATION, COMM_ALONE, COMMUNICATION, OVERLAP. */
+bool analyse_cl_device_fig(enum analyse_cl_fig fig);
+
 /* The figure's name in answers without its "_us" ("interval", "fp_bp", ..., "stage"), and the
  * name of the step record's phase that carries it ("computation", ...; NULL for the four
- * step-trace figures, which come from the step trace). */
+ * step-trace figures, which come from the step trace, and the two device-only figures). */
 const char *analyse_cl_fig_name(enum analyse_cl_fig fig);
 const char *analyse_cl_fig_phase(enum analyse_cl_fig fig);
 

@@ -202,6 +202,7 @@ struct work {
     struct rlist role[ANALYSE_BD_COUNT - 1]; /* busy ranges per category, Other excluded */
     struct rlist cost[ANALYSE_BD_COUNT];     /* what each category got, in priority order */
     struct rlist slots, tmp, steps_union;
+    struct rlist dcomm, dcomp, dovl;         /* device communication and other kernels, both */
     int64_t *comm_ext;                       /* external ids of host communication spans */
     size_t n_comm;
     struct ix *steps;                        /* the STEP spans, by start */
@@ -227,6 +228,9 @@ static void work_done(struct work *w)
     rl_done(&w->slots);
     rl_done(&w->tmp);
     rl_done(&w->steps_union);
+    rl_done(&w->dcomm);
+    rl_done(&w->dcomp);
+    rl_done(&w->dovl);
     free(w->comm_ext);
     free(w->steps);
     free(w->runtimes);
@@ -306,6 +310,17 @@ static int category_of(const struct work *w, const struct analyse_span *sp)
     return -1;
 }
 
+/* HTA's communication kernel names (hta/common/types.py: ^nccl, ^hccl, .*ncclKernel.*). */
+static bool comm_kernel_name(const char *s, size_t n)
+{
+    if (n >= 4 && (memcmp(s, "nccl", 4) == 0 || memcmp(s, "hccl", 4) == 0))
+        return true;
+    for (size_t i = 0; i + 10 <= n; i++)
+        if (memcmp(s + i, "ncclKernel", 10) == 0)
+            return true;
+    return false;
+}
+
 /* Whether a span counts toward the implicit step of a trace without steps, which spans the host
  * operators (tb cpu_min_ts). */
 static bool spans_implicit_step(enum analyse_role r)
@@ -337,6 +352,12 @@ static int busy_ranges(struct work *w)
             w->steps[w->n_step_spans++] = (struct ix){ sp->ts_ns, i };
         int c = category_of(w, sp);
         if (c >= 0 && rl_push(&w->role[c], s, e) < 0)
+            return -ENOMEM;
+        if (sp->role == ANALYSE_ROLE_KERNEL &&
+            rl_push(c == ANALYSE_BD_COMMUNICATION || comm_kernel_name(sp->name, sp->name_len)
+                        ? &w->dcomm
+                        : &w->dcomp,
+                    s, e) < 0)
             return -ENOMEM;
         if (spans_implicit_step(sp->role) && !is_device(sp->role)) {
             if (s < w->cpu_min)
@@ -555,7 +576,9 @@ static int attribute(struct work *w, const struct analyse_breakdown *bd)
     struct rlist t_other = w->cost[ANALYSE_BD_OTHER];
     w->cost[ANALYSE_BD_OTHER] = w->slots;
     w->slots = t_other;
-    return 0;
+    rl_merge(&w->dcomm);
+    rl_merge(&w->dcomp);
+    return rl_intersect(&w->dcomm, &w->dcomp, &w->dovl);
 }
 
 /* Each step's share of every category, the averages over steps and the window. */
@@ -567,6 +590,9 @@ static void step_costs(const struct work *w, struct analyse_breakdown *bd)
             st->cost_ns[c] = rl_covered(&w->cost[c], st->start_ns, st->end_ns);
             bd->avg_ns[c] += (double)st->cost_ns[c];
         }
+        st->comm_ns = rl_covered(&w->dcomm, st->start_ns, st->end_ns);
+        st->comp_ns = rl_covered(&w->dcomp, st->start_ns, st->end_ns);
+        st->overlap_ns = rl_covered(&w->dovl, st->start_ns, st->end_ns);
         bd->avg_total_ns += (double)(st->end_ns - st->start_ns);
     }
     if (bd->n_steps > 0) {

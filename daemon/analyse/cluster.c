@@ -10,13 +10,13 @@ static const char *const mode_names[] = {"data-parallel", "model-parallel", "pip
 static const char *const fig_names[ANALYSE_CL_N_FIGS] = {
     "interval",  "fp_bp",         "tail",          "total",
     "computation", "communication_alone", "stage", "receive_alone",
-    "collective_communication_alone",
+    "collective_communication_alone", "communication", "overlap",
 };
 
 /* The importer's phase names (cli/import/mindspore_cluster.c, msf_cl_phase). */
 static const char *const fig_phases[ANALYSE_CL_N_FIGS] = {
     NULL, NULL, NULL, NULL, "computation", "communication_alone", "stage_time", "receive_alone",
-    "collective_communication_alone",
+    "collective_communication_alone", NULL, NULL,
 };
 
 const char *analyse_cl_mode_name(enum analyse_cl_mode mode)
@@ -41,9 +41,16 @@ bool analyse_cl_mode_has(enum analyse_cl_mode mode, enum analyse_cl_fig fig)
         return fig == ANALYSE_CL_INTERVAL || fig == ANALYSE_CL_COMPUTATION ||
                fig == ANALYSE_CL_COMM_ALONE;
     case ANALYSE_CL_PIPELINE:
-        return fig == ANALYSE_CL_INTERVAL || (fig >= ANALYSE_CL_COMPUTATION && fig < ANALYSE_CL_N_FIGS);
+        return fig == ANALYSE_CL_INTERVAL ||
+               (fig >= ANALYSE_CL_COMPUTATION && fig <= ANALYSE_CL_COLLECTIVE_ALONE);
     }
     return false;
+}
+
+bool analyse_cl_device_fig(enum analyse_cl_fig fig)
+{
+    return fig == ANALYSE_CL_COMPUTATION || fig == ANALYSE_CL_COMM_ALONE ||
+           fig == ANALYSE_CL_COMMUNICATION || fig == ANALYSE_CL_OVERLAP;
 }
 
 const char *analyse_cl_fig_name(enum analyse_cl_fig fig)

@@ -1303,7 +1303,15 @@ void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v
 
 /* ---- the cluster step trace (routes_cluster.c) ---- */
 
-static void cluster_row(struct sbuf *b, enum web_format fmt, int mode,
+/* Whether the cluster step trace writes figure f: the mode's, and a torch job's device
+ * communication figures when it has them. */
+static bool cluster_shows(int mode, bool device_comm, int f)
+{
+    return analyse_cl_mode_has((enum analyse_cl_mode)mode, (enum analyse_cl_fig)f) ||
+           (device_comm && analyse_cl_device_fig((enum analyse_cl_fig)f));
+}
+
+static void cluster_row(struct sbuf *b, enum web_format fmt, int mode, bool device_comm,
                         const struct analyse_cl_rank *r)
 {
     if (fmt == WEB_FORMAT_CSV)
@@ -1311,7 +1319,7 @@ static void cluster_row(struct sbuf *b, enum web_format fmt, int mode,
     else
         sbuf_printf(b, "{\"rank\":%" PRId64 ",\"stage\":%" PRId64, r->rank, r->stage);
     for (int f = 0; f < ANALYSE_CL_N_FIGS; f++) {
-        if (!analyse_cl_mode_has((enum analyse_cl_mode)mode, (enum analyse_cl_fig)f))
+        if (!cluster_shows(mode, device_comm, f))
             continue;
         if (fmt == WEB_FORMAT_CSV)
             sbuf_addc(b, ',');
@@ -1327,17 +1335,17 @@ static void cluster_row(struct sbuf *b, enum web_format fmt, int mode,
 
 void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const char *mode_name,
                                    int mode, int64_t stages, int64_t rank_size, int64_t step,
-                                   int64_t last_step, bool ms_avg,
+                                   int64_t last_step, bool ms_avg, bool device_comm,
                                    const struct analyse_cl_rank *rows, size_t n)
 {
     if (fmt == WEB_FORMAT_CSV) {
         sbuf_adds(b, "rank,stage");
         for (int f = 0; f < ANALYSE_CL_N_FIGS; f++)
-            if (analyse_cl_mode_has((enum analyse_cl_mode)mode, (enum analyse_cl_fig)f))
+            if (cluster_shows(mode, device_comm, f))
                 sbuf_printf(b, ",%s_us", analyse_cl_fig_name((enum analyse_cl_fig)f));
         sbuf_addc(b, '\n');
         for (size_t i = 0; i < n; i++)
-            cluster_row(b, fmt, mode, &rows[i]);
+            cluster_row(b, fmt, mode, device_comm, &rows[i]);
         return;
     }
     if (fmt == WEB_FORMAT_JSON) {
@@ -1348,13 +1356,14 @@ void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const ch
         else
             sbuf_printf(b, "\"average\",\"average_from\":\"%s\"",
                         ms_avg ? "mindspore" : "steps");
-        sbuf_printf(b, ",\"last_step\":%" PRId64 ",\"ranks\":", last_step);
+        sbuf_printf(b, ",\"last_step\":%" PRId64 ",\"communication_from\":%s,\"ranks\":",
+                    last_step, device_comm ? "\"kernels\"" : "null");
     }
     sbuf_addc(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i)
             sbuf_addc(b, ',');
-        cluster_row(b, fmt, mode, &rows[i]);
+        cluster_row(b, fmt, mode, device_comm, &rows[i]);
     }
     sbuf_addc(b, ']');
     if (fmt == WEB_FORMAT_JSON)

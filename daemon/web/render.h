@@ -77,7 +77,7 @@ void web__render_ranks_records(struct sbuf *b, const struct store_rank *ranks, s
 struct analyse_cl_rank;
 void web__render_cluster_steptrace(struct sbuf *b, enum web_format fmt, const char *mode_name,
                                    int mode, int64_t stages, int64_t rank_size, int64_t step,
-                                   int64_t last_step, bool ms_avg,
+                                   int64_t last_step, bool ms_avg, bool device_comm,
                                    const struct analyse_cl_rank *rows, size_t n);
 
 /* One rank of /cluster/flops or /cluster/memory (routes_cluster_summary.c): v[] the summary's

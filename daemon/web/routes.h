@@ -55,6 +55,7 @@ struct web_cl_table {
     size_t n_rows;
     int64_t last_step;
     bool ms_avg;
+    bool device_comm; /* no layout, and a rank has kernels: the device communication figures */
 };
 int web__cluster_table(struct web *w, const struct store_job *job,
                        const struct live_snapshot *snap, int64_t step, int64_t stage,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../analyse/analyse_cluster.h"
+#include "../analyse/analyse_helper.h"
 #include "json.h"
 #include "num.h"
 #include "render.h"
@@ -30,6 +31,7 @@ struct layout {
 /* One rank's "parallel" object, read from its hellos (the last one that has it wins). */
 struct rank_par {
     int64_t rank;
+    bool mindspore; /* its hello names MindSpore: no device communication figures */
     bool found;
     struct layout lay;
     int64_t avg_ns[ANALYSE_CL_N_FIGS];
@@ -86,7 +88,7 @@ static void read_parallel(struct json_reader *j, struct rank_par *p)
             json_object_begin(j);
             while (json_member(j, key, sizeof key)) {
                 int f = -1;
-                for (int k = 0; k < ANALYSE_CL_N_FIGS && f < 0; k++) {
+                for (int k = 0; k < ANALYSE_CL_COMMUNICATION && f < 0; k++) {
                     const char *ph = analyse_cl_fig_phase((enum analyse_cl_fig)k);
                     if (strcmp(key, ph ? ph : analyse_cl_fig_name((enum analyse_cl_fig)k)) == 0)
                         f = k;
@@ -150,7 +152,7 @@ static int on_step(void *ud, int64_t rank, const struct record *rec)
         return 0;
     while (json_member(&j, key, sizeof key)) {
         int f = -1;
-        for (int k = ANALYSE_CL_COMPUTATION; k < ANALYSE_CL_N_FIGS && f < 0; k++)
+        for (int k = ANALYSE_CL_COMPUTATION; k < ANALYSE_CL_COMMUNICATION && f < 0; k++)
             if (strcmp(key, analyse_cl_fig_phase((enum analyse_cl_fig)k)) == 0)
                 f = k;
         const char *s;
@@ -173,6 +175,48 @@ static int on_step(void *ud, int64_t rank, const struct record *rec)
     return 0;
 }
 
+/* A torch job's device communication figures of rank (analyse_breakdown.h: HTA's comm/comp
+ * overlap, per step of the rank's breakdown): for step, or the mean over the breakdown's steps
+ * (step 0). Returns 1 when the rank has kernels (the figures are set; a step its breakdown does
+ * not have leaves them unset), 0 when it has none, or a negative errno. */
+static int device_figures(const struct live_snapshot *snap, int64_t rank, int64_t step,
+                          struct analyse_cl_rank *row)
+{
+    struct live_breakdown_view v = {0};
+    int r = live_query_breakdown(snap, rank, 0, &v);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    const struct analyse_breakdown *bd = v.bd;
+    if (!bd || bd->n_gpus == 0) {
+        live_breakdown_view_done(&v);
+        return 0;
+    }
+    int64_t comm = 0, comp = 0, ovl = 0, n = 0;
+    for (size_t k = 0; k < bd->n_steps; k++) {
+        const struct analyse_bd_step *st = &bd->steps[k];
+        if (step > 0 && st->step != step)
+            continue;
+        comm = num_sat_add(comm, st->comm_ns);
+        comp = num_sat_add(comp, st->comp_ns);
+        ovl = num_sat_add(ovl, st->overlap_ns);
+        n++;
+    }
+    live_breakdown_view_done(&v);
+    if (n == 0)
+        return 1;
+    const int64_t fig[4][2] = {{ANALYSE_CL_COMPUTATION, comp / n},
+                               {ANALYSE_CL_COMM_ALONE, (comm - ovl) / n},
+                               {ANALYSE_CL_COMMUNICATION, comm / n},
+                               {ANALYSE_CL_OVERLAP, ovl / n}};
+    for (int i = 0; i < 4; i++) {
+        row->fig_ns[fig[i][0]] = fig[i][1];
+        row->has[fig[i][0]] = true;
+    }
+    return 1;
+}
+
 int web__cluster_table(struct web *w, const struct store_job *job,
                        const struct live_snapshot *snap, int64_t step, int64_t stage,
                        struct web_cl_table *ret, const char **what)
@@ -193,8 +237,10 @@ int web__cluster_table(struct web *w, const struct store_job *job,
         free(rows);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n_ranks; i++)
+    for (size_t i = 0; i < n_ranks; i++) {
         g.r[i].rank = ranks[i].rank;
+        g.r[i].mindspore = analyse_framework_of(ranks[i].framework) == ANALYSE_FW_MINDSPORE;
+    }
     free(ranks);
     int64_t rh = store_query_hellos(w->store, job->id, on_hello, &g);
     /* The layout: the lowest rank's that has one; else data-parallel, one stage. */
@@ -215,6 +261,7 @@ int web__cluster_table(struct web *w, const struct store_job *job,
     size_t n_rows = 0;
     int64_t last_step = 0;
     bool ms_avg = false; /* a figure of the average is MindSpore's own */
+    bool device_comm = false; /* a rank has kernels: the device communication figures */
     for (size_t i = 0; i < g.n; i++) {
         const struct rank_par *p = &g.r[i];
         struct analyse_cl_rank *row = &rows[n_rows];
@@ -268,12 +315,24 @@ int web__cluster_table(struct web *w, const struct store_job *job,
                 row->has[f] = true;
             }
         }
-        bool any = false;
         for (int f = 0; f < ANALYSE_CL_N_FIGS; f++)
             if (!analyse_cl_mode_has(lay.mode, (enum analyse_cl_fig)f))
                 row->has[f] = false;
-            else
-                any = any || row->has[f];
+        /* A job without a parallel layout (torch): its kernels' communication and computation.
+         * Not MindSpore's: its timelines' communication ops are not kernels. */
+        if (!lay.found && !p->mindspore) {
+            int rd = device_figures(snap, p->rank, step, row);
+            if (rd < 0) {
+                free(g.r);
+                free(rows);
+                *what = "live_query_breakdown";
+                return rd;
+            }
+            device_comm = device_comm || rd > 0;
+        }
+        bool any = false;
+        for (int f = 0; f < ANALYSE_CL_N_FIGS; f++)
+            any = any || row->has[f];
         if (any)
             n_rows++;
     }
@@ -281,7 +340,7 @@ int web__cluster_table(struct web *w, const struct store_job *job,
     *ret = (struct web_cl_table){.layout_found = lay.found, .mode = lay.mode,
                                  .stages = lay.stages, .rank_size = lay.rank_size,
                                  .rows = rows, .n_rows = n_rows, .last_step = last_step,
-                                 .ms_avg = ms_avg};
+                                 .ms_avg = ms_avg, .device_comm = device_comm};
     return 0;
 }
 
@@ -309,7 +368,8 @@ int web__route_cluster(struct web *w, const struct web_req *q, struct web_answer
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_cluster_steptrace(&b, fmt, analyse_cl_mode_name(t.mode), t.mode, t.stages,
-                                  t.rank_size, step, t.last_step, t.ms_avg, t.rows, t.n_rows);
+                                  t.rank_size, step, t.last_step, t.ms_avg, t.device_comm, t.rows,
+                                  t.n_rows);
     free(t.rows);
     return web__doc_fmt(w, a, &b, fmt);
 }

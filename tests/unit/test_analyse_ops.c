@@ -924,6 +924,33 @@ START_TEST(test_analyse_breakdown_synthetic)
 }
 END_TEST
 
+/* Communication against computation on the device (the cluster step trace of a torch job):
+ * a communication kernel by its host span's External id (tb's rule) or by name (HTA's); the
+ * other kernels are computation, memcpy neither. */
+START_TEST(test_analyse_breakdown_comm_overlap)
+{
+    struct analyse_span sp[] = {
+        mk(0, 200, 1, "user_annotation", "ProfilerStep#1"),
+        mk(10, 10, 1, "user_annotation", "nccl:all_reduce"),
+        dev(50, 40, "kernel", "reduce_kernel", -1),        /* External id 5: communication */
+        dev(120, 30, "kernel", "ncclKernel_AllReduce", -1), /* by name */
+        dev(40, 20, "kernel", "gemm", -1),
+        dev(130, 30, "kernel", "add", -1),
+        dev(95, 15, "gpu_memcpy", "Memcpy HtoD", -1),
+    };
+    sp[1].external_id = sp[2].external_id = 5;
+    analyse_classify(sp, sizeof sp / sizeof sp[0], NULL);
+    struct analyse_breakdown *bd = NULL;
+    ck_assert_int_eq(analyse_breakdown_compute(sp, sizeof sp / sizeof sp[0], &bd), 0);
+    ck_assert_uint_eq(bd->n_steps, 1);
+    /* communication [50, 90) + [120, 150); computation [40, 60) + [130, 160) */
+    ck_assert_int_eq(bd->steps[0].comm_ns, 70);
+    ck_assert_int_eq(bd->steps[0].comp_ns, 50);
+    ck_assert_int_eq(bd->steps[0].overlap_ns, 30); /* [50, 60) + [130, 150) */
+    analyse_breakdown_free(bd);
+}
+END_TEST
+
 /* A trace without steps is one step 0 over the host operators; no host spans: no steps. */
 START_TEST(test_analyse_breakdown_no_steps)
 {
@@ -1089,6 +1116,7 @@ static Suite *analyse_ops_suite(void)
     tc = tcase_create("breakdown");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_analyse_breakdown_synthetic);
+    tcase_add_test(tc, test_analyse_breakdown_comm_overlap);
     tcase_add_test(tc, test_analyse_breakdown_no_steps);
     tcase_add_test(tc, test_analyse_breakdown_tail_trim);
     tcase_add_loop_test(tc, test_analyse_breakdown_kineto_properties, 0,

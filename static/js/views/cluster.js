@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Cluster: MindInsight's cluster step trace (/cluster/step-trace): per rank, the figures of the
 // job's parallel mode as stacked bars (data-parallel: interval, FP+BP, tail; model- and
-// pipeline-parallel: computation and communication alone) and as a table with every figure,
+// pipeline-parallel: computation and communication alone) and as a table with every figure (a
+// torch job's also its kernels' computation, communication, alone and overlapped),
 // for the average or one step, filtered by pipeline stage; and MindInsight's FLOPs and
 // peak-memory heatmaps (/cluster/flops, /cluster/memory): per rank a cell coloured by FLOPs over
 // the largest rank's and by peak memory over capacity.
@@ -15,6 +16,7 @@ const LABELS = {
   interval_us: 'interval', fp_bp_us: 'FP+BP', tail_us: 'tail', total_us: 'total',
   computation_us: 'computation', communication_alone_us: 'communication alone', stage_us: 'stage time',
   receive_alone_us: 'receive alone', collective_communication_alone_us: 'collective comm. alone',
+  communication_us: 'communication', overlap_us: 'comm. overlapped',
 };
 const STACKED = {
   'data-parallel': ['interval_us', 'fp_bp_us', 'tail_us'],
