@@ -11,8 +11,10 @@
  * the median of that difference over the steps both hosts have, and its spread (the median
  * absolute deviation) says how well the hosts were in lockstep.
  *
- * The reference is the host whose ranks have the most distinct steps (the lowest name, by
- * strcmp, on a tie): the answer depends only on the job's data, never on which daemon is asked.
+ * The reference is the host of the lowest name (strcmp) among those whose ranks have min_steps
+ * distinct steps or more (without one, the host with the most steps, then the lowest name): the
+ * answer depends only on the job's data, never on which daemon is asked, and stays the same host
+ * while the hosts progress.
  * A host's offset is its clock minus the reference's: its times less the offset are on the
  * reference's clock.
  *

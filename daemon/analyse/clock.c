@@ -166,6 +166,21 @@ static void host_compare(const struct host_ends *h, const struct host_ends *r, i
     }
 }
 
+/* Whether a host of n steps named name makes a better reference than one of n_r named name_r:
+ * min_steps or more beats fewer; among hosts with enough, the lowest name (stable while hosts
+ * progress: it does not change with which host listed a step last); among hosts with too few,
+ * the most steps, then the lowest name. */
+static bool better_reference(size_t n, const char *name, size_t n_r, const char *name_r,
+                             size_t min_steps)
+{
+    bool enough = n >= min_steps, r_enough = n_r >= min_steps;
+    if (enough != r_enough)
+        return enough;
+    if (!enough && n != n_r)
+        return n > n_r;
+    return strcmp(name, name_r) < 0;
+}
+
 int analyse_clock_compute(const struct analyse_clock_host *hosts, size_t n,
                           const struct analyse_clock_params *params, struct analyse_clock **ret)
 {
@@ -197,13 +212,14 @@ int analyse_clock_compute(const struct analyse_clock_host *hosts, size_t n,
             goto fail;
         c->hosts[i] = (struct analyse_clock_row){.name = hosts[i].name, .ranks = he[i].ranks,
                                                  .steps = he[i].n};
-        /* The reference: the most distinct steps, then the lowest name. */
-        if (he[i].n > 0) {
-            ptrdiff_t r = c->reference;
-            if (r < 0 || he[i].n > he[r].n ||
-                (he[i].n == he[r].n && strcmp(hosts[i].name, hosts[r].name) < 0))
-                c->reference = (ptrdiff_t)i;
-        }
+    }
+    /* The reference: the lowest name among the hosts with min_steps distinct steps; without
+     * such a host, the most steps (then the lowest name). */
+    for (size_t i = 0; i < n; i++) {
+        ptrdiff_t r = c->reference;
+        if (he[i].n > 0 && (r < 0 || better_reference(he[i].n, hosts[i].name, he[r].n,
+                                                      hosts[r].name, c->min_steps)))
+            c->reference = (ptrdiff_t)i;
     }
     if (c->reference >= 0) {
         size_t r = (size_t)c->reference;

@@ -114,6 +114,20 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_s
     return 0;
 }
 
+size_t live_query_clock_steps(const struct live_snapshot *snap, int64_t rank, size_t max,
+                              struct analyse_clock_step *ret)
+{
+    const struct live_snap_rank *sr = find_rank(snap, rank);
+    if (!sr)
+        return 0;
+    size_t from = sr->n_steps > max ? sr->n_steps - max : 0;
+    for (size_t i = from; i < sr->n_steps; i++)
+        ret[i - from] = (struct analyse_clock_step){.rank = rank, .step = sr->steps[i].step,
+                                                    .begin_ns = sr->steps[i].begin_ns,
+                                                    .end_ns = sr->steps[i].end_ns};
+    return sr->n_steps - from;
+}
+
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
                          int64_t first, int64_t last, size_t skip, enum live_points_source source,
                          struct analyse_st_trace **ret_trace, struct live_step_row *ret_points,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../analyse/analyse_breakdown.h"
+#include "../analyse/analyse_clock.h"
 #include "../analyse/analyse_ops.h"
 #include "../analyse/analyse_queues.h"
 #include "../analyse/analyse_ranks.h"
@@ -128,6 +129,13 @@ struct live_step_row {
 int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_spans,
                      size_t offset, size_t limit, struct live_step_row **ret_rows, size_t *ret_n,
                      size_t *ret_total);
+
+/* The last (most recently listed) up to max steps of rank, as live_query_steps() lists them
+ * (step records, else step spans), as the clocks' input: rank, step, begin and end into ret[0..].
+ * Returns how many were written; 0 for a rank the snapshot does not have. Copies nothing else:
+ * cheap enough for every request of a job of many ranks and steps. */
+size_t live_query_clock_steps(const struct live_snapshot *snap, int64_t rank, size_t max,
+                              struct analyse_clock_step *ret);
 
 /* A step trace of one rank: the single step `step` when single is true, else the average over
  * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound) less the first

@@ -88,9 +88,11 @@ struct analyse_comm_link;
 int web__cluster_links(struct web *w, const struct store_job *job, struct analyse_comm_link **ret,
                        size_t *ret_n, int64_t **ret_ranks, size_t *ret_n_ranks);
 
+#define WEB_CLOCK_STEPS 1024 /* each rank's latest steps the hosts' clocks are measured over */
 /* clocks.c: the clocks of job_id's hosts over ranks[0..n) (store_query_ranks()'s, their host
  * the ranks_detail host) into *ret (free with web__clocks_done()): with two or more hosts,
- * analyse_clock_compute() over the ranks' steps (live's step rows, else the stored step records).
+ * analyse_clock_compute() over each rank's last WEB_CLOCK_STEPS steps as live lists them (for a
+ * rank live does not hold, its stored step records).
  * Returns 0 or a negative errno (-ENOMEM, the store's); *ret is then empty. */
 int web__clocks(struct web *w, int64_t job_id, const struct store_rank *ranks, size_t n,
                 struct web_clocks *ret);

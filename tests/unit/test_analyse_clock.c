@@ -61,7 +61,7 @@ START_TEST(test_known_offsets_recovered_exactly)
     size_t na = fill(a, 0, 4, 0, 50, STEP_NS, 0, 0, 3 * MS);
     size_t nb = fill(b, 4, 4, 0, 50, STEP_NS, 37 * MS, 0, 3 * MS);
     size_t nc = fill(c, 8, 4, 0, 50, STEP_NS, -5 * MS, 0, 3 * MS);
-    /* In input order c, a, b: the reference is a (equal step counts, lowest name) */
+    /* In input order c, a, b: the reference is a (the lowest name) */
     struct analyse_clock_host h[] = {{"node-c", c, nc}, {"node-a", a, na}, {"node-b", b, nb}};
     struct analyse_clock *r = compute(h, 3, NULL);
     ck_assert_int_eq(r->reference, 1);
@@ -193,18 +193,31 @@ START_TEST(test_not_in_lockstep_refused)
 }
 END_TEST
 
-START_TEST(test_reference_has_the_most_steps)
+START_TEST(test_reference_lowest_name_with_enough_steps)
 {
-    /* z has more steps than a: it is the reference whatever the names, and a's offset is
-     * measured against it (a's clock is 37 ms behind z's) */
-    static struct analyse_clock_step a[20], z[30];
+    /* a has 20 steps and z 30: a, the lowest name with min_steps, is the reference whatever the
+     * counts, and z's clock reads 37 ms ahead of it */
+    static struct analyse_clock_step a[20], z[30], y[5];
     size_t na = fill(a, 0, 1, 0, 20, STEP_NS, 0, 0, 0);
     size_t nz = fill(z, 1, 1, 0, 30, STEP_NS, 37 * MS, 0, 0);
-    struct analyse_clock_host h[] = {{"a", a, na}, {"z", z, nz}};
+    struct analyse_clock_host h[] = {{"z", z, nz}, {"a", a, na}};
     struct analyse_clock *r = compute(h, 2, NULL);
     ck_assert_int_eq(r->reference, 1);
-    ck_assert_int_eq(r->hosts[0].offset_ns, -37 * MS);
+    ck_assert_int_eq(r->hosts[0].offset_ns, 37 * MS);
     ck_assert_uint_eq(r->hosts[0].steps, 20);
+    analyse_clock_free(r);
+    /* With 5 steps a lowest-named host is no reference: z is, and the short host is refused */
+    size_t ny = fill(y, 2, 1, 0, 5, STEP_NS, -3 * MS, 0, 0);
+    struct analyse_clock_host h2[] = {{"z", z, nz}, {"b", y, ny}};
+    r = compute(h2, 2, NULL);
+    ck_assert_int_eq(r->reference, 0);
+    ck_assert_int_eq(r->hosts[1].reason, ANALYSE_CLOCK_FEW_STEPS);
+    ck_assert_int_eq(r->hosts[1].estimate_ns, -40 * MS);
+    analyse_clock_free(r);
+    /* No host with enough: the most steps, then the lowest name */
+    struct analyse_clock_host h3[] = {{"z", z, 4}, {"y", y, 5}, {"x", y, 5}};
+    r = compute(h3, 3, NULL);
+    ck_assert_int_eq(r->reference, 2);
     analyse_clock_free(r);
 }
 END_TEST
@@ -255,7 +268,7 @@ int main(void)
     tcase_add_test(tc, test_too_few_steps_refused);
     tcase_add_test(tc, test_no_overlap_and_no_steps);
     tcase_add_test(tc, test_not_in_lockstep_refused);
-    tcase_add_test(tc, test_reference_has_the_most_steps);
+    tcase_add_test(tc, test_reference_lowest_name_with_enough_steps);
     tcase_add_test(tc, test_end_not_begin);
     tcase_add_test(tc, test_bad_arguments);
     suite_add_tcase(s, tc);

@@ -703,6 +703,33 @@ START_TEST(test_live_query_ranks_stragglers)
 }
 END_TEST
 
+/* The clocks' input: the last max steps of a rank, as /steps lists them, and nothing for a rank
+ * the snapshot lacks. */
+START_TEST(test_live_query_clock_steps)
+{
+    struct live *lv = live_new();
+    ck_assert_ptr_nonnull(lv);
+    struct record r0[] = {step(1, 0, 90, NULL), step(2, 90, 200, NULL), step(3, 200, 330, NULL)};
+    ck_assert_int_eq(live_feed(lv, 1, 4, r0, 3), 0);
+    ck_assert_int_eq(live_publish(lv), 0);
+    const struct live_snapshot *snap;
+    ck_assert_int_eq(live_snapshot_get(lv, 1, &snap), 0);
+    struct analyse_clock_step out[3];
+    ck_assert_uint_eq(live_query_clock_steps(snap, 4, 2, out), 2);
+    ck_assert_int_eq(out[0].rank, 4);
+    ck_assert_int_eq(out[0].step, 2);
+    ck_assert_int_eq(out[0].begin_ns, T0 + 90 * US);
+    ck_assert_int_eq(out[0].end_ns, T0 + 200 * US);
+    ck_assert_int_eq(out[1].step, 3);
+    ck_assert_int_eq(out[1].end_ns, T0 + 330 * US);
+    ck_assert_uint_eq(live_query_clock_steps(snap, 4, 10, out), 3);
+    ck_assert_int_eq(out[0].step, 1);
+    ck_assert_uint_eq(live_query_clock_steps(snap, 5, 10, out), 0);
+    live_snapshot_put(snap);
+    live_free(lv);
+}
+END_TEST
+
 /* Every ProfilerStep#N is a distinct name: past LIVE_OPS_MAX of them, steps must still count. */
 START_TEST(test_live_step_spans_past_the_ops_cap)
 {
@@ -1151,6 +1178,7 @@ static Suite *live_suite(void)
     tcase_add_test(tc, test_live_max_jobs_refuses_counts_and_evicts);
     tcase_add_test(tc, test_live_query_host_means);
     tcase_add_test(tc, test_live_query_ranks_stragglers);
+    tcase_add_test(tc, test_live_query_clock_steps);
     tcase_add_test(tc, test_live_breakdown_cache_and_cap);
     suite_add_tcase(s, tc);
     TCase *big = tcase_create("scale");
