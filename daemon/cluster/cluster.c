@@ -22,6 +22,7 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/log.h"
+#include "../core/record.h"
 #include "../live/live.h"
 #include "../live/live_query.h"
 #include "../store/store.h"
@@ -49,6 +50,11 @@ static const char *const insert_sql[PART_COUNT + 1] = {
     "communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, other_ns, version) "
     "FORMAT RowBinary",
 };
+
+/* A job deleted on the node: its rows of this node deleted in every table that holds them
+ * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
+ * now; rows inserted later are not touched). */
+static const char *const delete_tables[] = {"spans", "steps", "queue_samples", "step_ranks"};
 
 #define CLUSTER_AGG_INTERVAL_NS INT64_C(1000000000) /* aggregates shipped at most once a second */
 #define CLUSTER_AGG_RESEND 3 /* a rank's last steps sent again each round: they may still change */
@@ -456,7 +462,9 @@ static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
 
 static void update_pending(struct cluster *c)
 {
-    int64_t pending = 0;
+    int64_t pending = 0, deletes = 0;
+    if (store_ship_deletes_pending(c->ship, c->cur.del, &deletes) == 0)
+        STATS_SET(c->stats, cluster_pending_deletes, (uint64_t)deletes);
     if (store_ship_pending(c->ship, &c->cur, &pending) < 0)
         return;
     int64_t now = clock_now_ns();
@@ -470,7 +478,8 @@ static void update_pending(struct cluster *c)
 }
 
 /* Reads the batch past from into b, encoded and gzipped. Returns 1 when one is in hand, 0 when
- * nothing is pending, -1 on error (b left empty). */
+ * nothing is pending, 2 when jobs were deleted (carry_out_deletes() first), -1 on error (b left
+ * empty). */
 static int read_batch(struct cluster *c, struct batch *b, const struct store_ship_cursor *from,
                       char *err)
 {
@@ -483,6 +492,8 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
     c->fill = b;
     struct store_ship_sink sink = {on_span, on_step, on_queue, c};
     int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
+    if (n == -EAGAIN)
+        return 2;
     if (n < 0) {
         snprintf(err, CLUSTER_ERR_MAX, "reading the store: %s", strerror((int)-n));
         return -1;
@@ -509,7 +520,8 @@ static void read_ahead(struct cluster *c)
 }
 
 /* Sends the parts of the batch in hand not yet taken, then saves the cursor and makes the batch
- * read ahead (if any) the one in hand. Returns 0 or -1 with err. */
+ * read ahead (if any) the one in hand. Returns 0, 2 when jobs were deleted meanwhile (nothing
+ * saved: carry_out_deletes() first), or -1 with err. */
 static int send_batch(struct cluster *c, char *err)
 {
     struct batch *b = &c->bt[c->now];
@@ -522,6 +534,8 @@ static int send_batch(struct cluster *c, char *err)
         STATS_ADD(c->stats, cluster_bytes, b->gz[i].len);
     }
     int r = store_ship_save(c->ship, &b->to);
+    if (r == -EAGAIN)
+        return 2;
     if (r < 0) {
         snprintf(err, CLUSTER_ERR_MAX, "saving the cursor: %s", strerror(-r));
         return -1;
@@ -533,6 +547,72 @@ static int send_batch(struct cluster *c, char *err)
                                           b->rows[PART_QUEUES]);
     STATS_ADD(c->stats, cluster_batches, 1);
     return 0;
+}
+
+/* ---- deleted jobs ---- */
+
+/* Appends s as a ClickHouse string literal (quotes, backslash escapes). */
+static void put_literal(struct rb_buf *b, const char *s)
+{
+    rb_add(b, "'", 1);
+    for (; *s; s++) {
+        if (*s == '\'' || *s == '\\')
+            rb_add(b, "\\", 1);
+        rb_add(b, s, 1);
+    }
+    rb_add(b, "'", 1);
+}
+
+/* Jobs deleted on the node (store_ship.h): drops what was read (it may hold their rows; parts
+ * already taken collapse when sent again), takes the cursor as the delete left it, and deletes
+ * each job's rows of this node in ClickHouse, in order, recording each once every table took
+ * it. Returns 0 or -1 with err (the rest stays queued in the store, for the next attempt). */
+static int carry_out_deletes(struct cluster *c, char *err)
+{
+    for (int k = 0; k < 2; k++)
+        c->bt[k].have = false;
+    int r = store_ship_reload(c->ship, &c->cur);
+    if (r < 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "reading the cursor: %s", strerror(-r));
+        return -1;
+    }
+    struct rb_buf sql = {0};
+    char job[RECORD_NAME_MAX + 1];
+    int64_t id = 0;
+    while ((r = store_ship_next_delete(c->ship, c->cur.del, &id, job, sizeof job)) == 1) {
+        for (size_t t = 0; t < sizeof delete_tables / sizeof delete_tables[0] && r == 1; t++) {
+            rb_reset(&sql);
+            rb_add(&sql, "ALTER TABLE stepscope.", 22);
+            rb_add(&sql, delete_tables[t], strlen(delete_tables[t]));
+            rb_add(&sql, " DELETE WHERE node = ", 21);
+            put_literal(&sql, c->node);
+            rb_add(&sql, " AND job = ", 11);
+            put_literal(&sql, job);
+            if (sql.err) {
+                snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+                r = -1;
+            } else if (post(c, NULL, sql.p, sql.len, false, NULL, err) < 0) {
+                r = -1;
+            }
+        }
+        if (r < 0)
+            break;
+        int s = store_ship_delete_done(c->ship, id);
+        if (s < 0) {
+            snprintf(err, CLUSTER_ERR_MAX, "saving the cursor: %s", strerror(-s));
+            r = -1;
+            break;
+        }
+        c->cur.del = id;
+        STATS_ADD(c->stats, cluster_deletes, 1);
+        log_info("cluster: job %s deleted: its rows of node %s deleted in ClickHouse", job,
+                 c->node);
+    }
+    rb_free(&sql);
+    if (r < 0 && r != -1)
+        snprintf(err, CLUSTER_ERR_MAX, "reading the deleted jobs: %s", strerror(-r));
+    update_pending(c);
+    return r < 0 ? -1 : 0;
 }
 
 /* ---- per-step aggregates ---- */
@@ -674,6 +754,9 @@ static int ship_aggregates(struct cluster *c, char *err)
     if (now - c->agg_at_ns < CLUSTER_AGG_INTERVAL_NS)
         return 0;
     c->agg_at_ns = now;
+    int64_t deletes = 0;
+    if (store_ship_deletes_pending(c->ship, c->cur.del, &deletes) == 0 && deletes > 0)
+        return 0; /* a job of the same name may be among them: after the deletes */
     size_t n = live_query_changed(c->live, &c->live_cursor, c->fresh, LIVE_JOBS_MAX);
     for (size_t i = 0; i < n && c->n_changed < LIVE_JOBS_MAX; i++)
         c->changed[c->n_changed++] = c->fresh[i];
@@ -727,6 +810,8 @@ static void failed(struct cluster *c, const char *err)
     STATS_SET(c->stats, cluster_failing, 1);
     STATS_SET(c->stats, cluster_backoff_ms, c->backoff_ms);
     stats_note_set(&c->stats->cluster_last_error, err);
+    if (c->ship)
+        update_pending(c); /* the backlog (and deletes) grow while the engine is away */
     if (STATS_GET(c->stats, cluster_retries) == 1 || c->backoff_ms == c->retry_max_ms)
         log_warn("cluster: %s (retrying in %" PRIu64 " ms)", err, c->backoff_ms);
 }
@@ -759,6 +844,10 @@ static void *ship_main(void *arg)
         if (r == 0 && !c->bt[c->now].have) {
             update_pending(c);
             r = read_batch(c, &c->bt[c->now], &c->cur, err);
+            if (r == 2)
+                r = carry_out_deletes(c, err) < 0 ? -1 : 3;
+            if (r == 3)
+                continue;
             if (r == 0) { /* nothing new: the aggregates' turn */
                 if (ship_aggregates(c, err) < 0) {
                     failed(c, err);
@@ -776,7 +865,9 @@ static void *ship_main(void *arg)
         const struct batch *sent = &c->bt[c->now];
         if (r == 0)
             r = send_batch(c, err);
-        if (r < 0) {
+        if (r == 2 && carry_out_deletes(c, err) == 0)
+            continue;
+        if (r != 0) {
             failed(c, err);
             if (nap(c, c->backoff_ms))
                 break;

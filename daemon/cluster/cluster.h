@@ -15,6 +15,10 @@
  * a batch sent twice (a retry after a timeout, a node killed between the insert and the cursor
  * save) collapses to one copy. docs/ARCHITECTURE.md says why this and not insert tokens.
  *
+ * Deleted jobs: a job deleted on the node (store_job_delete()) is queued in the store; the
+ * shipper deletes this node's rows of it in ClickHouse (ALTER TABLE ... DELETE, every table)
+ * before it ships anything else (store_ship.h says how the store makes it wait).
+ *
  * Failure: an attempt that fails (no connection, timeout, or ClickHouse answering an error such
  * as a read-only user or a missing table) is counted, its reason kept (stats), and retried after
  * an exponential backoff (250 ms doubling to retry_max_ms); the node serves locally meanwhile,

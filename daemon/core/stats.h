@@ -100,6 +100,9 @@ struct stats {
     _Atomic uint64_t cluster_lag_ms;        /* gauge: since the shipper last had nothing pending */
     _Atomic uint64_t cluster_backoff_ms;    /* gauge: the wait before the next try; 0: none */
     _Atomic uint64_t cluster_failing;       /* gauge: 1 while the last attempt failed */
+    _Atomic uint64_t cluster_deletes;       /* deleted jobs whose rows of this node ClickHouse
+                                               was told to delete (ALTER ... DELETE) */
+    _Atomic uint64_t cluster_pending_deletes; /* gauge: jobs deleted here, not yet in ClickHouse */
     struct stats_note cluster_last_error;   /* the last failure, kept after recovery */
 };
 

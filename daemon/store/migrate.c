@@ -147,8 +147,19 @@ static const char schema_v4[] =
     " queue INTEGER NOT NULL,"
     " updated_ns INTEGER NOT NULL);";
 
+/* Version 5: jobs deleted here whose rows the cluster shipper must delete in ClickHouse too
+ * (store_ship.h), in order; each target's cursor gains the last one it carried out (del). The
+ * writer queues a job only once a shipper opened (a ship_cursors row exists); AUTOINCREMENT so
+ * that an id is never given twice once carried-out rows are pruned. */
+static const char schema_v5[] =
+    "CREATE TABLE ship_deletes("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " job TEXT NOT NULL,"
+    " deleted_ns INTEGER NOT NULL);"
+    "ALTER TABLE ship_cursors ADD COLUMN del INTEGER NOT NULL DEFAULT 0;";
+
 /* steps[i] migrates version i to i + 1. */
-static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4};
+static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5};
 
 void store__errf(char *err, const char *fmt, ...)
 {

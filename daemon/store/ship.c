@@ -6,6 +6,7 @@
 #include "store_ship.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ struct store_ship {
     sqlite3 *db;
     char *target;
     sqlite3_stmt *blocks, *steps, *queues, *save, *job_name;
+    sqlite3_stmt *cur_make, *cur_load, *del_any, *del_next, *del_done, *del_prune, *del_count;
     ZSTD_DCtx *dctx;
     char *buf;
     size_t buf_cap;
@@ -38,11 +40,48 @@ void store_ship_close(struct store_ship *sh)
     sqlite3_finalize(sh->queues);
     sqlite3_finalize(sh->save);
     sqlite3_finalize(sh->job_name);
+    sqlite3_finalize(sh->cur_make);
+    sqlite3_finalize(sh->cur_load);
+    sqlite3_finalize(sh->del_any);
+    sqlite3_finalize(sh->del_next);
+    sqlite3_finalize(sh->del_done);
+    sqlite3_finalize(sh->del_prune);
+    sqlite3_finalize(sh->del_count);
     sqlite3_close_v2(sh->db);
     ZSTD_freeDCtx(sh->dctx);
     free(sh->buf);
     free(sh->target);
     free(sh);
+}
+
+/* Makes target's cursor row if there is none, and reads it. Returns an SQLite code. */
+static int load_cursor(struct store_ship *sh, struct store_ship_cursor *ret)
+{
+    sqlite3_stmt *s = sh->cur_make;
+    sqlite3_bind_text(s, 1, sh->target, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, clock_now_ns());
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return rc;
+    s = sh->cur_load;
+    sqlite3_bind_text(s, 1, sh->target, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *ret = (struct store_ship_cursor){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                          sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)};
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_CORRUPT; /* made above, in the same connection */
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_ship_reload(struct store_ship *sh, struct store_ship_cursor *ret_cursor)
+{
+    int rc = load_cursor(sh, ret_cursor);
+    return rc == SQLITE_OK ? 0 : ship_errno(rc);
 }
 
 int store_ship_open(struct store *st, const char *target, struct store_ship **ret_sh,
@@ -66,33 +105,31 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
         "SELECT q.rowid, j.name, q.rank, q.ts_ns, q.step, q.size, q.capacity, q.name "
         "FROM queue_samples q JOIN jobs j ON j.id = q.job_id WHERE q.rowid > ?1 "
         "ORDER BY q.rowid LIMIT ?2",
-        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns) "
-        "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(target) DO UPDATE SET block = ?2, step = ?3, "
-        "queue = ?4, updated_ns = ?5",
+        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(target) DO UPDATE SET block = ?2, step = ?3, "
+        "queue = ?4, updated_ns = ?5 WHERE NOT EXISTS (SELECT 1 FROM ship_deletes d "
+        "WHERE d.id > ship_cursors.del)",
         "SELECT name FROM jobs WHERE id = ?1",
+        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del) "
+        "SELECT ?1, 0, 0, 0, ?2, coalesce((SELECT seq FROM sqlite_sequence "
+        "WHERE name = 'ship_deletes'), 0) WHERE true ON CONFLICT(target) DO NOTHING",
+        "SELECT block, step, queue, del FROM ship_cursors WHERE target = ?1",
+        "SELECT EXISTS (SELECT 1 FROM ship_deletes WHERE id > ?1)",
+        "SELECT id, job FROM ship_deletes WHERE id > ?1 ORDER BY id LIMIT 1",
+        "UPDATE ship_cursors SET del = ?2 WHERE target = ?1 AND del < ?2",
+        "DELETE FROM ship_deletes WHERE id <= (SELECT min(del) FROM ship_cursors)",
+        "SELECT count(*) FROM ship_deletes WHERE id > ?1",
     };
-    sqlite3_stmt **stmts[] = {&sh->blocks, &sh->steps, &sh->queues, &sh->save, &sh->job_name};
+    sqlite3_stmt **stmts[] = {&sh->blocks,   &sh->steps,    &sh->queues,   &sh->save,
+                              &sh->job_name, &sh->cur_make, &sh->cur_load, &sh->del_any,
+                              &sh->del_next, &sh->del_done, &sh->del_prune, &sh->del_count};
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(sh->db, STORE_BUSY_TIMEOUT_MS);
         for (size_t i = 0; i < sizeof stmts / sizeof stmts[0] && rc == SQLITE_OK; i++)
             rc = sqlite3_prepare_v3(sh->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, stmts[i], NULL);
     }
-    sqlite3_stmt *s = NULL;
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(sh->db,
-                                "SELECT block, step, queue FROM ship_cursors WHERE target = ?1", -1,
-                                &s, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, target, -1, SQLITE_STATIC);
-        *ret_cursor = (struct store_ship_cursor){0, 0, 0};
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW)
-            *ret_cursor = (struct store_ship_cursor){sqlite3_column_int64(s, 0),
-                                                     sqlite3_column_int64(s, 1),
-                                                     sqlite3_column_int64(s, 2)};
-        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
-    }
-    sqlite3_finalize(s);
+        rc = load_cursor(sh, ret_cursor);
     if (rc != SQLITE_OK) {
         store__errf(err, "%s: cannot open the shipper's connection: %s", st->db_path,
                     sh->db ? sqlite3_errmsg(sh->db) : sqlite3_errstr(rc));
@@ -230,6 +267,16 @@ int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *f
     int rc = sqlite3_exec(sh->db, "BEGIN", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return ship_errno(rc);
+    /* In the read's own snapshot: a job deleted after it would be seen by the next read. */
+    sqlite3_stmt *d = sh->del_any;
+    sqlite3_bind_int64(d, 1, from->del);
+    rc = sqlite3_step(d);
+    bool deleted = rc == SQLITE_ROW && sqlite3_column_int(d, 0) != 0;
+    sqlite3_reset(d);
+    if (rc != SQLITE_ROW || deleted) {
+        (void)sqlite3_exec(sh->db, "COMMIT", NULL, NULL, NULL);
+        return deleted ? -EAGAIN : ship_errno(rc);
+    }
     int r = read_blocks(sh, from->block, max_rows, sink, &ret_to->block, &given);
     if (r == 0)
         r = read_steps(sh, from->step, max_rows, sink, &ret_to->step, &given);
@@ -272,9 +319,55 @@ int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c)
     sqlite3_bind_int64(s, 3, c->step);
     sqlite3_bind_int64(s, 4, c->queue);
     sqlite3_bind_int64(s, 5, clock_now_ns());
+    sqlite3_bind_int64(s, 6, c->del);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return ship_errno(rc);
+    return sqlite3_changes(sh->db) == 1 ? 0 : -EAGAIN;
+}
+
+int store_ship_next_delete(struct store_ship *sh, int64_t after, int64_t *ret_id, char *name,
+                           size_t size)
+{
+    sqlite3_stmt *s = sh->del_next;
+    sqlite3_bind_int64(s, 1, after);
+    int rc = sqlite3_step(s), r = 0;
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(s, 1);
+        *ret_id = sqlite3_column_int64(s, 0);
+        snprintf(name, size, "%s", v ? v : "");
+        r = 1;
+    } else if (rc != SQLITE_DONE) {
+        r = ship_errno(rc);
+    }
+    sqlite3_reset(s);
+    return r;
+}
+
+int store_ship_delete_done(struct store_ship *sh, int64_t id)
+{
+    sqlite3_stmt *s = sh->del_done;
+    sqlite3_bind_text(s, 1, sh->target, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) {
+        rc = sqlite3_step(sh->del_prune);
+        sqlite3_reset(sh->del_prune);
+    }
     return rc == SQLITE_DONE ? 0 : ship_errno(rc);
+}
+
+int store_ship_deletes_pending(struct store_ship *sh, int64_t after, int64_t *ret_n)
+{
+    sqlite3_stmt *s = sh->del_count;
+    sqlite3_bind_int64(s, 1, after);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *ret_n = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : ship_errno(rc);
 }
 
 int store_ship_job_name(struct store_ship *sh, int64_t job_id, char *name, size_t size)

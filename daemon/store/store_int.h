@@ -243,6 +243,8 @@ enum store_stmt {
     STMT_PUT_CAPTURE,
     STMT_PUT_CAPTURE_RANK,
     STMT_UPD_RANK_LIVE_STEPS,
+    STMT_INS_SHIP_DELETE,   /* a deleted job queued for the cluster shipper (ship_deletes) */
+    STMT_LOWER_SHIP_CURSORS, /* shipper cursors no higher than the tables' last rowids */
     STMT_DEL_JOB_FIRST, /* the DELETEs of one job, in this order, through STMT_DEL_JOB_LAST */
     STMT_DEL_JOB_CAPTURE_RANKS = STMT_DEL_JOB_FIRST,
     STMT_DEL_JOB_CAPTURES,

@@ -26,9 +26,10 @@
 struct store;
 struct store_ship;
 
-/* The last rowid shipped of each source table; 0: nothing yet. */
+/* The last rowid shipped of each source table (0: nothing yet), and the last deleted job
+ * (ship_deletes' id) the shipper carried out in ClickHouse. */
 struct store_ship_cursor {
-    int64_t block, step, queue;
+    int64_t block, step, queue, del;
 };
 
 /* One stored step (table steps). */
@@ -56,16 +57,30 @@ struct store_ship_sink {
     void *ud;
 };
 
-/* Opens the shipper's connection and reads target's cursor into *ret_cursor (zeros for a new
- * target). Returns 0, -ENOMEM or -EIO with err (STORE_ERR_MAX) set. */
+/* Opens the shipper's connection and reads target's cursor into *ret_cursor; a new target's
+ * is made (zeros, and del at the last job deleted so far: its rows were never shipped there).
+ * Returns 0, -ENOMEM or -EIO with err (STORE_ERR_MAX) set.
+ *
+ * Deleted jobs: store_job_delete() queues the job's name for the shipper, in the transaction
+ * that deletes its rows, and brings the saved cursor down to the tables' last rowids (SQLite
+ * gives those again once the newest rows are gone). Until the shipper carried out every delete
+ * past its cursor's del (store_ship_next_delete(), store_ship_delete_done()), store_ship_read()
+ * and store_ship_save() answer -EAGAIN: it must drop what it read, store_ship_reload() its
+ * cursor, delete the jobs in ClickHouse, and read again. So no row of a deleted job reaches
+ * ClickHouse after its delete, and no row of a later job with the same name before it. */
 int store_ship_open(struct store *st, const char *target, struct store_ship **ret_sh,
                     struct store_ship_cursor *ret_cursor, char *err);
+
+/* Reads target's cursor again (as saved, or as a job delete brought it down). Returns 0 or
+ * -EIO. */
+int store_ship_reload(struct store_ship *sh, struct store_ship_cursor *ret_cursor);
 
 /* Hands the rows past *from to sink in one read transaction: whole blocks in rowid order until
  * at least max_rows spans were given (at least one block when any is there), then up to
  * max_rows steps and max_rows queue samples. *ret_to is where the next read starts (from when
  * nothing was read). A damaged block is skipped, noted as the readers note it. Returns the rows
- * given, or a negative errno (-ENOMEM, -EIO, or a callback's). */
+ * given, or a negative errno (-ENOMEM, -EIO, -EAGAIN: a job deleted past from->del, nothing read;
+ * or a callback's). */
 int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *from,
                         int64_t max_rows, const struct store_ship_sink *sink,
                         struct store_ship_cursor *ret_to);
@@ -74,8 +89,21 @@ int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *f
  * an upper bound for them. Returns 0 or -EIO. */
 int store_ship_pending(struct store_ship *sh, const struct store_ship_cursor *c, int64_t *ret_rows);
 
-/* Saves c as the target's cursor (one short transaction). Returns 0, -EBUSY, -ENOSPC, -EIO. */
+/* Saves c as the target's cursor (one short transaction), unless a job was deleted past the
+ * saved del: -EAGAIN, nothing saved. Returns 0, -EAGAIN, -EBUSY, -ENOSPC, -EIO. */
 int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c);
+
+/* The first deleted job past after (a ship_deletes id): its id into *ret_id and its name into
+ * name (size bytes). Returns 1, 0 (none), or -EIO. */
+int store_ship_next_delete(struct store_ship *sh, int64_t after, int64_t *ret_id, char *name,
+                           size_t size);
+
+/* Records that the delete id was carried out (the target's del), and forgets the deletes every
+ * target has carried out. Returns 0, -EBUSY, -ENOSPC, -EIO. */
+int store_ship_delete_done(struct store_ship *sh, int64_t id);
+
+/* Deleted jobs past after not yet carried out. Returns 0 or -EIO. */
+int store_ship_deletes_pending(struct store_ship *sh, int64_t after, int64_t *ret_n);
 
 /* The name of job job_id into name (size bytes). Returns 0, -ENOENT (no such job: deleted),
  * -EIO. */

@@ -103,6 +103,12 @@ static const char *const stmt_sql[STMT_COUNT] = {
     [STMT_DEL_JOB_STREAMS] = "DELETE FROM streams WHERE job_id = ?1",
     [STMT_DEL_JOB_RANKS] = "DELETE FROM ranks WHERE job_id = ?1",
     [STMT_DEL_JOB_LAST] = "DELETE FROM jobs WHERE id = ?1",
+    [STMT_INS_SHIP_DELETE] = "INSERT INTO ship_deletes(job, deleted_ns) SELECT name, ?2 FROM jobs "
+                             "WHERE id = ?1 AND EXISTS (SELECT 1 FROM ship_cursors)",
+    [STMT_LOWER_SHIP_CURSORS] =
+        "UPDATE ship_cursors SET block = min(block, (SELECT coalesce(max(id), 0) FROM blocks)), "
+        "step = min(step, (SELECT coalesce(max(rowid), 0) FROM steps)), "
+        "queue = min(queue, (SELECT coalesce(max(rowid), 0) FROM queue_samples))",
 };
 
 int store__writer_prepare(struct store *st, char *err)
@@ -486,17 +492,27 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
 }
 
 /* Deletes every row of the batch's deleted jobs; after the batch's own rows, so a job's last
- * data queued before its deletion goes too. */
-static int delete_jobs(struct store *st, const struct store_batch *b)
+ * data queued before its deletion goes too. For the cluster shipper (store_ship.h), in the same
+ * transaction: each job's name is queued in ship_deletes (when a shipper ever opened), and the
+ * shipper cursors are brought down to the tables' last rowids: SQLite gives a new row the last
+ * rowid + 1, so once the newest rows are gone their rowids are given again, and a cursor past
+ * them would skip the new rows. */
+static int delete_jobs(struct store *st, const struct store_batch *b, int64_t now)
 {
     int rc = SQLITE_OK;
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_dels; i++) {
+        sqlite3_stmt *s = st->stmt[STMT_INS_SHIP_DELETE];
+        sqlite3_bind_int64(s, 1, b->dels[i]);
+        sqlite3_bind_int64(s, 2, now);
+        rc = step_done(s);
         for (int k = STMT_DEL_JOB_FIRST; rc == SQLITE_OK && k <= STMT_DEL_JOB_LAST; k++) {
-            sqlite3_stmt *s = st->stmt[k];
+            s = st->stmt[k];
             sqlite3_bind_int64(s, 1, b->dels[i]);
             rc = step_done(s);
         }
     }
+    if (rc == SQLITE_OK && b->n_dels > 0)
+        rc = step_done(st->stmt[STMT_LOWER_SHIP_CURSORS]);
     return rc;
 }
 
@@ -568,7 +584,7 @@ static int commit_group(struct store *st, struct store_batch *first, struct stor
         if (rc == SQLITE_OK)
             rc = write_data(st, b, now);
         if (rc == SQLITE_OK)
-            rc = delete_jobs(st, b);
+            rc = delete_jobs(st, b, now);
         if (b == last)
             break;
     }

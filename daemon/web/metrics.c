@@ -412,6 +412,11 @@ static const struct m_counter counters[] = {
      "Batches of cluster_batch_rows not yet shipped.", C(cluster_pending_batches)},
     {"stepscope_cluster_failing", "gauge", "1 while the last shipping attempt failed.",
      C(cluster_failing)},
+    {"stepscope_cluster_deletes_total", "counter",
+     "Jobs deleted here whose rows of this node ClickHouse was told to delete.",
+     C(cluster_deletes)},
+    {"stepscope_cluster_pending_deletes", "gauge",
+     "Jobs deleted here, not yet deleted in ClickHouse.", C(cluster_pending_deletes)},
 };
 #undef C
 

@@ -389,6 +389,8 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
         member_u64(b, "pending_batches", STATS_GET(s, cluster_pending_batches));
         member_u64(b, "lag_ms", STATS_GET(s, cluster_lag_ms));
         member_u64(b, "backoff_ms", STATS_GET(s, cluster_backoff_ms));
+        member_u64(b, "deletes", STATS_GET(s, cluster_deletes));
+        member_u64(b, "pending_deletes", STATS_GET(s, cluster_pending_deletes));
         sbuf_printf(b, "\"failing\":%s,", STATS_GET(s, cluster_failing) ? "true" : "false");
         key(b, "last_error");
         if (last[0])

@@ -4,12 +4,14 @@ data dir and --node name, shipping to Debian's clickhouse-server 18.16 started b
 loopback ports (chserver.py). ClickHouse must hold every committed row exactly once, whatever
 fails: the engine stopped and restarted mid-ingest, a node killed with -9 before it saved its
 cursor, an insert refused (a read-only user), ClickHouse's disk full."""
+import http.client
 import json
 import os
 import pathlib
 import signal
 import sys
 import time
+import urllib.parse
 
 import pytest
 
@@ -272,6 +274,72 @@ def test_dropped_table_reported_then_recreated(ch, daemons, tmp):
     # after the drop, is there whole.
     assert ch_counts(ch, "spans", "dropped") == {("nodeD", 1): 1000}
     assert d.job("dropped")["spans"] == 2000
+
+
+def delete_job(d, job):
+    conn = http.client.HTTPConnection(d.host, d.port, timeout=30)
+    try:
+        conn.request("DELETE", "/api/v1/jobs/" + urllib.parse.quote(job, safe=""),
+                     headers={"X-Requested-With": "test"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_job_delete_propagated(ch, daemons, tmp):
+    """DELETE /api/v1/jobs/{job} on a node deletes that node's rows of the job in ClickHouse
+    (every table), not other nodes' rows of a job of the same name, nor its other jobs; a job
+    made again under that name afterwards ships whole; a delete made while the engine is away
+    waits in the node's store, across a kill -9, and is carried out once it is back."""
+    creds = creds_file(tmp)
+    a = daemons("da", args=node_args(ch, "nodeX", creds))
+    b = daemons("db", args=node_args(ch, "nodeY", creds))
+    send(a, "kept", 0, rank_lines(0, 1000))
+    # The newest rows of node X: once deleted, SQLite gives their rowids to the next rows.
+    send(a, "it's", 1, rank_lines(1, 2000))
+    send(b, "it's", 2, rank_lines(2, 1000))
+    for d in (a, b):
+        wait_shipped(d)
+    tables = ("spans", "steps", "queue_samples", "step_ranks")
+    a.wait_for("the aggregates shipped", lambda: set(ch_counts(ch, "step_ranks", "it\\'s")) ==
+               {("nodeX", 1), ("nodeY", 2)}, timeout=30)
+    kept = {t: ch_counts(ch, t, "kept", final=False) for t in tables}
+    assert kept["spans"] == {("nodeX", 0): 1000} and kept["step_ranks"]
+
+    assert delete_job(a, "it's") == 204
+    want = {"spans": {("nodeY", 2): 1000}, "steps": {("nodeY", 2): STEPS},
+            "queue_samples": {("nodeY", 2): QUEUES}}
+    a.wait_for("node X's rows of the job deleted in ClickHouse", lambda: all(
+        set(ch_counts(ch, t, "it\\'s", final=False)) == {("nodeY", 2)} for t in tables), timeout=60)
+    for t, rows in want.items():
+        assert ch_counts(ch, t, "it\\'s", final=False) == rows
+    assert {t: ch_counts(ch, t, "kept", final=False) for t in tables} == kept
+    s = cluster_stats(a)
+    assert s["deletes"] == 1 and s["pending_deletes"] == 0 and not s["failing"], s
+    assert cluster_stats(b)["deletes"] == 0
+
+    # The same name again on node X: a new job, shipped whole (its rows take the deleted rows'
+    # rowids), which the delete made before it does not touch.
+    send(a, "it's", 3, rank_lines(3, 1500))
+    wait_shipped(a)
+    assert ch_counts(ch, "spans", "it\\'s") == {("nodeX", 3): 1500, ("nodeY", 2): 1000}
+    assert ch_counts(ch, "steps", "it\\'s") == {("nodeX", 3): STEPS, ("nodeY", 2): STEPS}
+
+    # The engine away: the delete waits in the node's store, across a kill -9.
+    ch.stop(signal.SIGKILL)
+    assert delete_job(a, "kept") == 204
+    a.wait_for("the delete pending", lambda: (lambda s: s["pending_deletes"] == 1 and s["failing"])(
+        cluster_stats(a)), timeout=20)
+    a.kill9()
+    a.start()
+    assert cluster_stats(a)["pending_deletes"] == 1
+    ch.start()
+    a.wait_for("the delete carried out", lambda: cluster_stats(a)["pending_deletes"] == 0,
+               timeout=60)
+    a.wait_for("node X's rows of kept deleted in ClickHouse", lambda: not any(
+        ch_counts(ch, t, "kept", final=False) for t in tables), timeout=60)
+    assert cluster_stats(a)["deletes"] == 1
+    assert ch_counts(ch, "spans", "it\\'s") == {("nodeX", 3): 1500, ("nodeY", 2): 1000}
 
 
 def test_credentials_never_in_the_url(daemons, tmp):

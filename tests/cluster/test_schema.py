@@ -143,3 +143,35 @@ def test_step_ranks_keep_the_latest_version(db):
                  f"-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, {version})")
     assert q(db, "SELECT end_ns FROM stepscope.step_ranks FINAL WHERE job = 'v'") == "300"
     assert q(db, "SELECT argMax(end_ns, version) FROM stepscope.step_ranks WHERE job = 'v'") == "300"
+
+
+def delete_tables():
+    """delete_tables[] of cluster.c."""
+    src = CLUSTER_C.read_text()
+    block = src[src.index("delete_tables[] = {"):]
+    return re.findall(r'"(\w+)"', block[:block.index("};")])
+
+
+def literal(s):
+    """cluster.c put_literal(): quotes, a backslash before ' and \\."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def test_job_delete_is_a_mutation_of_every_table(db):
+    # carry_out_deletes() in cluster.c: every table with a node's rows of a job, one ALTER
+    # TABLE ... DELETE each, the node and job as put_literal() quotes them.
+    with_job = q(db, "SELECT table FROM system.columns WHERE database = 'stepscope' AND "
+                     "name IN ('node', 'job') GROUP BY table HAVING count() = 2 ORDER BY table")
+    assert sorted(delete_tables()) == with_job.splitlines()
+    job = "it's a \\ job"
+    for node in ("n1", "n2"):
+        db.query("INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, "
+                 f"phases, row) VALUES ({literal(node)}, {literal(job)}, 0, 1, 0, 9, -1, '', 1)")
+    db.query("INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, "
+             "phases, row) VALUES ('n1', 'other', 0, 1, 0, 9, -1, '', 2)")
+    db.query("SET mutations_sync = 1")  # the daemon does not wait: ClickHouse runs it later
+    for t in delete_tables():
+        db.query(f"ALTER TABLE stepscope.{t} DELETE WHERE node = {literal('n1')} AND "
+                 f"job = {literal(job)}")
+    assert q(db, f"SELECT node, job = {literal(job)} FROM stepscope.steps WHERE job IN "
+                 f"('other', {literal(job)}) ORDER BY node, job") == "n1\t0\nn2\t1"

@@ -779,13 +779,15 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.cluster_lag_ms, 66);
     atomic_store(&s.cluster_backoff_ms, 67);
     atomic_store(&s.cluster_failing, 1);
+    atomic_store(&s.cluster_deletes, 68);
+    atomic_store(&s.cluster_pending_deletes, 69);
     stats_note_set(&s.cluster_last_error, "ClickHouse answered 500: Code: 164, \"readonly\"");
     sbuf_reset(&b);
     web__render_stats(&b, &s, NULL);
     ck_assert_ptr_nonnull(strstr(
         b.data, ",\"cluster\":{\"rows\":60,\"aggregate_rows\":59,\"bytes\":61,\"batches\":62,\"retries\":63,"
                 "\"pending_rows\":64,\"pending_batches\":65,\"lag_ms\":66,\"backoff_ms\":67,"
-                "\"failing\":true,\"last_error\":\"ClickHouse answered 500: Code: 164, "
+                "\"deletes\":68,\"pending_deletes\":69,\"failing\":true,\"last_error\":\"ClickHouse answered 500: Code: 164, "
                 "\\\"readonly\\\"\"},\"store\":null}"));
     sbuf_done(&b);
 }
