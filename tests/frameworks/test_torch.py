@@ -185,6 +185,19 @@ def window_spans(daemon, job):
     return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
 
 
+def run_attach_profile(daemon, tmp, mode):
+    """torch_train.py MODE (attach-profile, attach-profile-cycles) over 10 iterations into job
+    MODE: its result, its loop and the iterations the schedule recorded."""
+    out = tmp / mode
+    out.mkdir()
+    run_script(SYSTEM_PYTHON, SCRIPT, [mode, out, 10], script_env(daemon, mode))
+    res = json.loads((out / "result.json").read_text())
+    assert res["flushed"] and res["internal_errors"] == 0 and res["dropped"] == 0, res
+    loop = res["loop"]
+    assert len(loop) == res["recorded"] == 10
+    return res, loop, [i for i, it in enumerate(loop) if it["action"].startswith("RECORD")]
+
+
 def test_attach_and_profiler_window_share_step_numbers(daemon, tmp):
     """attach() and a torch.profiler window (wait=1, warmup=1, active=4, prof.step() each
     iteration, on_trace_ready=trace_handler()) over the same loop: one step numbering. The
@@ -193,14 +206,7 @@ def test_attach_and_profiler_window_share_step_numbers(daemon, tmp):
     /steps' step i; the active steps take their points from those spans, the others from their
     phases; no stage is negative on any step; /breakdown numbers the same steps."""
     job = "attach-profile"
-    out = tmp / job
-    out.mkdir()
-    run_script(SYSTEM_PYTHON, SCRIPT, ["attach-profile", out, 10], script_env(daemon, job))
-    res = json.loads((out / "result.json").read_text())
-    assert res["flushed"] and res["internal_errors"] == 0 and res["dropped"] == 0, res
-    loop = res["loop"]
-    assert len(loop) == res["recorded"] == 10
-    active = [i for i, it in enumerate(loop) if it["action"].startswith("RECORD")]
+    res, loop, active = run_attach_profile(daemon, tmp, job)
     assert active == [2, 3, 4, 5], loop  # the schedule's own verdict, iteration by iteration
     w = res["windows"][0]
     trace = json.loads(open(w["path"]).read())
@@ -245,6 +251,44 @@ def test_attach_and_profiler_window_share_step_numbers(daemon, tmp):
         r, ps = rows[b["step"]], steps[b["step"]]
         assert b["total_us"] == ps["dur"], (b, ps)
         # the range and attach()'s step differ only by the loop between prof.step() and next()
+        assert b["start_us"] <= r["start_us"] <= b["start_us"] + 2000, (b, r)
+
+
+def test_windows_cut_by_the_loop_end_keep_one_step_numbering(daemon, tmp):
+    """The issue's schedule as written, schedule(wait=1, warmup=1, active=4) (repeat=0: windows
+    follow each other until the loop ends), over 10 iterations: window 1 records iterations 2-5,
+    window 2 records 8-9 and is cut when the loop ends. torch then closes the ProfilerStep range
+    the last prof.step() opened (torch 1.13 labels it with the last iteration's number), a range
+    no attach() step overlaps. Before, it kept torch's label and collided with attach()'s step of
+    that number: /breakdown listed step 9 twice (a 21 ms row and a 70 us one). Each /breakdown
+    row is now one /steps step, once."""
+    job = "attach-profile-cycles"
+    res, loop, active = run_attach_profile(daemon, tmp, job)
+    assert active == [2, 3, 4, 5, 8, 9], loop
+    assert len(res["windows"]) == 2
+    sent = sum(w["events"] for w in res["windows"])
+    daemon.wait_for("every event", lambda: daemon.job(job)["events"] == sent)
+    rows = daemon.wait_for("10 steps, 6 from the trace", lambda: (lambda r: r if len(r) == 10 and sum(
+        x["source"] == "trace" for x in r) == 6 else None)(steps_of(daemon, job)))
+    assert [r["step"] for r in rows if r["source"] == "trace"] == active, rows
+    check_no_negative_stage(daemon, job, rows)
+    # the range the profiler's stop closed is in the window torch wrote, and no step of the job
+    last = json.loads(open(res["windows"][1]["path"]).read())
+    labels = sorted(int(e["name"][len("ProfilerStep#"):]) for e in last
+                    if e["name"].startswith("ProfilerStep#"))
+    assert len(labels) == 3, labels  # 8 and 9 (torch's 7 and 8), and the one the stop closed
+    spans = window_spans(daemon, job)
+    numbered = sorted(int(e["name"][len("ProfilerStep#"):]) for e in spans
+                      if e["name"].startswith("ProfilerStep#"))
+    assert numbered == active, numbered
+    cut = [e for e in spans if e["name"] == "ProfilerStep (no step)"]
+    assert len(cut) == 1 and cut[0]["args"]["profiler_step"] == labels[-1], cut
+    nine = [e for e in spans if e["name"] == "ProfilerStep#9"][0]
+    assert cut[0]["ts"] >= nine["ts"] + nine["dur"], (cut, nine)  # opened by step 9's prof.step()
+    bd = daemon.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
+    assert [b["step"] for b in bd["rows"]] == active, bd["rows"]
+    for b in bd["rows"]:
+        r = rows[b["step"]]
         assert b["start_us"] <= r["start_us"] <= b["start_us"] + 2000, (b, r)
 
 

@@ -19,6 +19,10 @@ STEPSCOPE_SOCKET / STEPSCOPE_JOB; the collector (collectors/python) must be on P
         on_trace_ready is stepscope.torch.trace_handler() (the file kept in OUTDIR); the loop
         notes each iteration's wall-clock bounds, the profiler's step_num in it and what the
         schedule did with it.
+    torch_train.py attach-profile-cycles OUTDIR STEPS
+        the same with the schedule's default repeat=0 (the issue's schedule(wait=1, warmup=1,
+        active=4)): windows follow each other until the loop ends, and the last one is cut by it
+        (torch closes its open ProfilerStep range when the profiler stops).
     torch_train.py hostile OUT.json
         10 steps through attach() with dict batches, a forward that raises once (the loop catches
         it), a user phase inside the attached step, then detach() and 2 steps more.
@@ -262,14 +266,15 @@ def run_autograd(outdir):
            "torch.autograd.profiler.profile")
 
 
-def profiled_loop(loader, train_step, activities, on_ready):
+def profiled_loop(loader, train_step, activities, on_ready, repeat=1):
     """Runs train_step(x, y) on every batch of loader inside a torch.profiler window (schedule
-    wait=1, warmup=1, active=4, prof.step() after each iteration; on_trace_ready=on_ready).
+    wait=1, warmup=1, active=4, repeat (0: cycles until the loop ends, torch's default),
+    prof.step() after each iteration; on_trace_ready=on_ready).
     Returns each iteration's wall-clock bounds (begin before its next(), end before its
     prof.step()), the profiler's step_num in it, the schedule's action for it and what
     train_step returned. tests/device/cuda_attach.py runs the same loop on CUDA."""
     loop = []
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=1)
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=repeat)
     with torch.profiler.profile(activities=activities, schedule=sched,
                                 on_trace_ready=on_ready) as prof:
         it = iter(loader)
@@ -286,7 +291,7 @@ def profiled_loop(loader, train_step, activities, on_ready):
     return loop
 
 
-def run_attach_profile(outdir, steps):
+def run_attach_profile(outdir, steps, repeat=1):
     """attach() and a profiler window over the same loop: the steps attach() records and the
     ProfilerStep#N spans of the window must be one numbering (docs/ANALYSIS.md "Step identity")."""
     client, windows, on_ready = window_recorder(outdir)
@@ -304,7 +309,8 @@ def run_attach_profile(outdir, steps):
         loss_fn(net(x), y).backward()
         opt.step()
 
-    loop = profiled_loop(loader, train_step, [torch.profiler.ProfilerActivity.CPU], on_ready)
+    loop = profiled_loop(loader, train_step, [torch.profiler.ProfilerActivity.CPU], on_ready,
+                         repeat)
     att.detach()
     finish(client, outdir, windows, "torch.profiler.profile", {"loop": loop, "recorded": att.steps})
 
@@ -329,6 +335,8 @@ def main():
         run_autograd(sys.argv[2])
     elif mode == "attach-profile":
         run_attach_profile(sys.argv[2], int(sys.argv[3]))
+    elif mode == "attach-profile-cycles":
+        run_attach_profile(sys.argv[2], int(sys.argv[3]), repeat=0)
     elif mode == "hostile":
         run_hostile(sys.argv[2])
     else:

@@ -654,6 +654,7 @@ def _ts_order(ev):
 
 
 _STEP_PREFIX = "ProfilerStep#"
+_NO_STEP = "ProfilerStep (no step)"  # a ProfilerStep range outside every attach() step
 
 
 def _step_number(name):
@@ -668,14 +669,19 @@ def _renumber_steps(events, history):
     """Gives each ProfilerStep#N range of the window the number of attach()'s step it overlaps
     most (history: (step, begin ns, end ns), the latest last; end None for the open step), so that
     the job has one step numbering (docs/ANALYSIS.md "Step identity"). The range keeps torch's
-    label in args["profiler_step"]; its GPU mirror (cat gpu_user_annotation) follows it. Returns
-    {N: step}."""
+    label in args["profiler_step"]; its GPU mirror (cat gpu_user_annotation) follows it. Each
+    attach() step takes one range, the one overlapping it most: a range that overlaps no step, or
+    less of its step than another range does (the one torch closes when the profiler stops after
+    the loop's last step: from the last prof.step() to the stop), stands for no step of the job
+    and is renamed _NO_STEP, so that neither its torch label nor a second range can stand for an
+    attach() step. Returns {N: step}."""
     if not history:
         return {}
     hist = sorted(history, key=lambda h: h[1])
     begins = [h[1] for h in hist]
     import bisect
     best = {}
+    labels = set()
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") == "gpu_user_annotation":
             continue
@@ -683,6 +689,7 @@ def _renumber_steps(events, history):
         ts, dur = _ts_us(ev), ev.get("dur")
         if n is None or not _is_num(ts) or not _is_num(dur):
             continue
+        labels.add(n)
         a, b = ts * 1000.0, (ts + dur) * 1000.0
         i = bisect.bisect_right(begins, b)
         while i > 0:
@@ -694,14 +701,18 @@ def _renumber_steps(events, history):
             ov = min(b, se) - max(a, sb)
             if ov > 0 and ov > best.get(n, (0.0, None))[0]:
                 best[n] = (ov, step)
-    mapping = {n: v[1] for n, v in best.items()}
+    owner = {}  # attach() step -> (overlap, label) of the range that stands for it
+    for n, (ov, step) in best.items():
+        if ov > owner.get(step, (0.0, None))[0]:
+            owner[step] = (ov, n)
+    mapping = {n: step for step, (ov, n) in owner.items()}
     if not mapping:
         return mapping
     for ev in events:
         if isinstance(ev, dict):
             n = _step_number(ev.get("name"))
-            if n is not None and n in mapping:
-                ev["name"] = _STEP_PREFIX + str(mapping[n])
+            if n is not None and (n in mapping or n in labels):
+                ev["name"] = _STEP_PREFIX + str(mapping[n]) if n in mapping else _NO_STEP
                 args = ev.get("args")
                 if not isinstance(args, dict):
                     args = ev["args"] = {}
