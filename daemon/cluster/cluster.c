@@ -79,6 +79,7 @@ struct cluster {
     char *url, *target, *user, *password, *node;
     size_t node_len;
     uint64_t batch_rows, max_rows_per_s, retry_max_ms, poll_ms;
+    bool gzip;                        /* request bodies gzipped (else as they are) */
     struct store *store;
     struct stats *stats;
 
@@ -501,7 +502,8 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
     if (memcmp(&b->to, from, sizeof b->to) == 0)
         return 0;
     for (int i = 0; i < PART_COUNT; i++) {
-        if (b->rows[i] && (b->part[i].err || rb_gzip(b->part[i].p, b->part[i].len, &b->gz[i]) < 0)) {
+        if (b->rows[i] && (b->part[i].err ||
+                           (c->gzip && rb_gzip(b->part[i].p, b->part[i].len, &b->gz[i]) < 0))) {
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
             return -1;
         }
@@ -528,10 +530,11 @@ static int send_batch(struct cluster *c, char *err)
     for (int i = 0; i < PART_COUNT; i++) {
         if (b->sent[i] || b->rows[i] == 0)
             continue;
-        if (post(c, insert_sql[i], b->gz[i].p, b->gz[i].len, true, read_ahead, err) < 0)
+        const struct rb_buf *body = c->gzip ? &b->gz[i] : &b->part[i];
+        if (post(c, insert_sql[i], body->p, body->len, c->gzip, read_ahead, err) < 0)
             return -1;
         b->sent[i] = true;
-        STATS_ADD(c->stats, cluster_bytes, b->gz[i].len);
+        STATS_ADD(c->stats, cluster_bytes, body->len);
     }
     int r = store_ship_save(c->ship, &b->to);
     if (r == -EAGAIN)
@@ -783,13 +786,14 @@ static int ship_aggregates(struct cluster *c, char *err)
             c->fresh[keep++] = c->changed[i];
     }
     if (c->agg_rows > 0) {
-        if (rb_gzip(c->agg.p, c->agg.len, &c->gz) < 0) {
+        if (c->gzip && rb_gzip(c->agg.p, c->agg.len, &c->gz) < 0) {
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
             return -1;
         }
-        if (post(c, insert_sql[INSERT_STEP_RANKS], c->gz.p, c->gz.len, true, NULL, err) < 0)
+        const struct rb_buf *body = c->gzip ? &c->gz : &c->agg;
+        if (post(c, insert_sql[INSERT_STEP_RANKS], body->p, body->len, c->gzip, NULL, err) < 0)
             return -1;
-        STATS_ADD(c->stats, cluster_bytes, c->gz.len);
+        STATS_ADD(c->stats, cluster_bytes, body->len);
         STATS_ADD(c->stats, cluster_aggregate_rows, c->agg_rows);
     }
     for (size_t i = 0; i < c->n_next; i++)
@@ -935,6 +939,7 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
     c->retry_max_ms = cfg->retry_max_ms > CLUSTER_BACKOFF_MIN_MS ? cfg->retry_max_ms
                                                                  : CLUSTER_BACKOFF_MIN_MS;
     c->poll_ms = cfg->poll_ms ? cfg->poll_ms : 200;
+    c->gzip = !cfg->no_gzip;
     c->store = cfg->store;
     c->stats = cfg->stats;
     c->curl = curl_easy_init();
@@ -1020,6 +1025,7 @@ int cluster_start_config(const struct config *cfg, struct store *store, struct l
             .batch_rows = cfg->cluster_batch_rows,
             .max_rows_per_s = cfg->cluster_max_rows_per_s,
             .retry_max_ms = cfg->cluster_retry_max_ms,
+            .no_gzip = !cfg->cluster_gzip,
             .store = store,
             .live = live,
             .stats = stats,

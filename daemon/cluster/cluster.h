@@ -53,6 +53,7 @@ struct cluster_config {
     uint64_t max_rows_per_s;      /* catch-up bound; 0: none */
     uint64_t retry_max_ms;        /* longest backoff */
     uint64_t poll_ms;             /* how often an idle shipper looks for new commits */
+    bool no_gzip;                 /* request bodies as they are (cluster_compression none) */
     struct store *store;
     struct live *live;            /* NULL: no per-step aggregates shipped */
     struct stats *stats;

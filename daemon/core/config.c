@@ -75,6 +75,8 @@ const struct config_option config_options[] = {
     {"cluster_batch_rows", "262144", "spans (and steps, queue samples) per shipped batch"},
     {"cluster_max_rows_per_s", "4000000", "rows shipped per second at most, catching up (0: no bound)"},
     {"cluster_retry_max_ms", "30000", "longest backoff between failed shipping attempts"},
+    {"cluster_compression", "gzip",
+     "request bodies to ClickHouse: gzip (level 1) or none (loopback, fast LAN: less node CPU)"},
     {NULL, NULL, NULL},
 };
 
@@ -302,6 +304,14 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
             return -EINVAL;
         }
         return STR(node);
+    }
+    if (strcmp(key, "cluster_compression") == 0) {
+        if (strcmp(value, "gzip") == 0 || strcmp(value, "none") == 0) {
+            c->cluster_gzip = value[0] == 'g';
+            return 0;
+        }
+        snprintf(err, CONFIG_ERR_MAX, "cluster_compression: \"%.32s\" is not gzip|none", value);
+        return -EINVAL;
     }
     if (strcmp(key, "cluster_batch_rows") == 0)
         return U64(cluster_batch_rows, 1, 16u << 20);

@@ -71,6 +71,7 @@ struct config {
     uint64_t cluster_batch_rows;        /* rows per shipped batch */
     uint64_t cluster_max_rows_per_s;    /* catch-up bound; 0: none */
     uint64_t cluster_retry_max_ms;      /* longest backoff */
+    bool cluster_gzip;                  /* cluster_compression: gzip (true) or none */
 };
 
 struct config_option {

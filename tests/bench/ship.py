@@ -6,23 +6,29 @@ ClickHouse, next to clickhouse-client inserting the same rows, in the same run.
 1. Starts Debian's clickhouse-server (tests/cluster/chserver.py) on loopback ports.
 2. Starts stepscoped without cluster_url, sends EVENTS spans with tests/bench/loadgen (8
    connections, 240-byte Chrome-trace X events), stops it: the node's store now holds a backlog.
-3. Starts it again with --cluster-url (no rate bound) and times, from its start line, until
-   /api/v1/stats says nothing is pending and every span was taken; checks ClickHouse's count.
-4. Baseline: the same rows read back from ClickHouse as RowBinary into a file, then
+3. For each cluster_compression in COMPRESSION (gzip and none; the order alternates by round):
+   empties ClickHouse's stepscope database and the node's cursor, starts the node with
+   --cluster-url (no rate bound) and times, from its start line, until /api/v1/stats says
+   nothing is pending and every span was taken; checks ClickHouse's count.
+4. Baseline: the same rows read back from ClickHouse as RowBinary into a file, in the node's
+   order (ORDER BY block, idx), then
    `clickhouse-client --query "INSERT INTO <copy> FORMAT RowBinary" < file` timed (the native
    protocol, LZ4-compressed blocks): the engine's own client inserting what the node shipped.
 
-Environment: BUILD_DIR (build), EVENTS (2000000), REPEAT (3: the median of each side is
-reported). Each round also reports CPU seconds: the node's while it shipped (its start, which
+Environment: BUILD_DIR (build), EVENTS (2000000), REPEAT (3: medians are reported), COMPRESSION
+(gzip,none). Each round also reports CPU seconds: the node's while it shipped (its start, which
 replays the store into live analysis, left out) and ClickHouse's; clickhouse-client's and
-ClickHouse's while it inserted. Last line: ship_rows_per_s=<N> client_rows_per_s=<M>
-ratio=<N/M> bytes_per_span=<B> node_rows_per_cpu_s=<C> client_rows_per_cpu_s=<D>
+ClickHouse's while it inserted; and the load average before and after. Last line, per
+compression C: ship_C_rows_per_s ratio_C (to clickhouse-client) node_C_rows_per_cpu_s
+ch_C_rows_per_cpu_s request_bytes_per_span_C; then client_rows_per_s client_rows_per_cpu_s
+ch_client_rows_per_cpu_s bytes_per_span_stored.
 """
 import json
 import os
 import pathlib
 import resource
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -39,6 +45,7 @@ if not BUILD.is_absolute():
     BUILD = REPO / BUILD
 EVENTS = int(os.environ.get("EVENTS", "2000000"))
 REPEAT = int(os.environ.get("REPEAT", "3"))
+COMPRESSION = os.environ.get("COMPRESSION", "gzip,none").split(",")
 
 
 def start_daemon(tmp, args):
@@ -67,10 +74,9 @@ def spans_of(url):
     return sum(j["spans"] for j in (doc["jobs"] if isinstance(doc, dict) else doc))
 
 
-def one_round(ch, root, k):
-    tmp = root / f"round{k}"
-    tmp.mkdir()
-    ch.reset()
+def fill(tmp):
+    """A node's store holding EVENTS spans of job "ship" (loadgen, 8 connections); the daemon
+    stopped. Returns the span count."""
     p, url = start_daemon(tmp, [])
     subprocess.run([str(BUILD / "tests" / "bench" / "loadgen"), "--socket", str(tmp / "d.sock"),
                     "--events", str(EVENTS), "--connections", "8", "--job", "ship"],
@@ -78,27 +84,45 @@ def one_round(ch, root, k):
     spans = spans_of(url)
     p.send_signal(signal.SIGTERM)
     assert p.wait(60) == 0
-    t0 = time.monotonic()
+    return spans
+
+
+def ship_once(ch, tmp, spans, compression):
+    """Ships the whole store into an empty stepscope database (the cursor dropped first) with
+    cluster_compression; returns (spans/s wall, node CPU s, ClickHouse CPU s, request bytes)."""
+    ch.reset()
+    db = sqlite3.connect(tmp / "data" / "stepscope.db")
+    db.execute("DELETE FROM ship_cursors")
+    db.commit()
+    db.close()
     p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
-                                "--cluster-max-rows-per-s", "0"])
+                                "--cluster-max-rows-per-s", "0",
+                                "--cluster-compression", compression])
     t_up = time.monotonic()
     ch_cpu0, node_cpu0 = cpu_s(ch.proc.pid), cpu_s(p.pid)  # the node's start (replay) left out
     while True:
         s = stats(url)["cluster"]
         if s["rows"] >= spans and s["pending_rows"] == 0:
             break
-        assert time.monotonic() - t0 < 600, s
+        assert time.monotonic() - t_up < 600, s
         time.sleep(0.02)
     t1 = time.monotonic()
     node_cpu, ch_cpu = cpu_s(p.pid) - node_cpu0, cpu_s(ch.proc.pid) - ch_cpu0
     p.send_signal(signal.SIGTERM)
     assert p.wait(60) == 0
     assert ch.scalar("SELECT count() FROM stepscope.spans FINAL") == spans
-    ship_s = t1 - t_up
-    # Baseline: the same rows, inserted by ClickHouse's own client.
+    return spans / (t1 - t_up), node_cpu, ch_cpu, s["bytes"]
+
+
+def client_once(ch, tmp, spans):
+    """Baseline: the rows ClickHouse holds, read back as RowBinary into a file in the order the
+    node sent them (block, idx: not pre-sorted by the table's key, which would spare ClickHouse
+    its sort), inserted into a copy of the table by clickhouse-client. Returns (rows/s wall, client CPU s, ClickHouse CPU s,
+    bytes per span stored after OPTIMIZE FINAL)."""
     rb = tmp / "spans.rowbinary"
     with urllib.request.urlopen(urllib.request.Request(
-            ch.url, data=b"SELECT * FROM stepscope.spans FORMAT RowBinary"), timeout=600) as r, \
+            ch.url, data=b"SELECT * FROM stepscope.spans ORDER BY block, idx FORMAT RowBinary"),
+            timeout=600) as r, \
             open(rb, "wb") as f:
         while chunk := r.read(1 << 20):
             f.write(chunk)
@@ -116,16 +140,29 @@ def one_round(ch, root, k):
     ch.query("OPTIMIZE TABLE stepscope.spans FINAL")
     stored = ch.scalar("SELECT sum(data_compressed_bytes) FROM system.parts "
                        "WHERE database = 'stepscope' AND table = 'spans' AND active")
-    shipped = s["bytes"]
-    print(f"round {k}: {spans} spans shipped in {ship_s:.2f} s ({spans / ship_s:,.0f}/s, "
-          f"{shipped / spans:.1f} request bytes per span, gzip); clickhouse-client inserted them "
-          f"in {client_s:.2f} s ({spans / client_s:,.0f}/s); {stored / spans:.1f} bytes per "
-          f"span stored; CPU: node {node_cpu:.2f} s + ClickHouse {ch_cpu:.2f} s while shipping, "
-          f"clickhouse-client {client_cpu:.2f} s + ClickHouse {ch_cpu_client:.2f} s while it "
-          f"inserted", file=sys.stderr)
     rb.unlink()
-    return (spans / ship_s, spans / client_s, stored / spans, spans / max(node_cpu, 1e-9),
-            spans / max(client_cpu, 1e-9))
+    return spans / client_s, client_cpu, ch_cpu_client, stored / spans
+
+
+def one_round(ch, root, k):
+    tmp = root / f"round{k}"
+    tmp.mkdir()
+    spans = fill(tmp)
+    # Alternate which compression goes first, so neither always meets the same moment of load.
+    order = COMPRESSION if k % 2 == 0 else COMPRESSION[::-1]
+    load0 = os.getloadavg()[0]
+    got = {c: ship_once(ch, tmp, spans, c) for c in order}
+    client = client_once(ch, tmp, spans)
+    load1 = os.getloadavg()[0]
+    for c in COMPRESSION:
+        rate, node_cpu, ch_cpu, sent = got[c]
+        print(f"round {k}: {spans} spans shipped, {c}: {rate:,.0f}/s, {sent / spans:.1f} request "
+              f"bytes per span; CPU node {node_cpu:.2f} s + ClickHouse {ch_cpu:.2f} s",
+              file=sys.stderr)
+    print(f"round {k}: clickhouse-client inserted them at {client[0]:,.0f}/s; CPU client "
+          f"{client[1]:.2f} s + ClickHouse {client[2]:.2f} s; {client[3]:.1f} bytes per span "
+          f"stored; load average {load0:.1f} before, {load1:.1f} after", file=sys.stderr)
+    return got, client, spans
 
 
 def main():
@@ -137,19 +174,27 @@ def main():
         ch.start()
         try:
             print(f"ship.py: {EVENTS} events over 8 connections, {REPEAT} rounds, "
-                  f"{os.cpu_count()} CPUs, ClickHouse {ch.query('SELECT version()').strip()}",
-                  file=sys.stderr)
+                  f"{os.cpu_count()} CPUs, ClickHouse {ch.query('SELECT version()').strip()}, "
+                  f"compression {','.join(COMPRESSION)}", file=sys.stderr)
             rounds = [one_round(ch, root, k) for k in range(REPEAT)]
         finally:
             ch.stop()
-    ship = statistics.median(r[0] for r in rounds)
-    client = statistics.median(r[1] for r in rounds)
-    per_span = statistics.median(r[2] for r in rounds)
-    node_cpu = statistics.median(r[3] for r in rounds)
-    client_cpu = statistics.median(r[4] for r in rounds)
-    print(f"ship_rows_per_s={ship:.0f} client_rows_per_s={client:.0f} ratio={ship / client:.2f} "
-          f"bytes_per_span={per_span:.1f} node_rows_per_cpu_s={node_cpu:.0f} "
-          f"client_rows_per_cpu_s={client_cpu:.0f}")
+    med = statistics.median
+    client = med(r[1][0] for r in rounds)
+    out = []
+    for c in COMPRESSION:
+        rate = med(r[0][c][0] for r in rounds)
+        per_cpu = med(r[2] / r[0][c][1] for r in rounds)
+        ch_per_cpu = med(r[2] / r[0][c][2] for r in rounds)
+        sent = med(r[0][c][3] / r[2] for r in rounds)
+        out.append(f"ship_{c}_rows_per_s={rate:.0f} ratio_{c}={rate / client:.2f} "
+                   f"node_{c}_rows_per_cpu_s={per_cpu:.0f} ch_{c}_rows_per_cpu_s={ch_per_cpu:.0f} "
+                   f"request_bytes_per_span_{c}={sent:.1f}")
+    out.append(f"client_rows_per_s={client:.0f} "
+               f"client_rows_per_cpu_s={med(r[2] / r[1][1] for r in rounds):.0f} "
+               f"ch_client_rows_per_cpu_s={med(r[2] / r[1][2] for r in rounds):.0f} "
+               f"bytes_per_span_stored={med(r[1][3] for r in rounds):.1f}")
+    print(" ".join(out))
 
 
 if __name__ == "__main__":

@@ -349,6 +349,24 @@ def test_credentials_never_in_the_url(daemons, tmp):
     assert b"cluster_credentials_file" in r.stderr
 
 
+def test_uncompressed_request_bodies(ch, daemons, tmp):
+    """cluster_compression none: RowBinary bodies as they are (no Content-Encoding), the same
+    rows in ClickHouse as with gzip; a value other than gzip or none is refused at start."""
+    bad = daemons("badz", start=False, args=["--cluster-compression", "zstd"])
+    r = bad.run_to_exit()
+    assert r.returncode == 2 and b"cluster_compression" in r.stderr, r.stderr
+    creds = creds_file(tmp)
+    d = daemons("raw", args=node_args(ch, "nodeN", creds, "--cluster-compression", "none"))
+    send(d, "raw", 6, rank_lines(6, 3000))
+    wait_shipped(d)
+    assert ch_counts(ch, "spans", "raw", final=False) == {("nodeN", 6): 3000}
+    assert ch_counts(ch, "steps", "raw", final=False) == {("nodeN", 6): STEPS}
+    assert ch.query("SELECT hex(name) FROM stepscope.spans WHERE job = 'raw' ORDER BY ts_ns "
+                    "LIMIT 1").strip() == ESCAPED.encode().hex().upper()
+    # The bytes sent are the RowBinary rows themselves: over 40 a span (node, job, names...).
+    assert cluster_stats(d)["bytes"] > 40 * 3000
+
+
 def test_rows_shipped_twice_collapse(ch, daemons, tmp):
     """The worst case of a retry, made certain: the cursor is lost after ClickHouse took every
     batch (as if each node crashed between the INSERT and the cursor save), so the node ships
