@@ -148,7 +148,7 @@ int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t 
 
 /* What analyse_summary_compute() of n spans may hold at its largest, in bytes, beyond the spans
  * themselves: the sum of its arrays of one element per span that coexist when the operator rows
- * are ordered (types, host nodes, intervals, the rows of its tables and their hash slots at
+ * are ordered (types, host nodes, intervals, the devices' kernels and rows, the rows of its tables and their hash slots at
  * their largest growth, the sort's keys and buckets, the result's rows). An estimate for a memory budget (the
  * HTTP analyses', docs/RELIABILITY.md), not a measurement; the summary itself is freed with
  * analyse_summary_free(). Pure. */

@@ -438,10 +438,18 @@ static int cmp_type_row(const void *a, const void *b)
     return (x->type > y->type) - (x->type < y->type);
 }
 
-static int cmp_gpu(const void *a, const void *b)
+/* A kernel's interval and its device. */
+struct pival {
+    int64_t pid;
+    struct ival v;
+};
+
+static int cmp_pival(const void *a, const void *b)
 {
-    const struct analyse_sum_gpu *x = a, *y = b;
-    return (x->pid > y->pid) - (x->pid < y->pid);
+    const struct pival *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return cmp_ival(&x->v, &y->v);
 }
 
 /* Operators (every Operator node, nested ones too) with their inner rows (direct children of
@@ -591,33 +599,42 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
                                              .calls = (int64_t)k};
         row->time_ns = length(w->iv, merge(w->iv, k));
     }
-    /* Devices. */
-    for (size_t i = 0; i < n_dev; i++) {
-        const struct analyse_span *s = &w->spans[dev[i]];
-        if (w->type[dev[i]] != ANALYSE_SUM_KERNEL)
-            continue;
-        bool seen = false;
-        for (size_t g = 0; g < sum->n_gpus && !seen; g++)
-            seen = sum->gpus[g].pid == s->pid;
-        if (seen)
-            continue;
-        struct analyse_sum_gpu *g = realloc(sum->gpus, (sum->n_gpus + 1) * sizeof *g);
-        if (!g)
+    /* Devices, by pid: the kernels sorted by (pid, start, end), each pid's run merged. One sort,
+     * not a scan of every kernel per device (issue 18: 80 k device pids took over 30 s). */
+    size_t nk = 0;
+    for (size_t i = 0; i < n_dev; i++)
+        nk += w->type[dev[i]] == ANALYSE_SUM_KERNEL;
+    if (nk > 0) {
+        struct pival *pv = malloc(nk * sizeof *pv);
+        if (!pv)
             return -ENOMEM;
-        sum->gpus = g;
-        size_t k = 0;
-        for (size_t j = i; j < n_dev; j++) {
-            const struct analyse_span *x = &w->spans[dev[j]];
-            if (x->pid == s->pid && w->type[dev[j]] == ANALYSE_SUM_KERNEL)
-                w->iv[k++] = (struct ival){x->ts_ns, end_of(x)};
+        nk = 0;
+        for (size_t i = 0; i < n_dev; i++) {
+            const struct analyse_span *s = &w->spans[dev[i]];
+            if (w->type[dev[i]] == ANALYSE_SUM_KERNEL)
+                pv[nk++] = (struct pival){s->pid, {s->ts_ns, end_of(s)}};
         }
-        int64_t busy = length(w->iv, merge(w->iv, k));
-        sum->gpus[sum->n_gpus++] = (struct analyse_sum_gpu){
-            .pid = s->pid, .busy_ns = busy,
-            .utilization = sum->total_ns > 0 ? (double)busy / (double)sum->total_ns : 0};
+        qsort(pv, nk, sizeof *pv, cmp_pival);
+        size_t n_pids = 0;
+        for (size_t i = 0; i < nk; i++)
+            n_pids += i == 0 || pv[i].pid != pv[i - 1].pid;
+        sum->gpus = malloc(n_pids * sizeof *sum->gpus);
+        if (!sum->gpus) {
+            free(pv);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < nk;) {
+            size_t j = i, k = 0;
+            for (; j < nk && pv[j].pid == pv[i].pid; j++)
+                w->iv[k++] = pv[j].v;
+            int64_t busy = length(w->iv, merge(w->iv, k));
+            sum->gpus[sum->n_gpus++] = (struct analyse_sum_gpu){
+                .pid = pv[i].pid, .busy_ns = busy,
+                .utilization = sum->total_ns > 0 ? (double)busy / (double)sum->total_ns : 0};
+            i = j;
+        }
+        free(pv);
     }
-    if (sum->n_gpus > 1)
-        qsort(sum->gpus, sum->n_gpus, sizeof *sum->gpus, cmp_gpu);
     /* Kernel table. */
     for (size_t i = 0; i < n_dev; i++) {
         const struct analyse_span *s = &w->spans[dev[i]];
@@ -875,10 +892,11 @@ int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t 
 
 size_t analyse_summary_bytes(size_t n)
 {
-    /* Per span, what coexists when order_ops() runs: its type, host node or device index and
-     * interval; a table's row grown to twice its count and four hash slots; order_ops()'s
-     * keys, buckets and the result's row. */
+    /* Per span: its type, host node or device index and interval; as a kernel, its device's
+     * interval and row; a table's row grown to twice its count and four hash slots;
+     * order_ops()'s keys, buckets and the result's row. */
     size_t per = 1 + sizeof(struct node) + sizeof(size_t) + sizeof(struct ival) +
+                 sizeof(struct pival) + sizeof(struct analyse_sum_gpu) +
                  2 * sizeof(struct analyse_sum_row) + 4 * sizeof(size_t) + sizeof(struct keyed) +
                  3 * sizeof(size_t) + sizeof(struct analyse_sum_row);
     if (n > (SIZE_MAX - 65536) / per)

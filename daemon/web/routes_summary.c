@@ -759,18 +759,21 @@ static int run_aicpu(struct web_analysis *a)
     return r;
 }
 
-/* The rows of the table a kind's answer renders (the others are a few lines). */
+/* The rows of the table a kind's answer renders (the others are a few lines); s NULL: 1 when
+ * it renders one, else 0. */
 static size_t rendered_rows(enum web_summary_kind kind, const struct analyse_summary *s)
 {
     switch (kind) {
     case WEB_SUMMARY_OPERATOR:
-        return s->n_ops;
+        return s ? s->n_ops : 1;
     case WEB_SUMMARY_KERNEL:
-        return s->n_kernels;
+        return s ? s->n_kernels : 1;
     case WEB_SUMMARY_MEMORY_MANIPULATION:
-        return s->n_memory;
+        return s ? s->n_memory : 1;
     case WEB_SUMMARY_USER_DEFINED:
-        return s->n_user;
+        return s ? s->n_user : 1;
+    case WEB_SUMMARY_DEVICE:
+        return s ? s->n_gpus : 1;
     default:
         return 0;
     }
@@ -821,9 +824,7 @@ static void *analysis_main(void *arg)
     struct web *w = a->w;
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
-    bool tables = !a->bench && (a->kind == WEB_SUMMARY_OPERATOR || a->kind == WEB_SUMMARY_KERNEL ||
-                                a->kind == WEB_SUMMARY_MEMORY_MANIPULATION ||
-                                a->kind == WEB_SUMMARY_USER_DEFINED);
+    bool tables = !a->bench && rendered_rows(a->kind, NULL) > 0;
     bool summary = !a->bench && a->kind != WEB_SUMMARY_AICPU;
     a->r = budget_reserve(&a->bg, forecast(n, !a->bench && !summary,
                                            summary ? analyse_summary_bytes : small_work_bytes,
