@@ -78,6 +78,8 @@ struct acc {
     size_t n_slots;
     struct place *places;
     size_t n_places, cap_places, n_alloc_places;
+    size_t *pslots;      /* hash of places: index + 1, 0 empty (a trace may name many) */
+    size_t n_pslots;
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -138,11 +140,39 @@ static struct item *item_get(struct acc *a, size_t place, bool reserved, const c
     return it;
 }
 
+static uint64_t place_hash(const char *p, size_t len)
+{
+    return fnv(1469598103934665603ULL, p, len);
+}
+
+static int grow_pslots(struct acc *a)
+{
+    size_t n = a->n_pslots ? a->n_pslots * 2 : 16;
+    size_t *s = calloc(n, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; i < a->n_places; i++) {
+        size_t k = (size_t)place_hash(a->places[i].p, a->places[i].len) & (n - 1);
+        while (s[k])
+            k = (k + 1) & (n - 1);
+        s[k] = i + 1;
+    }
+    free(a->pslots);
+    a->pslots = s;
+    a->n_pslots = n;
+    return 0;
+}
+
 static size_t place_get(struct acc *a, const char *p, size_t len)
 {
-    for (size_t i = 0; i < a->n_places; i++)
-        if (a->places[i].len == len && memcmp(a->places[i].p, p, len) == 0)
-            return i;
+    if ((a->n_places + 1) * 2 > a->n_pslots && grow_pslots(a) < 0)
+        return SIZE_MAX;
+    size_t k = (size_t)place_hash(p, len) & (a->n_pslots - 1);
+    for (; a->pslots[k]; k = (k + 1) & (a->n_pslots - 1)) {
+        const struct place *pl = &a->places[a->pslots[k] - 1];
+        if (pl->len == len && memcmp(pl->p, p, len) == 0)
+            return a->pslots[k] - 1;
+    }
     if (a->n_places == a->cap_places) {
         size_t cap = a->cap_places ? a->cap_places * 2 : 4;
         struct place *v = realloc(a->places, cap * sizeof *v);
@@ -152,6 +182,7 @@ static size_t place_get(struct acc *a, const char *p, size_t len)
         a->cap_places = cap;
     }
     a->places[a->n_places] = (struct place){.p = p, .len = len, .alloc_order = SIZE_MAX};
+    a->pslots[k] = a->n_places + 1;
     return a->n_places++;
 }
 
@@ -346,22 +377,37 @@ static int compute(const struct analyse_span *spans, size_t n, const struct anal
         qsort(a->items, a->n_items, sizeof *a->items, cmp_item);
     out->places = calloc(a->n_alloc_places + 1, sizeof *out->places);
     out->rows = calloc(a->n_items + 1, sizeof *out->rows);
-    if (!out->places || !out->rows)
+    /* The items bucketed by (place, reserved) in their sorted order (a stable counting sort) and
+     * the places by allocation order: one pass, not a scan of every item per place. */
+    size_t *by_order = malloc((a->n_alloc_places + 1) * sizeof *by_order);
+    size_t *first = calloc(2 * a->n_places + 1, sizeof *first);
+    size_t *idx = malloc((a->n_items + 1) * sizeof *idx);
+    if (!out->places || !out->rows || !by_order || !first || !idx) {
+        free(by_order);
+        free(first);
+        free(idx);
         return -ENOMEM;
+    }
+    for (size_t pl = 0; pl < a->n_places; pl++)
+        if (a->places[pl].alloc_order != SIZE_MAX)
+            by_order[a->places[pl].alloc_order] = pl;
+    for (size_t k = 0; k < a->n_items; k++)
+        first[a->items[k].place * 2 + a->items[k].reserved + 1]++;
+    for (size_t b = 0; b < 2 * a->n_places; b++)
+        first[b + 1] += first[b];
+    for (size_t k = 0; k < a->n_items; k++)
+        idx[first[a->items[k].place * 2 + a->items[k].reserved]++] = k;
+    /* first[b] is now the end of bucket b, so bucket b is idx[first[b - 1], first[b]). */
     for (size_t o = 0; o < a->n_alloc_places; o++) {
-        size_t pl = 0;
-        while (a->places[pl].alloc_order != o)
-            pl++;
+        size_t pl = by_order[o];
         struct analyse_mem_place *dst = &out->places[out->n_places++];
         *dst = (struct analyse_mem_place){.place = a->places[pl].p, .place_len = a->places[pl].len,
                                           .peak_allocated = a->places[pl].peak_allocated,
                                           .peak_reserved = a->places[pl].peak_reserved,
                                           .first_row = out->n_rows};
-        for (int reserved = 0; reserved < 2; reserved++)
-            for (size_t k = 0; k < a->n_items; k++) {
-                const struct item *it = &a->items[k];
-                if (it->place != pl || it->reserved != (bool)reserved)
-                    continue;
+        for (size_t b = pl * 2, c = b ? first[b - 1] : 0; b < pl * 2 + 2; c = first[b++])
+            for (size_t e = first[b]; c < e; c++) {
+                const struct item *it = &a->items[idx[c]];
                 out->rows[out->n_rows++] = (struct analyse_mem_row){
                     .name = it->name, .name_len = it->name_len, .place = out->n_places - 1,
                     .reserved = it->reserved, .alloc_count = it->alloc_count,
@@ -370,6 +416,9 @@ static int compute(const struct analyse_span *spans, size_t n, const struct anal
             }
         dst->n_rows = out->n_rows - dst->first_row;
     }
+    free(by_order);
+    free(first);
+    free(idx);
     return 0;
 }
 
@@ -392,6 +441,7 @@ int analyse_memsum_compute(const struct analyse_span *spans, size_t n,
     free(a.items);
     free(a.slots);
     free(a.places);
+    free(a.pslots);
     if (r < 0) {
         analyse_memsum_free(out);
         return r;

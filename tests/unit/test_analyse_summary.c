@@ -361,18 +361,24 @@ END_TEST
 #ifndef SUM_SCALE_CPU_S
 #define SUM_SCALE_CPU_S 3.0
 #endif
-/* The summary of spans[0..n), bounded by SUM_SCALE_CPU_S of CPU time (the machine may be
- * shared, so not wall time). */
+/* This process's CPU time in seconds (the scale tests bound CPU, not wall time: the machine may
+ * be shared). */
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The summary of spans[0..n), bounded by SUM_SCALE_CPU_S of CPU time. */
 static struct analyse_summary *timed_summary(const struct analyse_span *sp, size_t n,
                                              const char *what)
 {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    double t0 = cpu_s();
     struct analyse_summary *sum = NULL;
     ck_assert_int_eq(analyse_summary_compute(sp, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
                                              &sum), 0);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double s = cpu_s() - t0;
     ck_assert_msg(s < SUM_SCALE_CPU_S, "%s took %.2f s of CPU", what, s);
     return sum;
 }
@@ -644,6 +650,55 @@ START_TEST(test_memsum_paddle_rules)
 }
 END_TEST
 
+/* Issue 18: the Memory Summary found a place by scanning every place seen, and built its rows by
+ * scanning every item for each place, so its cost was the square of the distinct places. 60 k
+ * memory events, each on a place of its own (Place(gpu:K)), under one operator: one place and
+ * one row each, in the order the places were first allocated on, in SUM_SCALE_CPU_S of CPU. */
+START_TEST(test_memsum_places_scale)
+{
+    enum { N = 60000 };
+    struct analyse_span sp[] = {
+        mk(0, 10 * (int64_t)N + 100, 1, 1, "ProfileStep", "ProfileStep#1"),
+        mk(10, 10 * (int64_t)N, 1, 1, "Operator", "op"),
+    };
+    struct analyse_mem_event *m = calloc(N, sizeof *m);
+    char (*places)[24] = calloc(N, sizeof *places);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(places);
+    for (int i = 0; i < N; i++) {
+        snprintf(places[i], sizeof places[0], "Place(gpu:%d)", N - 1 - i);
+        m[i] = mev(20 + 10 * (int64_t)i, "op", 10, i % 3 ? ANALYSE_MEM_ALLOCATE
+                                                         : ANALYSE_MEM_RESERVED_ALLOCATE, 64, 64);
+        m[i].place = places[i];
+        m[i].place_len = strlen(places[i]);
+    }
+    double t0 = cpu_s();
+    struct analyse_memsum *ms = NULL;
+    ck_assert_int_eq(analyse_memsum_compute(sp, 2, m, N, 0, 0, &ms), 0);
+    double s = cpu_s() - t0;
+    ck_assert_msg(s < SUM_SCALE_CPU_S, "60 k places took %.2f s of CPU", s);
+    /* A place with reserved events only is not printed (Paddle's rule): every third. */
+    ck_assert_uint_eq(ms->n_places, N - (N + 2) / 3);
+    ck_assert_uint_eq(ms->n_rows, ms->n_places);
+    size_t p = 0;
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0)
+            continue;
+        const struct analyse_mem_place *pl = &ms->places[p];
+        ck_assert_uint_eq(pl->place_len, strlen(places[i]));
+        ck_assert_int_eq(memcmp(pl->place, places[i], pl->place_len), 0);
+        ck_assert_uint_eq(pl->first_row, p);
+        ck_assert_uint_eq(pl->n_rows, 1);
+        ck_assert_int_eq(ms->rows[p].alloc_size, 64);
+        ck_assert(!ms->rows[p].reserved);
+        p++;
+    }
+    analyse_memsum_free(ms);
+    free(places);
+    free(m);
+}
+END_TEST
+
 static Suite *summary_suite(void)
 {
     Suite *s = suite_create("analyse_summary");
@@ -663,6 +718,7 @@ static Suite *summary_suite(void)
     tcase_set_timeout(big, 120); /* wall time; the test bounds its CPU time itself */
     tcase_add_test(big, test_summary_operator_rows_scale);
     tcase_add_test(big, test_summary_devices_scale);
+    tcase_add_test(big, test_memsum_places_scale);
     suite_add_tcase(s, big);
     return s;
 }
