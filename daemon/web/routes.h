@@ -61,10 +61,24 @@ int web__cluster_table(struct web *w, const struct store_job *job,
                        const struct live_snapshot *snap, int64_t step, int64_t stage,
                        struct web_cl_table *ret, const char **what);
 
-/* routes_cluster.c: json_reader *j over a hello line, at the value of its top-level member name
- * when that is an object (true); false when it has none. */
+/* hellos.c: json_reader *j over a hello line, at the value of its top-level member name when
+ * that is an object (true); false when it has none. */
 struct json_reader;
 bool web__hello_object(struct json_reader *j, const char *line, size_t len, const char *name);
+
+/* hellos.c: one element of elem bytes per rank of job (store_query_ranks(): rank ascending),
+ * zeroed but for its first member, an int64_t, the rank; init (NULL: none) then sees each with
+ * the rank's row. Then every hello of the job's ranks (store_query_hellos(): in the order the
+ * sessions began, so a rank's later hello comes after its earlier ones) goes to on_hello with
+ * its rank's element; a negative return stops there and is returned. Sets *ret (malloc'd, the
+ * caller frees it; room for one element when the job has none) and *ret_n. Returns 0 or a
+ * negative errno (*ret then NULL). */
+struct store_rank;
+typedef void (*web_rank_init_fn)(void *elem, const struct store_rank *rank);
+typedef int (*web_rank_hello_fn)(void *ud, void *elem, const char *line, size_t len);
+int web__rank_hellos(struct web *w, const struct store_job *job, size_t elem,
+                     web_rank_init_fn init, web_rank_hello_fn on_hello, void *ud, void **ret,
+                     size_t *ret_n);
 
 /* routes_cluster_summary.c: /cluster/flops (memory false) or /cluster/memory of job from the
  * ranks' hellos' "summary" objects; called by web__route_live(). */

@@ -114,28 +114,18 @@ static void read_parallel(struct json_reader *j, struct rank_par *p)
     }
 }
 
-bool web__hello_object(struct json_reader *j, const char *line, size_t len, const char *name)
+static void init_rank(void *elem, const struct store_rank *rank)
 {
-    json_reader_init(j, line, len);
-    char key[16];
-    if (!json_object_begin(j))
-        return false;
-    while (json_member(j, key, sizeof key)) {
-        if (strcmp(key, name) == 0 && json_peek(j) == JSON_OBJECT)
-            return true;
-        if (!json_skip(j))
-            return false;
-    }
-    return false;
+    struct rank_par *p = elem;
+    p->mindspore = analyse_framework_of(rank->framework) == ANALYSE_FW_MINDSPORE;
 }
 
-static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
+static int on_hello(void *ud, void *elem, const char *line, size_t len)
 {
-    struct gather *g = ud;
-    struct rank_par *p = find_rank(g, rank);
     struct json_reader j;
-    if (p && web__hello_object(&j, line, len, "parallel"))
-        read_parallel(&j, p);
+    (void)ud;
+    if (web__hello_object(&j, line, len, "parallel"))
+        read_parallel(&j, elem);
     return 0;
 }
 
@@ -222,27 +212,20 @@ int web__cluster_table(struct web *w, const struct store_job *job,
                        struct web_cl_table *ret, const char **what)
 {
     memset(ret, 0, sizeof *ret);
-    struct store_rank *ranks = NULL;
-    size_t n_ranks = 0;
-    *what = "store_query_ranks";
-    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
+    struct gather g = {.step = step};
+    void *v;
+    *what = "store_query_ranks/hellos";
+    int r = web__rank_hellos(w, job, sizeof *g.r, init_rank, on_hello, &g, &v, &g.n);
     if (r < 0)
         return r;
-    struct gather g = {.r = calloc(n_ranks ? n_ranks : 1, sizeof *g.r), .n = n_ranks, .step = step};
+    g.r = v;
+    size_t n_ranks = g.n;
     struct analyse_cl_rank *rows = calloc(n_ranks ? n_ranks : 1, sizeof *rows);
     *what = "cluster";
-    if (!g.r || !rows) {
-        free(ranks);
+    if (!rows) {
         free(g.r);
-        free(rows);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n_ranks; i++) {
-        g.r[i].rank = ranks[i].rank;
-        g.r[i].mindspore = analyse_framework_of(ranks[i].framework) == ANALYSE_FW_MINDSPORE;
-    }
-    free(ranks);
-    int64_t rh = store_query_hellos(w->store, job->id, on_hello, &g);
     /* The layout: the lowest rank's that has one; else data-parallel, one stage. */
     struct layout lay = {.found = false, .mode = ANALYSE_CL_DATA, .stages = 1,
                          .rank_size = (int64_t)(n_ranks ? n_ranks : 1)};
@@ -250,13 +233,13 @@ int web__cluster_table(struct web *w, const struct store_job *job,
         if (g.r[i].found)
             lay = g.r[i].lay;
     int64_t rs = 0;
-    if (rh >= 0 && lay.found && lay.mode != ANALYSE_CL_DATA)
+    if (lay.found && lay.mode != ANALYSE_CL_DATA)
         rs = store_query_steps(w->store, job->id, on_step, &g);
-    if (rh < 0 || rs < 0) {
+    if (rs < 0) {
         free(g.r);
         free(rows);
-        *what = "store_query_hellos/steps";
-        return rh < 0 ? (int)rh : (int)rs;
+        *what = "store_query_steps";
+        return (int)rs;
     }
     size_t n_rows = 0;
     int64_t last_step = 0;

@@ -78,15 +78,12 @@ static void read_part(struct json_reader *j, const struct gather *g, struct rank
     }
 }
 
-static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
+static int on_hello(void *ud, void *elem, const char *line, size_t len)
 {
-    struct gather *g = ud;
-    struct rank_sum *p = NULL;
-    for (size_t i = 0; i < g->n && !p; i++)
-        if (g->r[i].rank == rank)
-            p = &g->r[i];
+    const struct gather *g = ud;
+    struct rank_sum *p = elem;
     struct json_reader j;
-    if (!p || !web__hello_object(&j, line, len, "summary"))
+    if (!web__hello_object(&j, line, len, "summary"))
         return 0;
     char key[16];
     json_object_begin(&j);
@@ -108,27 +105,13 @@ int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool m
     *ret_rows = NULL;
     *ret_missing = NULL;
     *ret_n = *ret_n_missing = 0;
-    struct store_rank *ranks = NULL;
-    size_t n_ranks = 0;
-    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
+    struct gather g = {.part = memory ? "memory" : "flops",
+                       .keys = memory ? mem_keys : flops_keys};
+    void *v;
+    int r = web__rank_hellos(w, job, sizeof *g.r, NULL, on_hello, &g, &v, &g.n);
     if (r < 0)
         return r;
-    struct gather g = {.r = calloc(n_ranks ? n_ranks : 1, sizeof *g.r),
-                       .n = n_ranks,
-                       .part = memory ? "memory" : "flops",
-                       .keys = memory ? mem_keys : flops_keys};
-    if (!g.r) {
-        free(ranks);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n_ranks; i++)
-        g.r[i].rank = ranks[i].rank;
-    free(ranks);
-    int64_t rh = store_query_hellos(w->store, job->id, on_hello, &g);
-    if (rh < 0) {
-        free(g.r);
-        return (int)rh;
-    }
+    g.r = v;
     struct web_cl_sum_row *rows = calloc(g.n ? g.n : 1, sizeof *rows);
     int64_t *missing = calloc(g.n ? g.n : 1, sizeof *missing);
     if (!rows || !missing) {

@@ -152,15 +152,11 @@ static void read_comm(struct json_reader *j, struct gather *g, struct rank_comm 
     }
 }
 
-static int on_hello(void *ud, int64_t rank, const char *line, size_t len)
+static int on_hello(void *ud, void *elem, const char *line, size_t len)
 {
     struct gather *g = ud;
-    struct rank_comm *p = NULL;
-    for (size_t i = 0; i < g->n && !p; i++)
-        if (g->r[i].rank == rank)
-            p = &g->r[i];
-    if (!p)
-        return 0;
+    struct rank_comm *p = elem;
+    int64_t rank = p->rank;
     struct json_reader j;
     if (!web__hello_object(&j, line, len, "communication"))
         return 0;
@@ -274,26 +270,12 @@ static void render_links(struct sbuf *b, enum web_format fmt, const struct gathe
 static int gather_comm(struct web *w, const struct store_job *job, int64_t step, struct gather *g,
                        const char **what)
 {
-    struct store_rank *ranks = NULL;
-    size_t n_ranks = 0;
-    memset(g, 0, sizeof *g);
-    *what = "store_query_ranks";
-    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
-    if (r < 0)
-        return r;
-    *g = (struct gather){.step = step, .r = calloc(n_ranks ? n_ranks : 1, sizeof *g->r),
-                         .n = n_ranks};
-    *what = "cluster communication";
-    if (!g->r) {
-        free(ranks);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n_ranks; i++)
-        g->r[i].rank = ranks[i].rank;
-    free(ranks);
-    *what = "store_query_hellos";
-    int64_t rh = store_query_hellos(w->store, job->id, on_hello, g);
-    return rh < 0 ? (int)rh : g->err;
+    *g = (struct gather){.step = step};
+    *what = "store_query_ranks/hellos";
+    void *v;
+    int r = web__rank_hellos(w, job, sizeof *g->r, NULL, on_hello, g, &v, &g->n);
+    g->r = v;
+    return r < 0 ? r : g->err;
 }
 
 int web__cluster_links(struct web *w, const struct store_job *job, struct analyse_comm_link **ret,

@@ -29,7 +29,10 @@ ROUTES = ['', '/steps', '/steps?limit=1000', '/step-trace', '/operators', '/oper
           '/summary/overview', '/summary/model', '/summary/distributed', '/summary/operator',
           '/summary/kernel', '/summary/memory', '/summary/memory-manipulation', '/summary/user-defined',
           '/summary/device',
-          '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5']
+          '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5',
+          '/cluster/step-trace', '/cluster/step-trace?step=1', '/cluster/step-trace?stage=1',
+          '/cluster/communication', '/cluster/communication?step=2', '/cluster/links',
+          '/cluster/links?step=2&sort=band_width&order=desc', '/cluster/flops', '/cluster/memory']
 # ANSWERS_AB_HTTP=1: the other forms of the tables, bad parameters, and the daemon-wide routes.
 HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?format=records&limit=3',
                '/operators?format=csv', '/operators?format=records&offset=1&limit=2',
@@ -37,6 +40,8 @@ HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?fo
                '/ranks?format=csv', '/pipeline?format=csv', '/summary/operator?format=text',
                '/summary/kernel?format=csv', '/benchmark?format=records',
                '/timeline?limit=50&remap_pids=1', '/steps?limit=x', '/steps?format=xml',
+               '/cluster/step-trace?format=csv', '/cluster/links?format=csv',
+               '/cluster/flops?format=csv', '/cluster/memory?format=csv',
                '/summary/nope', '/operators?rank=999', '/captures', '/nope']
 DAEMON_ROUTES = ['/api/v1/jobs', '/api/v1/nope', '/api/v1/jobs/nojob/steps', '/index.html',
                  '/nope.js']  # a dashboard file: its headers only (the dashboard changes)
