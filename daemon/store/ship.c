@@ -196,59 +196,61 @@ static int read_blocks(struct store_ship *sh, int64_t from, int64_t max_rows,
     return r;
 }
 
-static int read_steps(struct store_ship *sh, int64_t from, int64_t max_rows,
-                      const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+/* One row of the steps or queue_samples statement (its rowid, the job's name, then the row's
+ * columns) to the sink, with *id its rowid; returns the sink's answer. */
+typedef int (*ship_row_fn)(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
+                           int64_t *id);
+
+static int give_step(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
+                     int64_t *id)
 {
-    sqlite3_stmt *s = sh->steps;
-    sqlite3_bind_int64(s, 1, from);
-    sqlite3_bind_int64(s, 2, max_rows);
-    int rc = SQLITE_DONE, r = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_ship_step row = {
-            .id = sqlite3_column_int64(s, 0),
-            .rank = sqlite3_column_int64(s, 2),
-            .step = sqlite3_column_int64(s, 3),
-            .begin_ns = sqlite3_column_int64(s, 4),
-            .end_ns = sqlite3_column_int64(s, 5),
-            .samples = sqlite3_column_int64(s, 6),
-            .phases = (const char *)sqlite3_column_text(s, 7),
-            .phases_len = (size_t)sqlite3_column_bytes(s, 7),
-        };
-        const char *job = (const char *)sqlite3_column_text(s, 1);
-        if ((r = sink->step(sink->ud, job ? job : "", &row)) != 0)
-            break;
-        (*given)++;
-        *ret_to = row.id;
-    }
-    if (r == 0 && rc != SQLITE_DONE)
-        r = ship_errno(rc);
-    sqlite3_reset(s);
-    return r;
+    struct store_ship_step row = {
+        .id = sqlite3_column_int64(s, 0),
+        .rank = sqlite3_column_int64(s, 2),
+        .step = sqlite3_column_int64(s, 3),
+        .begin_ns = sqlite3_column_int64(s, 4),
+        .end_ns = sqlite3_column_int64(s, 5),
+        .samples = sqlite3_column_int64(s, 6),
+        .phases = (const char *)sqlite3_column_text(s, 7),
+        .phases_len = (size_t)sqlite3_column_bytes(s, 7),
+    };
+    *id = row.id;
+    return sink->step(sink->ud, job, &row);
 }
 
-static int read_queues(struct store_ship *sh, int64_t from, int64_t max_rows,
-                       const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+static int give_queue(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
+                      int64_t *id)
 {
-    sqlite3_stmt *s = sh->queues;
+    struct store_ship_queue row = {
+        .id = sqlite3_column_int64(s, 0),
+        .rank = sqlite3_column_int64(s, 2),
+        .ts_ns = sqlite3_column_int64(s, 3),
+        .step = sqlite3_column_int64(s, 4),
+        .size = sqlite3_column_int64(s, 5),
+        .capacity = sqlite3_column_int64(s, 6),
+        .name = (const char *)sqlite3_column_text(s, 7),
+        .name_len = (size_t)sqlite3_column_bytes(s, 7),
+    };
+    *id = row.id;
+    return sink->queue(sink->ud, job, &row);
+}
+
+/* The rows of s (sh->steps or sh->queues) past rowid from, at most max_rows, each given to the
+ * sink by give; *ret_to is the last one given. Returns 0, the sink's non-zero answer, or a
+ * negative errno. */
+static int read_rows(sqlite3_stmt *s, ship_row_fn give, int64_t from, int64_t max_rows,
+                     const struct store_ship_sink *sink, int64_t *ret_to, int64_t *given)
+{
     sqlite3_bind_int64(s, 1, from);
     sqlite3_bind_int64(s, 2, max_rows);
     int rc = SQLITE_DONE, r = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_ship_queue row = {
-            .id = sqlite3_column_int64(s, 0),
-            .rank = sqlite3_column_int64(s, 2),
-            .ts_ns = sqlite3_column_int64(s, 3),
-            .step = sqlite3_column_int64(s, 4),
-            .size = sqlite3_column_int64(s, 5),
-            .capacity = sqlite3_column_int64(s, 6),
-            .name = (const char *)sqlite3_column_text(s, 7),
-            .name_len = (size_t)sqlite3_column_bytes(s, 7),
-        };
         const char *job = (const char *)sqlite3_column_text(s, 1);
-        if ((r = sink->queue(sink->ud, job ? job : "", &row)) != 0)
+        int64_t id;
+        if ((r = give(s, job ? job : "", sink, &id)) != 0)
             break;
         (*given)++;
-        *ret_to = row.id;
+        *ret_to = id;
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = ship_errno(rc);
@@ -279,9 +281,10 @@ int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *f
     }
     int r = read_blocks(sh, from->block, max_rows, sink, &ret_to->block, &given);
     if (r == 0)
-        r = read_steps(sh, from->step, max_rows, sink, &ret_to->step, &given);
+        r = read_rows(sh->steps, give_step, from->step, max_rows, sink, &ret_to->step, &given);
     if (r == 0)
-        r = read_queues(sh, from->queue, max_rows, sink, &ret_to->queue, &given);
+        r = read_rows(sh->queues, give_queue, from->queue, max_rows, sink, &ret_to->queue,
+                      &given);
     (void)sqlite3_exec(sh->db, "COMMIT", NULL, NULL, NULL);
     if (r != 0)
         *ret_to = *from;
