@@ -174,7 +174,9 @@ static int on_hello(void *ud, void *elem, const char *line, size_t len)
 /* Why a job has no figures at all (an empty answer, not a 404: the Cluster page asks any job). */
 static const char no_figures[] = "no communication figures: only MindSpore's hccl_raw files "
                                  "(stepscope import) give them; a torch, Paddle or protocol job "
-                                 "has no per-link or wait figures (docs/ANALYSIS.md)";
+                                 "has no per-link or wait figures (a torch job's communication "
+                                 "time from its kernels is in /cluster/step-trace; "
+                                 "docs/ANALYSIS.md)";
 
 static void put_step(struct sbuf *b, const struct gather *g)
 {

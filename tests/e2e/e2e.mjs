@@ -716,6 +716,30 @@ test('cluster: FLOPs and peak-memory heatmaps, and the cluster proposals in the 
   await shot(page, 'cluster-link-named');
 });
 
+test("cluster: a torch job's device communication, alone and overlapped, per rank in the table", async (page) => {
+  // two ranks of one NCCL run (HTA's sampled traces), as tests/cli/test_cluster_torch.py imports them
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_2steps_sampled_rank0.json.gz'), 'e2e-ddp');
+  await importJob(path.join(DATA, 'kineto', 'gpu_2steps_sampled_rank1.json.gz'), 'e2e-ddp');
+  const doc = await waitFor('two ranks with kernels', async () => {
+    try {
+      const d = await api(`/api/v1/jobs/${job.id}/cluster/step-trace`);
+      return d.communication_from === 'kernels' && d.ranks.length === 2 && d.ranks.every((r) => r.communication_us !== null) && d;
+    } catch { return null; }
+  });
+  await open(page, `#/job/${job.id}/cluster`);
+  await page.waitForSelector('[data-table="cluster"] tbody tr');
+  const head = await page.$$eval('[data-table="cluster"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼↑↓\s]+$/u, '').trim()));
+  expectEq(head, ['rank', 'stage', 'interval', 'FP+BP', 'tail', 'total', 'computation', 'communication alone', 'communication', 'comm. overlapped'], 'columns');
+  const rows = await rowsText(page, 'cluster');
+  const keys = ['computation_us', 'communication_alone_us', 'communication_us', 'overlap_us'];
+  for (const [i, r] of doc.ranks.entries()) {
+    const want = [String(r.rank)];
+    for (const k of keys) want.push(await fmtUsText(page, r[k]));
+    expectEq([rows[i][0], ...rows[i].slice(6)], want, `rank ${r.rank}'s device figures`);
+  }
+  await shot(page, 'cluster-torch');
+});
+
 test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, operators top 20)', async (page) => {
   const job = await importJob(path.join(DATA, 'mindspore', '06_op_stats', 'run1_dev1'), 'e2e-ms-ops');
   const types = await waitFor('24 types', async () => {
