@@ -186,9 +186,16 @@ static int persist_capture_rank(void *ud, const struct record_capture_rank *r)
     return store_capture_rank_put(d->store, r);
 }
 
+static int persist_capture_forget(void *ud, int64_t capture_id)
+{
+    struct daemon *d = ud;
+    return store_capture_forget(d->store, capture_id);
+}
+
 static void persist_captures(struct daemon *d)
 {
-    capture_reg_collect(d->captures, persist_capture, persist_capture_rank, d);
+    capture_reg_collect(d->captures, persist_capture, persist_capture_rank, persist_capture_forget,
+                        d);
 }
 
 struct capture_target {
@@ -271,9 +278,10 @@ static int web_capture_create(void *ud, const char *job, const char *body, size_
     if (r == 0) {
         char cerr[CAPTURE_ERR_MAX] = "";
         int64_t id = capture_reg_add(d->captures, j.id, spec, known, n_ranks,
-                                     (size_t)d->cfg.capture_max_open, clock_now_ns(), ret, cerr);
+                                     (size_t)d->cfg.capture_max_open,
+                                     (size_t)d->cfg.capture_max_kept, clock_now_ns(), ret, cerr);
         r = id < 0 ? (int)id : 0;
-        if (r == -EHOSTDOWN || r == -EDQUOT) {
+        if (r == -EHOSTDOWN || r == -EDQUOT || r == -ENOSPC) {
             snprintf(err, WEB_ERR_MAX, "%s", cerr);
             STATS_ADD(&d->stats, captures_refused, 1);
         }
@@ -725,7 +733,7 @@ static int start_store(struct daemon *d)
     }
 
     d->sessions = sessions_new();
-    d->captures = d->sessions ? capture_reg_new(d->sessions) : NULL;
+    d->captures = d->sessions ? capture_reg_new(d->sessions, CAPTURE_MAX) : NULL;
     r = d->captures ? store_query_captures(d->store, load_capture, load_capture_rank, d) : -ENOMEM;
     if (r < 0) {
         fprintf(stderr, "stepscoped: data dir %s: loading the captures: %s\n", d->cfg.data_dir,

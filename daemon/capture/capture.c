@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../lib/json.h"
+#include "../../lib/util.h"
 #include "../sessions/sessions.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
@@ -240,10 +241,13 @@ struct capture_reg {
     struct capture **caps; /* by id, ascending */
     size_t n_caps, cap_caps;
     int64_t next_id;
+    size_t max_all;            /* captures kept in all (capture_reg_new()) */
+    int64_t *forgotten;        /* ids forgotten, not yet handed to the store (capture_reg_collect) */
+    size_t n_forgotten, cap_forgotten;
     struct sessions *sessions; /* the daemon's open sessions (borrowed) */
 };
 
-struct capture_reg *capture_reg_new(struct sessions *sessions)
+struct capture_reg *capture_reg_new(struct sessions *sessions, size_t max_all)
 {
     struct capture_reg *reg = calloc(1, sizeof *reg);
     if (!reg)
@@ -251,6 +255,7 @@ struct capture_reg *capture_reg_new(struct sessions *sessions)
     pthread_mutex_init(&reg->mu, NULL);
     reg->sessions = sessions;
     reg->next_id = 1;
+    reg->max_all = max_all ? max_all : CAPTURE_MAX;
     return reg;
 }
 
@@ -263,6 +268,7 @@ void capture_reg_free(struct capture_reg *reg)
         free(reg->caps[i]);
     }
     free(reg->caps);
+    free(reg->forgotten);
     pthread_mutex_destroy(&reg->mu);
     free(reg);
 }
@@ -318,7 +324,7 @@ static struct capture_part *add_part(struct capture *c, int64_t rank, int64_t no
 
 static struct capture *new_capture(struct capture_reg *reg, int64_t id)
 {
-    if (reg->n_caps >= CAPTURE_MAX)
+    if (reg->n_caps >= reg->max_all)
         return NULL;
     if (reg->n_caps == reg->cap_caps) {
         size_t cap = reg->cap_caps ? 2 * reg->cap_caps : 16;
@@ -381,6 +387,28 @@ static bool ended(const struct capture *c)
 {
     enum capture_state s = overall(c);
     return s == CAPTURE_DONE || s == CAPTURE_FAILED || s == CAPTURE_EXPIRED;
+}
+
+/* Forgets the oldest capture that has ended, of job_id (any job: -1), and notes its id for the
+ * store (capture_reg_collect). Returns 1, 0 when none has ended, or -ENOMEM (nothing forgotten). */
+static int forget_oldest_ended(struct capture_reg *reg, int64_t job_id)
+{
+    size_t i = 0;
+    while (i < reg->n_caps && !((job_id < 0 || reg->caps[i]->job_id == job_id) &&
+                                ended(reg->caps[i])))
+        i++;
+    if (i == reg->n_caps)
+        return 0;
+    if (util_grow((void **)&reg->forgotten, &reg->cap_forgotten, reg->n_forgotten + 1,
+                  sizeof *reg->forgotten) < 0)
+        return -ENOMEM;
+    struct capture *c = reg->caps[i];
+    reg->forgotten[reg->n_forgotten++] = c->id;
+    free(c->parts);
+    free(c);
+    memmove(&reg->caps[i], &reg->caps[i + 1], (reg->n_caps - i - 1) * sizeof *reg->caps);
+    reg->n_caps--;
+    return 1;
 }
 
 /* 0 when an open session could serve spec; else -EHOSTDOWN with the reason in err. */
@@ -455,15 +483,20 @@ void capture_views_free(struct capture_view *v, size_t n)
 
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
                         const int64_t *known_ranks, size_t n_known, size_t max_open,
-                        int64_t now_ns, struct capture_view **ret_view, char *err)
+                        size_t max_kept, int64_t now_ns, struct capture_view **ret_view,
+                        char *err)
 {
     pthread_mutex_lock(&reg->mu);
     int64_t r = check_served(reg, job_id, spec, err);
     if (r < 0)
         goto out;
-    size_t open = 0;
-    for (size_t i = 0; i < reg->n_caps; i++)
-        open += reg->caps[i]->job_id == job_id && !ended(reg->caps[i]);
+    size_t open = 0, kept = 0;
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        if (reg->caps[i]->job_id == job_id) {
+            kept++;
+            open += !ended(reg->caps[i]);
+        }
+    }
     if (max_open > 0 && open >= max_open) {
         snprintf(err, CAPTURE_ERR_MAX,
                  "this job has %zu captures that have not ended, the most capture_max_open "
@@ -472,8 +505,30 @@ int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct ca
         r = -EDQUOT;
         goto out;
     }
-    r = reg->n_caps >= CAPTURE_MAX ? -ENOSPC : -ENOMEM;
-    struct capture *c = new_capture(reg, reg->next_id);
+    /* Room for one more: the job's oldest ended captures go past max_kept, any job's past
+     * max_all, so that old captures cannot refuse new ones for good. */
+    int f = 1;
+    while (max_kept > 0 && kept >= max_kept && (f = forget_oldest_ended(reg, job_id)) > 0)
+        kept--;
+    if (f == 0) {
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "this job keeps %zu captures, the most capture_max_kept allows, and none has "
+                 "ended: wait for one to end or expire",
+                 kept);
+        r = -EDQUOT;
+        goto out;
+    }
+    while (f > 0 && reg->n_caps >= reg->max_all)
+        f = forget_oldest_ended(reg, -1);
+    if (f == 0) {
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "the daemon keeps %zu captures, the most it holds, and none has ended",
+                 reg->n_caps);
+        r = -ENOSPC;
+        goto out;
+    }
+    r = -ENOMEM;
+    struct capture *c = f < 0 ? NULL : new_capture(reg, reg->next_id);
     if (!c)
         goto out;
     c->job_id = job_id;
@@ -723,7 +778,8 @@ size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expir
 
 void capture_reg_collect(struct capture_reg *reg,
                          int (*on_capture)(void *ud, const struct record_capture *c),
-                         int (*on_rank)(void *ud, const struct record_capture_rank *r), void *ud)
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r),
+                         int (*on_forget)(void *ud, int64_t capture_id), void *ud)
 {
     pthread_mutex_lock(&reg->mu);
     for (size_t i = 0; i < reg->n_caps; i++) {
@@ -740,6 +796,14 @@ void capture_reg_collect(struct capture_reg *reg,
             ok = on_rank(ud, &rr) == 0;
         }
         c->dirty = !ok;
+    }
+    size_t k = 0;
+    while (k < reg->n_forgotten && on_forget(ud, reg->forgotten[k]) == 0)
+        k++;
+    if (k > 0) {
+        memmove(reg->forgotten, reg->forgotten + k,
+                (reg->n_forgotten - k) * sizeof *reg->forgotten);
+        reg->n_forgotten -= k;
     }
     pthread_mutex_unlock(&reg->mu);
 }

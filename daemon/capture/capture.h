@@ -27,7 +27,7 @@
 #define CAPTURE_BODY_MAX 16384     /* bytes of a POST body */
 #define CAPTURE_RANKS_MAX 1024     /* ranks named in one request */
 #define CAPTURE_STEPS_MAX 1000     /* steps of one capture */
-#define CAPTURE_MAX 100000         /* captures the daemon keeps */
+#define CAPTURE_MAX 100000         /* captures the daemon keeps (capture_reg_new()'s default) */
 #define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
 #define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept (cut on a character) */
 #define CAPTURE_ERR_MAX 160        /* bytes of a parse or refusal message */
@@ -68,8 +68,9 @@ struct capture_reg;
 struct sessions;
 
 /* A registry that asks sessions (borrowed: sessions.h, the daemon's table of open sessions)
- * whether a capture could be served. NULL on OOM. */
-struct capture_reg *capture_reg_new(struct sessions *sessions);
+ * whether a capture could be served, and keeps at most max_all captures (0: CAPTURE_MAX). NULL
+ * on OOM. */
+struct capture_reg *capture_reg_new(struct sessions *sessions, size_t max_all);
 void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
 
 /* A capture as the API shows it, copied out of the registry (web renders it: docs/API.md
@@ -100,14 +101,18 @@ void capture_what_json(struct sbuf *b, const char *what);
 
 /* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
  * connect later while the capture is pending join it). Sets *ret_view (may be NULL; one view,
- * taken in the same lock as the add) and returns the capture's id (> 0). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes), what
- * no session could serve: -EHOSTDOWN when no open session of the job (of one of spec's ranks)
- * announced the capture capability (the job ended, was imported, or its clients cannot capture);
- * -EDQUOT when the job already has max_open captures that have not ended (0: no cap). -ENOSPC
- * past CAPTURE_MAX; -ENOMEM. */
+ * taken in the same lock as the add) and returns the capture's id (> 0). To make room it first
+ * forgets, oldest first, the job's captures that have ended while the job keeps max_kept (0: no
+ * cap), then any job's that have ended while the registry keeps max_all; their ids go to the
+ * store through capture_reg_collect(). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes):
+ * -EHOSTDOWN when no open session of the job (of one of spec's ranks) announced the capture
+ * capability (the job ended, was imported, or its clients cannot capture); -EDQUOT when the job
+ * already has max_open captures that have not ended (0: no cap), or keeps max_kept and none has
+ * ended; -ENOSPC when the registry keeps max_all and none has ended; -ENOMEM. */
 int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct capture_spec *spec,
                         const int64_t *known_ranks, size_t n_known, size_t max_open,
-                        int64_t now_ns, struct capture_view **ret_view, char *err);
+                        size_t max_kept, int64_t now_ns, struct capture_view **ret_view,
+                        char *err);
 
 /* Forgets every capture of job_id (the job was deleted; the store deletes their rows). */
 void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id);
@@ -150,10 +155,12 @@ void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int
 size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expire_ns);
 
 /* What changed since the last call, for the store: on_capture once per changed capture, then
- * on_rank for each of its ranks. A callback returning non-zero leaves the capture marked changed
+ * on_rank for each of its ranks, then on_forget for each capture forgotten (capture_reg_add()).
+ * A callback returning non-zero leaves the capture marked changed, or the forgotten id kept
  * (retried on the next call). */
 void capture_reg_collect(struct capture_reg *reg,
                          int (*on_capture)(void *ud, const struct record_capture *c),
-                         int (*on_rank)(void *ud, const struct record_capture_rank *r), void *ud);
+                         int (*on_rank)(void *ud, const struct record_capture_rank *r),
+                         int (*on_forget)(void *ud, int64_t capture_id), void *ud);
 
 #endif

@@ -65,6 +65,8 @@ const struct config_option config_options[] = {
     {"metrics_max_ranks", "1024", "(job, rank) pairs GET /metrics exports; the rest are counted"},
     {"capture_max_open", "16",
      "captures of one job that have not ended; more answer 429 (0: no cap of its own)"},
+    {"capture_max_kept", "1000",
+     "captures of one job kept (listed); past it the oldest ended one is forgotten (0: no cap)"},
     {"capture_expire_s", "30",
      "seconds a capture part may stay pending (not armed by a client) before it expires"},
     {"cluster_url", "",
@@ -243,6 +245,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_max_exports, 1, 65536);
     if (strcmp(key, "capture_max_open") == 0)
         return U64(capture_max_open, 0, 100000);
+    if (strcmp(key, "capture_max_kept") == 0)
+        return U64(capture_max_kept, 0, 100000);
     if (strcmp(key, "capture_expire_s") == 0)
         return U64(capture_expire_s, 1, 86400);
     if (strcmp(key, "http_request_timeout_s") == 0)

@@ -64,6 +64,7 @@ struct config {
     char auth_token_file[CONFIG_PATH_MAX]; /* file holding the token (config_load_token()) */
     uint64_t metrics_max_ranks;         /* (job, rank) pairs GET /metrics exports at most */
     uint64_t capture_max_open;          /* captures of one job not yet ended; 0: no cap */
+    uint64_t capture_max_kept;          /* captures of one job kept; the oldest ended go first */
     uint64_t capture_expire_s;          /* a pending capture part expires after this long */
     char cluster_url[CONFIG_PATH_MAX];  /* ClickHouse HTTP interface; "" = no shipping */
     char cluster_credentials_file[CONFIG_PATH_MAX]; /* USER:PASSWORD on its first line */

@@ -160,8 +160,8 @@ static struct store_batch *open_batch(struct store *st)
 static bool batch_is_empty(const struct store_batch *b)
 {
     return b->n_jobs == 0 && b->n_streams == 0 && b->n_sessions == 0 && b->n_slots == 0 &&
-           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_live_steps == 0 &&
-           b->n_dels == 0;
+           b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_cap_forgets == 0 &&
+           b->n_live_steps == 0 && b->n_dels == 0;
 }
 
 static int arena_reserve(struct store_batch *b, size_t n)
@@ -829,6 +829,16 @@ int store_capture_rank_put(struct store *st, const struct record_capture_rank *r
     w->reason_len = rl;
     w->reason_off = arena_put(b, r->reason, rl);
     account(st, b, sizeof *w + sl + rl);
+    return 0;
+}
+
+int store_capture_forget(struct store *st, int64_t capture_id)
+{
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, cap_forgets, 1) < 0)
+        return -ENOMEM;
+    b->cap_forgets[b->n_cap_forgets++] = capture_id;
+    account(st, b, sizeof *b->cap_forgets);
     return 0;
 }
 

@@ -69,6 +69,9 @@ int store_append(struct store *st, int64_t session_id, const struct record *recs
  * commit; a later put of the same id (and rank) replaces the row (strings copied). Returns 0 or -ENOMEM (nothing queued). Loop thread. */
 int store_capture_put(struct store *st, const struct record_capture *c);
 int store_capture_rank_put(struct store *st, const struct record_capture_rank *r);
+/* Queues, for the next commit, the deletion of a capture and its ranks' states (the registry
+ * forgot it: capture_reg_add()), after the batch's puts. Returns 0 or -ENOMEM. Loop thread. */
+int store_capture_forget(struct store *st, int64_t capture_id);
 
 /* Queues, for the next commit, the number of steps live analysis lists for a rank of a job
  * (live_query_step_count(); Kineto's ProfilerStep#N spans count, which the step records do not),

@@ -208,6 +208,7 @@ struct store_batch {
     STORE_VEC(struct store_seq, seqs);
     STORE_VEC(struct store_capture_row, caps);
     STORE_VEC(struct store_capture_rank_row, cap_ranks);
+    STORE_VEC(int64_t, cap_forgets); /* captures forgotten (store_capture_forget()), after caps */
     STORE_VEC(struct store_live_steps, live_steps);
     STORE_VEC(int64_t, dels); /* jobs deleted (store_job_delete()), after everything above */
     char *arena;              /* strings of the rows above, referenced by offset */
@@ -242,6 +243,8 @@ enum store_stmt {
     STMT_UPD_JOB_EVICT,
     STMT_PUT_CAPTURE,
     STMT_PUT_CAPTURE_RANK,
+    STMT_DEL_CAPTURE_RANKS,
+    STMT_DEL_CAPTURE,
     STMT_UPD_RANK_LIVE_STEPS,
     STMT_INS_SHIP_DELETE,   /* a deleted job queued for the cluster shipper (ship_deletes) */
     STMT_LOWER_SHIP_CURSORS, /* shipper cursors no higher than the tables' last rowids */

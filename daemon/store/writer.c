@@ -89,6 +89,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
                          "steps, all_ranks, what) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STMT_PUT_CAPTURE_RANK] = "INSERT OR REPLACE INTO capture_ranks(capture_id, rank, state, "
                               "reason, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [STMT_DEL_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE capture_id = ?1",
+    [STMT_DEL_CAPTURE] = "DELETE FROM captures WHERE id = ?1",
     [STMT_UPD_RANK_LIVE_STEPS] = "UPDATE ranks SET live_steps = ?3 "
                                  "WHERE job_id = ?1 AND rank = ?2 AND live_steps IS NOT ?3",
     [STMT_DEL_JOB_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE capture_id IN "
@@ -156,6 +158,7 @@ void store__batch_free(struct store_batch *b)
     free(b->seqs);
     free(b->caps);
     free(b->cap_ranks);
+    free(b->cap_forgets);
     free(b->live_steps);
     free(b->dels);
     free(b->arena);
@@ -408,7 +411,8 @@ static int write_ends(struct store *st, const struct store_batch *b)
 }
 
 /* Inserts or replaces the batch's captures in captures, then their per-rank states in
- * capture_ranks. */
+ * capture_ranks; then deletes the captures forgotten (after, so a forgotten capture's last put in
+ * the same batch goes too). */
 static int write_captures(struct store *st, const struct store_batch *b)
 {
     int rc = SQLITE_OK;
@@ -433,6 +437,13 @@ static int write_captures(struct store *st, const struct store_batch *b)
         bind_text(s, 4, b->arena, w->reason_off, w->reason_len);
         sqlite3_bind_int64(s, 5, w->updated_ns);
         rc = step_done(s);
+    }
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_cap_forgets; i++) {
+        for (int k = STMT_DEL_CAPTURE_RANKS; rc == SQLITE_OK && k <= STMT_DEL_CAPTURE; k++) {
+            sqlite3_stmt *s = st->stmt[k];
+            sqlite3_bind_int64(s, 1, b->cap_forgets[i]);
+            rc = step_done(s);
+        }
     }
     return rc;
 }

@@ -111,7 +111,7 @@ int web__route_post(struct web *w, const struct web_route *r, const char *body, 
         return web__error(a, WEB_HTTP_TOO_MANY_REQUESTS, "too_many_captures", err);
     case -ENOSPC:
         return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "too_many_captures",
-                          "the daemon keeps no more captures");
+                          err[0] ? err : "the daemon keeps no more captures");
     default:
         return web__store_error(a, e, "captures");
     }

@@ -263,19 +263,25 @@ def test_ended_and_imported_jobs_refuse_captures(daemon, tmp):
     assert daemon.stats()["captures"]["refused"] == before + 3
 
 
+def made_then_refused(daemon, job, n):
+    """Makes n one-step captures of job (each 201); the next answers 429 too_many_captures.
+    Returns (the n ids, the refusal's message)."""
+    ids = []
+    for _ in range(n):
+        st, doc = post(daemon, job, {"steps": 1})
+        assert st == 201, doc
+        ids.append(doc["id"])
+    st, doc = post(daemon, job, {"steps": 1})
+    assert st == 429 and doc["error"]["code"] == "too_many_captures", doc
+    return ids, doc["error"]["message"]
+
+
 def test_captures_per_job_are_capped(daemons):
     d = daemons("cap", args=["--capture-max-open", "3"])
     c = connect(d, "many")
-    ids = []
-    for _ in range(3):
-        st, doc = post(d, "many", {"steps": 1})
-        assert st == 201, doc
-        ids.append(doc["id"])
-    st, doc = post(d, "many", {"steps": 1})
-    assert st == 429, doc
-    assert doc["error"]["code"] == "too_many_captures"
-    assert "3 captures that have not ended" in doc["error"]["message"]
-    assert "capture_max_open" in doc["error"]["message"]
+    ids, message = made_then_refused(d, "many", 3)
+    assert "3 captures that have not ended" in message
+    assert "capture_max_open" in message
     assert [x["id"] for x in captures(d, "many")] == ids
     assert d.stats()["captures"]["refused"] == 1
     # Another job has its own allowance; an ended capture frees a place.
@@ -288,6 +294,32 @@ def test_captures_per_job_are_capped(daemons):
     assert st == 201, doc
     c.close()
     other.close()
+
+
+def test_captures_kept_per_job_are_bounded(daemons):
+    """Issue 18, item 8: beside the open ones, the captures a job keeps were bounded only by
+    CAPTURE_MAX (100 000) for the whole daemon, kept across restarts, past which every new capture
+    of every job was refused for good. Now a job keeps capture_max_kept (1 000; 3 here): its
+    oldest ended capture is forgotten for a new one, in the store too; while none has ended, a new
+    one is refused (429) naming the option."""
+    d = daemons("kept", args=["--capture-max-kept", "3"])
+    c = connect(d, "kept")
+    ids, message = made_then_refused(d, "kept", 3)
+    assert "capture_max_kept" in message, message
+    for cid in ids:
+        assert next_request(c)["id"] == cid
+    report(c, ids[1], "done")
+    st, doc = post(d, "kept", {"steps": 1})
+    assert st == 201, doc
+    kept = [ids[0], ids[2], doc["id"]]
+    assert [x["id"] for x in captures(d, "kept")] == kept
+    st, _, _ = d.request("/api/v1/jobs/kept/captures/%d" % ids[1])
+    assert st == 404
+    assert d.stats()["captures"]["refused"] == 1
+    c.close()
+    d.stop()
+    d.start()
+    assert [x["id"] for x in captures(d, "kept")] == kept  # forgotten in the store as well
 
 
 def test_pending_capture_whose_session_ends_expires(daemons):

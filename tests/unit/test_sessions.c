@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,20 +187,131 @@ static int count_ranks(void *ud, const struct record_capture_rank *r)
     return 0;
 }
 
+struct forgot {
+    int64_t ids[16];
+    size_t n;
+};
+
+static int note_forget(void *ud, int64_t id)
+{
+    struct forgot *f = ud;
+    ck_assert_uint_lt(f->n, 16);
+    f->ids[f->n++] = id;
+    return 0;
+}
+
+static int never_forget(void *ud, int64_t id)
+{
+    (void)ud;
+    ck_abort_msg("capture %lld forgotten", (long long)id);
+    return 0;
+}
+
+static int refuse_forget(void *ud, int64_t id)
+{
+    (void)ud;
+    (void)id;
+    return -ENOMEM;
+}
+
+static int no_change(void *ud, const struct record_capture *c)
+{
+    (void)ud;
+    (void)c;
+    return 0;
+}
+
+/* The ids of job's captures, in order, as a string "1,2,3". */
+static const char *ids_of(struct capture_reg *reg, int64_t job)
+{
+    static char text[128];
+    struct capture_view *v;
+    size_t n;
+    ck_assert_int_eq(capture_reg_views(reg, job, -1, &v, &n), 0);
+    size_t len = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%lld", i ? "," : "",
+                                (long long)v[i].id);
+    capture_views_free(v, n);
+    return text;
+}
+
+static void end_capture(struct capture_reg *reg, int64_t job, int64_t id)
+{
+    static const char none[] = "";
+    ck_assert_int_eq(capture_reg_report(reg, job, 0, id, CAPTURE_DONE, none, 0, 1 * S), 0);
+}
+
+/* Issue 18, item 8: captures kept had no bound but CAPTURE_MAX for the whole daemon, past which
+ * every new capture of every job was refused for good (the list is kept across restarts). Now a
+ * job keeps max_kept and the registry max_all: past them the oldest ended capture (of the job,
+ * then of any job) is forgotten, its id handed to the store; only when none has ended is a new
+ * one refused. */
+START_TEST(test_registry_forgets_the_oldest_ended_captures)
+{
+    struct sessions *t = sessions_new();
+    struct capture_reg *reg = capture_reg_new(t, 5);
+    struct session a = {1, 7, 0, 11, true}, b = {2, 8, 0, 12, true};
+    ck_assert_int_eq(sessions_open(t, &a), 0);
+    ck_assert_int_eq(sessions_open(t, &b), 0);
+    struct capture_spec spec = spec_of("{\"ranks\":[0],\"steps\":1}");
+    char err[CAPTURE_ERR_MAX] = "";
+    /* job 7 keeps 3: three open ones, a fourth is refused (none has ended) */
+    for (int64_t id = 1; id <= 3; id++)
+        ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 3, 1 * S, NULL, err), id);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 3, 1 * S, NULL, err), -EDQUOT);
+    ck_assert_msg(strstr(err, "keeps 3 captures") && strstr(err, "capture_max_kept"), "%s", err);
+    /* the second ends: it is forgotten for the next, the first (still open) is kept */
+    end_capture(reg, 7, 2);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 3, 1 * S, NULL, err), 4);
+    ck_assert_str_eq(ids_of(reg, 7), "1,3,4");
+    struct forgot f = {.n = 0};
+    capture_reg_collect(reg, no_change, count_ranks, note_forget, &f);
+    ck_assert_uint_eq(f.n, 1);
+    ck_assert_int_eq(f.ids[0], 2);
+    f.n = 0;
+    capture_reg_collect(reg, no_change, count_ranks, note_forget, &f);
+    ck_assert_uint_eq(f.n, 0); /* handed over once */
+
+    /* the registry keeps 5: job 8's two fill it; with none ended, a sixth is refused */
+    ck_assert_int_eq(capture_reg_add(reg, 8, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), 5);
+    ck_assert_int_eq(capture_reg_add(reg, 8, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), 6);
+    ck_assert_int_eq(capture_reg_add(reg, 8, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), -ENOSPC);
+    ck_assert_msg(strstr(err, "keeps 5 captures"), "%s", err);
+    /* job 7's oldest ended one goes for job 8's next: any job's, oldest first */
+    end_capture(reg, 7, 3);
+    end_capture(reg, 7, 1);
+    ck_assert_int_eq(capture_reg_add(reg, 8, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), 7);
+    ck_assert_str_eq(ids_of(reg, 7), "3,4");
+    ck_assert_str_eq(ids_of(reg, 8), "5,6,7");
+    /* a store that cannot take the id now gets it again on the next call */
+    capture_reg_collect(reg, no_change, count_ranks, refuse_forget, &f);
+    capture_reg_collect(reg, no_change, count_ranks, note_forget, &f);
+    ck_assert_uint_eq(f.n, 1);
+    ck_assert_int_eq(f.ids[0], 1);
+
+    capture_reg_free(reg);
+    ck_assert_int_eq(sessions_close(t, 1, NULL), 0);
+    ck_assert_int_eq(sessions_close(t, 2, NULL), 0);
+    sessions_free(t);
+}
+END_TEST
+
 START_TEST(test_registry_follows_the_sessions_table)
 {
     struct sessions *t = sessions_new();
-    struct capture_reg *reg = capture_reg_new(t);
+    struct capture_reg *reg = capture_reg_new(t, 0);
     ck_assert_ptr_nonnull(reg);
     struct capture_spec spec = spec_of("{\"ranks\":[0],\"steps\":2}");
     char err[CAPTURE_ERR_MAX] = "";
     /* no session of the job: refused, and says why */
-    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
     ck_assert_ptr_nonnull(strstr(err, "no session of those ranks is connected"));
     /* a session that cannot capture: refused for that reason */
     struct session plain = {1, 7, 0, 11, false};
     ck_assert_int_eq(sessions_open(t, &plain), 0);
-    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 1 * S, NULL, err), -EHOSTDOWN);
     ck_assert_ptr_nonnull(strstr(err, "can capture"));
     ck_assert_int_eq(sessions_close(t, 1, NULL), 0);
     capture_reg_session_closed(reg, 1, 1 * S);
@@ -207,7 +319,7 @@ START_TEST(test_registry_follows_the_sessions_table)
     struct session s = {2, 7, 0, 12, true};
     ck_assert_int_eq(sessions_open(t, &s), 0);
     struct capture_view *made = NULL;
-    int64_t id = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 2 * S, &made, err);
+    int64_t id = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 2 * S, &made, err);
     ck_assert_int_eq(id, 1);
     ck_assert_ptr_nonnull(made);
     ck_assert_int_eq(made->id, 1);
@@ -234,11 +346,11 @@ START_TEST(test_registry_follows_the_sessions_table)
     ck_assert_str_eq(why, "client disconnected");
     ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_DONE, none, 0, 5 * S), -EALREADY);
     /* and with no session left, a new capture is refused again */
-    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 5 * S, NULL, err), -EHOSTDOWN);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 5 * S, NULL, err), -EHOSTDOWN);
 
     /* a pending part that nobody takes expires after the window */
     ck_assert_int_eq(sessions_open(t, &s), 0);
-    int64_t id2 = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 6 * S, NULL, err);
+    int64_t id2 = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 6 * S, NULL, err);
     ck_assert_int_eq(id2, 2);
     ck_assert_uint_eq(capture_reg_expire(reg, 7 * S, 30 * S), 0);
     ck_assert_uint_eq(capture_reg_expire(reg, 37 * S, 30 * S), 1);
@@ -257,10 +369,10 @@ START_TEST(test_registry_follows_the_sessions_table)
 
     /* what changed goes to the store once */
     int changes = 0;
-    capture_reg_collect(reg, count_changes, count_ranks, &changes);
+    capture_reg_collect(reg, count_changes, count_ranks, never_forget, &changes);
     ck_assert_int_eq(changes, 2);
     changes = 0;
-    capture_reg_collect(reg, count_changes, count_ranks, &changes);
+    capture_reg_collect(reg, count_changes, count_ranks, never_forget, &changes);
     ck_assert_int_eq(changes, 0);
 
     capture_reg_drop_job(reg, 7);
@@ -304,6 +416,7 @@ static Suite *sessions_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("capture registry");
     tcase_add_test(tc, test_registry_follows_the_sessions_table);
+    tcase_add_test(tc, test_registry_forgets_the_oldest_ended_captures);
     tcase_add_test(tc, test_capture_body_arrays);
     suite_add_tcase(s, tc);
     return s;
