@@ -91,7 +91,8 @@ struct daemon {
     struct sessions *sessions; /* the open sessions (sessions.h) */
     int64_t live_published_ns;
     uint64_t live_steps_cursor; /* live_query_changed()'s, for persist_live_steps() */
-    int64_t *changed_ids;       /* [LIVE_JOBS_MAX], persist_live_steps()'s, allocated once */
+    int64_t *changed_ids;       /* persist_live_steps()'s live_query_changed() answer */
+    size_t cap_changed_ids;
     int64_t *rank_ids;          /* [LIVE_RANKS_MAX] */
     int64_t *rank_steps;        /* [LIVE_RANKS_MAX] */
     int64_t captures_expired_ns; /* monotonic time of the last capture_reg_expire() */
@@ -461,20 +462,20 @@ static void on_durable_async(uv_async_t *h)
  * writes only what changed. Loop thread; cheap: one pass per changed job. */
 static void persist_live_steps(struct daemon *d)
 {
-    if (!d->changed_ids) {
-        d->changed_ids = malloc(LIVE_JOBS_MAX * sizeof *d->changed_ids);
+    if (!d->rank_ids) {
         d->rank_ids = malloc(LIVE_RANKS_MAX * sizeof *d->rank_ids);
         d->rank_steps = malloc(LIVE_RANKS_MAX * sizeof *d->rank_steps);
-        if (!d->changed_ids || !d->rank_ids || !d->rank_steps) {
-            free(d->changed_ids);
+        if (!d->rank_ids || !d->rank_steps) {
             free(d->rank_ids);
             free(d->rank_steps);
-            d->changed_ids = d->rank_ids = d->rank_steps = NULL;
+            d->rank_ids = d->rank_steps = NULL;
             return; /* the next publish tries again; the counts are not lost, only later */
         }
     }
     uint64_t cursor = d->live_steps_cursor;
-    size_t n = live_query_changed(d->live, &cursor, d->changed_ids, LIVE_JOBS_MAX);
+    size_t n;
+    if (live_query_changed(d->live, &cursor, &d->changed_ids, &d->cap_changed_ids, &n) < 0)
+        return; /* out of memory: the cursor stays, the next publish tries again */
     for (size_t i = 0; i < n; i++) {
         size_t m = live_query_rank_step_counts(d->live, d->changed_ids[i], d->rank_ids,
                                                d->rank_steps, LIVE_RANKS_MAX);
@@ -486,18 +487,24 @@ static void persist_live_steps(struct daemon *d)
     d->live_steps_cursor = cursor;
 }
 
-/* Publishes live's snapshots now, then evicts past the budget. Loop thread. */
-static void publish_live(struct daemon *d, int64_t now)
+/* Evicts past the budget, a bounded step (LIVE_EVICT_STEP jobs looked at) per flush tick, so
+ * that a burst of jobs to evict never holds the loop (issue 18); returns at once while under
+ * both the byte budget and the job count. Loop thread. */
+static void evict_live(struct daemon *d, int64_t now)
 {
-    d->live_published_ns = now;
-    (void)live_publish(d->live);
-    persist_live_steps(d);
-    /* Returns at once while under both the byte budget and the job count. */
     size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
     STATS_ADD(&d->stats, live_evictions, n);
     atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);
     atomic_store_explicit(&d->stats.live_untracked_jobs, live_untracked_jobs(d->live),
                           memory_order_relaxed);
+}
+
+/* Publishes live's snapshots now. Loop thread. */
+static void publish_live(struct daemon *d, int64_t now)
+{
+    d->live_published_ns = now;
+    (void)live_publish(d->live);
+    persist_live_steps(d);
 }
 
 static void on_flush_timer(uv_timer_t *h)
@@ -520,6 +527,7 @@ static void on_flush_timer(uv_timer_t *h)
         publish_live(d, now);
     else
         (void)live_flush(d->live);
+    evict_live(d, now);
 }
 
 /* Loop thread: a queued reload (web_live_reload()). */

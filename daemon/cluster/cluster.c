@@ -22,6 +22,7 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/log.h"
+#include "../../lib/util.h"
 #include "../core/record.h"
 #include "../live/live.h"
 #include "../live/live_query.h"
@@ -109,8 +110,8 @@ struct cluster {
     struct live *live;
     uint64_t live_cursor;
     int64_t agg_at_ns;
-    int64_t *changed, *fresh;    /* [LIVE_JOBS_MAX] */
-    size_t n_changed;
+    int64_t *changed, *fresh;    /* grown as needed (live_query_changed()) */
+    size_t n_changed, cap_changed, cap_fresh;
     int64_t *rank_ids, *rank_steps; /* [LIVE_RANKS_MAX] */
     struct agg_mark *marks, *next_marks;
     size_t n_marks, cap_marks, n_next, cap_next;
@@ -760,9 +761,18 @@ static int ship_aggregates(struct cluster *c, char *err)
     int64_t deletes = 0;
     if (store_ship_deletes_pending(c->ship, c->cur.del, &deletes) == 0 && deletes > 0)
         return 0; /* a job of the same name may be among them: after the deletes */
-    size_t n = live_query_changed(c->live, &c->live_cursor, c->fresh, LIVE_JOBS_MAX);
-    for (size_t i = 0; i < n && c->n_changed < LIVE_JOBS_MAX; i++)
-        c->changed[c->n_changed++] = c->fresh[i];
+    size_t n;
+    uint64_t cursor = c->live_cursor;
+    if (live_query_changed(c->live, &cursor, &c->fresh, &c->cap_fresh, &n) < 0 ||
+        util_grow((void **)&c->changed, &c->cap_changed, c->n_changed + n,
+                  sizeof *c->changed) < 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "out of memory"); /* the cursor stays: asked again */
+        return -1;
+    }
+    c->live_cursor = cursor;
+    if (n > 0) /* both NULL before the first change */
+        memcpy(c->changed + c->n_changed, c->fresh, n * sizeof *c->changed);
+    c->n_changed += n;
     if (c->n_changed == 0)
         return 0;
     qsort(c->changed, c->n_changed, sizeof *c->changed, cmp_i64);
@@ -783,7 +793,7 @@ static int ship_aggregates(struct cluster *c, char *err)
             return -1;
         }
         if (stale)
-            c->fresh[keep++] = c->changed[i];
+            c->changed[keep++] = c->changed[i]; /* keep <= i: in place */
     }
     if (c->agg_rows > 0) {
         if (c->gzip && rb_gzip(c->agg.p, c->agg.len, &c->gz) < 0) {
@@ -799,7 +809,6 @@ static int ship_aggregates(struct cluster *c, char *err)
     for (size_t i = 0; i < c->n_next; i++)
         if (mark_push(&c->marks, &c->n_marks, &c->cap_marks, c->next_marks[i]) < 0)
             break; /* out of memory: those ranks are sent whole again next time, harmlessly */
-    memcpy(c->changed, c->fresh, keep * sizeof *c->changed);
     c->n_changed = keep;
     return 0;
 }
@@ -946,12 +955,10 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
     c->multi = curl_multi_init();
     c->live = cfg->live;
     if (c->live) {
-        c->changed = malloc(LIVE_JOBS_MAX * sizeof *c->changed);
-        c->fresh = malloc(LIVE_JOBS_MAX * sizeof *c->fresh);
         c->rank_ids = malloc(LIVE_RANKS_MAX * sizeof *c->rank_ids);
         c->rank_steps = malloc(LIVE_RANKS_MAX * sizeof *c->rank_steps);
     }
-    bool agg_ok = !c->live || (c->changed && c->fresh && c->rank_ids && c->rank_steps);
+    bool agg_ok = !c->live || (c->rank_ids && c->rank_steps);
     if (!agg_ok || !c->multi || !c->url || !c->target || !c->node || !c->user || !c->password || !c->curl) {
         cluster_free(c);
         curl_global_cleanup();

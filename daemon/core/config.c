@@ -232,7 +232,7 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
     if (strcmp(key, "live_max_bytes") == 0)
         return U64(live_max_bytes, 0, UINT64_MAX / 4);
     if (strcmp(key, "live_max_jobs") == 0)
-        return U64(live_max_jobs, 8, 65536);
+        return U64(live_max_jobs, 8, 16777216); /* LIVE_JOBS_LIMIT (live.h) */
     if (strcmp(key, "http_threads") == 0)
         return U64(http_threads, 1, 256);
     if (strcmp(key, "http_max_connections") == 0)

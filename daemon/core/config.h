@@ -39,7 +39,7 @@ struct config {
     uint64_t retention_bytes_per_job; /* stored timeline bytes per job before the oldest go */
     uint64_t min_free_bytes;          /* data dir's file system: less free is a degraded health */
     uint64_t live_max_bytes;          /* live state budget; ended jobs past it are evicted */
-    uint64_t live_max_jobs;           /* jobs analysed live at once (LIVE_JOBS_MAX at most) */
+    uint64_t live_max_jobs;           /* jobs analysed live at once (8 to 16 777 216, LIVE_JOBS_LIMIT) */
     uint64_t http_threads;            /* libmicrohttpd thread pool size */
     uint64_t http_max_connections;    /* concurrent HTTP connections */
     uint64_t http_timeout_s;          /* idle HTTP connections are closed after this */

@@ -2,8 +2,9 @@
 /*
  * live: per-job, per-rank aggregates of the records main.c feeds on the loop thread, and the
  * snapshots HTTP threads read (live.h has the contract, live_int.h the layouts). This file holds
- * the state's life: creating and freeing it, finding or adding a job and its FP/BP overrides.
- * The rest is by concern: live_intern.c (the (name, cat) and (pid, tid) tables), live_feed.c
+ * the state's life: creating and freeing it, finding or adding a job (through live_index.c's
+ * id map) and its FP/BP overrides, and the jobs' LRU list. The rest is by concern:
+ * live_index.c (job id -> position maps), live_intern.c (the (name, cat) and (pid, tid) tables), live_feed.c
  * (live_feed(): records in, spans batched), live_flush.c (a batch's self time and step filing),
  * live_steps.c (the steps, their spans and FP/BP points), live_snapshot.c (building and
  * publishing snapshots), live_account.c (the bytes a job holds), live_evict.c (eviction,
@@ -46,11 +47,11 @@ struct live *live_new_config(const struct live_config *cfg)
     if (!lv)
         return NULL;
     bool oom = false;
-    lv->max_jobs = LIVE_JOBS_MAX;
+    lv->max_jobs = LIVE_JOBS_DEFAULT;
     lv->bd_max_import = LIVE_BD_SPANS_MAX;
     if (cfg) {
-        if (cfg->max_jobs > 0 && cfg->max_jobs < LIVE_JOBS_MAX)
-            lv->max_jobs = cfg->max_jobs;
+        if (cfg->max_jobs > 0)
+            lv->max_jobs = cfg->max_jobs < LIVE_JOBS_LIMIT ? cfg->max_jobs : LIVE_JOBS_LIMIT;
         lv->rules = cfg->rules;
         /* Whole chunks, and never fewer than any job keeps. */
         size_t n = (size_t)(cfg->bd_import_bytes / sizeof(struct live_bd_span));
@@ -116,8 +117,11 @@ void live_free(struct live *lv)
     for (size_t i = 0; i < lv->n_jobs; i++)
         live__job_free(lv->jobs[i]);
     free(lv->jobs);
-    free(lv->job_ids);
+    live__index_done(&lv->job_index);
     free(lv->untracked);
+    live__index_done(&lv->untracked_index);
+    live__index_done(&lv->pub_index);
+    live__index_done(&lv->evicted_index);
     for (size_t i = 0; i < lv->n_pub; i++)
         live_snapshot_put(lv->pub[i].snap);
     free(lv->pub);
@@ -145,13 +149,40 @@ int64_t live__stamp(struct live *lv)
     return v;
 }
 
+static void lru_unlink(struct live *lv, struct live_job *j)
+{
+    if (j->lru_prev)
+        j->lru_prev->lru_next = j->lru_next;
+    else if (lv->lru_head == j)
+        lv->lru_head = j->lru_next;
+    if (j->lru_next)
+        j->lru_next->lru_prev = j->lru_prev;
+    else if (lv->lru_tail == j)
+        lv->lru_tail = j->lru_prev;
+    j->lru_prev = j->lru_next = NULL;
+}
+
+void live__lru_touch(struct live *lv, struct live_job *j, int64_t lru_ns)
+{
+    j->lru_ns = lru_ns;
+    if (lv->lru_tail == j)
+        return;
+    lru_unlink(lv, j);
+    j->lru_prev = lv->lru_tail;
+    if (lv->lru_tail)
+        lv->lru_tail->lru_next = j;
+    else
+        lv->lru_head = j;
+    lv->lru_tail = j;
+}
+
 struct live_job *live__job_get(struct live *lv, int64_t id)
 {
     if (lv->last && lv->last->id == id)
         return lv->last;
-    for (size_t i = 0; i < lv->n_jobs; i++)
-        if (lv->job_ids[i] == id)
-            return lv->last = lv->jobs[i];
+    ptrdiff_t i = live__index_get(&lv->job_index, id);
+    if (i >= 0)
+        return lv->last = lv->jobs[i];
     /* Past max_jobs a new job is refused, and stays refused (its analysis would lack what came
      * before): counted, and its answers say so (live_is_untracked()). A refused job is not
      * evicted, so it is not reloaded either; a restart replays it if there is room then. */
@@ -161,19 +192,40 @@ struct live_job *live__job_get(struct live *lv, int64_t id)
         live__untrack(lv, id);
         return NULL;
     }
-    if (util_grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0 ||
-        util_grow((void **)&lv->job_ids, &lv->cap_job_ids, lv->n_jobs + 1,
-                   sizeof *lv->job_ids) < 0)
+    if (util_grow((void **)&lv->jobs, &lv->cap_jobs, lv->n_jobs + 1, sizeof *lv->jobs) < 0)
         return NULL;
     struct live_job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
+    if (live__index_put(&lv->job_index, id, lv->n_jobs) < 0) {
+        free(j);
+        return NULL;
+    }
     j->id = id;
     j->used_ns = live__stamp(lv);
-    lv->job_ids[lv->n_jobs] = id;
+    live__lru_touch(lv, j, j->used_ns);
     j->bd_max = LIVE_BD_SPANS_MAX;
     lv->jobs[lv->n_jobs++] = j;
     return lv->last = j;
+}
+
+/* Removes j from lv's jobs and frees it (its accounted bytes leave lv->bytes). Loop thread. */
+void live__job_remove(struct live *lv, struct live_job *j)
+{
+    ptrdiff_t i = live__index_get(&lv->job_index, j->id);
+    if (i < 0)
+        return;
+    if (lv->last == j)
+        lv->last = NULL;
+    lru_unlink(lv, j);
+    atomic_fetch_sub_explicit(&lv->bytes, j->bytes, memory_order_relaxed);
+    live__index_del(&lv->job_index, j->id);
+    lv->n_jobs--;
+    if ((size_t)i < lv->n_jobs) {
+        lv->jobs[i] = lv->jobs[lv->n_jobs];
+        (void)live__index_put(&lv->job_index, lv->jobs[i]->id, (size_t)i); /* present: no growth */
+    }
+    live__job_free(j);
 }
 
 size_t live_jobs(const struct live *lv)

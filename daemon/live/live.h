@@ -39,9 +39,10 @@
 
 #include "../core/record.h"
 
-#define LIVE_JOBS_MAX 65536         /* jobs tracked at most (live_config.max_jobs, default); a
+#define LIVE_JOBS_DEFAULT 65536     /* jobs tracked at most by default (live_config.max_jobs); a
                                        job past it is refused, counted and says so
-                                       (live_is_untracked()) */
+                                       (live_is_untracked()); no array has this size */
+#define LIVE_JOBS_LIMIT (1 << 24)   /* the largest live_config.max_jobs (config live_max_jobs) */
 #define LIVE_UNTRACKED_LIST 65536   /* refused job ids remembered; all are counted */
 #define LIVE_RANKS_MAX 4096         /* ranks per job */
 #define LIVE_OPS_MAX 8192           /* distinct (name, cat) per job; later ones fold into "Other" */
@@ -72,8 +73,9 @@ struct live_config {
     const char *fp_point;              /* daemon-wide FP/BP override (config fp_point/bp_point,
                                           origin "config"); copied; NULL or "" = none */
     const char *bp_point;
-    size_t max_jobs;                   /* jobs tracked at most (config live_max_jobs); 0 or more
-                                          than LIVE_JOBS_MAX: LIVE_JOBS_MAX */
+    size_t max_jobs;                   /* jobs tracked at most (config live_max_jobs); 0:
+                                          LIVE_JOBS_DEFAULT; more than LIVE_JOBS_LIMIT:
+                                          LIVE_JOBS_LIMIT */
     uint64_t bd_import_bytes;          /* breakdown spans each rank of an imported job keeps, in
                                           bytes (40 a span; whole chunks): an imported trace is
                                           analysed whole up to this; 0, or less than
@@ -125,6 +127,7 @@ uint64_t live_bytes(const struct live *lv);
 uint64_t live_job_bytes(const struct live *lv, int64_t job_id);
 
 #define LIVE_EVICT_GRACE_NS (2LL * 1000 * 1000 * 1000) /* jobs used this recently stay */
+#define LIVE_EVICT_STEP 256 /* jobs one live_evict() call looks at, at most */
 
 /* Jobs in memory now. Loop thread. */
 size_t live_jobs(const struct live *lv);
@@ -136,8 +139,12 @@ uint64_t live_untracked_jobs(const struct live *lv);
  * max_jobs - max_jobs / 8 jobs are in memory (so new jobs find room): only jobs that
  * can_evict(ud, job_id) allows (main.c: no open session, every record committed) and that were
  * not fed or ensured in the LIVE_EVICT_GRACE_NS before now_ns (clock_mono_ns()). An evicted
- * job is dropped as by live_drop_job() and remembered as evicted. Loop thread. Returns the
- * number of jobs evicted. */
+ * job is dropped as by live_drop_job() and remembered as evicted. Incremental: one call looks
+ * at LIVE_EVICT_STEP jobs at most, O(1) each on average, whatever the number of jobs, so the
+ * caller calls it at every turn of its loop (it returns at once under both limits). The order
+ * is by feed; a job read since (live_ensure()) or kept by can_evict() is moved behind the
+ * others instead, so it is asked again only after the ones used before it. Loop thread.
+ * Returns the number of jobs evicted. */
 size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
                   bool (*can_evict)(void *ud, int64_t job_id), void *ud);
 

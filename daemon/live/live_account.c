@@ -30,16 +30,13 @@ static size_t rank_bytes(const struct live_rank *rk)
                                                     sizeof *rk->queues[i].samples;
     if (rk->pipe)
         b += sizeof *rk->pipe + rk->pipe->p.cap_values * sizeof *rk->pipe->p.values;
-    /* The breakdown chunks: the full ones whole, the last as far as it is written, in pages. A
-     * chunk (LIVE_BD_CHUNK spans, 320 KiB) is malloc()'d whole but its pages are touched only as
-     * spans are appended, so charging its capacity charged a one-event job 100 times what it
-     * holds and filled the budget at ~3 200 small jobs (issue 18). */
+    /* The breakdown chunks: the full ones (LIVE_BD_CHUNK spans, 320 KiB each), and the last
+     * at its capacity, which starts at LIVE_BD_CHUNK_FIRST spans and grows fourfold (a one-event
+     * job was charged a whole chunk, 337 KB, and filled the budget at ~3 200 jobs; issue 18). */
     b += rk->bd.cap_chunks * sizeof *rk->bd.chunks;
-    if (rk->bd.n_chunks > 0) {
-        const struct live_bd_chunk *last = rk->bd.chunks[rk->bd.n_chunks - 1];
-        size_t used = offsetof(struct live_bd_chunk, v) + last->n * sizeof last->v[0];
-        b += (rk->bd.n_chunks - 1) * sizeof **rk->bd.chunks + (used + 4095) / 4096 * 4096;
-    }
+    if (rk->bd.n_chunks > 0)
+        b += (rk->bd.n_chunks - 1) * LIVE_BD_CHUNK_BYTES(LIVE_BD_CHUNK) +
+             LIVE_BD_CHUNK_BYTES(rk->bd.chunks[rk->bd.n_chunks - 1]->cap);
     return b;
 }
 
@@ -75,8 +72,6 @@ uint64_t live_bytes(const struct live *lv)
 
 uint64_t live_job_bytes(const struct live *lv, int64_t job_id)
 {
-    for (size_t i = 0; i < lv->n_jobs; i++)
-        if (lv->job_ids[i] == job_id)
-            return lv->jobs[i]->bytes;
-    return 0;
+    ptrdiff_t i = live__index_get(&lv->job_index, job_id);
+    return i >= 0 ? lv->jobs[i]->bytes : 0;
 }

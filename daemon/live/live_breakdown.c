@@ -42,9 +42,34 @@ void live__bd_chunk_put(struct live_bd_chunk *ch)
         free(ch);
 }
 
+/* A chunk of cap spans holding a copy of from's (NULL: none). */
+static struct live_bd_chunk *chunk_new(size_t cap, const struct live_bd_chunk *from)
+{
+    struct live_bd_chunk *ch = malloc(LIVE_BD_CHUNK_BYTES(cap));
+    if (!ch)
+        return NULL;
+    atomic_init(&ch->refs, 1);
+    ch->cap = cap;
+    ch->n = from ? from->n : 0;
+    if (from)
+        memcpy(ch->v, from->v, from->n * sizeof *ch->v);
+    return ch;
+}
+
 int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp)
 {
     struct live_bd_chunk *last = bd->n_chunks ? bd->chunks[bd->n_chunks - 1] : NULL;
+    if (last && last->n == last->cap && last->cap < LIVE_BD_CHUNK) {
+        /* Outgrown: a copy four times larger replaces it; the snapshots that show the old one
+         * keep their reference to it (they read its first n, which the copy has too). */
+        size_t cap = last->cap * 4 < LIVE_BD_CHUNK ? last->cap * 4 : LIVE_BD_CHUNK;
+        struct live_bd_chunk *ch = chunk_new(cap, last);
+        if (!ch)
+            return -ENOMEM;
+        bd->chunks[bd->n_chunks - 1] = ch;
+        live__bd_chunk_put(last);
+        last = ch;
+    }
     if (!last || last->n == LIVE_BD_CHUNK) {
         if (bd->n_chunks * LIVE_BD_CHUNK >= (bd->max_spans ? bd->max_spans : LIVE_BD_SPANS_MAX)) {
             struct live_bd_chunk *old = bd->chunks[0];
@@ -64,11 +89,10 @@ int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp)
             bd->chunks = v;
             bd->cap_chunks = cap;
         }
-        last = malloc(sizeof *last);
+        /* The first chunk starts small; the later ones follow a full one, so are full-sized. */
+        last = chunk_new(bd->n_chunks == 0 ? LIVE_BD_CHUNK_FIRST : LIVE_BD_CHUNK, NULL);
         if (!last)
             return -ENOMEM;
-        atomic_init(&last->refs, 1);
-        last->n = 0;
         bd->chunks[bd->n_chunks++] = last;
     }
     last->v[last->n++] = *sp;

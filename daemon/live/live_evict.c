@@ -13,72 +13,85 @@
 /* Index of job_id in lv->evicted, or -1. Under lv->lock. */
 ptrdiff_t live__evicted_find(const struct live *lv, int64_t job_id)
 {
-    for (size_t i = 0; i < lv->n_evicted; i++)
-        if (lv->evicted[i].job_id == job_id)
-            return (ptrdiff_t)i;
-    return -1;
+    return live__index_get(&lv->evicted_index, job_id);
+}
+
+ptrdiff_t live__pub_find(const struct live *lv, int64_t job_id)
+{
+    return live__index_get(&lv->pub_index, job_id);
+}
+
+/* Removes lv->evicted[e], the last one taking its place. Under lv->lock. */
+static void evicted_remove(struct live *lv, size_t e)
+{
+    live__index_del(&lv->evicted_index, lv->evicted[e].job_id);
+    if (e < --lv->n_evicted) {
+        lv->evicted[e] = lv->evicted[lv->n_evicted];
+        (void)live__index_put(&lv->evicted_index, lv->evicted[e].job_id, e); /* present */
+    }
+}
+
+/* Removes lv->untracked[u], the last one taking its place. Under lv->lock. */
+static void untracked_remove(struct live *lv, size_t u)
+{
+    live__index_del(&lv->untracked_index, lv->untracked[u]);
+    if (u < --lv->n_untracked_list) {
+        lv->untracked[u] = lv->untracked[lv->n_untracked_list];
+        (void)live__index_put(&lv->untracked_index, lv->untracked[u], u); /* present */
+    }
 }
 
 /* Drops job_id's state and published snapshot; marks it evicted (mark) or forgets any mark.
  * Under the snapshot mutex, in one step, a publication used after used_before is kept
  * (-EBUSY: a reader's live_ensure() raced the eviction) and so is everything when the mark
- * cannot be kept (-ENOMEM); a reader sees the snapshot or the mark, never neither. */
+ * cannot be kept (-ENOMEM); a reader sees the snapshot or the mark, never neither. O(1) on
+ * average: every list is found through its index. */
 static int drop_job(struct live *lv, int64_t job_id, bool mark, int64_t used_before)
 {
     struct live_snapshot *old = NULL;
     pthread_mutex_lock(&lv->lock);
-    size_t k = 0;
-    while (k < lv->n_pub && lv->pub[k].job_id != job_id)
-        k++;
-    if (k < lv->n_pub && lv->pub[k].used_ns > used_before) {
+    ptrdiff_t k = live__pub_find(lv, job_id);
+    if (k >= 0 && lv->pub[k].used_ns > used_before) {
         pthread_mutex_unlock(&lv->lock);
         return -EBUSY;
     }
     ptrdiff_t e = live__evicted_find(lv, job_id);
     if (mark && e < 0 &&
-        util_grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
-                   sizeof *lv->evicted) < 0) {
+        (util_grow((void **)&lv->evicted, &lv->cap_evicted, lv->n_evicted + 1,
+                   sizeof *lv->evicted) < 0 ||
+         live__index_put(&lv->evicted_index, job_id, lv->n_evicted) < 0)) {
         pthread_mutex_unlock(&lv->lock);
         return -ENOMEM;
     }
-    if (k < lv->n_pub) {
+    if (k >= 0) {
         old = lv->pub[k].snap;
-        lv->pub[k] = lv->pub[--lv->n_pub];
+        live__index_del(&lv->pub_index, job_id);
+        if ((size_t)k < --lv->n_pub) {
+            lv->pub[k] = lv->pub[lv->n_pub];
+            (void)live__index_put(&lv->pub_index, lv->pub[k].job_id, (size_t)k); /* present */
+        }
     }
     if (!mark && e >= 0)
-        lv->evicted[e] = lv->evicted[--lv->n_evicted];
+        evicted_remove(lv, (size_t)e);
     else if (mark && e < 0)
         lv->evicted[lv->n_evicted++] = (struct live_evicted){job_id, live__snap_steps(old, -1)};
-    if (!mark) /* a deleted job is forgotten as refused too */
-        for (size_t u = 0; u < lv->n_untracked_list; u++)
-            if (lv->untracked[u] == job_id) {
-                lv->untracked[u] = lv->untracked[--lv->n_untracked_list];
-                break;
-            }
+    if (!mark) { /* a deleted job is forgotten as refused too */
+        ptrdiff_t u = live__index_get(&lv->untracked_index, job_id);
+        if (u >= 0)
+            untracked_remove(lv, (size_t)u);
+    }
     pthread_mutex_unlock(&lv->lock);
     live_snapshot_put(old);
-    for (size_t i = 0; i < lv->n_jobs; i++) {
-        if (lv->job_ids[i] != job_id)
-            continue;
-        if (lv->last == lv->jobs[i])
-            lv->last = NULL;
-        atomic_fetch_sub_explicit(&lv->bytes, lv->jobs[i]->bytes, memory_order_relaxed);
-        live__job_free(lv->jobs[i]);
-        lv->n_jobs--;
-        lv->jobs[i] = lv->jobs[lv->n_jobs];
-        lv->job_ids[i] = lv->job_ids[lv->n_jobs];
-        break;
-    }
+    ptrdiff_t i = live__index_get(&lv->job_index, job_id);
+    if (i >= 0)
+        live__job_remove(lv, lv->jobs[i]);
     return 0;
 }
 
 /* Whether job_id was refused past max_jobs. Under lv->lock. */
 static bool untracked_has(const struct live *lv, int64_t job_id)
 {
-    for (size_t u = 0; u < lv->n_untracked_list; u++)
-        if (lv->untracked[u] == job_id)
-            return true;
-    return false;
+    return live__index_get(&lv->untracked_index, job_id) >= 0;
 }
 
 /* Notes job_id as refused (once). Loop thread. */
@@ -89,7 +102,8 @@ void live__untrack(struct live *lv, int64_t job_id)
         atomic_fetch_add_explicit(&lv->n_untracked, 1, memory_order_relaxed);
         if (lv->n_untracked_list < LIVE_UNTRACKED_LIST &&
             util_grow((void **)&lv->untracked, &lv->cap_untracked, lv->n_untracked_list + 1,
-                       sizeof *lv->untracked) == 0)
+                       sizeof *lv->untracked) == 0 &&
+            live__index_put(&lv->untracked_index, job_id, lv->n_untracked_list) == 0)
             lv->untracked[lv->n_untracked_list++] = job_id;
     }
     pthread_mutex_unlock(&lv->lock);
@@ -115,73 +129,53 @@ void live_drop_job(struct live *lv, int64_t job_id)
     (void)drop_job(lv, job_id, false, INT64_MAX);
 }
 
-/* A job's last use, for the LRU order. */
-struct lru {
-    int64_t used;
-    int64_t id;
-};
-
-static int cmp_lru_id(const void *a, const void *b)
+/* Whether live_evict() has work: over the byte budget, or over 7/8 of max_jobs. */
+static bool evict_pending(const struct live *lv, uint64_t budget)
 {
-    const struct lru *x = a, *y = b;
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-static int cmp_lru_used(const void *a, const void *b)
-{
-    const struct lru *x = a, *y = b;
-    if (x->used != y->used)
-        return x->used < y->used ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    return lv->n_jobs > 0 &&
+           (live_bytes(lv) > budget || lv->n_jobs > lv->max_jobs - lv->max_jobs / 8);
 }
 
 size_t live_evict(struct live *lv, uint64_t budget, int64_t now_ns,
                   bool (*can_evict)(void *ud, int64_t job_id), void *ud)
 {
-    size_t keep = lv->max_jobs - lv->max_jobs / 8; /* room for new jobs between two calls */
-    if ((live_bytes(lv) <= budget && lv->n_jobs <= keep) || lv->n_jobs == 0)
-        return 0;
-    /* One pass per call: each job's last use (its feed stamp, or a reader's live_ensure() of its
-     * snapshot), the jobs past the grace sorted oldest first, then evicted in that order while
-     * over the budget. O(n log n) a call; it was a scan of every job, and for each of every
-     * snapshot, per job evicted (at 3 200 jobs on the loop: hello->ack of 1.4-2 s, issue 18). */
-    struct lru *pubs = NULL, *cand = malloc(lv->n_jobs * sizeof *cand);
-    pthread_mutex_lock(&lv->lock);
-    size_t n_pubs = lv->n_pub;
-    if (n_pubs > 0 && (pubs = malloc(n_pubs * sizeof *pubs)) != NULL)
-        for (size_t k = 0; k < n_pubs; k++)
-            pubs[k] = (struct lru){lv->pub[k].used_ns, lv->pub[k].job_id};
-    pthread_mutex_unlock(&lv->lock);
-    if (!cand || (n_pubs > 0 && !pubs)) {
-        free(cand);
-        free(pubs);
-        return 0;
-    }
-    qsort(pubs, n_pubs, sizeof *pubs, cmp_lru_id);
-    size_t m = 0;
-    for (size_t i = 0; i < lv->n_jobs; i++) {
-        const struct live_job *j = lv->jobs[i];
-        struct lru key = {0, j->id};
-        const struct lru *p = n_pubs ? bsearch(&key, pubs, n_pubs, sizeof *pubs, cmp_lru_id) : NULL;
-        int64_t used = p && p->used > j->used_ns ? p->used : j->used_ns;
-        if (used <= now_ns - LIVE_EVICT_GRACE_NS)
-            cand[m++] = (struct lru){used, j->id};
-    }
-    free(pubs);
-    qsort(cand, m, sizeof *cand, cmp_lru_used);
-    size_t n = 0;
-    for (size_t k = 0; k < m && (live_bytes(lv) > budget || lv->n_jobs > keep); k++) {
-        if (!can_evict(ud, cand[k].id))
+    /* The jobs in the order of their last use, oldest first (live.lru): a feed moves its job to
+     * the tail, so the victims are at the head, found in O(1) each. A reader's use
+     * (live_ensure(), which runs on HTTP threads and cannot move loop state) is seen here: such
+     * a job goes to the tail, placed at that use, instead of going. So does a job the caller
+     * keeps, placed now, so that it is asked again only once its grace has passed. At most
+     * LIVE_EVICT_STEP jobs are looked at per call, so a call costs a bounded time whatever the
+     * number of jobs; the caller calls again at its next turn. It used to sort every
+     * job per call and scan every list per job evicted: at 3 200 jobs hello->ack took seconds,
+     * and a burst of thousands of jobs ending at once held the loop for as long (issue 18). */
+    size_t n = 0, seen = 0, limit = lv->n_jobs < LIVE_EVICT_STEP ? lv->n_jobs : LIVE_EVICT_STEP;
+    int64_t horizon = now_ns - LIVE_EVICT_GRACE_NS;
+    while (seen++ < limit && evict_pending(lv, budget)) {
+        struct live_job *j = lv->lru_head;
+        if (j->lru_ns > horizon)
+            break; /* the rest were placed later still: within the grace */
+        pthread_mutex_lock(&lv->lock);
+        ptrdiff_t k = live__pub_find(lv, j->id);
+        int64_t read = k >= 0 ? lv->pub[k].used_ns : 0;
+        pthread_mutex_unlock(&lv->lock);
+        if (read > j->lru_ns) { /* read since it was placed: its place is at that read */
+            live__lru_touch(lv, j, read);
             continue;
-        /* -EBUSY: used since the copy (a reader's live_ensure()), so it stays; -ENOMEM: nothing
-         * more can be marked, so nothing more goes. */
-        int r = drop_job(lv, cand[k].id, true, now_ns - LIVE_EVICT_GRACE_NS);
+        }
+        if (!can_evict(ud, j->id)) {
+            live__lru_touch(lv, j, live__stamp(lv));
+            continue;
+        }
+        /* -EBUSY: read since the look above, so it stays (and is placed later); -ENOMEM:
+         * nothing more can be marked, so nothing more goes. */
+        int r = drop_job(lv, j->id, true, horizon);
         if (r == -ENOMEM)
             break;
-        if (r == 0)
+        if (r == -EBUSY)
+            live__lru_touch(lv, j, live__stamp(lv));
+        else
             n++;
     }
-    free(cand);
     return n;
 }
 
@@ -203,7 +197,7 @@ void live_reload_done(struct live *lv, int64_t job_id)
     pthread_mutex_lock(&lv->lock);
     ptrdiff_t e = live__evicted_find(lv, job_id);
     if (e >= 0)
-        lv->evicted[e] = lv->evicted[--lv->n_evicted];
+        evicted_remove(lv, (size_t)e);
     pthread_mutex_unlock(&lv->lock);
 }
 
@@ -217,14 +211,11 @@ void live_set_reload(struct live *lv, live_reload_fn fn, void *ud)
 static bool touch(struct live *lv, int64_t job_id, bool *ret_evicted)
 {
     int64_t now = live__stamp(lv);
-    bool found = false;
     pthread_mutex_lock(&lv->lock);
-    for (size_t k = 0; k < lv->n_pub && !found; k++) {
-        if (lv->pub[k].job_id == job_id) {
-            lv->pub[k].used_ns = now;
-            found = true;
-        }
-    }
+    ptrdiff_t k = live__pub_find(lv, job_id);
+    bool found = k >= 0;
+    if (found)
+        lv->pub[k].used_ns = now;
     *ret_evicted = !found && live__evicted_find(lv, job_id) >= 0;
     pthread_mutex_unlock(&lv->lock);
     return found;

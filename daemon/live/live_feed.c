@@ -146,6 +146,7 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
     }
     j->dirty = true;
     j->used_ns = live__stamp(lv);
+    live__lru_touch(lv, j, j->used_ns);
     if (util_grow((void **)&rk->batch, &rk->cap_batch, rk->n_batch + n, sizeof *rk->batch) < 0) {
         rk->c.dropped += (int64_t)n;
         return -ENOMEM;

@@ -111,14 +111,22 @@ struct live_bd_span {
     uint8_t role;        /* enum analyse_role */
 };
 
-/* LIVE_BD_CHUNK spans, appended on the loop thread and never changed below n: a snapshot that
- * saw n spans reads [0, n) while the loop appends after them, and keeps its own reference, so a
- * chunk the loop evicts stays valid for the snapshots that show it. */
+/* Up to LIVE_BD_CHUNK spans, appended on the loop thread and never changed below n: a snapshot
+ * that saw n spans reads [0, n) while the loop appends after them, and keeps its own reference,
+ * so a chunk the loop evicts or outgrows stays valid for the snapshots that show it. A rank's
+ * last chunk starts at LIVE_BD_CHUNK_FIRST spans and is replaced by a copy four times larger
+ * when full, up to LIVE_BD_CHUNK (the others are full, LIVE_BD_CHUNK each): a job of a few
+ * events holds a few KiB, not 320 (issue 18). */
 struct live_bd_chunk {
     atomic_int refs;
-    size_t n; /* loop thread only; snapshots keep the count they saw */
-    struct live_bd_span v[LIVE_BD_CHUNK];
+    size_t n;   /* loop thread only; snapshots keep the count they saw */
+    size_t cap; /* spans v holds: LIVE_BD_CHUNK_FIRST * 4^k, at most LIVE_BD_CHUNK */
+    struct live_bd_span v[];
 };
+
+#define LIVE_BD_CHUNK_FIRST 64
+/* The bytes of a chunk of cap spans. */
+#define LIVE_BD_CHUNK_BYTES(cap) (offsetof(struct live_bd_chunk, v) + (cap) * sizeof(struct live_bd_span))
 
 void live__bd_chunk_put(struct live_bd_chunk *ch);
 
@@ -326,6 +334,8 @@ struct live_job {
     bool dirty;               /* fed since the last publish */
     uint64_t bytes;           /* accounted at the last publish (job_bytes()) */
     int64_t used_ns;          /* last fed (stamp()) */
+    struct live_job *lru_prev, *lru_next; /* live.lru: by lru_ns, oldest first */
+    int64_t lru_ns;           /* its place in live.lru: used_ns, or a later use (live_evict()) */
     char env[6][RECORD_NAME_MAX + 1]; /* live_job_env()'s fields, in its order; "" = not set */
     size_t bd_max;            /* breakdown spans each rank keeps (live_bd.max_spans) */
 };
@@ -344,20 +354,37 @@ struct live_evicted {
     int64_t steps;
 };
 
+/* A map of job ids to positions in one of live's lists (live_index.c): O(1) on average. */
+struct live_index {
+    int64_t *keys;
+    uint32_t *pos;            /* position + 1; 0 = empty slot */
+    size_t cap;               /* slots, a power of two (0 before the first put) */
+    size_t n;
+};
+
+/* key's position, or -1. */
+ptrdiff_t live__index_get(const struct live_index *x, int64_t key);
+/* Sets key's position (adding key). Returns 0 or -ENOMEM (nothing changed). */
+int live__index_put(struct live_index *x, int64_t key, size_t pos);
+/* Removes key (if there). */
+void live__index_del(struct live_index *x, int64_t key);
+void live__index_done(struct live_index *x);
+
 struct live {
     struct live_job **jobs;
-    int64_t *job_ids;         /* jobs[i]->id, contiguous: job_get() scans these */
     size_t n_jobs;
     size_t cap_jobs;
-    size_t cap_job_ids;
+    struct live_index job_index; /* id -> position in jobs */
+    struct live_job *lru_head, *lru_tail; /* every job, least recently placed first (lru_ns) */
     size_t max_jobs;          /* live_config.max_jobs; past it a new job is refused */
     int64_t *untracked;       /* ids of the jobs refused past max_jobs (under lock), at most
                                  LIVE_UNTRACKED_LIST; n_untracked counts them all */
     size_t n_untracked_list;
     size_t cap_untracked;
+    struct live_index untracked_index; /* id -> position in untracked (under lock) */
     _Atomic uint64_t n_untracked;
     struct live_job *last;
-    int64_t dropped;          /* records of jobs past LIVE_JOBS_MAX or lost to OOM */
+    int64_t dropped;          /* records of jobs refused past max_jobs or lost to OOM */
     struct analyse_span *scratch; /* FP/BP derivation */
     size_t cap_scratch;
     uint8_t *scratch_bits;        /* the name bits of scratch's spans */
@@ -370,6 +397,7 @@ struct live {
     uint64_t pub_seq;         /* publications so far (live_query_changed()) */
     struct live_pub *pub;
     size_t n_pub;
+    struct live_index pub_index; /* job id -> position in pub (under lock) */
     uint64_t pub_serial;  /* serials handed to published snapshots (under lock) */
     size_t cap_pub;
     _Atomic uint64_t bytes;   /* sum of the jobs' accounted bytes */
@@ -377,6 +405,7 @@ struct live {
     struct live_evicted *evicted; /* evicted jobs, unordered (under lock) */
     size_t n_evicted;
     size_t cap_evicted;
+    struct live_index evicted_index; /* job id -> position in evicted (under lock) */
     live_reload_fn reload;    /* live_set_reload() */
     void *reload_ud;
     const struct analyse_rules *rules; /* live_config.rules, borrowed */
@@ -403,6 +432,8 @@ int64_t live__stamp(struct live *lv);
 /* job id's state, added if new; NULL when refused past max_jobs (counted) or out of memory. */
 struct live_job *live__job_get(struct live *lv, int64_t id);
 void live__job_free(struct live_job *j);
+/* Removes j from lv's jobs (and its LRU list), subtracts its bytes, frees it. */
+void live__job_remove(struct live *lv, struct live_job *j);
 
 /* Steps (live_steps.c). */
 void live__steplist_done(struct live_steplist *l);
@@ -435,6 +466,10 @@ void live__account(struct live *lv, struct live_job *j, const struct live_snapsh
 
 /* Eviction (live_evict.c). Index of job_id in lv->evicted, or -1; under lv->lock. */
 ptrdiff_t live__evicted_find(const struct live *lv, int64_t job_id);
+/* Index of job_id in lv->pub, or -1; under lv->lock. */
+ptrdiff_t live__pub_find(const struct live *lv, int64_t job_id);
+/* Moves j to the tail of lv's LRU list, placed at lru_ns. Loop thread. */
+void live__lru_touch(struct live *lv, struct live_job *j, int64_t lru_ns);
 /* Notes job_id as refused past max_jobs (once). */
 void live__untrack(struct live *lv, int64_t job_id);
 

@@ -45,10 +45,14 @@ int live_ensure(struct live *lv, int64_t job_id);
 bool live_is_untracked(struct live *lv, int64_t job_id);
 
 /* The jobs whose snapshot was published after *cursor (0 at first, then the value this call
- * left): writes up to cap job ids to ret_ids and returns their number, sets *cursor to the
- * latest publication. Changes past cap are not reported (daemon/web/'s event stream passes
- * LIVE_JOBS_MAX). Cheap: one mutex, one pass over the published jobs. NULL lv: 0. */
-size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap);
+ * left): writes their ids to *ids (an array of *cap ids that the caller owns and frees, NULL
+ * and 0 at first; grown with realloc() as needed, so every change is reported however many
+ * jobs there are), sets *ret_n to their number and *cursor to the latest publication. Returns 0,
+ * or -ENOMEM with *cursor unchanged (the next call reports them). Cheap: one mutex, one pass
+ * over the published jobs. NULL lv: 0 with *ret_n = 0. (It used to take a fixed array of
+ * LIVE_JOBS_MAX and drop the changes past it.) */
+int live_query_changed(struct live *lv, uint64_t *cursor, int64_t **ids, size_t *cap,
+                       size_t *ret_n);
 
 /* The number of steps live_query_steps() lists for job_id's rank (rank < 0: for the rank with
  * the most), as last published; for a job evicted from memory (rank < 0 only), the count its

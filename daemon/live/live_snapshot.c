@@ -242,16 +242,16 @@ int live_publish(struct live *lv)
         }
         struct live_snapshot *old = NULL;
         pthread_mutex_lock(&lv->lock);
-        size_t k = 0;
-        while (k < lv->n_pub && lv->pub[k].job_id != j->id)
-            k++;
-        if (k == lv->n_pub) {
-            if (util_grow((void **)&lv->pub, &lv->cap_pub, lv->n_pub + 1, sizeof *lv->pub) < 0) {
+        ptrdiff_t k = live__pub_find(lv, j->id);
+        if (k < 0) {
+            if (util_grow((void **)&lv->pub, &lv->cap_pub, lv->n_pub + 1, sizeof *lv->pub) < 0 ||
+                live__index_put(&lv->pub_index, j->id, lv->n_pub) < 0) {
                 pthread_mutex_unlock(&lv->lock);
                 live__snapshot_free(s);
                 r = -ENOMEM;
                 continue;
             }
+            k = (ptrdiff_t)lv->n_pub;
             lv->pub[lv->n_pub++] = (struct live_pub){j->id, NULL, 0, 0};
         }
         old = lv->pub[k].snap;
@@ -272,13 +272,11 @@ int live_snapshot_get(struct live *lv, int64_t job_id, const struct live_snapsho
         return -EINVAL;
     int r = -ENOENT;
     pthread_mutex_lock(&lv->lock);
-    for (size_t k = 0; k < lv->n_pub; k++) {
-        if (lv->pub[k].job_id == job_id) {
-            atomic_fetch_add_explicit(&lv->pub[k].snap->refs, 1, memory_order_relaxed);
-            *ret_snap = lv->pub[k].snap;
-            r = 0;
-            break;
-        }
+    ptrdiff_t k = live__pub_find(lv, job_id);
+    if (k >= 0) {
+        atomic_fetch_add_explicit(&lv->pub[k].snap->refs, 1, memory_order_relaxed);
+        *ret_snap = lv->pub[k].snap;
+        r = 0;
     }
     pthread_mutex_unlock(&lv->lock);
     return r;
@@ -290,10 +288,8 @@ int64_t live_query_step_count(struct live *lv, int64_t job_id, int64_t rank)
     if (!lv)
         return n;
     pthread_mutex_lock(&lv->lock);
-    size_t k = 0;
-    while (k < lv->n_pub && lv->pub[k].job_id != job_id)
-        k++;
-    if (k < lv->n_pub) {
+    ptrdiff_t k = live__pub_find(lv, job_id);
+    if (k >= 0) {
         n = live__snap_steps(lv->pub[k].snap, rank);
     } else if (rank < 0) {
         ptrdiff_t e = live__evicted_find(lv, job_id);
@@ -311,32 +307,35 @@ size_t live_query_rank_step_counts(struct live *lv, int64_t job_id, int64_t *ret
     if (!lv)
         return 0;
     pthread_mutex_lock(&lv->lock);
-    for (size_t k = 0; k < lv->n_pub; k++) {
-        const struct live_snapshot *snap = lv->pub[k].snap;
-        if (lv->pub[k].job_id != job_id || !snap)
-            continue;
-        for (size_t i = 0; i < snap->n_ranks && n < cap; i++, n++) {
-            ret_ranks[n] = snap->ranks[i].rank;
-            ret_steps[n] = (int64_t)snap->ranks[i].n_steps;
-        }
-        break;
+    ptrdiff_t k = live__pub_find(lv, job_id);
+    const struct live_snapshot *snap = k >= 0 ? lv->pub[k].snap : NULL;
+    for (size_t i = 0; snap && i < snap->n_ranks && n < cap; i++, n++) {
+        ret_ranks[n] = snap->ranks[i].rank;
+        ret_steps[n] = (int64_t)snap->ranks[i].n_steps;
     }
     pthread_mutex_unlock(&lv->lock);
     return n;
 }
 
-size_t live_query_changed(struct live *lv, uint64_t *cursor, int64_t *ret_ids, size_t cap)
+int live_query_changed(struct live *lv, uint64_t *cursor, int64_t **ids, size_t *cap,
+                       size_t *ret_n)
 {
     size_t n = 0;
+    *ret_n = 0;
     if (!lv)
         return 0;
     pthread_mutex_lock(&lv->lock);
-    for (size_t k = 0; k < lv->n_pub && n < cap; k++)
+    if (util_grow((void **)ids, cap, lv->n_pub, sizeof **ids) < 0) {
+        pthread_mutex_unlock(&lv->lock);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < lv->n_pub; k++)
         if (lv->pub[k].seq > *cursor)
-            ret_ids[n++] = lv->pub[k].job_id;
+            (*ids)[n++] = lv->pub[k].job_id;
     *cursor = lv->pub_seq;
     pthread_mutex_unlock(&lv->lock);
-    return n;
+    *ret_n = n;
+    return 0;
 }
 
 void live_snapshot_put(const struct live_snapshot *snap)

@@ -80,7 +80,8 @@ struct web_events {
     size_t max_subs;
     uint64_t cursor;
     int64_t dropped;
-    int64_t ids[LIVE_JOBS_MAX]; /* the watcher's live_query_changed() answer */
+    int64_t *ids; /* the watcher's live_query_changed() answer, grown as needed */
+    size_t cap_ids;
 };
 
 static void sub_unref(struct web_sub *s)
@@ -152,7 +153,6 @@ static void broadcast(struct web_events *h, const char *msg, size_t n)
 static void *watch(void *arg)
 {
     struct web_events *h = arg;
-    int64_t *ids = h->ids;
     struct timespec last_ping;
     clock_gettime(CLOCK_MONOTONIC, &last_ping);
     pthread_mutex_lock(&h->lock);
@@ -167,11 +167,12 @@ static void *watch(void *arg)
         pthread_cond_timedwait(&h->wake, &h->lock, &until);
         if (atomic_load(&h->stop))
             break;
-        size_t n = live_query_changed(h->live, &h->cursor, ids, LIVE_JOBS_MAX);
+        size_t n = 0; /* out of memory: none now, the cursor stays, the next pass says them */
+        (void)live_query_changed(h->live, &h->cursor, &h->ids, &h->cap_ids, &n);
         char msg[96];
         for (size_t i = 0; i < n; i++) {
             int m = snprintf(msg, sizeof msg, "event: job\ndata: {\"job\":%" PRId64 "}\n\n",
-                             ids[i]);
+                             h->ids[i]);
             broadcast(h, msg, (size_t)m);
         }
         struct timespec now;
@@ -236,6 +237,7 @@ void web__events_free(struct web *w)
     }
     pthread_cond_destroy(&h->wake);
     pthread_mutex_destroy(&h->lock);
+    free(h->ids);
     free(h);
     w->events = NULL;
 }
