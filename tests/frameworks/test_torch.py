@@ -94,6 +94,19 @@ def test_attach_records_every_step_with_phases_and_samples(daemon, tmp):
     assert all(r["samples"] == 8 for r in rows)
     assert daemon.get_json(f"/api/v1/jobs/cnn/queues")["queues"] == [], \
         "no prefetch queue without workers"
+    check_framework_is_torch(daemon, "cnn", res)
+
+
+def check_framework_is_torch(daemon, job, res):
+    """The job's rank says torch, so the helper applies torch-tb-profiler's rules and not
+    MindInsight's (no device queue verdict on a DataLoader's queue), whether attach() made the
+    client (its first hello names torch) or the script made one before (attach() names torch
+    after that hello went: the client connects again with it)."""
+    ranks = daemon.get_json(f"/api/v1/jobs/{job}")["ranks_detail"]
+    assert [(r["framework"], r["framework_version"]) for r in ranks] == [("torch", res["torch"])]
+    helper = daemon.get_json(f"/api/v1/jobs/{job}/helper")
+    assert helper["inputs"]["framework"] == "torch", helper["inputs"]
+    assert helper["inputs"]["device_queue_empty_ratio"] is None, helper["inputs"]
 
 
 def test_attach_with_workers_records_prefetch_queue_depth(daemon, tmp):
@@ -112,6 +125,7 @@ def test_attach_with_workers_records_prefetch_queue_depth(daemon, tmp):
     assert qd["capacity"] == 4
     assert 0 <= qd["max_size"] <= 4
     assert [p["step"] for p in qd["series"]] == list(range(65))
+    check_framework_is_torch(daemon, "cnn-workers", res)
 
 
 def compare_with_key_averages(table, averages, what):

@@ -8,6 +8,8 @@ STEPSCOPE_SOCKET / STEPSCOPE_JOB; the collector (collectors/python) must be on P
         stepscope.torch.attach() on model, optimizer and DataLoader. The dataset, the model and
         the optimizer each hold a known sleep (SLEEP_* below) so that every phase has a floor the
         test can check; the script also times each phase from the outside (an upper bound).
+        With workers the script makes the client (stepscope.attach()) before attach(), without
+        it leaves that to attach().
     torch_train.py profile OUTDIR STEPS
         torch.profiler.profile with a schedule and on_trace_ready=stepscope.torch.trace_handler
         (keeping the exported file in OUTDIR), plus prof.key_averages() of the same window.
@@ -105,7 +107,8 @@ class SlowSGD(torch.optim.SGD):
 def run_attach(out, steps, workers):
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    client = stepscope.attach()
+    # with workers, a client made (and connected) before attach(); without, the one attach() makes
+    client = stepscope.attach() if workers else None
     loader = DataLoader(Data(N_SAMPLES, SLEEP_LOAD), batch_size=BATCH, num_workers=workers,
                         prefetch_factor=2 if workers else 2)
     net = Net(SLEEP_FORWARD, SLEEP_BACKWARD)
@@ -114,6 +117,7 @@ def run_attach(out, steps, workers):
     loss_fn = nn.CrossEntropyLoss()
     att = stepscope.torch.attach(net, opt, loader)
     assert att is not None and att.active, "attach() did not activate"
+    client = client or stepscope.get_client()
     outer = []  # what this loop measured around each phase, ns
     it = iter(loader)
     for i in range(steps + 1):

@@ -228,6 +228,27 @@ class Client:
     def _hello(self):
         return self._make_hello()
 
+    def _hello_framework(self):
+        """(framework, framework_version) as the next hello writes them."""
+        h = self._make_hello()
+        return (h.get("framework"), h.get("framework_version"))
+
+    def _name_framework(self, name, version):
+        """Names the framework in the hello unless one is named already (stepscope.torch.attach(),
+        the Paddle and MindSpore hooks). A connection whose hello went without it is made again
+        between two batches, so that the daemon knows the framework of every rank (the helper's
+        rules follow it); the stream resumes from the daemon's ack, nothing is stored twice.
+        Returns whether it named it."""
+        m = self._meta
+        if m.get("framework") is not None:
+            return False
+        m["framework"], m["framework_version"] = name, version
+        s = self._sender
+        if s is not None:
+            s.rehello = True
+            s.wake()
+        return True
+
     # -- appending (the hot path) -------------------------------------------------------------
 
     def _put(self, b):

@@ -96,9 +96,7 @@ class StepHook:
     def set_framework(self, name, version):
         """Names the framework in the client's hello (kept when one was given already)."""
         try:
-            m = self.client._meta
-            if m.get("framework") is None:
-                m["framework"], m["framework_version"] = name, version
+            self.client._name_framework(name, version)
         except Exception as e:
             _count_internal(self.client, e)
 

@@ -73,6 +73,8 @@ class Sender:
         self.backoff = BACKOFF_MIN
         self.connected = False
         self.welcome = None
+        self.hello_framework = None  # (framework, framework_version) of this connection's hello
+        self.rehello = False   # the client named its framework after a hello went (_name_framework)
         self.wake_r, self.wake_w = os.pipe()
         for fd in (self.wake_r, self.wake_w):
             os.set_blocking(fd, False)
@@ -147,6 +149,13 @@ class Sender:
                     self.backoff = min(self.backoff * 2, BACKOFF_MAX)
                     continue
                 self.backoff = BACKOFF_MIN
+            if self.rehello and self.out is None:
+                # between batches: a hello that went without the framework is sent again (the
+                # stream resumes from the daemon's ack, nothing is stored twice)
+                self.rehello = False
+                if self.hello_framework != self.c._hello_framework():
+                    self._disconnect()
+                    continue
             self._step_connected()
 
     def _sleep(self, seconds):
@@ -236,6 +245,7 @@ class Sender:
             s.settimeout(HANDSHAKE_TIMEOUT)
             s.connect(self.c.socket_path)
             hello = dict(self.c._hello)
+            self.hello_framework = (hello.get("framework"), hello.get("framework_version"))
             hello["stream"] = self.c.stream
             hello["seq"] = self.base_seq
             s.sendall(encode_line(hello))

@@ -42,6 +42,16 @@ def _client_or_default(client):
     return stepscope.get_client()
 
 
+def _default_client_naming_torch():
+    """The process-wide client; when this makes it, its first hello names torch."""
+    import stepscope
+    try:
+        import torch
+    except ImportError:
+        return stepscope.get_client()
+    return stepscope.attach(framework="torch", framework_version=torch.__version__)
+
+
 def _warn(msg):
     try:
         sys.stderr.write("stepscope.torch: %s\n" % msg)
@@ -525,12 +535,11 @@ def attach(model, optimizer, dataloader, client=None, samples=None, host_interva
     inactive Attachment."""
     att = None
     try:
-        client = _client_or_default(client)
+        if client is None:
+            client = _default_client_naming_torch()
         att = Attachment(client, samples=samples, host_interval=host_interval)
         import torch
-        if client._meta.get("framework") is None:
-            client._meta["framework"] = "torch"
-            client._meta["framework_version"] = torch.__version__
+        client._name_framework("torch", torch.__version__)  # a client made before: its next hello
         att._install(torch, model, optimizer, dataloader)
     except Exception as e:
         _warn("attach failed, training continues without step records: %r" % (e,))
