@@ -830,6 +830,7 @@ static int start_web(struct daemon *d)
         .max_line_bytes = (size_t)d->cfg.max_line_bytes,
         .captures = &captures,
         .jobs = &jobs,
+        .node = d->cfg.cluster_url[0] ? d->cfg.node : NULL,
     };
     err[0] = '\0';
     r = web_start(&wcfg, &d->web, err);

@@ -38,8 +38,12 @@
 /* The INSERTs, one per table; the columns in the order the encoders below write them. These and
  * schema/NNNN_name.sql are the only ClickHouse SQL of the daemon; tests/cluster/test_schema.py runs them
  * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
-enum { PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT, INSERT_STEP_RANKS = PART_COUNT };
+enum { PART_SESSIONS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT,
+       INSERT_STEP_RANKS = PART_COUNT };
 static const char *const insert_sql[PART_COUNT + 1] = {
+    /* First: a node pulling the others' rows (pull.c) opens a rank once its session is there. */
+    "INSERT INTO stepscope.sessions (node, job, rank, row, world_size, host, pid, framework, "
+    "framework_version, run, clock, started_ns, hello) FORMAT RowBinary",
     "INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, "
     "block, idx) FORMAT RowBinary",
     "INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, phases, "
@@ -55,7 +59,8 @@ static const char *const insert_sql[PART_COUNT + 1] = {
 /* A job deleted on the node: its rows of this node deleted in every table that holds them
  * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
  * now; rows inserted later are not touched). */
-static const char *const delete_tables[] = {"spans", "steps", "queue_samples", "step_ranks"};
+static const char *const delete_tables[] = {"spans", "steps", "queue_samples", "step_ranks",
+                                            "sessions"};
 
 #define CLUSTER_AGG_INTERVAL_NS INT64_C(1000000000) /* aggregates shipped at most once a second */
 #define CLUSTER_AGG_RESEND 3 /* a rank's last steps sent again each round: they may still change */
@@ -83,6 +88,7 @@ struct cluster {
     bool gzip;                        /* request bodies gzipped (else as they are) */
     struct store *store;
     struct stats *stats;
+    struct cluster_pull *pull; /* the cluster view (pull.c); NULL: this node only ships */
 
     pthread_t thread;
     bool started;
@@ -200,21 +206,7 @@ static void cluster_free(struct cluster *c)
 /* Waits ms or until stop. Returns true when stopping. */
 static bool nap(struct cluster *c, uint64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->stop)) {
-        if (pthread_cond_timedwait(&c->cond, &c->mu, &ts) == ETIMEDOUT)
-            break;
-    }
-    pthread_mutex_unlock(&c->mu);
-    return atomic_load(&c->stop);
+    return cluster__nap(&c->mu, &c->cond, &c->stop, ms);
 }
 
 /* ---- HTTP ---- */
@@ -226,12 +218,6 @@ static size_t on_answer(char *p, size_t size, size_t n, void *ud)
     if (b->len < CLUSTER_ANSWER_MAX)
         rb_add(b, p, len < CLUSTER_ANSWER_MAX - b->len ? len : CLUSTER_ANSWER_MAX - b->len);
     return len;
-}
-
-static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    struct cluster *c = ud;
-    return atomic_load(&c->stop) ? 1 : 0;
 }
 
 /* POSTs body (gzipped when gz) to the server, with query as the URL's query when not NULL (the
@@ -432,6 +418,25 @@ static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, ui
     return b->err;
 }
 
+static int on_session(void *ud, const char *job, const struct store_ship_session *s)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->fill->part[PART_SESSIONS];
+    put_head(c, b, job, s->rank);
+    rb_u64(b, (uint64_t)s->id);
+    rb_i64(b, s->world_size);
+    rb_str(b, s->host, strlen(s->host));
+    rb_i64(b, s->pid);
+    rb_str(b, s->framework, strlen(s->framework));
+    rb_str(b, s->framework_version, strlen(s->framework_version));
+    rb_str(b, s->run, strlen(s->run));
+    rb_str(b, s->clock, strlen(s->clock));
+    rb_i64(b, s->started_ns);
+    rb_str(b, s->hello, s->hello_len);
+    c->fill->rows[PART_SESSIONS]++;
+    return b->err;
+}
+
 static int on_step(void *ud, const char *job, const struct store_ship_step *s)
 {
     struct cluster *c = ud;
@@ -492,7 +497,7 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
     }
     b->have = false;
     c->fill = b;
-    struct store_ship_sink sink = {on_span, on_step, on_queue, c};
+    struct store_ship_sink sink = {on_session, on_span, on_step, on_queue, c};
     int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
     if (n == -EAGAIN)
         return 2;
@@ -702,6 +707,8 @@ static int encode_job(struct cluster *c, int64_t job_id, uint64_t version, bool 
                                             LIVE_RANKS_MAX);
     int r = 0;
     for (size_t i = 0; i < nr && r == 0; i++) {
+        if (store_ship_pulled(c->ship, job_id, c->rank_ids[i]) != 0)
+            continue; /* another node's rank (pull.c): its node ships it (or unreadable) */
         struct live_step_row *rows = NULL;
         size_t n = 0, total = 0;
         r = live_query_steps(snap, c->rank_ids[i], false, 0, SIZE_MAX, &rows, &n, &total);
@@ -813,8 +820,12 @@ static int ship_aggregates(struct cluster *c, char *err)
     return 0;
 }
 
+static void update_pending(struct cluster *c);
+
 static void failed(struct cluster *c, const char *err)
 {
+    if (c->ship) /* the backlog keeps growing while the engine is away: /stats shows it */
+        update_pending(c);
     c->migrated = false; /* the next attempt checks the schema first (a dropped table) */
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : CLUSTER_BACKOFF_MIN_MS;
     if (c->backoff_ms > c->retry_max_ms)
@@ -965,20 +976,8 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
         snprintf(err, CLUSTER_ERR_MAX, "out of memory");
         return -ENOMEM;
     }
-    CURL *h = c->curl;
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CLUSTER_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_REQUEST_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_answer);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-    if (c->user[0]) {
-        curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
-        curl_easy_setopt(h, CURLOPT_PASSWORD, c->password);
-    }
+    cluster__curl_setup(c->curl, CLUSTER_CONNECT_TIMEOUT_MS, CLUSTER_REQUEST_TIMEOUT_MS,
+                        on_answer, &c->answer, &c->stop, c->user, c->password);
     STATS_SET(c->stats, cluster_enabled, 1);
     /* The backlog is known before the node answers HTTP: /stats never shows a node that has
      * not looked yet as caught up. A store that cannot open the connection now is retried by
@@ -1002,6 +1001,8 @@ void cluster_stop(struct cluster *c)
 {
     if (!c)
         return;
+    cluster_pull_stop(c->pull);
+    c->pull = NULL;
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->stop, true);
     pthread_cond_broadcast(&c->cond);
@@ -1038,9 +1039,17 @@ int cluster_start_config(const struct config *cfg, struct store *store, struct l
             .stats = stats,
         };
         r = cluster_start(&cc, ret, err);
+        if (r == 0 && cfg->cluster_view) {
+            r = cluster_pull_start(&cc, cfg->socket, &(*ret)->pull, err);
+            if (r < 0) {
+                cluster_stop(*ret);
+                *ret = NULL;
+            }
+        }
     }
     explicit_bzero(password, sizeof password);
     if (r == 0)
-        log_info("cluster: shipping to %s as node %s", cfg->cluster_url, cfg->node);
+        log_info("cluster: shipping to %s as node %s%s", cfg->cluster_url, cfg->node,
+                 cfg->cluster_view ? ", showing the other nodes' ranks" : "");
     return r;
 }

@@ -7,8 +7,13 @@
 #ifndef STEPSCOPE_CLUSTER_INT_H
 #define STEPSCOPE_CLUSTER_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <curl/curl.h>
 
 /* A growable byte buffer; on allocation failure it keeps err = -ENOMEM and ignores appends. */
 struct rb_buf {
@@ -43,5 +48,25 @@ struct cluster_migration {
 };
 extern const struct cluster_migration cluster__migrations[];
 extern const size_t cluster__n_migrations;
+
+/* common.c. Waits ms on cond (mu is locked around the wait) or until *stop is set; returns
+ * whether it is. */
+bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, uint64_t ms);
+
+/* common.c. Sets a curl handle up as the shipper and the puller use it: no signals, the
+ * timeouts, the answer given to on_write(answer), the transfer abandoned once *stop is set,
+ * basic authentication when user is not "". */
+void cluster__curl_setup(CURL *h, long connect_ms, long timeout_ms, curl_write_callback on_write,
+                         void *answer, atomic_bool *stop, const char *user, const char *password);
+
+/* The cluster view's puller (pull.c): its own thread, curl handle and store connection; it reads
+ * what the other nodes shipped (cfg's url, user, password; node is this node, whose rows it never
+ * reads) and feeds it to this daemon's ingest socket. Returns 0 and *ret, or -ENOMEM with err. */
+struct cluster_config;
+struct cluster_pull;
+int cluster_pull_start(const struct cluster_config *cfg, const char *socket_path,
+                       struct cluster_pull **ret, char *err);
+/* Stops the thread (a request in flight is abandoned within a second) and frees p. NULL-safe. */
+void cluster_pull_stop(struct cluster_pull *p);
 
 #endif

@@ -79,6 +79,8 @@ const struct config_option config_options[] = {
     {"cluster_retry_max_ms", "30000", "longest backoff between failed shipping attempts"},
     {"cluster_compression", "gzip",
      "request bodies to ClickHouse: gzip (level 1) or none (loopback, fast LAN: less node CPU)"},
+    {"cluster_view", "true",
+     "with cluster_url, also answer for the ranks other nodes shipped (false: only ship)"},
     {NULL, NULL, NULL},
 };
 
@@ -323,6 +325,14 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(cluster_max_rows_per_s, 0, UINT64_MAX / 4);
     if (strcmp(key, "cluster_retry_max_ms") == 0)
         return U64(cluster_retry_max_ms, 250, 3600000);
+    if (strcmp(key, "cluster_view") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+            snprintf(err, CONFIG_ERR_MAX, "cluster_view: \"%.64s\" is not true or false", value);
+            return -EINVAL;
+        }
+        c->cluster_view = strcmp(value, "true") == 0;
+        return 0;
+    }
 #undef STR
 #undef U64
     snprintf(err, CONFIG_ERR_MAX, "unknown option \"%.64s\"", key);

@@ -73,6 +73,7 @@ struct config {
     uint64_t cluster_max_rows_per_s;    /* catch-up bound; 0: none */
     uint64_t cluster_retry_max_ms;      /* longest backoff */
     bool cluster_gzip;                  /* cluster_compression: gzip (true) or none */
+    bool cluster_view;                  /* with cluster_url: also show the other nodes' ranks */
 };
 
 struct config_option {

@@ -412,6 +412,12 @@ int live_query_host(const struct live_snapshot *snap, int64_t rank, struct live_
 int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
                      struct analyse_ranks **ret_ranks)
 {
+    return live_query_ranks_upto(snap, straggler_ratio, INT64_MAX, ret_ranks);
+}
+
+int live_query_ranks_upto(const struct live_snapshot *snap, double straggler_ratio,
+                          int64_t max_step, struct analyse_ranks **ret_ranks)
+{
     size_t total = 0;
     for (size_t k = 0; k < snap->n_ranks; k++)
         total += snap->ranks[k].n_steps;
@@ -424,16 +430,21 @@ int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
     size_t off = 0;
     for (size_t k = 0; k < snap->n_ranks; k++) {
         const struct live_snap_rank *sr = &snap->ranks[k];
-        bool points = sr->n_steps > 0;
+        bool points = true;
+        size_t n = 0;
         for (size_t j = 0; j < sr->n_steps; j++) {
+            if (sr->steps[j].step > max_step)
+                continue;
             struct live_step_row row;
             fill_row(snap, sr->rank, &sr->steps[j], &row);
-            step[off + j] = row.total_ns;
-            interval[off + j] = row.interval_ns;
-            fp_bp[off + j] = row.fp_bp_ns;
-            tail[off + j] = row.tail_ns;
+            step[off + n] = row.total_ns;
+            interval[off + n] = row.interval_ns;
+            fp_bp[off + n] = row.fp_bp_ns;
+            tail[off + n] = row.tail_ns;
             points &= row.source != LIVE_POINTS_NONE;
+            n++;
         }
+        points &= n > 0;
         in[k] = (struct analyse_rank_steps){
             .rank = sr->rank,
             .stage = -1,
@@ -441,13 +452,29 @@ int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
             .interval_ns = points ? interval + off : NULL,
             .fp_bp_ns = points ? fp_bp + off : NULL,
             .tail_ns = points ? tail + off : NULL,
-            .n = sr->n_steps,
+            .n = n,
         };
-        off += sr->n_steps;
+        off += n;
     }
     r = analyse_ranks_compute(in, snap->n_ranks, straggler_ratio, ret_ranks);
 out:
     free(v);
     free(in);
     return r;
+}
+
+size_t live_query_last_steps(const struct live_snapshot *snap, int64_t *ret_ranks,
+                             int64_t *ret_last, size_t cap)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < snap->n_ranks && n < cap; k++) {
+        const struct live_snap_rank *sr = &snap->ranks[k];
+        int64_t last = -1;
+        for (size_t j = 0; j < sr->n_steps; j++)
+            if (sr->steps[j].step > last)
+                last = sr->steps[j].step;
+        ret_ranks[n] = sr->rank;
+        ret_last[n++] = last;
+    }
+    return n;
 }

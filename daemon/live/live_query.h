@@ -256,6 +256,16 @@ int live_query_host(const struct live_snapshot *snap, int64_t rank, struct live_
 int live_query_ranks(const struct live_snapshot *snap, double straggler_ratio,
                      struct analyse_ranks **ret_ranks);
 
+/* live_query_ranks() over the steps numbered max_step or lower only (the cluster view's step
+ * window: a step counts once every node shipped past it, docs/ANALYSIS.md). */
+int live_query_ranks_upto(const struct live_snapshot *snap, double straggler_ratio,
+                          int64_t max_step, struct analyse_ranks **ret_ranks);
+
+/* The largest step number live_query_steps() lists for each rank of the snapshot (-1: none), up
+ * to cap (rank, last step) pairs in ret_ranks/ret_last, by rank. Returns their number. */
+size_t live_query_last_steps(const struct live_snapshot *snap, int64_t *ret_ranks,
+                             int64_t *ret_last, size_t cap);
+
 /* The step-time breakdown of one rank (analyse_breakdown_compute(), torch-tb-profiler's
  * overview) over the spans live keeps for it (live.h, LIVE_BD_SPANS_MAX, more for an imported
  * job: live_config.bd_import_bytes): step, kernel, memcpy,

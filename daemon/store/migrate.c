@@ -158,8 +158,37 @@ static const char schema_v5[] =
     " deleted_ns INTEGER NOT NULL);"
     "ALTER TABLE ship_cursors ADD COLUMN del INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 6: the cluster view (daemon/cluster/pull.c, store_pull.h). The shipper's cursor also
+ * counts the sessions it shipped; the puller keeps, per origin node, the last span (block, idx),
+ * step and queue-sample row it fed, per pulled stream the sequence number its next line takes
+ * (both saved in one transaction once the lines were acknowledged), and the ranks that more than
+ * one node shipped (only one is kept; the job's answer names the others). A pulled session is one
+ * whose hello carries "origin" (the node it came from). */
+static const char schema_v6[] =
+    "ALTER TABLE ship_cursors ADD COLUMN session INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE pull_cursors("
+    " origin TEXT PRIMARY KEY,"
+    " block INTEGER NOT NULL,"
+    " idx INTEGER NOT NULL,"
+    " step INTEGER NOT NULL,"
+    " queue INTEGER NOT NULL,"
+    " updated_ns INTEGER NOT NULL);"
+    "CREATE TABLE pull_streams("
+    " origin TEXT NOT NULL,"
+    " job TEXT NOT NULL,"
+    " rank INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " PRIMARY KEY(origin, job, rank)) WITHOUT ROWID;"
+    "CREATE TABLE pull_conflicts("
+    " job TEXT NOT NULL,"
+    " rank INTEGER NOT NULL,"
+    " node TEXT NOT NULL,"
+    " kept TEXT NOT NULL,"
+    " PRIMARY KEY(job, rank, node)) WITHOUT ROWID;";
+
 /* steps[i] migrates version i to i + 1. */
-static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5};
+static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5,
+                                    schema_v6};
 
 void store__errf(char *err, const char *fmt, ...)
 {

@@ -394,7 +394,8 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
         " (SELECT min(b.t_min_ns) FROM blocks b WHERE b.job_id = r.job_id AND b.rank = r.rank "
         "  AND b.t_min_ns > -9223372036854775808), "
         " (SELECT max(b.t_max_ns) FROM blocks b WHERE b.job_id = r.job_id AND b.rank = r.rank "
-        "  AND b.t_min_ns > -9223372036854775808) "
+        "  AND b.t_min_ns > -9223372036854775808), "
+        " coalesce(" STORE_SQL_ORIGIN("l.hello") ", '') "
         "FROM ranks r LEFT JOIN sessions l ON l.id = "
         " (SELECT max(m.id) FROM sessions m WHERE m.job_id = r.job_id AND m.rank = r.rank) "
         "WHERE r.job_id = ?1 ORDER BY r.rank",
@@ -420,6 +421,7 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
             sqlite3_column_type(s, 8) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 8);
         k->trace_end_ns =
             sqlite3_column_type(s, 9) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 9);
+        copy_text(k->node, sizeof k->node, s, 10);
         rc = SQLITE_OK;
     }
     if (rc != SQLITE_DONE) {
@@ -445,6 +447,47 @@ out:
     free(live);
     free(v);
     return r;
+}
+
+int store_query_conflicts(struct store *st, int64_t job_id, struct store_conflict **ret,
+                          size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    struct store_reader *rd = NULL;
+    struct store_conflict *v = NULL;
+    size_t n = 0, cap = 0;
+    sqlite3_stmt *s = NULL;
+    int r = reader_get(st, &rd);
+    if (r < 0)
+        return r;
+    int rc = sqlite3_prepare_v2(rd->db,
+                                "SELECT c.rank, c.node, c.kept FROM pull_conflicts c JOIN jobs j "
+                                "ON j.name = c.job WHERE j.id = ?1 ORDER BY c.rank, c.node",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        sqlite3_bind_int64(s, 1, job_id);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (util_grow((void **)&v, &cap, n + 1, sizeof *v) < 0) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        struct store_conflict *c = &v[n++];
+        c->rank = sqlite3_column_int64(s, 0);
+        copy_text(c->node, sizeof c->node, s, 1);
+        copy_text(c->kept, sizeof c->kept, s, 2);
+        rc = SQLITE_OK;
+    }
+    r = rc == SQLITE_DONE ? 0 : sql_errno(rc);
+    sqlite3_finalize(s);
+    reader_put(st, rd);
+    if (r < 0) {
+        free(v);
+        return r;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
 }
 
 static int64_t file_size(const char *path)

@@ -18,7 +18,7 @@ struct store_ship {
     struct store *st;
     sqlite3 *db;
     char *target;
-    sqlite3_stmt *blocks, *steps, *queues, *save, *job_name;
+    sqlite3_stmt *blocks, *steps, *queues, *save, *job_name, *sessions, *pulled;
     sqlite3_stmt *cur_make, *cur_load, *del_any, *del_next, *del_done, *del_prune, *del_count;
     ZSTD_DCtx *dctx;
     char *buf;
@@ -47,6 +47,8 @@ void store_ship_close(struct store_ship *sh)
     sqlite3_finalize(sh->del_done);
     sqlite3_finalize(sh->del_prune);
     sqlite3_finalize(sh->del_count);
+    sqlite3_finalize(sh->sessions);
+    sqlite3_finalize(sh->pulled);
     sqlite3_close_v2(sh->db);
     ZSTD_freeDCtx(sh->dctx);
     free(sh->buf);
@@ -69,7 +71,8 @@ static int load_cursor(struct store_ship *sh, struct store_ship_cursor *ret)
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
         *ret = (struct store_ship_cursor){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                          sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)};
+                                          sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
+                                          sqlite3_column_int64(s, 4)};
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         rc = SQLITE_CORRUPT; /* made above, in the same connection */
@@ -96,33 +99,44 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
     sh->st = st;
     int rc = sqlite3_open_v2(st->db_path, &sh->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                              NULL);
+    /* Whether the row's rank was pulled from another node (a session of it has a hello with
+     * "origin": pull.c): such rows are passed over, the cursor moving past them. */
+#define PULLED(t)                                                                             \
+    " EXISTS (SELECT 1 FROM sessions o WHERE o.job_id = " t ".job_id AND o.rank = " t       \
+    ".rank AND " STORE_SQL_ORIGIN("o.hello") " IS NOT NULL) "
     static const char *const sql[] = {
-        "SELECT b.id, j.name, b.job_id, b.rank, b.raw_bytes, b.codec, b.data FROM blocks b "
-        "JOIN jobs j ON j.id = b.job_id WHERE b.id > ?1 ORDER BY b.id LIMIT ?2",
-        "SELECT s.rowid, j.name, s.rank, s.step, s.begin_ns, s.end_ns, s.samples, s.phases "
-        "FROM steps s JOIN jobs j ON j.id = s.job_id WHERE s.rowid > ?1 ORDER BY s.rowid "
-        "LIMIT ?2",
-        "SELECT q.rowid, j.name, q.rank, q.ts_ns, q.step, q.size, q.capacity, q.name "
-        "FROM queue_samples q JOIN jobs j ON j.id = q.job_id WHERE q.rowid > ?1 "
+        "SELECT b.id, j.name, b.job_id, b.rank, b.raw_bytes, b.codec, b.data," PULLED("b")
+        "FROM blocks b JOIN jobs j ON j.id = b.job_id WHERE b.id > ?1 ORDER BY b.id LIMIT ?2",
+        "SELECT s.rowid, j.name, s.rank, s.step, s.begin_ns, s.end_ns, s.samples, s.phases,"
+        PULLED("s") "FROM steps s JOIN jobs j ON j.id = s.job_id WHERE s.rowid > ?1 "
+        "ORDER BY s.rowid LIMIT ?2",
+        "SELECT q.rowid, j.name, q.rank, q.ts_ns, q.step, q.size, q.capacity, q.name,"
+        PULLED("q") "FROM queue_samples q JOIN jobs j ON j.id = q.job_id WHERE q.rowid > ?1 "
         "ORDER BY q.rowid LIMIT ?2",
-        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(target) DO UPDATE SET block = ?2, step = ?3, "
-        "queue = ?4, updated_ns = ?5 WHERE NOT EXISTS (SELECT 1 FROM ship_deletes d "
-        "WHERE d.id > ship_cursors.del)",
+        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del, session) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(target) DO UPDATE SET block = ?2, "
+        "step = ?3, queue = ?4, updated_ns = ?5, session = ?7 WHERE NOT EXISTS "
+        "(SELECT 1 FROM ship_deletes d WHERE d.id > ship_cursors.del)",
         "SELECT name FROM jobs WHERE id = ?1",
         "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del) "
         "SELECT ?1, 0, 0, 0, ?2, coalesce((SELECT seq FROM sqlite_sequence "
         "WHERE name = 'ship_deletes'), 0) WHERE true ON CONFLICT(target) DO NOTHING",
-        "SELECT block, step, queue, del FROM ship_cursors WHERE target = ?1",
+        "SELECT block, step, queue, del, session FROM ship_cursors WHERE target = ?1",
         "SELECT EXISTS (SELECT 1 FROM ship_deletes WHERE id > ?1)",
         "SELECT id, job FROM ship_deletes WHERE id > ?1 ORDER BY id LIMIT 1",
         "UPDATE ship_cursors SET del = ?2 WHERE target = ?1 AND del < ?2",
         "DELETE FROM ship_deletes WHERE id <= (SELECT min(del) FROM ship_cursors)",
         "SELECT count(*) FROM ship_deletes WHERE id > ?1",
+        "SELECT s.id, j.name, s.rank, s.world_size, s.pid, s.started_ns, s.host, s.framework, "
+        "s.framework_version, s.run, s.clock, s.hello," PULLED("s") "FROM sessions s "
+        "JOIN jobs j ON j.id = s.job_id WHERE s.id > ?1 ORDER BY s.id",
+        "SELECT" PULLED("r") "FROM (SELECT ?1 AS job_id, ?2 AS rank) r",
     };
-    sqlite3_stmt **stmts[] = {&sh->blocks,   &sh->steps,    &sh->queues,   &sh->save,
-                              &sh->job_name, &sh->cur_make, &sh->cur_load, &sh->del_any,
-                              &sh->del_next, &sh->del_done, &sh->del_prune, &sh->del_count};
+#undef PULLED
+    sqlite3_stmt **stmts[] = {&sh->blocks,   &sh->steps,    &sh->queues,    &sh->save,
+                              &sh->job_name, &sh->cur_make, &sh->cur_load,  &sh->del_any,
+                              &sh->del_next, &sh->del_done, &sh->del_prune, &sh->del_count,
+                              &sh->sessions, &sh->pulled};
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(sh->db, STORE_BUSY_TIMEOUT_MS);
         for (size_t i = 0; i < sizeof stmts / sizeof stmts[0] && rc == SQLITE_OK; i++)
@@ -172,6 +186,10 @@ static int read_blocks(struct store_ship *sh, int64_t from, int64_t max_rows,
     int64_t start = *given;
     while (*given - start < max_rows && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(s, 0);
+        if (sqlite3_column_int(s, 7)) { /* pulled: its own node ships it */
+            *ret_to = id;
+            continue;
+        }
         const char *job = (const char *)sqlite3_column_text(s, 1);
         int64_t job_id = sqlite3_column_int64(s, 2), rank = sqlite3_column_int64(s, 3);
         const void *data = sqlite3_column_blob(s, 6);
@@ -246,11 +264,57 @@ static int read_rows(sqlite3_stmt *s, ship_row_fn give, int64_t from, int64_t ma
     int rc = SQLITE_DONE, r = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         const char *job = (const char *)sqlite3_column_text(s, 1);
+        if (sqlite3_column_int(s, 8)) { /* pulled: its own node ships it */
+            *ret_to = sqlite3_column_int64(s, 0);
+            continue;
+        }
         int64_t id;
         if ((r = give(s, job ? job : "", sink, &id)) != 0)
             break;
         (*given)++;
         *ret_to = id;
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = ship_errno(rc);
+    sqlite3_reset(s);
+    return r;
+}
+
+static const char *col_text(sqlite3_stmt *s, int i)
+{
+    const char *v = (const char *)sqlite3_column_text(s, i);
+    return v ? v : "";
+}
+
+static int read_sessions(struct store_ship *sh, int64_t from, const struct store_ship_sink *sink,
+                         int64_t *ret_to, int64_t *given)
+{
+    sqlite3_stmt *s = sh->sessions;
+    sqlite3_bind_int64(s, 1, from);
+    int rc = SQLITE_DONE, r = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_ship_session row = {
+            .id = sqlite3_column_int64(s, 0),
+            .rank = sqlite3_column_int64(s, 2),
+            .world_size = sqlite3_column_int64(s, 3),
+            .pid = sqlite3_column_int64(s, 4),
+            .started_ns = sqlite3_column_int64(s, 5),
+            .host = col_text(s, 6),
+            .framework = col_text(s, 7),
+            .framework_version = col_text(s, 8),
+            .run = col_text(s, 9),
+            .clock = col_text(s, 10),
+            .hello = col_text(s, 11),
+            .hello_len = (size_t)sqlite3_column_bytes(s, 11),
+        };
+        if (sqlite3_column_int(s, 12)) {
+            *ret_to = row.id;
+            continue;
+        }
+        if ((r = sink->session(sink->ud, col_text(s, 1), &row)) != 0)
+            break;
+        (*given)++;
+        *ret_to = row.id;
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = ship_errno(rc);
@@ -279,7 +343,9 @@ int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *f
         (void)sqlite3_exec(sh->db, "COMMIT", NULL, NULL, NULL);
         return deleted ? -EAGAIN : ship_errno(rc);
     }
-    int r = read_blocks(sh, from->block, max_rows, sink, &ret_to->block, &given);
+    int r = read_sessions(sh, from->session, sink, &ret_to->session, &given);
+    if (r == 0)
+        r = read_blocks(sh, from->block, max_rows, sink, &ret_to->block, &given);
     if (r == 0)
         r = read_rows(sh->steps, give_step, from->step, max_rows, sink, &ret_to->step, &given);
     if (r == 0)
@@ -323,6 +389,7 @@ int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c)
     sqlite3_bind_int64(s, 4, c->queue);
     sqlite3_bind_int64(s, 5, clock_now_ns());
     sqlite3_bind_int64(s, 6, c->del);
+    sqlite3_bind_int64(s, 7, c->session);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -384,6 +451,17 @@ int store_ship_job_name(struct store_ship *sh, int64_t job_id, char *name, size_
     } else {
         r = rc == SQLITE_DONE ? -ENOENT : ship_errno(rc);
     }
+    sqlite3_reset(s);
+    return r;
+}
+
+int store_ship_pulled(struct store_ship *sh, int64_t job_id, int64_t rank)
+{
+    sqlite3_stmt *s = sh->pulled;
+    sqlite3_bind_int64(s, 1, job_id);
+    sqlite3_bind_int64(s, 2, rank);
+    int rc = sqlite3_step(s);
+    int r = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) != 0 : ship_errno(rc);
     sqlite3_reset(s);
     return r;
 }

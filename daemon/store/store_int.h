@@ -26,7 +26,7 @@
 #include "store.h"
 #include "store_query.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 6
 #define STORE_BLOCK_RAW_MAX (1024 * 1024)     /* a timeline block seals at this many raw bytes */
 #define STORE_BLOCK_RAW_FIRST (64 * 1024)     /* first allocation of a block's raw buffer */
 /* No block the writer makes is larger (STORE_BLOCK_RAW_MAX of lines, or one line of at most
@@ -37,6 +37,10 @@
 #define STORE_POOL_LIMIT 1024                 /* spare block buffers kept at most */
 #define STORE_READERS_MAX 8                   /* read-only connections in the pool */
 #define STORE_BUSY_TIMEOUT_MS 5000
+/* The node a session was pulled from (daemon/cluster/pull.c puts "origin" in its hello), as an
+ * SQL expression over a sessions.hello column; NULL for this node's own sessions. */
+#define STORE_SQL_ORIGIN(hello) \
+    "(CASE WHEN json_valid(" hello ") THEN json_extract(" hello ", '$.origin') END)"
 #ifndef STORE_ZSTD_LEVEL
 #define STORE_ZSTD_LEVEL 1 /* see the measurements in writer.c */
 #endif

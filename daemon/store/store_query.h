@@ -45,6 +45,8 @@ struct store_job {
 struct store_rank {
     int64_t rank;
     char host[RECORD_NAME_MAX + 1];
+    char node[RECORD_NAME_MAX + 1]; /* the node it was pulled from (its latest session's hello
+                                       "origin": daemon/cluster/pull.c); "": this node's own */
     char framework[RECORD_NAME_MAX + 1];
     char framework_version[RECORD_NAME_MAX + 1];
     int64_t pid;             /* of the latest session */
@@ -93,6 +95,18 @@ int store_query_jobs(struct store *st, struct store_job **ret_jobs, size_t *ret_
 /* One job by decimal id or by exact name (an all-digit name loses to the id of that number).
  * Returns 0, -ENOENT, -ENOMEM or -EIO. */
 int store_query_job(struct store *st, const char *id_or_name, struct store_job *ret_job);
+
+/* A rank of a job that more than one cluster node shipped: node's copy is not shown, kept's is
+ * (daemon/cluster/pull.c, store_pull.h). */
+struct store_conflict {
+    int64_t rank;
+    char node[80], kept[80];
+};
+
+/* The conflicts of a job, by rank and node. Caller frees *ret (NULL when none). Returns 0,
+ * -ENOMEM or -EIO. */
+int store_query_conflicts(struct store *st, int64_t job_id, struct store_conflict **ret,
+                          size_t *ret_n);
 
 /* The ranks of a job, ordered by rank. Caller frees *ret_ranks. Returns 0, -ENOMEM or -EIO. */
 int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_ranks,

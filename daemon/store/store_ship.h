@@ -26,10 +26,18 @@
 struct store;
 struct store_ship;
 
-/* The last rowid shipped of each source table (0: nothing yet), and the last deleted job
- * (ship_deletes' id) the shipper carried out in ClickHouse. */
+/* The last rowid shipped of each source table (sessions included; 0: nothing yet), and the last
+ * deleted job (ship_deletes' id) the shipper carried out in ClickHouse. */
 struct store_ship_cursor {
-    int64_t block, step, queue, del;
+    int64_t block, step, queue, del, session;
+};
+
+/* One stored session (table sessions): its hello's fields and the hello verbatim. The strings
+ * are valid during the call. */
+struct store_ship_session {
+    int64_t id, rank, world_size, pid, started_ns;
+    const char *host, *framework, *framework_version, *run, *clock, *hello;
+    size_t hello_len;
 };
 
 /* One stored step (table steps). */
@@ -48,8 +56,11 @@ struct store_ship_queue {
 
 /* Where store_ship_read() hands rows; job is the job's name, valid during the call. A callback
  * returning non-zero stops the read (its error is returned). span gets every trace event with ph
- * "X" or "B" (what the store counts as spans) and its line index in the block. */
+ * "X" or "B" (what the store counts as spans) and its line index in the block. Rows of a rank
+ * this node pulled from another (a session of it whose hello has "origin": daemon/cluster/pull.c)
+ * are never given: they were shipped by their own node. */
 struct store_ship_sink {
+    int (*session)(void *ud, const char *job, const struct store_ship_session *s);
     int (*span)(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
                 const struct store_event *ev);
     int (*step)(void *ud, const char *job, const struct store_ship_step *s);
@@ -75,7 +86,8 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
  * -EIO. */
 int store_ship_reload(struct store_ship *sh, struct store_ship_cursor *ret_cursor);
 
-/* Hands the rows past *from to sink in one read transaction: whole blocks in rowid order until
+/* Hands the rows past *from to sink in one read transaction: the sessions first (every one
+ * committed: a block's session was committed before it), then whole blocks in rowid order until
  * at least max_rows spans were given (at least one block when any is there), then up to
  * max_rows steps and max_rows queue samples. *ret_to is where the next read starts (from when
  * nothing was read). A damaged block is skipped, noted as the readers note it. Returns the rows
@@ -108,6 +120,10 @@ int store_ship_deletes_pending(struct store_ship *sh, int64_t after, int64_t *re
 /* The name of job job_id into name (size bytes). Returns 0, -ENOENT (no such job: deleted),
  * -EIO. */
 int store_ship_job_name(struct store_ship *sh, int64_t job_id, char *name, size_t size);
+
+/* Whether rank of job job_id was pulled from another node (is not this node's to ship). Returns
+ * 1, 0, or -EIO. */
+int store_ship_pulled(struct store_ship *sh, int64_t job_id, int64_t rank);
 
 /* Closes the connection; NULL-safe. */
 void store_ship_close(struct store_ship *sh);

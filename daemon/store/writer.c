@@ -110,7 +110,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
     [STMT_LOWER_SHIP_CURSORS] =
         "UPDATE ship_cursors SET block = min(block, (SELECT coalesce(max(id), 0) FROM blocks)), "
         "step = min(step, (SELECT coalesce(max(rowid), 0) FROM steps)), "
-        "queue = min(queue, (SELECT coalesce(max(rowid), 0) FROM queue_samples))",
+        "queue = min(queue, (SELECT coalesce(max(rowid), 0) FROM queue_samples)), "
+        "session = min(session, (SELECT coalesce(max(id), 0) FROM sessions))",
 };
 
 int store__writer_prepare(struct store *st, char *err)

@@ -856,6 +856,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
     snprintf(w->version, sizeof w->version, "%s", cfg->version ? cfg->version : "");
     snprintf(w->instance, sizeof w->instance, "%s", cfg->instance ? cfg->instance : "");
     snprintf(w->socket, sizeof w->socket, "%s", cfg->socket ? cfg->socket : "");
+    snprintf(w->node, sizeof w->node, "%s", cfg->node ? cfg->node : "");
     if (cfg->static_dir && cfg->static_dir[0]) {
         if (!realpath(cfg->static_dir, w->static_root)) {
             /* The API stays useful without the dashboard: serve no files, say so once. */

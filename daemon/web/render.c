@@ -171,6 +171,7 @@ static void render_rank(struct sbuf *b, const struct store_rank *r, const struct
     sbuf_addc(b, '{');
     member_i64(b, "rank", r->rank);
     member_str(b, "host", r->host);
+    member_str(b, "node", r->node);
     member_str(b, "framework", r->framework);
     member_str(b, "framework_version", r->framework_version);
     member_i64(b, "pid", r->pid);
@@ -222,13 +223,15 @@ void web__render_jobs_records(struct sbuf *b, const struct store_job *jobs, size
 void web__render_ranks_csv(struct sbuf *b, const struct store_rank *ranks, size_t n,
                            const struct web_clocks *clocks)
 {
-    sbuf_adds(b, "rank,host,framework,framework_version,pid,sessions,events,steps,"
+    sbuf_adds(b, "rank,host,node,framework,framework_version,pid,sessions,events,steps,"
                  "trace_start_us,trace_end_us,live");
     sbuf_adds(b, clocks ? ",clock_offset_us,clock_aligned,clock_reason\n" : "\n");
     for (size_t i = 0; i < n; i++) {
         const struct store_rank *r = &ranks[i];
         sbuf_printf(b, "%" PRId64 ",", r->rank);
         web__csv_str(b, r->host);
+        sbuf_addc(b, ',');
+        web__csv_str(b, r->node);
         sbuf_addc(b, ',');
         web__csv_str(b, r->framework);
         sbuf_addc(b, ',');

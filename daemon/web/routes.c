@@ -150,8 +150,11 @@ static int get_job(struct web *w, const struct web_req *q, const struct web_rout
     int r = store_query_ranks(w->store, job.id, &ranks, &n);
     if (r < 0)
         return web__store_error(a, r, "store_query_ranks");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         live_rank_steps(w, job.id, &ranks[i]);
+        if (!ranks[i].node[0]) /* this node's own rank */
+            snprintf(ranks[i].node, sizeof ranks[i].node, "%s", w->node);
+    }
     struct web_clocks clocks;
     r = web__clocks(w, job.id, ranks, n, &clocks);
     if (r < 0) {
@@ -169,6 +172,16 @@ static int get_job(struct web *w, const struct web_req *q, const struct web_rout
         web__render_job(&b, &job, ranks, n, &clocks);
     web__clocks_done(&clocks);
     free(ranks);
+    if (fmt == WEB_FORMAT_JSON && w->node[0]) { /* in a cluster: its nodes, window, conflicts */
+        struct web_view v;
+        r = web__view_get(w, job.id, NULL, &v);
+        if (r < 0) {
+            sbuf_done(&b);
+            return web__store_error(a, r, "store_query_conflicts");
+        }
+        web__append_member(&b, "cluster_view", &v, false);
+        web__view_free(&v);
+    }
     return web__doc_fmt(w, a, &b, fmt);
 }
 

@@ -33,6 +33,35 @@ int web__find_live_job(struct web *w, const struct web_route *rt, struct store_j
 /* 503 unavailable: no store attached. */
 int web__no_store(struct web_answer *a);
 
+/* routes_view.c: the cluster view's part of a job's answers. A node's last step is the largest
+ * step any rank of it has here (-1: none); window is the step window, the lowest of those when
+ * the job has ranks pulled from other nodes (a step counts in cross-rank answers once every node
+ * shipped past it), INT64_MAX otherwise. */
+struct web_view_node {
+    char node[80];
+    int64_t ranks, last_step;
+};
+struct web_view {
+    bool pulled; /* some rank came from another node */
+    int64_t window;
+    struct web_view_node *nodes;
+    size_t n_nodes;
+    struct store_conflict *conflicts;
+    size_t n_conflicts;
+};
+struct live_snapshot;
+/* Fills *ret for job_id (snap may be NULL: the job's latest is taken). A daemon not in a cluster
+ * gets pulled false and no nodes. Returns 0 or a negative errno (store_query_ranks()'s). */
+int web__view_get(struct web *w, int64_t job_id, const struct live_snapshot *snap,
+                  struct web_view *ret);
+void web__view_free(struct web_view *v);
+/* {"step_window":W|null,"nodes":[{"node","ranks","last_step","steps_behind"}],"conflicts":[...]} */
+void web__render_view(struct sbuf *b, const struct web_view *v);
+/* Adds member name to the JSON object just rendered at the end of b: the view object, or with
+ * window_only the window alone (null: none). */
+void web__append_member(struct sbuf *b, const char *name, const struct web_view *v,
+                        bool window_only);
+
 /* routes_live.c: steps, step-trace, operators, kernels, queues, pipeline, ranks, helper and
  * breakdown from the job's live snapshot. */
 int web__route_live(struct web *w, const struct web_req *q, const struct web_route *r,

@@ -531,21 +531,31 @@ static int get_pipeline(struct web *w, const struct web_req *q, struct web_answe
 }
 
 static int get_ranks(struct web *w, const struct web_req *q, struct web_answer *a,
-                     const struct live_snapshot *snap)
+                     const struct store_job *job, const struct live_snapshot *snap)
 {
     enum web_format fmt;
     if (web__param_format(q, a, false, &fmt) < 0)
         return 0;
     struct analyse_ranks empty = {.straggler_ratio = w->helper_rules.straggler_ratio};
     struct analyse_ranks *ranks = NULL;
+    /* A job of many nodes counts the steps every node shipped past (routes_view.c). */
+    struct web_view v;
+    int r = web__view_get(w, job->id, snap, &v);
+    if (r < 0)
+        return web__store_error(a, r, "store_query_ranks");
     if (snap) {
-        int r = live_query_ranks(snap, w->helper_rules.straggler_ratio, &ranks);
-        if (r < 0)
+        r = live_query_ranks_upto(snap, w->helper_rules.straggler_ratio, v.window, &ranks);
+        if (r < 0) {
+            web__view_free(&v);
             return web__store_error(a, r, "live_query_ranks");
+        }
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_live_ranks(&b, ranks ? ranks : &empty, fmt);
+    if (fmt == WEB_FORMAT_JSON && v.pulled)
+        web__append_member(&b, "step_window", &v, true);
+    web__view_free(&v);
     analyse_ranks_free(ranks);
     return web__doc_fmt(w, a, &b, fmt);
 }
@@ -673,7 +683,13 @@ static int get_helper(struct web *w, const struct web_req *q, struct web_answer 
     const char *what = "live_query_ranks";
     int r = 0;
     if (snap) {
-        r = live_query_ranks(snap, w->helper_rules.straggler_ratio, &ranks);
+        struct web_view v;
+        r = web__view_get(w, job->id, snap, &v);
+        int64_t window = v.window;
+        if (r == 0)
+            web__view_free(&v);
+        if (r == 0)
+            r = live_query_ranks_upto(snap, w->helper_rules.straggler_ratio, window, &ranks);
         if (r < 0)
             goto fail;
         /* No rank given: the lowest one, as the job's ranks are listed. */
@@ -847,7 +863,7 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         get_pipeline(w, q, a, snap);
         break;
     case WEB_ROUTE_RANKS:
-        get_ranks(w, q, a, snap);
+        get_ranks(w, q, a, job, snap);
         break;
     case WEB_ROUTE_HELPER:
         get_helper(w, q, a, job, snap);

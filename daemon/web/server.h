@@ -50,6 +50,7 @@ struct web {
     char version[64];
     char instance[64];
     char socket[PATH_MAX];
+    char node[80];                 /* this node's name in a cluster; "" when not in one */
     char static_root[PATH_MAX];    /* realpath() of static_dir; "" serves no files */
     size_t static_root_len;
     char auth_token[WEB_TOKEN_MAX]; /* "" : no authentication */

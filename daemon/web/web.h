@@ -90,6 +90,8 @@ struct web_config {
                                     decode (config max_line_bytes; 0: DECODE_LINE_MAX_DEFAULT) */
     const struct web_captures *captures; /* copied at start; NULL: the capture routes answer 503 */
     const struct web_jobs *jobs; /* copied at start; NULL: DELETE of a job answers 503 */
+    const char *node;            /* this node's name in a cluster (ranks_detail's node of its
+                                    own ranks); NULL or "": not in one; copied */
 };
 
 /* Binds cfg->http (an IPv4 or IPv6 literal, "[v6]:port" for IPv6; no host names) and starts

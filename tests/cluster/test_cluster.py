@@ -90,8 +90,10 @@ def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
     expected_spans, expected_steps, expected_queues = {}, {}, {}
     for k, d in enumerate(nodes):
         wait_shipped(d)
-        job = d.job("train")
-        assert job["spans"] == 2 * SPANS
+        # Its own ranks whole (the other nodes' come in too, pulled: test_view.py).
+        detail = d.get_json("/api/v1/jobs/train")["ranks_detail"]
+        own = {r["rank"]: r["events"] for r in detail if r["node"] == f"node{k}"}
+        assert own == {2 * k: SPANS, 2 * k + 1: SPANS}
         for r in (2 * k, 2 * k + 1):
             expected_spans[(f"node{k}", r)] = SPANS
             expected_steps[(f"node{k}", r)] = STEPS
@@ -99,6 +101,7 @@ def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
         s = cluster_stats(d)
         assert s["rows"] == 2 * (SPANS + STEPS + QUEUES)
         assert s["retries"] == 0 and s["last_error"] is None
+    # Each node's own ranks only: the ranks it pulled from the others are never shipped again.
     assert ch_counts(ch, "spans", "train") == expected_spans
     assert ch_counts(ch, "steps", "train") == expected_steps
     assert ch_counts(ch, "queue_samples", "train") == expected_queues
@@ -119,7 +122,7 @@ def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
     assert steps == [["0", "1700000000000000000", "1700000000000900500", "32"],
                      ["1", "1700000000001000000", "1700000000001900500", "32"]]
     # Every migration applied (nodes starting together may each record one: harmless).
-    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 2
+    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 3
 
 
 def test_engine_stopped_and_restarted_mid_ingest(ch, daemons, tmp):
@@ -292,8 +295,10 @@ def test_job_delete_propagated(ch, daemons, tmp):
     made again under that name afterwards ships whole; a delete made while the engine is away
     waits in the node's store, across a kill -9, and is carried out once it is back."""
     creds = creds_file(tmp)
-    a = daemons("da", args=node_args(ch, "nodeX", creds))
-    b = daemons("db", args=node_args(ch, "nodeY", creds))
+    # Shipping only: a node with the cluster view holds the other's rank of "it's" through its
+    # puller's connection, and a job with a connected client is not deleted (409).
+    a = daemons("da", args=node_args(ch, "nodeX", creds, "--cluster-view", "false"))
+    b = daemons("db", args=node_args(ch, "nodeY", creds, "--cluster-view", "false"))
     send(a, "kept", 0, rank_lines(0, 1000))
     # The newest rows of node X: once deleted, SQLite gives their rowids to the next rows.
     send(a, "it's", 1, rank_lines(1, 2000))

@@ -49,7 +49,7 @@ def leb(n):
 
 def encode(value, typ):
     if typ == "String":
-        b = value.encode()
+        b = str(value).encode()  # pid: a String in spans, an Int64 in sessions
         return leb(len(b)) + b
     return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I", "UInt8": "<B"}[typ], value)
 
@@ -60,7 +60,10 @@ SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "du
           "samples": 32, "phases": "{}", "row": 0, "size": 2, "capacity": 8, "spans": 40,
           "from_record": 0, "source": "trace", "interval_ns": 10, "fp_bp_ns": 800, "tail_ns": 90,
           "kernel_ns": 500, "memcpy_ns": 10, "memset_ns": 0, "communication_ns": 100,
-          "runtime_ns": 50, "dataloader_ns": 40, "cpu_exec_ns": 200, "other_ns": 0, "version": 1}
+          "runtime_ns": 50, "dataloader_ns": 40, "cpu_exec_ns": 200, "other_ns": 0, "version": 1, "world_size": 8,
+          "host": "h1", "pid": 3, "framework": "torch", "framework_version": "2.4",
+          "run": "r", "clock": "realtime", "started_ns": 1700000000000000000,
+          "hello": '{"hello":"stepscope/1","job":"j","rank":3}'}
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +93,13 @@ def test_migrations_table_and_sorting_keys(db):
     assert keys["steps"] == "job, rank, step, node, row"
     assert keys["queue_samples"] == "job, rank, ts_ns, node, row"
     assert keys["step_ranks"] == "job, rank, step, node"
+    assert keys["sessions"] == "job, rank, node, row"
     engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
                     "AND name != 'schema_migrations'")
     assert engines == "ReplacingMergeTree"
 
 
-@pytest.mark.parametrize("i", range(4))
+@pytest.mark.parametrize("i", range(5))
 def test_insert_twice_counts_once(db, tmp_path, i):
     sql = inserts()[i]
     m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT RowBinary$", sql)

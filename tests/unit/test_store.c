@@ -226,7 +226,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 5);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 6);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -337,10 +337,12 @@ START_TEST(test_store_rank_live_steps)
     store_close(st);
 
     /* Version 2 (no live_steps) migrates to 3, its counts unknown until live reports them (and
-     * on to 4, the shipper's cursors, and 5, its deleted jobs). */
+     * on to 4, the shipper's cursors, 5, its deleted jobs, and 6, the cluster view's). */
     sqlite3 *db = open_raw_db();
     ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE ranks DROP COLUMN live_steps; "
                                       "DROP TABLE ship_cursors; DROP TABLE ship_deletes; "
+                                      "DROP TABLE pull_cursors; DROP TABLE pull_streams; "
+                                      "DROP TABLE pull_conflicts; "
                                       "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     st = open_ok(0);
@@ -349,7 +351,7 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
     db = open_raw_db();
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 5);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 6);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
     sqlite3_close(db);
 }
@@ -1030,7 +1032,7 @@ END_TEST
  * they are read, only X and B events count as spans, the cursor survives a reopen, and a read
  * past everything gives nothing. */
 struct ship_seen {
-    int64_t spans, steps, queues;
+    int64_t spans, steps, queues, sessions;
     int64_t last_block;
     uint32_t last_idx;
     char name[64];
@@ -1068,6 +1070,17 @@ static int ship_queue(void *ud, const char *job, const struct store_ship_queue *
     return 0;
 }
 
+static int ship_session(void *ud, const char *job, const struct store_ship_session *se)
+{
+    struct ship_seen *s = ud;
+    if (!s->job || strcmp(s->job, "*") != 0)
+        ck_assert_str_eq(job, s->job ? s->job : "ship");
+    if (!s->job)
+        ck_assert_int_eq(se->rank, 2);
+    s->sessions++;
+    return 0;
+}
+
 START_TEST(test_store_ship_cursor)
 {
     struct store *st = open_ok(0);
@@ -1097,8 +1110,9 @@ START_TEST(test_store_ship_cursor)
     ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
     ck_assert_int_eq(pending, N + 3);
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_span, ship_step, ship_queue, &seen};
-    ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 3);
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
+    ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 3 + 1);
+    ck_assert_int_eq(seen.sessions, 1);
     ck_assert_int_eq(seen.spans, 2 * N / 3);
     ck_assert_int_eq(seen.steps, 2);
     ck_assert_int_eq(seen.queues, 1);
@@ -1130,7 +1144,7 @@ START_TEST(test_store_ship_cursor)
         cur = to;
     }
     ck_assert_int_eq(n, 0);
-    ck_assert_int_eq(total, 2 * N / 3 + 3);
+    ck_assert_int_eq(total, 2 * N / 3 + 3 + 1);
     store_ship_close(sh);
     store_close(st);
 }
@@ -1154,7 +1168,7 @@ static void ship_job(struct store *st, const char *job)
 static int64_t ship_all(struct store_ship *sh, struct store_ship_cursor *cur, const char *job)
 {
     struct ship_seen seen = {.job = job};
-    struct store_ship_sink sink = {ship_span, ship_step, ship_queue, &seen};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
     struct store_ship_cursor to;
     int64_t n = store_ship_read(sh, cur, 1 << 20, &sink, &to);
     if (n > 0) {
@@ -1177,14 +1191,14 @@ START_TEST(test_store_ship_deletes)
     struct store_ship_cursor cur, low, to;
     ck_assert_int_eq(store_ship_open(st, "http://ch:8123", &sh, &cur, err), 0);
     ck_assert_int_eq(cur.del, 0);
-    ck_assert_int_eq(ship_all(sh, &cur, "*"), 6);
+    ck_assert_int_eq(ship_all(sh, &cur, "*"), 8); /* each job: its session and 3 rows */
     int64_t job_id, id, n;
     uint64_t ticket;
     ck_assert_int_eq(store_job_delete(st, "it's", &job_id, &ticket), 0);
     ck_assert_int_eq(store_wait_committed(st, ticket, WAIT_NS), 0);
 
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_span, ship_step, ship_queue, &seen};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
     ck_assert_int_eq(store_ship_read(sh, &cur, 100, &sink, &to), -EAGAIN);
     ck_assert_int_eq(store_ship_save(sh, &cur), -EAGAIN);
     ck_assert_int_eq(store_ship_deletes_pending(sh, cur.del, &n), 0);
@@ -1193,6 +1207,7 @@ START_TEST(test_store_ship_deletes)
     ck_assert_int_lt(low.block, cur.block);
     ck_assert_int_lt(low.step, cur.step);
     ck_assert_int_lt(low.queue, cur.queue);
+    ck_assert_int_lt(low.session, cur.session);
     ck_assert_int_eq(store_ship_next_delete(sh, low.del, &id, name, sizeof name), 1);
     ck_assert_str_eq(name, "it's");
     ck_assert_int_eq(store_ship_delete_done(sh, id), 0);
@@ -1204,13 +1219,13 @@ START_TEST(test_store_ship_deletes)
     /* The next job's rows take the deleted rows' rowids: read from the lowered cursor. */
     ship_job(st, "new");
     cur = low;
-    ck_assert_int_eq(ship_all(sh, &cur, "new"), 3);
+    ck_assert_int_eq(ship_all(sh, &cur, "new"), 4);
     ck_assert_int_eq(ship_all(sh, &cur, "new"), 0);
     store_ship_close(sh);
     /* A target opened after the delete has nothing of it to carry out. */
     ck_assert_int_eq(store_ship_open(st, "http://other:8123", &sh, &cur, err), 0);
     ck_assert_int_eq(cur.del, id);
-    ck_assert_int_eq(ship_all(sh, &cur, "*"), 6);
+    ck_assert_int_eq(ship_all(sh, &cur, "*"), 8);
     store_ship_close(sh);
     store_close(st);
 }
