@@ -629,7 +629,10 @@ static void text_rows(struct sbuf *b, const struct analyse_summary *s,
     sbuf_adds(b, "\n\n");
 }
 
-/* Kernel names lose their argument list as Paddle's (.+?)(<.*>)(\(.*\)) match does. */
+/* Kernel names lose their argument list as Paddle's (.+?)(<.*>)(\(.*\)) match does: cut after
+ * the last "><" ... ">(" that a ')' follows. One pass over the name: the last ')' is found first
+ * (a search for a ')' after every ">(" cost the square of the name's length: a 1 MB name of
+ * ">(" took seconds, issue 18). */
 static void kernel_rows_short(struct analyse_sum_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -638,9 +641,16 @@ static void kernel_rows_short(struct analyse_sum_row *rows, size_t n)
         const char *lt = len > 1 ? memchr(s + 1, '<', len - 1) : NULL;
         if (!lt)
             continue;
+        size_t close = len; /* the last ')'; len: none */
+        for (size_t j = len; j-- > 0;)
+            if (s[j] == ')') {
+                close = j;
+                break;
+            }
+        if (close == len)
+            continue;
         for (size_t j = len; j-- > (size_t)(lt - s);) {
-            if (s[j] == '>' && j + 1 < len && s[j + 1] == '(' &&
-                memchr(s + j + 2, ')', len - j - 2)) {
+            if (s[j] == '>' && j + 1 < len && s[j + 1] == '(' && close >= j + 2) {
                 rows[i].name_len = j + 1;
                 break;
             }

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../daemon/store/store.h"
@@ -290,6 +291,56 @@ START_TEST(test_render_summary_forms)
     ck_assert_ptr_nonnull(strstr(b.data, "{\"device\":\"CPU(Process)\",\"utilization_pct\":null"));
     sbuf_done(&b);
     analyse_summary_free(d.sum);
+}
+END_TEST
+
+/* The text kernel table cuts a kernel's argument list as Paddle's regex does (after the last
+ * ">(" that a ')' follows, past a '<'), in one pass over the name: a name of 500 000 ">(" and no
+ * ')' (1 MB, one protocol line) took 2 s of CPU before (a search for ')' after every ">("),
+ * so a few such names held an analysis far past its deadline (issue 18). Three of them here. */
+START_TEST(test_render_kernel_names_linear)
+{
+    enum { PAIRS = 500000 };
+    char *big[3];
+    for (int k = 0; k < 3; k++) {
+        big[k] = malloc(2 * PAIRS + 3);
+        ck_assert_ptr_nonnull(big[k]);
+        big[k][0] = (char)('k' + k);
+        big[k][1] = '<';
+        for (size_t i = 0; i < PAIRS; i++)
+            memcpy(big[k] + 2 + 2 * i, ">(", 2);
+        big[k][2 + 2 * PAIRS] = '\0';
+    }
+    struct analyse_span sp[] = {
+        sum_span(0, 10000, "ProfileStep", "ProfileStep#1"),
+        sum_span(10, 10, "Kernel", "void gemm<float, 4>(float*, int)"),
+        sum_span(30, 20, "Kernel", "f<a>(x)<b>(y)"),
+        sum_span(60, 30, "Kernel", "g<a>(no close"),
+        sum_span(100, 40, "Kernel", big[0]),
+        sum_span(200, 40, "Kernel", big[1]),
+        sum_span(300, 40, "Kernel", big[2]),
+    };
+    struct web_summary_doc d = {.kind = WEB_SUMMARY_KERNEL, .max_spans = 10, .time_unit = "us",
+                                .cpu_pct = NAN, .sys_cpu_pct = NAN};
+    ck_assert_int_eq(analyse_summary_compute(sp, 7, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST,
+                                             &d.sum), 0);
+    struct sbuf b;
+    sbuf_init(&b, 1 << 24);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    web__render_summary(&b, &d, WEB_FORMAT_TEXT);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ck_assert_msg(s < 0.5, "three 1 MB kernel names took %.2f s of CPU to render", s);
+    sbuf_addc(&b, '\0');
+    ck_assert_ptr_nonnull(strstr(b.data, "\nvoid gemm<float, 4>  "));
+    ck_assert_ptr_nonnull(strstr(b.data, "\nf<a>(x)<b>  "));
+    ck_assert_ptr_nonnull(strstr(b.data, "\ng<a>(no close  "));
+    ck_assert_ptr_null(strstr(b.data, "(float*"));
+    sbuf_done(&b);
+    analyse_summary_free(d.sum);
+    for (int k = 0; k < 3; k++)
+        free(big[k]);
 }
 END_TEST
 
@@ -1578,6 +1629,7 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_openapi_documents_every_route);
     tcase_add_test(tc, test_route_summary_kind);
     tcase_add_test(tc, test_render_summary_forms);
+    tcase_add_test(tc, test_render_kernel_names_linear);
     tcase_add_test(tc, test_render_benchmark_text);
     tcase_add_loop_test(tc, test_csv_str_hostile, 0, N(csv_cases));
     tcase_add_loop_test(tc, test_parse_i64_table, 0, N(i64_cases));
