@@ -1016,7 +1016,8 @@ static void member_dus(struct sbuf *b, const char *k, bool have, double ns)
 }
 
 void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
-                            enum web_format fmt)
+                            enum web_format fmt, const char *const *node,
+                            const char *const *host)
 {
     bool csv = fmt == WEB_FORMAT_CSV;
     if (fmt == WEB_FORMAT_RECORDS) {
@@ -1060,6 +1061,10 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
             sbuf_addc(b, ',');
         sbuf_addc(b, '{');
         member_i64(b, "rank", row->rank);
+        if (node && host) {
+            member_str(b, "node", node[i]);
+            member_str(b, "host", host[i]);
+        }
         member_u64(b, "steps", st->count);
         member_dus(b, "mean_us", have, st->mean_ns);
         member_dus(b, "median_us", have, st->median_ns);

@@ -140,9 +140,11 @@ void web__render_live_pipeline(struct sbuf *b, const struct live_pipeline_view *
                                int64_t op_id, enum web_format fmt);
 
 /* Per-rank step statistics and stragglers: {"ranks":[...],"mean_us",...}; csv: one line per
- * rank. */
+ * rank. node and host (NULL: none), [ranks->n_ranks] by row: each row's cluster node and host,
+ * added after "rank" in the JSON and records forms (a job over many nodes). */
 void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
-                            enum web_format fmt);
+                            enum web_format fmt, const char *const *node,
+                            const char *const *host);
 
 /* The helper's suggestions for rank with their evidence, and which evidence the daemon had
  * (in: what was given to analyse_helper_run()). */

@@ -41,9 +41,15 @@ struct web_view_node {
     char node[80];
     int64_t ranks, last_step;
 };
+struct web_view_rank {
+    int64_t rank;
+    char node[80], host[80];
+};
 struct web_view {
     bool pulled; /* some rank came from another node */
     int64_t window;
+    struct web_view_rank *ranks; /* [n_ranks], by rank: each rank's node and host */
+    size_t n_ranks;
     struct web_view_node *nodes;
     size_t n_nodes;
     struct store_conflict *conflicts;

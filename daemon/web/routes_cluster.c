@@ -46,7 +46,8 @@ struct rank_par {
 struct gather {
     struct rank_par *r;
     size_t n;
-    int64_t step; /* 0: the average */
+    int64_t step;   /* 0: the average */
+    int64_t window; /* the average counts steps up to it (routes_view.c); INT64_MAX: all */
 };
 
 static struct rank_par *find_rank(struct gather *g, int64_t rank)
@@ -133,7 +134,8 @@ static int on_step(void *ud, int64_t rank, const struct record *rec)
 {
     struct gather *g = ud;
     struct rank_par *p = find_rank(g, rank);
-    if (!p || !p->found || rec->phases.len == 0 || (g->step > 0 && rec->step != g->step))
+    if (!p || !p->found || rec->phases.len == 0 || (g->step > 0 && rec->step != g->step) ||
+        (g->step == 0 && rec->step > g->window))
         return 0;
     struct json_reader j;
     json_reader_init(&j, rec->phases.ptr, rec->phases.len);
@@ -213,9 +215,17 @@ int web__cluster_table(struct web *w, const struct store_job *job,
 {
     memset(ret, 0, sizeof *ret);
     struct gather g = {.step = step};
+    /* A job over many nodes averages the steps every node shipped past (routes_view.c). */
+    struct web_view view;
+    *what = "store_query_ranks";
+    int r = web__view_get(w, job->id, snap, &view);
+    if (r < 0)
+        return r;
+    g.window = view.window;
+    web__view_free(&view);
     void *v;
     *what = "store_query_ranks/hellos";
-    int r = web__rank_hellos(w, job, sizeof *g.r, init_rank, on_hello, &g, &v, &g.n);
+    r = web__rank_hellos(w, job, sizeof *g.r, init_rank, on_hello, &g, &v, &g.n);
     if (r < 0)
         return r;
     g.r = v;
@@ -259,8 +269,7 @@ int web__cluster_table(struct web *w, const struct store_job *job,
         memset(&pts, 0, sizeof pts);
         size_t by_source[LIVE_POINTS_PHASES + 1];
         int q2 = live_query_steptrace(snap, p->rank, false, 0, ANALYSE_ST_ALL_FIRST,
-                                      ANALYSE_ST_ALL_LAST, 0, LIVE_POINTS_NONE, &t, &pts,
-                                      by_source);
+                                      g.window, 0, LIVE_POINTS_NONE, &t, &pts, by_source);
         if (q2 == 0 && t->last_step > last_step)
             last_step = t->last_step;
         if (q2 == 0 && step > 0) {

@@ -550,9 +550,26 @@ static int get_ranks(struct web *w, const struct web_req *q, struct web_answer *
             return web__store_error(a, r, "live_query_ranks");
         }
     }
+    /* Each rank's node and host, for a job over many nodes. */
+    const struct analyse_ranks *rk = ranks ? ranks : &empty;
+    const char **node = NULL, **host = NULL;
+    if (v.pulled && rk->n_ranks > 0) {
+        node = calloc(rk->n_ranks, sizeof *node);
+        host = calloc(rk->n_ranks, sizeof *host);
+        for (size_t i = 0; node && host && i < rk->n_ranks; i++) {
+            node[i] = host[i] = "";
+            for (size_t k = 0; k < v.n_ranks; k++)
+                if (v.ranks[k].rank == rk->rows[i].rank) {
+                    node[i] = v.ranks[k].node;
+                    host[i] = v.ranks[k].host;
+                }
+        }
+    }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_live_ranks(&b, ranks ? ranks : &empty, fmt);
+    web__render_live_ranks(&b, rk, fmt, node, host);
+    free(node);
+    free(host);
     if (fmt == WEB_FORMAT_JSON && v.pulled)
         web__append_member(&b, "step_window", &v, true);
     web__view_free(&v);

@@ -20,6 +20,7 @@
 void web__view_free(struct web_view *v)
 {
     free(v->nodes);
+    free(v->ranks);
     free(v->conflicts);
     memset(v, 0, sizeof *v);
     v->window = INT64_MAX;
@@ -51,11 +52,16 @@ int web__view_get(struct web *w, int64_t job_id, const struct live_snapshot *sna
         else
             nl = live_query_last_steps(snap, rk, last, n);
     }
-    if (r == 0 && n > 0 && !(ret->nodes = calloc(n, sizeof *ret->nodes)))
+    if (r == 0 && n > 0 && (!(ret->nodes = calloc(n, sizeof *ret->nodes)) ||
+                            !(ret->ranks = calloc(n, sizeof *ret->ranks))))
         r = -ENOMEM;
     for (size_t i = 0; r == 0 && i < n; i++) {
         const char *node = ranks[i].node[0] ? ranks[i].node : w->node;
         ret->pulled |= ranks[i].node[0] != '\0';
+        struct web_view_rank *vr = &ret->ranks[ret->n_ranks++];
+        vr->rank = ranks[i].rank;
+        snprintf(vr->node, sizeof vr->node, "%.79s", node);
+        snprintf(vr->host, sizeof vr->host, "%.79s", ranks[i].host);
         int64_t l = -1;
         for (size_t k = 0; k < nl; k++)
             if (rk[k] == ranks[i].rank)

@@ -34,7 +34,8 @@ def wait_view(d, job, spans, ranks=RANKS, timeout=90):
 
 
 ROUTES = ["/steps?limit=100000", "/operators?limit=100000", "/kernels?limit=100000",
-          "/breakdown?limit=100000", "/step-trace", "/ranks", "/helper", "/queues"]
+          "/breakdown?limit=100000", "/step-trace", "/ranks", "/helper", "/queues",
+          "/cluster/step-trace"]
 
 
 def answers(d, job):
@@ -45,9 +46,17 @@ def answers(d, job):
     out = {r: d.get_json(path + r) for r in ROUTES}
     for r in ("/operators?limit=100000", "/kernels?limit=100000"):
         out[r]["rows"].sort(key=lambda row: row["name"])
-    # A cluster node's /ranks names its step window (every node shipped all STEPS steps here).
+    # A cluster node's /ranks names its step window (every node shipped all STEPS steps here)
+    # and each rank's node and host.
     window = out["/ranks"].pop("step_window", STEPS - 1)
     assert window == STEPS - 1, window
+    for row in out["/ranks"]["ranks"]:
+        node = row.pop("node", None)
+        host = row.pop("host", None)
+        if d.name == "oracle":
+            assert node is None and host is None
+        else:
+            assert node == f"node{row['rank'] // PER_NODE}" and host == "integ", (d.name, row)
     return out
 
 
@@ -228,3 +237,32 @@ def test_lagging_node_is_never_a_straggler(ch, daemons, tmp):
         send(lagging, "lag", r, step_lines(range(6, STEPS), 6), world=2 * NODES)
     viewer.wait_for("the window at the last step", lambda: viewer.get_json(
         job_path(viewer, "lag") + "/ranks")["step_window"] == STEPS - 1, timeout=60)
+
+
+def test_rank_shipped_by_two_nodes_is_kept_once_and_named(ch, daemons, tmp):
+    """Ranks are the job's global ranks: when two nodes ship the same (job, rank), a viewer keeps
+    one copy (its own; else the first node by name), never merges them, and names the other in
+    the job's cluster_view.conflicts."""
+    creds = creds_file(tmp)
+    a = daemons("ca", args=node_args(ch, "nodeA", creds))
+    b = daemons("cb", args=node_args(ch, "nodeB", creds))
+    feed(a, "dup", [0], 100)
+    feed(a, "dup", [1], 100)
+    feed(b, "dup", [1], 200)
+    feed(b, "dup", [2], 300)
+    for d in (a, b):
+        wait_shipped(d)
+    c = daemons("cc", args=node_args(ch, "nodeC", creds))
+    want = {"nodeA": {0: 100, 1: 100, 2: 300}, "nodeB": {0: 100, 1: 200, 2: 300},
+            "nodeC": {0: 100, 1: 100, 2: 300}}
+    kept = {"nodeA": "nodeA", "nodeB": "nodeB", "nodeC": "nodeA"}
+    for d, name in ((a, "nodeA"), (b, "nodeB"), (c, "nodeC")):
+        d.wait_for(f"{name}: the three ranks", lambda d=d: {
+            r["rank"]: r["events"] for r in d.get_json(job_path(d, "dup"))["ranks_detail"]}
+            == want[name], timeout=60)
+        doc = d.get_json(job_path(d, "dup"))
+        other = "nodeB" if kept[name] == "nodeA" else "nodeA"
+        assert doc["cluster_view"]["conflicts"] == [{"rank": 1, "node": other,
+                                                     "kept": kept[name]}]
+        assert [r["node"] for r in doc["ranks_detail"]] == ["nodeA", kept[name], "nodeB"]
+        assert doc["spans"] == sum(want[name].values())
