@@ -83,6 +83,7 @@ struct stats {
     _Atomic uint64_t http_analyses_timed_out; /* past http_analysis_timeout_ms (503 deadline) */
     _Atomic uint64_t http_analyses_abandoned; /* stopped because their client hung up */
     _Atomic uint64_t http_analyses_over_budget; /* stopped past http_analysis_max_bytes (413/503) */
+    _Atomic uint64_t http_responses_too_large; /* answered 413 response_too_large (max_response_bytes) */
     _Atomic uint64_t captures_refused;    /* POST /captures no session could serve, or past
                                              capture_max_open (409, 429) */
     _Atomic uint64_t captures_expired;    /* capture parts expired, still pending after

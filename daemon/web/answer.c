@@ -129,6 +129,7 @@ int web__doc(struct web *w, struct web_answer *a, unsigned status, struct sbuf *
              const char *type, const char *disposition)
 {
     if (b->error == -EMSGSIZE) {
+        STATS_ADD(w->stats, http_responses_too_large, 1);
         char msg[128];
         snprintf(msg, sizeof msg, "the answer would exceed max_response_bytes (%zu); ask for less",
                  w->max_response_bytes);

@@ -389,6 +389,9 @@ static const struct m_counter counters[] = {
     {"stepscope_http_analyses_over_budget_total", "counter",
      "Analyses stopped (413 or 503) because they would pass http_analysis_max_bytes.",
      C(http_analyses_over_budget)},
+    {"stepscope_http_responses_too_large_total", "counter",
+     "Answers refused (413 response_too_large) because they would exceed max_response_bytes.",
+     C(http_responses_too_large)},
     {"stepscope_captures_refused_total", "counter",
      "Captures refused: no connected session could serve them (409), or past capture_max_open "
      "(429).",

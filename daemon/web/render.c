@@ -370,8 +370,9 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "analyses_refused", STATS_GET(s, http_analyses_refused));
     member_u64(b, "analyses_timed_out", STATS_GET(s, http_analyses_timed_out));
     member_u64(b, "analyses_abandoned", STATS_GET(s, http_analyses_abandoned));
-    key(b, "analyses_over_budget");
-    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_analyses_over_budget));
+    member_u64(b, "analyses_over_budget", STATS_GET(s, http_analyses_over_budget));
+    key(b, "responses_too_large");
+    sbuf_printf(b, "%" PRIu64 "},", (uint64_t)STATS_GET(s, http_responses_too_large));
     sbuf_adds(b, "\"captures\":{");
     member_u64(b, "refused", STATS_GET(s, captures_refused));
     key(b, "expired");

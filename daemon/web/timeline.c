@@ -686,6 +686,7 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
     if (!tail_ok || t->produced + t->reserve > (size_t)max_bytes) {
         /* Not even an empty export fits: the caller's max_bytes, or else the daemon's cap. */
         if (!web__param_has(q, "max_bytes")) {
+            STATS_ADD(w->stats, http_responses_too_large, 1);
             web__error(a, WEB_HTTP_CONTENT_TOO_LARGE, "response_too_large",
                                   "the export's metadata alone would exceed max_response_bytes");
             goto out;

@@ -211,3 +211,17 @@ def test_analysis_past_the_budget_answers_413(daemons):
     assert d.stats()["http"]["analyses_over_budget"] == 2
     _, _, metrics = d.request("/metrics")
     assert b"stepscope_http_analyses_over_budget_total 2" in metrics
+
+
+def test_summary_past_max_response_bytes_answers_413_counted(daemons):
+    """An operator summary larger than max_response_bytes (20 k names: ~4.6 MB; cap 1 MiB) answers
+    413 response_too_large, counted in /stats http.responses_too_large and /metrics; the
+    rendering stops at the cap, so it holds no more than that."""
+    d = daemons(config="max_response_bytes = 1048576\n")
+    _ingest_names(d, "wide", 20000)
+    st, _, body = d.request("/api/v1/jobs/wide/summary/operator")
+    assert st == 413 and b'"response_too_large"' in body and b"max_response_bytes" in body, body
+    assert d.request("/api/v1/jobs/wide/summary/overview")[0] == 200
+    assert d.stats()["http"]["responses_too_large"] == 1
+    _, _, metrics = d.request("/metrics")
+    assert b"stepscope_http_responses_too_large_total 1" in metrics

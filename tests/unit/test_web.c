@@ -788,6 +788,7 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.http_analyses_timed_out, 51);
     atomic_store(&s.http_analyses_abandoned, 52);
     atomic_store(&s.http_analyses_over_budget, 55);
+    atomic_store(&s.http_responses_too_large, 56);
     atomic_store(&s.captures_refused, 53);
     atomic_store(&s.captures_expired, 54);
     struct store_info info = {.db_bytes = 40, .jobs = 41, .blocks = 42, .block_raw_bytes = 43,
@@ -809,7 +810,8 @@ START_TEST(test_render_stats_all_counters)
         "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47,\"untracked_jobs\":53},"
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
-        "\"analyses_timed_out\":51,\"analyses_abandoned\":52,\"analyses_over_budget\":55},"
+        "\"analyses_timed_out\":51,\"analyses_abandoned\":52,\"analyses_over_budget\":55,"
+        "\"responses_too_large\":56},"
         "\"captures\":{\"refused\":53,\"expired\":54},\"cluster\":null,"
         "\"store\":{\"db_bytes\":40,\"jobs\":41,\"blocks\":42,\"block_bytes\":44,"
         "\"block_raw_bytes\":43,\"fs_free_bytes\":57,\"damaged_blocks\":3,\"damaged\":[{\"job_id\":5,"
@@ -1189,7 +1191,7 @@ START_TEST(test_http_stats_and_counters)
     ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2,\"cache_hits\":0,\"cache_misses\":0,"
                                          "\"deadline_closed\":0,\"exports_refused\":0,\"analyses_refused\":0,"
                               "\"analyses_timed_out\":0,\"analyses_abandoned\":0,"
-                              "\"analyses_over_budget\":0}"));
+                              "\"analyses_over_budget\":0,\"responses_too_large\":0}"));
     ck_assert_ptr_nonnull(strstr(r->body, "\"store\":null}"));
     ck_assert_uint_eq(atomic_load(&http_stats.http_requests), 4);
     ck_assert_uint_eq(atomic_load(&http_stats.http_errors), 2);
