@@ -706,6 +706,7 @@ START_TEST(test_render_job_with_ranks)
     memset(r, 0, sizeof r);
     r[0].rank = 0;
     snprintf(r[0].host, sizeof r[0].host, "node&1");
+    snprintf(r[0].node, sizeof r[0].node, "host-b");
     snprintf(r[0].framework, sizeof r[0].framework, "torch");
     snprintf(r[0].framework_version, sizeof r[0].framework_version, "2.4.0");
     r[0].pid = 4242;
@@ -724,10 +725,10 @@ START_TEST(test_render_job_with_ranks)
     ck_assert_int_eq(b.error, 0);
     ck_assert_ptr_nonnull(strstr(
         b.data, "\"live\":true,\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
-                "\"framework\":\"torch\",\"framework_version\":\"2.4.0\",\"pid\":4242,"
+                "\"node\":\"host-b\",\"framework\":\"torch\",\"framework_version\":\"2.4.0\",\"pid\":4242,"
                 "\"sessions\":1,\"events\":10,\"steps\":5,\"trace_start_us\":1000.5,"
                 "\"trace_end_us\":2000,\"live\":true},{\"rank\":1,"
-                "\"host\":\"\",\"framework\":\"\",\"framework_version\":\"\",\"pid\":-1,"
+                "\"host\":\"\",\"node\":\"\",\"framework\":\"\",\"framework_version\":\"\",\"pid\":-1,"
                 "\"sessions\":0,\"events\":0,\"steps\":0,\"trace_start_us\":null,"
                 "\"trace_end_us\":null,\"live\":false}]}"));
     ck_assert_int_eq(b.data[0], '{');
@@ -1412,7 +1413,7 @@ START_TEST(test_store_job_by_id_and_name)
     snprintf(want, sizeof want, "{\"id\":%lld,", (long long)job_id_evil);
     ck_assert_msg(strncmp(r->body, want, strlen(want)) == 0, "%s", r->body);
     ck_assert_ptr_nonnull(strstr(r->body, "\"ranks_detail\":[{\"rank\":0,\"host\":\"node\\u00261\","
-                                          "\"framework\":\"torch\",\"framework_version\":\"2.4.0\","
+                                          "\"node\":\"\",\"framework\":\"torch\",\"framework_version\":\"2.4.0\","
                                           "\"pid\":4242,"));
     ck_assert_ptr_nonnull(strstr(r->body, "{\"rank\":1,"));
 
