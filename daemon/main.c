@@ -492,6 +492,15 @@ static void persist_live_steps(struct daemon *d)
  * both the byte budget and the job count. Loop thread. */
 static void evict_live(struct daemon *d, int64_t now)
 {
+    /* Forget the tickets already committed (job_evictable() lets their jobs go, as it would
+     * without one), so that the tickets left are those of the last flushes, not one per job that
+     * ever ended and was not evicted yet: each job_evictable() call scans them (65 000 jobs:
+     * 256 scans of ~57 000 tickets per tick). */
+    size_t k = 0;
+    for (size_t i = 0; i < d->n_tickets; i++)
+        if (!store_committed(d->store, d->tickets[i].ticket))
+            d->tickets[k++] = d->tickets[i];
+    d->n_tickets = k;
     size_t n = live_evict(d->live, d->cfg.live_max_bytes, now, job_evictable, d);
     STATS_ADD(&d->stats, live_evictions, n);
     atomic_store_explicit(&d->stats.live_bytes, live_bytes(d->live), memory_order_relaxed);

@@ -4,13 +4,14 @@
 and docs/PERFORMANCE.md, issue 18 items 3 and 4): JOBS one-event jobs (each its own connection:
 hello, one record, wait for its ack) from WORKERS client threads, then PROBES more one at a time
 at the end; prints one JSON line: the latencies (median, p99, worst) of all jobs, of the last
-tenth and of the probes, live bytes per job, evictions, refused jobs, RSS.
+tenth and of the probes, live bytes per job, evictions, refused jobs, RSS, the daemon's CPU time.
 
   BUILD_DIR=build python3 tests/bench/many_jobs.py [JOBS [CONFIG_LINE ...]]
 
 JOBS defaults to 10000; each CONFIG_LINE (e.g. "live_max_jobs = 100000", "live_max_bytes =
 16777216") goes into the daemon's config file. Run it for two builds side by side."""
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -46,13 +47,16 @@ def main():
             wall = time.monotonic() - t0
             probes = [one_job(d.socket, f"probe-{i}") for i in range(PROBES)]
             st = d.stats()["live"]
+            with open(f"/proc/{d.proc.pid}/stat") as f:  # utime + stime, in clock ticks
+                ticks = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
             print(json.dumps({
                 "build": str(integ.build_dir()), "jobs": jobs, "config": sys.argv[2:],
                 "wall_s": round(wall, 2), "all": figures(lat),
                 "last_tenth": figures(lat[-max(1, jobs // 10):]), "probes": figures(probes),
                 "live_bytes_per_job": round(st["bytes"] / (jobs + PROBES)),
                 "evictions": st["evictions"], "untracked_jobs": st["untracked_jobs"],
-                "rss_mib": round(rss_kib(d.proc.pid) / 1024)}), flush=True)
+                "rss_mib": round(rss_kib(d.proc.pid) / 1024),
+                "daemon_cpu_s": round(ticks / os.sysconf("SC_CLK_TCK"), 2)}), flush=True)
         finally:
             d.proc.kill()
             d.proc.wait()
