@@ -6,13 +6,15 @@
  * reference's clock.
  *
  * A rank's host is its ranks_detail host (the latest hello's, or for a rank a cluster view pulled
- * from another node, that node's hello's). The steps are the rank's last WEB_CLOCK_STEPS steps as
+ * from another node, that node's hello's); a hello without a host counts as the node the rank
+ * came from (ranks_detail's node, else this daemon's own node name). The steps are the rank's last WEB_CLOCK_STEPS steps as
  * live lists them (step records, else step spans, as /steps), else for a rank live does not hold
  * its stored step records. The offsets are taken as constant, so the latest steps measure them as
  * well as all would, and a request costs the same on a job of 10 k steps as of 1 k: 64 ranks of
  * 10 k steps on 8 hosts, about 10 ms (docs/PERFORMANCE.md).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +62,15 @@ static int on_clk_step(void *ud, int64_t rank, const struct record *rec)
     return 0;
 }
 
+/* The clock a rank's times are on: its host; for a hello without one, the node it came from (a
+ * cluster view's pulled rank), else this node (this daemon's own rank): one machine each. */
+static const char *rank_clock_name(const struct web *w, const struct store_rank *r)
+{
+    if (r->host[0])
+        return r->host;
+    return r->node[0] ? r->node : w->node;
+}
+
 int web__clocks(struct web *w, int64_t job_id, const struct store_rank *ranks, size_t n,
                 struct web_clocks *ret)
 {
@@ -73,11 +84,12 @@ int web__clocks(struct web *w, int64_t job_id, const struct store_rank *ranks, s
     }
     /* The hosts, in the order their first rank comes. */
     for (size_t i = 0; i < n; i++) {
+        const char *host = rank_clock_name(w, &ranks[i]);
         size_t h = 0;
-        while (h < ret->n_hosts && strcmp(ret->names[h], ranks[i].host) != 0)
+        while (h < ret->n_hosts && strcmp(ret->names[h], host) != 0)
             h++;
         if (h == ret->n_hosts)
-            memcpy(ret->names[ret->n_hosts++], ranks[i].host, sizeof ret->names[0]);
+            snprintf(ret->names[ret->n_hosts++], sizeof ret->names[0], "%s", host);
         ret->rank_host[i] = h;
     }
     if (ret->n_hosts < 2)
