@@ -168,10 +168,10 @@ void live__snap_bd_done(struct live_snap_bd *sb)
     memset(sb, 0, sizeof *sb);
 }
 
-/* The breakdown of one rank's spans, as analyse wants them. */
-static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
-                   struct analyse_breakdown **ret_bd)
+int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
+                   struct live_bd_spans *ret)
 {
+    memset(ret, 0, sizeof *ret);
     size_t n = 0;
     for (size_t c = 0; c < sb->n_chunks; c++)
         n += c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
@@ -219,9 +219,29 @@ static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
             o->role = (enum analyse_role)sp->role;
         }
     }
-    int r = analyse_breakdown_compute(a, k, ret_bd);
-    free(a);
-    free(names);
+    ret->v = a;
+    ret->n = k;
+    ret->names = names;
+    return 0;
+}
+
+void live__bd_spans_done(struct live_bd_spans *sp)
+{
+    free(sp->v);
+    free(sp->names);
+    memset(sp, 0, sizeof *sp);
+}
+
+/* The breakdown of one rank's spans, as analyse wants them. */
+static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
+                   struct analyse_breakdown **ret_bd)
+{
+    struct live_bd_spans sp;
+    int r = live__bd_spans(s, sb, &sp);
+    if (r < 0)
+        return r;
+    r = analyse_breakdown_compute(sp.v, sp.n, ret_bd);
+    live__bd_spans_done(&sp);
     return r;
 }
 

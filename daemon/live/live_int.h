@@ -220,6 +220,19 @@ struct live_snapshot {
 
 void live__snapshot_free(struct live_snapshot *s);
 
+/* A rank's breakdown spans of one snapshot as analyse reads them (steps that began before the
+ * horizon left out); names borrow from the snapshot, or from names (folded step numbers). */
+struct live_bd_spans {
+    struct analyse_span *v;
+    size_t n;
+    char (*names)[24];
+};
+
+/* Fills *ret from sb (a rank of s). Returns 0 or -ENOMEM; free with live__bd_spans_done(). */
+int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
+                   struct live_bd_spans *ret);
+void live__bd_spans_done(struct live_bd_spans *sp);
+
 /* ---- loop side ---- */
 
 struct kent {

@@ -16,6 +16,7 @@
 
 #include "../analyse/analyse_breakdown.h"
 #include "../analyse/analyse_clock.h"
+#include "../analyse/analyse_gpu.h"
 #include "../analyse/analyse_ops.h"
 #include "../analyse/analyse_queues.h"
 #include "../analyse/analyse_ranks.h"
@@ -301,5 +302,21 @@ int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t
 
 /* Drops the view's reference (NULL-safe fields; the view may be one never filled). */
 void live_breakdown_view_done(struct live_breakdown_view *v);
+
+/* HTA's GPU views of one rank (analyse_gpu.h) over the same spans as the breakdown. */
+struct live_gpu_row {
+    int64_t rank;
+    struct analyse_gpu_temporal temporal;
+    int64_t n_spans;   /* spans the rank kept since the start (or the replay) */
+    int64_t n_evicted; /* the oldest of them, dropped past the rank's cap */
+};
+
+/* The temporal breakdown of rank (rank < 0: every rank, by rank) as HTA computes it with opts
+ * (analyse_gpu_temporal()).
+ * Computed per call from the snapshot's spans (an HTTP answer is cached by snapshot). Sets
+ * *ret_rows (free()) and *ret_n. Returns 0, -ENOENT (rank >= 0 and no such rank), -ENOMEM. */
+int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
+                            const struct analyse_gpu_opts *opts,
+                            struct live_gpu_row **ret_rows, size_t *ret_n);
 
 #endif

@@ -1196,6 +1196,106 @@ static void bd_costs(struct sbuf *b, const int64_t *cost_ns, bool csv)
     }
 }
 
+const char web__gpu_temporal_csv_header[] =
+    "rank,kernel_us,idle_us,compute_us,non_compute_us,idle_pct,compute_pct,non_compute_pct,"
+    "start_us,end_us,device_events,device_events_kept,step_names,filtered,cut_us,spans,"
+    "spans_evicted\n";
+
+/* part / whole in percent, "%.4f"; JSON null or an empty CSV field when whole is 0. */
+static void pct_of(struct sbuf *b, bool csv, int64_t part, int64_t whole)
+{
+    if (whole > 0)
+        sbuf_printf(b, "%.4f", 100.0 * (double)part / (double)whole);
+    else if (!csv)
+        sbuf_adds(b, "null");
+}
+
+void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_row *r)
+{
+    const struct analyse_gpu_temporal *t = &r->temporal;
+    const struct analyse_gpu_filter *f = &t->filter;
+    bool csv = fmt == WEB_FORMAT_CSV, any = f->n_kept > 0;
+    if (csv) {
+        sbuf_printf(b, "%" PRId64 ",", r->rank);
+        const int64_t us[] = {t->kernel_ns, t->idle_ns, t->compute_ns, t->non_compute_ns};
+        for (size_t i = 0; i < 4; i++) {
+            sbuf_json_us(b, us[i]);
+            sbuf_addc(b, ',');
+        }
+        const int64_t part[] = {t->idle_ns, t->compute_ns, t->non_compute_ns};
+        for (size_t i = 0; i < 3; i++) {
+            pct_of(b, true, part[i], t->kernel_ns);
+            sbuf_addc(b, ',');
+        }
+        if (any) {
+            sbuf_json_us(b, t->start_ns);
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, t->end_ns);
+        } else {
+            sbuf_addc(b, ',');
+        }
+        sbuf_printf(b, ",%zu,%zu,%zu,%s,", f->n_device, f->n_kept, f->n_step_names,
+                    f->filtered ? "true" : "false");
+        if (f->filtered)
+            sbuf_json_us(b, f->cut_ns);
+        sbuf_printf(b, ",%" PRId64 ",%" PRId64 "\n", r->n_spans, r->n_evicted);
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_us(b, "kernel_us", t->kernel_ns);
+    member_us(b, "idle_us", t->idle_ns);
+    member_us(b, "compute_us", t->compute_ns);
+    member_us(b, "non_compute_us", t->non_compute_ns);
+    key(b, "idle_pct");
+    pct_of(b, false, t->idle_ns, t->kernel_ns);
+    sbuf_adds(b, ",\"compute_pct\":");
+    pct_of(b, false, t->compute_ns, t->kernel_ns);
+    sbuf_adds(b, ",\"non_compute_pct\":");
+    pct_of(b, false, t->non_compute_ns, t->kernel_ns);
+    sbuf_adds(b, ",\"start_us\":");
+    if (any)
+        sbuf_json_us(b, t->start_ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_adds(b, ",\"end_us\":");
+    if (any)
+        sbuf_json_us(b, t->end_ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_addc(b, ',');
+    member_u64(b, "device_events", f->n_device);
+    member_u64(b, "device_events_kept", f->n_kept);
+    member_u64(b, "step_names", f->n_step_names);
+    key(b, "filtered");
+    sbuf_adds(b, f->filtered ? "true," : "false,");
+    key(b, "cut_us");
+    if (f->filtered)
+        sbuf_json_us(b, f->cut_ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_adds(b, ",\"coverage\":{");
+    member_i64(b, "spans", r->n_spans);
+    key(b, "spans_evicted");
+    sbuf_printf(b, "%" PRId64 "}}", r->n_evicted);
+}
+
+void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                              const struct analyse_gpu_opts *opts)
+{
+    sbuf_addc(b, '{');
+    member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
+    member_str(b, "rounding", opts->round_us ? "us" : "ns");
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"rows\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        web__gpu_temporal_row(b, WEB_FORMAT_JSON, &rows[i]);
+    }
+    sbuf_adds(b, "]}");
+}
+
 const char web__breakdown_csv_header[] =
     "step,rank,start_us,end_us,total_us,step_us,kernel_us,memcpy_us,memset_us,communication_us,"
     "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";

@@ -151,6 +151,12 @@ void web__render_live_ranks(struct sbuf *b, const struct analyse_ranks *ranks,
 void web__render_live_helper(struct sbuf *b, int64_t rank, const struct analyse_helper_input *in,
                              const struct live_breakdown_view *bv,
                              const struct analyse_helper_result *res);
+/* HTA's temporal breakdown (/gpu/temporal): one row a rank, as a CSV line or a JSON object. */
+extern const char web__gpu_temporal_csv_header[];
+void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_row *r);
+/* The /gpu/temporal document: {"last_step", "rounding", "total", "rows": [...]}. */
+void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                              const struct analyse_gpu_opts *opts);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
 extern const char web__breakdown_csv_header[];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_live: /api/v1/jobs/{job}/steps, /step-trace, /operators, /kernels, /queues, /pipeline,
- * /ranks and /helper, answered from the job's latest live snapshot (daemon/live/live_query.h),
+ * /ranks, /helper, /breakdown and /gpu/temporal, answered from the job's latest live snapshot (daemon/live/live_query.h),
  * which the loop republishes every 100 ms and which the daemon rebuilds from the store at
  * start-up. A handler takes a reference to the
  * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
@@ -39,6 +39,7 @@ struct rows_ctx {
     size_t n_queues, q, k;            /* queues: the next sample is queues[q].samples[k] */
     struct live_breakdown_view bd;    /* breakdown */
     size_t bd_from;
+    struct live_gpu_row *gpu;         /* gpu/temporal */
 };
 
 static void rows_ctx_free(void *p)
@@ -50,6 +51,7 @@ static void rows_ctx_free(void *p)
     analyse_op_table_free(x->ops);
     live_queue_rows_free(x->queues, x->n_queues);
     live_breakdown_view_done(&x->bd);
+    free(x->gpu);
     live_snapshot_put(x->snap);
     free(x);
 }
@@ -99,6 +101,11 @@ static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 {
     struct rows_ctx *x = ctx;
     web__bd_row(b, fmt, x->bd.rank, &x->bd.bd->steps[x->bd_from + i]);
+}
+
+static void gpu_temporal_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_temporal_row(b, fmt, &((struct rows_ctx *)ctx)->gpu[i]);
 }
 
 /* Streams x's rows; x is freed in every case. */
@@ -849,6 +856,60 @@ static int get_breakdown(struct web *w, const struct web_req *q, struct web_answ
     return web__doc_fmt(w, a, &b, fmt);
 }
 
+/* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis) and
+ * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default).
+ * Returns 0, or -1 with the answer in a (a 400). */
+static int param_gpu_opts(const struct web_req *q, struct web_answer *a,
+                          struct analyse_gpu_opts *ret)
+{
+    static const char *const last[] = {"exclude", "include"}, *const rnd[] = {"ns", "us"};
+    size_t i, j;
+    if (param_word(q, a, "last_step", last, 2, 0, "last_step: exclude or include", &i) < 0 ||
+        param_word(q, a, "rounding", rnd, 2, 0, "rounding: ns or us", &j) < 0)
+        return -1;
+    *ret = (struct analyse_gpu_opts){.include_last_step = i == 1, .round_us = j == 1};
+    return 0;
+}
+
+/* HTA's temporal breakdown, a row per rank (or the one ?rank=). */
+static int get_gpu_temporal(struct web *w, const struct web_req *q, struct web_answer *a,
+                            const struct live_snapshot **snapp)
+{
+    const struct live_snapshot *snap = *snapp;
+    int64_t rank;
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    if (web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        param_gpu_opts(q, a, &opts) < 0)
+        return 0;
+    struct live_gpu_row *rows = NULL;
+    size_t n = 0;
+    if (snap) {
+        int r = live_query_gpu_temporal(snap, rank, &opts, &rows, &n);
+        if (r == -ENOENT)
+            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        if (r < 0)
+            return web__store_error(a, r, "live_query_gpu_temporal");
+    } else if (rank >= 0) {
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    }
+    if (fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            free(rows);
+            return web__store_error(a, -ENOMEM, "gpu_temporal");
+        }
+        x->gpu = rows;
+        return send_rows(w, a, fmt, x, web__gpu_temporal_csv_header, gpu_temporal_row, n, 0, n);
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_temporal(&b, rows, n, &opts);
+    free(rows);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
 int web__route_live(struct web *w, const struct web_req *q, const struct web_route *rt,
                     const struct store_job *job, struct web_answer *a)
 {
@@ -887,6 +948,9 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         break;
     case WEB_ROUTE_BREAKDOWN:
         get_breakdown(w, q, a, &snap);
+        break;
+    case WEB_ROUTE_GPU_TEMPORAL:
+        get_gpu_temporal(w, q, a, &snap);
         break;
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);

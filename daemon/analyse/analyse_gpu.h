@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analyse_gpu.h: GPU time as Holistic Trace Analysis (HTA 0.5.0) computes it (gpu.c): its kernel
+ * types, the device events it keeps, and its temporal breakdown. Definitions and where we differ
+ * are in docs/ANALYSIS.md "GPU time (HTA)".
+ *
+ * analyse is pure: arrays in, tables out; no I/O, libuv, SQLite, globals or logging. Results
+ * belong to the caller; times are int64 ns. Formulas follow the peers; deliberate differences are
+ * written in docs/ANALYSIS.md.
+ */
+#ifndef STEPSCOPE_ANALYSE_GPU_H
+#define STEPSCOPE_ANALYSE_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyse_roles.h"
+
+/* HTA's kernel types (hta/utils/utils.py get_kernel_type()), tried in this order:
+ * communication: the name starts with "nccl" and has "Kernel" after it;
+ * memory: it starts with "Memcpy", "Memset" or "dma";
+ * computation: none of the above, and it neither holds "Memcpy" nor "Sync";
+ * other: the rest (a name holding "Sync", ...). */
+enum analyse_gpu_ktype {
+    ANALYSE_GPU_COMPUTATION,
+    ANALYSE_GPU_COMMUNICATION,
+    ANALYSE_GPU_MEMORY,
+    ANALYSE_GPU_OTHER,
+    ANALYSE_GPU_KTYPE_COUNT,
+};
+
+/* "computation", "communication", "memory", "other". */
+extern const char *const analyse_gpu_ktype_names[ANALYSE_GPU_KTYPE_COUNT];
+
+/* The HTA type of a device event named name[0, len). */
+enum analyse_gpu_ktype analyse_gpu_kernel_type(const char *name, size_t len);
+
+/* Which device events HTA keeps (hta/common/trace.py _filter_irrelevant_gpu_kernels()). A step
+ * span is a STEP span, or a GPU_ANNOTATION one whose name starts with "ProfilerStep#" (HTA reads
+ * every event whose name holds "ProfilerStep"). When the spans hold at least two distinct step
+ * names, the cut is the latest step start (include_last_step: the latest step end), and a device
+ * event (KERNEL, MEMCPY, MEMSET) is kept only if some host span with its correlation (>= 0)
+ * starts before the cut (include_last_step: at or before it); a device event without a
+ * correlation is kept if it starts so. With fewer step names every device event is kept. */
+struct analyse_gpu_filter {
+    bool filtered;      /* at least two step names: the cut applies */
+    size_t n_step_names; /* distinct step names */
+    int64_t cut_ns;     /* the cut, when filtered */
+    size_t n_device;    /* device events in the spans */
+    size_t n_kept;      /* of which kept */
+};
+
+/* How HTA reads the spans. */
+struct analyse_gpu_opts {
+    bool include_last_step; /* HTA's include_last_profiler_step (default false) */
+    bool round_us;          /* HTA's reading of a nanosecond trace: every span's start rounded up
+                               and its end down to whole microseconds (its duration may then be
+                               negative); false keeps nanoseconds */
+};
+
+/* HTA's temporal breakdown (hta/analyzers/breakdown_analysis.py get_temporal_breakdown()) of the
+ * kept device events: kernel_ns = the last end - the first start; idle_ns = kernel_ns - busy,
+ * busy the length of the kept events merged as HTA merges them (by start; an event starting
+ * after every earlier end opens a group, whose length is its latest end - its first start:
+ * |union| when no duration is negative); compute_ns = the same of the kept COMPUTATION
+ * events; non_compute_ns = kernel_ns - compute_ns - idle_ns. All zero without a kept event. */
+struct analyse_gpu_temporal {
+    struct analyse_gpu_filter filter;
+    int64_t start_ns, end_ns; /* the first kept event's start, the last one's end */
+    int64_t kernel_ns, idle_ns, compute_ns, non_compute_ns;
+};
+
+/* Computes the temporal breakdown of classified spans (analyse_classify(); a span's pid is
+ * irrelevant: all device events of the spans count together, as HTA counts a rank). Returns 0
+ * and fills *ret, or -ENOMEM. */
+int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
+                         const struct analyse_gpu_opts *opts, struct analyse_gpu_temporal *ret);
+
+#endif

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu: GPU time as Holistic Trace Analysis 0.5.0 computes it (analyse_gpu.h): kernel types by
+ * name, the device events HTA keeps (those a host span launched before the last profiler step),
+ * and the temporal breakdown of a rank. Written from HTA's documented definitions and checked
+ * against HTA itself on the same traces (tests/integ/test_gpu.py); no HTA code is copied.
+ */
+#include "analyse_gpu.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+const char *const analyse_gpu_ktype_names[ANALYSE_GPU_KTYPE_COUNT] = {
+    "computation", "communication", "memory", "other",
+};
+
+static bool starts(const char *s, size_t n, const char *p)
+{
+    size_t m = strlen(p);
+    return n >= m && memcmp(s, p, m) == 0;
+}
+
+/* Whether p occurs in s[from, n). */
+static bool holds(const char *s, size_t n, size_t from, const char *p)
+{
+    size_t m = strlen(p);
+    for (size_t i = from; i + m <= n; i++)
+        if (memcmp(s + i, p, m) == 0)
+            return true;
+    return false;
+}
+
+enum analyse_gpu_ktype analyse_gpu_kernel_type(const char *name, size_t len)
+{
+    if (starts(name, len, "nccl") && holds(name, len, 4, "Kernel"))
+        return ANALYSE_GPU_COMMUNICATION;
+    if (starts(name, len, "Memcpy") || starts(name, len, "Memset") || starts(name, len, "dma"))
+        return ANALYSE_GPU_MEMORY;
+    if (holds(name, len, 0, "Memcpy") || holds(name, len, 0, "Sync"))
+        return ANALYSE_GPU_OTHER;
+    return ANALYSE_GPU_COMPUTATION;
+}
+
+static bool is_device(const struct analyse_span *s)
+{
+    return s->role == ANALYSE_ROLE_KERNEL || s->role == ANALYSE_ROLE_MEMCPY ||
+           s->role == ANALYSE_ROLE_MEMSET;
+}
+
+static bool is_step(const struct analyse_span *s)
+{
+    return s->role == ANALYSE_ROLE_STEP ||
+           (s->role == ANALYSE_ROLE_GPU_ANNOTATION &&
+            starts(s->name, s->name_len, "ProfilerStep#"));
+}
+
+static int64_t floor_us(int64_t ns)
+{
+    int64_t r = ns % 1000;
+    return ns - (r < 0 ? r + 1000 : r);
+}
+
+/* A span's start and end as HTA reads them (opts->round_us: start up, end down to a microsecond). */
+static int64_t start_of(const struct analyse_span *s, const struct analyse_gpu_opts *o)
+{
+    if (!o->round_us)
+        return s->ts_ns;
+    int64_t f = floor_us(s->ts_ns);
+    return f == s->ts_ns ? f : f + 1000;
+}
+
+static int64_t end_of(const struct analyse_span *s, const struct analyse_gpu_opts *o)
+{
+    return o->round_us ? floor_us(s->ts_ns + s->dur_ns) : s->ts_ns + s->dur_ns;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct iv {
+    int64_t start, end;
+};
+
+static int cmp_iv(const void *a, const void *b)
+{
+    const struct iv *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The length of v[0, n) merged as HTA merges kernels (sorts v). */
+static int64_t merged_ns(struct iv *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_iv);
+    int64_t total = 0;
+    size_t i = 0;
+    while (i < n) {
+        int64_t first = v[i].start, last = v[i].end, reach = v[i].end;
+        for (i++; i < n && v[i].start <= reach; i++) {
+            if (v[i].end > reach)
+                reach = v[i].end;
+            if (v[i].end > last)
+                last = v[i].end;
+        }
+        total += last - first;
+    }
+    return total;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    const struct analyse_span *x = *(const struct analyse_span *const *)a;
+    const struct analyse_span *y = *(const struct analyse_span *const *)b;
+    size_t m = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = m ? memcmp(x->name, y->name, m) : 0;
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* HTA's cut: the distinct step names and the latest step start (or end). */
+static int step_cut(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                    struct analyse_gpu_filter *f)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += is_step(&spans[i]);
+    if (k == 0)
+        return 0;
+    const struct analyse_span **v = malloc(k * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    k = 0;
+    int64_t last_start = INT64_MIN, last_end = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_step(&spans[i]))
+            continue;
+        v[k++] = &spans[i];
+        if (start_of(&spans[i], o) > last_start)
+            last_start = start_of(&spans[i], o);
+        if (end_of(&spans[i], o) > last_end)
+            last_end = end_of(&spans[i], o);
+    }
+    qsort(v, k, sizeof *v, cmp_name);
+    f->n_step_names = 1;
+    for (size_t i = 1; i < k; i++)
+        f->n_step_names += cmp_name(&v[i - 1], &v[i]) != 0;
+    free(v);
+    f->filtered = f->n_step_names >= 2;
+    f->cut_ns = o->include_last_step ? last_end : last_start;
+    return 0;
+}
+
+static bool before_cut(int64_t ts, const struct analyse_gpu_filter *f, const struct analyse_gpu_opts *o)
+{
+    return o->include_last_step ? ts <= f->cut_ns : ts < f->cut_ns;
+}
+
+int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
+                         const struct analyse_gpu_opts *o, struct analyse_gpu_temporal *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    struct analyse_gpu_filter *f = &ret->filter;
+    if (step_cut(spans, n, o, f) < 0)
+        return -ENOMEM;
+    /* The correlations of the host spans before the cut, sorted. */
+    size_t n_corr = 0;
+    for (size_t i = 0; i < n; i++) {
+        f->n_device += is_device(&spans[i]);
+        n_corr += !is_device(&spans[i]) && spans[i].correlation >= 0;
+    }
+    size_t m = f->n_device ? f->n_device : 1;
+    int64_t *corr = malloc((n_corr ? n_corr : 1) * sizeof *corr);
+    struct iv *all = malloc(m * sizeof *all), *comp = malloc(m * sizeof *comp);
+    if (!corr || !all || !comp) {
+        free(corr);
+        free(all);
+        free(comp);
+        return -ENOMEM;
+    }
+    n_corr = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_device(&spans[i]) && spans[i].correlation >= 0 &&
+            before_cut(start_of(&spans[i], o), f, o))
+            corr[n_corr++] = spans[i].correlation;
+    qsort(corr, n_corr, sizeof *corr, cmp_i64);
+    size_t k = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *s = &spans[i];
+        if (!is_device(s))
+            continue;
+        struct iv e = {start_of(s, o), end_of(s, o)};
+        if (f->filtered) {
+            bool keep = s->correlation >= 0
+                            ? bsearch(&s->correlation, corr, n_corr, sizeof *corr, cmp_i64) != NULL
+                            : before_cut(e.start, f, o);
+            if (!keep)
+                continue;
+        }
+        if (k == 0 || e.start < ret->start_ns)
+            ret->start_ns = e.start;
+        if (k == 0 || e.end > ret->end_ns)
+            ret->end_ns = e.end;
+        all[k++] = e;
+        if (analyse_gpu_kernel_type(s->name, s->name_len) == ANALYSE_GPU_COMPUTATION)
+            comp[c++] = e;
+    }
+    f->n_kept = k;
+    if (k > 0) {
+        ret->kernel_ns = ret->end_ns - ret->start_ns;
+        ret->idle_ns = ret->kernel_ns - merged_ns(all, k);
+        ret->compute_ns = merged_ns(comp, c);
+        ret->non_compute_ns = ret->kernel_ns - ret->compute_ns - ret->idle_ns;
+    }
+    free(corr);
+    free(all);
+    free(comp);
+    return 0;
+}

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+"""/gpu/* against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
+oracle runs here, in-process, on the very files imported).
+
+Each real Kineto trace (HTA's own sample traces, MIT, and the two H200 CUDA runs of
+tests/device/cuda_views.py, with a copy stream and host syncs) is imported with `stepscope
+import` into the real daemon; every route's per-rank numbers must equal what HTA's
+TraceAnalysis computes on the same file, with the same options.
+
+Rounding: HTA rounds a nanosecond-resolution trace's events to whole microseconds (ts up, end
+down; HTA_DISABLE_NS_ROUNDING=1 turns that off). stepscope keeps nanoseconds by default and
+reads as HTA does with ?rounding=us (docs/ANALYSIS.md). Both pairs are checked: rounding=ns
+against HTA with its rounding off, rounding=us against HTA's default (on the traces written in
+whole microseconds the two readings coincide). HTA sums float microseconds (about 4.8e12 us: a
+double's step is 2^-10 us, 1 ns), so times may differ by 1 ns per device event summed (the same
+bound holds with its rounding on: no float end of these traces floors across a microsecond);
+percentages are compared at HTA's 2 decimals.
+"""
+import logging
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import build_dir, clean_env
+
+from hta.trace_analysis import TraceAnalysis  # noqa: E402  (CI installs it: requirements.txt)
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
+# name: the files of one job (one per rank)
+TRACES = {
+    "gpu_5steps": ["gpu_5steps_rank0.json.gz"],
+    "gpu_2steps_sampled": ["gpu_2steps_sampled_rank0.json.gz", "gpu_2steps_sampled_rank1.json.gz"],
+    "h200_a": ["cuda_views_h200/trace_a.json.gz"],
+    "h200_b": ["cuda_views_h200/trace_b.json.gz"],
+}
+
+
+def hta(tmp, name, monkeypatch, include_last, rounding):
+    """HTA's TraceAnalysis of the trace's files (one folder, as HTA reads a job)."""
+    folder = tmp / ("hta-" + name)
+    if not folder.exists():
+        folder.mkdir()
+        for f in TRACES[name]:
+            shutil.copy(DATA / f, folder / pathlib.Path(f).name)
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "0" if rounding else "1")
+    logging.disable(logging.WARNING)
+    try:
+        return TraceAnalysis(trace_dir=str(folder), include_last_profiler_step=include_last)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def imported(d, tmp, name):
+    files = [str(DATA / f) for f in TRACES[name]]
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import", "--quiet",
+                          "--socket", d.socket, "--job", name] + files,
+                         capture_output=True, text=True, timeout=300, env=clean_env(tmp))
+    assert imp.returncode == 0, imp.stderr
+    return d.job(name)["id"]
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_temporal_equals_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    for include_last in (False, True):
+        for rounding in (False, True):
+            ta = hta(tmp, name, monkeypatch, include_last, rounding)
+            want = ta.get_temporal_breakdown(visualize=False).set_index("rank")
+            q = "?last_step=" + ("include" if include_last else "exclude")
+            q += "&rounding=" + ("us" if rounding else "ns")
+            doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal{q}")
+            assert doc["last_step"] == ("include" if include_last else "exclude")
+            assert doc["rounding"] == ("us" if rounding else "ns")
+            got = {r["rank"]: r for r in doc["rows"]}
+            assert sorted(got) == sorted(want.index), (name, include_last)
+            for rank, ref in want.iterrows():
+                row = got[rank]
+                kept = sum(len(df[df["stream"].ne(-1)]) for r, df in ta.t.traces.items()
+                           if r == rank)
+                assert row["device_events_kept"] == kept, (name, rank, include_last)
+                tol = kept * 0.001 + 1e-6
+                for ours, theirs in (("idle_us", "idle_time(us)"),
+                                     ("compute_us", "compute_time(us)"),
+                                     ("non_compute_us", "non_compute_time(us)"),
+                                     ("kernel_us", "kernel_time(us)")):
+                    assert row[ours] == pytest.approx(ref[theirs], abs=tol), \
+                        (name, rank, include_last, ours)
+                for ours, theirs in (("idle_pct", "idle_time_pctg"),
+                                     ("compute_pct", "compute_time_pctg"),
+                                     ("non_compute_pct", "non_compute_time_pctg")):
+                    assert round(row[ours], 2) == pytest.approx(ref[theirs], abs=0.011), \
+                        (name, rank, include_last, ours)
+
+
+def test_temporal_csv_rank_and_bad_parameters(daemon, tmp):
+    job = imported(daemon, tmp, "gpu_2steps_sampled")
+    doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=1")
+    assert [r["rank"] for r in doc["rows"]] == [1]
+    status, headers, body = daemon.request(f"/api/v1/jobs/{job}/gpu/temporal?format=csv")
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    lines = body.decode().splitlines()
+    assert lines[0].startswith("rank,kernel_us,idle_us,compute_us,non_compute_us,")
+    full = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal")["rows"]
+    for line, row in zip(lines[1:], full):
+        f = dict(zip(lines[0].split(","), line.split(",")))
+        assert int(f["rank"]) == row["rank"]
+        assert float(f["idle_us"]) == row["idle_us"]
+        assert float(f["compute_pct"]) == row["compute_pct"]
+    assert len(lines) == 1 + len(full)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=7", status=404)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?last_step=all", status=400)
