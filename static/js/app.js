@@ -29,6 +29,7 @@ const VIEWS = [
   ['timeline', 'Timeline', () => import('./views/timeline.js')],
   ['ranks', 'Ranks', () => import('./views/ranks.js')],
   ['cluster', 'Cluster', () => import('./views/cluster.js')],
+  ['gpu', 'GPU', () => import('./views/gpu.js')],
   ['summary', 'Summaries', () => import('./views/summary.js')],
   ['benchmark', 'Benchmark', () => import('./views/benchmark.js')],
 ];

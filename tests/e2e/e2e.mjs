@@ -470,6 +470,33 @@ test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time
   await shot(page, 'timeline-window-1s');
 });
 
+test('GPU: HTA temporal breakdown per rank, the last step left out or included', async (page) => {
+  const job = await importJob(['rank0', 'rank1'].map((r) => path.join(DATA, 'kineto', `gpu_2steps_sampled_${r}.json.gz`)), 'e2e-gpu');
+  const pct = (page, p) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), p);
+  for (const lastStep of ['exclude', 'include']) {
+    const doc = await api(`/api/v1/jobs/${job.id}/gpu/temporal?last_step=${lastStep}`);
+    if (lastStep === 'exclude') {
+      await open(page, `#/job/${job.id}/gpu`);
+    } else {
+      await page.click('#gpu-last-step');
+      await until(page, () => location.hash.includes('last_step=include'));
+      await until(page, () => document.querySelector('#gpu-why')?.textContent.includes('include_last_profiler_step'));
+    }
+    await until(page, () => document.querySelectorAll('[data-table="gpu-temporal"] tbody tr').length === 2);
+    const head = await page.$$eval('[data-table="gpu-temporal"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼\s]+$/u, '').trim()));
+    const rows = await rowsText(page, 'gpu-temporal');
+    expectEq(rows.map((r) => r[0]), ['0', '1'], 'ranks');
+    for (const [i, r] of doc.rows.entries()) {
+      expectEq(rows[i][head.indexOf('kernel time')], await fmtUsText(page, r.kernel_us), `${lastStep} rank ${r.rank} kernel time`);
+      expectEq(rows[i][head.indexOf('idle %')], await pct(page, r.idle_pct), `${lastStep} rank ${r.rank} idle %`);
+      expectEq(rows[i][head.indexOf('compute %')], await pct(page, r.compute_pct), `${lastStep} rank ${r.rank} compute %`);
+      expectEq(rows[i][head.indexOf('device events kept')], `${r.device_events_kept} of ${r.device_events}`, `${lastStep} rank ${r.rank} kept`);
+    }
+    if (lastStep === 'exclude' && doc.rows[0].device_events_kept >= doc.rows[0].device_events) fail('the last step should leave device events out');
+    await shot(page, `gpu-temporal-${lastStep}`);
+  }
+});
+
 test('ranks: heatmap with the straggler marked', async (page) => {
   await open(page, `#/job/${main.id}/ranks`);
   const r = await api(`/api/v1/jobs/${main.id}/ranks`);
@@ -648,7 +675,7 @@ test('live: a new step shows within 2 s without a reload; live indicator', async
 // job's row once listed.
 async function importJob(src, job) {
   const p = spawnSync(path.join(BUILD, 'cli', 'stepscope'),
-    ['import', '--socket', sockPath, '--job', job, src], { encoding: 'utf8' });
+    ['import', '--socket', sockPath, '--job', job, ...[].concat(src)], { encoding: 'utf8' });
   if (p.status !== 0) fail(`import ${src}: exit ${p.status}: ${p.stderr}`);
   return waitFor(`job ${job}`, async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === job));
 }

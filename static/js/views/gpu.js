@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// GPU: Holistic Trace Analysis's GPU views of every rank (docs/ANALYSIS.md "GPU time (HTA)").
+// The temporal breakdown: per rank, idle, compute and non-compute time as stacked percentages of
+// HTA's kernel time, and a table with the times, the device events HTA keeps and why. The last
+// step's device work is left out as HTA does unless "include last step" is chosen (in the URL:
+// last_step=include).
+import { getOptional, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtPct } from '../dom.js';
+import { chart, PALETTE } from '../charts.js';
+import { dataTable } from '../table.js';
+
+const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALETTE[0]], ['non_compute_pct', 'non-compute', PALETTE[1]]];
+
+export async function render(ctx) {
+  const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
+  const doc = await getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep }));
+  const toggle = el('label.muted', null, el('input#gpu-last-step', {
+    type: 'checkbox', checked: lastStep === 'include',
+    onchange: (e) => ctx.go(ctx.hashFor('gpu', { last_step: e.target.checked ? 'include' : null })),
+  }), ' include the last profiler step');
+  const rows = doc ? doc.rows.filter((r) => r.device_events > 0) : [];
+  if (!rows.length) {
+    return el('div.page', null, card('GPU time (HTA temporal breakdown)', { id: 'gpu-temporal', cls: 'wide' },
+      note('empty', 'No rank has device events (kernels, memcpy, memset): GPU time needs a trace with CUDA activity.')));
+  }
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'kernel_us', label: 'kernel time', num: true, fmt: fmtUs },
+    { key: 'idle_us', label: 'idle', num: true, fmt: fmtUs },
+    { key: 'compute_us', label: 'compute', num: true, fmt: fmtUs },
+    { key: 'non_compute_us', label: 'non-compute', num: true, fmt: fmtUs },
+    { key: 'idle_pct', label: 'idle %', num: true, fmt: fmtPct },
+    { key: 'compute_pct', label: 'compute %', num: true, fmt: fmtPct },
+    { key: 'non_compute_pct', label: 'non-compute %', num: true, fmt: fmtPct },
+    { key: 'device_events_kept', label: 'device events kept', num: true, fmt: (v, r) => `${v} of ${r.device_events}` },
+  ];
+  const dropped = rows.filter((r) => r.filtered && r.device_events_kept < r.device_events);
+  const why = lastStep === 'include'
+    ? 'Device events launched before the last profiler step ended are counted, as HTA with include_last_profiler_step=True.'
+    : 'As HTA does by default, device events launched in the last profiler step are left out (the profiler usually stops before their work ends).';
+  return el('div.page', null,
+    card('GPU time (HTA temporal breakdown)', { id: 'gpu-temporal', cls: 'wide', actions: toggle },
+      el('p#gpu-why.muted', null, `${why} ${dropped.length ? `${dropped.length} rank(s) have device events left out.` : ''}`),
+      chart({
+        type: 'bar',
+        data: {
+          labels: rows.map((r) => `rank ${r.rank}`),
+          datasets: PARTS.map(([k, label, color]) => ({ label: `${label} %`, data: rows.map((r) => r[k]), backgroundColor: color })),
+        },
+        options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of kernel time' } }, y: { stacked: true } } },
+      }, { id: 'gpu-temporal-chart', height: Math.max(120, 40 + 28 * rows.length) }),
+      dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
+        state: { sort: 'rank', order: 'asc' } })));
+}
