@@ -19,10 +19,36 @@ const char *const analyse_rank_metric_names[ANALYSE_RANK_METRIC_COUNT] = {
     "step", "interval", "fp_bp", "tail",
 };
 
-static int cmp_i64(const void *a, const void *b)
+/* Sorts v[0..n) ascending, with tmp[n] as room: a least-significant-digit radix sort by bytes
+ * of the keys with their sign bit flipped (so that unsigned byte order is signed order), skipping
+ * the bytes every key shares (a series of step times differs in its low 3 or 4 bytes). The same
+ * order as qsort() gives, at a fraction of its cost: at 64 ranks x 10 k steps the comparison sort
+ * was two thirds of /ranks' time (docs/PERFORMANCE.md). */
+static void sort_i64(int64_t *v, size_t n, int64_t *tmp)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    if (n < 2)
+        return;
+    const uint64_t flip = UINT64_C(1) << 63;
+    uint64_t first = (uint64_t)v[0] ^ flip, differ = 0;
+    for (size_t i = 1; i < n; i++)
+        differ |= ((uint64_t)v[i] ^ flip) ^ first;
+    int64_t *src = v, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (((differ >> shift) & 0xff) == 0)
+            continue; /* every key has the same byte here: the order stands */
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((((uint64_t)src[i] ^ flip) >> shift) & 0xff) + 1]++;
+        for (size_t b = 1; b < 257; b++)
+            count[b] += count[b - 1];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(((uint64_t)src[i] ^ flip) >> shift) & 0xff]++] = src[i];
+        int64_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
 }
 
 /* Linear interpolation between order statistics of sorted s[0..n), n > 0. */
@@ -44,11 +70,11 @@ int analyse_dist_compute(const int64_t *v, size_t n, struct analyse_dist *ret)
         *ret = d;
         return 0;
     }
-    int64_t *s = malloc(n * sizeof *s);
+    int64_t *s = n <= SIZE_MAX / (2 * sizeof *s) ? malloc(2 * n * sizeof *s) : NULL;
     if (!s)
         return -ENOMEM;
     memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_i64);
+    sort_i64(s, n, s + n);
     /* Sum in long double: int64 sums of long runs can exceed 2^53 and lose the last ns. */
     long double sum = 0;
     for (size_t i = 0; i < n; i++)

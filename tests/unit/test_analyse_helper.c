@@ -546,6 +546,58 @@ START_TEST(test_ranks_compute_default_ratio)
 }
 END_TEST
 
+
+static int cmp_i64_ref(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* analyse_dist_compute() sorts with a radix sort of its own: its figures equal those of the
+ * same formulas over a qsort()ed copy, to the bit, on series of every shape (negative and huge
+ * values, ties, constant runs, lengths 1 to 5000). */
+START_TEST(test_dist_compute_equals_a_comparison_sort)
+{
+    uint64_t state = 99;
+    static int64_t v[5000], ref[5000];
+    const size_t lens[] = {1, 2, 3, 7, 100, 4999, 5000};
+    for (int shape = 0; shape < 5; shape++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            for (size_t i = 0; i < n; i++) {
+                state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+                int64_t r = (int64_t)(state >> 1);
+                v[i] = shape == 0   ? 100000000 + r % 5000000          /* step times, ns */
+                       : shape == 1 ? r % 7 - 3                         /* ties around 0 */
+                       : shape == 2 ? (int64_t)(state ^ (state << 7))   /* the whole range */
+                       : shape == 3 ? 42                                /* constant */
+                                    : (i % 2 ? INT64_MIN + (r % 9) : INT64_MAX - (r % 9));
+            }
+            memcpy(ref, v, n * sizeof *v);
+            qsort(ref, n, sizeof *ref, cmp_i64_ref);
+            struct analyse_dist d;
+            ck_assert_int_eq(analyse_dist_compute(v, n, &d), 0);
+            ck_assert_uint_eq(d.count, n);
+            ck_assert_int_eq(d.min_ns, ref[0]);
+            ck_assert_int_eq(d.max_ns, ref[n - 1]);
+            long double sum = 0, ss = 0;
+            for (size_t i = 0; i < n; i++)
+                sum += (long double)ref[i];
+            long double mean = sum / (long double)n;
+            for (size_t i = 0; i < n; i++)
+                ss += ((long double)ref[i] - mean) * ((long double)ref[i] - mean);
+            ck_assert(d.mean_ns == (double)mean);
+            ck_assert(d.std_ns == sqrt((double)(ss / (long double)n)));
+            for (int qi = 0; qi < 2; qi++) {
+                double q = qi ? 0.9 : 0.5, pos = q * (double)(n - 1);
+                size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+                double want = (double)ref[lo] + (pos - (double)lo) *
+                                                    ((double)ref[hi] - (double)ref[lo]);
+                ck_assert(memcmp(qi ? &d.p90_ns : &d.median_ns, &want, sizeof want) == 0);
+            }
+        }
+}
+END_TEST
 static Suite *analyse_helper_suite(void)
 {
     Suite *s = suite_create("analyse_helper");
@@ -568,6 +620,7 @@ static Suite *analyse_helper_suite(void)
     tcase_add_loop_test(tc, test_ranks_compute_straggler_boundary, 0,
                         (int)(sizeof strag_cases / sizeof strag_cases[0]));
     tcase_add_test(tc, test_ranks_compute_default_ratio);
+    tcase_add_test(tc, test_dist_compute_equals_a_comparison_sort);
     suite_add_tcase(s, tc);
     return s;
 }
