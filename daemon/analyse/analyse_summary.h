@@ -146,6 +146,14 @@ struct analyse_summary {
 int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t first_step,
                             int64_t last_step, struct analyse_summary **ret_sum);
 
+/* As analyse_summary_compute(), and stops early, returning -ECANCELED (nothing in *ret_sum),
+ * once *stop reads true: it is read between the computation's steps and every 65 536 spans of
+ * its walk, so a stop takes effect within one step (a sort of the spans at most; issue 18: a
+ * server stopping waited for a whole summary). stop NULL: never. Pure: stop is the caller's. */
+int analyse_summary_compute_until(const struct analyse_span *spans, size_t n, int64_t first_step,
+                                  int64_t last_step, const _Atomic bool *stop,
+                                  struct analyse_summary **ret_sum);
+
 /* What analyse_summary_compute() of n spans may hold at its largest, in bytes, beyond the spans
  * themselves: the sum of its arrays of one element per span that coexist when the operator rows
  * are ordered (types, host nodes, intervals, the devices' kernels and rows, the rows of its tables and their hash slots at

@@ -9,6 +9,7 @@
 #include "../../lib/util.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,7 +417,16 @@ struct work {
     size_t n_host;
     struct ival *iv; /* scratch, [n] */
     struct table ops, kernels, memory, user;
+    const _Atomic bool *stop; /* the caller's: true stops the computation (-ECANCELED) */
 };
+
+#define STOP_EVERY 65536 /* spans between two looks at *stop inside a loop */
+
+/* -ECANCELED when the caller asked the computation to stop, else 0. */
+static int stopped(const struct work *w)
+{
+    return w->stop && atomic_load_explicit(w->stop, memory_order_relaxed) ? -ECANCELED : 0;
+}
 
 static int64_t type_union(struct work *w, enum analyse_sum_type type, int64_t *calls)
 {
@@ -473,6 +483,8 @@ static int walk_host(struct work *w, struct analyse_summary *sum)
     for (size_t i = 0; i < w->n_host && r == 0; i++) {
         const struct node *nd = &w->host[i];
         const struct analyse_span *s = &w->spans[nd->span];
+        if (i % STOP_EVERY == STOP_EVERY - 1 && (r = stopped(w)) < 0)
+            break;
         if (i == 0 || nd->pid != w->host[i - 1].pid || nd->tid != w->host[i - 1].tid)
             sp = 0;
         while (sp > 0 && w->host[stack[sp - 1]].e < nd->e)
@@ -797,6 +809,11 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
                                              .type = t};
         sum->n_steps += t == ANALYSE_SUM_PROFILE_STEP;
     }
+    int r = stopped(w);
+    if (r < 0) {
+        free(dev);
+        return r;
+    }
     /* Overview host rows: merged time per type. */
     for (int t = 0; t < ANALYSE_SUM_KERNEL; t++) {
         int64_t calls;
@@ -807,12 +824,13 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
             sum->types[sum->n_types++] = (struct analyse_sum_type_row){
                 .type = (enum analyse_sum_type)t, .calls = calls, .time_ns = time};
     }
-    int r = walk_host(w, sum);
-    if (r == 0)
+    if ((r = stopped(w)) == 0)
+        r = walk_host(w, sum);
+    if (r == 0 && (r = stopped(w)) == 0)
         r = device_part(w, dev, n_dev, sum);
-    if (r == 0)
+    if (r == 0 && (r = stopped(w)) == 0)
         r = distributed(w, dev, n_dev, sum);
-    if (r == 0)
+    if (r == 0 && (r = stopped(w)) == 0)
         r = user_rows(w);
     free(dev);
     if (r < 0)
@@ -850,7 +868,7 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
                                   .total_ns = sat_add(sum->total_ns, staged == INT64_MIN ? INT64_MAX : -staged)};
     o->ratio = sum->total_ns > 0 ? (double)o->total_ns / (double)sum->total_ns : 0;
     /* Tables. */
-    if ((r = order_ops(&w->ops, sum)) < 0)
+    if ((r = stopped(w)) < 0 || (r = order_ops(&w->ops, sum)) < 0 || (r = stopped(w)) < 0)
         return r;
     int64_t kernel_total = 0;
     for (size_t i = 0; i < w->kernels.n; i++)
@@ -868,12 +886,19 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
 int analyse_summary_compute(const struct analyse_span *spans, size_t n, int64_t first_step,
                             int64_t last_step, struct analyse_summary **ret_sum)
 {
+    return analyse_summary_compute_until(spans, n, first_step, last_step, NULL, ret_sum);
+}
+
+int analyse_summary_compute_until(const struct analyse_span *spans, size_t n, int64_t first_step,
+                                  int64_t last_step, const _Atomic bool *stop,
+                                  struct analyse_summary **ret_sum)
+{
     if ((!spans && n > 0) || !ret_sum)
         return -EINVAL;
     struct analyse_summary *sum = calloc(1, sizeof *sum);
     if (!sum)
         return -ENOMEM;
-    struct work w = {.spans = spans};
+    struct work w = {.spans = spans, .stop = stop};
     int r = compute(&w, spans, n, first_step, last_step, sum);
     free(w.host);
     free(w.iv);

@@ -788,8 +788,10 @@ static int run_summary(struct web_analysis *a)
     struct web_summary_doc d = {.kind = a->kind, .rank = a->rank, .max_spans = a->max_spans,
                                 .time_unit = a->unit};
     int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
-    if (r == 0)
-        r = analyse_summary_compute(sp.v, sp.n, a->first, a->last, &d.sum);
+    /* A server stopping stops the computation too (web_stop() sets analyses_stopping). */
+    if (r == 0 && (r = analyse_summary_compute_until(sp.v, sp.n, a->first, a->last,
+                                                     &w->analyses_stopping, &d.sum)) == -ECANCELED)
+        r = -ECONNABORTED;
     /* The deadline again after the computation, and the answer's rows charged before it is
      * rendered. */
     if (r == 0 && (r = budget_check(&a->bg)) == 0)

@@ -14,6 +14,8 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,21 +385,32 @@ static struct analyse_summary *timed_summary(const struct analyse_span *sp, size
     return sum;
 }
 
-START_TEST(test_summary_operator_rows_scale)
+/* One step holding n operators op_K of distinct names, each with an inner row inner_K; operator
+ * K lasts 5 + K % 4 ns, so the sort by total has ties to keep stable. 2n + 1 spans into *sp,
+ * their names in *names (the caller frees both). */
+static void names_tree(int n, struct analyse_span **ret_sp, char (**ret_names)[24])
 {
-    enum { N = 150000 };
-    struct analyse_span *sp = calloc(2 * N + 1, sizeof *sp);
-    char (*names)[24] = calloc(2 * N, sizeof *names);
+    struct analyse_span *sp = calloc(2 * (size_t)n + 1, sizeof *sp);
+    char (*names)[24] = calloc(2 * (size_t)n, sizeof *names);
     ck_assert_ptr_nonnull(sp);
     ck_assert_ptr_nonnull(names);
-    sp[0] = mk(0, 10 * (int64_t)N + 10, 1, 1, "ProfileStep", "ProfileStep#0");
-    for (int i = 0; i < N; i++) {
+    sp[0] = mk(0, 10 * (int64_t)n + 10, 1, 1, "ProfileStep", "ProfileStep#0");
+    for (int i = 0; i < n; i++) {
         snprintf(names[2 * i], sizeof names[0], "op_%d", i);
         snprintf(names[2 * i + 1], sizeof names[0], "inner_%d", i);
-        /* Operator i lasts 5 + i % 4 ns, so the sort by total has ties to keep stable. */
         sp[1 + 2 * i] = mk(10 * (int64_t)i + 1, 5 + i % 4, 1, 1, "Operator", names[2 * i]);
         sp[2 + 2 * i] = mk(10 * (int64_t)i + 2, 2, 1, 1, "OperatorInner", names[2 * i + 1]);
     }
+    *ret_sp = sp;
+    *ret_names = names;
+}
+
+START_TEST(test_summary_operator_rows_scale)
+{
+    enum { N = 150000 };
+    struct analyse_span *sp;
+    char (*names)[24];
+    names_tree(N, &sp, &names);
     struct analyse_summary *sum = timed_summary(sp, 2 * N + 1, "150 k operator names");
     ck_assert_uint_eq(sum->n_ops, 2 * N);
     int64_t prev = INT64_MAX;
@@ -569,6 +582,70 @@ START_TEST(test_summary_devices_scale)
 }
 END_TEST
 
+/* analyse_summary_compute_until(): a stop asked for stops the computation early (-ECANCELED,
+ * nothing returned, nothing leaked): a server stopping no longer waits for a whole summary
+ * (issue 18; 1 M spans: SIGTERM waited 1.8 s once). 400 k operators of distinct names, each
+ * with an inner row; the stop is set 2 ms after the computation begins, by another thread. */
+struct stopper {
+    _Atomic bool stop;
+    struct timespec at;
+};
+
+static void *stop_soon(void *arg)
+{
+    struct stopper *s = arg;
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &s->at);
+    atomic_store(&s->stop, true);
+    return NULL;
+}
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+START_TEST(test_summary_compute_stops_when_asked)
+{
+    enum { N = 400000 };
+    struct analyse_span *sp;
+    char (*names)[24];
+    names_tree(N, &sp, &names);
+    struct analyse_summary *sum = NULL;
+    /* Already stopped: nothing is computed. */
+    _Atomic bool yes = true;
+    ck_assert_int_eq(analyse_summary_compute_until(sp, 2 * N + 1, ANALYSE_ST_ALL_FIRST,
+                                                   ANALYSE_ST_ALL_LAST, &yes, &sum), -ECANCELED);
+    ck_assert_ptr_null(sum);
+    /* The whole computation, for the figure. */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    _Atomic bool no = false;
+    ck_assert_int_eq(analyse_summary_compute_until(sp, 2 * N + 1, ANALYSE_ST_ALL_FIRST,
+                                                   ANALYSE_ST_ALL_LAST, &no, &sum), 0);
+    double whole = since(&t0);
+    ck_assert_uint_eq(sum->n_ops, 2 * N);
+    analyse_summary_free(sum);
+    sum = NULL;
+    /* Stopped while it runs. */
+    struct stopper st = {.stop = false};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, stop_soon, &st), 0);
+    int r = analyse_summary_compute_until(sp, 2 * N + 1, ANALYSE_ST_ALL_FIRST,
+                                          ANALYSE_ST_ALL_LAST, &st.stop, &sum);
+    double after = since(&st.at);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(r, -ECANCELED);
+    ck_assert_ptr_null(sum);
+    ck_assert_msg(after < whole, "stopped %.3f s after the stop; the whole takes %.3f s", after,
+                  whole);
+    free(names);
+    free(sp);
+}
+END_TEST
+
 static struct analyse_mem_event mev(int64_t ts, const char *owner, int64_t owner_ns,
                                     enum analyse_mem_kind kind, int64_t bytes, int64_t peak)
 {
@@ -719,6 +796,7 @@ static Suite *summary_suite(void)
     tcase_add_test(big, test_summary_operator_rows_scale);
     tcase_add_test(big, test_summary_devices_scale);
     tcase_add_test(big, test_memsum_places_scale);
+    tcase_add_test(big, test_summary_compute_stops_when_asked);
     suite_add_tcase(s, big);
     return s;
 }
