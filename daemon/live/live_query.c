@@ -128,6 +128,24 @@ size_t live_query_clock_steps(const struct live_snapshot *snap, int64_t rank, si
     return sr->n_steps - from;
 }
 
+bool live_query_step_window(const struct live_snapshot *snap, int64_t rank, int64_t step,
+                            int64_t *ret_begin, int64_t *ret_end)
+{
+    const struct live_snap_rank *sr = find_rank(snap, rank);
+    bool found = false;
+    for (size_t i = 0; sr && i < sr->n_steps; i++) {
+        const struct live_snap_step *st = &sr->steps[i];
+        if (st->step != step)
+            continue;
+        if (!found || st->begin_ns < *ret_begin)
+            *ret_begin = st->begin_ns;
+        if (!found || st->end_ns > *ret_end)
+            *ret_end = st->end_ns;
+        found = true;
+    }
+    return found;
+}
+
 int live_query_steptrace(const struct live_snapshot *snap, int64_t rank, bool single, int64_t step,
                          int64_t first, int64_t last, size_t skip, enum live_points_source source,
                          struct analyse_st_trace **ret_trace, struct live_step_row *ret_points,

@@ -142,6 +142,13 @@ int live_query_steps(const struct live_snapshot *snap, int64_t rank, bool with_s
 size_t live_query_clock_steps(const struct live_snapshot *snap, int64_t rank, size_t max,
                               struct analyse_clock_step *ret);
 
+/* The window of step `step` of rank as live_query_steps() lists it: the earliest begin and the
+ * latest end of the rank's rows of that step into *ret_begin and *ret_end. Returns false (and
+ * sets nothing) when the rank or the step is not in the snapshot. A scan of the rank's steps,
+ * nothing copied: the timeline's step windows. */
+bool live_query_step_window(const struct live_snapshot *snap, int64_t rank, int64_t step,
+                            int64_t *ret_begin, int64_t *ret_end);
+
 /* A step trace of one rank: the single step `step` when single is true, else the average over
  * the steps numbered in [first, last] (ANALYSE_ST_ALL_FIRST / _LAST for no bound) less the first
  * `skip` of them (MindInsight's average leaves out step 1: skip 1). Only steps with points count,

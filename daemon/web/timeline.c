@@ -525,15 +525,9 @@ static int tl_step_windows(struct web *w, int64_t job_id, struct tl_rank *ranks,
     if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
         snap = NULL;
     for (size_t i = 0; i < n; i++) {
-        struct live_step_row *rows = NULL;
-        size_t n_rows = 0, total = 0;
-        if (snap && live_query_steps(snap, ranks[i].rank, false, 0, 0, &rows, &n_rows,
-                                     &total) == 0) {
-            for (size_t k = 0; k < n_rows; k++)
-                if (rows[k].step == step)
-                    tl_widen(&ranks[i], rows[k].start_ns, rows[k].end_ns);
-        }
-        free(rows);
+        int64_t b, e;
+        if (snap && live_query_step_window(snap, ranks[i].rank, step, &b, &e))
+            tl_widen(&ranks[i], b, e);
         ranks[i].from_live = ranks[i].has_window;
         need_store = need_store || !ranks[i].has_window;
     }

@@ -860,7 +860,7 @@ START_TEST(test_live_query_ranks_stragglers)
 END_TEST
 
 /* The clocks' input: the last max steps of a rank, as /steps lists them, and nothing for a rank
- * the snapshot lacks. */
+ * the snapshot lacks; and a step's window, for the timeline. */
 START_TEST(test_live_query_clock_steps)
 {
     struct live *lv = live_new();
@@ -881,6 +881,14 @@ START_TEST(test_live_query_clock_steps)
     ck_assert_uint_eq(live_query_clock_steps(snap, 4, 10, out), 3);
     ck_assert_int_eq(out[0].step, 1);
     ck_assert_uint_eq(live_query_clock_steps(snap, 5, 10, out), 0);
+    /* The timeline's step window: that step's begin and end, nothing for a missing one */
+    int64_t b = -1, e = -1;
+    ck_assert(live_query_step_window(snap, 4, 2, &b, &e));
+    ck_assert_int_eq(b, T0 + 90 * US);
+    ck_assert_int_eq(e, T0 + 200 * US);
+    ck_assert(!live_query_step_window(snap, 4, 9, &b, &e));
+    ck_assert(!live_query_step_window(snap, 5, 2, &b, &e));
+    ck_assert_int_eq(b, T0 + 90 * US);
     live_snapshot_put(snap);
     live_free(lv);
 }
