@@ -4,7 +4,9 @@
  * many hosts' ranks land in one engine. SQLite stays the node's store and becomes its outbox:
  * the shipper reads committed spans, steps and queue samples past a cursor kept in SQLite
  * (store_ship.h), and the per-step, per-rank aggregates live analysis computed (live_query.h:
- * step stages and breakdown, which are not additive in SQL; re-sent while a step fills in), encodes them as RowBinary, compresses each request (gzip) and POSTs it to
+ * step stages and breakdown, which are not additive in SQL; re-sent while a step fills in),
+ * encodes them (the spans as a Native block, the rest as RowBinary), compresses each request
+ * (gzip, or none: cluster_compression) and POSTs it to
  * ClickHouse's HTTP interface (libcurl, only here in the daemon); the cursor moves only after
  * ClickHouse took every table's part of the batch. The ClickHouse schema is in schema/NNNN_name.sql,
  * applied in order at start and recorded in stepscope.schema_migrations (the shipper's only

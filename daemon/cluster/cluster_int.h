@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cluster_int: what the files of daemon/cluster share. rowbin.c builds RowBinary request bodies
- * (ClickHouse's row format: little-endian integers, strings as a LEB128 length and the bytes)
- * and gzips them; cluster.c is the thread, the HTTP requests and the migrations.
+ * (ClickHouse's row format: little-endian integers, strings as a LEB128 length and the bytes;
+ * the values of a Native column are encoded alike) and gzips them; cluster.c is the thread, the HTTP requests and the migrations.
  */
 #ifndef STEPSCOPE_CLUSTER_INT_H
 #define STEPSCOPE_CLUSTER_INT_H
@@ -30,6 +30,7 @@ void rb_u32(struct rb_buf *b, uint32_t v);
 void rb_u8(struct rb_buf *b, uint8_t v);
 void rb_str(struct rb_buf *b, const char *s, size_t n);
 void rb_add(struct rb_buf *b, const void *p, size_t n); /* raw bytes */
+void rb_varuint(struct rb_buf *b, size_t n);             /* LEB128, as lengths are written */
 
 /* A JSON value's raw text as a String: a string literal (quotes included) unescaped exactly
  * (\uXXXX surrogate pairs joined, control characters kept: ClickHouse stores bytes), anything

@@ -71,7 +71,7 @@ void rb_u8(struct rb_buf *b, uint8_t v)
         *p = v;
 }
 
-static void leb128(struct rb_buf *b, size_t n)
+void rb_varuint(struct rb_buf *b, size_t n)
 {
     unsigned char tmp[10];
     size_t k = 0;
@@ -96,7 +96,7 @@ void rb_add(struct rb_buf *b, const void *s, size_t n)
 
 void rb_str(struct rb_buf *b, const char *s, size_t n)
 {
-    leb128(b, n);
+    rb_varuint(b, n);
     unsigned char *p = room(b, n);
     if (p && n)
         memcpy(p, s, n);
@@ -210,7 +210,7 @@ void rb_json_str(struct rb_buf *b, const char *raw, size_t n)
     }
     /* Rewrite the length in as few bytes as it needs, and close the gap. */
     b->len = at;
-    leb128(b, w);
+    rb_varuint(b, w);
     size_t kl = b->len - at;
     memmove(b->p + at + kl, b->p + at + k, w);
     b->len = at + kl + w;

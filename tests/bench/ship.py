@@ -16,7 +16,8 @@ ClickHouse, next to clickhouse-client inserting the same rows, in the same run.
    protocol, LZ4-compressed blocks): the engine's own client inserting what the node shipped.
 
 Environment: BUILD_DIR (build), EVENTS (2000000), REPEAT (3: medians are reported), COMPRESSION
-(gzip,none). Each round also reports CPU seconds: the node's while it shipped (its start, which
+(gzip,none), BEFORE_BUILD_DIR (unset: another build, e.g. of the commit before, that ships the
+same store too, with its defaults, as the side "before"). Each round also reports CPU seconds: the node's while it shipped (its start, which
 replays the store into live analysis, left out) and ClickHouse's; clickhouse-client's and
 ClickHouse's while it inserted; and the load average before and after. Last line, per
 compression C: ship_C_rows_per_s ratio_C (to clickhouse-client) node_C_rows_per_cpu_s
@@ -46,10 +47,13 @@ if not BUILD.is_absolute():
 EVENTS = int(os.environ.get("EVENTS", "2000000"))
 REPEAT = int(os.environ.get("REPEAT", "3"))
 COMPRESSION = os.environ.get("COMPRESSION", "gzip,none").split(",")
+# Another build to ship the same store with (its defaults: gzip), e.g. the commit before.
+BEFORE = os.environ.get("BEFORE_BUILD_DIR")
+SIDES = COMPRESSION + (["before"] if BEFORE else [])
 
 
-def start_daemon(tmp, args):
-    p = subprocess.Popen([str(BUILD / "daemon" / "stepscoped"), "--socket", str(tmp / "d.sock"),
+def start_daemon(tmp, args, build=None):
+    p = subprocess.Popen([str((build or BUILD) / "daemon" / "stepscoped"), "--socket", str(tmp / "d.sock"),
                           "--data-dir", str(tmp / "data"), "--http", "127.0.0.1:0", *args],
                          stdout=subprocess.PIPE, stderr=open(tmp / "d.err", "a"), text=True)
     line = p.stdout.readline()
@@ -68,10 +72,15 @@ def stats(url):
         return json.load(r)
 
 
-def spans_of(url):
+def jobs_of(url):
+    """{job name: its /api/v1/jobs item} of the node."""
     with urllib.request.urlopen(url + "api/v1/jobs", timeout=30) as r:
         doc = json.load(r)
-    return sum(j["spans"] for j in (doc["jobs"] if isinstance(doc, dict) else doc))
+    return {j["name"]: j for j in (doc["jobs"] if isinstance(doc, dict) else doc)}
+
+
+def spans_of(url):
+    return sum(j["spans"] for j in jobs_of(url).values())
 
 
 def fill(tmp):
@@ -95,9 +104,13 @@ def ship_once(ch, tmp, spans, compression):
     db.execute("DELETE FROM ship_cursors")
     db.commit()
     db.close()
-    p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
-                                "--cluster-max-rows-per-s", "0",
-                                "--cluster-compression", compression])
+    if compression == "before":
+        p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
+                                    "--cluster-max-rows-per-s", "0"], pathlib.Path(BEFORE))
+    else:
+        p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
+                                    "--cluster-max-rows-per-s", "0",
+                                    "--cluster-compression", compression])
     t_up = time.monotonic()
     ch_cpu0, node_cpu0 = cpu_s(ch.proc.pid), cpu_s(p.pid)  # the node's start (replay) left out
     while True:
@@ -149,12 +162,12 @@ def one_round(ch, root, k):
     tmp.mkdir()
     spans = fill(tmp)
     # Alternate which compression goes first, so neither always meets the same moment of load.
-    order = COMPRESSION if k % 2 == 0 else COMPRESSION[::-1]
+    order = SIDES if k % 2 == 0 else SIDES[::-1]
     load0 = os.getloadavg()[0]
     got = {c: ship_once(ch, tmp, spans, c) for c in order}
     client = client_once(ch, tmp, spans)
     load1 = os.getloadavg()[0]
-    for c in COMPRESSION:
+    for c in SIDES:
         rate, node_cpu, ch_cpu, sent = got[c]
         print(f"round {k}: {spans} spans shipped, {c}: {rate:,.0f}/s, {sent / spans:.1f} request "
               f"bytes per span; CPU node {node_cpu:.2f} s + ClickHouse {ch_cpu:.2f} s",
@@ -175,14 +188,14 @@ def main():
         try:
             print(f"ship.py: {EVENTS} events over 8 connections, {REPEAT} rounds, "
                   f"{os.cpu_count()} CPUs, ClickHouse {ch.query('SELECT version()').strip()}, "
-                  f"compression {','.join(COMPRESSION)}", file=sys.stderr)
+                  f"compression {','.join(COMPRESSION)}, before {BEFORE}", file=sys.stderr)
             rounds = [one_round(ch, root, k) for k in range(REPEAT)]
         finally:
             ch.stop()
     med = statistics.median
     client = med(r[1][0] for r in rounds)
     out = []
-    for c in COMPRESSION:
+    for c in SIDES:
         rate = med(r[0][c][0] for r in rounds)
         per_cpu = med(r[2] / r[0][c][1] for r in rounds)
         ch_per_cpu = med(r[2] / r[0][c][2] for r in rounds)

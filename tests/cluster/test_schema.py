@@ -2,7 +2,7 @@
 """The ClickHouse schema and every ClickHouse statement of the daemon on a current ClickHouse
 (chdb-core, 26.x, in-process): the migrations of daemon/cluster/schema/ as the shipper runs them
 (statements split at ';' ending a line), the INSERTs of daemon/cluster/cluster.c fed RowBinary
-rows encoded the way rowbin.c encodes them, twice, and the reads the tests and docs use. Debian's
+rows (the spans: a Native block) encoded the way cluster.c and rowbin.c encode them, twice, and the reads the tests and docs use. Debian's
 18.16 runs the same files and INSERTs in test_cluster.py; together they are the two ends the
 schema must support."""
 import pathlib
@@ -102,21 +102,24 @@ def test_migrations_table_and_sorting_keys(db):
 @pytest.mark.parametrize("i", range(5))
 def test_insert_twice_counts_once(db, tmp_path, i):
     sql = inserts()[i]
-    m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT RowBinary$", sql)
+    m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT (RowBinary|Native)$", sql)
     assert m, sql
-    table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
+    table, cols, fmt = m.group(1), [c.strip() for c in m.group(2).split(",")], m.group(3)
     types = dict(tuple(r.split("\t")[:2]) for r in q(db, f"DESCRIBE TABLE {table}").splitlines())
     assert sorted(cols) == sorted(types), "the INSERT must name every column"
     n = 50
-    data = b""
-    for k in range(n):
-        row = dict(SAMPLE, idx=k, row=k, ts_ns=SAMPLE["ts_ns"] + k, step=k)
-        data += b"".join(encode(row[c], types[c]) for c in cols)
+    rows = [dict(SAMPLE, idx=k, row=k, ts_ns=SAMPLE["ts_ns"] + k, step=k) for k in range(n)]
+    if fmt == "RowBinary":  # rowbin.c's rows
+        data = b"".join(encode(row[c], types[c]) for row in rows for c in cols)
+    else:  # cluster.c read_batch(): one block, each column's name, type and values
+        data = leb(len(cols)) + leb(n) + b"".join(
+            encode(c, "String") + encode(types[c], "String") +
+            b"".join(encode(row[c], types[c]) for row in rows) for c in cols)
     f = tmp_path / "batch.bin"
     f.write_bytes(data)
     structure = ", ".join(f"{c} {types[c]}" for c in cols)
     # The shipper's statement, with its body read from the file (chdb takes no request body).
-    stmt = sql.replace(" FORMAT RowBinary", f" SELECT * FROM file('{f}', 'RowBinary', '{structure}')")
+    stmt = sql.replace(f" FORMAT {fmt}", f" SELECT * FROM file('{f}', '{fmt}', '{structure}')")
     db.query(stmt)
     db.query(stmt)  # a retried batch
     assert q(db, f"SELECT count() FROM {table}") == str(2 * n)
