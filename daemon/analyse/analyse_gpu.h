@@ -57,6 +57,7 @@ struct analyse_gpu_opts {
     bool round_us;          /* HTA's reading of a nanosecond trace: every span's start rounded up
                                and its end down to whole microseconds (its duration may then be
                                negative); false keeps nanoseconds */
+    bool include_memory;    /* kernel types: HTA's include_memory_kernels (TraceAnalysis: true) */
 };
 
 /* HTA's temporal breakdown (hta/analyzers/breakdown_analysis.py get_temporal_breakdown()) of the
@@ -76,5 +77,24 @@ struct analyse_gpu_temporal {
  * and fills *ret, or -ENOMEM. */
 int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
                          const struct analyse_gpu_opts *opts, struct analyse_gpu_temporal *ret);
+
+/* HTA's kernel-type split (get_gpu_kernel_breakdown()'s kernel_type_df, one rank): the kept
+ * computation, communication and (opts->include_memory) memory events,
+ * each type merged as HTA merges kernels; then every instant some type runs goes to the set of
+ * types running, a bit mask (1 computation, 2 communication, 4 memory), as HTA's sweep does. */
+#define ANALYSE_GPU_MASKS 8
+struct analyse_gpu_ktypes {
+    struct analyse_gpu_filter filter;
+    int64_t ns[ANALYSE_GPU_MASKS]; /* [mask]: the time exactly these types run; [0] unused */
+};
+
+/* HTA's name of a mask: "COMPUTATION", "COMMUNICATION", "COMPUTATION overlapping
+ * COMMUNICATION", "MEMORY", ... (types joined by " overlapping " in the order of the bits). Writes
+ * at most size bytes NUL-terminated into buf; returns buf. */
+const char *analyse_gpu_mask_name(unsigned mask, char *buf, size_t size);
+
+/* Computes the split of classified spans. Returns 0 and fills *ret, or -ENOMEM. */
+int analyse_gpu_kernel_types(const struct analyse_span *spans, size_t n,
+                             const struct analyse_gpu_opts *opts, struct analyse_gpu_ktypes *ret);
 
 #endif

@@ -94,22 +94,30 @@ static int cmp_iv(const void *a, const void *b)
     return (x->end > y->end) - (x->end < y->end);
 }
 
-/* The length of v[0, n) merged as HTA merges kernels (sorts v). */
-static int64_t merged_ns(struct iv *v, size_t n)
+/* Merges v[0, n) as HTA merges kernels, in place: sorted by start, an interval starting after
+ * every earlier end opens a group, which lasts from its first start to its latest end. Returns
+ * the number of groups, now v[0, groups). */
+static size_t merge_groups(struct iv *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_iv);
-    int64_t total = 0;
-    size_t i = 0;
+    size_t g = 0, i = 0;
     while (i < n) {
-        int64_t first = v[i].start, last = v[i].end, reach = v[i].end;
-        for (i++; i < n && v[i].start <= reach; i++) {
-            if (v[i].end > reach)
-                reach = v[i].end;
-            if (v[i].end > last)
-                last = v[i].end;
-        }
-        total += last - first;
+        struct iv grp = v[i];
+        for (i++; i < n && v[i].start <= grp.end; i++)
+            if (v[i].end > grp.end)
+                grp.end = v[i].end;
+        v[g++] = grp;
     }
+    return g;
+}
+
+/* The length of v[0, n) merged as HTA merges kernels (reorders v). */
+static int64_t merged_ns(struct iv *v, size_t n)
+{
+    int64_t total = 0;
+    size_t g = merge_groups(v, n);
+    for (size_t i = 0; i < g; i++)
+        total += v[i].end - v[i].start;
     return total;
 }
 
@@ -160,11 +168,19 @@ static bool before_cut(int64_t ts, const struct analyse_gpu_filter *f, const str
     return o->include_last_step ? ts <= f->cut_ns : ts < f->cut_ns;
 }
 
-int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
-                         const struct analyse_gpu_opts *o, struct analyse_gpu_temporal *ret)
+/* A kept device event: its interval as HTA reads it and its kernel type. */
+struct kev {
+    struct iv iv;
+    enum analyse_gpu_ktype type;
+};
+
+/* The device events HTA keeps (analyse_gpu_filter), in span order: *ret (free()) and *ret_n. */
+static int kept_events(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                       struct analyse_gpu_filter *f, struct kev **ret, size_t *ret_n)
 {
-    memset(ret, 0, sizeof *ret);
-    struct analyse_gpu_filter *f = &ret->filter;
+    memset(f, 0, sizeof *f);
+    *ret = NULL;
+    *ret_n = 0;
     if (step_cut(spans, n, o, f) < 0)
         return -ENOMEM;
     /* The correlations of the host spans before the cut, sorted. */
@@ -173,13 +189,11 @@ int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
         f->n_device += is_device(&spans[i]);
         n_corr += !is_device(&spans[i]) && spans[i].correlation >= 0;
     }
-    size_t m = f->n_device ? f->n_device : 1;
     int64_t *corr = malloc((n_corr ? n_corr : 1) * sizeof *corr);
-    struct iv *all = malloc(m * sizeof *all), *comp = malloc(m * sizeof *comp);
-    if (!corr || !all || !comp) {
+    struct kev *v = malloc((f->n_device ? f->n_device : 1) * sizeof *v);
+    if (!corr || !v) {
         free(corr);
-        free(all);
-        free(comp);
+        free(v);
         return -ENOMEM;
     }
     n_corr = 0;
@@ -188,7 +202,7 @@ int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
             before_cut(start_of(&spans[i], o), f, o))
             corr[n_corr++] = spans[i].correlation;
     qsort(corr, n_corr, sizeof *corr, cmp_i64);
-    size_t k = 0, c = 0;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct analyse_span *s = &spans[i];
         if (!is_device(s))
@@ -201,23 +215,131 @@ int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
             if (!keep)
                 continue;
         }
-        if (k == 0 || e.start < ret->start_ns)
-            ret->start_ns = e.start;
-        if (k == 0 || e.end > ret->end_ns)
-            ret->end_ns = e.end;
-        all[k++] = e;
-        if (analyse_gpu_kernel_type(s->name, s->name_len) == ANALYSE_GPU_COMPUTATION)
-            comp[c++] = e;
+        v[k++] = (struct kev){e, analyse_gpu_kernel_type(s->name, s->name_len)};
     }
+    free(corr);
     f->n_kept = k;
+    *ret = v;
+    *ret_n = k;
+    return 0;
+}
+
+int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
+                         const struct analyse_gpu_opts *o, struct analyse_gpu_temporal *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    struct kev *ev;
+    size_t k;
+    if (kept_events(spans, n, o, &ret->filter, &ev, &k) < 0)
+        return -ENOMEM;
+    size_t m = k ? k : 1;
+    struct iv *all = malloc(m * sizeof *all), *comp = malloc(m * sizeof *comp);
+    if (!all || !comp) {
+        free(ev);
+        free(all);
+        free(comp);
+        return -ENOMEM;
+    }
+    size_t c = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i == 0 || ev[i].iv.start < ret->start_ns)
+            ret->start_ns = ev[i].iv.start;
+        if (i == 0 || ev[i].iv.end > ret->end_ns)
+            ret->end_ns = ev[i].iv.end;
+        all[i] = ev[i].iv;
+        if (ev[i].type == ANALYSE_GPU_COMPUTATION)
+            comp[c++] = ev[i].iv;
+    }
     if (k > 0) {
         ret->kernel_ns = ret->end_ns - ret->start_ns;
         ret->idle_ns = ret->kernel_ns - merged_ns(all, k);
         ret->compute_ns = merged_ns(comp, c);
         ret->non_compute_ns = ret->kernel_ns - ret->compute_ns - ret->idle_ns;
     }
-    free(corr);
+    free(ev);
     free(all);
     free(comp);
     return 0;
+}
+
+/* A boundary of a merged group in the kernel-type sweep. */
+struct edge {
+    int64_t t;
+    int d; /* +bit at a start, -bit at an end */
+};
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const struct edge *x = a, *y = b;
+    if (x->t != y->t)
+        return (x->t > y->t) - (x->t < y->t);
+    return (x->d > y->d) - (x->d < y->d); /* ends first: no zero-length overlap */
+}
+
+int analyse_gpu_kernel_types(const struct analyse_span *spans, size_t n,
+                             const struct analyse_gpu_opts *o, struct analyse_gpu_ktypes *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    struct kev *ev;
+    size_t k;
+    if (kept_events(spans, n, o, &ret->filter, &ev, &k) < 0)
+        return -ENOMEM;
+    static const enum analyse_gpu_ktype order[] = {
+        ANALYSE_GPU_COMPUTATION, ANALYSE_GPU_COMMUNICATION, ANALYSE_GPU_MEMORY,
+    };
+    size_t n_types = o->include_memory ? 3 : 2;
+    struct iv *v = malloc((k ? k : 1) * sizeof *v);
+    struct edge *e = malloc((k ? 2 * k : 1) * sizeof *e);
+    if (!v || !e) {
+        free(ev);
+        free(v);
+        free(e);
+        return -ENOMEM;
+    }
+    size_t ne = 0;
+    for (size_t b = 0; b < n_types; b++) {
+        size_t m = 0;
+        for (size_t i = 0; i < k; i++)
+            if (ev[i].type == order[b])
+                v[m++] = ev[i].iv;
+        size_t g = merge_groups(v, m);
+        for (size_t i = 0; i < g; i++) {
+            e[ne++] = (struct edge){v[i].start, 1 << b};
+            e[ne++] = (struct edge){v[i].end, -(1 << b)};
+        }
+    }
+    qsort(e, ne, sizeof *e, cmp_edge);
+    int running = 0;
+    for (size_t i = 0; i + 1 < ne; i++) {
+        running += e[i].d;
+        if (running > 0 && running < ANALYSE_GPU_MASKS)
+            ret->ns[running] += e[i + 1].t - e[i].t;
+    }
+    free(ev);
+    free(v);
+    free(e);
+    return 0;
+}
+
+const char *analyse_gpu_mask_name(unsigned mask, char *buf, size_t size)
+{
+    static const char *const names[] = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+    size_t len = 0;
+    if (size == 0)
+        return buf;
+    buf[0] = '\0';
+    for (unsigned b = 0; b < 3; b++) {
+        if (!(mask & (1u << b)))
+            continue;
+        const char *parts[] = {len ? " overlapping " : "", names[b]};
+        for (size_t p = 0; p < 2; p++) {
+            size_t m = strlen(parts[p]);
+            if (len + m >= size)
+                m = size - 1 - len;
+            memcpy(buf + len, parts[p], m);
+            len += m;
+            buf[len] = '\0';
+        }
+    }
+    return buf;
 }

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
-                            const struct analyse_gpu_opts *opts,
-                            struct live_gpu_row **ret_rows, size_t *ret_n)
+enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES };
+
+static int query(const struct live_snapshot *snap, int64_t rank, const struct analyse_gpu_opts *opts,
+                 enum gpu_view view, struct live_gpu_row **ret_rows, size_t *ret_n)
 {
     *ret_rows = NULL;
     *ret_n = 0;
@@ -32,7 +33,9 @@ int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
         struct live_bd_spans sp;
         int r = live__bd_spans(snap, &sr->bd, &sp);
         if (r == 0)
-            r = analyse_gpu_temporal(sp.v, sp.n, opts, &rows[k].temporal);
+            r = view == GPU_TEMPORAL
+                    ? analyse_gpu_temporal(sp.v, sp.n, opts, &rows[k].temporal)
+                    : analyse_gpu_kernel_types(sp.v, sp.n, opts, &rows[k].ktypes);
         live__bd_spans_done(&sp);
         if (r < 0) {
             free(rows);
@@ -46,4 +49,18 @@ int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
     *ret_rows = rows;
     *ret_n = k;
     return 0;
+}
+
+int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
+                            const struct analyse_gpu_opts *opts,
+                            struct live_gpu_row **ret_rows, size_t *ret_n)
+{
+    return query(snap, rank, opts, GPU_TEMPORAL, ret_rows, ret_n);
+}
+
+int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
+                                const struct analyse_gpu_opts *opts,
+                                struct live_gpu_row **ret_rows, size_t *ret_n)
+{
+    return query(snap, rank, opts, GPU_KERNEL_TYPES, ret_rows, ret_n);
 }

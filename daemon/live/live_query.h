@@ -313,7 +313,8 @@ void live_breakdown_view_done(struct live_breakdown_view *v);
 /* HTA's GPU views of one rank (analyse_gpu.h) over the same spans as the breakdown. */
 struct live_gpu_row {
     int64_t rank;
-    struct analyse_gpu_temporal temporal;
+    struct analyse_gpu_temporal temporal; /* live_query_gpu_temporal() */
+    struct analyse_gpu_ktypes ktypes;     /* live_query_gpu_kernel_types() */
     int64_t n_spans;   /* spans the rank kept since the start (or the replay) */
     int64_t n_evicted; /* the oldest of them, dropped past the rank's cap */
 };
@@ -325,5 +326,9 @@ struct live_gpu_row {
 int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
                             const struct analyse_gpu_opts *opts,
                             struct live_gpu_row **ret_rows, size_t *ret_n);
+/* The same for HTA's kernel-type split (analyse_gpu_kernel_types()). */
+int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
+                                const struct analyse_gpu_opts *opts,
+                                struct live_gpu_row **ret_rows, size_t *ret_n);
 
 #endif

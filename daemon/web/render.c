@@ -1296,6 +1296,65 @@ void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, s
     sbuf_adds(b, "]}");
 }
 
+const char web__gpu_ktypes_csv_header[] = "rank,kernel_type,us,pct\n";
+
+void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_ktype_row *r)
+{
+    char name[96];
+    analyse_gpu_mask_name(r->mask, name, sizeof name);
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",%s,", r->rank, name);
+        sbuf_json_us(b, r->ns);
+        sbuf_addc(b, ',');
+        pct_of(b, true, r->ns, r->rank_ns);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_str(b, "kernel_type", name);
+    member_us(b, "us", r->ns);
+    key(b, "pct");
+    pct_of(b, false, r->ns, r->rank_ns);
+    sbuf_addc(b, '}');
+}
+
+void web__render_gpu_kernel_types(struct sbuf *b, const struct web_gpu_ktype_row *rows, size_t n,
+                                  const struct analyse_gpu_opts *opts)
+{
+    sbuf_addc(b, '{');
+    member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
+    member_str(b, "rounding", opts->round_us ? "us" : "ns");
+    member_str(b, "memory", opts->include_memory ? "include" : "exclude");
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"rows\":[");
+    int64_t all[ANALYSE_GPU_MASKS] = {0}, sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        web__gpu_ktype_row(b, WEB_FORMAT_JSON, &rows[i]);
+        all[rows[i].mask] += rows[i].ns;
+        sum += rows[i].ns;
+    }
+    sbuf_adds(b, "],\"all_ranks\":[");
+    bool first = true;
+    for (unsigned m = 1; m < ANALYSE_GPU_MASKS; m++) {
+        if (all[m] <= 0)
+            continue;
+        if (!first)
+            sbuf_addc(b, ',');
+        first = false;
+        char name[96];
+        sbuf_addc(b, '{');
+        member_str(b, "kernel_type", analyse_gpu_mask_name(m, name, sizeof name));
+        member_us(b, "us", all[m]);
+        key(b, "pct");
+        pct_of(b, false, all[m], sum);
+        sbuf_addc(b, '}');
+    }
+    sbuf_adds(b, "]}");
+}
+
 const char web__breakdown_csv_header[] =
     "step,rank,start_us,end_us,total_us,step_us,kernel_us,memcpy_us,memset_us,communication_us,"
     "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";

@@ -157,6 +157,19 @@ void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct liv
 /* The /gpu/temporal document: {"last_step", "rounding", "total", "rows": [...]}. */
 void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
                               const struct analyse_gpu_opts *opts);
+/* HTA's kernel-type split (/gpu/kernel-types): one row per rank and set of types running. */
+struct web_gpu_ktype_row {
+    int64_t rank;
+    unsigned mask;   /* analyse_gpu_ktypes bits */
+    int64_t ns;      /* time exactly these types run */
+    int64_t rank_ns; /* the rank's sum over masks (the percentage's whole) */
+};
+extern const char web__gpu_ktypes_csv_header[];
+void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_ktype_row *r);
+/* The /gpu/kernel-types document: {"last_step", "rounding", "memory", "total", "rows": [...],
+ * "all_ranks": [...]} (all_ranks: the masks summed over the ranks, as HTA's table). */
+void web__render_gpu_kernel_types(struct sbuf *b, const struct web_gpu_ktype_row *rows, size_t n,
+                                  const struct analyse_gpu_opts *opts);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
 extern const char web__breakdown_csv_header[];

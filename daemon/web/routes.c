@@ -203,6 +203,7 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_CLUSTER_COMM:
     case WEB_ROUTE_CLUSTER_LINKS:
     case WEB_ROUTE_GPU_TEMPORAL:
+    case WEB_ROUTE_GPU_KERNEL_TYPES:
         return true;
     default:
         return false;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_live: /api/v1/jobs/{job}/steps, /step-trace, /operators, /kernels, /queues, /pipeline,
- * /ranks, /helper, /breakdown and /gpu/temporal, answered from the job's latest live snapshot (daemon/live/live_query.h),
+ * /ranks, /helper, /breakdown, /gpu/temporal and /gpu/kernel-types, answered from the job's latest live snapshot (daemon/live/live_query.h),
  * which the loop republishes every 100 ms and which the daemon rebuilds from the store at
  * start-up. A handler takes a reference to the
  * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
@@ -40,6 +40,7 @@ struct rows_ctx {
     struct live_breakdown_view bd;    /* breakdown */
     size_t bd_from;
     struct live_gpu_row *gpu;         /* gpu/temporal */
+    struct web_gpu_ktype_row *kt;     /* gpu/kernel-types */
 };
 
 static void rows_ctx_free(void *p)
@@ -52,6 +53,7 @@ static void rows_ctx_free(void *p)
     live_queue_rows_free(x->queues, x->n_queues);
     live_breakdown_view_done(&x->bd);
     free(x->gpu);
+    free(x->kt);
     live_snapshot_put(x->snap);
     free(x);
 }
@@ -106,6 +108,11 @@ static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 static void gpu_temporal_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 {
     web__gpu_temporal_row(b, fmt, &((struct rows_ctx *)ctx)->gpu[i]);
+}
+
+static void gpu_ktype_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_ktype_row(b, fmt, &((struct rows_ctx *)ctx)->kt[i]);
 }
 
 /* Streams x's rows; x is freed in every case. */
@@ -856,18 +863,49 @@ static int get_breakdown(struct web *w, const struct web_req *q, struct web_answ
     return web__doc_fmt(w, a, &b, fmt);
 }
 
-/* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis) and
- * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default).
+/* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis),
+ * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default) and,
+ * for kernel types, ?memory=include|exclude (HTA's include_memory_kernels, default include as in
+ * its TraceAnalysis).
  * Returns 0, or -1 with the answer in a (a 400). */
 static int param_gpu_opts(const struct web_req *q, struct web_answer *a,
                           struct analyse_gpu_opts *ret)
 {
     static const char *const last[] = {"exclude", "include"}, *const rnd[] = {"ns", "us"};
-    size_t i, j;
+    size_t i, j, m;
     if (param_word(q, a, "last_step", last, 2, 0, "last_step: exclude or include", &i) < 0 ||
-        param_word(q, a, "rounding", rnd, 2, 0, "rounding: ns or us", &j) < 0)
+        param_word(q, a, "rounding", rnd, 2, 0, "rounding: ns or us", &j) < 0 ||
+        param_word(q, a, "memory", last, 2, 1, "memory: exclude or include", &m) < 0)
         return -1;
-    *ret = (struct analyse_gpu_opts){.include_last_step = i == 1, .round_us = j == 1};
+    *ret = (struct analyse_gpu_opts){.include_last_step = i == 1, .round_us = j == 1,
+                                     .include_memory = m == 1};
+    return 0;
+}
+
+/* A GPU view's request: its parameters and its rows per rank (ktypes: the kernel-type split, else the
+ * temporal breakdown; free() *rows). Returns 0, or -1 with the answer in a. */
+static int gpu_ranks(const struct web_req *q, struct web_answer *a, const struct live_snapshot *snap,
+                     bool ktypes, enum web_format *fmt, struct analyse_gpu_opts *opts,
+                     struct live_gpu_row **rows, size_t *n)
+{
+    int64_t rank;
+    *rows = NULL;
+    *n = 0;
+    if (web__param_format(q, a, false, fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        param_gpu_opts(q, a, opts) < 0)
+        return -1;
+    int r = !snap ? (rank >= 0 ? -ENOENT : 0)
+            : ktypes ? live_query_gpu_kernel_types(snap, rank, opts, rows, n)
+                     : live_query_gpu_temporal(snap, rank, opts, rows, n);
+    if (r == -ENOENT) {
+        web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+        return -1;
+    }
+    if (r < 0) {
+        web__store_error(a, r, ktypes ? "live_query_gpu_kernel_types" : "live_query_gpu_temporal");
+        return -1;
+    }
     return 0;
 }
 
@@ -875,25 +913,12 @@ static int param_gpu_opts(const struct web_req *q, struct web_answer *a,
 static int get_gpu_temporal(struct web *w, const struct web_req *q, struct web_answer *a,
                             const struct live_snapshot **snapp)
 {
-    const struct live_snapshot *snap = *snapp;
-    int64_t rank;
     enum web_format fmt;
     struct analyse_gpu_opts opts;
-    if (web__param_format(q, a, false, &fmt) < 0 ||
-        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
-        param_gpu_opts(q, a, &opts) < 0)
+    struct live_gpu_row *rows;
+    size_t n;
+    if (gpu_ranks(q, a, *snapp, false, &fmt, &opts, &rows, &n) < 0)
         return 0;
-    struct live_gpu_row *rows = NULL;
-    size_t n = 0;
-    if (snap) {
-        int r = live_query_gpu_temporal(snap, rank, &opts, &rows, &n);
-        if (r == -ENOENT)
-            return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
-        if (r < 0)
-            return web__store_error(a, r, "live_query_gpu_temporal");
-    } else if (rank >= 0) {
-        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
-    }
     if (fmt != WEB_FORMAT_JSON) {
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
@@ -906,6 +931,48 @@ static int get_gpu_temporal(struct web *w, const struct web_req *q, struct web_a
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
     web__render_gpu_temporal(&b, rows, n, &opts);
+    free(rows);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
+/* HTA's kernel-type split, a row per rank and set of types running (or the one ?rank=). */
+static int get_gpu_kernel_types(struct web *w, const struct web_req *q, struct web_answer *a,
+                                const struct live_snapshot **snapp)
+{
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    struct live_gpu_row *ranks;
+    size_t n;
+    if (gpu_ranks(q, a, *snapp, true, &fmt, &opts, &ranks, &n) < 0)
+        return 0;
+    struct web_gpu_ktype_row *rows = calloc(n * (ANALYSE_GPU_MASKS - 1) + 1, sizeof *rows);
+    if (!rows) {
+        free(ranks);
+        return web__store_error(a, -ENOMEM, "gpu_kernel_types");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *ns = ranks[i].ktypes.ns;
+        int64_t sum = 0;
+        for (unsigned m = 1; m < ANALYSE_GPU_MASKS; m++)
+            sum += ns[m] > 0 ? ns[m] : 0;
+        for (unsigned m = 1; m < ANALYSE_GPU_MASKS; m++)
+            if (ns[m] > 0)
+                rows[k++] = (struct web_gpu_ktype_row){ranks[i].rank, m, ns[m], sum};
+    }
+    free(ranks);
+    if (fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            free(rows);
+            return web__store_error(a, -ENOMEM, "gpu_kernel_types");
+        }
+        x->kt = rows;
+        return send_rows(w, a, fmt, x, web__gpu_ktypes_csv_header, gpu_ktype_row, k, 0, k);
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_kernel_types(&b, rows, k, &opts);
     free(rows);
     return web__doc_fmt(w, a, &b, fmt);
 }
@@ -951,6 +1018,9 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         break;
     case WEB_ROUTE_GPU_TEMPORAL:
         get_gpu_temporal(w, q, a, &snap);
+        break;
+    case WEB_ROUTE_GPU_KERNEL_TYPES:
+        get_gpu_kernel_types(w, q, a, &snap);
         break;
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);

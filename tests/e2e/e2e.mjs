@@ -470,7 +470,7 @@ test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time
   await shot(page, 'timeline-window-1s');
 });
 
-test('GPU: HTA temporal breakdown per rank, the last step left out or included', async (page) => {
+test('GPU: HTA temporal breakdown and kernel types per rank, the last step left out or included', async (page) => {
   const job = await importJob(['rank0', 'rank1'].map((r) => path.join(DATA, 'kineto', `gpu_2steps_sampled_${r}.json.gz`)), 'e2e-gpu');
   const pct = (page, p) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), p);
   for (const lastStep of ['exclude', 'include']) {
@@ -493,6 +493,14 @@ test('GPU: HTA temporal breakdown per rank, the last step left out or included',
       expectEq(rows[i][head.indexOf('device events kept')], `${r.device_events_kept} of ${r.device_events}`, `${lastStep} rank ${r.rank} kept`);
     }
     if (lastStep === 'exclude' && doc.rows[0].device_events_kept >= doc.rows[0].device_events) fail('the last step should leave device events out');
+    const kt = await api(`/api/v1/jobs/${job.id}/gpu/kernel-types?last_step=${lastStep}`);
+    const ktRows = await rowsText(page, 'gpu-kernel-types');
+    expectEq(ktRows.length, kt.rows.length, `${lastStep} kernel-type rows`);
+    for (const [i, r] of kt.rows.entries()) {
+      expectEq(ktRows[i].slice(0, 2), [String(r.rank), r.kernel_type], `${lastStep} kernel type ${i}`);
+      expectEq(ktRows[i][2], await fmtUsText(page, r.us), `${lastStep} ${r.kernel_type} time`);
+      expectEq(ktRows[i][3], await pct(page, r.pct), `${lastStep} ${r.kernel_type} %`);
+    }
     await shot(page, `gpu-temporal-${lastStep}`);
   }
 });

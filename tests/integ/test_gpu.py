@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""/gpu/* against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
+"""/gpu/temporal and /gpu/kernel-types against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
 oracle runs here, in-process, on the very files imported).
 
 Each real Kineto trace (HTA's own sample traces, MIT, and the two H200 CUDA runs of
@@ -16,6 +16,7 @@ double's step is 2^-10 us, 1 ns), so times may differ by 1 ns per device event s
 bound holds with its rounding on: no float end of these traces floors across a microsecond);
 percentages are compared at HTA's 2 decimals.
 """
+import itertools
 import logging
 import pathlib
 import shutil
@@ -94,7 +95,43 @@ def test_temporal_equals_hta(daemon, tmp, monkeypatch, name):
                         (name, rank, include_last, ours)
 
 
-def test_temporal_csv_rank_and_bad_parameters(daemon, tmp):
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_kernel_types_equal_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    for include_last, rounding, memory in itertools.product((False, True), repeat=3):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        q = "?last_step=%s&rounding=%s&memory=%s" % (
+            "include" if include_last else "exclude", "us" if rounding else "ns",
+            "include" if memory else "exclude")
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types{q}")
+        assert doc["memory"] == ("include" if memory else "exclude")
+        what = (name, include_last, rounding, memory)
+        # HTA's table sums each set of types over the ranks; per rank, HTA run on the rank's
+        # trace alone is the same computation (its types are per rank until that sum).
+        types_df, _ = ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=memory)
+        want = {r["kernel_type"]: r["sum"] for _, r in types_df.iterrows() if r["sum"] > 0}
+        got = {r["kernel_type"]: r["us"] for r in doc["all_ranks"]}
+        assert sorted(got) == sorted(want), what
+        n_segments = sum(len(df[df["stream"].ne(-1)]) for df in ta.t.traces.values()) * 2
+        # HTA truncates each swept segment to whole microseconds (astype(int)); with its
+        # rounding on every time is whole already, so the two are equal to the ns.
+        tol = 1e-6 if rounding else n_segments * 1.0
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v, abs=tol), (what, k)
+        pct = {r["kernel_type"]: r["pct"] for r in doc["all_ranks"]}
+        want_pct = {r["kernel_type"]: r["percentage"] for _, r in types_df.iterrows() if r["sum"] > 0}
+        if rounding:
+            for k, v in want_pct.items():
+                # HTA rounds to 1 decimal, we give 4: ours within half its last digit.
+                assert pct[k] == pytest.approx(v, abs=0.0501), (what, k)
+        # Per rank: the rows sum, per rank, to that rank's share.
+        per = {}
+        for r in doc["rows"]:
+            per[r["kernel_type"]] = per.get(r["kernel_type"], 0) + r["us"]
+        assert per == pytest.approx(got, abs=1e-3), what
+
+
+def test_csv_rank_and_bad_parameters(daemon, tmp):
     job = imported(daemon, tmp, "gpu_2steps_sampled")
     doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=1")
     assert [r["rank"] for r in doc["rows"]] == [1]
@@ -111,3 +148,20 @@ def test_temporal_csv_rank_and_bad_parameters(daemon, tmp):
     assert len(lines) == 1 + len(full)
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=7", status=404)
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?last_step=all", status=400)
+
+    # Kernel types: HTA's TraceAnalysis default counts memory events; CSV holds the JSON's rows.
+    kt = daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types")
+    assert kt["memory"] == "include" and any(r["kernel_type"] == "MEMORY" for r in kt["rows"])
+    status, headers, body = daemon.request(f"/api/v1/jobs/{job}/gpu/kernel-types?format=csv")
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    lines = body.decode().splitlines()
+    assert lines[0] == "rank,kernel_type,us,pct"
+    assert [ln.split(",")[:2] for ln in lines[1:]] == \
+        [[str(r["rank"]), r["kernel_type"]] for r in kt["rows"]]
+    for ln, r in zip(lines[1:], kt["rows"]):
+        assert float(ln.split(",")[2]) == r["us"] and float(ln.split(",")[3]) == r["pct"]
+    one = daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?rank=1&memory=exclude")
+    assert {r["rank"] for r in one["rows"]} == {1}
+    assert sum(r["pct"] for r in one["rows"]) == pytest.approx(100, abs=1e-3)
+    assert not any("MEMORY" in r["kernel_type"] for r in one["rows"])
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?memory=yes", status=400)

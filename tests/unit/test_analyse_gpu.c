@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Table tests of HTA's GPU time (gpu.c): kernel types by HTA 0.5.0's patterns, which device events
- * its filter keeps, and the temporal breakdown's merge, including HTA's microsecond rounding of a
+ * its filter keeps, the kernel-type sweep, and the temporal breakdown's merge, including HTA's microsecond rounding of a
  * nanosecond trace (which can make a duration negative). The figures on real traces are checked
  * against HTA itself by tests/integ/test_gpu.py.
  */
@@ -127,6 +127,40 @@ START_TEST(test_no_device_events)
 }
 END_TEST
 
+/* Kernel types: computation [0, 100) and [50, 150) merge into [0, 150); communication [100,
+ * 300); memory [250, 400). Sets: C [0, 100), C+N [100, 150), N [150, 250), N+M [250, 300),
+ * M [300, 400). Without memory the memcpy is no type. */
+START_TEST(test_kernel_type_sweep)
+{
+    struct analyse_span s[] = {
+        sp(ANALYSE_ROLE_KERNEL, "gemm", 0, 100, 1),
+        sp(ANALYSE_ROLE_KERNEL, "gemm", 50, 100, 2),
+        sp(ANALYSE_ROLE_KERNEL, "ncclKernel_AllReduce", 100, 200, 3),
+        sp(ANALYSE_ROLE_MEMCPY, "Memcpy HtoD", 250, 150, 4),
+        sp(ANALYSE_ROLE_KERNEL, "cudaSync", 0, 1000, 5), /* other: in no set */
+    };
+    struct analyse_gpu_opts o = {.include_memory = true};
+    struct analyse_gpu_ktypes k;
+    ck_assert_int_eq(analyse_gpu_kernel_types(s, 5, &o, &k), 0);
+    ck_assert_int_eq(k.ns[1], 100);
+    ck_assert_int_eq(k.ns[3], 50);
+    ck_assert_int_eq(k.ns[2], 100);
+    ck_assert_int_eq(k.ns[6], 50);
+    ck_assert_int_eq(k.ns[4], 100);
+    ck_assert_int_eq(k.ns[5] + k.ns[7], 0);
+    o.include_memory = false;
+    ck_assert_int_eq(analyse_gpu_kernel_types(s, 5, &o, &k), 0);
+    ck_assert_int_eq(k.ns[2], 150);
+    ck_assert_int_eq(k.ns[4] + k.ns[6], 0);
+    char buf[96];
+    ck_assert_str_eq(analyse_gpu_mask_name(3, buf, sizeof buf), "COMPUTATION overlapping COMMUNICATION");
+    ck_assert_str_eq(analyse_gpu_mask_name(7, buf, sizeof buf),
+                     "COMPUTATION overlapping COMMUNICATION overlapping MEMORY");
+    ck_assert_str_eq(analyse_gpu_mask_name(4, buf, sizeof buf), "MEMORY");
+    ck_assert_str_eq(analyse_gpu_mask_name(6, buf, 12), "COMMUNICATI"); /* cut, NUL-terminated */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_gpu");
@@ -135,6 +169,7 @@ int main(void)
     tcase_add_test(tc, test_filter_by_last_step);
     tcase_add_test(tc, test_rounding_and_negative_durations);
     tcase_add_test(tc, test_no_device_events);
+    tcase_add_test(tc, test_kernel_type_sweep);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

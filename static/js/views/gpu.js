@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: MIT
 // GPU: Holistic Trace Analysis's GPU views of every rank (docs/ANALYSIS.md "GPU time (HTA)").
 // The temporal breakdown: per rank, idle, compute and non-compute time as stacked percentages of
-// HTA's kernel time, and a table with the times, the device events HTA keeps and why. The last
-// step's device work is left out as HTA does unless "include last step" is chosen (in the URL:
-// last_step=include).
+// HTA's kernel time, and a table with the times, the device events HTA keeps and why. The kernel
+// types: the time each set of types (computation, communication, memory and their overlaps)
+// runs, over all ranks as HTA's pie, and per rank in a table. The last step's device work is left
+// out as HTA does unless "include last step" is chosen (in the URL: last_step=include).
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtPct } from '../dom.js';
-import { chart, PALETTE } from '../charts.js';
+import { chart, colors, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 
 const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALETTE[0]], ['non_compute_pct', 'non-compute', PALETTE[1]]];
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
-  const doc = await getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep }));
+  const [doc, kt] = await Promise.all([
+    getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
+    getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
+  ]);
   const toggle = el('label.muted', null, el('input#gpu-last-step', {
     type: 'checkbox', checked: lastStep === 'include',
     onchange: (e) => ctx.go(ctx.hashFor('gpu', { last_step: e.target.checked ? 'include' : null })),
@@ -50,5 +54,27 @@ export async function render(ctx) {
         options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of kernel time' } }, y: { stacked: true } } },
       }, { id: 'gpu-temporal-chart', height: Math.max(120, 40 + 28 * rows.length) }),
       dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
-        state: { sort: 'rank', order: 'asc' } })));
+        state: { sort: 'rank', order: 'asc' } })),
+    kernelTypes(ctx, kt));
+}
+
+// HTA's kernel-type split: the sets over all ranks (its pie) and each rank's rows.
+function kernelTypes(ctx, kt) {
+  const title = 'Kernel types (HTA)';
+  if (!kt || !kt.rows.length) return card(title, { id: 'gpu-kernel-types', cls: 'wide' }, note('empty', 'No computation, communication or memory kernel ran.'));
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'kernel_type', label: 'kernel type' },
+    { key: 'us', label: 'time', num: true, fmt: fmtUs },
+    { key: 'pct', label: '% of rank', num: true, fmt: fmtPct },
+  ];
+  return card(title, { id: 'gpu-kernel-types', cls: 'wide' },
+    el('p.muted', null, 'The time the device runs exactly each set of kernel types; overlaps are their own set, as HTA splits them. The pie sums the ranks.'),
+    chart({
+      type: 'doughnut',
+      data: { labels: kt.all_ranks.map((r) => r.kernel_type), datasets: [{ data: kt.all_ranks.map((r) => r.us / 1000), backgroundColor: colors(kt.all_ranks.length) }] },
+      options: { plugins: { legend: { position: 'right' } } },
+    }, { id: 'gpu-kernel-types-chart', height: 220 }),
+    dataTable({ id: 'gpu-kernel-types', columns, rows: kt.rows, csv: `job${ctx.job}-gpu-kernel-types.csv`, pageSize: 64,
+      state: { sort: 'rank', order: 'asc' } }));
 }
