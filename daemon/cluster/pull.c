@@ -530,6 +530,7 @@ static int save_origin(struct cluster_pull *p, const char *origin,
         struct pull_stream *s = p->streams[i];
         if (strcmp(s->origin, origin) != 0)
             continue;
+        STATS_ADD(p->stats, cluster_view_rows, s->out_lines);
         if (s->out_lines)
             s->used_ns = now;
         s->saved_seq = s->seq;
@@ -924,6 +925,8 @@ static void *pull_main(void *arg)
             if (strcmp(err, p->last_err) != 0 || p->backoff_ms == p->retry_max_ms)
                 log_warn("cluster view: %s (retrying in %" PRIu64 " ms)", err, p->backoff_ms);
             snprintf(p->last_err, sizeof p->last_err, "%s", err);
+            STATS_SET(p->stats, cluster_view_failing, 1);
+            stats_note_set(&p->stats->cluster_view_last_error, err);
             if (pull_nap(p, p->backoff_ms))
                 break;
             continue;
@@ -932,6 +935,7 @@ static void *pull_main(void *arg)
             log_info("cluster view: reading from ClickHouse again");
         p->backoff_ms = 0;
         p->last_err[0] = '\0';
+        STATS_SET(p->stats, cluster_view_failing, 0);
         close_idle(p);
         if (pull_nap(p, p->poll_ms))
             break;
@@ -1003,6 +1007,7 @@ int cluster_pull_start(const struct cluster_config *cfg, const char *socket_path
         return -ENOMEM;
     }
     p->started = true;
+    STATS_SET(p->stats, cluster_view_enabled, 1);
     *ret = p;
     return 0;
 }

@@ -105,6 +105,11 @@ struct stats {
                                                was told to delete (ALTER ... DELETE) */
     _Atomic uint64_t cluster_pending_deletes; /* gauge: jobs deleted here, not yet in ClickHouse */
     struct stats_note cluster_last_error;   /* the last failure, kept after recovery */
+    /* The cluster view (daemon/cluster/pull.c), all 0 without it. */
+    _Atomic uint64_t cluster_view_enabled;  /* 1 when the view pulls the other nodes' ranks */
+    _Atomic uint64_t cluster_view_rows;     /* rows pulled and acknowledged by this daemon */
+    _Atomic uint64_t cluster_view_failing;  /* gauge: 1 while the last round failed */
+    struct stats_note cluster_view_last_error; /* the last failure, kept after recovery */
 };
 
 #define STATS_ADD(s, field, n) atomic_fetch_add_explicit(&(s)->field, (n), memory_order_relaxed)

@@ -420,6 +420,11 @@ static const struct m_counter counters[] = {
      C(cluster_deletes)},
     {"stepscope_cluster_pending_deletes", "gauge",
      "Jobs deleted here, not yet deleted in ClickHouse.", C(cluster_pending_deletes)},
+    {"stepscope_cluster_view_rows_total", "counter",
+     "Rows pulled from the other nodes' shipments and acknowledged here (the cluster view).",
+     C(cluster_view_rows)},
+    {"stepscope_cluster_view_failing", "gauge", "1 while the cluster view's last round failed.",
+     C(cluster_view_failing)},
 };
 #undef C
 

@@ -401,6 +401,22 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
             sbuf_json_strz(b, last);
         else
             sbuf_adds(b, "null");
+        sbuf_adds(b, ",\"view\":");
+        if (!STATS_GET(s, cluster_view_enabled)) {
+            sbuf_adds(b, "null");
+        } else {
+            stats_note_get(&s->cluster_view_last_error, last);
+            sbuf_addc(b, '{');
+            member_u64(b, "rows", STATS_GET(s, cluster_view_rows));
+            sbuf_printf(b, "\"failing\":%s,",
+                        STATS_GET(s, cluster_view_failing) ? "true" : "false");
+            key(b, "last_error");
+            if (last[0])
+                sbuf_json_strz(b, last);
+            else
+                sbuf_adds(b, "null");
+            sbuf_addc(b, '}');
+        }
         sbuf_adds(b, "},");
     }
     key(b, "store");

@@ -140,12 +140,16 @@ def test_engine_stopped_and_restarted_mid_ingest(ch, daemons, tmp):
     s = cluster_stats(d)
     assert s["pending_rows"] > 0 and s["retries"] >= 1 and s["lag_ms"] > 0
     assert "cannot reach ClickHouse" in s["last_error"]
+    # The cluster view's puller is away from ClickHouse too, and says so.
+    d.wait_for("the view failing", lambda: cluster_stats(d)["view"]["failing"], timeout=20)
+    assert "cannot read from ClickHouse" in cluster_stats(d)["view"]["last_error"]
     ch.start()
     wait_shipped(d, timeout=90)
     assert ch_counts(ch, "spans", "outage") == {("nodeA", 0): SPANS, ("nodeA", 1): SPANS}
     assert ch_counts(ch, "steps", "outage") == {("nodeA", 0): STEPS, ("nodeA", 1): STEPS}
     s = cluster_stats(d)
     assert s["last_error"] and not s["failing"] and s["lag_ms"] == 0
+    d.wait_for("the view back", lambda: not cluster_stats(d)["view"]["failing"], timeout=20)
 
 
 def test_node_killed_with_9_resumes_from_its_cursor(ch, daemons, tmp):

@@ -118,6 +118,10 @@ def test_every_node_answers_for_all_ranks(ch, daemons, tmp):
             o = orc[r["rank"]]
             assert {c: r[c] for c in ("events", "steps", "trace_start_us", "trace_end_us")} == \
                 {c: o[c] for c in ("events", "steps", "trace_start_us", "trace_end_us")}
+        # Every line pulled once (no restart here): the other nodes' spans, steps, queue samples.
+        view = cluster_stats(d)["view"]
+        assert view["rows"] == (RANKS - PER_NODE) * (SPANS + STEPS + QUEUES), view
+        assert not view["failing"]  # (last_error may be a table the shipper had not made yet)
         # The timeline of a rank of another node: its events, as the oracle stores them (the
         # spans' shipped members: args are not shipped, docs/ARCHITECTURE.md).
         remote = ((k + 1) % NODES) * PER_NODE + 3

@@ -842,7 +842,17 @@ START_TEST(test_render_stats_all_counters)
         b.data, ",\"cluster\":{\"rows\":60,\"aggregate_rows\":59,\"bytes\":61,\"batches\":62,\"retries\":63,"
                 "\"pending_rows\":64,\"pending_batches\":65,\"lag_ms\":66,\"backoff_ms\":67,"
                 "\"deletes\":68,\"pending_deletes\":69,\"failing\":true,\"last_error\":\"ClickHouse answered 500: Code: 164, "
-                "\\\"readonly\\\"\"},\"store\":null}"));
+                "\\\"readonly\\\"\",\"view\":null},\"store\":null}"));
+    /* With the cluster view: its figures in cluster.view. */
+    atomic_store(&s.cluster_view_enabled, 1);
+    atomic_store(&s.cluster_view_rows, 70);
+    atomic_store(&s.cluster_view_failing, 1);
+    stats_note_set(&s.cluster_view_last_error, "cannot read from ClickHouse: refused");
+    sbuf_reset(&b);
+    web__render_stats(&b, &s, NULL);
+    ck_assert_ptr_nonnull(strstr(
+        b.data, ",\"view\":{\"rows\":70,\"failing\":true,"
+                "\"last_error\":\"cannot read from ClickHouse: refused\"}},\"store\":null}"));
     sbuf_done(&b);
 }
 END_TEST
