@@ -46,6 +46,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_EVENTS, "/api/v1/events"},
     {WEB_ROUTE_LOGIN, "/api/v1/session"},
     {WEB_ROUTE_JOBS, "/api/v1/jobs"},
+    {WEB_ROUTE_DIFF, "/api/v1/diff"},
     {WEB_ROUTE_JOB, "/api/v1/jobs/{job}"},
     {WEB_ROUTE_TIMELINE, "/api/v1/jobs/{job}/timeline"},
     {WEB_ROUTE_STEPS, "/api/v1/jobs/{job}/steps"},

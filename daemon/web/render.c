@@ -1633,3 +1633,145 @@ void web__render_cluster_summary(struct sbuf *b, enum web_format fmt, bool memor
         sbuf_printf(b, "%s%" PRId64, i ? "," : "", missing[i]);
     sbuf_adds(b, "]}");
 }
+
+/* ---- diff ---- */
+
+const char web__diff_csv_header[] =
+    "table,name,status,base_calls,exp_calls,delta_calls,base_total_us,exp_total_us,"
+    "delta_total_us,base_self_us,exp_self_us,delta_self_us\n";
+
+static const char *diff_status(const struct web_diff_row *r)
+{
+    return !r->base ? "added" : !r->exp ? "removed" : "both";
+}
+
+/* base, exp and exp - base of one figure; a side without the name counts 0. CSV: three fields
+ * after a comma each; JSON: three members after a comma each, named "base_", "exp_", "delta_"
+ * + what. */
+static void diff_triple(struct sbuf *b, enum web_format fmt, const char *what, int64_t base,
+                        int64_t exp, bool us)
+{
+    static const char *const side[] = {"base_", "exp_", "delta_"};
+    int64_t v[3] = {base, exp, exp - base};
+    for (size_t i = 0; i < 3; i++) {
+        sbuf_addc(b, ',');
+        if (fmt != WEB_FORMAT_CSV)
+            sbuf_printf(b, "\"%s%s\":", side[i], what);
+        if (us)
+            sbuf_json_us(b, v[i]);
+        else
+            sbuf_printf(b, "%" PRId64, v[i]);
+    }
+}
+
+static void diff_row(struct sbuf *b, enum web_format fmt, const struct web_diff_row *r, bool ops)
+{
+    const struct analyse_op_row zero = {0};
+    const struct analyse_op_row *x = r->base ? r->base : &zero, *y = r->exp ? r->exp : &zero;
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_adds(b, ops ? "operator," : "kernel,");
+        web__csv_str(b, r->name);
+        sbuf_printf(b, ",%s", diff_status(r));
+    } else {
+        sbuf_addc(b, '{');
+        member_str(b, "name", r->name);
+        key(b, "status");
+        sbuf_json_strz(b, diff_status(r));
+    }
+    diff_triple(b, fmt, "calls", x->calls, y->calls, false);
+    diff_triple(b, fmt, "total_us", x->total_ns, y->total_ns, true);
+    if (ops)
+        diff_triple(b, fmt, "self_us", x->self_ns, y->self_ns, true);
+    else if (fmt == WEB_FORMAT_CSV)
+        sbuf_adds(b, ",,,");
+    sbuf_addc(b, fmt == WEB_FORMAT_CSV ? '\n' : '}');
+}
+
+void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
+                   const struct web_diff_row *kernels, size_t n_kernels)
+{
+    sbuf_adds(b, web__diff_csv_header);
+    for (size_t i = 0; i < n_ops; i++)
+        diff_row(b, WEB_FORMAT_CSV, &ops[i], true);
+    for (size_t i = 0; i < n_kernels; i++)
+        diff_row(b, WEB_FORMAT_CSV, &kernels[i], false);
+}
+
+static void diff_side(struct sbuf *b, const struct web_diff_side *s)
+{
+    const struct analyse_breakdown *bd = s->v->bd;
+    size_t n = bd ? bd->n_steps : 0;
+    sbuf_addc(b, '{');
+    member_str(b, "job", s->job);
+    member_i64(b, "job_id", s->job_id);
+    if (s->rank < 0) {
+        sbuf_adds(b, "\"rank\":null,");
+    } else {
+        member_i64(b, "rank", s->rank);
+    }
+    member_i64(b, "breakdown_rank", s->v->rank);
+    member_u64(b, "steps", n);
+    member_dus(b, "step_time_us", n > 0, n ? bd->avg_total_ns : 0);
+    key(b, "breakdown");
+    if (n == 0) {
+        sbuf_adds(b, "null,");
+    } else {
+        for (size_t c = 0; c < ANALYSE_BD_COUNT; c++) {
+            sbuf_printf(b, "%s\"%s_us\":", c ? "," : "{", analyse_bd_cat_names[c]);
+            dus(b, true, bd->avg_ns[c]);
+        }
+        sbuf_adds(b, "},");
+    }
+    member_u64(b, "operators", s->ops ? s->ops->n_rows : 0);
+    member_us(b, "operators_total_us", s->ops ? s->ops->sum_total_ns : 0);
+    member_us(b, "operators_self_us", s->ops ? s->ops->sum_self_ns : 0);
+    member_u64(b, "kernels", s->kernels ? s->kernels->n_rows : 0);
+    key(b, "kernels_total_us");
+    sbuf_json_us(b, s->kernels ? s->kernels->sum_total_ns : 0);
+    sbuf_addc(b, '}');
+}
+
+/* The names of rows of one status ("added" or "removed"), as a JSON array. */
+static void diff_names(struct sbuf *b, const struct web_diff_row *rows, size_t n, bool added)
+{
+    bool first = true;
+    sbuf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (added ? rows[i].base != NULL : rows[i].exp != NULL)
+            continue;
+        if (!first)
+            sbuf_addc(b, ',');
+        first = false;
+        sbuf_json_strz(b, rows[i].name);
+    }
+    sbuf_addc(b, ']');
+}
+
+void web__render_diff(struct sbuf *b, const struct web_diff_side *base,
+                      const struct web_diff_side *exp, const struct web_diff_row *ops,
+                      size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels)
+{
+    sbuf_adds(b, "{\"base\":");
+    diff_side(b, base);
+    sbuf_adds(b, ",\"exp\":");
+    diff_side(b, exp);
+    sbuf_adds(b, ",\"operators\":[");
+    for (size_t i = 0; i < n_ops; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        diff_row(b, WEB_FORMAT_JSON, &ops[i], true);
+    }
+    sbuf_adds(b, "],\"kernels\":[");
+    for (size_t i = 0; i < n_kernels; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        diff_row(b, WEB_FORMAT_JSON, &kernels[i], false);
+    }
+    for (int added = 1; added >= 0; added--) {
+        sbuf_adds(b, added ? "],\"added\":{\"operators\":" : "},\"removed\":{\"operators\":");
+        diff_names(b, ops, n_ops, added);
+        sbuf_adds(b, ",\"kernels\":");
+        diff_names(b, kernels, n_kernels, added);
+    }
+    sbuf_adds(b, "}}");
+}

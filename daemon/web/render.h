@@ -185,4 +185,30 @@ void web__render_bd_coverage(struct sbuf *b, const struct live_breakdown_view *v
  * and line feed escaped, invalid UTF-8 replaced by U+FFFD, every other byte as it is. */
 void web__prom_label_value(struct sbuf *b, const char *s, size_t n);
 
+/* ---- /api/v1/diff (routes_diff.c) ----
+ * One operator or kernel name of two runs: its row on each side, NULL on the side that lacks it
+ * (matched by exact name; "added" has no base row, "removed" no exp row). */
+struct web_diff_row {
+    const char *name;
+    const struct analyse_op_row *base, *exp;
+};
+/* One side of a diff: the job's name, the rank read and its breakdown (its average is the step
+ * time and its split), and the sums of its operator and kernel tables. */
+struct web_diff_side {
+    const char *job; /* its name */
+    int64_t job_id;
+    int64_t rank; /* -1: every rank merged (operators, kernels); the breakdown is v.rank's */
+    const struct live_breakdown_view *v;
+    const struct analyse_op_table *ops, *kernels;
+};
+/* The CSV form: one line a row, operators first, kernels with empty self columns. */
+extern const char web__diff_csv_header[];
+void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
+                   const struct web_diff_row *kernels, size_t n_kernels);
+/* The JSON document {"base": side, "exp": side, "operators": [...], "kernels": [...], "added":
+ * {"operators", "kernels"}, "removed": {...}} (docs/API.md). */
+void web__render_diff(struct sbuf *b, const struct web_diff_side *base,
+                      const struct web_diff_side *exp, const struct web_diff_row *ops,
+                      size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels);
+
 #endif

@@ -268,6 +268,8 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
     case WEB_ROUTE_CAPTURES:
     case WEB_ROUTE_CAPTURE:
         return web__route_captures(w, r, a);
+    case WEB_ROUTE_DIFF:
+        return web__route_diff(w, q, a);
     default: /* the live routes above; STATIC and LOGIN (POST) are answered in http.c */
         break;
     }

@@ -130,6 +130,10 @@ int web__cluster_summary_rows(struct web *w, const struct store_job *job, bool m
 int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_answer *a,
                             const struct store_job *job, bool links);
 
+/* routes_diff.c: GET /api/v1/diff, two jobs' operator, kernel and step-time tables side by side
+ * (docs/API.md); answers a (always 0). */
+int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a);
+
 /* routes_comm.c: the links of the hccl_raw average rows (MindSpore's "-" row) of job's ranks'
  * hellos, each rank's in its file's order (malloc'd, *ret_n may be 0), and the ranks whose hello
  * has that row, ascending (malloc'd). 0, or a negative errno (nothing to free). */

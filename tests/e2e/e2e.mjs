@@ -505,6 +505,54 @@ test('GPU: HTA temporal breakdown and kernel types per rank, the last step left 
   }
 });
 
+test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
+  const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
+  const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');
+  const b = await importJob(path.join(dir, 'trace_b.json.gz'), 'e2e-diff-b');
+  await open(page, `#/job/${a.id}/diff`);
+  expectEq(await page.inputValue('#diff-base'), String(a.id), 'base defaults to this job');
+  expectEq(await page.$$eval('[data-card="diff-pick"] .note.empty', (n) => n.length), 1, 'asks for the experiment');
+  await page.selectOption('#diff-exp', String(b.id));
+  await until(page, () => location.hash.includes('exp='));
+  await until(page, () => document.querySelectorAll('[data-table="diff-operators"] tbody tr').length > 0);
+  const doc = await api(`/api/v1/diff?base=${a.id}&exp=${b.id}&rank=0`);
+  const signed = async (v) => (v > 0 ? '+' : '') + await fmtUsText(page, v);
+  const steps = await rowsText(page, 'diff-steps');
+  expectEq(steps[0][0], 'step time', 'first line of the step table');
+  expectEq(steps[0][1], await fmtUsText(page, doc.base.step_time_us), 'base step time');
+  expectEq(steps[0][2], await fmtUsText(page, doc.exp.step_time_us), 'exp step time');
+  expectEq(steps[0][3], await signed(doc.exp.step_time_us - doc.base.step_time_us), 'step time change');
+  const kernelRow = steps.find((r) => r[0] === 'kernel');
+  expectEq(kernelRow[1], await fmtUsText(page, doc.base.breakdown.kernel_us), 'base kernel time per step');
+  expectEq(await page.textContent('#diff-counts'), `${doc.added.operators.length} operator(s) and ${doc.added.kernels.length} kernel(s) added, `
+    + `${doc.removed.operators.length} operator(s) and ${doc.removed.kernels.length} kernel(s) removed in e2e-diff-b against e2e-diff-a (matched by name).`, 'counts');
+  const ops = await rowsText(page, 'diff-operators');
+  expectEq(ops.length, Math.min(25, doc.operators.length), 'a page of operators');
+  for (const [i, r] of ops.entries()) {
+    const o = doc.operators[i];
+    expectEq(r[0], o.name, `operator ${i}`);
+    expectEq(r[1], o.status, `${o.name} status`);
+    expectEq(r[4], (o.delta_calls > 0 ? '+' : '') + o.delta_calls.toLocaleString('en-US'), `${o.name} calls change`);
+    expectEq(r[7], await signed(o.delta_total_us), `${o.name} total change`);
+    expectEq(r[10], await signed(o.delta_self_us), `${o.name} self change`);
+  }
+  // b's extra layer: 3 convolutions a step against 2; the kernels it added are marked
+  await page.fill('[data-table="diff-operators"] input.search', 'aten::conv2d');
+  await until(page, () => [...document.querySelectorAll('[data-table="diff-operators"] tbody tr')].some((tr) => tr.children[0].textContent === 'aten::conv2d'));
+  const conv = (await rowsText(page, 'diff-operators')).find((r) => r[0] === 'aten::conv2d');
+  const c = doc.operators.find((o) => o.name === 'aten::conv2d');
+  expectEq([conv[2], conv[3]], [String(c.base_calls), String(c.exp_calls)], 'conv2d calls');
+  expectEq(c.exp_calls * 2, c.base_calls * 3, 'one more convolution per step');
+  const kernels = await rowsText(page, 'diff-kernels');
+  expectEq(kernels.filter((r) => r[1] === 'added').length, doc.kernels.slice(0, 25).filter((k) => k.status === 'added').length, 'added kernels on the first page');
+  if (!doc.added.kernels.length) fail('b should add kernels');
+  await shot(page, 'diff');
+  // the choice survives a reload
+  await page.reload();
+  await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
+  expectEq(await page.inputValue('#diff-exp'), String(b.id), 'exp kept in the URL');
+});
+
 test('ranks: heatmap with the straggler marked', async (page) => {
   await open(page, `#/job/${main.id}/ranks`);
   const r = await api(`/api/v1/jobs/${main.id}/ranks`);

@@ -257,6 +257,10 @@ def test_openapi_lists_every_route(daemon):
         if "get" not in doc["paths"][p]:
             continue  # POST /api/v1/session only: tests/integ/test_session.py
         url = p.replace("{job}", urllib.parse.quote("api", safe="")).replace("{kind}", "overview")
+        required = [prm["name"] for prm in doc["paths"][p]["get"]["parameters"]
+                    if prm["in"] == "query" and prm.get("required")]
+        if required:  # /api/v1/diff's base and exp: a job's name each
+            url += "?" + "&".join(f"{n}=api" for n in required)
         st, _, _ = daemon.request(url)
         assert st == 200, (p, st)
         for prm in doc["paths"][p]["get"]["parameters"]:

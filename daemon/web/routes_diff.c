@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routes_diff: GET /api/v1/diff?base=JOB&exp=JOB, two runs side by side (torch-tb-profiler's diff
+ * view, HTA's trace diff). Each side is what that job's own /operators, /kernels and /breakdown
+ * answer (the same live queries, on the job's latest snapshot); the rows are matched by exact
+ * name and carry both sides' calls, total and self time and their differences. Not cached: the
+ * answer depends on two snapshots.
+ */
+#include "routes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+
+static int bad(struct web_answer *a, const char *msg)
+{
+    return web__error(a, WEB_HTTP_BAD_REQUEST, "bad_request", msg);
+}
+
+/* One side being read: its job, snapshot reference and tables. */
+struct side {
+    struct web_route rt; /* only .job is used: web__find_live_job() reads it */
+    struct store_job job;
+    const struct live_snapshot *snap;
+    struct analyse_op_table *ops, *kernels;
+    struct live_breakdown_view v;
+};
+
+static void side_done(struct side *s)
+{
+    analyse_op_table_free(s->ops);
+    analyse_op_table_free(s->kernels);
+    live_breakdown_view_done(&s->v);
+    live_snapshot_put(s->snap);
+}
+
+/* ?name= a job's name into s. Returns 0, or -1 with the answer in a. */
+static int side_param(const struct web_req *q, struct web_answer *a, const char *name,
+                      struct side *s)
+{
+    int r = web__param_str(q, a, name, s->rt.job, sizeof s->rt.job, &s->rt.job_len);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "%s: the name of a job is required", name);
+        bad(a, msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads one side: the job's operator and kernel tables of rank (every rank merged when < 0), all
+ * rows grouped by name, and its breakdown (rank < 0: the lowest rank), as /operators, /kernels
+ * and /breakdown read them. Returns 0, or -1 with the answer in a. */
+static int side_read(struct web *w, struct web_answer *a, int64_t rank, struct side *s)
+{
+    if (web__find_live_job(w, &s->rt, &s->job, a) < 0)
+        return -1;
+    if (live_is_untracked(w->live, s->job.id)) {
+        web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "untracked",
+                   "a job of the diff is not analysed live (live_max_jobs)");
+        return -1;
+    }
+    s->v.rank = rank < 0 ? 0 : rank;
+    if (live_snapshot_get(w->live, s->job.id, &s->snap) < 0) {
+        s->snap = NULL; /* known to the store, not published yet: empty tables */
+        return 0;
+    }
+    const struct analyse_op_query all = {.sort = ANALYSE_OP_COL_NONE};
+    int r = live_query_ops(s->snap, rank, ANALYSE_OP_GROUP_NAME, &all, &s->ops);
+    if (r == 0)
+        r = live_query_kernels(s->snap, rank, ANALYSE_OP_GROUP_NAME, &all, &s->kernels);
+    if (r == 0) {
+        r = live_query_breakdown(s->snap, rank, 0, &s->v);
+        if (r == -ENOENT && rank < 0)
+            r = 0;
+    }
+    if (r == -ENOENT) {
+        char msg[RECORD_NAME_MAX + 40];
+        snprintf(msg, sizeof msg, "rank: job \"%s\" has no such rank", s->rt.job);
+        web__error(a, WEB_HTTP_NOT_FOUND, "not_found", msg);
+        return -1;
+    }
+    if (r < 0) {
+        web__store_error(a, r, "the diff's tables");
+        return -1;
+    }
+    return 0;
+}
+
+static int by_name(const void *x, const void *y)
+{
+    return strcmp((*(const struct analyse_op_row *const *)x)->name,
+                  (*(const struct analyse_op_row *const *)y)->name);
+}
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+static int by_change(const void *x, const void *y)
+{
+    const struct web_diff_row *p = x, *q = y;
+    int64_t dp = abs64((p->exp ? p->exp->total_ns : 0) - (p->base ? p->base->total_ns : 0));
+    int64_t dq = abs64((q->exp ? q->exp->total_ns : 0) - (q->base ? q->base->total_ns : 0));
+    if (dp != dq)
+        return dp > dq ? -1 : 1;
+    return strcmp(p->name, q->name);
+}
+
+/* Sorted row pointers of t (NULL t: none) into *ret. Returns 0 or -ENOMEM. */
+static int sorted(const struct analyse_op_table *t, const struct analyse_op_row ***ret, size_t *n)
+{
+    *n = t ? t->n_rows : 0;
+    *ret = calloc(*n ? *n : 1, sizeof **ret);
+    if (!*ret)
+        return -ENOMEM;
+    for (size_t i = 0; i < *n; i++)
+        (*ret)[i] = &t->rows[i];
+    qsort(*ret, *n, sizeof **ret, by_name);
+    return 0;
+}
+
+/* The rows of both tables matched by exact name, by |exp total - base total| descending, then
+ * name. Sets *ret (free()) and *ret_n. Returns 0 or -ENOMEM. */
+static int match(const struct analyse_op_table *base, const struct analyse_op_table *exp,
+                 struct web_diff_row **ret, size_t *ret_n)
+{
+    const struct analyse_op_row **x = NULL, **y = NULL;
+    size_t nx, ny, i = 0, j = 0, n = 0;
+    if (sorted(base, &x, &nx) < 0 || sorted(exp, &y, &ny) < 0) {
+        free(x);
+        return -ENOMEM;
+    }
+    struct web_diff_row *rows = calloc(nx + ny + 1, sizeof *rows);
+    if (!rows) {
+        free(x);
+        free(y);
+        return -ENOMEM;
+    }
+    while (i < nx || j < ny) {
+        int c = i == nx ? 1 : j == ny ? -1 : strcmp(x[i]->name, y[j]->name);
+        struct web_diff_row *r = &rows[n++];
+        r->base = c <= 0 ? x[i++] : NULL;
+        r->exp = c >= 0 ? y[j++] : NULL;
+        r->name = r->base ? r->base->name : r->exp->name;
+    }
+    free(x);
+    free(y);
+    qsort(rows, n, sizeof *rows, by_change);
+    *ret = rows;
+    *ret_n = n;
+    return 0;
+}
+
+int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a)
+{
+    if (!w->store)
+        return web__no_store(a);
+    if (!w->live)
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "no live analysis attached");
+    enum web_format fmt;
+    int64_t rank;
+    struct side s[2] = {0};
+    if (web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        side_param(q, a, "base", &s[0]) < 0 || side_param(q, a, "exp", &s[1]) < 0)
+        return 0;
+    if (fmt == WEB_FORMAT_RECORDS)
+        return bad(a, "format: json or csv");
+    if (web__param_has(q, "base_steps") || web__param_has(q, "exp_steps"))
+        return bad(a, "base_steps, exp_steps: step ranges are not supported: the operator and "
+                      "kernel tables are whole-run aggregates");
+    struct web_diff_row *ops = NULL, *kernels = NULL;
+    size_t n_ops = 0, n_kernels = 0;
+    if (side_read(w, a, rank, &s[0]) < 0 || side_read(w, a, rank, &s[1]) < 0)
+        goto out;
+    if (match(s[0].ops, s[1].ops, &ops, &n_ops) < 0 ||
+        match(s[0].kernels, s[1].kernels, &kernels, &n_kernels) < 0) {
+        web__store_error(a, -ENOMEM, "diff");
+        goto out;
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    if (fmt == WEB_FORMAT_CSV) {
+        web__diff_csv(&b, ops, n_ops, kernels, n_kernels);
+    } else {
+        struct web_diff_side base = {s[0].job.name, s[0].job.id, rank, &s[0].v, s[0].ops, s[0].kernels};
+        struct web_diff_side exp = {s[1].job.name, s[1].job.id, rank, &s[1].v, s[1].ops, s[1].kernels};
+        web__render_diff(&b, &base, &exp, ops, n_ops, kernels, n_kernels);
+    }
+    web__doc_fmt(w, a, &b, fmt);
+out:
+    free(ops);
+    free(kernels);
+    side_done(&s[0]);
+    side_done(&s[1]);
+    return 0;
+}
