@@ -447,6 +447,74 @@ test('timeline: a Kineto trace\'s rows carry its thread and process names', asyn
   await shot(page, 'timeline-kineto-names');
 });
 
+test('timeline: a CUDA launch links to its kernel (flow events): arrow drawn, details name it', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-flows');
+  await waitFor('cuda steps with spans', async () => (await api(`/api/v1/jobs/${job.id}/steps?with_spans=1`)).total > 0);
+  await open(page, `#/job/${job.id}/timeline?rank=0`);
+  const step = await page.inputValue('#tl-step');
+  const doc = await api(`/api/v1/jobs/${job.id}/timeline?ranks=0&step=${step}`);
+  // The trace's own link, read from the export: a cudaLaunchKernel at a flow's "s", its kernel at
+  // the same id's "f" (Kineto's ac2g pair), both in the step.
+  const ev = doc.traceEvents;
+  const at = (ph, f) => ev.find((e) => e.ph === 'X' && e.pid === f.pid && e.tid === f.tid && e.ts === f.ts && (ph !== 's' || e.name === 'cudaLaunchKernel'));
+  let launch = null;
+  let kernel = null;
+  let id = null;
+  for (const s of ev.filter((e) => e.ph === 's' && e.cat === 'ac2g')) {
+    const f = ev.find((e) => e.ph === 'f' && e.cat === 'ac2g' && e.id === s.id);
+    if (f && at('s', s) && at('f', f)) { launch = at('s', s); kernel = at('f', f); id = s.id; break; }
+  }
+  if (!launch) fail(`no launch→kernel pair in step ${step}`);
+  await until(page, () => document.querySelector('#timeline-canvas')?.dataset.rows);
+  const rows = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-rows'));
+  const row = rows.find((r) => r.pid === String(launch.pid) && r.tid === String(launch.tid));
+  const xOf = async (t) => page.$eval('#timeline-canvas', (c, v) => { const r = c.getBoundingClientRect(); return 190 + ((v - Number(c.dataset.t0)) / (Number(c.dataset.t1) - Number(c.dataset.t0))) * (r.width - 190); }, t);
+  // Zoom in on the launch (the wheel zooms at the pointer) until a click on its lane selects it.
+  const mid = launch.ts + launch.dur / 2;
+  let hit = false;
+  for (let zooms = 0; zooms < 40 && !hit; zooms++) {
+    const x = await xOf(mid);
+    for (let lane = 0; lane < row.lanes && !hit; lane++) {
+      await page.click('#timeline-canvas', { position: { x, y: row.top + lane * 18 + 8 } });
+      hit = await page.$eval('#timeline-canvas', (c, ts) => !!c.dataset.link && JSON.parse(c.dataset.link).from.ts === ts, launch.ts);
+    }
+    if (!hit) {
+      const box = await page.$eval('#timeline-canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top }; });
+      await page.mouse.move(box.x + x, box.y + row.top + 4);
+      await page.mouse.wheel(0, -100);
+    }
+  }
+  if (!hit) fail(`no click selected the launch at ts ${launch.ts}`);
+  const link = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-link'));
+  expectEq(link.id, id, 'flow id drawn');
+  expectEq(link.by, 'flow', 'linked by');
+  expectEq([link.to.name, link.to.ts, link.to.pid, link.to.tid], [kernel.name, kernel.ts, kernel.pid, kernel.tid], 'linked kernel');
+  expectEq(await page.textContent('[data-details] h4'), 'cudaLaunchKernel', 'clicked span');
+  expectEq(await page.textContent('[data-details] [data-field="linked"] button'), kernel.name, 'details name the kernel');
+  expectEq(await page.getAttribute('[data-details] [data-field="linked"]', 'data-link-id'), String(id), 'details link id');
+  // HTA's launch delay: the kernel's start less the launch's end.
+  const delay = kernel.ts - (launch.ts + launch.dur);
+  expectEq(Number(await page.getAttribute('[data-field="launch-delay"]', 'data-us')), delay, 'launch delay');
+  expectEq(await page.textContent('[data-field="launch-delay"]'), await fmtUsText(page, delay), 'launch delay text');
+  if (!(await page.textContent('[data-details] [data-field="linked"]')).includes(await fmtUsText(page, kernel.dur))) fail('kernel duration not shown');
+  // Back to the whole step: the arrow is on the canvas, red at its middle.
+  await page.keyboard.press('0');
+  const red = await page.$eval('#timeline-canvas', (c) => {
+    const l = JSON.parse(c.dataset.link);
+    const dpr = window.devicePixelRatio || 1;
+    const px = c.getContext('2d').getImageData(Math.round(((l.x0 + l.x1) / 2) * dpr) - 2, Math.round(((l.y0 + l.y1) / 2) * dpr) - 2, 5, 5).data;
+    for (let i = 0; i < px.length; i += 4) if (px[i] > 150 && px[i + 1] < 110 && px[i + 2] < 110) return true;
+    return false;
+  });
+  if (!red) fail('no arrow drawn between the launch and its kernel');
+  await shot(page, 'timeline-launch-link');
+  // The kernel's side: its details name the launch.
+  await page.click('[data-details] [data-field="linked"] button');
+  expectEq(await page.textContent('[data-details] h4'), kernel.name, 'kernel selected');
+  expectEq(await page.textContent('[data-details] [data-field="linked"] button'), 'cudaLaunchKernel', 'kernel names its launch');
+  expectEq(JSON.parse(await page.getAttribute('#timeline-canvas', 'data-link')).from.ts, launch.ts, 'same link from the kernel');
+});
+
 test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time window', async (page) => {
   // The Ascend device's timeline: 3 spans over 6 s (the folder's GPU file has another time base).
   const job = await importJob(path.join(DATA, 'mindspore', '11_timeline', 'ascend_timeline_display_0.json'), 'e2e-nosteps');

@@ -10,6 +10,14 @@
 // default. Rows are labelled by the trace's own thread_name/process_name metadata, else by
 // pid/tid. Below it, the "Capture N steps" control (capture.js) asks the running job for
 // detailed steps.
+//
+// CPU→GPU links: a selected runtime launch (cudaLaunchKernel, cudaMemcpyAsync...) gets an arrow
+// to the kernel or copy it launched, and a selected kernel to its launch; the details name the
+// other end with its duration and the launch delay (HTA's: kernel start − launch end). The link
+// is the trace's flow pair (ph "s" on the launch, "f" on the kernel, one cat and id, as Kineto's
+// "ac2g"), bound as chrome://tracing binds it (the deepest span enclosing the end's ts; an "f"
+// without bp "e" the next span on its thread), else the two spans' shared args.correlation. A
+// pair with one end outside the step's window says so instead.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum } from '../dom.js';
 import { captureControl } from '../capture.js';
@@ -33,8 +41,13 @@ function colorFor(name) {
 export function buildRows(doc) {
   const names = new Map();
   const spans = new Map();
+  const flows = [];
   for (const e of doc.traceEvents || []) {
     const key = `${e.pid}\u0000${e.tid}`;
+    if ((e.ph === 's' || e.ph === 'f') && typeof e.ts === 'number' && e.id !== undefined) {
+      flows.push({ ph: e.ph, key, ts: e.ts, id: `${e.cat ?? ''}\u0000${e.id}`, flowId: e.id, bp: e.bp });
+      continue;
+    }
     if (e.ph === 'M') {
       if (e.name === 'thread_name' && e.args) names.set(key, String(e.args.name));
       if (e.name === 'process_name' && e.args) names.set(`${e.pid}\u0000`, String(e.args.name));
@@ -64,7 +77,74 @@ export function buildRows(doc) {
     rows.push({ pid, tid, label, title: `${proc || `pid ${pid}`} · ${thread || `tid ${tid}`}`, spans: list, depth });
   }
   rows.sort((a, b) => String(a.pid).localeCompare(String(b.pid), 'en', { numeric: true }) || String(a.tid).localeCompare(String(b.tid), 'en', { numeric: true }));
+  linkSpans(spans, flows);
   return rows;
+}
+
+const GPU_CATS = new Set(['kernel', 'gpu_memcpy', 'gpu_memset', 'Kernel', 'Memcpy', 'Memset']);
+const LAUNCH_CATS = new Set(['cuda_runtime', 'cuda_driver', 'Runtime', 'Driver']);
+
+// The span a flow end binds to on its thread (list sorted by ts, longest first): the deepest span
+// enclosing ts, or for an "f" without bp "e" the first span starting at or after ts.
+function bindFlow(list, f) {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) { // first span with ts > f.ts
+    const mid = (lo + hi) >> 1;
+    if (list[mid].ts <= f.ts) lo = mid + 1; else hi = mid;
+  }
+  if (f.ph === 'f' && f.bp !== 'e') return list[lo] || null;
+  for (let i = lo - 1, n = 0; i >= 0 && n < 4096; i--, n++) {
+    if (list[i].ts + list[i].dur >= f.ts) return list[i];
+  }
+  return null;
+}
+
+// Sets span.link (the span at the other end, with the flow's id) on both ends of each flow pair,
+// span.linkOut on a span whose pair's other end is not in the document, then links the
+// launches and device spans left by their shared args.correlation.
+function linkSpans(spans, flows) {
+  const ends = new Map();
+  for (const f of flows) {
+    const list = spans.get(f.key);
+    const s = list ? bindFlow(list, f) : null;
+    if (!s) continue;
+    if (!ends.has(f.id)) ends.set(f.id, {});
+    ends.get(f.id)[f.ph] = { span: s, flowId: f.flowId };
+  }
+  for (const { s, f } of ends.values()) {
+    if (s && f && s.span !== f.span) {
+      s.span.link = { span: f.span, id: s.flowId, by: 'flow' };
+      f.span.link = { span: s.span, id: s.flowId, by: 'flow' };
+    } else if (s || f) {
+      const end = s || f;
+      if (!end.span.link) end.span.linkOut = { id: end.flowId, side: s ? 'launch' : 'device' };
+    }
+  }
+  const launches = new Map();
+  for (const list of spans.values()) {
+    for (const s of list) {
+      const c = s.args && s.args.correlation;
+      if (c !== undefined && LAUNCH_CATS.has(s.cat) && !s.link) launches.set(String(c), s);
+    }
+  }
+  for (const list of spans.values()) {
+    for (const s of list) {
+      const c = s.args && s.args.correlation;
+      if (c === undefined || !GPU_CATS.has(s.cat) || s.link) continue;
+      const l = launches.get(String(c));
+      if (!l || l.link) continue;
+      l.link = { span: s, id: c, by: 'correlation' };
+      s.link = { span: l, id: c, by: 'correlation' };
+      delete l.linkOut;
+      delete s.linkOut;
+    }
+  }
+}
+
+// The launch and device ends of a link: the one that starts first launched the other.
+function launchEnds(a, b) {
+  return a.ts <= b.ts ? [a, b] : [b, a];
 }
 
 // win: [start, end] µs to open on (the step's or the chosen window; spans that reach outside it,
@@ -86,6 +166,8 @@ function viewer(rows, info, win) {
   const details = el('div.span-details', { dataset: { details: '' } }, note('info', 'Click a span to see its name, times and args.'));
   const hint = el('p.muted.small', null, 'W/S zoom · A/D pan · wheel zooms · click a span for details');
   let selected = null;
+  const rowOf = new Map();
+  for (const r of rows) for (const s of r.spans) rowOf.set(s, r);
 
   function draw() {
     const dpr = window.devicePixelRatio || 1;
@@ -145,8 +227,43 @@ function viewer(rows, info, win) {
       }
       g.restore();
     }
+    drawLink(g, x);
     canvas.dataset.drawn = String(drawn);
     canvas.dataset.labels = JSON.stringify(rows.map((r) => r.label));
+    canvas.dataset.rows = JSON.stringify(rows.map((r) => ({ pid: r.pid, tid: r.tid, top: r.top, lanes: r.depth })));
+  }
+
+  // The selected span's link: an arrow from the launch's start to the device span's start (as
+  // Perfetto draws a flow), its ends in canvas.dataset.link.
+  function drawLink(g, x) {
+    delete canvas.dataset.link;
+    if (!selected || !selected.link) return;
+    const [l, d] = launchEnds(selected, selected.link.span);
+    const rl = rowOf.get(l);
+    const rd = rowOf.get(d);
+    if (!rl || !rd) return;
+    const x0 = x(l.ts);
+    const y0 = rl.top + l.depth * LANE + (LANE - 2) / 2;
+    const x1 = x(d.ts);
+    const y1 = rd.top + d.depth * LANE + (LANE - 2) / 2;
+    g.save();
+    g.strokeStyle = '#c0392b';
+    g.fillStyle = '#c0392b';
+    g.lineWidth = 2;
+    g.beginPath();
+    g.moveTo(x0, y0);
+    g.lineTo(x1, y1);
+    g.stroke();
+    const a = Math.atan2(y1 - y0, x1 - x0);
+    g.beginPath();
+    g.moveTo(x1, y1);
+    g.lineTo(x1 - 9 * Math.cos(a - 0.4), y1 - 9 * Math.sin(a - 0.4));
+    g.lineTo(x1 - 9 * Math.cos(a + 0.4), y1 - 9 * Math.sin(a + 0.4));
+    g.closePath();
+    g.fill();
+    g.restore();
+    const end = (s) => ({ name: s.name, ts: s.ts, dur: s.dur, pid: s.pid, tid: s.tid });
+    canvas.dataset.link = JSON.stringify({ id: selected.link.id, by: selected.link.by, from: end(l), to: end(d), x0, y0, x1, y1 });
   }
 
   function zoom(factor, at) {
@@ -178,8 +295,32 @@ function viewer(rows, info, win) {
         el('dt', null, 'duration'), el('dd', { dataset: { field: 'dur' } }, fmtUs(s.dur)),
         el('dt', null, 'end'), el('dd', null, `+${fmtUs(s.ts + s.dur - full[0])}`),
         el('dt', null, 'category'), el('dd', null, s.cat ?? '—'),
-        el('dt', null, 'pid / tid'), el('dd', null, `${s.pid} / ${s.tid}`)),
+        el('dt', null, 'pid / tid'), el('dd', null, `${s.pid} / ${s.tid}`),
+        ...linkFields(s)),
       el('pre.args', null, s.args === undefined ? 'no args' : JSON.stringify(s.args, null, 2)));
+  }
+
+  // The details of s's link: the span at its other end (a button that selects it), its duration,
+  // and the launch delay; or that the other end lies outside this window.
+  function linkFields(s) {
+    if (s.link) {
+      const o = s.link.span;
+      const [l, d] = launchEnds(s, o);
+      const delay = d.ts - (l.ts + l.dur);
+      const go = el('button.btn.link', { type: 'button', dataset: { linked: o.name }, onclick: () => show(o) }, o.name);
+      return [
+        el('dt', null, o === d ? 'launched' : 'launched by'),
+        el('dd', { dataset: { field: 'linked', linkId: String(s.link.id), by: s.link.by } }, go,
+          ` (${fmtUs(o.dur)}, ${o.pid} / ${o.tid}; ${s.link.by === 'flow' ? 'flow' : 'correlation'} ${s.link.id})`),
+        el('dt', { title: "HTA's launch delay: the device span's start less the launch's end" }, 'launch delay'),
+        el('dd', { dataset: { field: 'launch-delay', us: String(delay) } }, fmtUs(delay)),
+      ];
+    }
+    if (s.linkOut) {
+      return [el('dt', null, s.linkOut.side === 'launch' ? 'launched' : 'launched by'),
+        el('dd', { dataset: { field: 'linked-out', linkId: String(s.linkOut.id) } }, `outside this window (flow ${s.linkOut.id})`)];
+    }
+    return [];
   }
 
   canvas.addEventListener('click', (ev) => {
