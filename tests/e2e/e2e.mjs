@@ -513,6 +513,20 @@ test('timeline: a CUDA launch links to its kernel (flow events): arrow drawn, de
   expectEq(await page.textContent('[data-details] h4'), kernel.name, 'kernel selected');
   expectEq(await page.textContent('[data-details] [data-field="linked"] button'), 'cudaLaunchKernel', 'kernel names its launch');
   expectEq(JSON.parse(await page.getAttribute('#timeline-canvas', 'data-link')).from.ts, launch.ts, 'same link from the kernel');
+  // Every ac2g pair of the step links its launch, and nothing else is linked: the trace's fwdbwd
+  // flows (a forward operator to its backward) are no launches.
+  const pairs = ev.filter((e) => e.ph === 's' && e.cat === 'ac2g').filter((s) => {
+    const f = ev.find((e) => e.ph === 'f' && e.cat === 'ac2g' && e.id === s.id);
+    return f && ev.some((e) => e.ph === 'X' && e.pid === s.pid && e.tid === s.tid && e.ts <= s.ts && s.ts <= e.ts + e.dur);
+  }).length;
+  if (!ev.some((e) => e.cat === 'fwdbwd')) fail('the step has no fwdbwd flow to tell apart');
+  const linked = await page.evaluate(async (d) => {
+    const rows = (await import('/js/views/timeline.js')).buildRows(d);
+    const spans = rows.flatMap((r) => r.spans).filter((s) => s.link);
+    return { launches: spans.filter((s) => s.cat === 'cuda_runtime' || s.cat === 'cuda_driver').length, cats: [...new Set(spans.map((s) => s.cat))].sort() };
+  }, doc);
+  expectEq(linked.launches, pairs, 'launches linked');
+  expectEq(linked.cats.filter((c) => !['cuda_driver', 'cuda_runtime', 'gpu_memcpy', 'gpu_memset', 'kernel'].includes(c)), [], 'only launches and device spans linked');
 });
 
 test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time window', async (page) => {

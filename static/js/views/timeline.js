@@ -45,7 +45,7 @@ export function buildRows(doc) {
   for (const e of doc.traceEvents || []) {
     const key = `${e.pid}\u0000${e.tid}`;
     if ((e.ph === 's' || e.ph === 'f') && typeof e.ts === 'number' && e.id !== undefined) {
-      flows.push({ ph: e.ph, key, ts: e.ts, id: `${e.cat ?? ''}\u0000${e.id}`, flowId: e.id, bp: e.bp });
+      flows.push({ ph: e.ph, key, ts: e.ts, cat: e.cat, id: `${e.cat ?? ''}\u0000${e.id}`, flowId: e.id, bp: e.bp });
       continue;
     }
     if (e.ph === 'M') {
@@ -100,15 +100,22 @@ function bindFlow(list, f) {
   return null;
 }
 
-// Sets span.link (the span at the other end, with the flow's id) on both ends of each flow pair,
-// span.linkOut on a span whose pair's other end is not in the document, then links the
-// launches and device spans left by their shared args.correlation.
+// Whether a flow end on span s is a CPU→GPU link's: Kineto's ac2g, or a flow of another
+// category from a launch or on a device span (not fwdbwd, which links a forward operator to its
+// backward).
+function launchFlow(f, s) {
+  return f.cat === 'ac2g' || LAUNCH_CATS.has(s.cat) || GPU_CATS.has(s.cat);
+}
+
+// Sets span.link (the span at the other end, with the flow's id) on both ends of each CPU→GPU
+// flow pair, span.linkOut on a span whose pair's other end is not in the document, then links
+// the launches and device spans left by their shared args.correlation.
 function linkSpans(spans, flows) {
   const ends = new Map();
   for (const f of flows) {
     const list = spans.get(f.key);
     const s = list ? bindFlow(list, f) : null;
-    if (!s) continue;
+    if (!s || !launchFlow(f, s)) continue;
     if (!ends.has(f.id)) ends.set(f.id, {});
     ends.get(f.id)[f.ph] = { span: s, flowId: f.flowId };
   }
