@@ -2,12 +2,13 @@
 /*
  * main: the `stepscope` command-line tool. It dispatches to one subcommand per module of this
  * folder; `import` is the first (import.h), `jobs` (jobs.h), `capture` (capture.h) and `summary`
- * (summary.h) the next; later ones join the table below.
+ * (summary.h) the next, then `diff` (diff.h); later ones join the table below.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "capture.h"
+#include "diff.h"
 #include "import/import.h"
 #include "jobs.h"
 #include "stepscope_build.h"
@@ -24,6 +25,7 @@ static void usage(FILE *f)
           "  jobs             list the jobs stepscoped holds\n"
           "  capture JOB      ask a running job for N detailed steps (--steps N)\n"
           "  summary JOB      print paddle.profiler's summary tables of a job\n"
+          "  diff BASE EXP    compare two jobs' operators and kernels (CSV)\n"
           "  help [COMMAND]   show this text, or a command's usage\n",
           f);
 }
@@ -43,6 +45,8 @@ int main(int argc, char **argv)
         return capture_command(argc - 1, argv + 1);
     if (strcmp(cmd, "summary") == 0)
         return summary_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "diff") == 0)
+        return diff_command(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("stepscope %s\n", STEPSCOPE_VERSION);
         return 0;
@@ -56,6 +60,8 @@ int main(int argc, char **argv)
             capture_usage(stdout);
         else if (argc > 2 && strcmp(argv[2], "summary") == 0)
             summary_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "diff") == 0)
+            diff_usage(stdout);
         else
             usage(stdout);
         return 0;
