@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -447,6 +448,25 @@ test('timeline: a Kineto trace\'s rows carry its thread and process names', asyn
   await shot(page, 'timeline-kineto-names');
 });
 
+// Selects span (an X event of doc, the trace shown) on the timeline's canvas: zooms in on it
+// with the wheel (at the pointer) until a click on its lane selects it (the details' start).
+async function clickSpan(page, doc, span) {
+  await until(page, () => document.querySelector('#timeline-canvas')?.dataset.rows);
+  const rows = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-rows'));
+  const row = rows.find((r) => r.pid === String(span.pid) && r.tid === String(span.tid));
+  const depth = await page.evaluate(async ([d, sp]) => (await import('/js/views/timeline.js')).buildRows(d)
+    .flatMap((r) => r.spans).find((s) => s.pid === sp.pid && s.tid === sp.tid && s.ts === sp.ts && s.name === sp.name).depth, [doc, span]);
+  const y = row.top + depth * 18 + 8;
+  for (let zooms = 0; zooms < 60; zooms++) {
+    const box = await page.$eval('#timeline-canvas', (c, t) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, px: 190 + ((t - Number(c.dataset.t0)) / (Number(c.dataset.t1) - Number(c.dataset.t0))) * (r.width - 190) }; }, span.ts + span.dur / 2);
+    await page.click('#timeline-canvas', { position: { x: box.px, y } });
+    if ((await page.textContent('[data-details]')).includes(`(ts ${span.ts} µs)`)) return;
+    await page.mouse.move(box.x + box.px, box.y + y);
+    await page.mouse.wheel(0, -100);
+  }
+  fail(`no click selected ${span.name} at ts ${span.ts}`);
+}
+
 test('timeline: a CUDA launch links to its kernel (flow events): arrow drawn, details name it', async (page) => {
   const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-flows');
   await waitFor('cuda steps with spans', async () => (await api(`/api/v1/jobs/${job.id}/steps?with_spans=1`)).total > 0);
@@ -465,26 +485,8 @@ test('timeline: a CUDA launch links to its kernel (flow events): arrow drawn, de
     if (f && at('s', s) && at('f', f)) { launch = at('s', s); kernel = at('f', f); id = s.id; break; }
   }
   if (!launch) fail(`no launch→kernel pair in step ${step}`);
-  await until(page, () => document.querySelector('#timeline-canvas')?.dataset.rows);
-  const rows = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-rows'));
-  const row = rows.find((r) => r.pid === String(launch.pid) && r.tid === String(launch.tid));
-  const xOf = async (t) => page.$eval('#timeline-canvas', (c, v) => { const r = c.getBoundingClientRect(); return 190 + ((v - Number(c.dataset.t0)) / (Number(c.dataset.t1) - Number(c.dataset.t0))) * (r.width - 190); }, t);
-  // Zoom in on the launch (the wheel zooms at the pointer) until a click on its lane selects it.
-  const mid = launch.ts + launch.dur / 2;
-  let hit = false;
-  for (let zooms = 0; zooms < 40 && !hit; zooms++) {
-    const x = await xOf(mid);
-    for (let lane = 0; lane < row.lanes && !hit; lane++) {
-      await page.click('#timeline-canvas', { position: { x, y: row.top + lane * 18 + 8 } });
-      hit = await page.$eval('#timeline-canvas', (c, ts) => !!c.dataset.link && JSON.parse(c.dataset.link).from.ts === ts, launch.ts);
-    }
-    if (!hit) {
-      const box = await page.$eval('#timeline-canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top }; });
-      await page.mouse.move(box.x + x, box.y + row.top + 4);
-      await page.mouse.wheel(0, -100);
-    }
-  }
-  if (!hit) fail(`no click selected the launch at ts ${launch.ts}`);
+  await clickSpan(page, doc, launch);
+  if (!(await page.getAttribute('#timeline-canvas', 'data-link'))) fail('no link drawn');
   const link = JSON.parse(await page.getAttribute('#timeline-canvas', 'data-link'));
   expectEq(link.id, id, 'flow id drawn');
   expectEq(link.by, 'flow', 'linked by');
@@ -527,6 +529,35 @@ test('timeline: a CUDA launch links to its kernel (flow events): arrow drawn, de
   }, doc);
   expectEq(linked.launches, pairs, 'launches linked');
   expectEq(linked.cats.filter((c) => !['cuda_driver', 'cuda_runtime', 'gpu_memcpy', 'gpu_memset', 'kernel'].includes(c)), [], 'only launches and device spans linked');
+});
+
+test('timeline: a launch whose kernel runs after the step: "outside this window", Find it names the kernel', async (page) => {
+  // gpu_5steps_rank0: the GPU runs about a step behind, so most launches' kernels start in the
+  // next step (their flow pair crosses the step's edge).
+  const src = path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz');
+  const job = await importJob(src, 'e2e-flows-k5');
+  await waitFor('k5 steps with spans', async () => (await api(`/api/v1/jobs/${job.id}/steps?with_spans=1`)).total === 5);
+  await open(page, `#/job/${job.id}/timeline?rank=0&step=552`);
+  const doc = await api(`/api/v1/jobs/${job.id}/timeline?ranks=0&step=552`);
+  // The trace itself, independently: a cudaLaunchKernel of the step whose kernel starts after it.
+  const orig = JSON.parse(zlib.gunzipSync(fs.readFileSync(src))).traceEvents;
+  const end = doc.otherData.windows[0].end_us;
+  const fOf = new Map(orig.filter((e) => e.ph === 'f' && e.cat === 'ac2g').map((e) => [e.id, e]));
+  const launches = new Map(doc.traceEvents.filter((e) => e.ph === 'X' && e.name === 'cudaLaunchKernel').map((e) => [`${e.tid} ${e.ts}`, e]));
+  const s = doc.traceEvents.find((e) => e.ph === 's' && e.cat === 'ac2g' && fOf.has(e.id) && fOf.get(e.id).ts > end && launches.has(`${e.tid} ${e.ts}`));
+  if (!s) fail('no launch of step 552 with its kernel after the step');
+  const launch = launches.get(`${s.tid} ${s.ts}`);
+  const f = fOf.get(s.id);
+  const kernel = orig.find((e) => e.ph === 'X' && e.pid === f.pid && e.tid === f.tid && e.ts === f.ts);
+  await clickSpan(page, doc, launch);
+  expectEq(await page.getAttribute('[data-field="linked-out"]', 'data-link-id'), String(s.id), 'the end outside');
+  await page.click('[data-field="linked-out"] [data-find]');
+  await page.waitForSelector('[data-details] [data-field="linked"]');
+  expectEq(await page.textContent('[data-details] [data-field="linked"] [data-linked]'), kernel.name, 'the kernel found');
+  const delay = kernel.ts - (launch.ts + launch.dur);
+  expectEq(Number(await page.getAttribute('[data-field="launch-delay"]', 'data-us')), delay, 'launch delay');
+  if (!(await page.textContent('[data-details] [data-field="linked"]')).includes('outside this window')) fail('not said outside');
+  await shot(page, 'timeline-launch-link-outside');
 });
 
 test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time window', async (page) => {

@@ -17,7 +17,8 @@
 // is the trace's flow pair (ph "s" on the launch, "f" on the kernel, one cat and id, as Kineto's
 // "ac2g"), bound as chrome://tracing binds it (the deepest span enclosing the end's ts; an "f"
 // without bp "e" the next span on its thread), else the two spans' shared args.correlation. A
-// pair with one end outside the step's window says so instead.
+// pair with one end outside the step's window says so, and "Find it" looks for that end in the
+// window as long just after (before) this one.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum } from '../dom.js';
 import { captureControl } from '../capture.js';
@@ -117,7 +118,7 @@ function linkSpans(spans, flows) {
     const s = list ? bindFlow(list, f) : null;
     if (!s || !launchFlow(f, s)) continue;
     if (!ends.has(f.id)) ends.set(f.id, {});
-    ends.get(f.id)[f.ph] = { span: s, flowId: f.flowId };
+    ends.get(f.id)[f.ph] = { span: s, flowId: f.flowId, cat: f.cat };
   }
   for (const { s, f } of ends.values()) {
     if (s && f && s.span !== f.span) {
@@ -125,7 +126,7 @@ function linkSpans(spans, flows) {
       f.span.link = { span: s.span, id: s.flowId, by: 'flow' };
     } else if (s || f) {
       const end = s || f;
-      if (!end.span.link) end.span.linkOut = { id: end.flowId, side: s ? 'launch' : 'device' };
+      if (!end.span.link) end.span.linkOut = { id: end.flowId, cat: end.cat, side: s ? 'launch' : 'device' };
     }
   }
   const launches = new Map();
@@ -156,7 +157,8 @@ function launchEnds(a, b) {
 
 // win: [start, end] µs to open on (the step's or the chosen window; spans that reach outside it,
 // such as a profiler's whole-run span, are there to pan to); else the spans' extent.
-function viewer(rows, info, win) {
+// more(start_us, end_us): the rank's trace in another window (to find a link's other end).
+function viewer(rows, info, win, more) {
   let top = AXIS_H;
   for (const r of rows) {
     r.top = top;
@@ -246,6 +248,7 @@ function viewer(rows, info, win) {
     delete canvas.dataset.link;
     if (!selected || !selected.link) return;
     const [l, d] = launchEnds(selected, selected.link.span);
+    if (selected.link.outside) return;
     const rl = rowOf.get(l);
     const rd = rowOf.get(d);
     if (!rl || !rd) return;
@@ -314,20 +317,50 @@ function viewer(rows, info, win) {
       const o = s.link.span;
       const [l, d] = launchEnds(s, o);
       const delay = d.ts - (l.ts + l.dur);
-      const go = el('button.btn.link', { type: 'button', dataset: { linked: o.name }, onclick: () => show(o) }, o.name);
+      const go = s.link.outside
+        ? el('span', { dataset: { linked: o.name } }, o.name)
+        : el('button.btn.link', { type: 'button', dataset: { linked: o.name }, onclick: () => show(o) }, o.name);
       return [
         el('dt', null, o === d ? 'launched' : 'launched by'),
         el('dd', { dataset: { field: 'linked', linkId: String(s.link.id), by: s.link.by } }, go,
-          ` (${fmtUs(o.dur)}, ${o.pid} / ${o.tid}; ${s.link.by === 'flow' ? 'flow' : 'correlation'} ${s.link.id})`),
+          ` (${fmtUs(o.dur)}, ${o.pid} / ${o.tid}; ${s.link.by === 'flow' ? 'flow' : 'correlation'} ${s.link.id}${s.link.outside ? `; at +${fmtUs(o.ts - full[0])}, outside this window` : ''})`),
         el('dt', { title: "HTA's launch delay: the device span's start less the launch's end" }, 'launch delay'),
         el('dd', { dataset: { field: 'launch-delay', us: String(delay) } }, fmtUs(delay)),
       ];
     }
     if (s.linkOut) {
       return [el('dt', null, s.linkOut.side === 'launch' ? 'launched' : 'launched by'),
-        el('dd', { dataset: { field: 'linked-out', linkId: String(s.linkOut.id) } }, `outside this window (flow ${s.linkOut.id})`)];
+        el('dd', { dataset: { field: 'linked-out', linkId: String(s.linkOut.id) } }, `outside this window (flow ${s.linkOut.id}) `,
+          more ? el('button.btn', { type: 'button', dataset: { find: '' }, onclick: (ev) => findOut(s, ev.target.parentElement) }, 'Find it') : null)];
     }
     return [];
+  }
+
+  // Looks for the other end of s's link in the window as long as this one just after it (s is a
+  // launch) or just before it (s is a device span), then shows s with it.
+  async function findOut(s, dd) {
+    const out = s.linkOut;
+    const len = full[1] - full[0];
+    const after = out.side === 'launch';
+    const [a, b] = after ? [full[1], full[1] + len] : [full[0] - len, full[0]];
+    dd.replaceChildren(`looking ${fmtUs(len)} ${after ? 'after' : 'before'} this window…`);
+    let doc;
+    try {
+      doc = await more(Math.floor(a), Math.ceil(b));
+    } catch (e) {
+      dd.replaceChildren(`outside this window (flow ${out.id}); could not load the next window: ${e.message}`);
+      return;
+    }
+    const fe = ((doc && doc.traceEvents) || []).find((e) => e.ph === (after ? 'f' : 's') && e.cat === out.cat && String(e.id) === String(out.id));
+    const row = fe ? buildRows(doc).find((r) => r.pid === String(fe.pid) && r.tid === String(fe.tid)) : null;
+    const o = row ? bindFlow(row.spans, fe) : null;
+    if (!o) {
+      dd.replaceChildren(`outside this window (flow ${out.id}), and not in the ${fmtUs(len)} ${after ? 'after' : 'before'} it`);
+      return;
+    }
+    s.link = { span: o, id: out.id, by: 'flow', outside: true };
+    delete s.linkOut;
+    if (selected === s) show(s);
   }
 
   canvas.addEventListener('click', (ev) => {
@@ -384,7 +417,7 @@ async function stepsWithSpans(ctx, rank) {
   return { step, with: w.total, total: all.total };
 }
 
-function traceView(doc, what, win) {
+function traceView(doc, what, win, more) {
   const rows = doc ? buildRows(doc) : [];
   if (!rows.length) return note('empty', `No spans in ${what}.`);
   const od = doc.otherData || {};
@@ -392,7 +425,7 @@ function traceView(doc, what, win) {
   const info = el('span.muted.small', { dataset: { spans: count } },
     `${fmtNum(count)} spans on ${rows.length} threads${od.truncated ? `; cut at ${fmtNum(MAX_BYTES)} bytes (${fmtNum(od.cut_events)} events left out)` : ''}`);
   const w = win || ((od.windows || [])[0] ? [od.windows[0].start_us, od.windows[0].end_us] : null);
-  return viewer(rows, info, w);
+  return viewer(rows, info, w, more);
 }
 
 async function fetchTrace(ctx, params) {
@@ -426,7 +459,7 @@ async function windowPage(ctx, rank, dl) {
   const doc = await fetchTrace(ctx, { ranks: rank, start_us: Math.floor(start), end_us: Math.ceil(end) });
   const about = el('p.muted.small', { dataset: { traceWindow: `${t0},${t1}` } },
     `Rank ${rank} has no steps: browse its trace by time. It runs ${fmtUs(span)} (ts ${t0} to ${t1} µs); showing ${fmtNum(from)} to ${fmtNum(to)} ms.`);
-  return { title: `Timeline: rank ${rank}, ${fmtNum(from)}–${fmtNum(to)} ms`, actions: form, body: el('div', null, dl, about, traceView(doc, `this window of rank ${rank}`, [start, end])) };
+  return { title: `Timeline: rank ${rank}, ${fmtNum(from)}–${fmtNum(to)} ms`, actions: form, body: el('div', null, dl, about, traceView(doc, `this window of rank ${rank}`, [start, end], (a, b) => fetchTrace(ctx, { ranks: rank, start_us: a, end_us: b }))) };
 }
 
 export async function render(ctx) {
@@ -461,7 +494,7 @@ export async function render(ctx) {
   if (!step) {
     body = note('empty', counts && counts.total ? 'No step with spans yet: capture detailed steps below.' : 'No steps yet: choose a step once the job has some.');
   } else {
-    body = traceView(await fetchTrace(ctx, { ranks: rank, step }), `step ${step} of rank ${rank}`);
+    body = traceView(await fetchTrace(ctx, { ranks: rank, step }), `step ${step} of rank ${rank}`, null, (a, b) => fetchTrace(ctx, { ranks: rank, start_us: a, end_us: b }));
   }
   return el('div.page', null, card(`Timeline${step ? `: step ${step}, rank ${rank}` : ''}`, { id: 'timeline', cls: 'wide', actions: controls }, dl, which, body),
     capture);
