@@ -11,14 +11,16 @@ ships the backlog and how long until its lag is zero, against its cluster_max_ro
 3. WARM_S seconds with the engine up (the node keeps up), then ClickHouse stopped (SIGTERM) for
    OUTAGE_S seconds, then started again on its data.
 4. From the moment ClickHouse answers again: /api/v1/stats every 0.2 s until pending_rows is 0
-   (lag zero). Reported: the backlog at the restart (spans stored less cluster.rows), the
-   seconds to lag zero, the rows the node
+   (lag zero). Reported: the backlog at the restart (spans stored less cluster.rows), when the
+   first batch was taken (the node's backoff, up to cluster_retry_max_ms, may run past the
+   restart), the seconds to lag zero, the rows the node
    shipped per second over that time (cluster.rows), the ingest rate meanwhile, and the bound.
    Then the trainers stop and ClickHouse must hold every span the node stored (count() FINAL).
 
 Environment: BUILD_DIR (build), RATE (10000), OUTAGE_S (300), WARM_S (20), CHUNK_S (10),
-MAX_ROWS_PER_S (4000000, the daemon's default). Last line: backlog_rows=<B> catchup_s=<S>
-catchup_rows_per_s=<R> ingest_rows_per_s=<I> max_rows_per_s=<M>.
+MAX_ROWS_PER_S (4000000, the daemon's default). Last line: backlog_rows=<B> first_batch_s=<F>
+catchup_s=<S> catchup_rows_per_s=<R: over S> shipping_rows_per_s=<over S - F>
+ingest_rows_per_s=<I> max_rows_per_s=<M>.
 """
 import os
 import pathlib
@@ -95,18 +97,24 @@ def main():
             # The trainers send spans only: the backlog is what the node stored less what
             # ClickHouse took (pending_rows is as of the last attempt, up to a backoff ago).
             backlog = sent0 - s0["rows"]
+            t_first = None  # the node's first batch taken: its backoff may run past the restart
             while True:
                 s = stats(url)["cluster"]
+                if t_first is None and s["rows"] > s0["rows"]:
+                    t_first = time.monotonic()
                 if s["pending_rows"] == 0 and not s["failing"]:
                     break
                 assert time.monotonic() - t_up < 1800, s
                 time.sleep(0.2)
             t_zero = time.monotonic()
             catchup_s = t_zero - t_up
+            wait_s = (t_first or t_zero) - t_up
             shipped = s["rows"] - s0["rows"]
             ingest = (spans_of(url) - sent0) / catchup_s
-            print(f"back: backlog {backlog} rows at the restart, lag zero after {catchup_s:.1f} s, "
-                  f"{shipped} rows shipped ({shipped / catchup_s:,.0f}/s) while the trainers "
+            print(f"back: backlog {backlog} rows at the restart, first batch taken after "
+                  f"{wait_s:.1f} s (the rest of the backoff), lag zero after {catchup_s:.1f} s, "
+                  f"{shipped} rows shipped ({shipped / catchup_s:,.0f}/s over it all, "
+                  f"{shipped / max(catchup_s - wait_s, 1e-9):,.0f}/s once shipping) while the trainers "
                   f"sent {ingest:,.0f}/s; load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
             trainers.stop.set()
             trainers.join()
@@ -124,8 +132,10 @@ def main():
             got = ch.scalar("SELECT count() FROM stepscope.spans FINAL")
             assert got == stored, (got, stored)
             print(f"ClickHouse holds all {stored} spans the node stored, each once", file=sys.stderr)
-            print(f"backlog_rows={backlog} catchup_s={catchup_s:.1f} "
-                  f"catchup_rows_per_s={shipped / catchup_s:.0f} ingest_rows_per_s={ingest:.0f} "
+            print(f"backlog_rows={backlog} first_batch_s={wait_s:.1f} catchup_s={catchup_s:.1f} "
+                  f"catchup_rows_per_s={shipped / catchup_s:.0f} "
+                  f"shipping_rows_per_s={shipped / max(catchup_s - wait_s, 1e-9):.0f} "
+                  f"ingest_rows_per_s={ingest:.0f} "
                   f"max_rows_per_s={MAX_ROWS_PER_S}")
         finally:
             trainers.stop.set()
