@@ -46,7 +46,7 @@ export function buildRows(doc) {
   for (const e of doc.traceEvents || []) {
     const key = `${e.pid}\u0000${e.tid}`;
     if ((e.ph === 's' || e.ph === 'f') && typeof e.ts === 'number' && e.id !== undefined) {
-      flows.push({ ph: e.ph, key, ts: e.ts, cat: e.cat, id: `${e.cat ?? ''}\u0000${e.id}`, flowId: e.id, bp: e.bp });
+      flows.push({ ph: e.ph, key, ts: e.ts, cat: e.cat, flowId: e.id, bp: e.bp });
       continue;
     }
     if (e.ph === 'M') {
@@ -56,7 +56,7 @@ export function buildRows(doc) {
     }
     if (e.ph !== 'X' || typeof e.ts !== 'number') continue;
     if (!spans.has(key)) spans.set(key, []);
-    spans.get(key).push({ name: String(e.name ?? ''), cat: e.cat, ts: e.ts, dur: Number(e.dur) || 0, pid: e.pid, tid: e.tid, args: e.args });
+    spans.get(key).push({ name: String(e.name ?? ''), cat: e.cat, ts: e.ts, dur: Number(e.dur) || 0, pid: e.pid, tid: e.tid, args: e.args, depth: 0, link: null, linkOut: null });
   }
   const rows = [];
   for (const [key, list] of spans) {
@@ -95,8 +95,11 @@ function bindFlow(list, f) {
     if (list[mid].ts <= f.ts) lo = mid + 1; else hi = mid;
   }
   if (f.ph === 'f' && f.bp !== 'e') return list[lo] || null;
-  for (let i = lo - 1, n = 0; i >= 0 && n < 4096; i--, n++) {
+  // Back from the last span starting at or before ts: the first that encloses it is the deepest.
+  // Spans of depth 0 do not overlap, so none before one of them can enclose ts.
+  for (let i = lo - 1; i >= 0; i--) {
     if (list[i].ts + list[i].dur >= f.ts) return list[i];
+    if (list[i].depth === 0) return null;
   }
   return null;
 }
@@ -112,15 +115,18 @@ function launchFlow(f, s) {
 // flow pair, span.linkOut on a span whose pair's other end is not in the document, then links
 // the launches and device spans left by their shared args.correlation.
 function linkSpans(spans, flows) {
-  const ends = new Map();
+  const ends = new Map(); // cat -> id -> {s, f}
   for (const f of flows) {
     const list = spans.get(f.key);
     const s = list ? bindFlow(list, f) : null;
     if (!s || !launchFlow(f, s)) continue;
-    if (!ends.has(f.id)) ends.set(f.id, {});
-    ends.get(f.id)[f.ph] = { span: s, flowId: f.flowId, cat: f.cat };
+    let byId = ends.get(f.cat);
+    if (!byId) ends.set(f.cat, (byId = new Map()));
+    let pair = byId.get(f.flowId);
+    if (!pair) byId.set(f.flowId, (pair = { s: null, f: null }));
+    pair[f.ph] = { span: s, flowId: f.flowId, cat: f.cat };
   }
-  for (const { s, f } of ends.values()) {
+  for (const { s, f } of [...ends.values()].flatMap((m) => [...m.values()])) {
     if (s && f && s.span !== f.span) {
       s.span.link = { span: f.span, id: s.flowId, by: 'flow' };
       f.span.link = { span: s.span, id: s.flowId, by: 'flow' };
@@ -144,8 +150,8 @@ function linkSpans(spans, flows) {
       if (!l || l.link) continue;
       l.link = { span: s, id: c, by: 'correlation' };
       s.link = { span: l, id: c, by: 'correlation' };
-      delete l.linkOut;
-      delete s.linkOut;
+      l.linkOut = null;
+      s.linkOut = null;
     }
   }
 }
@@ -359,7 +365,7 @@ function viewer(rows, info, win, more) {
       return;
     }
     s.link = { span: o, id: out.id, by: 'flow', outside: true };
-    delete s.linkOut;
+    s.linkOut = null;
     if (selected === s) show(s);
   }
 
