@@ -936,6 +936,54 @@ test("cluster: a torch job's device communication, alone and overlapped, per ran
   await shot(page, 'cluster-torch');
 });
 
+test('cluster: the Hosts card, one row per host with its ranks, clock offset and lag as the job document gives them', async (page) => {
+  // tests/integ/test_clocks.py's job: hostA (the reference), hostB 37 ms late, hostC 5 s late
+  // with 3 steps (too few to align)
+  const feed = runFeed(sockPath, 'hosts');
+  await feed.waitLines(1, 60000);
+  const job = await waitFor('job e2e-hosts', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-hosts'));
+  // every step analysed: each host shares as many steps with the reference as its ranks have
+  const doc = await waitFor('clocks of 3 hosts', async () => {
+    const d = await api(`/api/v1/jobs/${job.id}`);
+    if (!d.clocks || d.clocks.hosts.length !== 3) return null;
+    const steps = (h) => Math.max(...d.ranks_detail.filter((r) => r.host === h).map((r) => r.steps));
+    return d.clocks.hosts.every((h) => h.steps === steps(h.host)) ? d : null;
+  });
+  if (doc.cluster_view !== undefined) fail('the e2e daemon has no cluster_url: no cluster_view expected');
+  const ranks = await waitFor('ranks of every host', async () => {
+    const r = await api(`/api/v1/jobs/${job.id}/ranks`);
+    return r.ranks.length === doc.ranks_detail.length && r.ranks.every((x) => x.steps === doc.ranks_detail.find((d) => d.rank === x.rank).steps) ? r : null;
+  });
+  const stats = await api('/api/v1/stats');
+  expectEq(stats.cluster, null, 'this daemon ships nothing');
+  await open(page, `#/job/${job.id}/cluster`);
+  await page.waitForSelector('[data-table="cluster-hosts"]');
+  const rows = await rowsText(page, 'cluster-hosts');
+  const want = [];
+  for (const h of doc.clocks.hosts) {
+    const rs = doc.ranks_detail.filter((r) => r.host === h.host);
+    let offset;
+    if (h.reason === 'reference') offset = '0 (reference)';
+    else if (h.aligned) offset = `${await fmtUsText(page, h.offset_us)} ± ${await fmtUsText(page, h.spread_us)}`;
+    else offset = `not applied (estimate ${await fmtUsText(page, h.estimate_us)} ± ${await fmtUsText(page, h.spread_us)})`;
+    const strag = rs.filter((r) => ranks.ranks.find((x) => x.rank === r.rank).straggler).length;
+    want.push([h.host, '(this daemon)', rs.map((r) => r.rank).join(', '), 'one daemon: nothing shipped', 'one daemon: nothing shipped',
+      offset, h.aligned ? h.reason : `not aligned ${h.reason}`, strag ? `${strag}straggler` : String(strag)]);
+  }
+  expectEq(rows, want, 'one row per host');
+  // the host the API refuses to align is the one badged, and hostB's offset is the measured one
+  const badged = await page.$$eval('[data-table="cluster-hosts"] tbody tr', (trs) => trs
+    .filter((tr) => [...tr.querySelectorAll('.badge.bad')].some((b) => b.textContent === 'not aligned')).map((tr) => tr.children[0].textContent));
+  expectEq(badged, doc.clocks.hosts.filter((h) => !h.aligned).map((h) => h.host), 'hosts badged not aligned');
+  if (!(badged.length === 1 && doc.clocks.hosts.find((h) => h.host === 'hostB').offset_us > 36000)) fail(`clocks: ${JSON.stringify(doc.clocks)}`);
+  const text = await page.textContent('[data-card="cluster-hosts"]');
+  if (/null|undefined|NaN/.test(text)) fail(`a figure left as null: ${text}`);
+  expectEq(await page.textContent('#cluster-window'), 'This job is on one daemon: no cluster view, so no node ships steps to it and none lags.', 'window line');
+  expectEq(await page.textContent('#cluster-shipping'), 'This daemon ships nothing (no cluster_url).', 'shipping line');
+  await page.$eval('[data-card="cluster-hosts"]', (n) => n.scrollIntoView());
+  await shot(page, 'cluster-hosts');
+});
+
 test('MindSpore AI Core: the operator-type pie by type (overview top 5 + Other, operators top 20)', async (page) => {
   const job = await importJob(path.join(DATA, 'mindspore', '06_op_stats', 'run1_dev1'), 'e2e-ms-ops');
   const types = await waitFor('24 types', async () => {

@@ -39,6 +39,9 @@
                         profiler window (a ProfilerStep#N span over the step and its operators),
                         so they take their points from the trace and the others from their
                         phases; prints "ok".
+  feed.py SOCKET hosts  the job "e2e-hosts" (the Cluster page's Hosts card): tests/integ/test_clocks.py's
+                        job, five ranks whose hellos name hostA, hostB (its clock 37 ms late) and
+                        hostC (5 s late, too few steps to align); prints "ok".
 """
 import os
 import sys
@@ -296,7 +299,16 @@ def mixed_job(sock):
     print("ok", flush=True)
 
 
+def hosts_job(sock):
+    import types
+
+    from test_clocks import send_job
+
+    send_job(types.SimpleNamespace(socket=sock), "e2e-hosts")
+    print("ok", flush=True)
+
+
 if __name__ == "__main__":
     {"main": main_job, "live": live_job, "capture": capture_job,
      "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job,
-     "tail": tail_job, "mixed": mixed_job}[sys.argv[2]](sys.argv[1])
+     "tail": tail_job, "mixed": mixed_job, "hosts": hosts_job}[sys.argv[2]](sys.argv[1])

@@ -5,12 +5,14 @@
 // torch job's also its kernels' computation, communication, alone and overlapped),
 // for the average or one step, filtered by pipeline stage; and MindInsight's FLOPs and
 // peak-memory heatmaps (/cluster/flops, /cluster/memory): per rank a cell coloured by FLOPs over
-// the largest rank's and by peak memory over capacity.
+// the largest rank's and by peak memory over capacity. Last, the Hosts card (cluster_hosts.js):
+// per host its ranks, its node's shipping lag, its clock and its stragglers.
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 import { communicationCards } from './cluster_comm.js';
+import { hostsCard } from './cluster_hosts.js';
 
 const LABELS = {
   interval_us: 'interval', fp_bp_us: 'FP+BP', tail_us: 'tail', total_us: 'total',
@@ -66,6 +68,7 @@ export async function render(ctx) {
   const linkType = ctx.params.link_type || '';
   const go = (p) => ctx.go(ctx.hashFor('cluster', { step, stage, link_type: linkType || null, ...p }));
   const comm = await communicationCards(ctx, step, linkType, go);
+  const hosts = await hostsCard(ctx);
   const doc = await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null, stage: stage || null }));
   const all = stage ? await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null })) : doc;
   const head = doc || all;
@@ -80,7 +83,7 @@ export async function render(ctx) {
   if (!doc) {
     return el('div.page', null, card('Cluster step trace', { id: 'cluster', cls: 'wide', actions },
       note('empty', step ? `No rank${stage ? ' of this stage' : ''} has step ${step}.` : 'No rank has steps yet.')),
-    heatCard(flops, memory), ...comm);
+    heatCard(flops, memory), ...comm, hosts);
   }
   const figs = Object.keys(LABELS).filter((k) => doc.ranks.some((r) => k in r));
   const labels = doc.ranks.map((r) => `rank ${r.rank}`);
@@ -103,5 +106,5 @@ export async function render(ctx) {
       }, { id: 'cluster-bars', height: 220 }),
       dataTable({ id: 'cluster', columns, rows: doc.ranks, csv: `job${ctx.job}-cluster-step-trace.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
-    heatCard(flops, memory), ...comm);
+    heatCard(flops, memory), ...comm, hosts);
 }
