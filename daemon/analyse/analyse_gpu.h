@@ -86,7 +86,14 @@ int analyse_gpu_temporal(const struct analyse_span *spans, size_t n,
 struct analyse_gpu_ktypes {
     struct analyse_gpu_filter filter;
     int64_t ns[ANALYSE_GPU_MASKS]; /* [mask]: the time exactly these types run; [0] unused */
+    int64_t group_ns[3];           /* [bit]: the length of the type's merged groups (HTA's sum
+                                      of end - ts over them: its union when no duration is
+                                      negative) */
 };
+
+/* HTA's communication-computation overlap (get_comm_comp_overlap()) of a rank is
+ * ns[1 | 2] / group_ns[1] of its kernel types without memory: the time computation and
+ * communication both run over the communication time. */
 
 /* HTA's name of a mask: "COMPUTATION", "COMMUNICATION", "COMPUTATION overlapping
  * COMMUNICATION", "MEMORY", ... (types joined by " overlapping " in the order of the bits). Writes

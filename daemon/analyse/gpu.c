@@ -304,6 +304,7 @@ int analyse_gpu_kernel_types(const struct analyse_span *spans, size_t n,
                 v[m++] = ev[i].iv;
         size_t g = merge_groups(v, m);
         for (size_t i = 0; i < g; i++) {
+            ret->group_ns[b] += v[i].end - v[i].start;
             e[ne++] = (struct edge){v[i].start, 1 << b};
             e[ne++] = (struct edge){v[i].end, -(1 << b)};
         }

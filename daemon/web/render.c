@@ -1296,8 +1296,10 @@ void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct liv
     sbuf_printf(b, "%" PRId64 "}}", r->n_evicted);
 }
 
-void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
-                              const struct analyse_gpu_opts *opts)
+/* A per-rank GPU document: the options, then row() of each rank. */
+static void gpu_rank_doc(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                         const struct analyse_gpu_opts *opts,
+                         void (*row)(struct sbuf *, enum web_format, const struct live_gpu_row *))
 {
     sbuf_addc(b, '{');
     member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
@@ -1307,9 +1309,15 @@ void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, s
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
             sbuf_addc(b, ',');
-        web__gpu_temporal_row(b, WEB_FORMAT_JSON, &rows[i]);
+        row(b, WEB_FORMAT_JSON, &rows[i]);
     }
     sbuf_adds(b, "]}");
+}
+
+void web__render_gpu_temporal(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                              const struct analyse_gpu_opts *opts)
+{
+    gpu_rank_doc(b, rows, n, opts, web__gpu_temporal_row);
 }
 
 const char web__gpu_ktypes_csv_header[] = "rank,kernel_type,us,pct\n";
@@ -1369,6 +1377,36 @@ void web__render_gpu_kernel_types(struct sbuf *b, const struct web_gpu_ktype_row
         sbuf_addc(b, '}');
     }
     sbuf_adds(b, "]}");
+}
+
+const char web__gpu_overlap_csv_header[] = "rank,communication_us,overlap_us,overlap_pct\n";
+
+void web__gpu_overlap_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_row *r)
+{
+    int64_t comm = r->ktypes.group_ns[1], both = r->ktypes.ns[3];
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",", r->rank);
+        sbuf_json_us(b, comm);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, both);
+        sbuf_addc(b, ',');
+        pct_of(b, true, both, comm);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_us(b, "communication_us", comm);
+    member_us(b, "overlap_us", both);
+    key(b, "overlap_pct");
+    pct_of(b, false, both, comm);
+    sbuf_addc(b, '}');
+}
+
+void web__render_gpu_overlap(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                             const struct analyse_gpu_opts *opts)
+{
+    gpu_rank_doc(b, rows, n, opts, web__gpu_overlap_row);
 }
 
 const char web__breakdown_csv_header[] =

@@ -170,6 +170,13 @@ void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gp
  * "all_ranks": [...]} (all_ranks: the masks summed over the ranks, as HTA's table). */
 void web__render_gpu_kernel_types(struct sbuf *b, const struct web_gpu_ktype_row *rows, size_t n,
                                   const struct analyse_gpu_opts *opts);
+/* HTA's communication-computation overlap (/gpu/overlap): one row a rank (its ktypes, computed
+ * without memory). */
+extern const char web__gpu_overlap_csv_header[];
+void web__gpu_overlap_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_row *r);
+/* The /gpu/overlap document: {"last_step", "rounding", "total", "rows": [...]}. */
+void web__render_gpu_overlap(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
+                             const struct analyse_gpu_opts *opts);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
 extern const char web__breakdown_csv_header[];

@@ -204,6 +204,7 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_CLUSTER_LINKS:
     case WEB_ROUTE_GPU_TEMPORAL:
     case WEB_ROUTE_GPU_KERNEL_TYPES:
+    case WEB_ROUTE_GPU_OVERLAP:
         return true;
     default:
         return false;

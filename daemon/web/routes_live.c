@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_live: /api/v1/jobs/{job}/steps, /step-trace, /operators, /kernels, /queues, /pipeline,
- * /ranks, /helper, /breakdown, /gpu/temporal and /gpu/kernel-types, answered from the job's latest live snapshot (daemon/live/live_query.h),
+ * /ranks, /helper, /breakdown, /gpu/temporal, /gpu/kernel-types and /gpu/overlap, answered from the job's latest live snapshot (daemon/live/live_query.h),
  * which the loop republishes every 100 ms and which the daemon rebuilds from the store at
  * start-up. A handler takes a reference to the
  * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
@@ -113,6 +113,11 @@ static void gpu_temporal_row(struct sbuf *b, enum web_format fmt, void *ctx, siz
 static void gpu_ktype_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 {
     web__gpu_ktype_row(b, fmt, &((struct rows_ctx *)ctx)->kt[i]);
+}
+
+static void gpu_overlap_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_overlap_row(b, fmt, &((struct rows_ctx *)ctx)->gpu[i]);
 }
 
 /* Streams x's rows; x is freed in every case. */
@@ -863,29 +868,32 @@ static int get_breakdown(struct web *w, const struct web_req *q, struct web_answ
     return web__doc_fmt(w, a, &b, fmt);
 }
 
+enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES, GPU_OVERLAP };
+
 /* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis),
  * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default) and,
  * for kernel types, ?memory=include|exclude (HTA's include_memory_kernels, default include as in
- * its TraceAnalysis).
- * Returns 0, or -1 with the answer in a (a 400). */
-static int param_gpu_opts(const struct web_req *q, struct web_answer *a,
+ * its TraceAnalysis; the overlap never counts memory, as HTA). Returns 0, or -1 with the answer
+ * in a (a 400). */
+static int param_gpu_opts(const struct web_req *q, struct web_answer *a, enum gpu_view view,
                           struct analyse_gpu_opts *ret)
 {
     static const char *const last[] = {"exclude", "include"}, *const rnd[] = {"ns", "us"};
-    size_t i, j, m;
+    size_t i, j, m = 0;
     if (param_word(q, a, "last_step", last, 2, 0, "last_step: exclude or include", &i) < 0 ||
         param_word(q, a, "rounding", rnd, 2, 0, "rounding: ns or us", &j) < 0 ||
-        param_word(q, a, "memory", last, 2, 1, "memory: exclude or include", &m) < 0)
+        (view == GPU_KERNEL_TYPES &&
+         param_word(q, a, "memory", last, 2, 1, "memory: exclude or include", &m) < 0))
         return -1;
     *ret = (struct analyse_gpu_opts){.include_last_step = i == 1, .round_us = j == 1,
                                      .include_memory = m == 1};
     return 0;
 }
 
-/* A GPU view's request: its parameters and its rows per rank (ktypes: the kernel-type split, else the
- * temporal breakdown; free() *rows). Returns 0, or -1 with the answer in a. */
+/* A GPU view's request: its parameters and its rows per rank (the temporal breakdown, else the
+ * kernel-type split; free() *rows). Returns 0, or -1 with the answer in a. */
 static int gpu_ranks(const struct web_req *q, struct web_answer *a, const struct live_snapshot *snap,
-                     bool ktypes, enum web_format *fmt, struct analyse_gpu_opts *opts,
+                     enum gpu_view view, enum web_format *fmt, struct analyse_gpu_opts *opts,
                      struct live_gpu_row **rows, size_t *n)
 {
     int64_t rank;
@@ -893,8 +901,9 @@ static int gpu_ranks(const struct web_req *q, struct web_answer *a, const struct
     *n = 0;
     if (web__param_format(q, a, false, fmt) < 0 ||
         web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
-        param_gpu_opts(q, a, opts) < 0)
+        param_gpu_opts(q, a, view, opts) < 0)
         return -1;
+    bool ktypes = view != GPU_TEMPORAL;
     int r = !snap ? (rank >= 0 ? -ENOENT : 0)
             : ktypes ? live_query_gpu_kernel_types(snap, rank, opts, rows, n)
                      : live_query_gpu_temporal(snap, rank, opts, rows, n);
@@ -909,28 +918,35 @@ static int gpu_ranks(const struct web_req *q, struct web_answer *a, const struct
     return 0;
 }
 
-/* HTA's temporal breakdown, a row per rank (or the one ?rank=). */
-static int get_gpu_temporal(struct web *w, const struct web_req *q, struct web_answer *a,
-                            const struct live_snapshot **snapp)
+/* A GPU view with one row per rank (or the one ?rank=): HTA's temporal breakdown, or its
+ * communication-computation overlap. */
+static int get_gpu_per_rank(struct web *w, const struct web_req *q, struct web_answer *a,
+                            const struct live_snapshot **snapp, enum gpu_view view)
 {
     enum web_format fmt;
     struct analyse_gpu_opts opts;
     struct live_gpu_row *rows;
     size_t n;
-    if (gpu_ranks(q, a, *snapp, false, &fmt, &opts, &rows, &n) < 0)
+    if (gpu_ranks(q, a, *snapp, view, &fmt, &opts, &rows, &n) < 0)
         return 0;
+    bool temporal = view == GPU_TEMPORAL;
     if (fmt != WEB_FORMAT_JSON) {
         struct rows_ctx *x = rows_ctx_new(snapp);
         if (!x) {
             free(rows);
-            return web__store_error(a, -ENOMEM, "gpu_temporal");
+            return web__store_error(a, -ENOMEM, "gpu");
         }
         x->gpu = rows;
-        return send_rows(w, a, fmt, x, web__gpu_temporal_csv_header, gpu_temporal_row, n, 0, n);
+        return send_rows(w, a, fmt, x,
+                         temporal ? web__gpu_temporal_csv_header : web__gpu_overlap_csv_header,
+                         temporal ? gpu_temporal_row : gpu_overlap_row, n, 0, n);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    web__render_gpu_temporal(&b, rows, n, &opts);
+    if (temporal)
+        web__render_gpu_temporal(&b, rows, n, &opts);
+    else
+        web__render_gpu_overlap(&b, rows, n, &opts);
     free(rows);
     return web__doc_fmt(w, a, &b, fmt);
 }
@@ -943,7 +959,7 @@ static int get_gpu_kernel_types(struct web *w, const struct web_req *q, struct w
     struct analyse_gpu_opts opts;
     struct live_gpu_row *ranks;
     size_t n;
-    if (gpu_ranks(q, a, *snapp, true, &fmt, &opts, &ranks, &n) < 0)
+    if (gpu_ranks(q, a, *snapp, GPU_KERNEL_TYPES, &fmt, &opts, &ranks, &n) < 0)
         return 0;
     struct web_gpu_ktype_row *rows = calloc(n * (ANALYSE_GPU_MASKS - 1) + 1, sizeof *rows);
     if (!rows) {
@@ -1017,10 +1033,13 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         get_breakdown(w, q, a, &snap);
         break;
     case WEB_ROUTE_GPU_TEMPORAL:
-        get_gpu_temporal(w, q, a, &snap);
+        get_gpu_per_rank(w, q, a, &snap, GPU_TEMPORAL);
         break;
     case WEB_ROUTE_GPU_KERNEL_TYPES:
         get_gpu_kernel_types(w, q, a, &snap);
+        break;
+    case WEB_ROUTE_GPU_OVERLAP:
+        get_gpu_per_rank(w, q, a, &snap, GPU_OVERLAP);
         break;
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);

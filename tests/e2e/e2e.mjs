@@ -583,7 +583,7 @@ test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time
   await shot(page, 'timeline-window-1s');
 });
 
-test('GPU: HTA temporal breakdown and kernel types per rank, the last step left out or included', async (page) => {
+test('GPU: HTA temporal breakdown, kernel types and overlap per rank, the last step left out or included', async (page) => {
   const job = await importJob(['rank0', 'rank1'].map((r) => path.join(DATA, 'kineto', `gpu_2steps_sampled_${r}.json.gz`)), 'e2e-gpu');
   const pct = (page, p) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), p);
   for (const lastStep of ['exclude', 'include']) {
@@ -613,6 +613,13 @@ test('GPU: HTA temporal breakdown and kernel types per rank, the last step left 
       expectEq(ktRows[i].slice(0, 2), [String(r.rank), r.kernel_type], `${lastStep} kernel type ${i}`);
       expectEq(ktRows[i][2], await fmtUsText(page, r.us), `${lastStep} ${r.kernel_type} time`);
       expectEq(ktRows[i][3], await pct(page, r.pct), `${lastStep} ${r.kernel_type} %`);
+    }
+    const ov = await api(`/api/v1/jobs/${job.id}/gpu/overlap?last_step=${lastStep}`);
+    const ovRows = await rowsText(page, 'gpu-overlap');
+    expectEq(ovRows.map((r) => r[0]), ov.rows.map((r) => String(r.rank)), `${lastStep} overlap ranks`);
+    for (const [i, r] of ov.rows.entries()) {
+      expectEq(ovRows[i][1], await fmtUsText(page, r.communication_us), `${lastStep} rank ${r.rank} communication`);
+      expectEq(ovRows[i][3], await pct(page, r.overlap_pct), `${lastStep} rank ${r.rank} overlap %`);
     }
     await shot(page, `gpu-temporal-${lastStep}`);
   }

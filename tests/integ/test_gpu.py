@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""/gpu/temporal and /gpu/kernel-types against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
+"""/gpu/temporal, /gpu/kernel-types and /gpu/overlap against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
 oracle runs here, in-process, on the very files imported).
 
 Each real Kineto trace (HTA's own sample traces, MIT, and the two H200 CUDA runs of
@@ -131,6 +131,28 @@ def test_kernel_types_equal_hta(daemon, tmp, monkeypatch, name):
         assert per == pytest.approx(got, abs=1e-3), what
 
 
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_overlap_equals_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    for include_last, rounding in itertools.product((False, True), repeat=2):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        want = ta.get_comm_comp_overlap(visualize=False).set_index("rank")
+        q = "?last_step=%s&rounding=%s" % ("include" if include_last else "exclude",
+                                            "us" if rounding else "ns")
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/overlap{q}")
+        got = {r["rank"]: r for r in doc["rows"]}
+        assert sorted(got) == sorted(want.index)
+        for rank, ref in want.iterrows():
+            what = (name, rank, include_last, rounding)
+            row = got[rank]
+            if ref["comp_comm_overlap_pctg"] != ref["comp_comm_overlap_pctg"]:  # NaN: no comm
+                assert row["overlap_pct"] is None and row["communication_us"] == 0, what
+                continue
+            # HTA gives the percentage only, at 2 decimals.
+            assert round(row["overlap_pct"], 2) == pytest.approx(ref["comp_comm_overlap_pctg"],
+                                                                 abs=0.011), what
+
+
 def test_csv_rank_and_bad_parameters(daemon, tmp):
     job = imported(daemon, tmp, "gpu_2steps_sampled")
     doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=1")
@@ -165,3 +187,12 @@ def test_csv_rank_and_bad_parameters(daemon, tmp):
     assert sum(r["pct"] for r in one["rows"]) == pytest.approx(100, abs=1e-3)
     assert not any("MEMORY" in r["kernel_type"] for r in one["rows"])
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?memory=yes", status=400)
+
+    # Overlap: CSV holds the JSON's rows; it takes no memory option (HTA's never counts memory).
+    ov = daemon.get_json(f"/api/v1/jobs/{job}/gpu/overlap")["rows"]
+    status, headers, body = daemon.request(f"/api/v1/jobs/{job}/gpu/overlap?format=csv")
+    lines = body.decode().splitlines()
+    assert lines[0] == "rank,communication_us,overlap_us,overlap_pct"
+    assert [[float(x) for x in ln.split(",")] for ln in lines[1:]] == \
+        [[r["rank"], r["communication_us"], r["overlap_us"], r["overlap_pct"]] for r in ov]
+    assert daemon.get_json(f"/api/v1/jobs/{job}/gpu/overlap?memory=include")["rows"] == ov

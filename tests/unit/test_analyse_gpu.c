@@ -148,6 +148,9 @@ START_TEST(test_kernel_type_sweep)
     ck_assert_int_eq(k.ns[6], 50);
     ck_assert_int_eq(k.ns[4], 100);
     ck_assert_int_eq(k.ns[5] + k.ns[7], 0);
+    ck_assert_int_eq(k.group_ns[0], 150); /* the merged computation */
+    ck_assert_int_eq(k.group_ns[1], 200);
+    ck_assert_int_eq(k.group_ns[2], 150);
     o.include_memory = false;
     ck_assert_int_eq(analyse_gpu_kernel_types(s, 5, &o, &k), 0);
     ck_assert_int_eq(k.ns[2], 150);

@@ -3,8 +3,9 @@
 // The temporal breakdown: per rank, idle, compute and non-compute time as stacked percentages of
 // HTA's kernel time, and a table with the times, the device events HTA keeps and why. The kernel
 // types: the time each set of types (computation, communication, memory and their overlaps)
-// runs, over all ranks as HTA's pie, and per rank in a table. The last step's device work is left
-// out as HTA does unless "include last step" is chosen (in the URL: last_step=include).
+// runs, over all ranks as HTA's pie, and per rank in a table. The communication-computation
+// overlap per rank. The last step's device work is left out as HTA does unless "include last
+// step" is chosen (in the URL: last_step=include).
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtPct } from '../dom.js';
 import { chart, colors, PALETTE } from '../charts.js';
@@ -14,9 +15,10 @@ const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALET
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
-  const [doc, kt] = await Promise.all([
+  const [doc, kt, ov] = await Promise.all([
     getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
+    getOptional(jobPath(ctx.job, 'gpu/overlap', { last_step: lastStep })),
   ]);
   const toggle = el('label.muted', null, el('input#gpu-last-step', {
     type: 'checkbox', checked: lastStep === 'include',
@@ -55,7 +57,25 @@ export async function render(ctx) {
       }, { id: 'gpu-temporal-chart', height: Math.max(120, 40 + 28 * rows.length) }),
       dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
-    kernelTypes(ctx, kt));
+    kernelTypes(ctx, kt),
+    overlap(ctx, ov));
+}
+
+// HTA's communication-computation overlap per rank.
+function overlap(ctx, ov) {
+  const title = 'Communication overlapped by computation (HTA)';
+  const rows = ov ? ov.rows.filter((r) => r.communication_us > 0) : [];
+  if (!rows.length) return card(title, { id: 'gpu-overlap', cls: 'wide' }, note('empty', 'No communication kernel ran.'));
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'communication_us', label: 'communication', num: true, fmt: fmtUs },
+    { key: 'overlap_us', label: 'overlapped', num: true, fmt: fmtUs },
+    { key: 'overlap_pct', label: 'overlap %', num: true, fmt: fmtPct },
+  ];
+  return card(title, { id: 'gpu-overlap', cls: 'wide' },
+    el('p.muted', null, 'The part of each rank\'s communication kernel time during which a computation kernel runs too.'),
+    dataTable({ id: 'gpu-overlap', columns, rows, csv: `job${ctx.job}-gpu-overlap.csv`, pageSize: 64,
+      state: { sort: 'rank', order: 'asc' } }));
 }
 
 // HTA's kernel-type split: the sets over all ranks (its pie) and each rank's rows.
