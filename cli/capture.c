@@ -26,18 +26,24 @@ extern char **environ;
 void capture_usage(FILE *f)
 {
     fputs("usage: stepscope capture JOB --steps N [--start next|STEP] [--ranks R,R...]\n"
-          "                         [--what cpu,shapes,...] [--wait [--timeout SECONDS]]\n"
+          "                         [--every N --repeat R] [--what cpu,shapes,...]\n"
+          "                         [--wait [--timeout SECONDS]]\n"
           "                         [--socket PATH | --http ADDR:PORT] [--auth-token-file FILE]\n"
           "Asks the running ranks of JOB to record N detailed steps with their profiler and\n"
-          "prints the capture's id.\n"
+          "prints the capture's id (with --repeat, each window's, one a line).\n"
           "\n"
           "  --steps N               how many steps, 1..1000\n"
           "  --start next|STEP       the next step each rank begins (default), or a step number\n"
           "  --ranks R,R...          these ranks only (default every rank of the job)\n"
+          "  --every N               repeated: N steps from one window's start to the next's,\n"
+          "                          at least --steps (default --steps)\n"
+          "  --repeat R              repeated: R windows, 1..100 (default 1), each a capture of\n"
+          "                          its own, counted against the daemon's capture caps\n"
           "  --what LIST             what to record: cpu, cuda, device, shapes, stack, memory,\n"
           "                          flops, modules (default cpu)\n"
-          "  --wait                  follow the capture until every rank is done, failed or\n"
-          "                          expired, then print each rank's state\n"
+          "  --wait                  follow the capture (each window in turn) until every rank\n"
+          "                          is done, failed, expired or cancelled, then print each\n"
+          "                          rank's state\n"
           "  --timeout SECONDS       with --wait, stop waiting after this long (default 300;\n"
           "                          0: until the capture ends)\n"
           LOCATE_HELP
@@ -45,8 +51,9 @@ void capture_usage(FILE *f)
           "                          STEPSCOPE_AUTH_TOKEN_FILE or STEPSCOPE_AUTH_TOKEN)\n"
           "\n"
           "Exit status: 0 created (with --wait: every rank done); 1 daemon unreachable or error\n"
-          "answer (a job with no running session cannot capture); 2 bad usage; 3 a rank failed\n"
-          "or expired; 4 the wait's time passed (the capture goes on in the daemon).\n",
+          "answer (a job with no running session cannot capture); 2 bad usage; 3 a rank failed,\n"
+          "expired or was cancelled; 4 the wait's time passed (the capture goes on in the\n"
+          "daemon).\n",
           f);
 }
 
@@ -281,7 +288,7 @@ static bool add_list(struct sbuf *body, const char *s, bool ints)
 static bool finished(const struct part *p)
 {
     return strcmp(p->state, "done") == 0 || strcmp(p->state, "failed") == 0 ||
-           strcmp(p->state, "expired") == 0;
+           strcmp(p->state, "expired") == 0 || strcmp(p->state, "cancelled") == 0;
 }
 
 static double now_s(void)
@@ -363,8 +370,7 @@ static int finish(struct capture *cap, int code)
     for (size_t i = 0; i < cap->n_parts; i++) {
         const struct part *p = &cap->parts[i];
         printf("%4lld  %-9s  %s\n", p->rank, p->state, p->reason[0] ? p->reason : "-");
-        if (code == CAPTURE_EXIT_OK &&
-            (strcmp(p->state, "failed") == 0 || strcmp(p->state, "expired") == 0))
+        if (code == CAPTURE_EXIT_OK && strcmp(p->state, "done") != 0)
             code = CAPTURE_EXIT_FAILED;
     }
     free(cap->parts);
@@ -380,10 +386,12 @@ int capture_command(int argc, char **argv)
         {"what", required_argument, NULL, 'w'},
         {"wait", no_argument, NULL, 'W'},
         {"timeout", required_argument, NULL, 't'},
+        {"every", required_argument, NULL, 'e'},
+        {"repeat", required_argument, NULL, 'R'},
         HCLIENT_OPTIONS,
     };
     const char *start = "next", *ranks = NULL, *what = NULL;
-    long long steps = -1, timeout = CAPTURE_WAIT_DEFAULT_S;
+    long long steps = -1, timeout = CAPTURE_WAIT_DEFAULT_S, every = -1, repeat = 1;
     bool wait = false;
     int c, code;
     struct hclient_options o = {NULL, NULL, NULL};
@@ -399,6 +407,19 @@ int capture_command(int argc, char **argv)
             break;
         case 's':
             start = optarg;
+            break;
+        case 'e': /* the daemon checks the rest (every >= steps), with the reason */
+            if (!parse_uint(optarg, 1000000, &every) || every < 1) {
+                fprintf(stderr, "stepscope capture: --every: \"%s\" is not in 1..1000000\n",
+                        optarg);
+                return CAPTURE_EXIT_USAGE;
+            }
+            break;
+        case 'R':
+            if (!parse_uint(optarg, 100, &repeat) || repeat < 1) {
+                fprintf(stderr, "stepscope capture: --repeat: \"%s\" is not in 1..100\n", optarg);
+                return CAPTURE_EXIT_USAGE;
+            }
             break;
         case 'r':
             ranks = optarg;
@@ -442,6 +463,10 @@ int capture_command(int argc, char **argv)
         sbuf_done(&body);
         return CAPTURE_EXIT_USAGE;
     }
+    if (every > 0)
+        sbuf_printf(&body, ",\"every\":%lld", every);
+    if (repeat > 1)
+        sbuf_printf(&body, ",\"repeat\":%lld", repeat);
     if (ranks) {
         sbuf_adds(&body, ",\"ranks\":");
         if (!add_list(&body, ranks, true)) {
@@ -488,13 +513,30 @@ int capture_command(int argc, char **argv)
     } else if (!read_capture(ans, len, &cap)) {
         fprintf(stderr, "stepscope capture: the daemon's answer is not a capture\n");
     } else {
-        printf("%lld\n", cap.id);
+        /* A series' windows have consecutive ids, the first the series'. */
+        long long first = cap.id;
+        for (long long w = 0; w < repeat; w++)
+            printf("%lld\n", first + w);
         fflush(stdout);
         free(cap.parts);
         code = CAPTURE_EXIT_OK;
-        if (wait) {
-            snprintf(path + strlen(path), 32, "/%lld", cap.id);
-            code = finish(&cap, wait_for(&t, path, (double)timeout, &cap));
+        double deadline = now_s() + (double)timeout;
+        size_t base = strlen(path);
+        for (long long w = 0; wait && w < repeat; w++) {
+            double left = deadline - now_s();
+            if (timeout > 0 && left <= 0)
+                left = 0.001; /* one look, then the timeout's message */
+            snprintf(path + base, 32, "/%lld", first + w);
+            if (repeat > 1)
+                fprintf(stderr, "window %lld of %lld: capture %lld\n", w + 1, repeat, first + w);
+            int wc = wait_for(&t, path, timeout > 0 ? left : 0, &cap);
+            if (repeat > 1)
+                printf("window %lld of %lld: capture %lld\n", w + 1, repeat, first + w);
+            wc = finish(&cap, wc);
+            if (code == CAPTURE_EXIT_OK || wc == CAPTURE_EXIT_TIMEOUT || wc == CAPTURE_EXIT_DAEMON)
+                code = wc;
+            if (wc == CAPTURE_EXIT_TIMEOUT || wc == CAPTURE_EXIT_DAEMON)
+                break;
         }
     }
     free(ans);

@@ -231,7 +231,7 @@ static void on_capture_async(uv_async_t *h)
     offer_captures(h->data);
 }
 
-static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id,
+static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id, int64_t step,
                               const struct record_text *state, const struct record_text *reason)
 {
     struct daemon *d = ud;
@@ -240,11 +240,15 @@ static void on_capture_report(void *ud, int64_t session_id, int64_t capture_id,
     if (!k || s < 0)
         return;
     int r = capture_reg_report(d->captures, k->job_id, k->rank, capture_id, (enum capture_state)s,
-                               reason->ptr ? reason->ptr : "", reason->len, clock_now_ns());
+                               step, reason->ptr ? reason->ptr : "", reason->len, clock_now_ns());
     if (r == -ENOENT)
         log_warn("capture: job %lld rank %lld reported on capture %lld, which it has no part in",
                  (long long)k->job_id, (long long)k->rank, (long long)capture_id);
-    persist_captures(d);
+    /* A window 0 that started places its series' later windows: send them now. */
+    if (r == 0 && s == CAPTURE_RECORDING)
+        offer_captures(d);
+    else
+        persist_captures(d);
 }
 
 /* web's POST /captures (HTTP thread): resolve the job, add the capture, wake the loop. */
@@ -309,6 +313,24 @@ static int web_capture_list(void *ud, const char *job, int64_t id, int64_t *ret_
         return r;
     *ret_job_id = j.id;
     return capture_reg_views(d->captures, j.id, id, ret, ret_n);
+}
+
+/* web's POST .../captures/{id}/cancel (HTTP thread): cancel, then wake the loop to tell the
+ * clients that hold cancelled windows and to persist them. */
+static int web_capture_cancel(void *ud, const char *job, int64_t id)
+{
+    struct daemon *d = ud;
+    struct store_job j;
+    int r = store_query_job(d->store, job, &j);
+    if (r == 0)
+        r = capture_reg_cancel(d->captures, j.id, id, clock_now_ns());
+    if (r >= 0) {
+        pthread_mutex_lock(&d->async_lock);
+        if (d->async_open)
+            uv_async_send(&d->capture_async);
+        pthread_mutex_unlock(&d->async_lock);
+    }
+    return r;
 }
 
 /* Loop thread: a queued deletion. A job with an open session is refused (-EBUSY); else the
@@ -803,6 +825,7 @@ static int start_web(struct daemon *d)
     const struct web_captures captures = {
         .create = web_capture_create,
         .list = web_capture_list,
+        .cancel = web_capture_cancel,
         .ud = d,
     };
     const struct web_jobs jobs = {.remove = web_job_delete, .ud = d};

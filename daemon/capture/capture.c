@@ -17,7 +17,7 @@
 #include "../sessions/sessions.h"
 
 static const char *const state_names[CAPTURE_STATE_COUNT] = {
-    "pending", "armed", "recording", "done", "failed", "expired",
+    "pending", "armed", "recording", "done", "failed", "expired", "cancelled",
 };
 
 /* What a client may be asked to record. */
@@ -40,12 +40,15 @@ int capture_state_parse(const char *s, size_t n)
 
 /* ---- parsing ---- */
 
-enum body_id { B_RANKS, B_START, B_STEPS, B_WHAT, B_START_STEP, B_STOP_STEP, B_COUNT };
+enum body_id {
+    B_RANKS, B_START, B_STEPS, B_WHAT, B_START_STEP, B_STOP_STEP, B_EVERY, B_REPEAT, B_COUNT
+};
 
 static const struct json_key body_keys[] = {
     {"ranks", B_RANKS, 0},           {"start", B_START, 0},
     {"steps", B_STEPS, 0},           {"what", B_WHAT, 0},
     {"start_step", B_START_STEP, 0}, {"stop_step", B_STOP_STEP, 0},
+    {"every", B_EVERY, 0},           {"repeat", B_REPEAT, 0},
 };
 
 /* A JSON number token that is a plain non-negative integer <= max. */
@@ -149,7 +152,37 @@ static int parse_what(const struct json_slot *s, struct capture_spec *ret, char 
     return 0;
 }
 
+static int parse_window(const struct json_slot *s, struct capture_spec *ret, char *err);
+
+/* every and repeat, once steps is known. */
+static int parse_series(const struct json_slot *s, struct capture_spec *ret, char *err)
+{
+    ret->repeat = 1;
+    if (s[B_REPEAT].type != JSON_ABSENT &&
+        (!slot_uint(&s[B_REPEAT], CAPTURE_REPEAT_MAX, &ret->repeat) || ret->repeat < 1))
+        return bad(err, "repeat",
+                   "must be an integer in 1..100 (windows; there is no \"until cancelled\")");
+    ret->every = ret->steps;
+    if (s[B_EVERY].type != JSON_ABSENT &&
+        (!slot_uint(&s[B_EVERY], CAPTURE_EVERY_MAX, &ret->every) || ret->every < 1))
+        return bad(err, "every", "must be an integer in 1..1000000 (steps)");
+    if (ret->every < ret->steps) {
+        snprintf(err, CAPTURE_ERR_MAX,
+                 "every: must be at least steps (%lld): a window starts after the previous one "
+                 "ended",
+                 (long long)ret->steps);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int parse_slots(const struct json_slot *s, struct capture_spec *ret, char *err)
+{
+    int r = parse_window(s, ret, err);
+    return r < 0 ? r : parse_series(s, ret, err);
+}
+
+static int parse_window(const struct json_slot *s, struct capture_spec *ret, char *err)
 {
     int r = parse_ranks(&s[B_RANKS], ret, err);
     if (r == 0)
@@ -223,12 +256,17 @@ struct capture_part {
     int64_t session_id; /* the session the request went to; 0: not sent */
     int64_t waits_ns;   /* while pending: when its wait began (made, sent, its session ended, or
                            loaded at start-up); capture_reg_expire() counts from here */
+    int64_t first_step; /* the step it starts at on this rank: the capture's start_step, else what
+                           the client reported with "recording", else, for a later window of a
+                           series, window 0's plus every steps per window; -1: not known yet */
     enum capture_state state;
+    bool tell_cancel;   /* cancelled after the request went to session_id: tell that client */
     char reason[CAPTURE_REASON_MAX + 1];
 };
 
 struct capture {
     int64_t id, job_id, created_ns, start_step, steps;
+    int64_t series, window, every, repeat; /* capture.h, struct capture_view */
     bool all_ranks;
     bool dirty; /* not yet handed to the store since it changed */
     char what[CAPTURE_WHAT_MAX];
@@ -298,7 +336,7 @@ static struct capture *find(struct capture_reg *reg, int64_t id)
     return NULL;
 }
 
-static struct capture_part *find_part(struct capture *c, int64_t rank)
+static struct capture_part *find_part(const struct capture *c, int64_t rank)
 {
     for (size_t i = 0; i < c->n_parts; i++)
         if (c->parts[i].rank == rank)
@@ -317,8 +355,11 @@ static struct capture_part *add_part(struct capture *c, int64_t rank, int64_t no
         c->cap_parts = cap;
     }
     struct capture_part *p = &c->parts[c->n_parts++];
-    *p = (struct capture_part){
-        .rank = rank, .updated_ns = now_ns, .waits_ns = now_ns, .state = CAPTURE_PENDING};
+    *p = (struct capture_part){.rank = rank,
+                               .updated_ns = now_ns,
+                               .waits_ns = now_ns,
+                               .first_step = c->start_step,
+                               .state = CAPTURE_PENDING};
     return p;
 }
 
@@ -364,7 +405,7 @@ static void set_state(struct capture *c, struct capture_part *p, enum capture_st
  * most advanced state of a running part, else expired when a part expired and none runs. */
 static enum capture_state overall(const struct capture *c)
 {
-    bool all_done = c->n_parts > 0, expired = false, running = false;
+    bool all_done = c->n_parts > 0, expired = false, cancelled = false, running = false;
     enum capture_state most = CAPTURE_PENDING;
     for (size_t i = 0; i < c->n_parts; i++) {
         enum capture_state s = c->parts[i].state;
@@ -372,6 +413,7 @@ static enum capture_state overall(const struct capture *c)
             return CAPTURE_FAILED;
         all_done &= s == CAPTURE_DONE;
         expired |= s == CAPTURE_EXPIRED;
+        cancelled |= s == CAPTURE_CANCELLED;
         if (s < CAPTURE_DONE) {
             running = true;
             if (s > most)
@@ -380,13 +422,21 @@ static enum capture_state overall(const struct capture *c)
     }
     if (all_done)
         return CAPTURE_DONE;
-    return expired && !running ? CAPTURE_EXPIRED : most;
+    if (running)
+        return most;
+    return cancelled ? CAPTURE_CANCELLED : expired ? CAPTURE_EXPIRED : most;
 }
 
 static bool ended(const struct capture *c)
 {
-    enum capture_state s = overall(c);
-    return s == CAPTURE_DONE || s == CAPTURE_FAILED || s == CAPTURE_EXPIRED;
+    return overall(c) >= CAPTURE_DONE;
+}
+
+/* A part of a later window of a series that starts at "next": it waits, unsent, until window 0's
+ * part of the same rank reports the step it started at. */
+static bool held(const struct capture *c, const struct capture_part *p)
+{
+    return c->window > 0 && p->first_step < 0;
 }
 
 /* Forgets the oldest capture that has ended, of job_id (any job: -1), and notes its id for the
@@ -455,7 +505,9 @@ static bool view_of(const struct capture *c, struct capture_view *v)
 {
     *v = (struct capture_view){.id = c->id, .job_id = c->job_id, .created_ns = c->created_ns,
                                .start_step = c->start_step, .steps = c->steps,
-                               .all_ranks = c->all_ranks, .state = overall(c)};
+                               .series = c->series, .window = c->window, .every = c->every,
+                               .repeat = c->repeat, .all_ranks = c->all_ranks,
+                               .state = overall(c)};
     memcpy(v->what, c->what, sizeof v->what);
     if (c->n_parts == 0)
         return true;
@@ -468,6 +520,7 @@ static bool view_of(const struct capture *c, struct capture_view *v)
         q->rank = p->rank;
         q->updated_ns = p->updated_ns;
         q->state = p->state;
+        q->first_step = p->first_step;
         memcpy(q->reason, p->reason, sizeof q->reason);
     }
     v->n_parts = c->n_parts;
@@ -497,69 +550,98 @@ int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct ca
             open += !ended(reg->caps[i]);
         }
     }
-    if (max_open > 0 && open >= max_open) {
-        snprintf(err, CAPTURE_ERR_MAX,
-                 "this job has %zu captures that have not ended, the most capture_max_open "
-                 "allows: wait for them to end or expire",
-                 open);
+    /* A series is spec->repeat captures, one per window, and counts as many against each cap. */
+    size_t want = spec->repeat > 1 ? (size_t)spec->repeat : 1;
+    const char *series = want > 1 ? " (a series takes one per window)" : "";
+    if (max_open > 0 && open + want > max_open) {
+        if (want == 1)
+            snprintf(err, CAPTURE_ERR_MAX,
+                     "this job has %zu captures that have not ended, the most capture_max_open "
+                     "allows: wait for them to end or expire",
+                     open);
+        else
+            snprintf(err, CAPTURE_ERR_MAX,
+                     "this job has %zu captures that have not ended: %zu more is past the %zu "
+                     "capture_max_open allows%s",
+                     open, want, max_open, series);
         r = -EDQUOT;
         goto out;
     }
-    /* Room for one more: the job's oldest ended captures go past max_kept, any job's past
+    if (max_kept > 0 && want > max_kept) {
+        snprintf(err, CAPTURE_ERR_MAX, "asks %zu captures, past the %zu capture_max_kept allows%s",
+                 want, max_kept, series);
+        r = -EDQUOT;
+        goto out;
+    }
+    /* Room for want more: the job's oldest ended captures go past max_kept, any job's past
      * max_all, so that old captures cannot refuse new ones for good. */
     int f = 1;
-    while (max_kept > 0 && kept >= max_kept && (f = forget_oldest_ended(reg, job_id)) > 0)
+    while (max_kept > 0 && kept + want > max_kept && (f = forget_oldest_ended(reg, job_id)) > 0)
         kept--;
     if (f == 0) {
         snprintf(err, CAPTURE_ERR_MAX,
-                 "this job keeps %zu captures, the most capture_max_kept allows, and none has "
-                 "ended: wait for one to end or expire",
-                 kept);
+                 "this job keeps %zu captures, the most capture_max_kept allows, and too few "
+                 "have ended for %zu more: wait for them to end or expire",
+                 kept, want);
         r = -EDQUOT;
         goto out;
     }
-    while (f > 0 && reg->n_caps >= reg->max_all)
+    while (f > 0 && reg->n_caps + want > reg->max_all)
         f = forget_oldest_ended(reg, -1);
     if (f == 0) {
         snprintf(err, CAPTURE_ERR_MAX,
-                 "the daemon keeps %zu captures, the most it holds, and none has ended",
-                 reg->n_caps);
+                 "the daemon keeps %zu captures, the most it holds, and too few have ended for "
+                 "%zu more",
+                 reg->n_caps, want);
         r = -ENOSPC;
         goto out;
     }
-    r = -ENOMEM;
-    struct capture *c = f < 0 ? NULL : new_capture(reg, reg->next_id);
-    if (!c)
-        goto out;
-    c->job_id = job_id;
-    c->created_ns = now_ns;
-    c->start_step = spec->start_step;
-    c->steps = spec->steps;
-    c->all_ranks = spec->all_ranks;
-    c->dirty = true;
-    snprintf(c->what, sizeof c->what, "%s", spec->what);
+    r = f < 0 ? -ENOMEM : 0;
+    size_t made = 0;
+    int64_t first = reg->next_id;
     const int64_t *ranks = spec->all_ranks ? known_ranks : spec->ranks;
     size_t n = spec->all_ranks ? n_known : spec->n_ranks;
-    for (size_t i = 0; i < n; i++) {
-        if (!find_part(c, ranks[i]) && !add_part(c, ranks[i], now_ns))
-            goto forget;
+    for (; r == 0 && made < want; made++) {
+        struct capture *c = new_capture(reg, reg->next_id);
+        if (!c) {
+            r = -ENOMEM;
+            break;
+        }
+        int64_t w = (int64_t)made;
+        c->job_id = job_id;
+        c->created_ns = now_ns;
+        c->start_step = spec->start_step < 0 ? -1 : spec->start_step + w * spec->every;
+        c->steps = spec->steps;
+        c->series = first;
+        c->window = w;
+        c->every = spec->every;
+        c->repeat = (int64_t)want;
+        c->all_ranks = spec->all_ranks;
+        c->dirty = true;
+        snprintf(c->what, sizeof c->what, "%s", spec->what);
+        for (size_t i = 0; r == 0 && i < n; i++)
+            if (!find_part(c, ranks[i]) && !add_part(c, ranks[i], now_ns))
+                r = -ENOMEM;
     }
-    if (ret_view) {
+    if (r == 0 && ret_view) {
         *ret_view = malloc(sizeof **ret_view);
-        if (!*ret_view || !view_of(c, *ret_view)) {
+        if (!*ret_view || !view_of(find(reg, first), *ret_view)) {
             free(*ret_view);
             *ret_view = NULL;
-            goto forget;
+            r = -ENOMEM;
         }
     }
-    r = c->id;
-    goto out;
-forget:
-    /* Out of memory: forget the capture again (it was the last one added). */
-    free(c->parts);
-    free(c);
-    reg->n_caps--;
-    reg->next_id--;
+    if (r == 0) {
+        r = first;
+        goto out;
+    }
+    /* Out of memory: forget the windows made (the last ones added). */
+    while (reg->n_caps > 0 && reg->caps[reg->n_caps - 1]->id >= first) {
+        struct capture *c = reg->caps[--reg->n_caps];
+        free(c->parts);
+        free(c);
+    }
+    reg->next_id = first;
 out:
     pthread_mutex_unlock(&reg->mu);
     return r;
@@ -577,6 +659,11 @@ int capture_reg_load(struct capture_reg *reg, const struct record_capture *rc)
             c->created_ns = rc->created_ns;
             c->start_step = rc->start_step;
             c->steps = rc->steps;
+            /* A row from before series (schema 5 and older): a capture made alone. */
+            c->series = rc->series > 0 ? rc->series : rc->id;
+            c->window = rc->window > 0 ? rc->window : 0;
+            c->every = rc->every > 0 ? rc->every : rc->steps;
+            c->repeat = rc->repeat > 0 ? rc->repeat : 1;
             c->all_ranks = rc->all_ranks;
             snprintf(c->what, sizeof c->what, "%s", rc->what);
             r = 0;
@@ -599,6 +686,8 @@ int capture_reg_load_rank(struct capture_reg *reg, const struct record_capture_r
         if (p) {
             p->state = (enum capture_state)s;
             p->waits_ns = now_ns;
+            if (rr->first_step >= 0) /* a row from before schema 7 has -1: keep the start */
+                p->first_step = rr->first_step;
             snprintf(p->reason, sizeof p->reason, "%s", rr->reason);
             r = 0;
         }
@@ -650,33 +739,54 @@ out:
 /* An all-ranks capture takes in a newly seen rank until one of its parts has started recording
  * (a part that failed or expired before that, such as a rank that cannot capture, does not
  * count). */
-static bool takes_new_ranks(const struct capture *c)
+static bool takes_new_ranks(struct capture_reg *reg, const struct capture *c, int64_t rank)
 {
     if (!c->all_ranks)
         return false;
+    /* A later window of a series that starts at "next" counts from window 0's step: a rank
+     * joins it only if it is in window 0. */
+    if (c->window > 0 && c->start_step < 0) {
+        const struct capture *w0 = find(reg, c->series);
+        if (!w0 || !find_part(w0, rank))
+            return false;
+    }
     for (size_t i = 0; i < c->n_parts; i++)
         if (c->parts[i].state == CAPTURE_RECORDING || c->parts[i].state == CAPTURE_DONE)
             return false;
     return true;
 }
 
-static int send_request(const struct capture *c, capture_send_fn send, void *ud)
+static int send_line(struct sbuf *b, capture_send_fn send, void *ud)
+{
+    size_t n = 0;
+    char *p = sbuf_steal(b, &n);
+    int r = p ? send(ud, p, n) : -ENOMEM;
+    free(p);
+    return r;
+}
+
+static int send_request(const struct capture *c, const struct capture_part *p,
+                        capture_send_fn send, void *ud)
 {
     struct sbuf b;
     sbuf_init(&b, 4096);
     sbuf_printf(&b, "{\"capture\":{\"id\":%lld,\"start_step\":", (long long)c->id);
-    if (c->start_step < 0)
+    if (p->first_step < 0)
         sbuf_adds(&b, "null");
     else
-        sbuf_printf(&b, "%lld", (long long)c->start_step);
+        sbuf_printf(&b, "%lld", (long long)p->first_step);
     sbuf_printf(&b, ",\"steps\":%lld,\"what\":", (long long)c->steps);
     capture_what_json(&b, c->what);
     sbuf_adds(&b, "}}\n");
-    size_t n = 0;
-    char *p = sbuf_steal(&b, &n);
-    int r = p ? send(ud, p, n) : -ENOMEM;
-    free(p);
-    return r;
+    return send_line(&b, send, ud);
+}
+
+static int send_cancel(const struct capture *c, capture_send_fn send, void *ud)
+{
+    struct sbuf b;
+    sbuf_init(&b, 64);
+    sbuf_printf(&b, "{\"capture_cancel\":{\"id\":%lld}}\n", (long long)c->id);
+    return send_line(&b, send, ud);
 }
 
 void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t session_id,
@@ -689,17 +799,19 @@ void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, in
         if (c->job_id != job_id)
             continue;
         struct capture_part *p = find_part(c, rank);
-        if (!p && takes_new_ranks(c)) {
+        if (!p && takes_new_ranks(reg, c, rank)) {
             p = add_part(c, rank, now_ns);
             c->dirty = true;
         }
-        if (!p || p->state != CAPTURE_PENDING || p->session_id == session_id)
+        if (p && p->tell_cancel && p->session_id == session_id && send_cancel(c, send, ud) == 0)
+            p->tell_cancel = false;
+        if (!p || p->state != CAPTURE_PENDING || p->session_id == session_id || held(c, p))
             continue;
         if (!can_capture) {
             set_state(c, p, CAPTURE_FAILED, cannot, sizeof cannot - 1, now_ns);
             continue;
         }
-        if (send_request(c, send, ud) == 0) {
+        if (send_request(c, p, send, ud) == 0) {
             p->session_id = session_id;
             p->waits_ns = now_ns;
         }
@@ -707,10 +819,39 @@ void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, in
     pthread_mutex_unlock(&reg->mu);
 }
 
-int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t id,
-                       enum capture_state state, const char *reason, size_t reason_len,
-                       int64_t now_ns)
+static const char no_start[] = "window 0 of the series ended on this rank before it started";
+
+/* The later windows of c's series that wait for rank's window 0 (held()): with start (>= 0) they
+ * get their steps; with start < 0 they fail, with the reason why. */
+static void resolve_held(struct capture_reg *reg, const struct capture *c, int64_t rank,
+                         int64_t start, const char *why, int64_t now_ns)
 {
+    if (c->window != 0 || c->start_step >= 0)
+        return; /* only window 0 of a series that starts at "next" places the others */
+    for (size_t i = 0; i < reg->n_caps; i++) {
+        struct capture *w = reg->caps[i];
+        struct capture_part *p = w->series == c->series && w->window > 0 && w->id != c->id
+                                     ? find_part(w, rank)
+                                     : NULL;
+        if (!p || !held(w, p) || p->state != CAPTURE_PENDING)
+            continue;
+        if (start >= 0) {
+            p->first_step = start + w->window * w->every;
+            p->waits_ns = now_ns;
+            w->dirty = true;
+        } else {
+            set_state(w, p, CAPTURE_FAILED, why, strlen(why), now_ns);
+        }
+    }
+}
+
+int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t id,
+                       enum capture_state state, int64_t step, const char *reason,
+                       size_t reason_len, int64_t now_ns)
+{
+    static const char no_step[] =
+        "window 0 of the series started at a step the client did not report (its \"recording\" "
+        "gave no \"step\"): it cannot repeat a capture that starts at \"next\"";
     pthread_mutex_lock(&reg->mu);
     int r = -ENOENT;
     struct capture *c = find(reg, id);
@@ -718,8 +859,42 @@ int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, in
     if (p) {
         r = -EALREADY;
         if (p->state < CAPTURE_DONE) {
+            enum capture_state was = p->state;
             set_state(c, p, state, reason, reason_len, now_ns);
+            if (state == CAPTURE_RECORDING && step >= 0 && p->first_step < 0)
+                p->first_step = step;
+            if (state == CAPTURE_RECORDING)
+                resolve_held(reg, c, rank, step, no_step, now_ns);
+            else if (state >= CAPTURE_DONE && was < CAPTURE_RECORDING)
+                resolve_held(reg, c, rank, -1, no_start, now_ns);
             r = 0;
+        }
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return r;
+}
+
+int capture_reg_cancel(struct capture_reg *reg, int64_t job_id, int64_t series, int64_t now_ns)
+{
+    static const char why[] = "cancelled";
+    pthread_mutex_lock(&reg->mu);
+    const struct capture *one = find(reg, series);
+    int r = -ENOENT;
+    if (one && one->job_id == job_id) {
+        int64_t sid = one->series;
+        r = 0;
+        for (size_t i = 0; i < reg->n_caps; i++) {
+            struct capture *c = reg->caps[i];
+            if (c->job_id != job_id || c->series != sid)
+                continue;
+            for (size_t k = 0; k < c->n_parts; k++) {
+                struct capture_part *p = &c->parts[k];
+                if (p->state != CAPTURE_PENDING && p->state != CAPTURE_ARMED)
+                    continue;
+                p->tell_cancel = p->session_id != 0;
+                set_state(c, p, CAPTURE_CANCELLED, why, sizeof why - 1, now_ns);
+                r++;
+            }
         }
     }
     pthread_mutex_unlock(&reg->mu);
@@ -734,6 +909,8 @@ void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int
         struct capture *c = reg->caps[i];
         for (size_t k = 0; k < c->n_parts; k++) {
             struct capture_part *p = &c->parts[k];
+            if (p->session_id == session_id)
+                p->tell_cancel = false; /* the client that had it is gone */
             if (p->session_id != session_id || p->state >= CAPTURE_DONE)
                 continue;
             if (p->state == CAPTURE_PENDING) {
@@ -743,6 +920,7 @@ void capture_reg_session_closed(struct capture_reg *reg, int64_t session_id, int
                 p->waits_ns = now_ns;
             } else {
                 set_state(c, p, CAPTURE_FAILED, gone, sizeof gone - 1, now_ns);
+                resolve_held(reg, c, p->rank, -1, no_start, now_ns);
             }
         }
     }
@@ -757,7 +935,7 @@ size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expir
         struct capture *c = reg->caps[i];
         for (size_t k = 0; k < c->n_parts; k++) {
             struct capture_part *p = &c->parts[k];
-            if (p->state != CAPTURE_PENDING || now_ns - p->waits_ns < expire_ns)
+            if (p->state != CAPTURE_PENDING || held(c, p) || now_ns - p->waits_ns < expire_ns)
                 continue;
             char why[CAPTURE_REASON_MAX];
             long long s = (long long)(expire_ns / 1000000000);
@@ -769,6 +947,7 @@ size_t capture_reg_expire(struct capture_reg *reg, int64_t now_ns, int64_t expir
                                    "ended, or the rank is not connected)",
                                    (long long)p->rank, s);
             set_state(c, p, CAPTURE_EXPIRED, why, w > 0 ? (size_t)w : 0, now_ns);
+            resolve_held(reg, c, p->rank, -1, no_start, now_ns);
             n++;
         }
     }
@@ -786,12 +965,13 @@ void capture_reg_collect(struct capture_reg *reg,
         struct capture *c = reg->caps[i];
         if (!c->dirty)
             continue;
-        struct record_capture row = {c->id,    c->job_id,    c->created_ns, c->start_step,
-                                     c->steps, c->all_ranks, c->what};
+        struct record_capture row = {c->id,     c->job_id,    c->created_ns, c->start_step,
+                                     c->steps,  c->series,    c->window,     c->every,
+                                     c->repeat, c->all_ranks, c->what};
         bool ok = on_capture(ud, &row) == 0;
         for (size_t k = 0; ok && k < c->n_parts; k++) {
             const struct capture_part *p = &c->parts[k];
-            struct record_capture_rank rr = {c->id, p->rank, p->updated_ns,
+            struct record_capture_rank rr = {c->id, p->rank, p->updated_ns, p->first_step,
                                              state_names[p->state], p->reason};
             ok = on_rank(ud, &rr) == 0;
         }

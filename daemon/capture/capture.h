@@ -27,6 +27,8 @@
 #define CAPTURE_BODY_MAX 16384     /* bytes of a POST body */
 #define CAPTURE_RANKS_MAX 1024     /* ranks named in one request */
 #define CAPTURE_STEPS_MAX 1000     /* steps of one capture */
+#define CAPTURE_REPEAT_MAX 100     /* windows of one repeated capture (a series) */
+#define CAPTURE_EVERY_MAX 1000000  /* steps between the starts of a series' windows */
 #define CAPTURE_MAX 100000         /* captures the daemon keeps (capture_reg_new()'s default) */
 #define CAPTURE_WHAT_MAX 128       /* bytes of the comma-separated "what" list */
 #define CAPTURE_REASON_MAX 256     /* bytes of a failure reason kept (cut on a character) */
@@ -40,6 +42,7 @@ enum capture_state {
     CAPTURE_DONE,
     CAPTURE_FAILED,    /* the client said so, or its session ended while armed or recording */
     CAPTURE_EXPIRED,   /* still pending expire_ns after it was made or last sent (capture_reg_expire) */
+    CAPTURE_CANCELLED, /* cancelled before it started recording (capture_reg_cancel) */
     CAPTURE_STATE_COUNT,
 };
 
@@ -52,14 +55,17 @@ int capture_state_parse(const char *s, size_t n);
 struct capture_spec {
     int64_t start_step;  /* -1: the next step */
     int64_t steps;       /* 1..CAPTURE_STEPS_MAX */
+    int64_t every;       /* steps..CAPTURE_EVERY_MAX: from one window's start to the next's */
+    int64_t repeat;      /* windows, 1..CAPTURE_REPEAT_MAX */
     bool all_ranks;      /* "ranks" absent or null */
     size_t n_ranks;
     int64_t ranks[CAPTURE_RANKS_MAX];
     char what[CAPTURE_WHAT_MAX]; /* comma-separated, e.g. "cpu,shapes" */
 };
 
-/* Parses a POST body: {"ranks":[..]|null, "start":"next"|N, "steps":N, "what":[..]} or
- * MindSpore's {"start_step":A, "stop_step":B} (steps A..B inclusive). Returns 0; -EINVAL with
+/* Parses a POST body: {"ranks":[..]|null, "start":"next"|N, "steps":N, "what":[..],
+ * "every":N, "repeat":R} or MindSpore's {"start_step":A, "stop_step":B} (steps A..B inclusive)
+ * with the same every and repeat. every defaults to steps, repeat to 1. Returns 0; -EINVAL with
  * the offending field first in err (CAPTURE_ERR_MAX bytes), e.g. "steps: must be an integer in
  * 1..1000"; -EMSGSIZE for a body over CAPTURE_BODY_MAX; -ENOMEM. */
 int capture_parse(const char *body, size_t len, struct capture_spec *ret, char *err);
@@ -78,6 +84,7 @@ void capture_reg_free(struct capture_reg *reg); /* NULL-safe */
 struct capture_view_part {
     int64_t rank;
     int64_t updated_ns;
+    int64_t first_step;        /* the step its window starts at on this rank; -1: not known yet */
     enum capture_state state;
     char reason[CAPTURE_REASON_MAX + 1]; /* "": none */
 };
@@ -86,6 +93,9 @@ struct capture_view {
     int64_t id, job_id, created_ns;
     int64_t start_step;        /* -1: the next step */
     int64_t steps;
+    int64_t series, window;    /* a window of a series: the series' first window's id, and this
+                                  window's index from 0; a capture made alone: its own id, 0 */
+    int64_t every, repeat;     /* the series' (alone: steps, 1) */
     bool all_ranks;
     enum capture_state state;  /* the capture's, from its parts' */
     char what[CAPTURE_WHAT_MAX]; /* comma-separated */
@@ -100,8 +110,12 @@ void capture_views_free(struct capture_view *v, size_t n); /* NULL-safe */
 void capture_what_json(struct sbuf *b, const char *what);
 
 /* Adds a capture of job_id for spec's ranks, or for known_ranks when spec->all_ranks (ranks that
- * connect later while the capture is pending join it). Sets *ret_view (may be NULL; one view,
- * taken in the same lock as the add) and returns the capture's id (> 0). To make room it first
+ * connect later while the capture is pending join it): spec->repeat captures, the windows of one
+ * series with consecutive ids, each counting as one capture against every cap below. Window i
+ * starts spec->every * i steps after window 0 (a fixed start: its start_step says so; "next":
+ * the request line names window 0 and the offset, and the client counts from the step window 0
+ * started at). Sets *ret_view (may be NULL; window 0's view, taken in the same lock as the add)
+ * and returns window 0's id (> 0), the series' id. To make room it first
  * forgets, oldest first, the job's captures that have ended while the job keeps max_kept (0: no
  * cap), then any job's that have ended while the registry keeps max_all; their ids go to the
  * store through capture_reg_collect(). Refuses, with the reason in err (CAPTURE_ERR_MAX bytes):
@@ -113,6 +127,13 @@ int64_t capture_reg_add(struct capture_reg *reg, int64_t job_id, const struct ca
                         const int64_t *known_ranks, size_t n_known, size_t max_open,
                         size_t max_kept, int64_t now_ns, struct capture_view **ret_view,
                         char *err);
+
+/* Cancels what has not started of series (a window's id: that window's series) of job_id: every
+ * part still pending or armed of every window becomes CAPTURE_CANCELLED ("cancelled"), and the
+ * clients that were sent those windows are told to drop them at their next capture_reg_offer();
+ * parts recording go on to their end. Returns how many parts were cancelled (>= 0), or -ENOENT
+ * (no such capture in that job). */
+int capture_reg_cancel(struct capture_reg *reg, int64_t job_id, int64_t series, int64_t now_ns);
 
 /* Forgets every capture of job_id (the job was deleted; the store deletes their rows). */
 void capture_reg_drop_job(struct capture_reg *reg, int64_t job_id);
@@ -137,11 +158,15 @@ typedef int (*capture_send_fn)(void *ud, const char *line, size_t len);
 void capture_reg_offer(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t session_id,
                        bool can_capture, capture_send_fn send, void *ud, int64_t now_ns);
 
-/* A client's {"type":"capture"} report for its (job_id, rank). Returns 0; -ENOENT if that rank
- * has no part in capture id of job_id; -EALREADY if its part had already ended (kept as it was). */
+/* A client's {"type":"capture"} report for its (job_id, rank), with the step it started
+ * recording at (state CAPTURE_RECORDING; -1: not said). That step is the part's first_step, and,
+ * for window 0 of a series that starts at "next", places the rank's later windows (step + window
+ * * every), which until then wait unsent; without a step, or when window 0 ends on the rank
+ * before it recorded, they fail with the reason. Returns 0; -ENOENT if that rank has no part in
+ * capture id of job_id; -EALREADY if its part had already ended (kept as it was). */
 int capture_reg_report(struct capture_reg *reg, int64_t job_id, int64_t rank, int64_t id,
-                       enum capture_state state, const char *reason, size_t reason_len,
-                       int64_t now_ns);
+                       enum capture_state state, int64_t step, const char *reason,
+                       size_t reason_len, int64_t now_ns);
 
 /* A session ended (and has left the sessions table first, so that no capture added meanwhile
  * counts on it): parts it had armed or was recording fail ("client disconnected"); parts sent to

@@ -538,10 +538,12 @@ static bool build_host(struct ctx *c, const struct json_slot *s, struct record *
 }
 
 /* {"type":"capture"}: a client's report on a capture (docs/PROTOCOL.md section 6): the capture's
- * id in step, its state in name, the optional reason in cat. */
+ * id in step, its state in name, the optional reason in cat, the optional step it started
+ * recording at in samples (-1 if absent). */
 static bool build_capture(struct ctx *c, const struct json_slot *s, struct record *r)
 {
-    if (!get_count(c, &s[F_ID], "id", false, &r->step))
+    if (!get_count(c, &s[F_ID], "id", false, &r->step) ||
+        !get_count(c, &s[F_STEP], "step", true, &r->samples))
         return false;
     const struct json_slot *st = &s[F_STATE];
     if (st->type != JSON_STRING ||

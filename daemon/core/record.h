@@ -174,12 +174,14 @@ struct record_capture {
     int64_t id, job_id, created_ns;
     int64_t start_step; /* -1: the next step */
     int64_t steps;
+    int64_t series, window, every, repeat; /* capture.h, struct capture_view */
     bool all_ranks;
     const char *what;   /* comma-separated, e.g. "cpu,shapes" */
 };
 
 struct record_capture_rank {
     int64_t capture_id, rank, updated_ns;
+    int64_t first_step; /* -1: not known */
     const char *state;  /* "pending", "armed", "recording", "done", "failed" */
     const char *reason; /* "" for none */
 };

@@ -642,7 +642,8 @@ static void conn_record(struct ingest_conn *c, char *line, size_t len, uint64_t 
         /* Not stored: its number is acknowledged with the batch around it. */
         const struct record *rec = &c->batch[c->n_batch];
         if (in->cfg.on_capture)
-            in->cfg.on_capture(in->cfg.ud, c->session_id, rec->step, &rec->name, &rec->cat);
+            in->cfg.on_capture(in->cfg.ud, c->session_id, rec->step, rec->samples, &rec->name,
+                               &rec->cat);
         return;
     }
     case DECODE_BYE:

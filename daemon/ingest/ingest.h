@@ -63,10 +63,10 @@ typedef int (*ingest_sink_cb)(void *ud, int64_t session_id, const struct record 
 typedef void (*ingest_close_cb)(void *ud, int64_t session_id, bool clean);
 
 /* A client's {"type":"capture"} report (docs/PROTOCOL.md section 6), on a welcomed session: the
- * capture's id, its state ("armed", "recording", "done", "failed") and reason (len 0: none), all
- * borrowed for the call. The line is not a stored record, but it takes its sequence number and is
- * acknowledged like one. */
-typedef void (*ingest_capture_cb)(void *ud, int64_t session_id, int64_t capture_id,
+ * capture's id, the step it started recording at (-1: not said), its state ("armed",
+ * "recording", "done", "failed") and reason (len 0: none), all borrowed for the call. The line is
+ * not a stored record, but it takes its sequence number and is acknowledged like one. */
+typedef void (*ingest_capture_cb)(void *ud, int64_t session_id, int64_t capture_id, int64_t step,
                                   const struct record_text *state,
                                   const struct record_text *reason);
 

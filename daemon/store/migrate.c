@@ -186,9 +186,19 @@ static const char schema_v6[] =
     " kept TEXT NOT NULL,"
     " PRIMARY KEY(job, rank, node)) WITHOUT ROWID;";
 
+/* Version 7: repeated captures (docs/API.md "Captures"): a capture is a window of a series, the
+ * series' first window's id (0 in rows from before: the capture alone), its index, and the
+ * series' every and repeat; each rank's part keeps the step its window starts at (-1: unknown). */
+static const char schema_v7[] =
+    "ALTER TABLE captures ADD COLUMN series INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE captures ADD COLUMN series_window INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE captures ADD COLUMN series_every INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE captures ADD COLUMN series_repeat INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE capture_ranks ADD COLUMN first_step INTEGER NOT NULL DEFAULT -1;";
+
 /* steps[i] migrates version i to i + 1. */
 static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5,
-                                    schema_v6};
+                                    schema_v6, schema_v7};
 
 void store__errf(char *err, const char *fmt, ...)
 {

@@ -1128,7 +1128,8 @@ int store_query_captures(struct store *st, int (*on_capture)(void *ud, const str
         return r;
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(rd->db,
-                                "SELECT id, job_id, created_ns, start_step, steps, all_ranks, what "
+                                "SELECT id, job_id, created_ns, start_step, steps, all_ranks, what, "
+                                "series, series_window, series_every, series_repeat "
                                 "FROM captures ORDER BY id",
                                 -1, &s, NULL);
     bool stop = false;
@@ -1136,6 +1137,8 @@ int store_query_captures(struct store *st, int (*on_capture)(void *ud, const str
         struct record_capture c = {
             sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
             sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4),
+            sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8),
+            sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10),
             sqlite3_column_int(s, 5) != 0, column_str(s, 6),
         };
         stop = on_capture(ud, &c) != 0;
@@ -1145,13 +1148,13 @@ int store_query_captures(struct store *st, int (*on_capture)(void *ud, const str
     s = NULL;
     if ((rc == SQLITE_OK || rc == SQLITE_DONE) && !stop)
         rc = sqlite3_prepare_v2(rd->db,
-                                "SELECT capture_id, rank, state, reason, updated_ns "
+                                "SELECT capture_id, rank, state, reason, updated_ns, first_step "
                                 "FROM capture_ranks ORDER BY capture_id, rank",
                                 -1, &s, NULL);
     while (rc == SQLITE_OK && !stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct record_capture_rank cr = {
             sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 4),
-            column_str(s, 2), column_str(s, 3),
+            sqlite3_column_int64(s, 5), column_str(s, 2), column_str(s, 3),
         };
         stop = on_rank(ud, &cr) != 0;
         rc = SQLITE_OK;

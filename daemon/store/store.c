@@ -808,7 +808,8 @@ int store_capture_put(struct store *st, const struct record_capture *c)
         return -ENOMEM;
     struct store_capture_row *w = &b->caps[b->n_caps++];
     *w = (struct store_capture_row){c->id, c->job_id, c->created_ns, c->start_step, c->steps,
-                                    c->all_ranks, 0, len};
+                                    c->all_ranks, 0, len, c->series, c->window, c->every,
+                                    c->repeat};
     w->what_off = arena_put(b, c->what, len);
     account(st, b, sizeof *w + len);
     return 0;
@@ -824,6 +825,7 @@ int store_capture_rank_put(struct store *st, const struct record_capture_rank *r
     w->capture_id = r->capture_id;
     w->rank = r->rank;
     w->updated_ns = r->updated_ns;
+    w->first_step = r->first_step;
     w->state_len = sl;
     w->state_off = arena_put(b, r->state, sl);
     w->reason_len = rl;

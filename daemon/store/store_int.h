@@ -165,11 +165,12 @@ struct store_capture_row {
     int64_t id, job_id, created_ns, start_step, steps;
     bool all_ranks;
     size_t what_off, what_len;
+    int64_t series, window, every, repeat;
 };
 
 /* One rank's state of a capture, written (or rewritten) whole. */
 struct store_capture_rank_row {
-    int64_t capture_id, rank, updated_ns;
+    int64_t capture_id, rank, updated_ns, first_step;
     size_t state_off, state_len, reason_off, reason_len;
 };
 

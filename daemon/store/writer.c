@@ -86,9 +86,10 @@ static const char *const stmt_sql[STMT_COUNT] = {
                            "evicted_events = evicted_events + ?5, "
                            "evicted_bytes = evicted_bytes + ?3 WHERE id = ?1",
     [STMT_PUT_CAPTURE] = "INSERT OR REPLACE INTO captures(id, job_id, created_ns, start_step, "
-                         "steps, all_ranks, what) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                         "steps, all_ranks, what, series, series_window, series_every, series_repeat) "
+                         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [STMT_PUT_CAPTURE_RANK] = "INSERT OR REPLACE INTO capture_ranks(capture_id, rank, state, "
-                              "reason, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
+                              "reason, updated_ns, first_step) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [STMT_DEL_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE capture_id = ?1",
     [STMT_DEL_CAPTURE] = "DELETE FROM captures WHERE id = ?1",
     [STMT_UPD_RANK_LIVE_STEPS] = "UPDATE ranks SET live_steps = ?3 "
@@ -427,6 +428,10 @@ static int write_captures(struct store *st, const struct store_batch *b)
         sqlite3_bind_int64(s, 5, w->steps);
         sqlite3_bind_int(s, 6, w->all_ranks);
         bind_text(s, 7, b->arena, w->what_off, w->what_len);
+        sqlite3_bind_int64(s, 8, w->series);
+        sqlite3_bind_int64(s, 9, w->window);
+        sqlite3_bind_int64(s, 10, w->every);
+        sqlite3_bind_int64(s, 11, w->repeat);
         rc = step_done(s);
     }
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_cap_ranks; i++) {
@@ -437,6 +442,7 @@ static int write_captures(struct store *st, const struct store_batch *b)
         bind_text(s, 3, b->arena, w->state_off, w->state_len);
         bind_text(s, 4, b->arena, w->reason_off, w->reason_len);
         sqlite3_bind_int64(s, 5, w->updated_ns);
+        sqlite3_bind_int64(s, 6, w->first_step);
         rc = step_done(s);
     }
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_cap_forgets; i++) {

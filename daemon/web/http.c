@@ -591,7 +591,7 @@ static enum MHD_Result first_call(struct web *w, struct web_req *q, const char *
     }
     bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
                strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    if (!get || r.id == WEB_ROUTE_LOGIN) {
+    if (!get || r.id == WEB_ROUTE_LOGIN || r.id == WEB_ROUTE_CAPTURE_CANCEL) {
         web__error_405(&a, web__route_allow(r.id), "see the Allow header");
         return respond(w, c, &a, NULL, 0);
     }

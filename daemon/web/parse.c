@@ -71,6 +71,7 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_BENCHMARK, "/api/v1/jobs/{job}/benchmark"},
     {WEB_ROUTE_CAPTURES, "/api/v1/jobs/{job}/captures"},
     {WEB_ROUTE_CAPTURE, "/api/v1/jobs/{job}/captures/{id}"},
+    {WEB_ROUTE_CAPTURE_CANCEL, "/api/v1/jobs/{job}/captures/{id}/cancel"},
 };
 const size_t web__n_routes = sizeof web__routes / sizeof web__routes[0];
 
@@ -110,21 +111,26 @@ int web__route_parse(const char *path, struct web_route *ret)
         p += sizeof job_tpl - 1;
         const char *kind = strstr(p, "{kind}");
         const char *set = "abcdefghijklmnopqrstuvwxyz-";
-        if (!kind && (kind = strstr(p, "{id}")) != NULL)
+        size_t kind_len = sizeof "{kind}" - 1;
+        if (!kind && (kind = strstr(p, "{id}")) != NULL) {
             set = "0123456789"; /* "/captures/{id}": a decimal id */
+            kind_len = sizeof "{id}" - 1;
+        }
         if (!kind) {
             if (strcmp(p, suffix) == 0)
                 id = web__routes[i].id;
             continue;
         }
-        /* "/summary/{kind}": the prefix, then one segment of 1..WEB_KIND_MAX bytes of set. */
+        /* "/summary/{kind}": the prefix, then one segment of 1..WEB_KIND_MAX bytes of set, then
+         * what the template has after it ("/captures/{id}/cancel"). */
         size_t pre = (size_t)(kind - p);
         if (strncmp(p, suffix, pre) != 0)
             continue;
         const char *k = suffix + pre;
         size_t kl = strspn(k, set);
-        if (kl > 0 && kl <= WEB_KIND_MAX && k[kl] == '\0') {
-            memcpy(r.kind, k, kl + 1);
+        if (kl > 0 && kl <= WEB_KIND_MAX && strcmp(k + kl, kind + kind_len) == 0) {
+            memcpy(r.kind, k, kl);
+            r.kind[kl] = '\0';
             id = web__routes[i].id;
         }
     }
@@ -312,6 +318,7 @@ const char *web__route_allow(enum web_route_id id)
     case WEB_ROUTE_CAPTURES:
         return "GET, HEAD, POST";
     case WEB_ROUTE_LOGIN:
+    case WEB_ROUTE_CAPTURE_CANCEL:
         return "POST";
     default:
         return "GET, HEAD";

@@ -48,6 +48,7 @@ enum web_route_id {
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */
     WEB_ROUTE_CAPTURES,    /* /api/v1/jobs/{job}/captures: GET, and POST (captures.c) */
     WEB_ROUTE_CAPTURE,     /* /api/v1/jobs/{job}/captures/{id}; kind holds {id} */
+    WEB_ROUTE_CAPTURE_CANCEL, /* /api/v1/jobs/{job}/captures/{id}/cancel: POST; kind holds {id} */
     WEB_ROUTE_LOGIN,       /* /api/v1/session: POST only, the dashboard's login (login.c) */
     WEB_ROUTE_API_UNKNOWN, /* under /api but no such route: 404 */
 };

@@ -38,6 +38,9 @@ struct web_captures {
      * (freed with capture_views_free()): 0, -ENOENT (job or capture), -ENOMEM, -EIO. */
     int (*list)(void *ud, const char *job, int64_t id, int64_t *ret_job_id,
                 struct capture_view **ret, size_t *ret_n);
+    /* Cancels what has not started of the series of capture id of job (capture_reg_cancel()):
+     * the number of parts cancelled (>= 0); -ENOENT (job or capture), -EIO. */
+    int (*cancel)(void *ud, const char *job, int64_t id);
     void *ud;
 };
 

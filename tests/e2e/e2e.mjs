@@ -1188,6 +1188,50 @@ test('capture: "Capture N steps" posts, shows each rank\'s progress, links to th
   if (Number(spans) === 0) fail('no spans in the captured step');
 });
 
+test('capture: Every/Repeat ask for a series, each window shows its steps, Cancel stops the rest', async (page) => {
+  const feed = runFeed(sockPath, 'series');
+  await feed.waitLines(1, 60000);
+  const job = await waitFor('job e2e-series', async () => (await api('/api/v1/jobs')).jobs.find((j) => j.name === 'e2e-series' && j.live));
+  await open(page, `#/job/${job.id}/timeline`);
+  await page.fill('#capture-steps', '2');
+  await page.fill('#capture-every', '5');
+  await page.fill('#capture-repeat', '3');
+  expectEq(await page.textContent('#capture-go'), 'Capture 2 steps ×3', 'button label');
+  await page.click('#capture-go');
+  // The daemon has the series the page asked for: three windows, one capture each.
+  const made = await waitFor('three windows', async () => {
+    const caps = (await api(`/api/v1/jobs/${job.id}/captures`)).captures;
+    return caps.length === 3 ? caps : null;
+  });
+  const sid = made[0].id;
+  expectEq(made.map((c) => [c.series, c.window, c.steps, c.every, c.repeat]),
+    [0, 1, 2].map((w) => [sid, w, 2, 5, 3]), 'posted series');
+  const armed = await feed.waitLines(2, 60000);
+  expectEq(armed, `ok armed ${sid}`, 'feeder armed window 0');
+  await until(page, () => document.querySelector('.capture-window[data-window="0"]')?.dataset.state === 'armed', null, { timeout: 15000 });
+  feed.proc.stdin.write('go\n');
+  // Window 0 started at step 5: the daemon places windows 1 and 2 at 10 and 15.
+  expectEq(await feed.waitLines(3, 60000), `ok armed ${sid + 1} 10 ${sid + 2} 15`, 'feeder armed the later windows');
+  await until(page, () => document.querySelectorAll('.capture-window[data-state="armed"]').length === 2, null, { timeout: 15000 });
+  const texts = await page.$$eval('.capture-window > p', (n) => n.map((x) => x.textContent));
+  expectEq(texts, [`Window 1 of 3, capture #${sid} steps 5–6: done`, `Window 2 of 3, capture #${sid + 1} steps 10–11: armed`,
+    `Window 3 of 3, capture #${sid + 2} steps 15–16: armed`], 'windows with their steps');
+  await shot(page, 'capture-series');
+  await page.click('#capture-cancel');
+  expectEq(await feed.waitLines(4, 60000), `ok cancelled ${sid + 1} ${sid + 2}`, 'the client was told');
+  await until(page, () => document.querySelector('.capture-head')?.dataset.state === 'ended', null, { timeout: 15000 });
+  expectEq(await page.textContent('.capture-head'), `Series #${sid} (3 windows of 2 steps every 5): 1 of 3 done`, 'heading');
+  const states = await page.$$eval('.capture-window', (n) => n.map((x) => x.dataset.state));
+  expectEq(states, ['done', 'cancelled', 'cancelled'], 'window states on the page');
+  const after = (await api(`/api/v1/jobs/${job.id}/captures`)).captures;
+  expectEq(after.map((c) => c.ranks.map((r) => [r.state, r.first_step, r.last_step])),
+    [[['done', 5, 6]], [['cancelled', 10, 11]], [['cancelled', 15, 16]]], 'API windows');
+  expectEq(await page.$$eval('#capture-cancel', (n) => n.length), 0, 'no cancel once ended');
+  await page.waitForSelector('#capture-link');
+  if (!(await page.getAttribute('#capture-link', 'href')).includes('step=5')) fail('link to the first window');
+  await shot(page, 'capture-series-cancelled');
+});
+
 test('capture: a pending capture whose run ends expires, and the page says so', async (page) => {
   const feed = runFeed(sockPath, 'capgone');
   await feed.waitLines(1);

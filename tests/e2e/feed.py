@@ -24,6 +24,14 @@
                         the job "e2e-capgone": one rank that announces the capture capability
                         and sends a step; prints "ok"; when a capture request comes it closes
                         without arming it (a run that ends), prints "ok gone" and ends.
+  feed.py SOCKET series the job "e2e-series" (a repeated capture): one rank that announces the
+                        capture capability and sends step 0; prints "ok"; arms the series' window
+                        0, prints "ok armed ID" and holds until it reads a line; then reports
+                        recording at step SERIES_FIRST, sends steps SERIES_FIRST.. of the window
+                        and reports done; arms the two later windows the daemon then places,
+                        prints "ok armed ID1 START1 ID2 START2"; reads the daemon's
+                        capture_cancel lines until both windows are cancelled, prints
+                        "ok cancelled ID1 ID2" and ends.
   feed.py SOCKET polish the jobs of the polish test, then prints "ok" (both clients gone):
                         "e2e-torch", a hello naming framework torch, TORCH_STEPS steps of 215 ms
                         whose interval is 1.28 ms and reader cost 0.45 ms (the issue's
@@ -206,6 +214,53 @@ def capgone_job(sock):
             break
     c.close()
     print("ok gone", flush=True)
+SERIES_FIRST = 5
+
+
+def series_job(sock):
+    from ssclient import Client
+
+    c = Client(sock)
+    c.hello("e2e-series", capabilities=["capture"])
+
+    def send(lines):
+        c.send_lines(lines)
+        c.wait_ack(c.welcome["next_seq"] + c.lines_sent - 1)
+
+    taken = set()  # indexes of c.others handed out (wait_ack reads lines past acks too)
+
+    def next_msg(key):
+        while True:
+            for i, msg in enumerate(c.others):
+                if i not in taken and key in msg:
+                    taken.add(i)
+                    return msg[key]
+            if c.read_message(timeout=300) is None:
+                raise SystemExit("series feeder: the daemon closed the connection")
+
+    send([{"type": "step", "step": 0, "begin_us": T0, "end_us": T0 + 1000}])
+    print("ok", flush=True)
+    w0 = next_msg("capture")
+    send([{"type": "capture", "id": w0["id"], "state": "armed"}])
+    print("ok armed", w0["id"], flush=True)
+    if not sys.stdin.readline():
+        raise SystemExit("series feeder: stdin closed while armed")
+    send([{"type": "capture", "id": w0["id"], "state": "recording", "step": SERIES_FIRST}])
+    now = int(time.time() * 1e6)
+    lines = []
+    for k in range(w0["steps"]):
+        b = now + k * 30_000
+        lines += [span("aten::conv2d", b + 2000, 9000),
+                  {"type": "step", "step": SERIES_FIRST + k, "begin_us": b, "end_us": b + 20_000}]
+    send(lines + [{"type": "capture", "id": w0["id"], "state": "done"}])
+    later = [next_msg("capture"), next_msg("capture")]
+    send([{"type": "capture", "id": w["id"], "state": "armed"} for w in later])
+    print("ok armed", " ".join("%d %d" % (w["id"], w["start_step"]) for w in later), flush=True)
+    cancelled = [next_msg("capture_cancel")["id"], next_msg("capture_cancel")["id"]]
+    print("ok cancelled", *sorted(cancelled), flush=True)
+    c.close()
+
+
 TORCH_STEPS = 12
 TORCH_TYPES = ["conv2d", "relu", "add", "mul", "mm", "sum", "copy_", "view", "cat",
                "max_pool2d", "batch_norm", "linear", "softmax", "addmm", "bmm", "div", "sub",
@@ -311,4 +366,5 @@ def hosts_job(sock):
 if __name__ == "__main__":
     {"main": main_job, "live": live_job, "capture": capture_job,
      "doomed": doomed_job, "polish": polish_jobs, "capgone": capgone_job,
-     "tail": tail_job, "mixed": mixed_job, "hosts": hosts_job}[sys.argv[2]](sys.argv[1])
+     "tail": tail_job, "mixed": mixed_job, "hosts": hosts_job,
+     "series": series_job}[sys.argv[2]](sys.argv[1])

@@ -41,8 +41,8 @@ class Net(nn.Module):
         return self.fc(torch.relu(self.conv(x)).flatten(1))
 
 
-def main():
-    out, ready, max_s = sys.argv[1], pathlib.Path(sys.argv[2]), float(sys.argv[3])
+def make_training():
+    """The client, loader, model, optimizer, loss and the attachment (also torch_repeat_train.py)."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     client = stepscope.attach()
@@ -52,6 +52,12 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     att = stepscope.torch.attach(net, opt, loader)
     assert att is not None and att.active
+    return client, loader, net, opt, loss_fn, att
+
+
+def main():
+    out, ready, max_s = sys.argv[1], pathlib.Path(sys.argv[2]), float(sys.argv[3])
+    client, loader, net, opt, loss_fn, att = make_training()
     deadline = time.monotonic() + max_s
     after = None  # steps still to run once the capture is over
     steps = 0

@@ -240,7 +240,7 @@ static const char *ids_of(struct capture_reg *reg, int64_t job)
 static void end_capture(struct capture_reg *reg, int64_t job, int64_t id)
 {
     static const char none[] = "";
-    ck_assert_int_eq(capture_reg_report(reg, job, 0, id, CAPTURE_DONE, none, 0, 1 * S), 0);
+    ck_assert_int_eq(capture_reg_report(reg, job, 0, id, CAPTURE_DONE, -1, none, 0, 1 * S), 0);
 }
 
 /* Issue 18, item 8: captures kept had no bound but CAPTURE_MAX for the whole daemon, past which
@@ -298,6 +298,99 @@ START_TEST(test_registry_forgets_the_oldest_ended_captures)
 }
 END_TEST
 
+static int64_t first_step_of(struct capture_reg *reg, int64_t job, int64_t id)
+{
+    struct capture_view *v;
+    size_t n;
+    ck_assert_int_eq(capture_reg_views(reg, job, id, &v, &n), 0);
+    int64_t f = v[0].parts[0].first_step;
+    capture_views_free(v, n);
+    return f;
+}
+
+/* Issue 17, item 7: a series of 3 windows from "next": the later windows wait, unsent and
+ * unexpired, until window 0 reports the step it began at, then go out at that step + i * every;
+ * a cancel cancels what has not started and tells the client; a series past the caps is refused
+ * whole; window 0 ending without recording fails the held windows. */
+START_TEST(test_registry_schedules_a_series)
+{
+    struct sessions *t = sessions_new();
+    struct capture_reg *reg = capture_reg_new(t, 0);
+    struct session a = {1, 7, 0, 11, true};
+    ck_assert_int_eq(sessions_open(t, &a), 0);
+    struct capture_spec spec = spec_of("{\"ranks\":[0],\"steps\":2,\"every\":5,\"repeat\":3}");
+    ck_assert_int_eq(spec.every, 5);
+    ck_assert_int_eq(spec.repeat, 3);
+    char err[CAPTURE_ERR_MAX] = "";
+    /* 3 windows are 3 captures: past capture_max_open 2, refused whole */
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 2, 0, 1 * S, NULL, err), -EDQUOT);
+    ck_assert_ptr_nonnull(strstr(err, "one per window"));
+    ck_assert_str_eq(ids_of(reg, 7), "");
+    struct capture_view *made = NULL;
+    int64_t id = capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 1 * S, &made, err);
+    ck_assert_int_eq(id, 1);
+    ck_assert_int_eq(made->series, 1);
+    ck_assert_int_eq(made->window, 0);
+    ck_assert_int_eq(made->repeat, 3);
+    capture_views_free(made, 1);
+    ck_assert_str_eq(ids_of(reg, 7), "1,2,3");
+    /* only window 0 goes out; the held ones never expire */
+    struct sent sent = {0};
+    capture_reg_offer(reg, 7, 0, 1, true, send_line, &sent, 1 * S);
+    ck_assert_int_eq(sent.n, 1);
+    ck_assert_ptr_nonnull(strstr(sent.last, "\"id\":1,\"start_step\":null"));
+    static const char none[] = "";
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, 1, CAPTURE_ARMED, -1, none, 0, 2 * S), 0);
+    ck_assert_uint_eq(capture_reg_expire(reg, 100 * S, 30 * S), 0);
+    ck_assert_int_eq(first_step_of(reg, 7, 2), -1);
+    /* window 0 began at step 40: windows 1 and 2 at 45 and 50, sent with those steps */
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, 1, CAPTURE_RECORDING, 40, none, 0, 3 * S), 0);
+    ck_assert_int_eq(first_step_of(reg, 7, 1), 40);
+    ck_assert_int_eq(first_step_of(reg, 7, 2), 45);
+    ck_assert_int_eq(first_step_of(reg, 7, 3), 50);
+    capture_reg_offer(reg, 7, 0, 1, true, send_line, &sent, 3 * S);
+    ck_assert_int_eq(sent.n, 3);
+    ck_assert_ptr_nonnull(strstr(sent.last, "\"id\":3,\"start_step\":50,\"steps\":2"));
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, 2, CAPTURE_ARMED, -1, none, 0, 3 * S), 0);
+    /* cancel through any window: the two not started, and the client is told once */
+    ck_assert_int_eq(capture_reg_cancel(reg, 7, 3, 4 * S), 2);
+    const char *why;
+    ck_assert_int_eq(part_of(reg, 7, 1, &why), CAPTURE_RECORDING);
+    ck_assert_int_eq(part_of(reg, 7, 2, &why), CAPTURE_CANCELLED);
+    ck_assert_str_eq(why, "cancelled");
+    ck_assert_int_eq(part_of(reg, 7, 3, &why), CAPTURE_CANCELLED);
+    capture_reg_offer(reg, 7, 0, 1, true, send_line, &sent, 4 * S);
+    ck_assert_int_eq(sent.n, 5);
+    ck_assert_str_eq(sent.last, "{\"capture_cancel\":{\"id\":3}}\n");
+    capture_reg_offer(reg, 7, 0, 1, true, send_line, &sent, 4 * S);
+    ck_assert_int_eq(sent.n, 5);
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, 1, CAPTURE_DONE, -1, none, 0, 5 * S), 0);
+    ck_assert_int_eq(capture_reg_cancel(reg, 7, 1, 5 * S), 0);
+    ck_assert_int_eq(capture_reg_cancel(reg, 8, 1, 5 * S), -ENOENT);
+    ck_assert_int_eq(part_of(reg, 7, 1, &why), CAPTURE_DONE);
+
+    /* a second series whose window 0 expires unarmed: its held windows fail with the reason */
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 10 * S, NULL, err), 4);
+    ck_assert_uint_eq(capture_reg_expire(reg, 41 * S, 30 * S), 1);
+    ck_assert_int_eq(part_of(reg, 7, 4, &why), CAPTURE_EXPIRED);
+    ck_assert_int_eq(part_of(reg, 7, 5, &why), CAPTURE_FAILED);
+    ck_assert_str_eq(why, "window 0 of the series ended on this rank before it started");
+    ck_assert_int_eq(part_of(reg, 7, 6, &why), CAPTURE_FAILED);
+    /* a third whose client reports no step: likewise, saying so */
+    ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 50 * S, NULL, err), 7);
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, 7, CAPTURE_RECORDING, -1, none, 0, 51 * S), 0);
+    ck_assert_int_eq(part_of(reg, 7, 8, &why), CAPTURE_FAILED);
+    ck_assert_ptr_nonnull(strstr(why, "did not report"));
+    /* a fixed start needs no report: window i's start is start + i * every */
+    struct capture_spec at = spec_of("{\"ranks\":[0],\"start\":100,\"steps\":1,\"repeat\":2}");
+    ck_assert_int_eq(at.every, 1);
+    ck_assert_int_eq(capture_reg_add(reg, 7, &at, NULL, 0, 0, 0, 60 * S, NULL, err), 10);
+    ck_assert_int_eq(first_step_of(reg, 7, 11), 101);
+    capture_reg_free(reg);
+    sessions_free(t);
+}
+END_TEST
+
 START_TEST(test_registry_follows_the_sessions_table)
 {
     struct sessions *t = sessions_new();
@@ -338,13 +431,13 @@ START_TEST(test_registry_follows_the_sessions_table)
     ck_assert_ptr_nonnull(strstr(sent.last, "\"capture\""));
     /* armed, then the session goes: the part fails */
     static const char none[] = "";
-    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_ARMED, none, 0, 3 * S), 0);
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_ARMED, -1, none, 0, 3 * S), 0);
     ck_assert_int_eq(sessions_close(t, 2, NULL), 0);
     capture_reg_session_closed(reg, 2, 4 * S);
     const char *why;
     ck_assert_int_eq(part_of(reg, 7, id, &why), CAPTURE_FAILED);
     ck_assert_str_eq(why, "client disconnected");
-    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_DONE, none, 0, 5 * S), -EALREADY);
+    ck_assert_int_eq(capture_reg_report(reg, 7, 0, id, CAPTURE_DONE, -1, none, 0, 5 * S), -EALREADY);
     /* and with no session left, a new capture is refused again */
     ck_assert_int_eq(capture_reg_add(reg, 7, &spec, NULL, 0, 0, 0, 5 * S, NULL, err), -EHOSTDOWN);
 
@@ -417,6 +510,7 @@ static Suite *sessions_suite(void)
     tc = tcase_create("capture registry");
     tcase_add_test(tc, test_registry_follows_the_sessions_table);
     tcase_add_test(tc, test_registry_forgets_the_oldest_ended_captures);
+    tcase_add_test(tc, test_registry_schedules_a_series);
     tcase_add_test(tc, test_capture_body_arrays);
     suite_add_tcase(s, tc);
     return s;

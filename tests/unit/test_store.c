@@ -226,7 +226,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 6);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 7);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -337,12 +337,18 @@ START_TEST(test_store_rank_live_steps)
     store_close(st);
 
     /* Version 2 (no live_steps) migrates to 3, its counts unknown until live reports them (and
-     * on to 4, the shipper's cursors, 5, its deleted jobs, and 6, the cluster view's). */
+     * on to 4, the shipper's cursors, 5, its deleted jobs, 6, the cluster view's, and 7, the
+     * captures' series). */
     sqlite3 *db = open_raw_db();
     ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE ranks DROP COLUMN live_steps; "
                                       "DROP TABLE ship_cursors; DROP TABLE ship_deletes; "
                                       "DROP TABLE pull_cursors; DROP TABLE pull_streams; "
                                       "DROP TABLE pull_conflicts; "
+                                      "ALTER TABLE captures DROP COLUMN series; "
+                                      "ALTER TABLE captures DROP COLUMN series_window; "
+                                      "ALTER TABLE captures DROP COLUMN series_every; "
+                                      "ALTER TABLE captures DROP COLUMN series_repeat; "
+                                      "ALTER TABLE capture_ranks DROP COLUMN first_step; "
                                       "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     st = open_ok(0);
@@ -351,7 +357,7 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
     db = open_raw_db();
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 6);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 7);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
     sqlite3_close(db);
 }

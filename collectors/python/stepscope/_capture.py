@@ -24,12 +24,14 @@ class Captures:
         self._detached = "the %s is detached" % owner  # why a request fails after close()
         self._keep_as = keep_as
         self._queue = collections.deque()  # requests, from the sender thread
+        self._cancelled = set()            # ids the daemon cancelled, from the sender thread
         self._cap = None                   # the capture being recorded
         self.last = None                   # the latest finished one: id, state, steps, events,
                                            # stop_ns (the time its stop() took)
         self._pid = os.getpid()
         self.active = True
         client.on_capture(self.on_request)
+        client.on_capture_cancel(self.on_cancel)
 
     def on_request(self, req):
         """Sender thread: queue for the training thread."""
@@ -43,6 +45,11 @@ class Captures:
         self._queue.append(req)
         c.capture_state(req["id"], "armed")
 
+    def on_cancel(self, capture_id):
+        """Sender thread: the daemon cancelled a window (its part is already "cancelled" there);
+        if still queued it is dropped when it comes up, unreported. One recording goes on."""
+        self._cancelled.add(capture_id)
+
     def step_begin(self, step):
         """Training thread, at the start of step: starts the oldest queued capture if this is its
         step (or it asked for the next one); fails those whose step has passed."""
@@ -51,6 +58,10 @@ class Captures:
         c = self.client
         while self._queue:
             req = self._queue[0]
+            if req["id"] in self._cancelled:
+                self._queue.popleft()
+                self._cancelled.discard(req["id"])
+                continue
             start = req["start_step"]
             if start is not None and step < start:
                 return
@@ -66,7 +77,7 @@ class Captures:
                 continue
             self._cap = {"id": req["id"], "steps": req["steps"], "recorded": 0,
                          "first_step": step, "what": req["what"], "handle": handle}
-            c.capture_state(req["id"], "recording")
+            c.capture_state(req["id"], "recording", step=step)
             return
 
     def step_end(self):
@@ -99,6 +110,7 @@ class Captures:
         self.active = False
         try:
             self.client._capture_callbacks.remove(self.on_request)
+            self.client._cancel_callbacks.remove(self.on_cancel)
         except (AttributeError, ValueError):
             pass
         if self._cap is not None:

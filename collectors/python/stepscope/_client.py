@@ -149,6 +149,7 @@ class Client:
                       "env": env}
         self._control_callbacks = []
         self._capture_callbacks = []
+        self._cancel_callbacks = []
         self._keys = {}
         self._closed = False
         self._closing = False
@@ -436,13 +437,34 @@ class Client:
         self._capture_callbacks.append(callback)
         return callback
 
-    def capture_state(self, capture_id, state, reason=None):
+    def on_capture_cancel(self, callback):
+        """callback(capture_id) is called, on the sender thread, when the daemon cancels a
+        capture it sent (``{"capture_cancel":{"id":N}}``, docs/PROTOCOL.md section 6): a window
+        not yet started must not start; one recording may end as it would. Must return quickly."""
+        self._cancel_callbacks.append(callback)
+        return callback
+
+    def capture_state(self, capture_id, state, reason=None, step=None):
         """Reports a capture's progress on this rank to the daemon: ``state`` is "armed",
-        "recording", "done" or "failed" (with ``reason``, cut to 256 bytes). Any thread."""
+        "recording" (with ``step``, the step it started at, which places the later windows of a
+        repeated capture), "done" or "failed" (with ``reason``, cut to 256 bytes). Any thread."""
         rec = {"type": "capture", "id": int(capture_id), "state": str(state)}
+        if step is not None:
+            rec["step"] = int(step)
         if reason is not None:
             rec["reason"] = _env.truncate_utf8(str(reason))
         self._put_obj(rec)
+
+    def _capture_cancel(self, payload):
+        """Sender thread: a {"capture_cancel":{"id":N}} payload from the daemon."""
+        cid = payload.get("id") if isinstance(payload, dict) else None
+        if cid.__class__ is not int or cid < 1:
+            return
+        for cb in list(self._cancel_callbacks):
+            try:
+                cb(cid)
+            except Exception as e:
+                _count_internal(self, e)
 
     def _capture_request(self, req):
         """Sender thread: a {"capture":{...}} payload from the daemon."""

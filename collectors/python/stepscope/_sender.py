@@ -441,6 +441,8 @@ class Sender:
         self.c._stats["control_lines"] += 1
         if "capture" in msg:
             self.c._capture_request(msg["capture"])
+        if "capture_cancel" in msg:
+            self.c._capture_cancel(msg["capture_cancel"])
         for cb in list(self.c._control_callbacks):
             try:
                 cb(msg)
