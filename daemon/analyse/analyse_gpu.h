@@ -104,4 +104,28 @@ const char *analyse_gpu_mask_name(unsigned mask, char *buf, size_t size);
 int analyse_gpu_kernel_types(const struct analyse_span *spans, size_t n,
                              const struct analyse_gpu_opts *opts, struct analyse_gpu_ktypes *ret);
 
+/* HTA's CUDA kernel launch statistics (get_cuda_kernel_launch_stats()): one row per pair of a
+ * launching host span and a kept device event with its correlation. The launching spans are
+ * the host spans with a correlation that some span named cudaLaunchKernel or
+ * cudaLaunchKernelExC has (opts->include_memory: also cudaMemcpyAsync, cudaMemsetAsync),
+ * before the cut; delay_ns = max(0, the device event's start - the host span's end). Flags, HTA's
+ * (its plots): short (the device event is shorter than its launch, and the launch takes at most
+ * runtime_cutoff), runtime outlier (the launch takes more than runtime_cutoff), delay outlier
+ * (delay_ns > delay_cutoff). HTA's cutoffs are 50 and 100 us. */
+struct analyse_gpu_launch {
+    int64_t correlation;
+    int64_t cpu_ts_ns, cpu_dur_ns;
+    int64_t gpu_ts_ns, gpu_dur_ns;
+    int64_t delay_ns;
+    const char *runtime, *kernel; /* borrowed from the spans */
+    size_t runtime_len, kernel_len;
+    bool is_short, runtime_outlier, delay_outlier;
+};
+
+/* Computes the launches of classified spans, by correlation (then device start). Sets *ret
+ * (free()) and *ret_n. Returns 0 or -ENOMEM. */
+int analyse_gpu_launches(const struct analyse_span *spans, size_t n,
+                         const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
+                         int64_t delay_cutoff_ns, struct analyse_gpu_launch **ret, size_t *ret_n);
+
 #endif

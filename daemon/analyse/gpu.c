@@ -172,6 +172,7 @@ static bool before_cut(int64_t ts, const struct analyse_gpu_filter *f, const str
 struct kev {
     struct iv iv;
     enum analyse_gpu_ktype type;
+    size_t span; /* its index in the spans */
 };
 
 /* The device events HTA keeps (analyse_gpu_filter), in span order: *ret (free()) and *ret_n. */
@@ -215,7 +216,7 @@ static int kept_events(const struct analyse_span *spans, size_t n, const struct 
             if (!keep)
                 continue;
         }
-        v[k++] = (struct kev){e, analyse_gpu_kernel_type(s->name, s->name_len)};
+        v[k++] = (struct kev){e, analyse_gpu_kernel_type(s->name, s->name_len), i};
     }
     free(corr);
     f->n_kept = k;
@@ -343,4 +344,136 @@ const char *analyse_gpu_mask_name(unsigned mask, char *buf, size_t size)
         }
     }
     return buf;
+}
+
+static bool named(const struct analyse_span *s, const char *name)
+{
+    return s->name_len == strlen(name) && memcmp(s->name, name, s->name_len) == 0;
+}
+
+static bool launches(const struct analyse_span *s, bool memory)
+{
+    return named(s, "cudaLaunchKernel") || named(s, "cudaLaunchKernelExC") ||
+           (memory && (named(s, "cudaMemcpyAsync") || named(s, "cudaMemsetAsync")));
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+    const struct analyse_gpu_launch *x = a, *y = b;
+    if (x->correlation != y->correlation)
+        return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+    if (x->gpu_ts_ns != y->gpu_ts_ns)
+        return (x->gpu_ts_ns > y->gpu_ts_ns) - (x->gpu_ts_ns < y->gpu_ts_ns);
+    return (x->cpu_ts_ns > y->cpu_ts_ns) - (x->cpu_ts_ns < y->cpu_ts_ns);
+}
+
+/* A host span before the cut, by correlation. */
+struct hspan {
+    int64_t correlation;
+    size_t span;
+};
+
+static int cmp_hspan(const void *a, const void *b)
+{
+    const struct hspan *x = a, *y = b;
+    if (x->correlation != y->correlation)
+        return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+    return (x->span > y->span) - (x->span < y->span);
+}
+
+int analyse_gpu_launches(const struct analyse_span *spans, size_t n,
+                         const struct analyse_gpu_opts *o, int64_t runtime_cutoff_ns,
+                         int64_t delay_cutoff_ns, struct analyse_gpu_launch **ret, size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    struct analyse_gpu_filter f;
+    struct kev *ev;
+    size_t k;
+    if (kept_events(spans, n, o, &f, &ev, &k) < 0)
+        return -ENOMEM;
+    /* The host spans before the cut that carry a correlation, and the launching correlations. */
+    size_t nh = 0, nl = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_device(&spans[i]) && spans[i].correlation >= 0) {
+            nh++;
+            nl += launches(&spans[i], o->include_memory);
+        }
+    struct hspan *h = malloc((nh ? nh : 1) * sizeof *h);
+    int64_t *lc = malloc((nl ? nl : 1) * sizeof *lc);
+    if (!h || !lc) {
+        free(ev);
+        free(h);
+        free(lc);
+        return -ENOMEM;
+    }
+    nh = nl = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *s = &spans[i];
+        if (is_device(s) || s->correlation < 0)
+            continue;
+        if (launches(s, o->include_memory))
+            lc[nl++] = s->correlation;
+        if (!f.filtered || before_cut(start_of(s, o), &f, o))
+            h[nh++] = (struct hspan){s->correlation, i};
+    }
+    qsort(h, nh, sizeof *h, cmp_hspan);
+    qsort(lc, nl, sizeof *lc, cmp_i64);
+    /* Pairs: each kept device event with a launching correlation, with every host span of it. */
+    size_t np = 0, cap = 0;
+    struct analyse_gpu_launch *out = NULL;
+    int err = 0;
+    for (size_t j = 0; j < k && !err; j++) {
+        const struct analyse_span *d = &spans[ev[j].span];
+        if (d->correlation < 0 || !bsearch(&d->correlation, lc, nl, sizeof *lc, cmp_i64))
+            continue;
+        size_t lo = 0, hi = nh;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (h[mid].correlation < d->correlation)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t m = lo; m < nh && h[m].correlation == d->correlation; m++) {
+            if (np == cap) {
+                size_t nc = cap ? 2 * cap : 256;
+                struct analyse_gpu_launch *v = realloc(out, nc * sizeof *v);
+                if (!v) {
+                    err = -ENOMEM;
+                    break;
+                }
+                out = v;
+                cap = nc;
+            }
+            const struct analyse_span *c = &spans[h[m].span];
+            struct analyse_gpu_launch *r = &out[np++];
+            r->correlation = d->correlation;
+            r->cpu_ts_ns = start_of(c, o);
+            r->cpu_dur_ns = end_of(c, o) - r->cpu_ts_ns;
+            r->gpu_ts_ns = ev[j].iv.start;
+            r->gpu_dur_ns = ev[j].iv.end - ev[j].iv.start;
+            int64_t delay = r->gpu_ts_ns - r->cpu_ts_ns - r->cpu_dur_ns;
+            r->delay_ns = delay > 0 ? delay : 0;
+            r->runtime = c->name;
+            r->runtime_len = c->name_len;
+            r->kernel = d->name;
+            r->kernel_len = d->name_len;
+            r->is_short = r->cpu_dur_ns <= runtime_cutoff_ns && r->gpu_dur_ns < r->cpu_dur_ns;
+            r->runtime_outlier = r->cpu_dur_ns > runtime_cutoff_ns;
+            r->delay_outlier = r->delay_ns > delay_cutoff_ns;
+        }
+    }
+    free(ev);
+    free(h);
+    free(lc);
+    if (err) {
+        free(out);
+        return err;
+    }
+    if (np)
+        qsort(out, np, sizeof *out, cmp_launch);
+    *ret = out;
+    *ret_n = np;
+    return 0;
 }

@@ -64,3 +64,44 @@ int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
 {
     return query(snap, rank, opts, GPU_KERNEL_TYPES, ret_rows, ret_n);
 }
+
+int live_query_gpu_launches(const struct live_snapshot *snap, int64_t rank,
+                            const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
+                            int64_t delay_cutoff_ns, struct live_gpu_launch_row **ret_rows,
+                            size_t *ret_n)
+{
+    *ret_rows = NULL;
+    *ret_n = 0;
+    bool found = false;
+    struct live_gpu_launch_row *rows = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < snap->n_ranks; i++) {
+        const struct live_snap_rank *sr = &snap->ranks[i];
+        if (rank >= 0 && sr->rank != rank)
+            continue;
+        found = true;
+        struct live_bd_spans sp;
+        struct analyse_gpu_launch *l = NULL;
+        size_t m = 0;
+        int r = live__bd_spans(snap, &sr->bd, &sp);
+        if (r == 0)
+            r = analyse_gpu_launches(sp.v, sp.n, opts, runtime_cutoff_ns, delay_cutoff_ns, &l, &m);
+        live__bd_spans_done(&sp);
+        struct live_gpu_launch_row *v = r == 0 && m ? realloc(rows, (n + m) * sizeof *v) : rows;
+        if (r < 0 || !v) {
+            free(l);
+            free(rows);
+            return r < 0 ? r : -ENOMEM;
+        }
+        rows = v;
+        for (size_t j = 0; j < m; j++)
+            rows[n + j] = (struct live_gpu_launch_row){sr->rank, l[j]};
+        n += m;
+        free(l);
+    }
+    if (!found && rank >= 0)
+        return -ENOENT;
+    *ret_rows = rows;
+    *ret_n = n;
+    return 0;
+}

@@ -326,6 +326,17 @@ struct live_gpu_row {
 int live_query_gpu_temporal(const struct live_snapshot *snap, int64_t rank,
                             const struct analyse_gpu_opts *opts,
                             struct live_gpu_row **ret_rows, size_t *ret_n);
+/* HTA's kernel launch statistics of rank (rank < 0: every rank): one row per launch
+ * (analyse_gpu_launches()), ranks in order. Names borrow from snap. Sets *ret_rows (free()) and
+ * *ret_n. Returns 0, -ENOENT (rank >= 0 and no such rank), -ENOMEM. */
+struct live_gpu_launch_row {
+    int64_t rank;
+    struct analyse_gpu_launch l;
+};
+int live_query_gpu_launches(const struct live_snapshot *snap, int64_t rank,
+                            const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
+                            int64_t delay_cutoff_ns, struct live_gpu_launch_row **ret_rows,
+                            size_t *ret_n);
 /* The same for HTA's kernel-type split (analyse_gpu_kernel_types()). */
 int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
                                 const struct analyse_gpu_opts *opts,

@@ -1409,6 +1409,85 @@ void web__render_gpu_overlap(struct sbuf *b, const struct live_gpu_row *rows, si
     gpu_rank_doc(b, rows, n, opts, web__gpu_overlap_row);
 }
 
+const char web__gpu_launches_csv_header[] =
+    "rank,correlation,runtime,kernel,cpu_ts_us,cpu_duration_us,gpu_ts_us,gpu_duration_us,"
+    "launch_delay_us,short,runtime_outlier,delay_outlier\n";
+
+void web__gpu_launch_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_launch_row *r)
+{
+    const struct analyse_gpu_launch *l = &r->l;
+    const int64_t us[] = {l->cpu_ts_ns, l->cpu_dur_ns, l->gpu_ts_ns, l->gpu_dur_ns, l->delay_ns};
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", r->rank, l->correlation);
+        web__csv_str(b, l->runtime); /* snapshot names are NUL-terminated */
+        sbuf_addc(b, ',');
+        web__csv_str(b, l->kernel);
+        for (size_t i = 0; i < 5; i++) {
+            sbuf_addc(b, ',');
+            sbuf_json_us(b, us[i]);
+        }
+        sbuf_printf(b, ",%s,%s,%s\n", l->is_short ? "true" : "false",
+                    l->runtime_outlier ? "true" : "false", l->delay_outlier ? "true" : "false");
+        return;
+    }
+    static const char *const keys[] = {"cpu_ts_us", "cpu_duration_us", "gpu_ts_us",
+                                       "gpu_duration_us", "launch_delay_us"};
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_i64(b, "correlation", l->correlation);
+    key(b, "runtime");
+    sbuf_json_str(b, l->runtime, l->runtime_len);
+    sbuf_addc(b, ',');
+    key(b, "kernel");
+    sbuf_json_str(b, l->kernel, l->kernel_len);
+    sbuf_addc(b, ',');
+    for (size_t i = 0; i < 5; i++)
+        member_us(b, keys[i], us[i]);
+    key(b, "short");
+    sbuf_adds(b, l->is_short ? "true," : "false,");
+    key(b, "runtime_outlier");
+    sbuf_adds(b, l->runtime_outlier ? "true," : "false,");
+    member_bool_last(b, "delay_outlier", l->delay_outlier);
+    sbuf_addc(b, '}');
+}
+
+void web__render_gpu_launches(struct sbuf *b, const struct live_gpu_launch_row *rows, size_t n,
+                              const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
+                              int64_t delay_cutoff_ns, size_t offset, size_t limit)
+{
+    sbuf_addc(b, '{');
+    member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
+    member_str(b, "rounding", opts->round_us ? "us" : "ns");
+    member_str(b, "memory", opts->include_memory ? "include" : "exclude");
+    member_us(b, "runtime_cutoff_us", runtime_cutoff_ns);
+    member_us(b, "delay_cutoff_us", delay_cutoff_ns);
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"summary\":[");
+    for (size_t i = 0; i < n;) {
+        size_t j = i, sh = 0, ro = 0, dl = 0;
+        for (; j < n && rows[j].rank == rows[i].rank; j++) {
+            sh += rows[j].l.is_short;
+            ro += rows[j].l.runtime_outlier;
+            dl += rows[j].l.delay_outlier;
+        }
+        if (i > 0)
+            sbuf_addc(b, ',');
+        sbuf_printf(b, "{\"rank\":%" PRId64 ",\"launches\":%zu,\"short\":%zu,"
+                       "\"runtime_outliers\":%zu,\"delay_outliers\":%zu}",
+                    rows[i].rank, j - i, sh, ro, dl);
+        i = j;
+    }
+    sbuf_adds(b, "],\"rows\":[");
+    size_t from = offset < n ? offset : n;
+    size_t to = limit && limit < n - from ? from + limit : n;
+    for (size_t i = from; i < to; i++) {
+        if (i > from)
+            sbuf_addc(b, ',');
+        web__gpu_launch_row(b, WEB_FORMAT_JSON, &rows[i]);
+    }
+    sbuf_adds(b, "]}");
+}
+
 const char web__breakdown_csv_header[] =
     "step,rank,start_us,end_us,total_us,step_us,kernel_us,memcpy_us,memset_us,communication_us,"
     "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";

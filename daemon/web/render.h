@@ -177,6 +177,14 @@ void web__gpu_overlap_row(struct sbuf *b, enum web_format fmt, const struct live
 /* The /gpu/overlap document: {"last_step", "rounding", "total", "rows": [...]}. */
 void web__render_gpu_overlap(struct sbuf *b, const struct live_gpu_row *rows, size_t n,
                              const struct analyse_gpu_opts *opts);
+/* HTA's kernel launch statistics (/gpu/launches): one row a launch. */
+extern const char web__gpu_launches_csv_header[];
+void web__gpu_launch_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_launch_row *r);
+/* The /gpu/launches document: the options, "total", "summary" (per rank: launches and each
+ * flag's count, over every row) and the rows [offset, offset + limit) (limit 0: all). */
+void web__render_gpu_launches(struct sbuf *b, const struct live_gpu_launch_row *rows, size_t n,
+                              const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
+                              int64_t delay_cutoff_ns, size_t offset, size_t limit);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
 extern const char web__breakdown_csv_header[];

@@ -205,6 +205,7 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_GPU_TEMPORAL:
     case WEB_ROUTE_GPU_KERNEL_TYPES:
     case WEB_ROUTE_GPU_OVERLAP:
+    case WEB_ROUTE_GPU_LAUNCHES:
         return true;
     default:
         return false;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_live: /api/v1/jobs/{job}/steps, /step-trace, /operators, /kernels, /queues, /pipeline,
- * /ranks, /helper, /breakdown, /gpu/temporal, /gpu/kernel-types and /gpu/overlap, answered from the job's latest live snapshot (daemon/live/live_query.h),
+ * /ranks, /helper, /breakdown and the GPU views (gpu/...), answered from the job's latest live snapshot (daemon/live/live_query.h),
  * which the loop republishes every 100 ms and which the daemon rebuilds from the store at
  * start-up. A handler takes a reference to the
  * snapshot, computes its page with the pure analyses, renders it (render.c) and drops the
@@ -41,6 +41,8 @@ struct rows_ctx {
     size_t bd_from;
     struct live_gpu_row *gpu;         /* gpu/temporal */
     struct web_gpu_ktype_row *kt;     /* gpu/kernel-types */
+    struct live_gpu_launch_row *launches; /* gpu/launches, from launch_from */
+    size_t launch_from;
 };
 
 static void rows_ctx_free(void *p)
@@ -54,6 +56,7 @@ static void rows_ctx_free(void *p)
     live_breakdown_view_done(&x->bd);
     free(x->gpu);
     free(x->kt);
+    free(x->launches);
     live_snapshot_put(x->snap);
     free(x);
 }
@@ -118,6 +121,12 @@ static void gpu_ktype_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t
 static void gpu_overlap_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 {
     web__gpu_overlap_row(b, fmt, &((struct rows_ctx *)ctx)->gpu[i]);
+}
+
+static void gpu_launch_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    struct rows_ctx *x = ctx;
+    web__gpu_launch_row(b, fmt, &x->launches[x->launch_from + i]);
 }
 
 /* Streams x's rows; x is freed in every case. */
@@ -868,7 +877,7 @@ static int get_breakdown(struct web *w, const struct web_req *q, struct web_answ
     return web__doc_fmt(w, a, &b, fmt);
 }
 
-enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES, GPU_OVERLAP };
+enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES, GPU_OVERLAP, GPU_LAUNCHES };
 
 /* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis),
  * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default) and,
@@ -882,7 +891,7 @@ static int param_gpu_opts(const struct web_req *q, struct web_answer *a, enum gp
     size_t i, j, m = 0;
     if (param_word(q, a, "last_step", last, 2, 0, "last_step: exclude or include", &i) < 0 ||
         param_word(q, a, "rounding", rnd, 2, 0, "rounding: ns or us", &j) < 0 ||
-        (view == GPU_KERNEL_TYPES &&
+        ((view == GPU_KERNEL_TYPES || view == GPU_LAUNCHES) &&
          param_word(q, a, "memory", last, 2, 1, "memory: exclude or include", &m) < 0))
         return -1;
     *ret = (struct analyse_gpu_opts){.include_last_step = i == 1, .round_us = j == 1,
@@ -993,6 +1002,46 @@ static int get_gpu_kernel_types(struct web *w, const struct web_req *q, struct w
     return web__doc_fmt(w, a, &b, fmt);
 }
 
+/* HTA's kernel launch statistics, a row per launch, paged (?offset, ?limit). */
+static int get_gpu_launches(struct web *w, const struct web_req *q, struct web_answer *a,
+                            const struct live_snapshot **snapp)
+{
+    const struct live_snapshot *snap = *snapp;
+    int64_t rank, offset, limit, rt_cut, delay_cut;
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    if (param_page(q, a, &rank, &offset, &limit, &fmt) < 0 ||
+        param_gpu_opts(q, a, GPU_LAUNCHES, &opts) < 0 ||
+        web__param_us(q, a, "runtime_cutoff_us", 0, INT64_MAX / 2, INT64_C(50000), &rt_cut) < 0 ||
+        web__param_us(q, a, "delay_cutoff_us", 0, INT64_MAX / 2, INT64_C(100000), &delay_cut) < 0)
+        return 0;
+    struct live_gpu_launch_row *rows = NULL;
+    size_t n = 0;
+    int r = !snap ? (rank >= 0 ? -ENOENT : 0)
+                  : live_query_gpu_launches(snap, rank, &opts, rt_cut, delay_cut, &rows, &n);
+    if (r == -ENOENT)
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    if (r < 0)
+        return web__store_error(a, r, "live_query_gpu_launches");
+    if (fmt != WEB_FORMAT_JSON) {
+        size_t from = (size_t)offset < n ? (size_t)offset : n;
+        size_t m = limit && (size_t)limit < n - from ? (size_t)limit : n - from;
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            free(rows);
+            return web__store_error(a, -ENOMEM, "gpu_launches");
+        }
+        x->launches = rows;
+        x->launch_from = from;
+        return send_rows(w, a, fmt, x, web__gpu_launches_csv_header, gpu_launch_row, m, from, n);
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_launches(&b, rows, n, &opts, rt_cut, delay_cut, (size_t)offset, (size_t)limit);
+    free(rows);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
 int web__route_live(struct web *w, const struct web_req *q, const struct web_route *rt,
                     const struct store_job *job, struct web_answer *a)
 {
@@ -1040,6 +1089,9 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         break;
     case WEB_ROUTE_GPU_OVERLAP:
         get_gpu_per_rank(w, q, a, &snap, GPU_OVERLAP);
+        break;
+    case WEB_ROUTE_GPU_LAUNCHES:
+        get_gpu_launches(w, q, a, &snap);
         break;
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);

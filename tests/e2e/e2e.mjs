@@ -583,7 +583,7 @@ test('timeline: a trace without steps (MindSpore 11_timeline) is browsed by time
   await shot(page, 'timeline-window-1s');
 });
 
-test('GPU: HTA temporal breakdown, kernel types and overlap per rank, the last step left out or included', async (page) => {
+test('GPU: HTA temporal breakdown, kernel types, overlap and launches per rank, the last step left out or included', async (page) => {
   const job = await importJob(['rank0', 'rank1'].map((r) => path.join(DATA, 'kineto', `gpu_2steps_sampled_${r}.json.gz`)), 'e2e-gpu');
   const pct = (page, p) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), p);
   for (const lastStep of ['exclude', 'include']) {
@@ -621,6 +621,8 @@ test('GPU: HTA temporal breakdown, kernel types and overlap per rank, the last s
       expectEq(ovRows[i][1], await fmtUsText(page, r.communication_us), `${lastStep} rank ${r.rank} communication`);
       expectEq(ovRows[i][3], await pct(page, r.overlap_pct), `${lastStep} rank ${r.rank} overlap %`);
     }
+    const la = await api(`/api/v1/jobs/${job.id}/gpu/launches?last_step=${lastStep}&limit=1`);
+    expectEq(await rowsText(page, 'gpu-launches'), la.summary.map((r) => [r.rank, r.launches, r.short, r.runtime_outliers, r.delay_outliers].map(String)), `${lastStep} launch counts`);
     await shot(page, `gpu-temporal-${lastStep}`);
   }
 });

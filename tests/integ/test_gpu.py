@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""/gpu/temporal, /gpu/kernel-types and /gpu/overlap against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
+"""/gpu/temporal, /gpu/kernel-types, /gpu/overlap and /gpu/launches against Holistic Trace Analysis 0.5.0 itself (tests/integ/requirements.txt; the
 oracle runs here, in-process, on the very files imported).
 
 Each real Kineto trace (HTA's own sample traces, MIT, and the two H200 CUDA runs of
@@ -153,6 +153,43 @@ def test_overlap_equals_hta(daemon, tmp, monkeypatch, name):
                                                                  abs=0.011), what
 
 
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_launches_equal_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    ranks = len(TRACES[name])
+    for include_last, rounding, memory in itertools.product((False, True), repeat=3):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        want = ta.get_cuda_kernel_launch_stats(ranks=list(range(ranks)), visualize=False,
+                                               include_memory_events=memory)
+        q = "?last_step=%s&rounding=%s&memory=%s&format=records" % (
+            "include" if include_last else "exclude", "us" if rounding else "ns",
+            "include" if memory else "exclude")
+        rows = daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches{q}")
+        for rank in range(ranks):
+            what = (name, rank, include_last, rounding, memory)
+            ours = sorted((r["correlation"], r["cpu_duration_us"], r["gpu_duration_us"],
+                           r["launch_delay_us"]) for r in rows if r["rank"] == rank)
+            theirs = sorted(want[rank][["correlation", "cpu_duration", "gpu_duration",
+                                        "launch_delay"]].itertuples(index=False, name=None))
+            assert [t[0] for t in ours] == [int(t[0]) for t in theirs], what
+            for o, t in zip(ours, theirs):
+                # float microseconds in HTA: 1 ns per time (3 ns for the delay, a difference of 3)
+                assert o[1:] == pytest.approx(t[1:], abs=0.0031), (what, o, t)
+            # HTA's flags (its plots' definitions) from its own numbers, with its cutoffs
+            flagged = [r for r in rows if r["rank"] == rank]
+            by = {}
+            for r in flagged:
+                by.setdefault(r["correlation"], []).append(r)
+            for c, cpu, gpu, delay in theirs:
+                r = by[int(c)][0]
+                if abs(cpu - 50) > 0.01:
+                    assert r["runtime_outlier"] == (cpu > 50), what
+                if abs(delay - 100) > 0.01:
+                    assert r["delay_outlier"] == (delay > 100), what
+                if abs(gpu - cpu) > 0.01 and abs(cpu - 50) > 0.01:
+                    assert r["short"] == (cpu <= 50 and gpu < cpu), what
+
+
 def test_csv_rank_and_bad_parameters(daemon, tmp):
     job = imported(daemon, tmp, "gpu_2steps_sampled")
     doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal?rank=1")
@@ -196,3 +233,23 @@ def test_csv_rank_and_bad_parameters(daemon, tmp):
     assert [[float(x) for x in ln.split(",")] for ln in lines[1:]] == \
         [[r["rank"], r["communication_us"], r["overlap_us"], r["overlap_pct"]] for r in ov]
     assert daemon.get_json(f"/api/v1/jobs/{job}/gpu/overlap?memory=include")["rows"] == ov
+
+    # Launches: paged JSON, CSV of every row (names quoted as RFC 4180), summary over all rows.
+    la = daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches?limit=5&offset=3")
+    whole = daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches?format=records")
+    assert la["total"] == len(whole) and la["rows"] == whole[3:8]
+    assert [(x["rank"], x["launches"]) for x in la["summary"]] == \
+        [(r, sum(1 for w in whole if w["rank"] == r)) for r in (0, 1)]
+    assert sum(x["delay_outliers"] for x in la["summary"]) == sum(w["delay_outlier"] for w in whole)
+    import csv
+    import io
+    status, headers, body = daemon.request(f"/api/v1/jobs/{job}/gpu/launches?format=csv")
+    got = list(csv.DictReader(io.StringIO(body.decode())))
+    assert len(got) == len(whole)
+    for g, w in zip(got, whole):
+        assert (g["kernel"], float(g["launch_delay_us"]), g["short"] == "true") == \
+            (w["kernel"], w["launch_delay_us"], w["short"])
+    strict = daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches?runtime_cutoff_us=0&limit=1")
+    assert sum(x["runtime_outliers"] for x in strict["summary"]) == \
+        sum(1 for w in whole if w["cpu_duration_us"] > 0)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches?delay_cutoff_us=-1", status=400)

@@ -164,6 +164,46 @@ START_TEST(test_kernel_type_sweep)
 }
 END_TEST
 
+/* Launches: a launch [0, 20) of a kernel at 30 (delay 10), a memcpy launched at [40, 45) that starts
+ * at 44 (delay clipped to 0), a launch by another runtime name (not a launch) and one after the
+ * cut (its kernel not kept). */
+START_TEST(test_launches)
+{
+    struct analyse_span s[] = {
+        sp(ANALYSE_ROLE_STEP, "ProfilerStep#1", 0, 1000, -1),
+        sp(ANALYSE_ROLE_STEP, "ProfilerStep#2", 1000, 1000, -1),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 0, 20, 1),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaMemcpyAsync", 40, 5, 2),
+        sp(ANALYSE_ROLE_RUNTIME, "cuLaunchKernel", 50, 5, 3),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 1100, 5, 4),
+        sp(ANALYSE_ROLE_KERNEL, "gemm", 30, 5, 1),
+        sp(ANALYSE_ROLE_MEMCPY, "Memcpy HtoD", 44, 100, 2),
+        sp(ANALYSE_ROLE_KERNEL, "gemm", 60, 5, 3),
+        sp(ANALYSE_ROLE_KERNEL, "gemm", 1200, 5, 4),
+    };
+    struct analyse_gpu_opts o = {.include_memory = true};
+    struct analyse_gpu_launch *l;
+    size_t n;
+    ck_assert_int_eq(analyse_gpu_launches(s, 10, &o, 10, 8, &l, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(l[0].correlation, 1);
+    ck_assert_int_eq(l[0].cpu_dur_ns, 20);
+    ck_assert_int_eq(l[0].gpu_dur_ns, 5);
+    ck_assert_int_eq(l[0].delay_ns, 10);
+    ck_assert(!l[0].is_short && l[0].runtime_outlier && l[0].delay_outlier); /* 20 > 10, 10 > 8 */
+    ck_assert_int_eq(l[1].correlation, 2);
+    ck_assert_int_eq(l[1].delay_ns, 0);
+    ck_assert(!l[1].is_short && !l[1].runtime_outlier && !l[1].delay_outlier);
+    ck_assert_uint_eq(l[1].kernel_len, strlen("Memcpy HtoD"));
+    free(l);
+    o.include_memory = false;
+    ck_assert_int_eq(analyse_gpu_launches(s, 10, &o, 50, 100, &l, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(l[0].is_short); /* 5 < 20 <= 50 */
+    free(l);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_gpu");
@@ -173,6 +213,7 @@ int main(void)
     tcase_add_test(tc, test_rounding_and_negative_durations);
     tcase_add_test(tc, test_no_device_events);
     tcase_add_test(tc, test_kernel_type_sweep);
+    tcase_add_test(tc, test_launches);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

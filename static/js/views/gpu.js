@@ -4,8 +4,8 @@
 // HTA's kernel time, and a table with the times, the device events HTA keeps and why. The kernel
 // types: the time each set of types (computation, communication, memory and their overlaps)
 // runs, over all ranks as HTA's pie, and per rank in a table. The communication-computation
-// overlap per rank. The last step's device work is left out as HTA does unless "include last
-// step" is chosen (in the URL: last_step=include).
+// overlap per rank, and the kernel launches HTA flags. The last step's device work is left out
+// as HTA does unless "include last step" is chosen (in the URL: last_step=include).
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtPct } from '../dom.js';
 import { chart, colors, PALETTE } from '../charts.js';
@@ -15,10 +15,11 @@ const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALET
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
-  const [doc, kt, ov] = await Promise.all([
+  const [doc, kt, ov, la] = await Promise.all([
     getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/overlap', { last_step: lastStep })),
+    getOptional(jobPath(ctx.job, 'gpu/launches', { last_step: lastStep, limit: 1 })),
   ]);
   const toggle = el('label.muted', null, el('input#gpu-last-step', {
     type: 'checkbox', checked: lastStep === 'include',
@@ -58,7 +59,25 @@ export async function render(ctx) {
       dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
     kernelTypes(ctx, kt),
-    overlap(ctx, ov));
+    overlap(ctx, ov),
+    launches(ctx, la));
+}
+
+// HTA's kernel launch statistics: per rank the launches and how many HTA flags.
+function launches(ctx, la) {
+  const title = 'Kernel launches (HTA)';
+  if (!la || !la.summary.length) return card(title, { id: 'gpu-launches', cls: 'wide' }, note('empty', 'No kernel launch linked to its device event.'));
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'launches', label: 'launches', num: true },
+    { key: 'short', label: 'short kernels', num: true },
+    { key: 'runtime_outliers', label: `launch > ${la.runtime_cutoff_us} µs`, num: true },
+    { key: 'delay_outliers', label: `delay > ${la.delay_cutoff_us} µs`, num: true },
+  ];
+  return card(title, { id: 'gpu-launches', cls: 'wide' },
+    el('p.muted', null, 'Each launch pairs a runtime call with its device event (by correlation id). A short kernel runs for less time than its launch took; the per-launch table is /gpu/launches (CSV).'),
+    dataTable({ id: 'gpu-launches', columns, rows: la.summary, csv: `job${ctx.job}-gpu-launches-summary.csv`, pageSize: 64,
+      state: { sort: 'rank', order: 'asc' } }));
 }
 
 // HTA's communication-computation overlap per rank.
