@@ -38,12 +38,15 @@
 /* The INSERTs, one per table; the columns in the order the encoders below write them. These and
  * schema/NNNN_name.sql are the only ClickHouse SQL of the daemon; tests/cluster/test_schema.py runs them
  * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
-enum { PART_SESSIONS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT,
+enum { PART_SESSIONS, PART_EVENTS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT,
        INSERT_STEP_RANKS = PART_COUNT };
 static const char *const insert_sql[PART_COUNT + 1] = {
     /* First: a node pulling the others' rows (pull.c) opens a rank once its session is there. */
     "INSERT INTO stepscope.sessions (node, job, rank, row, world_size, host, pid, framework, "
     "framework_version, run, clock, started_ns, hello) FORMAT RowBinary",
+    /* Before the spans: a puller that sees a block's spans sees its lines (pull.c rebuilds lines
+     * from the spans' columns only for blocks without any, a node's older than 0004_events). */
+    "INSERT INTO stepscope.events (node, job, rank, block, idx, month, line) FORMAT RowBinary",
     "INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, "
     "block, idx) FORMAT Native",
     "INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, phases, "
@@ -59,8 +62,8 @@ static const char *const insert_sql[PART_COUNT + 1] = {
 /* A job deleted on the node: its rows of this node deleted in every table that holds them
  * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
  * now; rows inserted later are not touched). */
-static const char *const delete_tables[] = {"spans", "steps", "queue_samples", "step_ranks",
-                                            "sessions"};
+static const char *const delete_tables[] = {"events", "spans", "steps", "queue_samples",
+                                            "step_ranks", "sessions"};
 
 /* The spans go as one Native block per batch (ClickHouse's column format: the column count, the
  * row count, then each column's name, type and values; over HTTP without block info), which
@@ -122,6 +125,8 @@ struct cluster {
     struct batch *fill;               /* where the sink callbacks write */
     struct rb_buf gz;                 /* the aggregates' request body */
     struct rb_buf answer;
+    int64_t month_day;                /* yyyymm(): the day (since 1970) month was computed for */
+    uint32_t month;
     uint64_t backoff_ms;
     int64_t idle_at_ns;          /* last time nothing was pending */
     bool migrated;
@@ -441,6 +446,37 @@ static int on_span(void *ud, const char *job, int64_t rank, int64_t block_id, ui
     return err;
 }
 
+/* The UTC month of t (ns) as YYYYMM, the events table's partition; gmtime_r() once per day met. */
+static uint32_t yyyymm(struct cluster *c, int64_t t)
+{
+    int64_t sec = t / 1000000000 - (t % 1000000000 < 0), day = sec / 86400 - (sec % 86400 < 0);
+    if (day != c->month_day || c->month == 0) {
+        time_t tt = (time_t)(day * 86400);
+        struct tm tm;
+        if (!gmtime_r(&tt, &tm))
+            return 197001;
+        c->month_day = day;
+        c->month = (uint32_t)(tm.tm_year + 1900) * 100 + (uint32_t)tm.tm_mon + 1;
+    }
+    return c->month;
+}
+
+/* Every stored line of the block, verbatim (the events table): its args, and the events that are
+ * not spans, go to the nodes that view this one's ranks. */
+static int on_event(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
+                    const struct store_event *ev)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->fill->part[PART_EVENTS];
+    put_head(c, b, job, rank);
+    rb_u64(b, (uint64_t)block_id);
+    rb_u32(b, idx);
+    rb_u32(b, yyyymm(c, ev->ts_ns == INT64_MIN ? 0 : ev->ts_ns));
+    rb_str(b, ev->line, ev->len);
+    c->fill->rows[PART_EVENTS]++;
+    return b->err;
+}
+
 static int on_session(void *ud, const char *job, const struct store_ship_session *s)
 {
     struct cluster *c = ud;
@@ -522,7 +558,8 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
         rb_reset(&b->col[i]);
     b->have = false;
     c->fill = b;
-    struct store_ship_sink sink = {on_session, on_span, on_step, on_queue, c};
+    struct store_ship_sink sink = {.session = on_session, .span = on_span, .step = on_step,
+                                   .queue = on_queue, .ud = c, .event = on_event};
     int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
     if (n == -EAGAIN)
         return 2;

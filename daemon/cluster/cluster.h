@@ -2,7 +2,8 @@
 /*
  * cluster: ships what this node's store committed to a ClickHouse cluster (issue 16), so that
  * many hosts' ranks land in one engine. SQLite stays the node's store and becomes its outbox:
- * the shipper reads committed spans, steps and queue samples past a cursor kept in SQLite
+ * the shipper reads committed spans (and their blocks' lines verbatim), steps and queue samples
+ * past a cursor kept in SQLite
  * (store_ship.h), and the per-step, per-rank aggregates live analysis computed (live_query.h:
  * step stages and breakdown, which are not additive in SQL; re-sent while a step fills in),
  * encodes them (the spans as a Native block, the rest as RowBinary), compresses each request

@@ -8,8 +8,10 @@
  *
  * One round: the sessions table (every node's hellos) names the pulled ranks and the ranks two
  * nodes shipped (one kept, the others recorded: store_pull_conflict()); then, per origin node,
- * its spans past the cursor in (block, idx) order, its steps and its queue samples past theirs in
- * row order, one table at a time: each stream's lines are written, the daemon's acknowledgements
+ * its stored trace lines verbatim past the cursor in (block, idx) order (stepscope.events; a
+ * block of a node older than that table: its spans, rebuilt from their columns), its steps and
+ * its queue samples past theirs in row order, one table at a time: each stream's lines are
+ * written, the daemon's acknowledgements
  * awaited, and then the cursor and the streams' sequence numbers are saved together
  * (store_pull.h says why that is exactly once).
  *
@@ -704,15 +706,27 @@ enum pull_table { T_SPANS, T_STEPS, T_QUEUES };
 static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_table t,
                           struct store_pull_cursor *cur, char *err)
 {
-    char q[1024];
+    char q[2048];
     switch (t) {
     case T_SPANS:
+        /* Every line origin stored (events: verbatim, args and all phases), in (block, idx)
+         * order; the blocks of a node older than 0004_events have no lines there, only spans:
+         * theirs are rebuilt from the columns (line ""). A node inserts a batch's lines before its
+         * spans, so a block whose spans are seen already has its lines when it has any. */
         snprintf(q, sizeof q,
-                 "SELECT job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
+                 "SELECT job, rank, line, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
+                 "FROM (SELECT job, rank, line, toInt64(0) AS ts_ns, toInt64(0) AS dur_ns, "
+                 "'' AS ph, '' AS name, '' AS cat, '' AS pid, '' AS tid, block, idx "
+                 "FROM stepscope.events "
+                 "WHERE node = '%s' AND (block > %" PRId64 " OR (block = %" PRId64
+                 " AND idx > %" PRId64 ")) UNION ALL "
+                 "SELECT job, rank, '' AS line, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
                  "FROM stepscope.spans WHERE node = '%s' AND (block > %" PRId64
-                 " OR (block = %" PRId64 " AND idx > %" PRId64 ")) ORDER BY block, idx "
-                 "LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->block, cur->block, cur->idx, p->batch_rows);
+                 " OR (block = %" PRId64 " AND idx > %" PRId64 ")) AND block NOT IN "
+                 "(SELECT block FROM stepscope.events WHERE node = '%s' AND block >= %" PRId64
+                 ")) ORDER BY block, idx LIMIT %" PRId64 " FORMAT RowBinary",
+                 origin, cur->block, cur->block, cur->idx, origin, cur->block, cur->block,
+                 cur->idx, origin, cur->block, p->batch_rows);
         break;
     case T_STEPS:
         snprintf(q, sizeof q,
@@ -744,35 +758,41 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
         sbuf_reset(&line);
         struct store_pull_cursor next = *cur;
         if (t == T_SPANS) {
+            size_t ln;
+            const char *verbatim = rd_str(&r, &ln);
             int64_t ts = rd_i64(&r), dur = rd_i64(&r);
             size_t phn, nn, cn, pn, tn;
             const char *ph = rd_str(&r, &phn), *name = rd_str(&r, &nn), *cat = rd_str(&r, &cn);
             const char *pid = rd_str(&r, &pn), *tid = rd_str(&r, &tn);
             next.block = (int64_t)rd_u64(&r);
             next.idx = rd_u32(&r);
-            sbuf_adds(&line, "{\"ph\":");
-            sbuf_json_str(&line, ph, phn);
-            sbuf_adds(&line, ",\"name\":");
-            sbuf_json_str(&line, name, nn);
-            if (cn) {
-                sbuf_adds(&line, ",\"cat\":");
-                sbuf_json_str(&line, cat, cn);
+            if (ln) { /* the line as origin stored it: its own times (pull_offset_ns() is 0) */
+                sbuf_add(&line, verbatim, ln);
+            } else { /* a span of a node older than 0004_events: rebuilt from the columns */
+                sbuf_adds(&line, "{\"ph\":");
+                sbuf_json_str(&line, ph, phn);
+                sbuf_adds(&line, ",\"name\":");
+                sbuf_json_str(&line, name, nn);
+                if (cn) {
+                    sbuf_adds(&line, ",\"cat\":");
+                    sbuf_json_str(&line, cat, cn);
+                }
+                if (pn) {
+                    sbuf_adds(&line, ",\"pid\":");
+                    put_id(&line, pid, pn);
+                }
+                if (tn) {
+                    sbuf_adds(&line, ",\"tid\":");
+                    put_id(&line, tid, tn);
+                }
+                sbuf_adds(&line, ",\"ts\":");
+                sbuf_json_us(&line, ts + off);
+                if (phn == 1 && ph[0] == 'X') {
+                    sbuf_adds(&line, ",\"dur\":");
+                    sbuf_json_us(&line, dur);
+                }
+                sbuf_addc(&line, '}');
             }
-            if (pn) {
-                sbuf_adds(&line, ",\"pid\":");
-                put_id(&line, pid, pn);
-            }
-            if (tn) {
-                sbuf_adds(&line, ",\"tid\":");
-                put_id(&line, tid, tn);
-            }
-            sbuf_adds(&line, ",\"ts\":");
-            sbuf_json_us(&line, ts + off);
-            if (phn == 1 && ph[0] == 'X') {
-                sbuf_adds(&line, ",\"dur\":");
-                sbuf_json_us(&line, dur);
-            }
-            sbuf_addc(&line, '}');
         } else if (t == T_STEPS) {
             int64_t step = rd_i64(&r), begin = rd_i64(&r), end = rd_i64(&r);
             int64_t samples = rd_i64(&r);

@@ -6,12 +6,13 @@
 #include "cluster_int.h"
 
 extern const char cluster__sql_0000[], cluster__sql_0001[], cluster__sql_0002[],
-    cluster__sql_0003[];
+    cluster__sql_0003[], cluster__sql_0004[];
 
 const struct cluster_migration cluster__migrations[] = {
     {0, "0000_bootstrap", cluster__sql_0000},
     {1, "0001_tables", cluster__sql_0001},
     {2, "0002_step_ranks", cluster__sql_0002},
     {3, "0003_sessions", cluster__sql_0003},
+    {4, "0004_events", cluster__sql_0004},
 };
 const size_t cluster__n_migrations = sizeof cluster__migrations / sizeof cluster__migrations[0];

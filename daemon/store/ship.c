@@ -154,7 +154,7 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
     return 0;
 }
 
-/* Hands the spans of one decoded block to the sink. */
+/* Hands the lines (sink->event) and spans of one decoded block to the sink. */
 static int block_spans(struct store_ship *sh, const struct store_ship_sink *sink, const char *job,
                        int64_t rank, int64_t id, const char *lines, size_t n, int64_t *given)
 {
@@ -165,9 +165,12 @@ static int block_spans(struct store_ship *sh, const struct store_ship_sink *sink
         struct store_event ev = {.line = lines + pos, .len = len};
         store__scan_event(lines + pos, len, &ev);
         pos += len + 1;
+        int r = sink->event ? sink->event(sink->ud, job, rank, id, idx, &ev) : 0;
+        if (r != 0)
+            return r;
         if (ev.ph != 'X' && ev.ph != 'B')
             continue;
-        int r = sink->span(sink->ud, job, rank, id, idx, &ev);
+        r = sink->span(sink->ud, job, rank, id, idx, &ev);
         if (r != 0)
             return r;
         (*given)++;

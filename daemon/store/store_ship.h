@@ -66,6 +66,11 @@ struct store_ship_sink {
     int (*step)(void *ud, const char *job, const struct store_ship_step *s);
     int (*queue)(void *ud, const char *job, const struct store_ship_queue *q);
     void *ud;
+    /* Optional (NULL: not called): every line of each block given, whatever its ph (M, C, i, E,
+     * s/t/f ... and the spans, before span gets them), with its index in the block; ev->line is
+     * the stored line verbatim. Not counted in the rows read. */
+    int (*event)(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
+                 const struct store_event *ev);
 };
 
 /* Opens the shipper's connection and reads target's cursor into *ret_cursor; a new target's

@@ -62,9 +62,35 @@ def bytes_of(ch, job, spans, node_bytes):
     print(f"{'total':10} {'':8} {comp / n:18.2f} {unc / n:20.2f}  (on disk with index and "
           f"marks: {disk / n:.2f}; the node's zstd blocks of the job: {node_bytes / n:.2f})",
           file=sys.stderr)
+    ev = events_of(ch, job, n)
     return f"job={job} spans={n} compressed_per_span={comp / n:.2f} " \
            f"uncompressed_per_span={unc / n:.2f} on_disk_per_span={disk / n:.2f} " \
-           f"node_stored_per_span={node_bytes / n:.2f}"
+           f"node_stored_per_span={node_bytes / n:.2f} {ev}"
+
+
+def events_of(ch, job, n):
+    """The job's lines verbatim (stepscope.events, 0004_events.sql), per span of the job, the
+    same way; empty on a build that ships no such table (the side before)."""
+    if not ch.scalar("SELECT count() FROM system.tables WHERE database = 'stepscope' AND "
+                     "name = 'events'"):
+        return "events_lines=0 events_compressed_per_span=0 events_on_disk_per_span=0"
+    table = f"stepscope.e_{job}"
+    ch.query(f"CREATE TABLE {table} AS stepscope.events")
+    ch.query(f"INSERT INTO {table} SELECT * FROM stepscope.events FINAL WHERE job = '{job}'")
+    ch.query(f"OPTIMIZE TABLE {table} FINAL")
+    lines = ch.scalar(f"SELECT count() FROM {table}")
+    cols = ch.rows("SELECT name, data_compressed_bytes, data_uncompressed_bytes "
+                   "FROM system.columns WHERE database = 'stepscope' AND "
+                   f"table = 'e_{job}' ORDER BY data_compressed_bytes DESC")
+    disk = ch.scalar("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'stepscope' "
+                     f"AND table = 'e_{job}' AND active")
+    comp = sum(int(c[1]) for c in cols)
+    print(f"{job} events: {lines} lines; per span of the job: " +
+          ", ".join(f"{c[0]} {int(c[1]) / n:.2f}" for c in cols) +
+          f"; compressed {comp / n:.2f}, uncompressed {sum(int(c[2]) for c in cols) / n:.2f}, "
+          f"on disk {disk / n:.2f}", file=sys.stderr)
+    return f"events_lines={lines} events_compressed_per_span={comp / n:.2f} " \
+           f"events_on_disk_per_span={disk / n:.2f}"
 
 
 def main():

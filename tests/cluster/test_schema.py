@@ -63,7 +63,8 @@ SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "du
           "runtime_ns": 50, "dataloader_ns": 40, "cpu_exec_ns": 200, "other_ns": 0, "version": 1, "world_size": 8,
           "host": "h1", "pid": 3, "framework": "torch", "framework_version": "2.4",
           "run": "r", "clock": "realtime", "started_ns": 1700000000000000000,
-          "hello": '{"hello":"stepscope/1","job":"j","rank":3}'}
+          "hello": '{"hello":"stepscope/1","job":"j","rank":3}',
+          "month": 202311, "line": '{"ph":"X","name":"op \\u00e9","ts":1700000000000000,"dur":2.25,"args":{"correlation":7}}'}
 
 
 @pytest.fixture(scope="module")
@@ -94,12 +95,13 @@ def test_migrations_table_and_sorting_keys(db):
     assert keys["queue_samples"] == "job, rank, ts_ns, node, row"
     assert keys["step_ranks"] == "job, rank, step, node"
     assert keys["sessions"] == "job, rank, node, row"
+    assert keys["events"] == "job, rank, node, block, idx"
     engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
                     "AND name != 'schema_migrations'")
     assert engines == "ReplacingMergeTree"
 
 
-@pytest.mark.parametrize("i", range(5))
+@pytest.mark.parametrize("i", range(6))
 def test_insert_twice_counts_once(db, tmp_path, i):
     sql = inserts()[i]
     m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT (RowBinary|Native)$", sql)
@@ -131,6 +133,8 @@ def test_insert_twice_counts_once(db, tmp_path, i):
     assert q(db, f"SELECT count() FROM {table}") == str(n)
     if table.endswith("spans"):
         assert q(db, f"SELECT name FROM {table} LIMIT 1") == "op \u00e9"
+    if table.endswith("events"):  # the line verbatim, escapes and all
+        assert q(db, f"SELECT hex(line) FROM {table} LIMIT 1") == SAMPLE["line"].encode().hex().upper()
 
 
 def test_schema_version_query_and_record(db):

@@ -60,17 +60,23 @@ def answers(d, job):
     return out
 
 
-def settled(d, job, timeout=60):
-    """The answers once live analysis has published everything it holds: the same twice."""
+def same_twice(what, get, ok=lambda now: True, timeout=60):
+    """get()'s answer once it is the same twice in a row (and ok)."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
         time.sleep(0.3)
-        now = answers(d, job)
-        if now == last and now["/steps?limit=100000"]["total"] == RANKS * STEPS:
+        now = get()
+        if now == last and ok(now):
             return now
-        assert time.monotonic() < deadline, f"{d.name}: answers never settled"
+        assert time.monotonic() < deadline, f"{what}: answers never settled"
         last = now
+
+
+def settled(d, job, timeout=60):
+    """The answers once live analysis has published everything it holds: the same twice."""
+    return same_twice(d.name, lambda: answers(d, job),
+                      lambda now: now["/steps?limit=100000"]["total"] == RANKS * STEPS, timeout)
 
 
 def timeline(d, job, rank):

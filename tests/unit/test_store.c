@@ -1116,7 +1116,7 @@ START_TEST(test_store_ship_cursor)
     ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
     ck_assert_int_eq(pending, N + 3);
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
     ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 3 + 1);
     ck_assert_int_eq(seen.sessions, 1);
     ck_assert_int_eq(seen.spans, 2 * N / 3);
@@ -1174,7 +1174,7 @@ static void ship_job(struct store *st, const char *job)
 static int64_t ship_all(struct store_ship *sh, struct store_ship_cursor *cur, const char *job)
 {
     struct ship_seen seen = {.job = job};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
     struct store_ship_cursor to;
     int64_t n = store_ship_read(sh, cur, 1 << 20, &sink, &to);
     if (n > 0) {
@@ -1204,7 +1204,7 @@ START_TEST(test_store_ship_deletes)
     ck_assert_int_eq(store_wait_committed(st, ticket, WAIT_NS), 0);
 
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
     ck_assert_int_eq(store_ship_read(sh, &cur, 100, &sink, &to), -EAGAIN);
     ck_assert_int_eq(store_ship_save(sh, &cur), -EAGAIN);
     ck_assert_int_eq(store_ship_deletes_pending(sh, cur.del, &n), 0);
