@@ -20,8 +20,9 @@
  * the origin's own; the store reads "origin" (STORE_SQL_ORIGIN) so that the shipper never ships
  * such rows again.
  *
- * Clocks: pulled rows keep their origin's times (the hosts' clocks are aligned at read time,
- * from the step ends they share); pull_offset_ns() is where an offset would apply at feed time.
+ * Clocks: pulled rows keep their origin's times, verbatim lines and rebuilt spans alike; the hosts'
+ * clocks are aligned when answering (analyse_clock.h, from the step ends they share), so nothing
+ * here shifts a time (shifting at feed time too would move them twice).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,15 +125,6 @@ static bool node_name_ok(const char *s, size_t n)
         if (!s[i] || !strchr(ok, s[i]))
             return false;
     return true;
-}
-
-/* The offset (ns) added to the times of rows pulled from origin. 0: the origin's clock as its
- * trainers gave it, which the read-time alignment of the hosts' clocks expects. */
-static int64_t pull_offset_ns(const struct cluster_pull *p, const char *origin)
-{
-    (void)p;
-    (void)origin;
-    return 0;
 }
 
 /* ---- RowBinary answers ---- */
@@ -745,7 +737,6 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
     }
     if (ch_query(p, q, err) < 0)
         return -1;
-    int64_t off = pull_offset_ns(p, origin);
     struct rb_reader r = {p->answer.p, p->answer.p + p->answer.len, false};
     struct sbuf line;
     sbuf_init(&line, PULL_LINE_MAX);
@@ -766,7 +757,7 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
             const char *pid = rd_str(&r, &pn), *tid = rd_str(&r, &tn);
             next.block = (int64_t)rd_u64(&r);
             next.idx = rd_u32(&r);
-            if (ln) { /* the line as origin stored it: its own times (pull_offset_ns() is 0) */
+            if (ln) { /* the line as origin stored it */
                 sbuf_add(&line, verbatim, ln);
             } else { /* a span of a node older than 0004_events: rebuilt from the columns */
                 sbuf_adds(&line, "{\"ph\":");
@@ -786,7 +777,7 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                     put_id(&line, tid, tn);
                 }
                 sbuf_adds(&line, ",\"ts\":");
-                sbuf_json_us(&line, ts + off);
+                sbuf_json_us(&line, ts);
                 if (phn == 1 && ph[0] == 'X') {
                     sbuf_adds(&line, ",\"dur\":");
                     sbuf_json_us(&line, dur);
@@ -800,9 +791,9 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
             const char *phases = rd_str(&r, &phn);
             next.step = (int64_t)rd_u64(&r);
             sbuf_printf(&line, "{\"type\":\"step\",\"step\":%" PRId64 ",\"begin_us\":", step);
-            sbuf_json_us(&line, begin + off);
+            sbuf_json_us(&line, begin);
             sbuf_adds(&line, ",\"end_us\":");
-            sbuf_json_us(&line, end + off);
+            sbuf_json_us(&line, end);
             if (samples >= 0)
                 sbuf_printf(&line, ",\"samples\":%" PRId64, samples);
             if (phn) {
@@ -824,7 +815,7 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
             if (step >= 0)
                 sbuf_printf(&line, ",\"step\":%" PRId64, step);
             sbuf_adds(&line, ",\"ts_us\":");
-            sbuf_json_us(&line, ts + off);
+            sbuf_json_us(&line, ts);
             sbuf_addc(&line, '}');
         }
         if (r.bad)
