@@ -16,9 +16,10 @@ ClickHouse, next to clickhouse-client inserting the same rows, in the same run.
    protocol, LZ4-compressed blocks): the engine's own client inserting what the node shipped.
 
 Environment: BUILD_DIR (build), EVENTS (2000000), REPEAT (3: medians are reported), COMPRESSION
-(gzip,none), BEFORE_BUILD_DIR (unset: another build, e.g. of the commit before, that ships the
-same store too, with its defaults, as the side "before"). Each round also reports CPU seconds: the node's while it shipped (its start, which
-replays the store into live analysis, left out) and ClickHouse's; clickhouse-client's and
+(gzip,none), BEFORE_BUILD_DIR (unset: other builds, comma-separated, e.g. of the commits before,
+that ship the same store too, with their defaults, as the sides "before" (one) or "before1",
+"before2", ... in that order). Each round also reports CPU seconds: the node's while it shipped
+(its start, which replays the store into live analysis, left out) and ClickHouse's; clickhouse-client's and
 ClickHouse's while it inserted; and the load average before and after. Last line, per
 compression C: ship_C_rows_per_s ratio_C (to clickhouse-client) node_C_rows_per_cpu_s
 ch_C_rows_per_cpu_s request_bytes_per_span_C; then client_rows_per_s client_rows_per_cpu_s
@@ -47,9 +48,11 @@ if not BUILD.is_absolute():
 EVENTS = int(os.environ.get("EVENTS", "2000000"))
 REPEAT = int(os.environ.get("REPEAT", "3"))
 COMPRESSION = os.environ.get("COMPRESSION", "gzip,none").split(",")
-# Another build to ship the same store with (its defaults: gzip), e.g. the commit before.
-BEFORE = os.environ.get("BEFORE_BUILD_DIR")
-SIDES = COMPRESSION + (["before"] if BEFORE else [])
+# Other builds to ship the same store with (their defaults: gzip), e.g. the commits before.
+BEFORE = [b for b in os.environ.get("BEFORE_BUILD_DIR", "").split(",") if b]
+BEFORE_SIDE = {"before": BEFORE[0]} if len(BEFORE) == 1 else \
+    {f"before{i + 1}": b for i, b in enumerate(BEFORE)}
+SIDES = COMPRESSION + list(BEFORE_SIDE)
 
 
 def start_daemon(tmp, args, build=None):
@@ -104,9 +107,10 @@ def ship_once(ch, tmp, spans, compression):
     db.execute("DELETE FROM ship_cursors")
     db.commit()
     db.close()
-    if compression == "before":
+    if compression in BEFORE_SIDE:
         p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
-                                    "--cluster-max-rows-per-s", "0"], pathlib.Path(BEFORE))
+                                    "--cluster-max-rows-per-s", "0"],
+                              pathlib.Path(BEFORE_SIDE[compression]))
     else:
         p, url = start_daemon(tmp, ["--cluster-url", ch.url, "--node", "bench",
                                     "--cluster-max-rows-per-s", "0",
@@ -188,7 +192,8 @@ def main():
         try:
             print(f"ship.py: {EVENTS} events over 8 connections, {REPEAT} rounds, "
                   f"{os.cpu_count()} CPUs, ClickHouse {ch.query('SELECT version()').strip()}, "
-                  f"compression {','.join(COMPRESSION)}, before {BEFORE}", file=sys.stderr)
+                  f"compression {','.join(COMPRESSION)}, before {BEFORE_SIDE or None}",
+                  file=sys.stderr)
             rounds = [one_round(ch, root, k) for k in range(REPEAT)]
         finally:
             ch.stop()
