@@ -38,7 +38,8 @@
 /* The INSERTs, one per table; the columns in the order the encoders below write them. These and
  * schema/NNNN_name.sql are the only ClickHouse SQL of the daemon; tests/cluster/test_schema.py runs them
  * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
-enum { PART_SESSIONS, PART_EVENTS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_COUNT,
+enum { PART_SESSIONS, PART_EVENTS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_HOSTS, PART_PIPES,
+       PART_COUNT,
        INSERT_STEP_RANKS = PART_COUNT };
 static const char *const insert_sql[PART_COUNT + 1] = {
     /* First: a node pulling the others' rows (pull.c) opens a rank once its session is there. */
@@ -53,6 +54,9 @@ static const char *const insert_sql[PART_COUNT + 1] = {
     "row) FORMAT RowBinary",
     "INSERT INTO stepscope.queue_samples (node, job, rank, ts_ns, step, name, size, capacity, "
     "row) FORMAT RowBinary",
+    "INSERT INTO stepscope.host_samples (node, job, rank, ts_ns, cpu_percent, sys_cpu_percent, "
+    "rss_bytes, row) FORMAT RowBinary",
+    "INSERT INTO stepscope.pipelines (node, job, rank, ts_ns, json, row) FORMAT RowBinary",
     "INSERT INTO stepscope.step_ranks (node, job, rank, step, begin_ns, end_ns, samples, spans, "
     "from_record, source, interval_ns, fp_bp_ns, tail_ns, kernel_ns, memcpy_ns, memset_ns, "
     "communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, other_ns, version) "
@@ -62,8 +66,9 @@ static const char *const insert_sql[PART_COUNT + 1] = {
 /* A job deleted on the node: its rows of this node deleted in every table that holds them
  * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
  * now; rows inserted later are not touched). */
-static const char *const delete_tables[] = {"events", "spans", "steps", "queue_samples",
-                                            "step_ranks", "sessions"};
+static const char *const delete_tables[] = {"events",       "spans",     "steps",
+                                            "queue_samples", "host_samples", "pipelines",
+                                            "step_ranks",   "sessions"};
 
 /* The spans go as one Native block per batch (ClickHouse's column format: the column count, the
  * row count, then each column's name, type and values; over HTTP without block info), which
@@ -526,6 +531,32 @@ static int on_queue(void *ud, const char *job, const struct store_ship_queue *q)
     return b->err;
 }
 
+static int on_host(void *ud, const char *job, const struct store_ship_host *h)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->fill->part[PART_HOSTS];
+    put_head(c, b, job, h->rank);
+    rb_i64(b, h->ts_ns);
+    rb_f64(b, h->cpu_percent);
+    rb_f64(b, h->sys_cpu_percent);
+    rb_i64(b, h->rss_bytes);
+    rb_u64(b, (uint64_t)h->id);
+    c->fill->rows[PART_HOSTS]++;
+    return b->err;
+}
+
+static int on_pipe(void *ud, const char *job, const struct store_ship_pipe *p)
+{
+    struct cluster *c = ud;
+    struct rb_buf *b = &c->fill->part[PART_PIPES];
+    put_head(c, b, job, p->rank);
+    rb_i64(b, p->ts_ns);
+    rb_str(b, p->json ? p->json : "", p->json ? p->json_len : 0);
+    rb_u64(b, (uint64_t)p->id);
+    c->fill->rows[PART_PIPES]++;
+    return b->err;
+}
+
 static void update_pending(struct cluster *c)
 {
     int64_t pending = 0, deletes = 0;
@@ -559,7 +590,8 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
     b->have = false;
     c->fill = b;
     struct store_ship_sink sink = {.session = on_session, .span = on_span, .step = on_step,
-                                   .queue = on_queue, .ud = c, .event = on_event};
+                                   .queue = on_queue, .host = on_host, .pipe = on_pipe,
+                                   .ud = c, .event = on_event};
     int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
     if (n == -EAGAIN)
         return 2;
@@ -626,7 +658,8 @@ static int send_batch(struct cluster *c, char *err)
     b->have = false;
     c->now = !c->now;
     STATS_ADD(c->stats, cluster_rows, b->rows[PART_SPANS] + b->rows[PART_STEPS] +
-                                          b->rows[PART_QUEUES]);
+                                          b->rows[PART_QUEUES] + b->rows[PART_HOSTS] +
+                                          b->rows[PART_PIPES]);
     STATS_ADD(c->stats, cluster_batches, 1);
     return 0;
 }
@@ -979,7 +1012,8 @@ static void *ship_main(void *arg)
             continue;
         }
         if (c->max_rows_per_s) { /* the catch-up bound */
-            uint64_t rows = sent->rows[PART_SPANS] + sent->rows[PART_STEPS] + sent->rows[PART_QUEUES];
+            uint64_t rows = sent->rows[PART_SPANS] + sent->rows[PART_STEPS] + sent->rows[PART_QUEUES] +
+                            sent->rows[PART_HOSTS] + sent->rows[PART_PIPES];
             int64_t want_ns = (int64_t)(rows * 1000000000.0 / (double)c->max_rows_per_s);
             int64_t took = clock_mono_ns() - t0;
             if (want_ns > took && nap(c, (uint64_t)((want_ns - took) / 1000000)))

@@ -28,6 +28,7 @@ void rb_i64(struct rb_buf *b, int64_t v);
 void rb_u64(struct rb_buf *b, uint64_t v);
 void rb_u32(struct rb_buf *b, uint32_t v);
 void rb_u8(struct rb_buf *b, uint8_t v);
+void rb_f64(struct rb_buf *b, double v); /* Float64: the IEEE 754 bits, little-endian */
 void rb_str(struct rb_buf *b, const char *s, size_t n);
 void rb_add(struct rb_buf *b, const void *p, size_t n); /* raw bytes */
 void rb_varuint(struct rb_buf *b, size_t n);             /* LEB128, as lengths are written */

@@ -10,7 +10,8 @@
  * nodes shipped (one kept, the others recorded: store_pull_conflict()); then, per origin node,
  * its stored trace lines verbatim past the cursor in (block, idx) order (stepscope.events; a
  * block of a node older than that table: its spans, rebuilt from their columns), its steps and
- * its queue samples past theirs in row order, one table at a time: each stream's lines are
+ * its queue samples, host samples and pipeline records past theirs in row order (a pipeline
+ * record verbatim, a host sample rebuilt from its columns), one table at a time: each stream's lines are
  * written, the daemon's acknowledgements
  * awaited, and then the cursor and the streams' sequence numbers are saved together
  * (store_pull.h says why that is exactly once).
@@ -149,6 +150,13 @@ static uint64_t rd_fixed(struct rb_reader *r, size_t n)
 
 static int64_t rd_i64(struct rb_reader *r) { return (int64_t)rd_fixed(r, 8); }
 static uint64_t rd_u64(struct rb_reader *r) { return rd_fixed(r, 8); }
+static double rd_f64(struct rb_reader *r)
+{
+    uint64_t bits = rd_fixed(r, 8);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
 static uint32_t rd_u32(struct rb_reader *r) { return (uint32_t)rd_fixed(r, 4); }
 
 /* A String: its bytes (into the answer) and length. */
@@ -690,7 +698,7 @@ static void put_id(struct sbuf *b, const char *s, size_t n)
         sbuf_json_str(b, s, n);
 }
 
-enum pull_table { T_SPANS, T_STEPS, T_QUEUES };
+enum pull_table { T_SPANS, T_STEPS, T_QUEUES, T_HOSTS, T_PIPES };
 
 /* One batch of origin's rows of table past *cur: queued on their streams. Returns the rows read
  * (cur moved past them), or -1 with err. A row of a (job, rank) whose session is not known yet
@@ -733,6 +741,19 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                  "FROM stepscope.queue_samples WHERE node = '%s' AND row > %" PRId64
                  " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
                  origin, cur->queue, p->batch_rows);
+        break;
+    case T_HOSTS:
+        snprintf(q, sizeof q,
+                 "SELECT job, rank, ts_ns, cpu_percent, sys_cpu_percent, rss_bytes, row "
+                 "FROM stepscope.host_samples WHERE node = '%s' AND row > %" PRId64
+                 " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
+                 origin, cur->host, p->batch_rows);
+        break;
+    case T_PIPES:
+        snprintf(q, sizeof q,
+                 "SELECT job, rank, json, row FROM stepscope.pipelines WHERE node = '%s' "
+                 "AND row > %" PRId64 " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
+                 origin, cur->pipe, p->batch_rows);
         break;
     }
     if (ch_query(p, q, err) < 0)
@@ -801,6 +822,20 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                 sbuf_add(&line, phases, phn);
             }
             sbuf_addc(&line, '}');
+        } else if (t == T_HOSTS) {
+            int64_t ts = rd_i64(&r);
+            double cpu = rd_f64(&r), sys = rd_f64(&r);
+            int64_t rss = rd_i64(&r);
+            next.host = (int64_t)rd_u64(&r);
+            sbuf_adds(&line, "{\"type\":\"host\",\"ts_us\":");
+            sbuf_json_us(&line, ts);
+            sbuf_printf(&line, ",\"cpu_percent\":%.17g,\"sys_cpu_percent\":%.17g", cpu, sys);
+            sbuf_printf(&line, ",\"rss_bytes\":%" PRId64 "}", rss);
+        } else if (t == T_PIPES) { /* the record as origin stored it */
+            size_t ln;
+            const char *json = rd_str(&r, &ln);
+            next.pipe = (int64_t)rd_u64(&r);
+            sbuf_add(&line, json, ln);
         } else {
             int64_t ts = rd_i64(&r), step = rd_i64(&r);
             size_t nn;
@@ -824,7 +859,8 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
          * merge) comes twice, side by side in identity order: taken once. Reading without FINAL
          * spares ClickHouse a merge of the whole table at each read (18.16: seconds). */
         bool dup = rows > 0 && next.block == cur->block && next.idx == cur->idx &&
-                   next.step == cur->step && next.queue == cur->queue;
+                   next.step == cur->step && next.queue == cur->queue &&
+                   next.host == cur->host && next.pipe == cur->pipe;
         struct pull_stream *s = dup ? NULL : stream_find(p, origin, on, job, jn, rank);
         if (!s && !dup)
             break; /* its session is not here yet: this row and the rest come next round */
@@ -854,7 +890,7 @@ static int pull_origin(struct cluster_pull *p, const char *origin, char *err)
         snprintf(err, CLUSTER_ERR_MAX, "reading the pull cursor of %.64s: cannot read", origin);
         return -1;
     }
-    for (enum pull_table t = T_SPANS; t <= T_QUEUES; t++) {
+    for (enum pull_table t = T_SPANS; t <= T_PIPES; t++) {
         for (;;) {
             if (atomic_load(&p->stop))
                 return 0;

@@ -51,6 +51,13 @@ void rb_u64(struct rb_buf *b, uint64_t v)
             p[i] = (unsigned char)(v >> (8 * i));
 }
 
+void rb_f64(struct rb_buf *b, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    rb_u64(b, bits);
+}
+
 void rb_i64(struct rb_buf *b, int64_t v)
 {
     rb_u64(b, (uint64_t)v);

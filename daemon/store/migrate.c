@@ -196,9 +196,17 @@ static const char schema_v7[] =
     "ALTER TABLE captures ADD COLUMN series_repeat INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE capture_ranks ADD COLUMN first_step INTEGER NOT NULL DEFAULT -1;";
 
+/* Version 8: host samples and pipeline records are shipped and pulled too (store_ship.h,
+ * store_pull.h): the shipper's and the puller's cursors gain their last rowid (host, pipe). */
+static const char schema_v8[] =
+    "ALTER TABLE ship_cursors ADD COLUMN host INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ship_cursors ADD COLUMN pipe INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE pull_cursors ADD COLUMN host INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE pull_cursors ADD COLUMN pipe INTEGER NOT NULL DEFAULT 0;";
+
 /* steps[i] migrates version i to i + 1. */
 static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5,
-                                    schema_v6, schema_v7};
+                                    schema_v6, schema_v7, schema_v8};
 
 void store__errf(char *err, const char *fmt, ...)
 {

@@ -21,11 +21,12 @@ struct store_pull {
 };
 
 static const char *const pull_sql[P_COUNT] = {
-    [P_CURSOR] = "SELECT block, idx, step, queue FROM pull_cursors WHERE origin = ?1",
+    [P_CURSOR] = "SELECT block, idx, step, queue, host, pipe FROM pull_cursors WHERE origin = ?1",
     [P_SEQ] = "SELECT seq FROM pull_streams WHERE origin = ?1 AND job = ?2 AND rank = ?3",
-    [P_SAVE_CURSOR] = "INSERT INTO pull_cursors(origin, block, idx, step, queue, updated_ns) "
-                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(origin) DO UPDATE SET "
-                      "block = ?2, idx = ?3, step = ?4, queue = ?5, updated_ns = ?6",
+    [P_SAVE_CURSOR] = "INSERT INTO pull_cursors(origin, block, idx, step, queue, updated_ns, "
+                      "host, pipe) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(origin) "
+                      "DO UPDATE SET block = ?2, idx = ?3, step = ?4, queue = ?5, "
+                      "updated_ns = ?6, host = ?7, pipe = ?8",
     [P_SAVE_SEQ] = "INSERT INTO pull_streams(origin, job, rank, seq) VALUES(?1, ?2, ?3, ?4) "
                    "ON CONFLICT(origin, job, rank) DO UPDATE SET seq = ?4",
     [P_ORIGIN] = "SELECT coalesce(" STORE_SQL_ORIGIN("s.hello") ", '') FROM sessions s "
@@ -79,11 +80,12 @@ int store_pull_cursor(struct store_pull *p, const char *origin, struct store_pul
 {
     sqlite3_stmt *s = p->st[P_CURSOR];
     sqlite3_bind_text(s, 1, origin, -1, SQLITE_STATIC);
-    *ret = (struct store_pull_cursor){0, 0, 0, 0};
+    *ret = (struct store_pull_cursor){0};
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
         *ret = (struct store_pull_cursor){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                          sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3)};
+                                          sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
+                                          sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5)};
     sqlite3_reset(s);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : pull_errno(rc);
 }
@@ -123,6 +125,8 @@ int store_pull_save(struct store_pull *p, const char *origin, const struct store
     sqlite3_bind_int64(s, 4, c->step);
     sqlite3_bind_int64(s, 5, c->queue);
     sqlite3_bind_int64(s, 6, clock_now_ns());
+    sqlite3_bind_int64(s, 7, c->host);
+    sqlite3_bind_int64(s, 8, c->pipe);
     rc = step_done(s);
     s = p->st[P_SAVE_SEQ];
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {

@@ -18,7 +18,7 @@ struct store_ship {
     struct store *st;
     sqlite3 *db;
     char *target;
-    sqlite3_stmt *blocks, *steps, *queues, *save, *job_name, *sessions, *pulled;
+    sqlite3_stmt *blocks, *steps, *queues, *hosts, *pipes, *save, *job_name, *sessions, *pulled;
     sqlite3_stmt *cur_make, *cur_load, *del_any, *del_next, *del_done, *del_prune, *del_count;
     ZSTD_DCtx *dctx;
     char *buf;
@@ -38,6 +38,8 @@ void store_ship_close(struct store_ship *sh)
     sqlite3_finalize(sh->blocks);
     sqlite3_finalize(sh->steps);
     sqlite3_finalize(sh->queues);
+    sqlite3_finalize(sh->hosts);
+    sqlite3_finalize(sh->pipes);
     sqlite3_finalize(sh->save);
     sqlite3_finalize(sh->job_name);
     sqlite3_finalize(sh->cur_make);
@@ -72,7 +74,8 @@ static int load_cursor(struct store_ship *sh, struct store_ship_cursor *ret)
     if (rc == SQLITE_ROW) {
         *ret = (struct store_ship_cursor){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
                                           sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-                                          sqlite3_column_int64(s, 4)};
+                                          sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5),
+                                          sqlite3_column_int64(s, 6)};
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         rc = SQLITE_CORRUPT; /* made above, in the same connection */
@@ -113,15 +116,16 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
         "SELECT q.rowid, j.name, q.rank, q.ts_ns, q.step, q.size, q.capacity, q.name,"
         PULLED("q") "FROM queue_samples q JOIN jobs j ON j.id = q.job_id WHERE q.rowid > ?1 "
         "ORDER BY q.rowid LIMIT ?2",
-        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del, session) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(target) DO UPDATE SET block = ?2, "
-        "step = ?3, queue = ?4, updated_ns = ?5, session = ?7 WHERE NOT EXISTS "
+        "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del, session, host, "
+        "pipe) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(target) DO UPDATE SET "
+        "block = ?2, step = ?3, queue = ?4, updated_ns = ?5, session = ?7, host = ?8, "
+        "pipe = ?9 WHERE NOT EXISTS "
         "(SELECT 1 FROM ship_deletes d WHERE d.id > ship_cursors.del)",
         "SELECT name FROM jobs WHERE id = ?1",
         "INSERT INTO ship_cursors(target, block, step, queue, updated_ns, del) "
         "SELECT ?1, 0, 0, 0, ?2, coalesce((SELECT seq FROM sqlite_sequence "
         "WHERE name = 'ship_deletes'), 0) WHERE true ON CONFLICT(target) DO NOTHING",
-        "SELECT block, step, queue, del, session FROM ship_cursors WHERE target = ?1",
+        "SELECT block, step, queue, del, session, host, pipe FROM ship_cursors WHERE target = ?1",
         "SELECT EXISTS (SELECT 1 FROM ship_deletes WHERE id > ?1)",
         "SELECT id, job FROM ship_deletes WHERE id > ?1 ORDER BY id LIMIT 1",
         "UPDATE ship_cursors SET del = ?2 WHERE target = ?1 AND del < ?2",
@@ -131,12 +135,18 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
         "s.framework_version, s.run, s.clock, s.hello," PULLED("s") "FROM sessions s "
         "JOIN jobs j ON j.id = s.job_id WHERE s.id > ?1 ORDER BY s.id",
         "SELECT" PULLED("r") "FROM (SELECT ?1 AS job_id, ?2 AS rank) r",
+        "SELECT h.rowid, j.name, h.rank, h.ts_ns, h.cpu_percent, h.sys_cpu_percent, "
+        "h.rss_bytes, NULL," PULLED("h") "FROM host_samples h JOIN jobs j ON j.id = h.job_id "
+        "WHERE h.rowid > ?1 ORDER BY h.rowid LIMIT ?2",
+        "SELECT p.rowid, j.name, p.rank, p.ts_ns, p.json, NULL, NULL, NULL," PULLED("p")
+        "FROM pipelines p JOIN jobs j ON j.id = p.job_id WHERE p.rowid > ?1 "
+        "ORDER BY p.rowid LIMIT ?2",
     };
 #undef PULLED
     sqlite3_stmt **stmts[] = {&sh->blocks,   &sh->steps,    &sh->queues,    &sh->save,
                               &sh->job_name, &sh->cur_make, &sh->cur_load,  &sh->del_any,
                               &sh->del_next, &sh->del_done, &sh->del_prune, &sh->del_count,
-                              &sh->sessions, &sh->pulled};
+                              &sh->sessions, &sh->pulled,   &sh->hosts,    &sh->pipes};
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(sh->db, STORE_BUSY_TIMEOUT_MS);
         for (size_t i = 0; i < sizeof stmts / sizeof stmts[0] && rc == SQLITE_OK; i++)
@@ -217,7 +227,7 @@ static int read_blocks(struct store_ship *sh, int64_t from, int64_t max_rows,
     return r;
 }
 
-/* One row of the steps or queue_samples statement (its rowid, the job's name, then the row's
+/* One row of the steps, queue_samples, host_samples or pipelines statement (its rowid, the job's name, then the row's
  * columns) to the sink, with *id its rowid; returns the sink's answer. */
 typedef int (*ship_row_fn)(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
                            int64_t *id);
@@ -256,7 +266,36 @@ static int give_queue(sqlite3_stmt *s, const char *job, const struct store_ship_
     return sink->queue(sink->ud, job, &row);
 }
 
-/* The rows of s (sh->steps or sh->queues) past rowid from, at most max_rows, each given to the
+static int give_host(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
+                     int64_t *id)
+{
+    struct store_ship_host row = {
+        .id = sqlite3_column_int64(s, 0),
+        .rank = sqlite3_column_int64(s, 2),
+        .ts_ns = sqlite3_column_int64(s, 3),
+        .cpu_percent = sqlite3_column_double(s, 4),
+        .sys_cpu_percent = sqlite3_column_double(s, 5),
+        .rss_bytes = sqlite3_column_int64(s, 6),
+    };
+    *id = row.id;
+    return sink->host(sink->ud, job, &row);
+}
+
+static int give_pipe(sqlite3_stmt *s, const char *job, const struct store_ship_sink *sink,
+                     int64_t *id)
+{
+    struct store_ship_pipe row = {
+        .id = sqlite3_column_int64(s, 0),
+        .rank = sqlite3_column_int64(s, 2),
+        .ts_ns = sqlite3_column_int64(s, 3),
+        .json = (const char *)sqlite3_column_text(s, 4),
+        .json_len = (size_t)sqlite3_column_bytes(s, 4),
+    };
+    *id = row.id;
+    return sink->pipe(sink->ud, job, &row);
+}
+
+/* The rows of s (sh->steps, queues, hosts or pipes) past rowid from, at most max_rows, each given to the
  * sink by give; *ret_to is the last one given. Returns 0, the sink's non-zero answer, or a
  * negative errno. */
 static int read_rows(sqlite3_stmt *s, ship_row_fn give, int64_t from, int64_t max_rows,
@@ -354,6 +393,10 @@ int64_t store_ship_read(struct store_ship *sh, const struct store_ship_cursor *f
     if (r == 0)
         r = read_rows(sh->queues, give_queue, from->queue, max_rows, sink, &ret_to->queue,
                       &given);
+    if (r == 0)
+        r = read_rows(sh->hosts, give_host, from->host, max_rows, sink, &ret_to->host, &given);
+    if (r == 0)
+        r = read_rows(sh->pipes, give_pipe, from->pipe, max_rows, sink, &ret_to->pipe, &given);
     (void)sqlite3_exec(sh->db, "COMMIT", NULL, NULL, NULL);
     if (r != 0)
         *ret_to = *from;
@@ -367,12 +410,16 @@ int store_ship_pending(struct store_ship *sh, const struct store_ship_cursor *c,
         sh->db,
         "SELECT (SELECT coalesce(sum(n_events), 0) FROM blocks WHERE id > ?1)"
         " + (SELECT count(*) FROM steps WHERE rowid > ?2)"
-        " + (SELECT count(*) FROM queue_samples WHERE rowid > ?3)",
+        " + (SELECT count(*) FROM queue_samples WHERE rowid > ?3)"
+        " + (SELECT count(*) FROM host_samples WHERE rowid > ?4)"
+        " + (SELECT count(*) FROM pipelines WHERE rowid > ?5)",
         -1, &s, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, c->block);
         sqlite3_bind_int64(s, 2, c->step);
         sqlite3_bind_int64(s, 3, c->queue);
+        sqlite3_bind_int64(s, 4, c->host);
+        sqlite3_bind_int64(s, 5, c->pipe);
         rc = sqlite3_step(s);
         if (rc == SQLITE_ROW) {
             *ret_rows = sqlite3_column_int64(s, 0);
@@ -393,6 +440,8 @@ int store_ship_save(struct store_ship *sh, const struct store_ship_cursor *c)
     sqlite3_bind_int64(s, 5, clock_now_ns());
     sqlite3_bind_int64(s, 6, c->del);
     sqlite3_bind_int64(s, 7, c->session);
+    sqlite3_bind_int64(s, 8, c->host);
+    sqlite3_bind_int64(s, 9, c->pipe);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)

@@ -6,7 +6,8 @@
  * trainer's); this header keeps where it has got to, in the same database, through a connection
  * of its own (no SQL or sqlite3 type crosses it).
  *
- * Exactly once: per origin node, the last span (block, idx), step row and queue-sample row fed,
+ * Exactly once: per origin node, the last span (block, idx), step, queue-sample, host-sample and
+ * pipeline row fed,
  * and per pulled stream (origin, job, rank) the sequence number its next line takes, saved
  * together in one transaction after the daemon acknowledged the lines. A crash between the
  * acknowledgement and the save re-reads the rows past the saved cursor: they come back in the
@@ -29,6 +30,7 @@ struct store_pull;
 struct store_pull_cursor {
     int64_t block, idx; /* the last span fed: (block rowid, line index) at its node */
     int64_t step, queue; /* the last step and queue-sample rowid fed */
+    int64_t host, pipe;  /* the last host-sample and pipeline rowid fed */
 };
 
 /* A pulled stream's next sequence number. */

@@ -5,8 +5,8 @@
  * in the same database (table ship_cursors, one row per target); no SQL or sqlite3 type crosses
  * this header, and the shipper never sees a connection the writer or the HTTP readers use.
  *
- * Row identity: a span is (block rowid, index of its line in the block), a step or queue sample
- * is its rowid. The same committed row always reads back with the same identity, so a batch read
+ * Row identity: a span is (block rowid, index of its line in the block), a step, queue sample,
+ * host sample or pipeline record is its rowid. The same committed row always reads back with the same identity, so a batch read
  * again after a crash (the cursor is saved only after ClickHouse took the batch) carries the keys
  * it had the first time, and ClickHouse collapses the copies (docs/ARCHITECTURE.md).
  *
@@ -29,7 +29,7 @@ struct store_ship;
 /* The last rowid shipped of each source table (sessions included; 0: nothing yet), and the last
  * deleted job (ship_deletes' id) the shipper carried out in ClickHouse. */
 struct store_ship_cursor {
-    int64_t block, step, queue, del, session;
+    int64_t block, step, queue, del, session, host, pipe;
 };
 
 /* One stored session (table sessions): its hello's fields and the hello verbatim. The strings
@@ -54,6 +54,19 @@ struct store_ship_queue {
     size_t name_len;
 };
 
+/* One stored host sample (table host_samples). */
+struct store_ship_host {
+    int64_t id, rank, ts_ns, rss_bytes;
+    double cpu_percent, sys_cpu_percent;
+};
+
+/* One stored pipeline record (table pipelines): the record verbatim. */
+struct store_ship_pipe {
+    int64_t id, rank, ts_ns;
+    const char *json; /* valid during the call */
+    size_t json_len;
+};
+
 /* Where store_ship_read() hands rows; job is the job's name, valid during the call. A callback
  * returning non-zero stops the read (its error is returned). span gets every trace event with ph
  * "X" or "B" (what the store counts as spans) and its line index in the block. Rows of a rank
@@ -71,6 +84,8 @@ struct store_ship_sink {
      * the stored line verbatim. Not counted in the rows read. */
     int (*event)(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
                  const struct store_event *ev);
+    int (*host)(void *ud, const char *job, const struct store_ship_host *h);
+    int (*pipe)(void *ud, const char *job, const struct store_ship_pipe *p);
 };
 
 /* Opens the shipper's connection and reads target's cursor into *ret_cursor; a new target's
@@ -94,7 +109,7 @@ int store_ship_reload(struct store_ship *sh, struct store_ship_cursor *ret_curso
 /* Hands the rows past *from to sink in one read transaction: the sessions first (every one
  * committed: a block's session was committed before it), then whole blocks in rowid order until
  * at least max_rows spans were given (at least one block when any is there), then up to
- * max_rows steps and max_rows queue samples. *ret_to is where the next read starts (from when
+ * max_rows steps, max_rows queue samples, max_rows host samples and max_rows pipeline records. *ret_to is where the next read starts (from when
  * nothing was read). A damaged block is skipped, noted as the readers note it. Returns the rows
  * given, or a negative errno (-ENOMEM, -EIO, -EAGAIN: a job deleted past from->del, nothing read;
  * or a callback's). */

@@ -112,6 +112,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
         "UPDATE ship_cursors SET block = min(block, (SELECT coalesce(max(id), 0) FROM blocks)), "
         "step = min(step, (SELECT coalesce(max(rowid), 0) FROM steps)), "
         "queue = min(queue, (SELECT coalesce(max(rowid), 0) FROM queue_samples)), "
+        "host = min(host, (SELECT coalesce(max(rowid), 0) FROM host_samples)), "
+        "pipe = min(pipe, (SELECT coalesce(max(rowid), 0) FROM pipelines)), "
         "session = min(session, (SELECT coalesce(max(id), 0) FROM sessions))",
 };
 

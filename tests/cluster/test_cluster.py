@@ -52,6 +52,21 @@ def rank_lines(rank, n, first=0):
     return lines
 
 
+def host_pipe_lines(rank):
+    """A rank's host samples (process and system CPU, RSS) and two pipeline records (the later
+    one replaces the first in live), each distinct per rank."""
+    lines = [{"type": "host", "ts_us": 1.7e15 + 1000.0 * i, "cpu_percent": 12.5 + rank + i / 3,
+              "sys_cpu_percent": 40.25 + rank / 7 + i, "rss_bytes": (1 << 30) + rank * 4096 + i}
+             for i in range(5)]
+    for k in range(2):
+        lines.append({"type": "pipeline", "ts_us": 1.7e15 + 2000.0 * k, "ops": [
+            {"id": 0, "name": "BatchOp", "children": [1], "num_workers": 4 + k,
+             "queue_sizes": [3, 5 + rank % 3], "queue_capacity": 8},
+            {"id": 1, "name": "GeneratorOp", "children": [], "num_workers": 1,
+             "queue_usage": 0.5 + rank / 100}]})
+    return lines
+
+
 def send(d, job, rank, lines, world=8, stream=None):
     with Client(d.socket) as c:
         c.hello(job, rank=rank, world_size=world, stream=stream, seq=0 if stream else None)
@@ -122,7 +137,7 @@ def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
     assert steps == [["0", "1700000000000000000", "1700000000000900500", "32"],
                      ["1", "1700000000001000000", "1700000000001900500", "32"]]
     # Every migration applied (nodes starting together may each record one: harmless).
-    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 4
+    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 5
 
 
 def test_engine_stopped_and_restarted_mid_ingest(ch, daemons, tmp):
@@ -305,11 +320,11 @@ def test_job_delete_propagated(ch, daemons, tmp):
     b = daemons("db", args=node_args(ch, "nodeY", creds, "--cluster-view", "false"))
     send(a, "kept", 0, rank_lines(0, 1000))
     # The newest rows of node X: once deleted, SQLite gives their rowids to the next rows.
-    send(a, "it's", 1, rank_lines(1, 2000))
-    send(b, "it's", 2, rank_lines(2, 1000))
+    send(a, "it's", 1, rank_lines(1, 2000) + host_pipe_lines(1))
+    send(b, "it's", 2, rank_lines(2, 1000) + host_pipe_lines(2))
     for d in (a, b):
         wait_shipped(d)
-    tables = ("spans", "steps", "queue_samples", "step_ranks")
+    tables = ("spans", "steps", "queue_samples", "host_samples", "pipelines", "step_ranks")
     a.wait_for("the aggregates shipped", lambda: set(ch_counts(ch, "step_ranks", "it\\'s")) ==
                {("nodeX", 1), ("nodeY", 2)}, timeout=30)
     kept = {t: ch_counts(ch, t, "kept", final=False) for t in tables}
@@ -317,7 +332,8 @@ def test_job_delete_propagated(ch, daemons, tmp):
 
     assert delete_job(a, "it's") == 204
     want = {"spans": {("nodeY", 2): 1000}, "steps": {("nodeY", 2): STEPS},
-            "queue_samples": {("nodeY", 2): QUEUES}}
+            "queue_samples": {("nodeY", 2): QUEUES}, "host_samples": {("nodeY", 2): 5},
+            "pipelines": {("nodeY", 2): 2}}
     a.wait_for("node X's rows of the job deleted in ClickHouse", lambda: all(
         set(ch_counts(ch, t, "it\\'s", final=False)) == {("nodeY", 2)} for t in tables), timeout=60)
     for t, rows in want.items():

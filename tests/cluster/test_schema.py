@@ -51,7 +51,8 @@ def encode(value, typ):
     if typ == "String":
         b = str(value).encode()  # pid: a String in spans, an Int64 in sessions
         return leb(len(b)) + b
-    return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I", "UInt8": "<B"}[typ], value)
+    return struct.pack({"Int64": "<q", "UInt64": "<Q", "UInt32": "<I", "UInt8": "<B",
+                        "Float64": "<d"}[typ], value)
 
 
 SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "dur_ns": 2250,
@@ -64,6 +65,8 @@ SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "du
           "host": "h1", "pid": 3, "framework": "torch", "framework_version": "2.4",
           "run": "r", "clock": "realtime", "started_ns": 1700000000000000000,
           "hello": '{"hello":"stepscope/1","job":"j","rank":3}',
+          "cpu_percent": 12.5, "sys_cpu_percent": 40.25, "rss_bytes": 1 << 30,
+          "json": '{"type":"pipeline","ops":[]}',
           "month": 202311, "line": '{"ph":"X","name":"op \\u00e9","ts":1700000000000000,"dur":2.25,"args":{"correlation":7}}'}
 
 
@@ -96,12 +99,14 @@ def test_migrations_table_and_sorting_keys(db):
     assert keys["step_ranks"] == "job, rank, step, node"
     assert keys["sessions"] == "job, rank, node, row"
     assert keys["events"] == "job, rank, node, block, idx"
+    assert keys["host_samples"] == "job, rank, ts_ns, node, row"
+    assert keys["pipelines"] == "job, rank, ts_ns, node, row"
     engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
                     "AND name != 'schema_migrations'")
     assert engines == "ReplacingMergeTree"
 
 
-@pytest.mark.parametrize("i", range(6))
+@pytest.mark.parametrize("i", range(8))
 def test_insert_twice_counts_once(db, tmp_path, i):
     sql = inserts()[i]
     m = re.match(r"INSERT INTO (stepscope\.\w+) \(([^)]*)\) FORMAT (RowBinary|Native)$", sql)

@@ -7,7 +7,8 @@ import os
 import time
 
 from ssclient import Client
-from test_cluster import cluster_stats, creds_file, node_args, rank_lines, send, wait_shipped
+from test_cluster import (cluster_stats, creds_file, host_pipe_lines, node_args, rank_lines, send,
+                          wait_shipped)
 
 NODES = 4
 PER_NODE = 8
@@ -308,3 +309,41 @@ def test_rows_in_clickhouse_twice_are_pulled_once(ch, daemons, tmp):
     finally:
         for table in ("spans", "steps", "queue_samples", "sessions"):
             ch.query(f"SYSTEM START MERGES stepscope.{table}")
+
+
+def test_remote_ranks_host_samples_and_pipelines(ch, daemons, tmp):
+    """Host samples and pipeline records are shipped and pulled like queue samples: a viewer
+    answers a remote rank's /pipeline, its helper's host CPU and pipeline evidence, and the
+    device summary's host CPU as the rank's own node and a single-daemon oracle do."""
+    creds = creds_file(tmp)
+    a = daemons("ha", args=node_args(ch, "nodeA", creds))
+    b = daemons("hb", args=node_args(ch, "nodeB", creds))
+    oracle = daemons("horacle")
+    for d, ranks in ((a, [0, 1]), (b, [2, 3])):
+        for r in ranks:
+            send(d, "hp", r, rank_lines(r, 50) + host_pipe_lines(r), world=4)
+    for r in range(4):
+        send(oracle, "hp", r, rank_lines(r, 50) + host_pipe_lines(r), world=4)
+    counts = ("ranks", "spans", "queue_samples", "host_samples", "pipelines")
+    want_job = {c: oracle.job("hp")[c] for c in counts}
+    assert want_job["host_samples"] == 4 * 5 and want_job["pipelines"] == 4 * 2
+    routes = [f"/pipeline?rank={r}" for r in range(4)] + \
+        [f"/summary/device?rank={r}" for r in range(4)]
+
+    def get(d):
+        out = {r: d.get_json(job_path(d, "hp") + r) for r in routes}
+        for r in range(4):  # the helper's evidence from the host and pipeline records
+            ev = d.get_json(job_path(d, "hp") + f"/helper?rank={r}")["inputs"]
+            out[f"helper{r}"] = {k: ev[k] for k in ("host_cpu_percent", "pipeline_ops")}
+        return out
+
+    want = same_twice("oracle", lambda: get(oracle))
+    for r in range(4):  # the figures are there to compare
+        assert want[f"helper{r}"]["host_cpu_percent"] is not None and \
+            want[f"helper{r}"]["pipeline_ops"] == 2, want[f"helper{r}"]
+        assert want[f"/summary/device?rank={r}"]["cpu_source"] == "host", want
+    for d in (a, b):
+        d.wait_for(f"{d.name}: every host sample and pipeline record",
+                   lambda d=d: {c: d.job("hp")[c] for c in counts} == want_job, timeout=90)
+        got = same_twice(d.name, lambda d=d: get(d))
+        assert got == want

@@ -226,7 +226,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 7);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 8);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -357,7 +357,7 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
     db = open_raw_db();
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 7);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 8);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
     sqlite3_close(db);
 }
@@ -1037,8 +1037,22 @@ END_TEST
 /* The shipper's side: rows come past the cursor with an identity that does not depend on how
  * they are read, only X and B events count as spans, the cursor survives a reopen, and a read
  * past everything gives nothing. */
+#define SHIP_PIPE "{\"type\":\"pipeline\",\"ops\":[{\"id\":0,\"name\":\"map\"}]}"
+
+/* A host sample and a pipeline record at sequence number seq, as ship_host and ship_pipe want. */
+static void ship_host_pipe(struct record *r, uint64_t seq)
+{
+    r[0] = (struct record){.kind = RECORD_HOST, .seq = seq, .raw = "{}", .raw_len = 2,
+                           .ts_ns = 2500000, .cpu_percent = 150.5, .sys_cpu_percent = 40.25,
+                           .rss_bytes = INT64_C(1) << 30, .step = -1, .capacity = -1,
+                           .samples = -1, .size = -1};
+    r[1] = (struct record){.kind = RECORD_PIPELINE, .seq = seq + 1, .raw = SHIP_PIPE,
+                           .raw_len = strlen(SHIP_PIPE), .ts_ns = 3000000, .step = -1,
+                           .capacity = -1, .samples = -1, .size = -1};
+}
+
 struct ship_seen {
-    int64_t spans, steps, queues, sessions;
+    int64_t spans, steps, queues, sessions, hosts, pipes;
     int64_t last_block;
     uint32_t last_idx;
     char name[64];
@@ -1076,6 +1090,22 @@ static int ship_queue(void *ud, const char *job, const struct store_ship_queue *
     return 0;
 }
 
+static int ship_host(void *ud, const char *job, const struct store_ship_host *h)
+{
+    ck_assert(h->cpu_percent == 150.5 && h->sys_cpu_percent == 40.25);
+    ck_assert_int_eq(h->rss_bytes, INT64_C(1) << 30);
+    ((struct ship_seen *)ud)->hosts++;
+    return 0;
+}
+
+static int ship_pipe(void *ud, const char *job, const struct store_ship_pipe *p)
+{
+    ck_assert_int_eq(p->json_len, strlen(SHIP_PIPE));
+    ck_assert(memcmp(p->json, SHIP_PIPE, p->json_len) == 0);
+    ((struct ship_seen *)ud)->pipes++;
+    return 0;
+}
+
 static int ship_session(void *ud, const char *job, const struct store_ship_session *se)
 {
     struct ship_seen *s = ud;
@@ -1092,7 +1122,7 @@ START_TEST(test_store_ship_cursor)
     struct store *st = open_ok(0);
     struct record_welcome w = session(st, "ship", 2, "");
     enum { N = 3000 };
-    static struct record r[N + 3];
+    static struct record r[N + 5];
     for (int i = 0; i < N; i++)
         r[i] = trace(i % 3 == 2 ? "{\"ph\":\"i\",\"name\":\"mark\",\"ts\":1}"
                                 : "{\"ph\":\"X\",\"name\":\"k\\\"1\",\"ts\":1,\"dur\":2,\"tid\":7}",
@@ -1104,7 +1134,8 @@ START_TEST(test_store_ship_cursor)
     r[N + 2] = (struct record){.kind = RECORD_QUEUE, .seq = N + 2, .raw = "", .step = 1,
                                .ts_ns = 5, .size = 2, .capacity = 8, .samples = -1,
                                .name = {"q", 1}};
-    ck_assert_int_eq(store_append(st, w.session_id, r, N + 3, N + 3), 0);
+    ship_host_pipe(&r[N + 3], N + 3);
+    ck_assert_int_eq(store_append(st, w.session_id, r, N + 5, N + 5), 0);
     ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
 
     char err[STORE_ERR_MAX];
@@ -1114,11 +1145,14 @@ START_TEST(test_store_ship_cursor)
     ck_assert_int_eq(cur.block + cur.step + cur.queue, 0);
     int64_t pending;
     ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
-    ck_assert_int_eq(pending, N + 3);
+    ck_assert_int_eq(pending, N + 5);
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
-    ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 3 + 1);
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
+                                   NULL,         ship_host, ship_pipe};
+    ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 5 + 1);
     ck_assert_int_eq(seen.sessions, 1);
+    ck_assert_int_eq(seen.hosts, 1);
+    ck_assert_int_eq(seen.pipes, 1);
     ck_assert_int_eq(seen.spans, 2 * N / 3);
     ck_assert_int_eq(seen.steps, 2);
     ck_assert_int_eq(seen.queues, 1);
@@ -1134,6 +1168,10 @@ START_TEST(test_store_ship_cursor)
     ck_assert_int_eq(cur.block, to.block);
     ck_assert_int_eq(cur.step, to.step);
     ck_assert_int_eq(cur.queue, to.queue);
+    ck_assert_int_eq(cur.host, to.host);
+    ck_assert_int_eq(cur.pipe, to.pipe);
+    ck_assert_int_gt(to.host, 0);
+    ck_assert_int_gt(to.pipe, 0);
     ck_assert_int_eq(store_ship_pending(sh, &cur, &pending), 0);
     ck_assert_int_eq(pending, 0);
     memset(&seen, 0, sizeof seen);
@@ -1150,23 +1188,25 @@ START_TEST(test_store_ship_cursor)
         cur = to;
     }
     ck_assert_int_eq(n, 0);
-    ck_assert_int_eq(total, 2 * N / 3 + 3 + 1);
+    ck_assert_int_eq(total, 2 * N / 3 + 5 + 1);
     store_ship_close(sh);
     store_close(st);
 }
 END_TEST
 
-/* A job's spans, one step and one queue sample, committed, its session closed. */
+/* A job's spans, one step, one queue sample, one host sample and one pipeline record,
+ * committed, its session closed. */
 static void ship_job(struct store *st, const char *job)
 {
     struct record_welcome w = session(st, job, 0, "");
-    static struct record r[3];
+    static struct record r[5];
     r[0] = trace("{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2}", 'X', 1, 2, 0);
     r[1] = (struct record){.kind = RECORD_STEP, .seq = 1, .raw = "", .step = 4, .ts_ns = 100,
                            .dur_ns = 900, .samples = -1, .size = -1, .capacity = -1};
     r[2] = (struct record){.kind = RECORD_QUEUE, .seq = 2, .raw = "", .step = 1, .ts_ns = 5,
                            .size = 2, .capacity = 8, .samples = -1, .name = {"q", 1}};
-    ck_assert_int_eq(store_append(st, w.session_id, r, 3, 3), 0);
+    ship_host_pipe(&r[3], 3);
+    ck_assert_int_eq(store_append(st, w.session_id, r, 5, 5), 0);
     store_session_close(st, w.session_id, true);
     ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
 }
@@ -1174,7 +1214,8 @@ static void ship_job(struct store *st, const char *job)
 static int64_t ship_all(struct store_ship *sh, struct store_ship_cursor *cur, const char *job)
 {
     struct ship_seen seen = {.job = job};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
+                                   NULL,         ship_host, ship_pipe};
     struct store_ship_cursor to;
     int64_t n = store_ship_read(sh, cur, 1 << 20, &sink, &to);
     if (n > 0) {
@@ -1197,14 +1238,15 @@ START_TEST(test_store_ship_deletes)
     struct store_ship_cursor cur, low, to;
     ck_assert_int_eq(store_ship_open(st, "http://ch:8123", &sh, &cur, err), 0);
     ck_assert_int_eq(cur.del, 0);
-    ck_assert_int_eq(ship_all(sh, &cur, "*"), 8); /* each job: its session and 3 rows */
+    ck_assert_int_eq(ship_all(sh, &cur, "*"), 12); /* each job: its session and 5 rows */
     int64_t job_id, id, n;
     uint64_t ticket;
     ck_assert_int_eq(store_job_delete(st, "it's", &job_id, &ticket), 0);
     ck_assert_int_eq(store_wait_committed(st, ticket, WAIT_NS), 0);
 
     struct ship_seen seen = {0};
-    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen, NULL};
+    struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
+                                   NULL,         ship_host, ship_pipe};
     ck_assert_int_eq(store_ship_read(sh, &cur, 100, &sink, &to), -EAGAIN);
     ck_assert_int_eq(store_ship_save(sh, &cur), -EAGAIN);
     ck_assert_int_eq(store_ship_deletes_pending(sh, cur.del, &n), 0);
@@ -1213,6 +1255,8 @@ START_TEST(test_store_ship_deletes)
     ck_assert_int_lt(low.block, cur.block);
     ck_assert_int_lt(low.step, cur.step);
     ck_assert_int_lt(low.queue, cur.queue);
+    ck_assert_int_lt(low.host, cur.host);
+    ck_assert_int_lt(low.pipe, cur.pipe);
     ck_assert_int_lt(low.session, cur.session);
     ck_assert_int_eq(store_ship_next_delete(sh, low.del, &id, name, sizeof name), 1);
     ck_assert_str_eq(name, "it's");
@@ -1225,13 +1269,13 @@ START_TEST(test_store_ship_deletes)
     /* The next job's rows take the deleted rows' rowids: read from the lowered cursor. */
     ship_job(st, "new");
     cur = low;
-    ck_assert_int_eq(ship_all(sh, &cur, "new"), 4);
+    ck_assert_int_eq(ship_all(sh, &cur, "new"), 6);
     ck_assert_int_eq(ship_all(sh, &cur, "new"), 0);
     store_ship_close(sh);
     /* A target opened after the delete has nothing of it to carry out. */
     ck_assert_int_eq(store_ship_open(st, "http://other:8123", &sh, &cur, err), 0);
     ck_assert_int_eq(cur.del, id);
-    ck_assert_int_eq(ship_all(sh, &cur, "*"), 8);
+    ck_assert_int_eq(ship_all(sh, &cur, "*"), 12);
     store_ship_close(sh);
     store_close(st);
 }
