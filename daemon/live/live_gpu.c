@@ -88,7 +88,7 @@ int live_query_gpu_launches(const struct live_snapshot *snap, int64_t rank,
             r = analyse_gpu_launches(sp.v, sp.n, opts, runtime_cutoff_ns, delay_cutoff_ns, &l, &m);
         live__bd_spans_done(&sp);
         struct live_gpu_launch_row *v = r == 0 && m ? realloc(rows, (n + m) * sizeof *v) : rows;
-        if (r < 0 || !v) {
+        if (r < 0 || (m && !v)) { /* a rank without launches leaves rows as it was, maybe NULL */
             free(l);
             free(rows);
             return r < 0 ? r : -ENOMEM;
