@@ -699,6 +699,13 @@ test('cluster: per-rank stacked step-trace bars, step and stage filters', async 
   if (!bars) fail('no stacked bar chart');
   const mode = await page.$eval('#cluster-mode', (n) => n.textContent);
   if (!mode.includes('data-parallel') || !mode.includes('mean over the steps')) fail(`mode line: ${mode}`);
+  // stragglers, as /ranks flags them: badged in the table's last column and named above the bars
+  const ranksDoc = await api(`/api/v1/jobs/${main.id}/ranks`);
+  const isStrag = (rank) => ranksDoc.ranks.find((x) => x.rank === rank).straggler;
+  expectEq(rows.map((x) => x[x.length - 1] === 'straggler'), avg.ranks.map((r) => isStrag(r.rank)), 'straggler column');
+  if (!avg.ranks.some((r) => isStrag(r.rank))) fail('the main job should have a straggler (rank 1)');
+  const named = await page.$eval('#cluster-stragglers', (n) => n.dataset.stragglers);
+  expectEq(named, avg.ranks.filter((r) => isStrag(r.rank)).map((r) => r.rank).join(','), 'stragglers named');
   // one step, by the step box
   const step = avg.last_step;
   await page.fill('#cluster-step', String(step));
@@ -934,13 +941,13 @@ test("cluster: a torch job's device communication, alone and overlapped, per ran
   await open(page, `#/job/${job.id}/cluster`);
   await page.waitForSelector('[data-table="cluster"] tbody tr');
   const head = await page.$$eval('[data-table="cluster"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼↑↓\s]+$/u, '').trim()));
-  expectEq(head, ['rank', 'stage', 'interval', 'FP+BP', 'tail', 'total', 'computation', 'communication alone', 'communication', 'comm. overlapped'], 'columns');
+  expectEq(head, ['rank', 'stage', 'interval', 'FP+BP', 'tail', 'total', 'computation', 'communication alone', 'communication', 'comm. overlapped', 'straggler'], 'columns');
   const rows = await rowsText(page, 'cluster');
   const keys = ['computation_us', 'communication_alone_us', 'communication_us', 'overlap_us'];
   for (const [i, r] of doc.ranks.entries()) {
     const want = [String(r.rank)];
     for (const k of keys) want.push(await fmtUsText(page, r[k]));
-    expectEq([rows[i][0], ...rows[i].slice(6)], want, `rank ${r.rank}'s device figures`);
+    expectEq([rows[i][0], ...rows[i].slice(6, 10)], want, `rank ${r.rank}'s device figures`);
   }
   await shot(page, 'cluster-torch');
 });

@@ -5,7 +5,9 @@
 // torch job's also its kernels' computation, communication, alone and overlapped),
 // for the average or one step, filtered by pipeline stage; and MindInsight's FLOPs and
 // peak-memory heatmaps (/cluster/flops, /cluster/memory): per rank a cell coloured by FLOPs over
-// the largest rank's and by peak memory over capacity. Last, the Hosts card (cluster_hosts.js):
+// the largest rank's and by peak memory over capacity. Stragglers (/ranks: mean step time over the
+// steps every host shipped) are outlined in red in the bars and badged in the table. Last, the
+// Hosts card (cluster_hosts.js):
 // per host its ranks, its node's shipping lag, its clock and its stragglers.
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes } from '../dom.js';
@@ -69,6 +71,8 @@ export async function render(ctx) {
   const go = (p) => ctx.go(ctx.hashFor('cluster', { step, stage, link_type: linkType || null, ...p }));
   const comm = await communicationCards(ctx, step, linkType, go);
   const hosts = await hostsCard(ctx);
+  const ranksDoc = await getOptional(jobPath(ctx.job, 'ranks'));
+  const strag = new Set(ranksDoc ? ranksDoc.ranks.filter((r) => r.straggler).map((r) => r.rank) : []);
   const doc = await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null, stage: stage || null }));
   const all = stage ? await getOptional(jobPath(ctx.job, 'cluster/step-trace', { step: step || null })) : doc;
   const head = doc || all;
@@ -86,25 +90,33 @@ export async function render(ctx) {
     heatCard(flops, memory), ...comm, hosts);
   }
   const figs = Object.keys(LABELS).filter((k) => doc.ranks.some((r) => k in r));
-  const labels = doc.ranks.map((r) => `rank ${r.rank}`);
+  const labels = doc.ranks.map((r) => (strag.has(r.rank) ? `rank ${r.rank} (straggler)` : `rank ${r.rank}`));
   const datasets = STACKED[doc.mode].map((k, i) => ({
     label: LABELS[k], data: doc.ranks.map((r) => (r[k] === null ? null : r[k] / 1000)), backgroundColor: PALETTE[i], stack: 's',
+    borderColor: doc.ranks.map((r) => (strag.has(r.rank) ? '#e15759' : PALETTE[i])),
+    borderWidth: doc.ranks.map((r) => (strag.has(r.rank) ? 3 : 0)),
   }));
   const columns = [
     { key: 'rank', label: 'rank', num: true },
     { key: 'stage', label: 'stage', num: true },
     ...figs.map((k) => ({ key: k, label: LABELS[k], num: true, fmt: fmtUs })),
+    { key: 'straggler', label: 'straggler', fmt: (v) => (v ? el('span.badge.bad', null, 'straggler') : '') },
   ];
+  const rows = doc.ranks.map((r) => ({ ...r, straggler: strag.has(r.rank) }));
+  const stragText = !ranksDoc ? 'Stragglers: unavailable (no /ranks answer).'
+    : strag.size ? `Stragglers (Ranks page: mean step time above ${fmtUs(ranksDoc.threshold_us)}): ${[...strag].map((r) => `rank ${r}`).join(', ')}.`
+      : 'No straggler (Ranks page: mean step time per rank).';
   const what = doc.step === 'average' ? `average (${doc.average_from === 'mindspore' ? "MindSpore's own average rows" : 'mean over the steps'})` : `step ${doc.step}`;
   return el('div.page', null,
     card('Cluster step trace', { id: 'cluster', cls: 'wide', actions },
       el('p.muted', { id: 'cluster-mode' }, `${doc.mode}, ${doc.stages} stage(s), ${doc.ranks.length} rank(s) shown; ${what}; last step ${doc.last_step}.`),
+      el('p.muted', { id: 'cluster-stragglers', dataset: { stragglers: [...strag].join(',') } }, stragText),
       chart({
         type: 'bar',
         data: { labels, datasets },
         options: { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: 'ms' } } } },
       }, { id: 'cluster-bars', height: 220 }),
-      dataTable({ id: 'cluster', columns, rows: doc.ranks, csv: `job${ctx.job}-cluster-step-trace.csv`, pageSize: 64,
+      dataTable({ id: 'cluster', columns, rows, csv: `job${ctx.job}-cluster-step-trace.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
     heatCard(flops, memory), ...comm, hosts);
 }
