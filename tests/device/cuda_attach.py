@@ -4,11 +4,11 @@
 stepscope package of this checkout (collectors/python, put on sys.path here); no daemon, no
 network, nothing installed.
 
-    cuda_attach.py OUTDIR [--cpu] [--steps N]
+    cuda_attach.py OUTDIR [--cpu] [--steps N] [--memory]
 
 Trains a small CNN for N iterations (default 12) under ``stepscope.torch.attach()`` and a
 ``torch.profiler`` window (schedule wait=1, warmup=1, active=4; activities CPU + CUDA, or CPU
-only with --cpu), ``prof.step()`` each iteration, whose on_trace_ready is
+only with --cpu; ``profile_memory=True`` with --memory, issue 17's device check), ``prof.step()`` each iteration, whose on_trace_ready is
 ``stepscope.torch.trace_handler()`` chained with saving the exported trace (the loop is
 tests/frameworks/torch_train.py's profiled_loop). The collector sends to a recorder: the
 Unix-socket stand-in for stepscoped of collectors/python/tests/fakeserver.py, which answers the
@@ -20,7 +20,8 @@ line it took is written, as received, after the hello, to an NDJSON file. Writes
                         cpu self/total and cuda self/total in µs
     trace.json.gz       the trace the handler exported and streamed (torch's own file, gzipped)
     meta.json           torch/CUDA versions, the device, each iteration's wall-clock bounds, the
-                        profiler's step_num and the schedule's action, the collector's counters
+                        profiler's step_num and the schedule's action, the collector's counters,
+                        and torch.cuda.max_memory_allocated()/max_memory_reserved() after the loop
     log.txt             what this script printed
 
 tests/device/check_cuda_attach.py OUTDIR replays them into a real daemon and checks them.
@@ -67,6 +68,7 @@ def main():
     out = os.path.abspath(args[0])
     cpu = "--cpu" in args
     steps = int(args[args.index("--steps") + 1]) if "--steps" in args else 12
+    memory = "--memory" in args
     os.makedirs(out, exist_ok=True)
     log = open(os.path.join(out, "log.txt"), "w")
 
@@ -127,7 +129,7 @@ def main():
 
     P = torch.profiler
     acts = [P.ProfilerActivity.CPU] + ([] if cpu else [P.ProfilerActivity.CUDA])
-    loop = profiled_loop(loader, train_step, acts, on_ready)
+    loop = profiled_loop(loader, train_step, acts, on_ready, profile_memory=memory)
     att.detach()
     flushed = client.flush(60)
     st = dict(client.stats)
@@ -148,6 +150,9 @@ def main():
             "device": torch.cuda.get_device_name(0) if not cpu else "cpu",
             "kineto": bool(getattr(torch.autograd, "kineto_available", lambda: False)()),
             "job": JOB, "steps": steps, "recorded": att.steps, "loop": loop,
+            "profile_memory": memory,
+            "max_memory_allocated": torch.cuda.max_memory_allocated() if not cpu else None,
+            "max_memory_reserved": torch.cuda.max_memory_reserved() if not cpu else None,
             "window_events": window.get("events"), "flushed": flushed, "closed": closed,
             "client_stats": st, "recorder": {"connections": len(rec.hellos), "streams": len(streams),
                                              "lines": n_lines, "duplicates": dups,

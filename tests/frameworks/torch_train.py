@@ -270,17 +270,17 @@ def run_autograd(outdir):
            "torch.autograd.profiler.profile")
 
 
-def profiled_loop(loader, train_step, activities, on_ready, repeat=1):
+def profiled_loop(loader, train_step, activities, on_ready, repeat=1, profile_memory=False):
     """Runs train_step(x, y) on every batch of loader inside a torch.profiler window (schedule
     wait=1, warmup=1, active=4, repeat (0: cycles until the loop ends, torch's default),
-    prof.step() after each iteration; on_trace_ready=on_ready).
+    prof.step() after each iteration; on_trace_ready=on_ready; profile_memory as torch takes it).
     Returns each iteration's wall-clock bounds (begin before its next(), end before its
     prof.step()), the profiler's step_num in it, the schedule's action for it and what
     train_step returned. tests/device/cuda_attach.py runs the same loop on CUDA."""
     loop = []
     sched = torch.profiler.schedule(wait=1, warmup=1, active=4, repeat=repeat)
-    with torch.profiler.profile(activities=activities, schedule=sched,
-                                on_trace_ready=on_ready) as prof:
+    with torch.profiler.profile(activities=activities, schedule=sched, on_trace_ready=on_ready,
+                                profile_memory=profile_memory) as prof:
         it = iter(loader)
         while True:
             t0 = time.time_ns()
