@@ -35,6 +35,7 @@ TRACES = {
     "gpu_2steps_sampled": ["gpu_2steps_sampled_rank0.json.gz", "gpu_2steps_sampled_rank1.json.gz"],
     "h200_a": ["cuda_views_h200/trace_a.json.gz"],
     "h200_b": ["cuda_views_h200/trace_b.json.gz"],
+    "h200_attach_mem": ["cuda_attach_mem_h200/trace.json.gz"],
 }
 
 
@@ -253,3 +254,37 @@ def test_csv_rank_and_bad_parameters(daemon, tmp):
     assert sum(x["runtime_outliers"] for x in strict["summary"]) == \
         sum(1 for w in whole if w["cpu_duration_us"] > 0)
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/launches?delay_cutoff_us=-1", status=400)
+
+
+def test_live_window_equals_hta(daemon, tmp, monkeypatch):
+    """The live path: the lines stepscope.torch.attach() and trace_handler() sent on the H200
+    (profile_memory=True; tests/device/cuda_attach.py --memory), replayed over the socket as the
+    collector sent them, give the same /gpu/temporal and /gpu/kernel-types as HTA on the window's
+    own trace file."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "device"))
+    import check_cuda_attach as cca
+    meta, _, _, lines = cca.load(DATA / "cuda_attach_mem_h200")
+    assert meta["profile_memory"] and meta["max_memory_allocated"] > 0
+    job = __import__("json").loads(lines[0])["job"]
+    n, errors = cca.replay(daemon, lines)
+    assert not errors and n == len(lines) - 1
+    daemon.wait_for("every event held", lambda: daemon.job(job).get("events") == meta["window_events"], timeout=60)
+    ta = hta(tmp, "h200_attach_mem", monkeypatch, False, False)
+    ref = ta.get_temporal_breakdown(visualize=False).iloc[0]
+    kept = sum(len(df[df["stream"].ne(-1)]) for df in ta.t.traces.values())
+
+    def matches():
+        rows = daemon.get_json(f"/api/v1/jobs/{job}/gpu/temporal")["rows"]
+        return len(rows) == 1 and rows[0]["device_events_kept"] == kept and rows[0]
+    row = daemon.wait_for("the window's device events in /gpu/temporal", matches, timeout=30)
+    for ours, theirs in (("idle_us", "idle_time(us)"), ("compute_us", "compute_time(us)"),
+                         ("non_compute_us", "non_compute_time(us)"), ("kernel_us", "kernel_time(us)")):
+        assert row[ours] == pytest.approx(ref[theirs], abs=kept * 0.001 + 1e-6), ours
+    types_df, _ = ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+    want = {r["kernel_type"]: r["sum"] for _, r in types_df.iterrows() if r["sum"] > 0}
+    got = {r["kernel_type"]: r["us"] for r in
+           daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types")["all_ranks"]}
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=kept * 2.0), k
