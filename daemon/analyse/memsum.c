@@ -10,6 +10,7 @@
  * sorted stably by increase as Paddle's sorted() is.
  */
 #include "analyse_memsum.h"
+#include "../../lib/util.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -82,14 +83,6 @@ struct acc {
     size_t n_pslots;
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ c[i]) * 1099511628211ULL;
-    return h;
-}
-
 static int grow_slots(struct acc *a)
 {
     size_t n = a->n_slots ? a->n_slots * 2 : 256;
@@ -98,7 +91,7 @@ static int grow_slots(struct acc *a)
         return -ENOMEM;
     for (size_t i = 0; i < a->n_items; i++) {
         const struct item *it = &a->items[i];
-        uint64_t h = fnv(1469598103934665603ULL ^ (it->place * 2 + it->reserved), it->name,
+        uint64_t h = util_hash(UTIL_HASH_SEED ^ (it->place * 2 + it->reserved), it->name,
                          it->name_len);
         size_t k = (size_t)h & (n - 1);
         while (s[k])
@@ -116,7 +109,7 @@ static struct item *item_get(struct acc *a, size_t place, bool reserved, const c
 {
     if ((a->n_items + 1) * 2 > a->n_slots && grow_slots(a) < 0)
         return NULL;
-    uint64_t h = fnv(1469598103934665603ULL ^ (place * 2 + reserved), name, len);
+    uint64_t h = util_hash(UTIL_HASH_SEED ^ (place * 2 + reserved), name, len);
     size_t k = (size_t)h & (a->n_slots - 1);
     while (a->slots[k]) {
         struct item *it = &a->items[a->slots[k] - 1];
@@ -142,7 +135,7 @@ static struct item *item_get(struct acc *a, size_t place, bool reserved, const c
 
 static uint64_t place_hash(const char *p, size_t len)
 {
-    return fnv(1469598103934665603ULL, p, len);
+    return util_hash(UTIL_HASH_SEED, p, len);
 }
 
 static int grow_pslots(struct acc *a)

@@ -728,33 +728,25 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                  origin, cur->block, cur->block, cur->idx, origin, cur->block, cur->block,
                  cur->idx, origin, cur->block, p->batch_rows);
         break;
-    case T_STEPS:
+    default: {
+        /* The row-keyed tables: their columns in the order the reader below takes them, past
+         * the cursor's row id for the table. */
+        static const struct {
+            const char *cols, *table;
+        } rowt[] = {
+            [T_STEPS] = {"step, begin_ns, end_ns, samples, phases", "steps"},
+            [T_QUEUES] = {"ts_ns, step, name, size, capacity", "queue_samples"},
+            [T_HOSTS] = {"ts_ns, cpu_percent, sys_cpu_percent, rss_bytes", "host_samples"},
+            [T_PIPES] = {"json", "pipelines"},
+        };
+        int64_t past = t == T_STEPS ? cur->step : t == T_QUEUES ? cur->queue
+                     : t == T_HOSTS ? cur->host : cur->pipe;
         snprintf(q, sizeof q,
-                 "SELECT job, rank, step, begin_ns, end_ns, samples, phases, row "
-                 "FROM stepscope.steps WHERE node = '%s' AND row > %" PRId64
+                 "SELECT job, rank, %s, row FROM stepscope.%s WHERE node = '%s' AND row > %" PRId64
                  " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->step, p->batch_rows);
+                 rowt[t].cols, rowt[t].table, origin, past, p->batch_rows);
         break;
-    case T_QUEUES:
-        snprintf(q, sizeof q,
-                 "SELECT job, rank, ts_ns, step, name, size, capacity, row "
-                 "FROM stepscope.queue_samples WHERE node = '%s' AND row > %" PRId64
-                 " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->queue, p->batch_rows);
-        break;
-    case T_HOSTS:
-        snprintf(q, sizeof q,
-                 "SELECT job, rank, ts_ns, cpu_percent, sys_cpu_percent, rss_bytes, row "
-                 "FROM stepscope.host_samples WHERE node = '%s' AND row > %" PRId64
-                 " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->host, p->batch_rows);
-        break;
-    case T_PIPES:
-        snprintf(q, sizeof q,
-                 "SELECT job, rank, json, row FROM stepscope.pipelines WHERE node = '%s' "
-                 "AND row > %" PRId64 " ORDER BY row LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->pipe, p->batch_rows);
-        break;
+    }
     }
     if (ch_query(p, q, err) < 0)
         return -1;
