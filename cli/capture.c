@@ -312,11 +312,12 @@ static void print_changes(const struct capture *now, const struct capture *prev)
     }
 }
 
-static int wait_for(const struct hclient_target *t, const char *path, double timeout_s,
-                    struct capture *cap)
+/* Polls one capture until every part has finished or, when timeout_s > 0, until the shared
+ * deadline has passed (at least one look either way); the message names the user's timeout_s. */
+static int wait_for(const struct hclient_target *t, const char *path, double deadline,
+                    long long timeout_s, struct capture *cap)
 {
     struct capture prev = {0};
-    double deadline = now_s() + timeout_s;
     int code = CAPTURE_EXIT_DAEMON;
     for (;;) {
         int status;
@@ -350,7 +351,7 @@ static int wait_for(const struct hclient_target *t, const char *path, double tim
         }
         if (timeout_s > 0 && now_s() >= deadline) {
             fprintf(stderr,
-                    "stepscope capture: capture %lld has not ended after %g s; it goes on in "
+                    "stepscope capture: capture %lld has not ended after %lld s; it goes on in "
                     "the daemon (wait longer with --timeout SECONDS, 0 for no limit)\n",
                     now.id, timeout_s);
             code = CAPTURE_EXIT_TIMEOUT;
@@ -523,13 +524,10 @@ int capture_command(int argc, char **argv)
         double deadline = now_s() + (double)timeout;
         size_t base = strlen(path);
         for (long long w = 0; wait && w < repeat; w++) {
-            double left = deadline - now_s();
-            if (timeout > 0 && left <= 0)
-                left = 0.001; /* one look, then the timeout's message */
             snprintf(path + base, 32, "/%lld", first + w);
             if (repeat > 1)
                 fprintf(stderr, "window %lld of %lld: capture %lld\n", w + 1, repeat, first + w);
-            int wc = wait_for(&t, path, timeout > 0 ? left : 0, &cap);
+            int wc = wait_for(&t, path, deadline, timeout, &cap);
             if (repeat > 1)
                 printf("window %lld of %lld: capture %lld\n", w + 1, repeat, first + w);
             wc = finish(&cap, wc);
