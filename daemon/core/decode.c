@@ -29,7 +29,7 @@
 /* record_from_line() sets every field of struct record one by one; on LP64 this catches a field
  * added to it. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct record) == 328, "struct record changed: update record_from_line()");
+_Static_assert(sizeof(struct record) == 360, "struct record changed: update record_from_line()");
 #endif
 
 enum field_id {
@@ -104,6 +104,16 @@ enum paddle_id {
     PD_OWNER_TS,
     PD_PROCESS_CPU,
     PD_SYSTEM_CPU,
+    PD_CUR_ALLOCATED, /* Paddle's current_allocated, Kineto's "Total Allocated" */
+    PD_CUR_RESERVED,
+    PD_TOTAL_ALLOCATED,
+    PD_TOTAL_RESERVED,
+    PD_KINETO_BYTES,
+    PD_DEVICE_TYPE,
+    PD_DEVICE_ID,
+    PD_STATS_PEAK_ALLOCATED, /* the collector's "[memory stats]" (docs/PROTOCOL.md 10) */
+    PD_STATS_PEAK_RESERVED,
+    PD_STEP,
     PD_END,
 };
 
@@ -111,6 +121,7 @@ static const struct json_key paddle_keys[] = {
     {"args", PD_ARGS, JSON_F_SUBKEYS},
     {"owner", PD_OWNER, 0},
     {"owner_ts", PD_OWNER_TS, 0},
+    {"step", PD_STEP, 0},
 };
 
 static const struct json_key paddle_args_keys[] = {
@@ -120,6 +131,15 @@ static const struct json_key paddle_args_keys[] = {
     {"place", PD_PLACE, 0},
     {"Process Cpu Utilization", PD_PROCESS_CPU, 0},
     {"System Cpu Utilization", PD_SYSTEM_CPU, 0},
+    {"current_allocated", PD_CUR_ALLOCATED, 0},
+    {"current_reserved", PD_CUR_RESERVED, 0},
+    {"Total Allocated", PD_TOTAL_ALLOCATED, 0},
+    {"Total Reserved", PD_TOTAL_RESERVED, 0},
+    {"Bytes", PD_KINETO_BYTES, 0},
+    {"Device Type", PD_DEVICE_TYPE, 0},
+    {"Device Id", PD_DEVICE_ID, 0},
+    {"Peak Allocated", PD_STATS_PEAK_ALLOCATED, 0},
+    {"Peak Reserved", PD_STATS_PEAK_RESERVED, 0},
 };
 
 enum hello_id {
@@ -452,16 +472,17 @@ static double arg_fraction(const struct json_slot *s)
     return v;
 }
 
-/* The args Paddle's "[memory]" events and its "ExtraInfo" record carry (docs/PROTOCOL.md 9),
- * from a second scan of the line (only such lines: they are few). A member of another type is
- * absent, never an error. */
+/* The args of the memory events (Paddle's and Kineto's "[memory]", the collector's "[memory
+ * stats]") and of Paddle's "ExtraInfo" record (docs/PROTOCOL.md 9 and 10), from a second scan of
+ * the line (only such lines: they are few). A member of another type is absent, never an error. */
 static void paddle_args(struct decoder *d, const char *line, size_t len,
                         struct json_arena *a, struct record *r)
 {
     bool mem = (r->ph == 'i' || r->ph == 'I') && r->name.len == 8 &&
                memcmp(r->name.ptr, "[memory]", 8) == 0;
+    bool stats = r->ph == 'C' && r->name.len == 14 && memcmp(r->name.ptr, "[memory stats]", 14) == 0;
     bool extra = r->ph == 'M' && r->name.len == 9 && memcmp(r->name.ptr, "ExtraInfo", 9) == 0;
-    if (!mem && !extra)
+    if (!mem && !extra && !stats)
         return;
     struct json_slot s[PD_END];
     char msg[JSON_MSG_MAX];
@@ -472,7 +493,24 @@ static void paddle_args(struct decoder *d, const char *line, size_t len,
         r->util_sys_cpu = arg_fraction(&s[PD_SYSTEM_CPU]);
         return;
     }
+    /* Paddle's names first, then Kineto's (and the collector's). */
+    r->mem_allocated = link_id(&s[PD_CUR_ALLOCATED]);
+    if (r->mem_allocated < 0)
+        r->mem_allocated = link_id(&s[PD_TOTAL_ALLOCATED]);
+    r->mem_reserved = link_id(&s[PD_CUR_RESERVED]);
+    if (r->mem_reserved < 0)
+        r->mem_reserved = link_id(&s[PD_TOTAL_RESERVED]);
+    r->mem_device_type = link_id(&s[PD_DEVICE_TYPE]);
+    r->mem_device_id = arg_int(&s[PD_DEVICE_ID], INT64_MIN);
+    if (stats) {
+        r->mem_peak_allocated = link_id(&s[PD_STATS_PEAK_ALLOCATED]);
+        r->mem_peak_reserved = link_id(&s[PD_STATS_PEAK_RESERVED]);
+        r->step = link_id(&s[PD_STEP]);
+        return;
+    }
     r->mem_bytes = arg_int(&s[PD_INCREASE], INT64_MIN);
+    if (r->mem_bytes == INT64_MIN)
+        r->mem_bytes = arg_int(&s[PD_KINETO_BYTES], INT64_MIN);
     r->mem_peak_allocated = link_id(&s[PD_PEAK_ALLOCATED]);
     r->mem_peak_reserved = link_id(&s[PD_PEAK_RESERVED]);
     if (s[PD_PLACE].type == JSON_STRING)
@@ -602,6 +640,10 @@ static int record_from_line(struct decoder *d, const char *line, size_t len,
     ret->mem_place = none;
     ret->mem_owner = none;
     ret->mem_owner_ns = INT64_MIN;
+    ret->mem_allocated = -1;
+    ret->mem_reserved = -1;
+    ret->mem_device_type = -1;
+    ret->mem_device_id = INT64_MIN;
     ret->util_cpu = -1;
     ret->util_sys_cpu = -1;
     bool ok;

@@ -78,6 +78,16 @@ struct record {
                                      happened in, as the collector saw Paddle attribute it */
     int64_t mem_owner_ns;      /* [memory]: args.owner_ts, that host event's ts (INT64_MIN if
                                   absent) */
+    /* Memory events' device and totals: Paddle's args.current_allocated / current_reserved, or
+     * Kineto's and the collector's "Total Allocated" / "Total Reserved", "Device Type" (0 CPU,
+     * 1 CUDA), "Device Id"; from "[memory]" (ph i or I) and "[memory stats]" (ph C, the
+     * collector's allocator samples: docs/PROTOCOL.md 10, which also fill mem_peak_* from
+     * "Peak Allocated" / "Peak Reserved" and step from the top-level "step"). Kineto's
+     * args.Bytes fills mem_bytes. */
+    int64_t mem_allocated;     /* an integer >= 0 (-1 if absent) */
+    int64_t mem_reserved;      /* likewise */
+    int64_t mem_device_type;   /* likewise */
+    int64_t mem_device_id;     /* an integer (INT64_MIN if absent; Kineto's CPU is -1) */
     double util_cpu;           /* ExtraInfo: args["Process Cpu Utilization"], Paddle's fraction
                                   (a number or a string holding one; -1 if absent or not >= 0) */
     double util_sys_cpu;       /* ExtraInfo: args["System Cpu Utilization"], likewise */

@@ -996,3 +996,174 @@ void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum w
     else if (!csv)
         sbuf_adds(b, "]}");
 }
+
+/* ---- /memory ---- */
+
+static const char *mv_source(enum analyse_mv_source s)
+{
+    return s == ANALYSE_MV_ALLOCATOR ? "allocator" : "trace";
+}
+
+static void mv_series_json(struct sbuf *b, const struct analyse_memview *m,
+                           const struct analyse_mv_series *s, bool curve)
+{
+    sbuf_adds(b, "{\"device\":");
+    sbuf_json_str(b, s->device, s->device_len);
+    sbuf_printf(b, ",\"source\":\"%s\",\"points\":%zu,\"kept\":%zu", mv_source(s->source),
+                s->n_points, s->n_kept);
+    if (s->n_points == 0) {
+        sbuf_adds(b, ",\"peak_allocated\":null,\"peak_ts_ns\":null,\"peak_step\":null,"
+                     "\"peak_reserved\":null,\"first_ts_ns\":null,\"last_ts_ns\":null");
+    } else {
+        sbuf_printf(b, ",\"peak_allocated\":%" PRId64 ",\"peak_ts_ns\":%" PRId64,
+                    s->peak_allocated, s->peak_ts_ns);
+        if (s->peak_step >= 0)
+            sbuf_printf(b, ",\"peak_step\":%" PRId64, s->peak_step);
+        else
+            sbuf_adds(b, ",\"peak_step\":null");
+        if (s->peak_reserved >= 0)
+            sbuf_printf(b, ",\"peak_reserved\":%" PRId64, s->peak_reserved);
+        else
+            sbuf_adds(b, ",\"peak_reserved\":null");
+        sbuf_printf(b, ",\"first_ts_ns\":%" PRId64 ",\"last_ts_ns\":%" PRId64, s->first_ts_ns,
+                    s->last_ts_ns);
+    }
+    if (curve) {
+        sbuf_adds(b, ",\"curve\":[");
+        for (size_t i = 0; i < s->n_kept; i++) {
+            const struct analyse_mv_point *p = &m->points[s->first_kept + i];
+            sbuf_printf(b, "%s[%" PRId64 ",%" PRId64 ",", i ? "," : "", p->ts_ns, p->allocated);
+            if (p->reserved >= 0)
+                sbuf_printf(b, "%" PRId64 "]", p->reserved);
+            else
+                sbuf_adds(b, "null]");
+        }
+        sbuf_addc(b, ']');
+    }
+    sbuf_addc(b, '}');
+}
+
+static void mv_row(struct sbuf *b, const struct analyse_mv_row *r, bool csv)
+{
+    if (csv) {
+        csv_name(b, r->device, r->device_len);
+        sbuf_addc(b, ',');
+        csv_name(b, r->name, r->name_len);
+        sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                       ",%" PRId64 "\n",
+                    r->calls, r->increase, r->self_increase, r->alloc_count, r->self_alloc_count,
+                    r->alloc_size, r->self_alloc_size);
+        return;
+    }
+    sbuf_adds(b, "{\"device\":");
+    sbuf_json_str(b, r->device, r->device_len);
+    sbuf_adds(b, ",\"name\":");
+    sbuf_json_str(b, r->name, r->name_len);
+    sbuf_printf(b, ",\"calls\":%" PRId64 ",\"size_increase\":%" PRId64
+                   ",\"self_size_increase\":%" PRId64 ",\"allocation_count\":%" PRId64
+                   ",\"self_allocation_count\":%" PRId64 ",\"allocation_size\":%" PRId64
+                   ",\"self_allocation_size\":%" PRId64 "}",
+                r->calls, r->increase, r->self_increase, r->alloc_count, r->self_alloc_count,
+                r->alloc_size, r->self_alloc_size);
+}
+
+void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web_format fmt)
+{
+    const struct analyse_memview *m = d->mv;
+    if (fmt == WEB_FORMAT_CSV || fmt == WEB_FORMAT_RECORDS) {
+        bool csv = fmt == WEB_FORMAT_CSV;
+        if (!csv)
+            sbuf_addc(b, '[');
+        bool first = true;
+        if (d->table == WEB_MEMORY_OPERATORS) {
+            if (csv)
+                sbuf_adds(b, "device,name,calls,size_increase,self_size_increase,"
+                             "allocation_count,self_allocation_count,allocation_size,"
+                             "self_allocation_size\n");
+            for (size_t i = 0; i < m->n_rows; i++, first = false) {
+                if (!csv && !first)
+                    sbuf_addc(b, ',');
+                mv_row(b, &m->rows[i], csv);
+            }
+        } else if (d->table == WEB_MEMORY_DEVICES) {
+            if (csv)
+                sbuf_adds(b, "device,source,points,kept,peak_allocated,peak_ts_ns,peak_step,"
+                             "peak_reserved,first_ts_ns,last_ts_ns\n");
+            for (size_t i = 0; i < m->n_series; i++, first = false) {
+                const struct analyse_mv_series *s = &m->series[i];
+                if (!csv) {
+                    if (!first)
+                        sbuf_addc(b, ',');
+                    mv_series_json(b, m, s, false);
+                    continue;
+                }
+                csv_name(b, s->device, s->device_len);
+                sbuf_printf(b, ",%s,%zu,%zu,", mv_source(s->source), s->n_points, s->n_kept);
+                if (s->n_points > 0) {
+                    sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", s->peak_allocated, s->peak_ts_ns);
+                    if (s->peak_step >= 0)
+                        sbuf_printf(b, "%" PRId64, s->peak_step);
+                    sbuf_addc(b, ',');
+                    if (s->peak_reserved >= 0)
+                        sbuf_printf(b, "%" PRId64, s->peak_reserved);
+                    sbuf_printf(b, ",%" PRId64 ",%" PRId64 "\n", s->first_ts_ns, s->last_ts_ns);
+                } else {
+                    sbuf_adds(b, ",,,,,\n");
+                }
+            }
+        } else {
+            if (csv)
+                sbuf_adds(b, "device,source,ts_ns,allocated,reserved\n");
+            for (size_t i = 0; i < m->n_series; i++) {
+                const struct analyse_mv_series *s = &m->series[i];
+                for (size_t k = 0; k < s->n_kept; k++, first = false) {
+                    const struct analyse_mv_point *p = &m->points[s->first_kept + k];
+                    if (csv) {
+                        csv_name(b, s->device, s->device_len);
+                        sbuf_printf(b, ",%s,%" PRId64 ",%" PRId64 ",", mv_source(s->source),
+                                    p->ts_ns, p->allocated);
+                        if (p->reserved >= 0)
+                            sbuf_printf(b, "%" PRId64, p->reserved);
+                        sbuf_addc(b, '\n');
+                        continue;
+                    }
+                    if (!first)
+                        sbuf_addc(b, ',');
+                    sbuf_adds(b, "{\"device\":");
+                    sbuf_json_str(b, s->device, s->device_len);
+                    sbuf_printf(b, ",\"source\":\"%s\",\"ts_ns\":%" PRId64 ",\"allocated\":%" PRId64,
+                                mv_source(s->source), p->ts_ns, p->allocated);
+                    if (p->reserved >= 0)
+                        sbuf_printf(b, ",\"reserved\":%" PRId64 "}", p->reserved);
+                    else
+                        sbuf_adds(b, ",\"reserved\":null}");
+                }
+            }
+        }
+        if (!csv)
+            sbuf_addc(b, ']');
+        return;
+    }
+    sbuf_printf(b, "{\"rank\":%" PRId64 ",\"device\":", d->rank);
+    if (d->device && d->device[0])
+        sbuf_json_strz(b, d->device);
+    else
+        sbuf_adds(b, "null");
+    sbuf_printf(b, ",\"units\":{\"time\":\"ns\",\"bytes\":\"B\"},\"max_points\":%zu,"
+                   "\"events\":%zu,\"attributed\":%zu,\"unattributed\":%zu,\"spans_read\":%zu,"
+                   "\"spans_cut\":%" PRId64 ",\"lines_bad\":%" PRId64 ",\"devices\":[",
+                d->max_points, m->n_events, m->n_attributed, m->n_unattributed, d->n_read,
+                d->spans_cut, d->lines_bad);
+    for (size_t i = 0; i < m->n_series; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        mv_series_json(b, m, &m->series[i], true);
+    }
+    sbuf_adds(b, "],\"operators\":[");
+    for (size_t i = 0; i < m->n_rows; i++) {
+        if (i)
+            sbuf_addc(b, ',');
+        mv_row(b, &m->rows[i], false);
+    }
+    sbuf_adds(b, "]}");
+}

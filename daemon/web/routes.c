@@ -266,6 +266,7 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
         return web__route_timeline(w, q, r, a);
     case WEB_ROUTE_SUMMARY:
     case WEB_ROUTE_BENCHMARK:
+    case WEB_ROUTE_MEMORY:
         return get_summary(w, q, r, a);
     case WEB_ROUTE_CAPTURES:
     case WEB_ROUTE_CAPTURE:

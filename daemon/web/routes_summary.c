@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * routes_summary: /api/v1/jobs/{job}/summary/{kind} and /benchmark, paddle.profiler's summary
- * tables and benchmark timer (analyse_summary.h, analyse_benchmark.h). The live snapshot keeps aggregates, not the
+ * tables and benchmark timer (analyse_summary.h, analyse_benchmark.h), and /memory,
+ * torch-tb-profiler's memory view (analyse_memview.h). The live snapshot keeps aggregates, not the
  * spans these tables need (merged intervals per event type, nesting), so a handler reads the
  * rank's spans from the store with store_event_iter_*(), as the timeline export does: each
  * stored line is decoded by the record decoder (core/decode.h), its X spans are copied up to
@@ -32,6 +33,7 @@
 #include "routes.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -280,6 +282,12 @@ struct spans {
     size_t n_extra, cap_extra;
     struct analyse_mem_event *mem;
     size_t n_mem, cap_mem;
+    /* /memory (not with aicpu): the memory events of every profiler (Kineto's and Paddle's
+     * "[memory]") and the collector's allocator samples ("[memory stats]"), at most max; past it
+     * counted in cut. Paddle's are kept here, not in mem. */
+    bool memview;
+    struct analyse_mv_event *mv;
+    size_t n_mv, cap_mv;
     size_t (*work_bytes)(size_t n); /* what the analysis of n spans will hold beyond them */
 };
 
@@ -290,6 +298,7 @@ struct extra {
 };
 
 static int paddle_record(struct spans *s, const struct record *rec);
+static int memview_record(struct spans *s, const struct record *rec, int kind);
 
 /* What a read holds, and what the analysis of its spans will add: its charge. */
 static uint64_t spans_bytes(const struct spans *s)
@@ -297,7 +306,8 @@ static uint64_t spans_bytes(const struct spans *s)
     uint64_t b = (uint64_t)s->cap * sizeof *s->v + (uint64_t)s->n_tab * sizeof *s->tab +
                  (uint64_t)s->cap_ent * sizeof *s->ent +
                  (uint64_t)s->names.n_chunks * ARENA_CHUNK +
-                 (uint64_t)s->cap_extra * sizeof *s->extra + (uint64_t)s->cap_mem * sizeof *s->mem;
+                 (uint64_t)s->cap_extra * sizeof *s->extra + (uint64_t)s->cap_mem * sizeof *s->mem +
+                 (uint64_t)s->cap_mv * sizeof *s->mv;
     if (s->aicpu)
         b += (uint64_t)s->cap * sizeof *s->task;
     if (s->work_bytes)
@@ -334,6 +344,7 @@ static void spans_free(struct spans *s)
     free(s->task);
     free(s->extra);
     free(s->mem);
+    free(s->mv);
     free(s->tab);
     free(s->ent);
     arena_free(&s->names);
@@ -482,6 +493,78 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     return r < 0 ? r : 0;
 }
 
+/* The name of a memory event's device, as torch-tb-profiler names them: Kineto's Device Type 0
+ * "CPU", 1 "GPU<id>" (others "Device<type>:<id>"); Paddle's place "Place(cpu)" "CPU",
+ * "Place(gpu:N)" "GPU<N>", any other the text between the parentheses. Into buf; returns its
+ * length, 0 when the event names none. */
+static size_t mv_device(const struct record *rec, char *buf, size_t size)
+{
+    int n = 0;
+    if (rec->mem_device_type == 0)
+        n = snprintf(buf, size, "CPU");
+    else if (rec->mem_device_type == 1 && rec->mem_device_id != INT64_MIN)
+        n = snprintf(buf, size, "GPU%" PRId64, rec->mem_device_id);
+    else if (rec->mem_device_type > 1 && rec->mem_device_id != INT64_MIN)
+        n = snprintf(buf, size, "Device%" PRId64 ":%" PRId64, rec->mem_device_type,
+                     rec->mem_device_id);
+    else if (rec->mem_place.len > 7 && memcmp(rec->mem_place.ptr, "Place(", 6) == 0 &&
+             rec->mem_place.ptr[rec->mem_place.len - 1] == ')') {
+        const char *p = rec->mem_place.ptr + 6;
+        size_t len = rec->mem_place.len - 7;
+        if (len == 3 && memcmp(p, "cpu", 3) == 0)
+            n = snprintf(buf, size, "CPU");
+        else if (len > 4 && memcmp(p, "gpu:", 4) == 0)
+            n = snprintf(buf, size, "GPU%.*s", (int)(len - 4), p + 4);
+        else
+            n = snprintf(buf, size, "%.*s", (int)len, p);
+    }
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* Keeps a memory event or allocator sample for /memory (docs/PROTOCOL.md 9 and 10); kind is
+ * Paddle's event type (-1: not Paddle's). Paddle's ReservedAllocate / ReservedFree move only
+ * the reserved curve: their bytes are no allocation. Returns 1 when rec was one (taken, or
+ * counted as cut), 0 when it is not, -ENOMEM. */
+static int memview_record(struct spans *s, const struct record *rec, int kind)
+{
+    bool stats = rec->ph == 'C' && rec->name.len == 14 &&
+                 memcmp(rec->name.ptr, "[memory stats]", 14) == 0;
+    bool mem = (rec->ph == 'i' || rec->ph == 'I') && rec->name.len == 8 &&
+               memcmp(rec->name.ptr, "[memory]", 8) == 0;
+    if ((!stats && !mem) || rec->ts_ns == INT64_MIN)
+        return 0;
+    char name[64];
+    size_t len = mv_device(rec, name, sizeof name);
+    if (len == 0)
+        return 0;
+    if (s->n_mv >= s->max) {
+        s->cut++;
+        return 1;
+    }
+    void *v = s->mv;
+    int g = util_grow(&v, &s->cap_mv, s->n_mv + 1, sizeof *s->mv);
+    s->mv = v;
+    if (g < 0)
+        return g;
+    /* Devices are few: the previous event's name is most often this one's. */
+    const char *dev = NULL;
+    if (s->n_mv > 0 && s->mv[s->n_mv - 1].device_len == len &&
+        memcmp(s->mv[s->n_mv - 1].device, name, len) == 0)
+        dev = s->mv[s->n_mv - 1].device;
+    else if (!(dev = arena_dup(&s->names, name, len)))
+        return -ENOMEM;
+    int64_t bytes = rec->mem_bytes;
+    if (stats || kind == 2 || kind == 3)
+        bytes = INT64_MIN;
+    s->mv[s->n_mv++] = (struct analyse_mv_event){
+        .pid = id_of(rec->pid), .tid = id_of(rec->tid), .ts_ns = rec->ts_ns, .device = dev,
+        .device_len = len, .source = stats ? ANALYSE_MV_ALLOCATOR : ANALYSE_MV_TRACE,
+        .bytes = bytes, .allocated = rec->mem_allocated, .reserved = rec->mem_reserved,
+        .peak_allocated = stats ? rec->mem_peak_allocated : -1,
+        .peak_reserved = stats ? rec->mem_peak_reserved : -1, .step = stats ? rec->step : -1};
+    return 1;
+}
+
 /* Keeps a Paddle ExtraInfo record or memory event (docs/PROTOCOL.md 9) of a read. Returns 1 when
  * rec was one (taken, or counted as cut), 0 when it is not, -ENOMEM. */
 static int paddle_record(struct spans *s, const struct record *rec)
@@ -501,15 +584,15 @@ static int paddle_record(struct spans *s, const struct record *rec)
         s->extra[s->n_extra++] = (struct extra){rec->ts_ns, end, rec->util_cpu, rec->util_sys_cpu};
         return 1;
     }
-    if ((rec->ph != 'i' && rec->ph != 'I') || rec->mem_bytes == INT64_MIN ||
-        rec->ts_ns == INT64_MIN)
-        return 0;
     static const char *const kinds[] = {"Allocate", "Free", "ReservedAllocate", "ReservedFree"};
     int kind = -1;
     for (int k = 0; k < 4; k++)
         if (rec->cat.len == strlen(kinds[k]) && memcmp(rec->cat.ptr, kinds[k], rec->cat.len) == 0)
             kind = k;
-    if (kind < 0)
+    if (s->memview)
+        return memview_record(s, rec, kind);
+    if ((rec->ph != 'i' && rec->ph != 'I') || rec->mem_bytes == INT64_MIN ||
+        rec->ts_ns == INT64_MIN || kind < 0)
         return 0;
     if (s->n_mem >= s->max) {
         s->cut++;
@@ -697,6 +780,10 @@ struct web_analysis {
     struct web *w;
     struct web_conn *c;             /* parked while the analysis runs */
     bool bench;
+    bool memory;                    /* /memory (run_memory()) */
+    char device[64];                /* /memory's ?device= ("" all) */
+    size_t points;                  /* /memory's ?points= */
+    enum web_memory_table table;    /* /memory's ?table= */
     struct store_job job;
     int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
@@ -755,6 +842,37 @@ static int run_aicpu(struct web_analysis *a)
         web__render_summary(&a->b, &d, a->fmt);
     }
     analyse_aicpu_free(d.aicpu);
+    spans_free(&sp);
+    return r;
+}
+
+/* /memory: the memory view of the rank (analyse_memview.h). */
+static int run_memory(struct web_analysis *a)
+{
+    struct spans sp = {.max = a->max_spans, .memview = true,
+                       .work_bytes = analyse_memview_bytes};
+    struct web_memory_doc d = {.rank = a->rank, .max_points = a->points, .table = a->table,
+                               .device = a->device};
+    int r = read_spans(a->w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0 && a->device[0]) { /* ?device=: that device's events only */
+        size_t k = 0, len = strlen(a->device);
+        for (size_t i = 0; i < sp.n_mv; i++)
+            if (sp.mv[i].device_len == len && memcmp(sp.mv[i].device, a->device, len) == 0)
+                sp.mv[k++] = sp.mv[i];
+        sp.n_mv = k;
+    }
+    if (r == 0)
+        r = analyse_memview_compute(sp.v, sp.n, sp.mv, sp.n_mv, a->points, &d.mv);
+    if (r == 0 && (r = budget_check(&a->bg)) == 0)
+        r = budget_charge(&a->bg, spans_bytes(&sp) + (uint64_t)WEB_SUMMARY_ROW_BYTES *
+                                                          (d.mv->n_rows + d.mv->n_points));
+    if (r == 0) {
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        web__render_memory(&a->b, &d, a->fmt);
+    }
+    analyse_memview_free(d.mv);
     spans_free(&sp);
     return r;
 }
@@ -827,12 +945,15 @@ static void *analysis_main(void *arg)
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
     bool tables = !a->bench && rendered_rows(a->kind, NULL) > 0;
-    bool summary = !a->bench && a->kind != WEB_SUMMARY_AICPU;
-    a->r = budget_reserve(&a->bg, forecast(n, !a->bench && !summary,
-                                           summary ? analyse_summary_bytes : small_work_bytes,
-                                           tables ? n : 0));
+    bool summary = !a->bench && !a->memory && a->kind != WEB_SUMMARY_AICPU;
+    a->r = budget_reserve(&a->bg,
+                          forecast(n, !a->bench && !a->memory && !summary,
+                                   a->memory ? analyse_memview_bytes
+                                   : summary ? analyse_summary_bytes
+                                             : small_work_bytes,
+                                   tables || a->memory ? n : 0));
     if (a->r == 0)
-        a->r = a->bench ? run_benchmark(a) : run_summary(a);
+        a->r = a->bench ? run_benchmark(a) : a->memory ? run_memory(a) : run_summary(a);
     budget_release(&a->bg);
     slot_put(w);
     pthread_mutex_lock(&w->analyses_lock);
@@ -910,7 +1031,8 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
     else if (an->r == -ENOENT && an->not_found)
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
-        send_failure(w, a, an->r, an->bg.refused, an->bench ? "benchmark" : "summary");
+        send_failure(w, a, an->r, an->bg.refused,
+                     an->bench ? "benchmark" : an->memory ? "memory" : "summary");
     analysis_free(an);
     return 0;
 }
@@ -941,6 +1063,22 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     if (rt->id == WEB_ROUTE_BENCHMARK &&
         web__param_i64(q, a, "skip", 0, INT32_MAX, -1, &skip) < 0) /* -1: by source */
         return 0;
+    char device[64] = "", table[16] = "operators";
+    int64_t points = WEB_MEMORY_POINTS_DEFAULT;
+    enum web_memory_table mtable = WEB_MEMORY_OPERATORS;
+    if (rt->id == WEB_ROUTE_MEMORY) {
+        if (web__param_str(q, a, "device", device, sizeof device, &len) < 0 ||
+            web__param_i64(q, a, "points", ANALYSE_MV_POINTS_MIN, WEB_MEMORY_POINTS_MAX,
+                           WEB_MEMORY_POINTS_DEFAULT, &points) < 0 ||
+            web__param_str(q, a, "table", table, sizeof table, &len) < 0)
+            return 0;
+        if (strcmp(table, "curve") == 0)
+            mtable = WEB_MEMORY_CURVE;
+        else if (strcmp(table, "devices") == 0)
+            mtable = WEB_MEMORY_DEVICES;
+        else if (strcmp(table, "operators") != 0)
+            return bad(a, "table: operators, curve or devices");
+    }
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
     r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
@@ -968,11 +1106,13 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     }
     struct web_conn *c = web__req_conn(q);
     *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
-                                .job = *job, .events = events, .kind = kind, .rank = rank,
+                                .memory = rt->id == WEB_ROUTE_MEMORY,
+                                .points = (size_t)points, .table = mtable, .job = *job, .events = events, .kind = kind, .rank = rank,
                                 .first = first,
                                 .last = last, .skip = skip, .max_spans = (size_t)max_spans,
                                 .fmt = fmt};
     memcpy(an->unit, unit, sizeof an->unit);
+    memcpy(an->device, device, sizeof an->device);
     an->bg = (struct budget){.w = w, .c = c,
                              .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
     sbuf_init(&an->b, w->max_response_bytes);

@@ -13,6 +13,7 @@
 #include "../analyse/analyse_aicpu.h"
 #include "../analyse/analyse_benchmark.h"
 #include "../analyse/analyse_memsum.h"
+#include "../analyse/analyse_memview.h"
 #include "../analyse/analyse_summary.h"
 #include "render.h"
 
@@ -70,5 +71,29 @@ struct web_bench_doc {
 };
 
 void web__render_benchmark(struct sbuf *b, const struct web_bench_doc *d, enum web_format fmt);
+
+/* /memory (render_memory.c): the memory view. */
+#define WEB_MEMORY_POINTS_DEFAULT 2000 /* curve points per series unless ?points= says */
+#define WEB_MEMORY_POINTS_MAX 100000
+
+/* The table format=csv|records gives. */
+enum web_memory_table {
+    WEB_MEMORY_OPERATORS,
+    WEB_MEMORY_CURVE,
+    WEB_MEMORY_DEVICES,
+};
+
+struct web_memory_doc {
+    int64_t rank;
+    struct analyse_memview *mv;
+    size_t max_points;
+    enum web_memory_table table;
+    const char *device;    /* ?device= ("" all) */
+    size_t n_read;         /* X spans read */
+    int64_t spans_cut;     /* spans and memory events past max_spans */
+    int64_t lines_bad;
+};
+
+void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web_format fmt);
 
 #endif

@@ -398,6 +398,50 @@ START_TEST(test_decode_record_trace_links)
 }
 END_TEST
 
+/* Kineto's "[memory]" events and the collector's "[memory stats]" samples (docs/PROTOCOL.md 9
+ * and 10): Bytes, the totals, the device; Paddle's current_* are the same totals. */
+START_TEST(test_decode_record_memory_view)
+{
+    struct record r;
+    char msg[DECODE_MSG_MAX];
+    ck_assert_int_eq(decode("{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\","
+                            "\"name\":\"[memory]\",\"pid\":464,\"tid\":493,\"ts\":4835200323130.748,"
+                            "\"args\":{\"Total Reserved\":94371840,\"Total Allocated\":77306880,"
+                            "\"Bytes\":-1024,\"Device Id\":0,\"Device Type\":1,"
+                            "\"Addr\":140561993960960}}", &r, msg), DECODE_OK);
+    ck_assert_int_eq(r.mem_bytes, -1024);
+    ck_assert_int_eq(r.mem_allocated, 77306880);
+    ck_assert_int_eq(r.mem_reserved, 94371840);
+    ck_assert_int_eq(r.mem_device_type, 1);
+    ck_assert_int_eq(r.mem_device_id, 0);
+    ck_assert_int_eq(r.mem_peak_allocated, -1);
+    /* Kineto's CPU is Device Id -1 */
+    ck_assert_int_eq(decode("{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,\"args\":{"
+                            "\"Device Id\":-1,\"Device Type\":0,\"Bytes\":64}}", &r, msg),
+                     DECODE_OK);
+    ck_assert(r.mem_device_id == -1 && r.mem_device_type == 0 && r.mem_bytes == 64 &&
+              r.mem_allocated == -1 && r.mem_reserved == -1);
+    ck_assert_int_eq(decode("{\"ph\":\"C\",\"name\":\"[memory stats]\",\"ts\":2,\"step\":12,"
+                            "\"args\":{\"Device Type\":1,\"Device Id\":3,\"Total Allocated\":10,"
+                            "\"Total Reserved\":20,\"Peak Allocated\":30,\"Peak Reserved\":40}}",
+                            &r, msg), DECODE_OK);
+    ck_assert(r.mem_device_id == 3 && r.mem_allocated == 10 && r.mem_reserved == 20 &&
+              r.mem_peak_allocated == 30 && r.mem_peak_reserved == 40 && r.step == 12 &&
+              r.mem_bytes == INT64_MIN);
+    /* Paddle's current totals */
+    ck_assert_int_eq(decode("{\"name\":\"[memory]\",\"ph\":\"i\",\"cat\":\"Allocate\",\"ts\":1,"
+                            "\"args\":{\"place\":\"Place(gpu:0)\",\"increase_bytes\":8,"
+                            "\"current_allocated\":100,\"current_reserved\":200}}", &r, msg),
+                     DECODE_OK);
+    ck_assert(r.mem_bytes == 8 && r.mem_allocated == 100 && r.mem_reserved == 200 &&
+              r.mem_device_type == -1 && r.mem_device_id == INT64_MIN);
+    /* the same members elsewhere are not read */
+    ck_assert_int_eq(decode("{\"ph\":\"C\",\"name\":\"[memory]\",\"ts\":2,"
+                            "\"args\":{\"Total Allocated\":10}}", &r, msg), DECODE_OK);
+    ck_assert(r.mem_allocated == -1);
+}
+END_TEST
+
 /* Paddle's "[memory]" events and its ExtraInfo record (docs/PROTOCOL.md 9): their members are
  * read from those events only, a member of another type is absent, never an error. */
 START_TEST(test_decode_record_paddle)
@@ -1491,6 +1535,7 @@ static Suite *ingest_suite(void)
     tcase_add_test(tc, test_decode_record_queue_host);
     tcase_add_test(tc, test_decode_record_trace_links);
     tcase_add_test(tc, test_decode_record_paddle);
+    tcase_add_test(tc, test_decode_record_memory_view);
     tcase_add_test(tc, test_decode_hello_line_public);
     tcase_add_test(tc, test_decode_record_deep_nesting);
     tcase_add_test(tc, test_decode_record_scanner_edges);
