@@ -19,9 +19,16 @@ the daemon is built; tests/device/README.md):
    of either job;
 4. for a CUDA run, and where Holistic Trace Analysis is installed (tests/integ/requirements.txt),
    compares each job's /gpu/temporal (its defaults: the last step left out, times in ns) with
-   HTA's own get_temporal_breakdown() of trace.json.gz (HTA_DISABLE_NS_ROUNDING=1), and prints
-   torch.cuda.max_memory_allocated() of a --memory run (the memory view, issue 17 item 2, is
-   not built yet: nothing to compare it with).
+   HTA's own get_temporal_breakdown() of trace.json.gz (HTA_DISABLE_NS_ROUNDING=1);
+5. for a --memory run (profile_memory=True), compares each job's /memory (the memory view, issue
+   17 item 2) with the profile's own peak (the largest "Total Allocated" of the trace's [memory]
+   events, per device) and with torch.cuda.max_memory_allocated() after the loop (meta.json):
+   the window's peak is at most the loop's (equal when the window holds the loop's largest
+   step); the live job's allocator series (attach()'s "[memory stats]" at each step's end,
+   torch.cuda.memory_stats()) has one sample per step and its peak equals
+   max_memory_allocated(); with TB_PYTHON naming a Python with torch-tb-profiler 0.4.3 (e.g.
+   /work/tbvenv/bin/python), the imported job's whole view equals the plugin's own
+   (tests/analyse/tb_profiler_memory.py).
 
 Prints a table per comparison and one line per check; exits 1 on any mismatch.
 """
@@ -254,6 +261,90 @@ def compare_gpu_temporal(d, job, out):
               f"{job}: {ours} {row[ours]:.3f} = HTA {float(ref[theirs]):.3f} (within {tol:.3f})")
 
 
+def trace_peaks(trace):
+    """The profile's own peak per device: the largest "Total Allocated" of its [memory] events
+    (devices named as /memory and torch-tb-profiler name them)."""
+    peaks = {}
+    for e in trace:
+        if not isinstance(e, dict) or e.get("name") != "[memory]":
+            continue
+        a = e.get("args") or {}
+        t, i, ta = a.get("Device Type"), a.get("Device Id"), a.get("Total Allocated")
+        if ta is None or t not in (0, 1):
+            continue
+        dev = "CPU" if t == 0 else "GPU%d" % i
+        peaks[dev] = max(peaks.get(dev, 0), ta)
+    return peaks
+
+
+def tb_profiler_memory(out):
+    """torch-tb-profiler's own memory view of trace.json.gz, where TB_PYTHON names a Python
+    that has it; else None."""
+    py = os.environ.get("TB_PYTHON")
+    if not py:
+        return None
+    r = subprocess.run([py, str(REPO / "tests" / "analyse" / "tb_profiler_memory.py"),
+                        str(out / "trace.json.gz")], capture_output=True, text=True, timeout=600)
+    if not check(r.returncode == 0, f"tb_profiler_memory.py under {py}: exit {r.returncode} "
+                                    f"{r.stderr[-300:]}"):
+        return None
+    return json.loads(r.stdout)
+
+
+def compare_memory(d, job, meta, trace, live, tb):
+    """/memory of job against the profile's own peaks, torch.cuda.max_memory_allocated() and,
+    for the live job, attach()'s allocator samples; tb: the plugin's own view (or None)."""
+    doc = d.get_json(f"/api/v1/jobs/{q(job)}/memory?points=100000")
+    want = trace_peaks(trace)
+    series = {(s["device"], s["source"]): s for s in doc["devices"]}
+    loop_peak = meta["max_memory_allocated"]
+    rows = []
+    for dev, peak in sorted(want.items()):
+        s = series.get((dev, "trace"))
+        got = s and s["peak_allocated"]
+        rows.append((dev, "trace", peak, fnum(got), fnum(s and s["peak_step"]),
+                     loop_peak if dev == "GPU0" else "-"))
+        check(got == peak, f"{job}: /memory {dev} peak {got} B = the profile's own {peak} B")
+        if dev == "GPU0":
+            check(got is not None and got <= loop_peak,
+                  f"{job}: /memory GPU0 window peak {got} B <= torch.cuda.max_memory_allocated() "
+                  f"{loop_peak} B (the window's steps against the whole loop; "
+                  f"{'equal' if got == loop_peak else 'differ by %s B' % (loop_peak - (got or 0))})")
+    if live:
+        a = series.get(("GPU0", "allocator"))
+        rows.append(("GPU0", "allocator", "-", fnum(a and a["peak_allocated"]),
+                     fnum(a and a["peak_step"]), loop_peak))
+        check(a is not None and a["points"] == meta["recorded"],
+              f"{job}: /memory GPU0 allocator series: {a and a['points']} samples, one per step "
+              f"({meta['recorded']})")
+        check(a is not None and a["peak_allocated"] == loop_peak,
+              f"{job}: /memory GPU0 allocator peak {a and a['peak_allocated']} B = "
+              f"torch.cuda.max_memory_allocated() {loop_peak} B")
+        check(a is not None and a["peak_reserved"] == meta["max_memory_reserved"],
+              f"{job}: /memory GPU0 allocator reserved peak {a and a['peak_reserved']} B = "
+              f"torch.cuda.max_memory_reserved() {meta['max_memory_reserved']} B")
+    table(f"/memory of {job}: peaks (B)", rows,
+          ("device", "source", "profile's own", "stepscope", "peak step", "max_memory_allocated"))
+    if tb is None or live:
+        return
+    ours = {}
+    for r in doc["operators"]:
+        ours.setdefault(r["device"], []).append(
+            [r["name"], r["calls"], r["size_increase"], r["self_size_increase"],
+             r["allocation_count"], r["self_allocation_count"], r["allocation_size"],
+             r["self_allocation_size"]])
+    for dev, ref in tb["devices"].items():
+        s = series.get((dev, "trace"))
+        same_rows = [[x[0]] + [float(v) for v in x[1:]] for x in ours.get(dev, [])] == \
+            [[x[0]] + [float(v) for v in x[1:]] for x in ref["stats"]]
+        check(same_rows, f"{job}: /memory {dev} operator table = torch-tb-profiler's "
+                         f"({len(ref['stats'])} rows)")
+        check(s is not None and s["peak_allocated"] == ref["peak"] and
+              [p[1:] for p in s["curve"]] == [p[1:] for p in ref["curve"]],
+              f"{job}: /memory {dev} curve ({len(ref['curve'])} points) and peak {ref['peak']} B "
+              "= torch-tb-profiler's")
+
+
 def load(out):
     """meta.json, key_averages.json, the trace's events and the recorded lines (records.ndjson,
     or records.ndjson.gz as tests/data keeps it) of a cuda_attach.py output folder."""
@@ -320,10 +411,12 @@ def main():
             no_negative_stage(d, j)
             if not meta["cpu_only"]:
                 compare_gpu_temporal(d, j, out)
-        if meta.get("profile_memory"):
+        if meta.get("profile_memory") and not meta["cpu_only"]:
             print(f"torch.cuda.max_memory_allocated() {meta['max_memory_allocated']} B, "
-                  f"max_memory_reserved() {meta['max_memory_reserved']} B "
-                  "(the memory view, issue 17 item 2, is not built yet)")
+                  f"max_memory_reserved() {meta['max_memory_reserved']} B")
+            tb = tb_profiler_memory(out)
+            for j in want:
+                compare_memory(d, j, meta, trace, j == job, tb)
         labels = check_steps(d, job, meta, trace)
         bd = d.get_json(f"/api/v1/jobs/{q(job + '-import')}/breakdown")
         check([b["step"] for b in bd["rows"]] == labels,

@@ -22,6 +22,8 @@ line it took is written, as received, after the hello, to an NDJSON file. Writes
     meta.json           torch/CUDA versions, the device, each iteration's wall-clock bounds, the
                         profiler's step_num and the schedule's action, the collector's counters,
                         and torch.cuda.max_memory_allocated()/max_memory_reserved() after the loop
+                        (with --memory the records also hold attach()'s allocator samples,
+                        "[memory stats]" at each step's end, docs/PROTOCOL.md 10)
     log.txt             what this script printed
 
 tests/device/check_cuda_attach.py OUTDIR replays them into a real daemon and checks them.
@@ -166,6 +168,11 @@ def main():
     say("flushed", flushed, "closed", closed, "internal_errors", st["internal_errors"],
         "dropped", st["dropped"], "last_error", st["last_error"])
     bad = []
+    if memory and not cpu:
+        n_mem = sum(1 for stream in streams for raw in stream.raw if b'"[memory stats]"' in raw)
+        say("allocator samples ([memory stats] lines)", n_mem)
+        if n_mem < att.steps:
+            bad.append("collector: %d allocator samples for %d steps" % (n_mem, att.steps))
     if not window.get("events"):
         bad.append("the profiler window was not streamed")
     if not flushed or st["internal_errors"] or st["dropped"]:

@@ -95,6 +95,40 @@ def test_attach_records_every_step_with_phases_and_samples(daemon, tmp):
     assert daemon.get_json(f"/api/v1/jobs/cnn/queues")["queues"] == [], \
         "no prefetch queue without workers"
     check_framework_is_torch(daemon, "cnn", res)
+    # no CUDA here: no allocator samples (and nothing else in /memory)
+    assert daemon.get_json("/api/v1/jobs/cnn/memory")["devices"] == []
+
+
+def test_attach_sends_the_allocators_figures_each_step(daemon, tmp):
+    """With CUDA in use attach() sends torch.cuda.memory_stats()'s current and peak allocated and
+    reserved bytes per device at each step's end ("[memory stats]", docs/PROTOCOL.md 10), and
+    /memory shows them as the device's allocator series. This machine has no CUDA: a stand-in
+    answers memory_stats() (torch_train.py memory-stand-in); tests/device/check_cuda_attach.py
+    --memory checks the real allocator on a GPU."""
+    run_script(SYSTEM_PYTHON, SCRIPT, ["memory-stand-in", tmp / "mem.json", 20],
+               script_env(daemon, "cudamem"))
+    res = json.loads((tmp / "mem.json").read_text())
+    assert res["flushed"] and res["internal_errors"] == 0 and res["dropped"] == 0, res
+    calls = [c for c in res["memory_stats"] if c["device"] == 0]
+    assert len(calls) == res["recorded"] == 20
+    steps = [r["step"] for r in steps_of(daemon, "cudamem")]
+    doc = daemon.get_json("/api/v1/jobs/cudamem/memory?points=100000")
+    assert [(s["device"], s["source"]) for s in doc["devices"]] == [("GPU0", "allocator")], \
+        "GPU1's allocator never held memory: no series"
+    s = doc["devices"][0]
+    assert s["points"] == s["kept"] == 20
+    assert [p[1:] for p in s["curve"]] == \
+        [[c["allocated_bytes.all.current"], c["reserved_bytes.all.current"]] for c in calls]
+    # the peak: the allocator's own (larger than any sample's current), first seen at its step
+    peak = max(c["allocated_bytes.all.peak"] for c in calls)
+    first = next(i for i, c in enumerate(calls) if c["allocated_bytes.all.peak"] == peak)
+    assert s["peak_allocated"] == peak > max(c["allocated_bytes.all.current"] for c in calls)
+    assert s["peak_step"] == steps[first]
+    assert s["peak_reserved"] == 4 << 20
+    # each sample at its step's end (/steps' end_us, read as a double: within 1 us)
+    ends = [r["end_us"] for r in steps_of(daemon, "cudamem")]
+    assert len(ends) == 20
+    assert all(abs(p[0] - e * 1000) < 1000 for p, e in zip(s["curve"], ends))
 
 
 def check_framework_is_torch(daemon, job, res):

@@ -25,6 +25,12 @@ STEPSCOPE_SOCKET / STEPSCOPE_JOB; the collector (collectors/python) must be on P
         the same with the schedule's default repeat=0 (the issue's schedule(wait=1, warmup=1,
         active=4)): windows follow each other until the loop ends, and the last one is cut by it
         (torch closes its open ProfilerStep range when the profiler stops).
+    torch_train.py memory-stand-in OUT.json STEPS
+        run_attach()'s loop (no workers) with a stand-in for torch.cuda's allocator figures: this
+        machine has no CUDA, so is_available(), is_initialized(), device_count() (2) and
+        memory_stats() are replaced by a scripted allocator whose GPU0 allocated bytes rise and
+        fall step by step and whose GPU1 never held memory. OUT.json gets every memory_stats()
+        answer, in call order, beside run_attach()'s figures.
     torch_train.py hostile OUT.json
         10 steps through attach() with dict batches, a forward that raises once (the loop catches
         it), a user phase inside the attached step, then detach() and 2 steps more.
@@ -151,6 +157,40 @@ def run_attach(out, steps, workers):
                    "internal_errors": st["internal_errors"], "dropped": st["dropped"],
                    "last_error": st["last_error"], "lr": sched.get_last_lr(),
                    "torch": torch.__version__}, f)
+
+
+class CudaStandIn:
+    """torch.cuda's allocator figures as a scripted allocator (see memory-stand-in)."""
+
+    def __init__(self):
+        self.calls = []
+        self.peak = 0
+
+    def memory_stats(self, device=None):
+        n = sum(1 for c in self.calls if c["device"] == device)
+        if device != 0:
+            st = {"allocated_bytes.all.current": 0, "reserved_bytes.all.current": 0,
+                  "allocated_bytes.all.peak": 0, "reserved_bytes.all.peak": 0}
+        else:
+            cur = 1 << 20 | (n * 7919 % 13) << 16  # rises and falls; its top at n = 11
+            self.peak = max(self.peak, cur + 4096)  # a transient peak between two samples
+            st = {"allocated_bytes.all.current": cur, "reserved_bytes.all.current": 4 << 20,
+                  "allocated_bytes.all.peak": self.peak, "reserved_bytes.all.peak": 4 << 20}
+        self.calls.append(dict(st, device=device))
+        return st
+
+
+def run_memory_stand_in(out, steps):
+    fake = CudaStandIn()
+    torch.cuda.is_available = lambda: True
+    torch.cuda.is_initialized = lambda: True
+    torch.cuda.device_count = lambda: 2
+    torch.cuda.memory_stats = fake.memory_stats
+    run_attach(out, steps, 0)
+    res = json.load(open(out))
+    res["memory_stats"] = fake.calls
+    with open(out, "w") as f:
+        json.dump(res, f)
 
 
 class DictData(Dataset):
@@ -341,6 +381,8 @@ def main():
         run_attach_profile(sys.argv[2], int(sys.argv[3]))
     elif mode == "attach-profile-cycles":
         run_attach_profile(sys.argv[2], int(sys.argv[3]), repeat=0)
+    elif mode == "memory-stand-in":
+        run_memory_stand_in(sys.argv[2], int(sys.argv[3]))
     elif mode == "hostile":
         run_hostile(sys.argv[2])
     else:

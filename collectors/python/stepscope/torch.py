@@ -24,7 +24,7 @@ import weakref
 
 from ._capture import Captures
 from ._client import _count_internal
-from ._encode import encode_line
+from ._encode import encode_line, us
 
 __all__ = ["attach", "trace_handler", "Attachment"]
 
@@ -150,8 +150,10 @@ class Attachment:
     the model's parameters to the end of that autograd pass), ``optimizer`` (``optimizer.step()``).
     """
 
-    def __init__(self, client, samples=None, host_interval=1.0, queue_name="dataloader"):
+    def __init__(self, client, samples=None, host_interval=1.0, queue_name="dataloader",
+                 memory=True):
         self.client = client
+        self._memory = memory    # allocator samples at each step's end (_memory_sample())
         self.active = False
         self._samples_fn = samples
         self._host_interval_ns = int(host_interval * 1e9) if host_interval else 0
@@ -219,6 +221,30 @@ class Attachment:
         if self._host_interval_ns and end >= self._next_host:
             self._next_host = end + self._host_interval_ns
             c.host_sample()
+        if self._memory:
+            self._memory_sample(s.step, end)
+
+    def _memory_sample(self, step, end):
+        """What the CUDA caching allocator reports (torch.cuda.memory_stats()) for each device
+        it holds memory on, as a "[memory stats]" counter event closing ``step`` at ``end``
+        (docs/PROTOCOL.md 10): current and peak allocated and reserved bytes. Nothing when CUDA
+        is unavailable or not initialised (a CPU job, or before its first CUDA call: asking would
+        initialise it); never raises."""
+        try:
+            cuda = getattr(self._torch, "cuda", None)
+            if cuda is None or not cuda.is_available() or not cuda.is_initialized():
+                return
+            for d in range(cuda.device_count()):
+                st = cuda.memory_stats(d)
+                peak_res = st.get("reserved_bytes.all.peak", 0)
+                if not peak_res:
+                    continue  # the allocator never held memory there
+                self.client._put_str(memory_stats_line(
+                    self._pid, end, step, d, st.get("allocated_bytes.all.current", 0),
+                    st.get("reserved_bytes.all.current", 0),
+                    st.get("allocated_bytes.all.peak", 0), peak_res))
+        except Exception as e:
+            _count_internal(self.client, e)
 
     def _close_at_end(self):
         """Closes the open step when the loop is over (iterator dropped, detach, exit): at its
@@ -521,7 +547,18 @@ class Attachment:
         return False
 
 
-def attach(model, optimizer, dataloader, client=None, samples=None, host_interval=1.0):
+def memory_stats_line(pid, ts_ns, step, device, allocated, reserved, peak_allocated,
+                      peak_reserved):
+    """The "[memory stats]" counter event of one CUDA device (docs/PROTOCOL.md 10), as a line."""
+    return ('{"ph":"C","name":"[memory stats]","cat":"memory_stats","pid":%d,"tid":0,"ts":%s,'
+            '"step":%d,"args":{"Device Type":1,"Device Id":%d,"Total Allocated":%d,'
+            '"Total Reserved":%d,"Peak Allocated":%d,"Peak Reserved":%d}}\n' % (
+                pid, us(int(ts_ns)), step, device, allocated, reserved, peak_allocated,
+                peak_reserved))
+
+
+def attach(model, optimizer, dataloader, client=None, samples=None, host_interval=1.0,
+           memory=True):
     """Step records with dataloader, forward, backward and optimizer phases and samples, from
     hooks on ``model`` (forward pre/post hooks, a gradient hook on its parameters), ``optimizer``
     (step pre/post hooks, or a wrapper on torch < 2.0) and ``dataloader`` (its iterators' next()),
@@ -530,14 +567,17 @@ def attach(model, optimizer, dataloader, client=None, samples=None, host_interva
     ``samples(batch) -> int`` overrides the batch size (default: the first dimension of the first
     tensor in the batch). A host CPU sample is taken at most every ``host_interval`` seconds at a
     step's end (0: none). With ``num_workers > 0`` every step also records the DataLoader's
-    prefetch queue depth (``queue`` records named ``dataloader``). Returns an ``Attachment``
+    prefetch queue depth (``queue`` records named ``dataloader``). With ``memory`` (default) and
+    CUDA in use, every step's end also sends what the CUDA caching allocator reports
+    (``torch.cuda.memory_stats()``: current and peak allocated and reserved bytes per device;
+    ``/memory``'s ``allocator`` series). Returns an ``Attachment``
     (``detach()`` undoes everything). Never raises: on failure it warns on stderr and returns an
     inactive Attachment."""
     att = None
     try:
         if client is None:
             client = _default_client_naming_torch()
-        att = Attachment(client, samples=samples, host_interval=host_interval)
+        att = Attachment(client, samples=samples, host_interval=host_interval, memory=memory)
         import torch
         client._name_framework("torch", torch.__version__)  # a client made before: its next hello
         att._install(torch, model, optimizer, dataloader)
