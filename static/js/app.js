@@ -30,6 +30,7 @@ const VIEWS = [
   ['ranks', 'Ranks', () => import('./views/ranks.js')],
   ['cluster', 'Cluster', () => import('./views/cluster.js')],
   ['gpu', 'GPU', () => import('./views/gpu.js')],
+  ['memory', 'Memory', () => import('./views/memory.js')],
   ['diff', 'Diff', () => import('./views/diff.js')],
   ['summary', 'Summaries', () => import('./views/summary.js')],
   ['benchmark', 'Benchmark', () => import('./views/benchmark.js')],

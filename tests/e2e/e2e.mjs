@@ -627,6 +627,49 @@ test('GPU: HTA temporal breakdown, kernel types, overlap and launches per rank, 
   }
 });
 
+test('memory: a real H200 trace per device, allocated and reserved with the peak marked and named, the operator table the API\'s, sortable', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_attach_mem_h200', 'trace.json.gz'), 'e2e-memory');
+  const doc = await api(`/api/v1/jobs/${job.id}/memory`);
+  await open(page, `#/job/${job.id}/memory`);
+  await until(page, () => document.querySelector('#memory-peaks li'));
+  expectEq(await page.$$eval('[data-card="memory-curve"] [role="tab"]', (b) => b.map((x) => [x.dataset.tab, x.getAttribute('aria-selected')])),
+    [['CPU', 'false'], ['GPU0', 'true']], 'a tab per device, the GPU first shown');
+  for (const dev of ['GPU0', 'CPU']) {
+    if (dev === 'CPU') {
+      await page.click('[data-card="memory-curve"] [data-tab="CPU"]');
+      await until(page, () => location.hash.includes('device=CPU') && document.querySelector('[data-card="memory-curve"] h3')?.textContent.includes('CPU'));
+    }
+    const s = doc.devices.find((x) => x.device === dev && x.source === 'trace');
+    const peak = await page.$eval('#memory-peaks li[data-peak="trace"]', (li) => li.textContent);
+    if (!peak.includes(`(${s.peak_allocated} B)`) || !peak.includes(`step ${s.peak_step}`)) fail(`${dev} peak line: ${peak}`);
+    // the chart: allocated and reserved as the API's curve, the peak a point on it
+    const ds = await page.evaluate(() => {
+      const c = window.Chart.getChart(document.querySelector('[data-chart="memory-chart"] canvas'));
+      return c.data.datasets.map((d) => ({ label: d.label, n: d.data.length, max: Math.max(...d.data.map((p) => p.y)) }));
+    });
+    expectEq(ds.map((d) => d.label), ['allocated', 'reserved', 'peak'], `${dev} datasets`);
+    expectEq(ds[0].n, s.kept, `${dev} allocated points`);
+    expectEq(ds[0].max, s.peak_allocated, `${dev} the curve reaches the peak`);
+    expectEq(ds[2].max, s.peak_allocated, `${dev} the peak marked`);
+    // the table: tb-profiler's figures as the API gives them, by self size increase (its default)
+    const want = doc.operators.filter((r) => r.device === dev);
+    let rows = await rowsText(page, 'memory-operators');
+    expectEq(rows.length, want.length, `${dev} operator rows`);
+    const bySelf = [...want].sort((a, b) => b.self_size_increase - a.self_size_increase);
+    expectEq(rows.map((r) => [r[0], r[1], r[4], r[5]]),
+      bySelf.map((r) => [r.name, r.calls, r.allocation_count, r.self_allocation_count].map(String)), `${dev} rows by self size increase`);
+    const bytes = (v) => page.evaluate(async (x) => (x < 0 ? '−' : '') + (await import('/js/dom.js')).fmtBytes(Math.abs(x)), v);
+    expectEq(rows[0][3], await bytes(bySelf[0].self_size_increase), `${dev} first row's self size increase`);
+    await page.click('[data-table="memory-operators"] th[data-sort="allocation_size"]');
+    await until(page, () => location.hash.includes('sort=allocation_size'));
+    rows = await rowsText(page, 'memory-operators');
+    const bySize = [...want].sort((a, b) => b.allocation_size - a.allocation_size);
+    expectEq(rows.map((r) => r[0]), bySize.map((r) => r.name), `${dev} rows by allocation size`);
+    expectEq(rows[0][6], await bytes(bySize[0].allocation_size), `${dev} largest allocation size`);
+    await shot(page, `memory-${dev}`);
+  }
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');
