@@ -366,6 +366,7 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
     wait_window(daemon, info, job + "-pb", n_x)
     for j in (job, job + "-json", job + "-pb"):
         check_device_memory(daemon, j, info)
+        check_memory_view(daemon, j, info, doc)
     # the .pb holds Paddle's ns: every table exact; the JSON twins within their floats
     check_tables(daemon, job + "-pb", info, steps=(3, 6))
     check_tables(daemon, job, info, steps=(3, 6), slack_ns=slack)
@@ -382,6 +383,36 @@ def test_long_window_json_import_equals_live_and_pb(daemon, tmp):
     for j in (job, job + "-json"):
         b = daemon.get_json(f"/api/v1/jobs/{j}/benchmark")
         assert (b["source"], b["n_steps"], b["skipped"], b["counted"]) == ("spans", 4, 0, 4), b
+
+
+def check_memory_view(daemon, job, info, doc):
+    """/memory of a real Paddle CPU window (profile_memory=True): the curve is every memory
+    event's current_allocated / current_reserved in time order (Paddle's own export, here the
+    window's JSON), the peak its largest (at most Paddle's own peak, which counts from the
+    process's start); every Allocate and Free event is counted once, in an operator or not."""
+    events = sorted((e for e in doc["traceEvents"] if e.get("name") == "[memory]"),
+                    key=lambda e: e["ts"])
+    assert len(events) > 100
+    mv = daemon.get_json(f"/api/v1/jobs/{job}/memory?points=100000")
+    (s,) = mv["devices"]
+    assert (s["device"], s["source"]) == ("CPU", "trace"), mv["devices"]
+    assert s["points"] == s["kept"] == len(events)
+    assert sorted([p[1], p[2]] for p in s["curve"]) == \
+        sorted([e["args"]["current_allocated"], e["args"]["current_reserved"]] for e in events)
+    assert s["peak_allocated"] == max(e["args"]["current_allocated"] for e in events)
+    assert s["peak_allocated"] <= info["exact"]["memory"]["Place(cpu)"]["peak_allocated"]
+    # per operator (tb-profiler's table, docs/ANALYSIS.md "Memory view"): an event belongs to the
+    # innermost Operator around it (its OperatorInner and DygraphKernelLaunch events are not
+    # operators); Paddle's own per-event-owner table is /summary/memory, checked above
+    allocs = [e for e in events if e.get("cat") in ("Allocate", "Free")]
+    assert mv["attributed"] + mv["unattributed"] == len(allocs)
+    assert mv["attributed"] > len(allocs) // 2, mv
+    ops = {r["name"]: r for r in mv["operators"]}
+    assert "conv2d dygraph" in ops and "Global_Conv2dGradNodeFinal" in ops, sorted(ops)
+    assert sum(r["self_allocation_count"] for r in ops.values()) <= \
+        sum(e["cat"] == "Allocate" for e in events)
+    for r in ops.values():
+        assert r["allocation_count"] >= r["self_allocation_count"] and r["calls"] > 0, r
 
 
 def check_device_memory(daemon, job, info):
