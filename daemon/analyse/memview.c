@@ -211,7 +211,7 @@ int analyse_memview_compute(const struct analyse_span *spans, size_t n,
     struct evref *er = NULL;
     struct agg *agg = NULL;
     int64_t *calls = NULL;
-    size_t *devof = NULL;
+    size_t *devof = NULL, *thr = NULL;
     int r = -ENOMEM;
     if (!m)
         goto out;
@@ -378,23 +378,36 @@ int analyse_memview_compute(const struct analyse_span *spans, size_t n,
     for (size_t i = 0; i < nn; i++)
         if (!nd[i].dropped && (nd[i].kind & NODE_OP) && nd[i].rep == (long)i)
             calls[nd[i].name]++;
-    /* Threads' ranges of nodes, found by a binary search over (pid, tid). */
+    /* The threads' ranges of nodes, [thr[t], thr[t + 1]), found by a binary search. */
+    size_t nthr = 0;
+    for (size_t i = 0; i < nn; i++)
+        nthr += i == 0 || nd[i].s->pid != nd[i - 1].s->pid || nd[i].s->tid != nd[i - 1].s->tid;
+    thr = malloc((nthr + 1) * sizeof *thr);
+    if (!thr) {
+        free(devname);
+        free(devlen);
+        goto out;
+    }
+    nthr = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (i == 0 || nd[i].s->pid != nd[i - 1].s->pid || nd[i].s->tid != nd[i - 1].s->tid)
+            thr[nthr++] = i;
+    thr[nthr] = nn;
     for (size_t x = 0; x < n_ev; x++) {
         const struct analyse_mv_event *e = &ev[x];
         if (e->source != ANALYSE_MV_TRACE || e->bytes == INT64_MIN)
             continue;
-        size_t lo = 0, hi = nn;
-        while (lo < hi) { /* first node of the thread */
-            size_t mid = lo + (hi - lo) / 2;
-            const struct analyse_span *s = nd[mid].s;
+        size_t t = 0, tb = nthr; /* the first thread not before the event's */
+        while (t < tb) {
+            size_t mid = t + (tb - t) / 2;
+            const struct analyse_span *s = nd[thr[mid]].s;
             if (s->pid < e->pid || (s->pid == e->pid && s->tid < e->tid))
-                lo = mid + 1;
+                t = mid + 1;
             else
-                hi = mid;
+                tb = mid;
         }
-        size_t end = lo;
-        while (end < nn && nd[end].s->pid == e->pid && nd[end].s->tid == e->tid)
-            end++;
+        bool found = t < nthr && nd[thr[t]].s->pid == e->pid && nd[thr[t]].s->tid == e->tid;
+        size_t lo = found ? thr[t] : 0, end = found ? thr[t + 1] : 0;
         long k = innermost(nd, lo, end, e->ts_ns);
         if (k < 0 || !(nd[k].kind & NODE_OP)) {
             m->n_unattributed++;
@@ -409,10 +422,10 @@ int analyse_memview_compute(const struct analyse_span *spans, size_t n,
         self->v[5] += sz;
         for (long a = k; a >= 0; a = nd[a].parent)
             if ((nd[a].kind & NODE_OP) && nd[a].rep == a) {
-                struct agg *t = &agg[nd[a].name * ndev + dv];
-                t->v[0] += b;
-                t->v[2] += c;
-                t->v[4] += sz;
+                struct agg *tot = &agg[nd[a].name * ndev + dv];
+                tot->v[0] += b;
+                tot->v[2] += c;
+                tot->v[4] += sz;
             }
     }
     /* Rows: by device, then name; only those with a figure (as the plugin's). */
@@ -457,6 +470,7 @@ out:
     free(devof);
     free(agg);
     free(calls);
+    free(thr);
     if (r < 0)
         analyse_memview_free(m);
     else

@@ -160,6 +160,35 @@ START_TEST(test_allocator_samples_and_downsampling)
 }
 END_TEST
 
+/* A long thread (300 k operators) and 30 k memory events on it: each event's thread was found by
+ * walking the thread's nodes one by one (O(events x nodes): a 1 M-event job's /memory ran past
+ * its 30 s deadline, tests/bench/memory_route.py); a binary search over the threads' ranges takes
+ * well under the test's 5 s. */
+START_TEST(test_long_thread_many_events)
+{
+    enum { N = 300000, E = 30000 };
+    struct analyse_span *s = calloc(N + 1, sizeof *s);
+    struct analyse_mv_event *e = calloc(E, sizeof *e);
+    ck_assert(s && e);
+    for (int i = 0; i < N; i++)
+        s[i] = sp("cpu_op", "aten::op", (int64_t)i * 10, 5, 1);
+    s[N] = sp("cpu_op", "aten::other", 0, 1000, 2); /* another thread */
+    for (int i = 0; i < E; i++)
+        e[i] = ev("GPU0", (int64_t)i * 100 + 2, 8, 8 * (i + 1), 1);
+    struct analyse_memview *m = NULL;
+    ck_assert_int_eq(analyse_memview_compute(s, N + 1, e, E, 2000, &m), 0);
+    ck_assert_uint_eq(m->n_attributed, E);
+    ck_assert_uint_eq(m->n_rows, 1);
+    ck_assert_int_eq(m->rows[0].calls, N);
+    ck_assert_int_eq(m->rows[0].self_alloc_count, E);
+    ck_assert_uint_le(m->series[0].n_kept, 2000);
+    ck_assert_int_eq(m->series[0].peak_allocated, 8 * E);
+    analyse_memview_free(m);
+    free(s);
+    free(e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_memview");
@@ -167,6 +196,10 @@ int main(void)
     tcase_add_test(tc, test_tree_self_and_total);
     tcase_add_test(tc, test_allocator_samples_and_downsampling);
     suite_add_tcase(s, tc);
+    TCase *big = tcase_create("big");
+    tcase_set_timeout(big, 5);
+    tcase_add_test(big, test_long_thread_many_events);
+    suite_add_tcase(s, big);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
