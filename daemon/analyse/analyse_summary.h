@@ -61,6 +61,23 @@ size_t analyse_sum_name_len(const char *name, size_t len);
  * 12), or -1 when there are none. Pure. */
 int64_t analyse_sum_step_number(const char *name, size_t len);
 
+/* The step window of the summaries: the ProfileStep spans numbered in [first, last]
+ * (ANALYSE_ST_ALL_FIRST / _LAST: no bound, every span counts). With a bound the window is
+ * [their earliest start, their latest end) and a span counts when it starts in it. */
+struct analyse_sum_window {
+    bool bounded;
+    int64_t start_ns, end_ns;      /* 0, 0 without a bound */
+    int64_t first_step, last_step; /* the numbers of the step spans in range; -1 when none */
+};
+
+/* Sets *ret to the window of spans[0..n) over the steps [first, last]. Returns 0, or -ENOENT
+ * when a bound is given and no ProfileStep span is in range. Pure. */
+int analyse_sum_window(const struct analyse_span *spans, size_t n, int64_t first, int64_t last,
+                       struct analyse_sum_window *ret);
+
+/* Whether span s counts in the window. Pure. */
+bool analyse_sum_in_window(const struct analyse_sum_window *win, const struct analyse_span *s);
+
 /* One row of a table: a group of spans by name (suffix stripped). */
 struct analyse_sum_row {
     const char *name;  /* borrowed from a span, not NUL-terminated */
@@ -76,6 +93,50 @@ struct analyse_sum_row {
 };
 
 #define ANALYSE_SUM_TOP SIZE_MAX
+
+/* Rows grouped by (name, parent): the summaries' tables. Rows never change index; zero-initialise
+ * before the first add, free with analyse_sum_table_free(). */
+struct analyse_sum_table {
+    struct analyse_sum_row *rows;
+    size_t n, cap;
+    size_t *slot;   /* hash slots: row index + 1, 0 = empty */
+    size_t n_slot;  /* power of two */
+};
+
+/* Adds one call of dur to the row (name, parent), creating it (min INT64_MAX, name borrowed).
+ * Returns the row's index or -ENOMEM. Pure. */
+int64_t analyse_sum_table_add(struct analyse_sum_table *t, const char *name, size_t len,
+                              size_t parent, int64_t dur);
+
+void analyse_sum_table_free(struct analyse_sum_table *t);
+
+/* A row's sort key: analyse_sum_sort_keyed() orders by total descending, ties by idx (first
+ * appearance, as Python's stable sorted()). Pure. */
+struct analyse_sum_keyed {
+    int64_t total;
+    size_t idx;
+};
+
+void analyse_sum_sort_keyed(struct analyse_sum_keyed *k, size_t n);
+
+/* The children of n rows, whose parents parent_of(ctx, i) gives (n or more: none): a counting
+ * sort, so kids[first[p], first[p + 1]) are row p's children in index order. first has n + 1
+ * elements, kids n. Pure. */
+void analyse_sum_children(size_t n, size_t (*parent_of)(const void *ctx, size_t i),
+                          const void *ctx, size_t *first, size_t *kids);
+
+/* A host span as the summaries nest them. */
+struct analyse_sum_node {
+    size_t span;  /* index into the spans array */
+    int64_t pid, tid, s, e;
+    enum analyse_sum_type type;
+};
+
+/* Paddle's node trees: sorts v[0..n) per (pid, tid) by start, longer first (then span index),
+ * and sets parent[i] to the index of v[i]'s innermost enclosing node (the last open one that
+ * ends at or after its end), ANALYSE_SUM_TOP at the top of its thread: every parent comes
+ * before its children. Returns 0 or -ENOMEM. Pure. */
+int analyse_sum_nest(struct analyse_sum_node *v, size_t n, size_t *parent);
 
 /* One row of the overview: host (CPU time) or device (GPU time) time of one event type. */
 struct analyse_sum_type_row {

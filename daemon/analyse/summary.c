@@ -206,25 +206,18 @@ int64_t analyse_sum_union_ns(const int64_t *start, const int64_t *end, size_t n)
 
 /* ---- grouping rows by name ---- */
 
-struct table {
-    struct analyse_sum_row *rows;
-    size_t n, cap;
-    size_t *slot;   /* hash slots: row index + 1, 0 = empty */
-    size_t n_slot;  /* power of two */
-};
-
 static uint64_t hash(const char *s, size_t n, size_t parent)
 {
     return util_hash(UTIL_HASH_SEED ^ (uint64_t)parent, s, n);
 }
 
-static void table_free(struct table *t)
+void analyse_sum_table_free(struct analyse_sum_table *t)
 {
     free(t->rows);
     free(t->slot);
 }
 
-static int table_grow(struct table *t)
+static int table_grow(struct analyse_sum_table *t)
 {
     size_t ns = t->n_slot ? t->n_slot * 2 : 64;
     size_t *slot = calloc(ns, sizeof *slot);
@@ -251,7 +244,7 @@ static int table_grow(struct table *t)
 
 /* Adds one call of dur to the row (name, parent), creating it. Returns the row's index (rows
  * never change index) or -ENOMEM. */
-static int64_t table_add(struct table *t, const char *name, size_t len, size_t parent,
+int64_t analyse_sum_table_add(struct analyse_sum_table *t, const char *name, size_t len, size_t parent,
                          int64_t dur)
 {
     if (t->n >= t->cap && table_grow(t) < 0)
@@ -293,39 +286,58 @@ static void finish_rows(struct analyse_sum_row *rows, size_t n, int64_t denom)
     }
 }
 
-/* Stable sort of rows by total desc (insertion sort on an index would do; qsort with the row
- * index as the tie-break keeps first-appearance order like Python's stable sorted()). */
-struct keyed {
-    int64_t total;
-    size_t idx;
-};
-
 static int cmp_keyed(const void *a, const void *b)
 {
-    const struct keyed *x = a, *y = b;
+    const struct analyse_sum_keyed *x = a, *y = b;
     if (x->total != y->total)
         return x->total > y->total ? -1 : 1;
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+void analyse_sum_sort_keyed(struct analyse_sum_keyed *k, size_t n)
+{
+    qsort(k, n, sizeof *k, cmp_keyed);
+}
+
+void analyse_sum_children(size_t n, size_t (*parent_of)(const void *ctx, size_t i),
+                          const void *ctx, size_t *first, size_t *kids)
+{
+    memset(first, 0, (n + 1) * sizeof *first);
+    for (size_t i = 0; i < n; i++) {
+        size_t p = parent_of(ctx, i);
+        if (p < n)
+            first[p + 1]++;
+    }
+    for (size_t p = 0; p < n; p++)
+        first[p + 1] += first[p];
+    for (size_t i = 0; i < n; i++) { /* first[p] walks p's slots, then is put back */
+        size_t p = parent_of(ctx, i);
+        if (p < n)
+            kids[first[p]++] = i;
+    }
+    for (size_t p = n; p > 0; p--)
+        first[p] = first[p - 1];
+    first[0] = 0;
+}
+
 /* Moves t's rows out in total-descending order into *ret (NULL when empty). */
-static int take_sorted(struct table *t, struct analyse_sum_row **ret, size_t *ret_n, bool sort)
+static int take_sorted(struct analyse_sum_table *t, struct analyse_sum_row **ret, size_t *ret_n, bool sort)
 {
     *ret = NULL;
     *ret_n = 0;
     if (t->n == 0)
         return 0;
     struct analyse_sum_row *out = malloc(t->n * sizeof *out);
-    struct keyed *k = malloc(t->n * sizeof *k);
+    struct analyse_sum_keyed *k = malloc(t->n * sizeof *k);
     if (!out || !k) {
         free(out);
         free(k);
         return -ENOMEM;
     }
     for (size_t i = 0; i < t->n; i++)
-        k[i] = (struct keyed){t->rows[i].total_ns, i};
+        k[i] = (struct analyse_sum_keyed){t->rows[i].total_ns, i};
     if (sort)
-        qsort(k, t->n, sizeof *k, cmp_keyed);
+        analyse_sum_sort_keyed(k, t->n);
     for (size_t i = 0; i < t->n; i++)
         out[i] = t->rows[k[i].idx];
     free(k);
@@ -336,15 +348,9 @@ static int take_sorted(struct table *t, struct analyse_sum_row **ret, size_t *re
 
 /* ---- nesting ---- */
 
-struct node {
-    size_t span;  /* index into the spans array */
-    int64_t pid, tid, s, e;
-    enum analyse_sum_type type;
-};
-
 static int cmp_node(const void *a, const void *b)
 {
-    const struct node *x = a, *y = b;
+    const struct analyse_sum_node *x = a, *y = b;
     if (x->pid != y->pid)
         return x->pid < y->pid ? -1 : 1;
     if (x->tid != y->tid)
@@ -354,6 +360,25 @@ static int cmp_node(const void *a, const void *b)
     if (x->e != y->e)
         return x->e > y->e ? -1 : 1;
     return (x->span > y->span) - (x->span < y->span);
+}
+
+int analyse_sum_nest(struct analyse_sum_node *v, size_t n, size_t *parent)
+{
+    qsort(v, n, sizeof *v, cmp_node);
+    size_t *stack = malloc((n + 1) * sizeof *stack);
+    if (!stack)
+        return -ENOMEM;
+    size_t sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || v[i].pid != v[i - 1].pid || v[i].tid != v[i - 1].tid)
+            sp = 0;
+        while (sp > 0 && v[stack[sp - 1]].e < v[i].e)
+            sp--;
+        parent[i] = sp > 0 ? stack[sp - 1] : ANALYSE_SUM_TOP;
+        stack[sp++] = i;
+    }
+    free(stack);
+    return 0;
 }
 
 static bool is_model(enum analyse_sum_type t)
@@ -413,10 +438,10 @@ int64_t analyse_sum_step_number(const char *name, size_t len)
 struct work {
     const struct analyse_span *spans;
     unsigned char *type; /* [n]: analyse_sum_type_of() of each span, computed once */
-    struct node *host;
+    struct analyse_sum_node *host;
     size_t n_host;
     struct ival *iv; /* scratch, [n] */
-    struct table ops, kernels, memory, user;
+    struct analyse_sum_table ops, kernels, memory, user;
     const _Atomic bool *stop; /* the caller's: true stops the computation (-ECANCELED) */
 };
 
@@ -467,51 +492,45 @@ static int cmp_pival(const void *a, const void *b)
  * ProfileStep nodes outside any model node. */
 static int walk_host(struct work *w, struct analyse_summary *sum)
 {
-    qsort(w->host, w->n_host, sizeof *w->host, cmp_node);
-    size_t *stack = malloc((w->n_host + 1) * sizeof *stack);
+    size_t *par = malloc((w->n_host + 1) * sizeof *par);
     size_t *model_depth = malloc((w->n_host + 1) * sizeof *model_depth); /* model ancestors */
     size_t *op_row = malloc((w->n_host + 1) * sizeof *op_row);
-    if (!stack || !model_depth || !op_row) {
-        free(stack);
+    if (!par || !model_depth || !op_row || analyse_sum_nest(w->host, w->n_host, par) < 0) {
+        free(par);
         free(model_depth);
         free(op_row);
         return -ENOMEM;
     }
-    struct table model = {0};
-    size_t sp = 0;
+    struct analyse_sum_table model = {0};
     int r = 0;
     for (size_t i = 0; i < w->n_host && r == 0; i++) {
-        const struct node *nd = &w->host[i];
+        const struct analyse_sum_node *nd = &w->host[i];
         const struct analyse_span *s = &w->spans[nd->span];
         if (i % STOP_EVERY == STOP_EVERY - 1 && (r = stopped(w)) < 0)
             break;
-        if (i == 0 || nd->pid != w->host[i - 1].pid || nd->tid != w->host[i - 1].tid)
-            sp = 0;
-        while (sp > 0 && w->host[stack[sp - 1]].e < nd->e)
-            sp--;
-        const struct node *parent = sp > 0 ? &w->host[stack[sp - 1]] : NULL;
-        size_t in_model = parent ? model_depth[stack[sp - 1]] : 0;
+        const struct analyse_sum_node *parent = par[i] != ANALYSE_SUM_TOP ? &w->host[par[i]] : NULL;
+        size_t in_model = parent ? model_depth[par[i]] : 0;
         size_t len = analyse_sum_name_len(s->name, s->name_len);
         int64_t dur = span_len(nd->s, nd->e);
         op_row[i] = ANALYSE_SUM_TOP;
         int64_t k = 0;
         if (nd->type == ANALYSE_SUM_OPERATOR) {
-            k = table_add(&w->ops, s->name, len, ANALYSE_SUM_TOP, dur);
+            k = analyse_sum_table_add(&w->ops, s->name, len, ANALYSE_SUM_TOP, dur);
             op_row[i] = (size_t)k;
         } else if (parent && parent->type == ANALYSE_SUM_OPERATOR &&
                    nd->type != ANALYSE_SUM_CUDA_RUNTIME) {
-            k = table_add(&w->ops, s->name, len, op_row[stack[sp - 1]], dur);
+            k = analyse_sum_table_add(&w->ops, s->name, len, op_row[par[i]], dur);
         }
         if (k >= 0 && in_model == 0 &&
             (is_model(nd->type) || nd->type == ANALYSE_SUM_PROFILE_STEP))
-            k = table_add(&model, analyse_sum_type_names[nd->type],
-                          strlen(analyse_sum_type_names[nd->type]), ANALYSE_SUM_TOP, dur);
+            k = analyse_sum_table_add(&model, analyse_sum_type_names[nd->type],
+                                      strlen(analyse_sum_type_names[nd->type]), ANALYSE_SUM_TOP,
+                                      dur);
         if (k < 0)
             r = (int)k;
         model_depth[i] = in_model + is_model(nd->type);
-        stack[sp++] = i;
     }
-    free(stack);
+    free(par);
     free(model_depth);
     free(op_row);
     for (size_t k = 0; r == 0 && k < model.n; k++) {
@@ -524,7 +543,7 @@ static int walk_host(struct work *w, struct analyse_summary *sum)
                 sum->has_model |= m != ANALYSE_SUM_MODEL_PROFILE_STEP;
             }
     }
-    table_free(&model);
+    analyse_sum_table_free(&model);
     return r;
 }
 
@@ -533,19 +552,22 @@ static int walk_host(struct work *w, struct analyse_summary *sum)
  * are of their operator's total, top-level ratios of the sum of operator totals. The inner rows
  * are bucketed by parent first (a counting sort, stable), so this is O(n log n) in the number
  * of rows, not one scan of every row per operator (issue 18: 80 k names took 5 s). */
-static int order_ops(struct table *t, struct analyse_summary *sum)
+static size_t row_parent(const void *ctx, size_t i)
+{
+    return ((const struct analyse_sum_row *)ctx)[i].parent; /* ANALYSE_SUM_TOP: none */
+}
+
+static int order_ops(struct analyse_sum_table *t, struct analyse_summary *sum)
 {
     if (t->n == 0)
         return 0;
     size_t n = t->n;
-    struct keyed *k = malloc(n * sizeof *k);
-    size_t *pos = malloc(n * sizeof *pos);
-    size_t *first = calloc(n + 1, sizeof *first); /* inner rows of row p: kids[first[p], first[p + 1]) */
+    struct analyse_sum_keyed *k = malloc(n * sizeof *k);
+    size_t *first = malloc((n + 1) * sizeof *first); /* inner rows of row p: kids[first[p], first[p + 1]) */
     size_t *kids = malloc(n * sizeof *kids);
     struct analyse_sum_row *out = malloc(n * sizeof *out);
-    if (!k || !pos || !first || !kids || !out) {
+    if (!k || !first || !kids || !out) {
         free(k);
-        free(pos);
         free(first);
         free(kids);
         free(out);
@@ -554,23 +576,13 @@ static int order_ops(struct table *t, struct analyse_summary *sum)
     size_t nt = 0;
     int64_t all = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t p = t->rows[i].parent;
-        if (p == ANALYSE_SUM_TOP) {
-            k[nt++] = (struct keyed){t->rows[i].total_ns, i};
+        if (t->rows[i].parent == ANALYSE_SUM_TOP) {
+            k[nt++] = (struct analyse_sum_keyed){t->rows[i].total_ns, i};
             all = sat_add(all, t->rows[i].total_ns);
-        } else if (p < n) {
-            first[p + 1]++;
         }
     }
-    for (size_t p = 0; p < n; p++)
-        first[p + 1] += first[p];
-    memcpy(pos, first, n * sizeof *pos); /* pos[p]: the next free slot of parent p */
-    for (size_t i = 0; i < n; i++) {
-        size_t p = t->rows[i].parent;
-        if (p != ANALYSE_SUM_TOP && p < n)
-            kids[pos[p]++] = i;
-    }
-    qsort(k, nt, sizeof *k, cmp_keyed);
+    analyse_sum_children(n, row_parent, t->rows, first, kids);
+    analyse_sum_sort_keyed(k, nt);
     size_t m = 0;
     for (size_t a = 0; a < nt; a++) {
         size_t top = k[a].idx;
@@ -586,7 +598,6 @@ static int order_ops(struct table *t, struct analyse_summary *sum)
         }
     }
     free(k);
-    free(pos);
     free(first);
     free(kids);
     sum->ops = out;
@@ -651,7 +662,7 @@ static int device_part(struct work *w, const size_t *dev, size_t n_dev, struct a
     for (size_t i = 0; i < n_dev; i++) {
         const struct analyse_span *s = &w->spans[dev[i]];
         if (w->type[dev[i]] == ANALYSE_SUM_KERNEL &&
-            table_add(&w->kernels, s->name, analyse_sum_name_len(s->name, s->name_len),
+            analyse_sum_table_add(&w->kernels, s->name, analyse_sum_name_len(s->name, s->name_len),
                       ANALYSE_SUM_TOP, span_len(s->ts_ns, end_of(s))) < 0)
             return -ENOMEM;
     }
@@ -677,7 +688,7 @@ static int distributed(struct work *w, const size_t *dev, size_t n_dev,
     }
     size_t nc = 0, ng = 0, np = 0;
     for (size_t i = 0; i < w->n_host; i++) {
-        const struct node *nd = &w->host[i];
+        const struct analyse_sum_node *nd = &w->host[i];
         const struct analyse_span *s = &w->spans[nd->span];
         if (nd->type == ANALYSE_SUM_COMMUNICATION ||
             (nd->type == ANALYSE_SUM_OPERATOR && is_comm_op(s->name, s->name_len)))
@@ -738,35 +749,30 @@ static int distributed(struct work *w, const size_t *dev, size_t n_dev,
 static int user_rows(struct work *w)
 {
     for (size_t i = 0; i < w->n_host; i++) {
-        const struct node *nd = &w->host[i];
+        const struct analyse_sum_node *nd = &w->host[i];
         if (nd->type != ANALYSE_SUM_USER_DEFINED && nd->type != ANALYSE_SUM_PYTHON_USER_DEFINED)
             continue;
         const struct analyse_span *s = &w->spans[nd->span];
         size_t len = analyse_sum_name_len(s->name, s->name_len);
         int64_t r = 0;
         if (is_memory_name(s->name, len))
-            r = table_add(&w->memory, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
+            r = analyse_sum_table_add(&w->memory, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
         else if (nd->type == ANALYSE_SUM_PYTHON_USER_DEFINED)
-            r = table_add(&w->user, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
+            r = analyse_sum_table_add(&w->user, s->name, len, ANALYSE_SUM_TOP, span_len(nd->s, nd->e));
         if (r < 0)
             return (int)r;
     }
     return 0;
 }
 
-static int compute(struct work *w, const struct analyse_span *spans, size_t n, int64_t first,
-                   int64_t last, struct analyse_summary *sum)
+int analyse_sum_window(const struct analyse_span *spans, size_t n, int64_t first, int64_t last,
+                       struct analyse_sum_window *ret)
 {
     bool bounded = first != ANALYSE_ST_ALL_FIRST || last != ANALYSE_ST_ALL_LAST;
     int64_t w0 = INT64_MAX, w1 = INT64_MIN;
-    sum->first_step = sum->last_step = -1;
-    w->type = malloc(n + 1);
-    if (!w->type)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        w->type[i] = (unsigned char)analyse_sum_type_of(&spans[i]);
+    *ret = (struct analyse_sum_window){.bounded = bounded, .first_step = -1, .last_step = -1};
     for (size_t i = 0; i < n; i++) {
-        if (w->type[i] != ANALYSE_SUM_PROFILE_STEP)
+        if (analyse_sum_type_of(&spans[i]) != ANALYSE_SUM_PROFILE_STEP)
             continue;
         int64_t num = analyse_sum_step_number(spans[i].name, spans[i].name_len);
         if (bounded && (num < first || num > last))
@@ -775,17 +781,41 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
             w0 = spans[i].ts_ns;
         if (end_of(&spans[i]) > w1)
             w1 = end_of(&spans[i]);
-        if (num >= 0 && (sum->first_step < 0 || num < sum->first_step))
-            sum->first_step = num;
-        if (num > sum->last_step)
-            sum->last_step = num;
+        if (num >= 0 && (ret->first_step < 0 || num < ret->first_step))
+            ret->first_step = num;
+        if (num > ret->last_step)
+            ret->last_step = num;
     }
     if (bounded && w0 > w1)
         return -ENOENT;
     if (bounded) {
-        sum->window_start_ns = w0;
-        sum->window_end_ns = w1;
+        ret->start_ns = w0;
+        ret->end_ns = w1;
     }
+    return 0;
+}
+
+bool analyse_sum_in_window(const struct analyse_sum_window *win, const struct analyse_span *s)
+{
+    return !win->bounded || (s->ts_ns >= win->start_ns && s->ts_ns < win->end_ns);
+}
+
+static int compute(struct work *w, const struct analyse_span *spans, size_t n, int64_t first,
+                   int64_t last, struct analyse_summary *sum)
+{
+    struct analyse_sum_window win;
+    int r = analyse_sum_window(spans, n, first, last, &win);
+    if (r < 0)
+        return r;
+    sum->first_step = win.first_step;
+    sum->last_step = win.last_step;
+    sum->window_start_ns = win.start_ns;
+    sum->window_end_ns = win.end_ns;
+    w->type = malloc(n + 1);
+    if (!w->type)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        w->type[i] = (unsigned char)analyse_sum_type_of(&spans[i]);
     w->host = malloc((n + 1) * sizeof *w->host);
     size_t *dev = malloc((n + 1) * sizeof *dev);
     w->iv = malloc((n + 1) * sizeof *w->iv);
@@ -796,7 +826,7 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
     size_t n_dev = 0;
     for (size_t i = 0; i < n; i++) {
         const struct analyse_span *s = &spans[i];
-        if (bounded && (s->ts_ns < w0 || s->ts_ns >= w1))
+        if (!analyse_sum_in_window(&win, s))
             continue;
         enum analyse_sum_type t = (enum analyse_sum_type)w->type[i];
         sum->n_spans++;
@@ -804,13 +834,12 @@ static int compute(struct work *w, const struct analyse_span *spans, size_t n, i
             dev[n_dev++] = i;
             continue;
         }
-        w->host[w->n_host++] = (struct node){.span = i, .pid = s->pid, .tid = s->tid,
+        w->host[w->n_host++] = (struct analyse_sum_node){.span = i, .pid = s->pid, .tid = s->tid,
                                              .s = s->ts_ns, .e = end_of(s),
                                              .type = t};
         sum->n_steps += t == ANALYSE_SUM_PROFILE_STEP;
     }
-    int r = stopped(w);
-    if (r < 0) {
+    if ((r = stopped(w)) < 0) {
         free(dev);
         return r;
     }
@@ -903,10 +932,10 @@ int analyse_summary_compute_until(const struct analyse_span *spans, size_t n, in
     free(w.host);
     free(w.iv);
     free(w.type);
-    table_free(&w.ops);
-    table_free(&w.kernels);
-    table_free(&w.memory);
-    table_free(&w.user);
+    analyse_sum_table_free(&w.ops);
+    analyse_sum_table_free(&w.kernels);
+    analyse_sum_table_free(&w.memory);
+    analyse_sum_table_free(&w.user);
     if (r < 0) {
         analyse_summary_free(sum);
         return r;
@@ -920,9 +949,9 @@ size_t analyse_summary_bytes(size_t n)
     /* Per span: its type, host node or device index and interval; as a kernel, its device's
      * interval and row; a table's row grown to twice its count and four hash slots;
      * order_ops()'s keys, buckets and the result's row. */
-    size_t per = 1 + sizeof(struct node) + sizeof(size_t) + sizeof(struct ival) +
+    size_t per = 1 + sizeof(struct analyse_sum_node) + sizeof(size_t) + sizeof(struct ival) +
                  sizeof(struct pival) + sizeof(struct analyse_sum_gpu) +
-                 2 * sizeof(struct analyse_sum_row) + 4 * sizeof(size_t) + sizeof(struct keyed) +
+                 2 * sizeof(struct analyse_sum_row) + 4 * sizeof(size_t) + sizeof(struct analyse_sum_keyed) +
                  3 * sizeof(size_t) + sizeof(struct analyse_sum_row);
     if (n > (SIZE_MAX - 65536) / per)
         return SIZE_MAX;

@@ -40,7 +40,7 @@ static void pct(struct sbuf *b, double ratio)
     sbuf_printf(b, "%.4f", ratio * 100);
 }
 
-static void csv_name(struct sbuf *b, const char *s, size_t n)
+void web__csv_name(struct sbuf *b, const char *s, size_t n)
 {
     char tmp[1024];
     size_t l = n < sizeof tmp - 1 ? n : sizeof tmp - 1;
@@ -54,11 +54,11 @@ static void stat_row(struct sbuf *b, const struct analyse_sum_row *r, const char
                      size_t parent_len, bool with_parent, bool csv, bool first)
 {
     if (csv) {
-        csv_name(b, r->name, r->name_len);
+        web__csv_name(b, r->name, r->name_len);
         sbuf_addc(b, ',');
         if (with_parent) {
             if (parent)
-                csv_name(b, parent, parent_len);
+                web__csv_name(b, parent, parent_len);
             sbuf_addc(b, ',');
         }
         sbuf_printf(b, "%" PRId64 ",", r->calls);
@@ -193,9 +193,9 @@ static void mem_rows(struct sbuf *b, const struct analyse_memsum *m, bool csv)
         const struct analyse_mem_row *r = &m->rows[i];
         const struct analyse_mem_place *p = &m->places[r->place];
         if (csv) {
-            csv_name(b, p->place, p->place_len);
+            web__csv_name(b, p->place, p->place_len);
             sbuf_addc(b, ',');
-            csv_name(b, r->name, r->name_len);
+            web__csv_name(b, r->name, r->name_len);
         } else {
             sbuf_adds(b, i ? ",{\"place\":" : "{\"place\":");
             sbuf_json_str(b, p->place, p->place_len);
@@ -253,7 +253,7 @@ static void aicpu_rows(struct sbuf *b, const struct analyse_aicpu *a, bool csv)
         if (csv) {
             web__csv_str(b, o->name);
             sbuf_addc(b, ',');
-            csv_name(b, o->name, o->type_len);
+            web__csv_name(b, o->name, o->type_len);
             sbuf_printf(b, ",%" PRId64 ",", o->calls);
             sbuf_json_us(b, o->total_ns);
             sbuf_addc(b, ',');
@@ -1046,9 +1046,9 @@ static void mv_series_json(struct sbuf *b, const struct analyse_memview *m,
 static void mv_row(struct sbuf *b, const struct analyse_mv_row *r, bool csv)
 {
     if (csv) {
-        csv_name(b, r->device, r->device_len);
+        web__csv_name(b, r->device, r->device_len);
         sbuf_addc(b, ',');
-        csv_name(b, r->name, r->name_len);
+        web__csv_name(b, r->name, r->name_len);
         sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                        ",%" PRId64 "\n",
                     r->calls, r->increase, r->self_increase, r->alloc_count, r->self_alloc_count,
@@ -1097,7 +1097,7 @@ void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web
                     mv_series_json(b, m, s, false);
                     continue;
                 }
-                csv_name(b, s->device, s->device_len);
+                web__csv_name(b, s->device, s->device_len);
                 sbuf_printf(b, ",%s,%zu,%zu,", mv_source(s->source), s->n_points, s->n_kept);
                 if (s->n_points > 0) {
                     sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", s->peak_allocated, s->peak_ts_ns);
@@ -1119,7 +1119,7 @@ void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web
                 for (size_t k = 0; k < s->n_kept; k++, first = false) {
                     const struct analyse_mv_point *p = &m->points[s->first_kept + k];
                     if (csv) {
-                        csv_name(b, s->device, s->device_len);
+                        web__csv_name(b, s->device, s->device_len);
                         sbuf_printf(b, ",%s,%" PRId64 ",%" PRId64 ",", mv_source(s->source),
                                     p->ts_ns, p->allocated);
                         if (p->reserved >= 0)

@@ -479,7 +479,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                                              .name = in->name, .name_len = in->name_len,
                                              .cat = in->cat, .cat_len = in->cat_len,
                                              .pid = id_of(rec.pid), .tid = id_of(rec.tid),
-                                             .correlation = -1, .external_id = -1,
+                                             .correlation = rec.correlation,
+                                             .external_id = rec.external_id,
                                              .role = in->role};
         if (s->aicpu)
             s->task[s->n - 1] = (struct analyse_aicpu_task){
@@ -784,6 +785,8 @@ struct web_analysis {
     char device[64];                /* /memory's ?device= ("" all) */
     size_t points;                  /* /memory's ?points= */
     enum web_memory_table table;    /* /memory's ?table= */
+    bool tree;                      /* /tree: tree_kind's hierarchy */
+    enum web_tree_kind tree_kind;
     struct store_job job;
     int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
@@ -935,6 +938,32 @@ static int run_summary(struct web_analysis *a)
     return r;
 }
 
+/* /tree: the hierarchy of the rank's stored spans. */
+static int run_tree(struct web_analysis *a)
+{
+    struct web *w = a->w;
+    struct spans sp = {.max = a->max_spans, .work_bytes = analyse_tree_bytes};
+    struct web_tree_doc d = {.kind = a->tree_kind, .rank = a->rank, .max_spans = a->max_spans};
+    int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0 && (r = analyse_tree_operators(sp.v, sp.n, a->first, a->last,
+                                              &w->analyses_stopping, &d.tree)) == -ECANCELED)
+        r = -ECONNABORTED;
+    if (r == 0 && (r = budget_check(&a->bg)) == 0)
+        r = budget_charge(&a->bg, spans_bytes(&sp) +
+                                      (uint64_t)2 * WEB_SUMMARY_ROW_BYTES * d.tree->n);
+    if (r == -ENOENT)
+        a->not_found = "steps: no ProfileStep span in range on this rank";
+    if (r == 0) {
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        web__render_tree(&a->b, &d, a->fmt);
+    }
+    analyse_tree_free(d.tree);
+    spans_free(&sp);
+    return r;
+}
+
 /* The analysis thread: computes and renders, gives the slot back, then wakes the connection
  * (under the lock, so web__analyses_stop() cannot let the server stop before the wake); the
  * server then calls the access handler again, which takes the answer (web__analysis_answer()). */
@@ -944,16 +973,20 @@ static void *analysis_main(void *arg)
     struct web *w = a->w;
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
-    bool tables = !a->bench && rendered_rows(a->kind, NULL) > 0;
-    bool summary = !a->bench && !a->memory && a->kind != WEB_SUMMARY_AICPU;
+    bool tables = a->tree || (!a->bench && rendered_rows(a->kind, NULL) > 0);
+    bool summary = !a->bench && !a->memory && !a->tree && a->kind != WEB_SUMMARY_AICPU;
     a->r = budget_reserve(&a->bg,
-                          forecast(n, !a->bench && !a->memory && !summary,
-                                   a->memory ? analyse_memview_bytes
-                                   : summary ? analyse_summary_bytes
-                                             : small_work_bytes,
-                                   tables || a->memory ? n : 0));
+                          forecast(n, !a->bench && !a->memory && !a->tree && !summary,
+                                   a->memory  ? analyse_memview_bytes
+                                   : a->tree  ? analyse_tree_bytes
+                                   : summary  ? analyse_summary_bytes
+                                              : small_work_bytes,
+                                   a->tree ? 2 * n : tables || a->memory ? n : 0));
     if (a->r == 0)
-        a->r = a->bench ? run_benchmark(a) : a->memory ? run_memory(a) : run_summary(a);
+        a->r = a->bench    ? run_benchmark(a)
+               : a->memory ? run_memory(a)
+               : a->tree   ? run_tree(a)
+                           : run_summary(a);
     budget_release(&a->bg);
     slot_put(w);
     pthread_mutex_lock(&w->analyses_lock);
@@ -1032,7 +1065,7 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
         send_failure(w, a, an->r, an->bg.refused,
-                     an->bench ? "benchmark" : an->memory ? "memory" : "summary");
+                     an->bench ? "benchmark" : an->memory ? "memory" : an->tree ? "tree" : "summary");
     analysis_free(an);
     return 0;
 }
@@ -1050,7 +1083,7 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     char unit[4] = "ms";
     size_t len;
     if (web__param_i64(q, a, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
-        param_steps(q, a, &first, &last) < 0 || web__param_format(q, a, true, &fmt) < 0 ||
+        param_steps(q, a, &first, &last) < 0 || web__param_format(q, a, rt->id != WEB_ROUTE_TREE, &fmt) < 0 ||
         web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
                        &max_spans) < 0)
         return 0;
@@ -1078,6 +1111,15 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
             mtable = WEB_MEMORY_DEVICES;
         else if (strcmp(table, "operators") != 0)
             return bad(a, "table: operators, curve or devices");
+    }
+    enum web_tree_kind tree_kind = WEB_TREE_OPERATOR;
+    if (rt->id == WEB_ROUTE_TREE) {
+        char tk[16];
+        r = web__param_str(q, a, "kind", tk, sizeof tk, &len);
+        if (r < 0)
+            return 0;
+        if (r > 0 && web__tree_kind_parse(tk, &tree_kind) < 0)
+            return bad(a, "kind: operator");
     }
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;
@@ -1107,6 +1149,7 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     struct web_conn *c = web__req_conn(q);
     *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
                                 .memory = rt->id == WEB_ROUTE_MEMORY,
+                                .tree = rt->id == WEB_ROUTE_TREE, .tree_kind = tree_kind,
                                 .points = (size_t)points, .table = mtable, .job = *job, .events = events, .kind = kind, .rank = rank,
                                 .first = first,
                                 .last = last, .skip = skip, .max_spans = (size_t)max_spans,

@@ -15,6 +15,7 @@
 #include "../analyse/analyse_memsum.h"
 #include "../analyse/analyse_memview.h"
 #include "../analyse/analyse_summary.h"
+#include "../analyse/analyse_tree.h"
 #include "render.h"
 
 #define WEB_SUMMARY_SPANS_DEFAULT 1000000 /* spans read from the store per answer, unless
@@ -95,5 +96,34 @@ struct web_memory_doc {
 };
 
 void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web_format fmt);
+/* A CSV cell of the text s[0, n) (its first 1023 bytes). */
+void web__csv_name(struct sbuf *b, const char *s, size_t n);
+
+/* /tree?kind=: which hierarchy (render_tree.c). */
+enum web_tree_kind {
+    WEB_TREE_OPERATOR, /* Paddle's operator tree (analyse_tree_operators()) */
+    WEB_TREE_KIND_COUNT,
+};
+
+/* "operator". */
+extern const char *const web__tree_kind_names[WEB_TREE_KIND_COUNT];
+
+/* Returns 0 and sets *ret, or -1 for an unknown kind. */
+int web__tree_kind_parse(const char *s, enum web_tree_kind *ret);
+
+/* One /tree answer. */
+struct web_tree_doc {
+    enum web_tree_kind kind;
+    int64_t rank;
+    struct analyse_tree *tree;
+    size_t n_read;
+    int64_t spans_cut;
+    int64_t lines_bad;
+    size_t max_spans;
+};
+
+/* JSON: the nodes nested (each with its "children"); CSV and records: one row per node in
+ * pre-order with its parent's id and its depth. */
+void web__render_tree(struct sbuf *b, const struct web_tree_doc *d, enum web_format fmt);
 
 #endif

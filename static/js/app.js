@@ -5,7 +5,7 @@
 //
 //   #/jobs?q=bert                       the jobs list (search)
 //   #/job/3/overview?rank=0             a view of job 3 (overview, step-trace, operators,
-//                                       queues, timeline, ranks, summary, benchmark)
+//                                       queues, timeline, ranks, summary, tree, benchmark)
 //
 // A view module exports render(ctx) → Node (async); ctx.params is the hash's query, and
 // ctx.set(params) updates it without a reload. When the stream says the open job changed, the
@@ -33,6 +33,7 @@ const VIEWS = [
   ['memory', 'Memory', () => import('./views/memory.js')],
   ['diff', 'Diff', () => import('./views/diff.js')],
   ['summary', 'Summaries', () => import('./views/summary.js')],
+  ['tree', 'Hierarchy', () => import('./views/tree.js')],
   ['benchmark', 'Benchmark', () => import('./views/benchmark.js')],
 ];
 const JOBS_VIEW = () => import('./views/jobs.js');

@@ -670,6 +670,57 @@ test('memory: a real H200 trace per device, allocated and reserved with the peak
   }
 });
 
+test('hierarchy: the operator tree of a real H200 run opens and closes, every shown figure the API\'s', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-tree');
+  const doc = await api(`/api/v1/jobs/${job.id}/tree?kind=operator&rank=0`);
+  const flat = [];
+  const walk = (nodes, parent) => { for (const n of nodes) { flat.push({ n, parent }); walk(n.children, n.id); } };
+  walk(doc.nodes, null);
+  await open(page, `#/job/${job.id}/tree`);
+  await until(page, () => document.querySelectorAll('[data-table="tree"] tbody tr').length > 0);
+  const visible = () => page.$$eval('[data-table="tree"] tbody tr', (trs) => trs.filter((tr) => !tr.hidden).map((tr) => tr.dataset.id));
+  // closed: the operators alone, by CPU total, as the API orders them
+  expectEq(await visible(), doc.nodes.map((n) => n.id), 'top level only');
+  expectEq(await page.$$eval('[data-table="tree"] tbody tr', (trs) => trs.length), flat.length, 'a row per node');
+  const cells = async (id) => page.$eval(`[data-table="tree"] tr[data-id="${id}"]`, (tr) => [...tr.children].map((td) => td.textContent));
+  const top = doc.nodes.find((n) => n.children.some((c) => c.kind === 'device'));
+  if (!top) fail('no operator with a device child');
+  const row = await cells(top.id);
+  expectEq(row.slice(0, 3), [`▸${top.name}`, 'operator', String(top.calls)], 'operator name, kind, calls');
+  expectEq(row[3], await fmtUsText(page, top.total_us), 'total');
+  expectEq(row[4], await fmtUsText(page, top.self_us), 'self');
+  expectEq(row[7], await fmtUsText(page, top.device_us), 'device');
+  expectEq(row[8], await fmtUsText(page, top.self_device_us), 'self device');
+  // open it: its children appear right below it, device ones with their device time
+  await page.click(`[data-table="tree"] tr[data-id="${top.id}"] button.toggle`);
+  const ids = doc.nodes.map((n) => n.id);
+  const at = ids.indexOf(top.id);
+  expectEq(await visible(), [...ids.slice(0, at + 1), ...top.children.map((c) => c.id), ...ids.slice(at + 1)], 'children shown under their operator');
+  expectEq(await page.getAttribute(`[data-table="tree"] tr[data-id="${top.id}"]`, 'aria-expanded'), 'true', 'aria-expanded');
+  const dev = top.children.find((c) => c.kind === 'device');
+  const drow = await cells(dev.id);
+  expectEq([drow[0], drow[1], drow[2], drow[3], drow[7]], [dev.name, 'device', String(dev.calls), '—', await fmtUsText(page, dev.device_us)], 'device row');
+  await shot(page, 'tree-operator-open');
+  // a live refresh keeps it open (ids are stable); closing hides the children again
+  await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
+  await until(page, (id) => document.querySelector(`[data-table="tree"] tr[data-id="${id}"]`)?.getAttribute('aria-expanded') === 'true', top.id);
+  await page.click(`[data-table="tree"] tr[data-id="${top.id}"] button.toggle`);
+  expectEq(await visible(), ids, 'closed again');
+  await page.click('#tree-expand');
+  expectEq((await visible()).length, flat.length, 'expand all');
+  await page.click('#tree-collapse');
+  expectEq(await visible(), ids, 'collapse all');
+  // a step range asks the API for it
+  await open(page, `#/job/${job.id}/tree?steps=3-4`);
+  const part = await api(`/api/v1/jobs/${job.id}/tree?kind=operator&rank=0&steps=3-4`);
+  await until(page, (n) => document.querySelectorAll('[data-table="tree"] tbody tr').length === n, walkCount(part.nodes));
+  if (!(await page.textContent('#tree-about')).includes('Steps 3–4')) fail('the step range is said');
+});
+
+function walkCount(nodes) {
+  return nodes.reduce((k, n) => k + 1 + walkCount(n.children), 0);
+}
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

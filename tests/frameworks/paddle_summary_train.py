@@ -27,7 +27,8 @@ import time
 import numpy as np
 import paddle
 import paddle.profiler as profiler
-from paddle.profiler.profiler_statistic import StatisticData
+from paddle.profiler.profiler_statistic import StatisticData, wrap_tree
+from paddle.profiler.profiler_statistic import TracerEventType
 
 import stepscope
 import stepscope.paddle as ssp
@@ -67,9 +68,24 @@ def exact(prof):
         if name in overview:  # the overview shows the model rows for these types
             overview[name] = {"ns": it.cpu_time, "calls": it.call}
     ops = {name: {"calls": it.call, "ns": it.cpu_time, "min_ns": it.min_cpu_time,
-                  "max_ns": it.max_cpu_time,
-                  "inner": {n: {"calls": i.call, "ns": i.cpu_time} for n, i in it.operator_inners.items()}}
+                  "max_ns": it.max_cpu_time, "gpu_ns": it.general_gpu_time, "self_ns": 0,
+                  "inner": {n: {"calls": i.call, "ns": i.cpu_time, "min_ns": i.min_cpu_time,
+                                "max_ns": i.max_cpu_time, "gpu_ns": i.general_gpu_time,
+                                "self_ns": 0}
+                            for n, i in it.operator_inners.items()}}
            for name, it in es.items.items()}
+    # self time per operator and inner row: Paddle's own per-node self_cpu_time
+    # (HostStatisticNode.cal_statistic(): its time less its children's and runtime calls'),
+    # summed over the nodes its operator summary groups
+    _, threads = wrap_tree(prof.profiler_result.get_data())
+    for nodes in threads.values():
+        for nd in nodes[1:]:
+            if nd.type != TracerEventType.Operator:
+                continue
+            ops[nd.name]["self_ns"] += nd.self_cpu_time
+            for c in nd.children_node:
+                if c.type != TracerEventType.Operator:
+                    ops[nd.name]["inner"][c.name]["self_ns"] += c.self_cpu_time
     model = {name: {"calls": it.call, "ns": it.cpu_time, "min_ns": it.min_cpu_time,
                     "max_ns": it.max_cpu_time} for name, it in es.model_perspective_items.items()}
     user = {name: {"calls": it.call, "ns": it.cpu_time} for name, it in es.userdefined_items.items()}

@@ -218,6 +218,31 @@ def check_tables(daemon, job, info, steps=(2, 8), slack_ns=None):
             assert inner[iname]["calls"] == ip["calls"], (name, iname, inner[iname], ip)
             assert near(inner[iname]["total_us"], ip["ns"], ip["calls"]), (name, iname, inner[iname], ip)
 
+    # The operator tree (/tree?kind=operator): its two levels are Paddle's operator summary with
+    # its inner rows, in the same order, with Paddle's calls, total, min, max, self time (its
+    # per-node self_cpu_time summed) and device time (none in a CPU run: no device level).
+    tree = daemon.get_json(f"/api/v1/jobs/{job}/tree?kind=operator")
+    assert tree["spans_cut"] == 0 and tree["device_events"] == 0
+    flat = [(n, None) for n in tree["nodes"]]
+    flat = [x for n, _ in flat for x in [(n, None)] + [(c, n["name"]) for c in n["children"]]]
+    assert [(n["name"], p, n["calls"], n["total_us"]) for n, p in flat] == \
+        [(r["name"], r["parent"], r["calls"], r["total_us"]) for r in ops]
+    for n in tree["nodes"]:
+        p = exact["operators"][n["name"]]
+        assert (n["kind"], n["device_us"], p["gpu_ns"]) == ("operator", 0, 0), (n, p)
+        for ours_us, ns, k in ((n["total_us"], p["ns"], p["calls"]), (n["self_us"], p["self_ns"], p["calls"]),
+                               (n["min_us"], p["min_ns"], 1), (n["max_us"], p["max_ns"], 1)):
+            assert near(ours_us, ns, k), (n["name"], ours_us, ns, p)
+        assert {c["name"] for c in n["children"]} == set(p["inner"])
+        for c in n["children"]:
+            ip = p["inner"][c["name"]]
+            assert (c["kind"], c["calls"], c["children"]) == ("inner", ip["calls"], []), (c, ip)
+            for ours_us, ns, k in ((c["total_us"], ip["ns"], ip["calls"]),
+                                   (c["self_us"], ip["self_ns"], ip["calls"]),
+                                   (c["min_us"], ip["min_ns"], 1), (c["max_us"], ip["max_ns"], 1)):
+                assert near(ours_us, ns, k), (n["name"], c["name"], ours_us, ns, ip)
+    assert sum(n["self_us"] < n["total_us"] for n in tree["nodes"]) >= 5
+
     # Model and user-defined tables, exact.
     model = {r["name"]: r for r in daemon.get_json(f"/api/v1/jobs/{job}/summary/model")["rows"]}
     for name, p in exact["model"].items():

@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: MIT
+"""/api/v1/jobs/{job}/tree?kind=operator: Paddle's operator tree (operator -> inner calls ->
+the device events launched from each) on a real CUDA run, against torch's own key_averages() of
+the same window.
+
+tests/data/kineto/cuda_views_h200/trace_a.json.gz is torch 2.11's Kineto export of a window on an
+NVIDIA H200 and tables.json.gz torch's prof.key_averages() of it (tests/data/README.md). Every
+operator node's calls, CPU total and self time, device total and self device time must equal
+torch's row of that name: torch hangs a kernel on the operator whose runtime call launched it
+(correlation) and sums device time over an operator's children, as Paddle's operator summary
+does. (Paddle's own summary is the oracle in tests/frameworks/test_paddle_summary.py.)
+"""
+import csv
+import gzip
+import io
+import json
+import pathlib
+import subprocess
+import sys
+
+from conftest import build_dir, clean_env
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "device"))
+import check_cuda_attach as cca  # noqa: E402
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto" / "cuda_views_h200"
+
+
+def imported(d, tmp, job, path):
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import", "--quiet",
+                          "--socket", d.socket, "--job", job, str(path)],
+                         capture_output=True, text=True, timeout=120, env=clean_env(tmp))
+    assert imp.returncode == 0, imp.stderr
+
+
+def walk(nodes, parent=None, depth=0):
+    """The nested JSON as flat (node, parent id, depth) in pre-order."""
+    for n in nodes:
+        yield n, parent, depth
+        yield from walk(n["children"], n["id"], depth + 1)
+
+
+def test_operator_tree_equals_torch_key_averages(daemon, tmp):
+    ka = json.loads(gzip.decompress((DATA / "tables.json.gz").read_bytes()))["a"]["key_averages"]
+    trace = json.loads(gzip.decompress((DATA / "trace_a.json.gz").read_bytes()))["traceEvents"]
+    imported(daemon, tmp, "tree-a", DATA / "trace_a.json.gz")
+    doc = daemon.get_json("/api/v1/jobs/tree-a/tree?kind=operator")
+    assert doc["kind"] == "operator" and doc["spans_cut"] == 0 and doc["lines_bad"] == 0
+    # every kernel, memcpy and memset of the window was launched by a runtime call of it
+    n_dev = sum(1 for e in trace if isinstance(e, dict) and e.get("ph") == "X" and
+                e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert doc["device_events"] == doc["device_events_linked"] == n_dev > 100, doc
+    flat = list(walk(doc["nodes"]))
+    assert len(flat) == doc["n_nodes"]
+    top = {n["name"]: n for n, p, dep in flat if dep == 0}
+    assert all(n["kind"] == "operator" for n in top.values())
+    cpu_ops = {e["name"] for e in trace if isinstance(e, dict) and e.get("cat") == "cpu_op"}
+    # (autograd::engine::evaluate_function spans are cpu_ops that the roles call backward)
+    assert set(top) <= cpu_ops and len(top) >= 40
+    torch_rows = {a["name"]: a for a in ka if a["device_type"] in ("CPU", None)}
+    checked = 0
+    for name, n in top.items():
+        if name in cca.TORCH_FILTERED:
+            continue
+        a = torch_rows[name]
+        assert n["calls"] == a["count"], (name, n, a)
+        for ours, theirs in ((n["total_us"], a["cpu_total_us"]), (n["self_us"], a["self_cpu_us"]),
+                             (n["device_us"], a["cuda_total_us"]),
+                             (n["self_device_us"], a["self_cuda_us"])):
+            assert cca.close(ours, theirs, a["count"]), (name, ours, theirs, n, a)
+        checked += 1
+    assert checked >= 40 and sum(n["device_us"] > 0 for n in top.values()) >= 10
+    # a node's device children are the events its own runtime calls launched: they sum to its
+    # self device time; ids are unique and stable across answers
+    for n, p, dep in flat:
+        kids = [c for c in n["children"] if c["kind"] == "device"]
+        if n["kind"] != "device":
+            assert abs(sum(c["device_us"] for c in kids) - n["self_device_us"]) < 0.002 * (len(kids) + 1)
+        else:
+            assert n["total_us"] is None and n["children"] == [] and dep >= 1
+    ids = [n["id"] for n, p, dep in flat]
+    assert len(set(ids)) == len(ids)
+    again = daemon.get_json("/api/v1/jobs/tree-a/tree?kind=operator&steps=3-5")
+    again_ids = {n["id"]: n["name"] for n, p, dep in walk(again["nodes"])}
+    assert again["n_steps"] == 3 and {i: x for i, x in again_ids.items() if i in ids} == again_ids
+    # the flat forms: the same nodes in the same order with their parent id and depth
+    recs = daemon.get_json("/api/v1/jobs/tree-a/tree?format=records")
+    assert [(r["id"], r["parent"], r["depth"], r["name"], r["calls"]) for r in recs] == \
+        [(n["id"], p, dep, n["name"], n["calls"]) for n, p, dep in flat]
+    st, hdr, body = daemon.request("/api/v1/jobs/tree-a/tree?format=csv")
+    assert st == 200 and hdr["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    assert [(r["id"], r["parent"] or None, int(r["depth"]), r["kind"]) for r in rows] == \
+        [(r["id"], r["parent"], r["depth"], r["kind"]) for r in recs]
+
+
+def test_tree_errors(daemon, tmp):
+    imported(daemon, tmp, "tree-e", DATA / "trace_a.json.gz")
+    for q, st in (("kind=nope", 400), ("format=text", 400), ("steps=900-901", 404),
+                  ("rank=3", 404)):
+        got = daemon.request(f"/api/v1/jobs/tree-e/tree?{q}")[0]
+        assert got == st, (q, got)
+    assert daemon.request("/api/v1/jobs/no-such-job/tree")[0] == 404
