@@ -30,12 +30,16 @@ sys.path.insert(0, str(HERE.parent / "integ"))
 import conftest  # noqa: E402
 
 
-def make_trace(path, copies):
-    t = json.load(gzip.open(HERE.parent / "data" / "kineto" / "gpu_5steps_rank0.json.gz"))
-    xs = [e for e in t["traceEvents"] if e.get("ph") == "X"]
+def make_trace(path, copies, src=HERE.parent / "data" / "kineto" / "gpu_5steps_rank0.json.gz",
+               phases=("X",)):
+    """src's events of phases repeated copies times, each copy shifted past the one before, its
+    ProfilerStep numbers and correlation ids moved apart (the other events once, flows left
+    out), written to path. Returns (events copied, [memory] events among them)."""
+    t = json.load(gzip.open(src))
+    xs = [e for e in t["traceEvents"] if e.get("ph") in phases]
     t0 = min(float(e["ts"]) for e in xs)
     t1 = max(float(e["ts"]) + float(e.get("dur", 0)) for e in xs)
-    out = [e for e in t["traceEvents"] if e.get("ph") not in ("X", "s", "f")]
+    out = [e for e in t["traceEvents"] if e.get("ph") not in phases + ("s", "f")]
     for k in range(copies):
         for e in xs:
             c = dict(e, ts=float(e["ts"]) + k * (t1 - t0 + 1000))
@@ -47,9 +51,9 @@ def make_trace(path, copies):
                                  and isinstance(v, int) else v) for a, v in c["args"].items()}
             out.append(c)
     t["traceEvents"] = out
-    with gzip.open(path, "wt") as f:
+    with gzip.open(path, "wt", compresslevel=1) as f:
         json.dump(t, f)
-    return len(xs) * copies
+    return len(xs) * copies, sum(e.get("name") == "[memory]" for e in xs) * copies
 
 
 def main():
@@ -59,7 +63,7 @@ def main():
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssb.", dir="/tmp"))
     trace = tmp / "big.json.gz"
-    print("X spans per job:", make_trace(trace, args.copies))
+    print("X spans per job:", make_trace(trace, args.copies)[0])
     d = conftest.Daemon(tmp, "d")
     d.start()
 

@@ -19,7 +19,6 @@ import http.client
 import json
 import os
 import pathlib
-import re
 import statistics
 import subprocess
 import sys
@@ -29,28 +28,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integ"))
 import conftest  # noqa: E402
-
-
-def make_trace(path, copies):
-    t = json.load(gzip.open(HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz"))
-    ev = [e for e in t["traceEvents"] if e.get("ph") in ("X", "i")]
-    t0 = min(float(e["ts"]) for e in ev)
-    t1 = max(float(e["ts"]) + float(e.get("dur", 0)) for e in ev)
-    out = [e for e in t["traceEvents"] if e.get("ph") not in ("X", "i", "s", "f")]
-    for k in range(copies):
-        for e in ev:
-            c = dict(e, ts=round(float(e["ts"]) + k * (t1 - t0 + 1000), 3))
-            m = re.match(r"ProfilerStep#(\d+)$", c.get("name", ""))
-            if m:
-                c["name"] = f"ProfilerStep#{int(m.group(1)) + 1000 * k}"
-            if c.get("args"):
-                c["args"] = {a: (v + 10_000_000 * k if a in ("correlation", "External id")
-                                 and isinstance(v, int) else v) for a, v in c["args"].items()}
-            out.append(c)
-    t["traceEvents"] = out
-    with gzip.open(path, "wt", compresslevel=1) as f:
-        json.dump(t, f)
-    return len(ev) * copies, sum(e.get("name") == "[memory]" for e in ev) * copies
+from diff_route import make_trace  # noqa: E402
 
 
 def main():
@@ -61,7 +39,9 @@ def main():
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssb.", dir="/tmp"))
     trace = tmp / "big.json.gz"
-    n, n_mem = make_trace(trace, args.copies)
+    n, n_mem = make_trace(trace, args.copies,
+                          HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz",
+                          ("X", "i"))
     print(f"events: {n} ({n_mem} [memory])")
     d = conftest.Daemon(tmp, "d")
     d.start()
