@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/num.h"
 #include "render.h"
 
 #define STEPS_LIMIT_DEFAULT 1000
@@ -202,23 +203,66 @@ static size_t downsample_steps(struct live_step_row *rows, size_t n, size_t max_
     return max_points;
 }
 
+/* The steps of a job whose ranks are on more than one host's clock, moved onto the reference
+ * host's clock (the hosts' offsets as ranks_detail and the timeline export use them: a time on
+ * the rank's own clock less its host's offset; docs/API.md, docs/ANALYSIS.md "Clocks of
+ * different hosts"). rows are in (step, rank) order; the job's ranks come ordered by rank.
+ * Returns 0 or a negative errno. */
+static int align_steps(struct web *w, int64_t job_id, struct live_step_row *rows, size_t n)
+{
+    if (!w->store || n == 0)
+        return 0;
+    struct store_rank *ranks = NULL;
+    size_t nr = 0;
+    int r = store_query_ranks(w->store, job_id, &ranks, &nr);
+    if (r < 0)
+        return r;
+    struct web_clocks clocks;
+    r = web__clocks(w, job_id, ranks, nr, &clocks);
+    if (r == 0 && clocks.table) {
+        for (size_t i = 0; i < n; i++) {
+            size_t lo = 0, hi = nr; /* the row's rank among the job's */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ranks[mid].rank < rows[i].rank)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int64_t off = lo < nr && ranks[lo].rank == rows[i].rank
+                              ? web__clocks_offset(&clocks, lo)
+                              : 0;
+            rows[i].start_ns = num_sat_add(rows[i].start_ns, -off);
+            rows[i].end_ns = num_sat_add(rows[i].end_ns, -off);
+        }
+    }
+    web__clocks_done(&clocks);
+    free(ranks);
+    return r;
+}
+
 static int get_steps(struct web *w, const struct web_req *q, struct web_answer *a,
-                     const struct live_snapshot **snapp)
+                     const struct store_job *job, const struct live_snapshot **snapp)
 {
     const struct live_snapshot *snap = *snapp;
-    int64_t rank, offset, limit, max_points, with_spans;
+    int64_t rank, offset, limit, max_points, with_spans, align;
     enum web_format fmt;
     if (param_page(q, a, &rank, &offset, &limit, &fmt) < 0 ||
         web__param_i64(q, a, "max_points", 0, LIVE_ROWS_MAX, 0, &max_points) < 0 ||
-        web__param_i64(q, a, "with_spans", 0, 1, 0, &with_spans) < 0)
+        web__param_i64(q, a, "with_spans", 0, 1, 0, &with_spans) < 0 ||
+        web__param_i64(q, a, "align_clocks", 0, 1, 1, &align) < 0)
         return 0;
     struct live_step_row *rows = NULL;
     size_t n = 0, total = 0;
     if (snap) {
         int r = live_query_steps(snap, rank, with_spans != 0, (size_t)offset,
                                  limit ? (size_t)limit : SIZE_MAX, &rows, &n, &total);
-        if (r < 0)
+        if (r == 0 && align)
+            r = align_steps(w, job->id, rows, n);
+        if (r < 0) {
+            free(rows);
             return web__store_error(a, r, "live_query_steps");
+        }
         n = downsample_steps(rows, n, (size_t)max_points);
     }
     if (fmt != WEB_FORMAT_JSON) {
@@ -1058,7 +1102,7 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
     a->serial = snap ? live_snapshot_serial(snap) : 0;
     switch (rt->id) {
     case WEB_ROUTE_STEPS:
-        get_steps(w, q, a, &snap);
+        get_steps(w, q, a, job, &snap);
         break;
     case WEB_ROUTE_STEP_TRACE:
         get_steptrace(w, q, a, snap);

@@ -4,7 +4,7 @@ Debian's clickhouse-server 18.16 (chserver.py) and each pulls the others' ranks.
 stamp every record 37 ms late, node C's 20 ms early, and C's hellos name no host (its ranks' clock
 is then its node's). Every view reports both offsets within their spread, the same from each
 daemon (the reference is chosen from the job's data, not by the daemon asked), and the timeline
-export of a step lines all the ranks up on the reference's clock."""
+export of a step and /steps line all the ranks up on the reference's clock."""
 import json
 import random
 
@@ -30,6 +30,20 @@ def feed(d, job, ranks, host, shift, rng):
             assert c.errors == []
         n += len(evs)
     return n
+
+
+def check_ends(ends, align):
+    """Every rank's end of one step (rank -> µs): on the reference's clock within the collective's
+    skew; as stamped, B's 37 ms after A's and C's 20 ms before."""
+    assert sorted(ends) == list(range(RANKS))
+    node_end = [[ends[r] for r in range(k * PER_NODE, (k + 1) * PER_NODE)]
+                for k in range(len(NODES))]
+    if align:
+        every = sum(node_end, [])
+        assert max(every) - min(every) <= 200, ends
+    else:
+        assert min(node_end[1]) - max(node_end[0]) > SHIFT_US - 200, ends
+        assert min(node_end[0]) - max(node_end[2]) > -C_SHIFT_US - 200, ends
 
 
 def test_shifted_nodes_aligned_in_every_view(ch, daemons, tmp):
@@ -75,15 +89,22 @@ def test_shifted_nodes_aligned_in_every_view(ch, daemons, tmp):
             for e in json.loads(body)["traceEvents"]:
                 if e.get("name") == "ncclAllReduce":
                     ends[e["pid"] - 100] = e["ts"] + e["dur"]
-            assert sorted(ends) == list(range(RANKS))
-            node_end = [[ends[r] for r in range(k * PER_NODE, (k + 1) * PER_NODE)]
-                        for k in range(len(NODES))]
-            if align:
-                every = sum(node_end, [])
-                assert max(every) - min(every) <= 200, ends
-            else:
-                assert min(node_end[1]) - max(node_end[0]) > SHIFT_US - 200, ends
-                assert min(node_end[0]) - max(node_end[2]) > -C_SHIFT_US - 200, ends
+            check_ends(ends, align)
+        # /steps gives the steps on the reference's clock too: every rank's step 20 ends within
+        # the collective's skew, each row moved by its rank's clock_offset_us and no more (its
+        # total unchanged); align_clocks=0 gives the times as each host stamped them.
+        path = f"/api/v1/jobs/{j['id']}/steps?limit=100000"
+        aligned, stamped = d.get_json(path), d.get_json(path + "&align_clocks=0")
+        assert aligned["total"] == stamped["total"] == RANKS * STEPS
+        for a, s in zip(aligned["rows"], stamped["rows"]):
+            off = by_rank[s["rank"]]["clock_offset_us"]
+            assert (a["step"], a["rank"], a["total_us"]) == (s["step"], s["rank"], s["total_us"])
+            assert (a["start_us"], a["end_us"]) == (s["start_us"] - off, s["end_us"] - off), (a, s)
+        for doc, align in ((aligned, 1), (stamped, 0)):
+            ends = {r["rank"]: r["end_us"] for r in doc["rows"] if r["step"] == 20}
+            check_ends(ends, align)
+        csv = d.request(path + "&format=csv")[2].decode().splitlines()
+        assert [float(x.split(",")[3]) for x in csv[1:]] == [r["end_us"] for r in aligned["rows"]]
         # The window of step 20 on the reference's clock, about its forward passes: every rank's.
         t0, t1 = T0 + 19 * STEP_US + 3000, T0 + 19 * STEP_US + 6000
         st, _, body = d.request(f"/api/v1/jobs/{j['id']}/timeline?start_us={t0}&end_us={t1}")
