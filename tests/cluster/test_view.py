@@ -236,6 +236,11 @@ def test_lagging_node_is_never_a_straggler(ch, daemons, tmp):
         assert doc["step_window"] == 5
         assert doc["stragglers"] == 0, [r for r in doc["ranks"] if r["straggler"]]
         assert all(r["steps"] == 6 for r in doc["ranks"])
+        # /helper reads the same window: every rank's steps 0-5 took 3 ms, so no straggler there
+        # either (without the window ranks 4 and 5 would be, at 3 ms against 1.95 ms).
+        helper = viewer.get_json(job_path(viewer, "lag") + "/helper?rank=4")
+        assert helper["inputs"]["ranks"] == 2 * NODES
+        assert "rank_straggler" not in [s["code"] for s in helper["suggestions"]], helper
         view = viewer.get_json(job_path(viewer, "lag"))["cluster_view"]
         assert view["step_window"] == 5 and view["conflicts"] == []
         assert {n["node"]: (n["ranks"], n["last_step"], n["steps_behind"]) for n in view["nodes"]} \
@@ -243,11 +248,22 @@ def test_lagging_node_is_never_a_straggler(ch, daemons, tmp):
                 for k in range(NODES)}
     finally:
         lagging.proc.send_signal(signal.SIGCONT)
-    # Caught up: the window moves on to the last step.
+    # Caught up: the window moves on to the last step. The lagging node's later steps are slow
+    # too (3 ms), so its ranks are real stragglers now, and both /ranks and /helper say so on the
+    # viewer, of ranks it pulled: 3 ms against the threshold 1.2 x the mean of the rank means,
+    # 1.2 x (6 x 1.95 + 2 x 3) / 8 = 2.655 ms.
     for r in ranks[2]:
-        send(lagging, "lag", r, step_lines(range(6, STEPS), 6), world=2 * NODES)
+        send(lagging, "lag", r, step_lines(range(6, STEPS), STEPS), world=2 * NODES)
     viewer.wait_for("the window at the last step", lambda: viewer.get_json(
         job_path(viewer, "lag") + "/ranks")["step_window"] == STEPS - 1, timeout=60)
+    doc = viewer.get_json(job_path(viewer, "lag") + "/ranks")
+    assert [r["rank"] for r in doc["ranks"] if r["straggler"]] == ranks[2]
+    assert abs(doc["threshold_us"] - 2655) < 1e-6, doc["threshold_us"]
+    helper = viewer.get_json(job_path(viewer, "lag") + "/helper")
+    flagged = [s for s in helper["suggestions"] if s["code"] == "rank_straggler"]
+    assert [s["subject"] for s in flagged] == ranks[2], helper
+    assert [(e["value"], round(e["threshold"], 6)) for e in
+            (s["evidence"][0] for s in flagged)] == [(3, 2.655)] * 2
 
 
 def test_rank_shipped_by_two_nodes_is_kept_once_and_named(ch, daemons, tmp):
