@@ -46,6 +46,7 @@ enum web_route_id {
     WEB_ROUTE_BENCHMARK,   /* /api/v1/jobs/{job}/benchmark */
     WEB_ROUTE_MEMORY,      /* /api/v1/jobs/{job}/memory (routes_summary.c) */
     WEB_ROUTE_TREE,        /* /api/v1/jobs/{job}/tree (routes_summary.c) */
+    WEB_ROUTE_OPERATOR_VIEW, /* /api/v1/jobs/{job}/operator-view (routes_summary.c) */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const web__summary_kind_names[WEB_SUMMARY_KIND_COUNT] = {
@@ -1166,4 +1167,115 @@ void web__render_memory(struct sbuf *b, const struct web_memory_doc *d, enum web
         mv_row(b, &m->rows[i], false);
     }
     sbuf_adds(b, "]}");
+}
+
+/* ---- tb-profiler's operator view ---- */
+
+const char *const web__opview_group_names[4] = {"name", "input_shape", "stack",
+                                                 "input_shape_stack"};
+
+/* A CSV cell of text[0, n) of any length (csv_name() cuts at 1 KiB; a call stack is longer). */
+static void csv_text(struct sbuf *b, const char *s, size_t n)
+{
+    char *tmp = malloc(n + 1);
+    if (!tmp) {
+        sbuf_adds(b, "\"\"");
+        return;
+    }
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    web__csv_str(b, tmp);
+    free(tmp);
+}
+
+static bool opv_match(const struct web_opview_doc *d, const struct analyse_opv_row *r)
+{
+    if (d->name && (strlen(d->name) != r->name_len || memcmp(d->name, r->name, r->name_len) != 0))
+        return false;
+    return !d->shape ||
+           (strlen(d->shape) == r->shape_len && memcmp(d->shape, r->shape, r->shape_len) == 0);
+}
+
+static void opv_row(struct sbuf *b, const struct web_opview_doc *d, const struct analyse_opv_row *r,
+                    bool csv, bool first)
+{
+    bool shape = d->group == ANALYSE_OPV_BY_SHAPE || d->group == ANALYSE_OPV_BY_SHAPE_STACK;
+    bool stack = d->group == ANALYSE_OPV_BY_STACK || d->group == ANALYSE_OPV_BY_SHAPE_STACK;
+    if (csv) {
+        csv_text(b, r->name, r->name_len);
+        if (shape) {
+            sbuf_addc(b, ',');
+            csv_text(b, r->shape, r->shape_len);
+        }
+        if (stack) {
+            sbuf_addc(b, ',');
+            csv_text(b, r->stack, r->stack_len);
+        }
+        sbuf_printf(b, ",%" PRId64 ",", r->calls);
+    } else {
+        sbuf_adds(b, first ? "{\"name\":" : ",{\"name\":");
+        sbuf_json_str(b, r->name, r->name_len);
+        if (shape) {
+            sbuf_adds(b, ",\"input_shape\":");
+            sbuf_json_str(b, r->shape, r->shape_len);
+        }
+        if (stack) {
+            sbuf_adds(b, ",\"call_stack\":");
+            sbuf_json_str(b, r->stack, r->stack_len);
+        }
+        sbuf_printf(b, ",\"calls\":%" PRId64 ",\"device_self_us\":", r->calls);
+    }
+    sbuf_json_us(b, r->device_self_ns);
+    sbuf_adds(b, csv ? "," : ",\"device_total_us\":");
+    sbuf_json_us(b, r->device_total_ns);
+    sbuf_adds(b, csv ? "," : ",\"host_self_us\":");
+    sbuf_json_us(b, r->host_self_ns);
+    sbuf_adds(b, csv ? "," : ",\"host_total_us\":");
+    sbuf_json_us(b, r->host_total_ns);
+    if (!stack)
+        sbuf_adds(b, csv ? (r->has_stack ? ",1" : ",0")
+                         : (r->has_stack ? ",\"has_call_stack\":true" : ",\"has_call_stack\":false"));
+    sbuf_adds(b, csv ? "\n" : "}");
+}
+
+void web__render_opview(struct sbuf *b, const struct web_opview_doc *d, enum web_format fmt)
+{
+    const struct analyse_opview *v = d->v;
+    bool csv = fmt == WEB_FORMAT_CSV;
+    bool shape = d->group == ANALYSE_OPV_BY_SHAPE || d->group == ANALYSE_OPV_BY_SHAPE_STACK;
+    bool stack = d->group == ANALYSE_OPV_BY_STACK || d->group == ANALYSE_OPV_BY_SHAPE_STACK;
+    size_t total = 0;
+    for (size_t i = 0; i < v->n_rows; i++)
+        total += opv_match(d, &v->rows[i]);
+    if (csv)
+        sbuf_printf(b, "name%s%s,calls,device_self_us,device_total_us,host_self_us,"
+                       "host_total_us%s\n",
+                    shape ? ",input_shape" : "", stack ? ",call_stack" : "",
+                    stack ? "" : ",has_call_stack");
+    else if (fmt == WEB_FORMAT_RECORDS)
+        sbuf_addc(b, '[');
+    else {
+        sbuf_printf(b, "{\"rank\":%" PRId64 ",\"group_by\":\"%s\",\"device\":%s,\"calls\":%zu,"
+                       "\"device_events\":%zu,\"device_events_linked\":%zu,\"spans_dropped\":%zu,"
+                       "\"spans_read\":%zu,\"spans_cut\":%" PRId64 ",\"lines_bad\":%" PRId64
+                       ",\"max_spans\":%zu,\"total\":%zu,\"rows\":[",
+                    d->rank, web__opview_group_names[d->group], v->device ? "true" : "false",
+                    v->n_calls, v->n_device, v->n_device_linked, v->n_dropped, d->n_read,
+                    d->spans_cut, d->lines_bad, d->max_spans, total);
+    }
+    size_t seen = 0, shown = 0;
+    for (size_t i = 0; i < v->n_rows; i++) {
+        const struct analyse_opv_row *r = &v->rows[i];
+        if (!opv_match(d, r))
+            continue;
+        if (seen++ < (size_t)d->offset)
+            continue;
+        if (d->limit > 0 && shown >= (size_t)d->limit)
+            break;
+        opv_row(b, d, r, csv, shown++ == 0);
+    }
+    if (fmt == WEB_FORMAT_RECORDS)
+        sbuf_addc(b, ']');
+    else if (!csv)
+        sbuf_adds(b, "]}");
 }

@@ -268,6 +268,7 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
     case WEB_ROUTE_BENCHMARK:
     case WEB_ROUTE_MEMORY:
     case WEB_ROUTE_TREE:
+    case WEB_ROUTE_OPERATOR_VIEW:
         return get_summary(w, q, r, a);
     case WEB_ROUTE_CAPTURES:
     case WEB_ROUTE_CAPTURE:

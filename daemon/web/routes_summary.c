@@ -39,10 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "../../lib/clock.h"
+#include "../../lib/json.h"
 #include "../../lib/util.h"
 #include "../core/decode.h"
 #include "summary.h"
@@ -274,6 +276,11 @@ struct spans {
     uint32_t *tab;       /* open addressing over ent: index + 1, 0 = empty (4 bytes a slot, not
                             an entry's 56: at 1 M names the table was 117 MB) */
     size_t n_tab;
+    bool opview;                     /* tb-profiler's operator view: also each span's links
+                                        (correlation, External id), its type to the plugin, and
+                                        an operator's input shape and call stack (opv) */
+    struct analyse_opv_event *opv;   /* with opview: [n], opv[i] is v[i]'s (span set after the
+                                        read: v moves while it grows) */
     bool aicpu;                      /* read only AI CPU tasks (spans with args.dispatch_time_us) */
     struct analyse_aicpu_task *task; /* with aicpu: [n], task[i] is v[i]'s */
     /* Paddle's profiler windows (not with aicpu; docs/PROTOCOL.md 9): their ExtraInfo records
@@ -310,6 +317,8 @@ static uint64_t spans_bytes(const struct spans *s)
                  (uint64_t)s->cap_mv * sizeof *s->mv;
     if (s->aicpu)
         b += (uint64_t)s->cap * sizeof *s->task;
+    if (s->opview)
+        b += (uint64_t)s->cap * sizeof *s->opv;
     if (s->work_bytes)
         b += s->work_bytes(s->n);
     return b;
@@ -323,7 +332,8 @@ static size_t small_work_bytes(size_t n)
 
 /* What read_spans()'s arrays reach for n spans of n distinct names (the names' text aside),
  * plus work_bytes(n) and rows rendered rows: an analysis's reservation. */
-static uint64_t forecast(size_t n, bool aicpu, size_t (*work_bytes)(size_t), size_t rows)
+static uint64_t forecast(size_t n, bool aicpu, bool opview, size_t (*work_bytes)(size_t),
+                         size_t rows)
 {
     uint64_t cap = 4096, tab = 1024;
     while (cap < n)
@@ -335,12 +345,15 @@ static uint64_t forecast(size_t n, bool aicpu, size_t (*work_bytes)(size_t), siz
                  (uint64_t)rows * WEB_SUMMARY_ROW_BYTES;
     if (aicpu)
         b += cap * sizeof(struct analyse_aicpu_task);
+    if (opview)
+        b += cap * sizeof(struct analyse_opv_event);
     return b;
 }
 
 static void spans_free(struct spans *s)
 {
     free(s->v);
+    free(s->opv);
     free(s->task);
     free(s->extra);
     free(s->mem);
@@ -411,6 +424,105 @@ static const struct intern *intern_get(struct spans *s, struct record_text cat,
     return e;
 }
 
+/* The members of a stored line's "args" the operator view reads: "Input Dims" (else
+ * "Input dims") as compact JSON text, "Call stack", and whether "Python module id" is there.
+ * Texts go into the arena. Returns 0 or -ENOMEM; a line that is not as expected reads as
+ * having none of them. */
+static int opv_args(struct spans *s, const char *line, size_t len, bool op, bool *module,
+                    struct analyse_opv_event *e)
+{
+    struct json_reader r;
+    char key[24];
+    json_reader_init(&r, line, len);
+    if (!json_object_begin(&r))
+        return 0;
+    while (json_member(&r, key, sizeof key)) {
+        if (strcmp(key, "args") != 0) {
+            json_skip(&r);
+            continue;
+        }
+        if (!json_object_begin(&r))
+            return 0;
+        bool dims = false;
+        while (json_member(&r, key, sizeof key)) {
+            bool upper = strcmp(key, "Input Dims") == 0;
+            if (op && (upper || (!dims && strcmp(key, "Input dims") == 0)) &&
+                json_peek(&r) == JSON_ARRAY) {
+                while (r.p < r.end && (*r.p == ' ' || *r.p == '\t' || *r.p == '\n' || *r.p == '\r'))
+                    r.p++;
+                const char *p0 = r.p;
+                if (!json_skip(&r))
+                    return 0;
+                /* Compact: the blanks outside strings go (the text is a key and an answer). */
+                char *c = malloc((size_t)(r.p - p0) + 1);
+                if (!c)
+                    return -ENOMEM;
+                size_t n = 0;
+                bool str = false;
+                for (const char *q = p0; q < r.p; q++) {
+                    if (*q == '"' && (q == p0 || q[-1] != '\\'))
+                        str = !str;
+                    if (str || (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r'))
+                        c[n++] = *q;
+                }
+                e->shape = n ? arena_dup(&s->names, c, n) : NULL;
+                e->shape_len = n;
+                free(c);
+                if (n && !e->shape)
+                    return -ENOMEM;
+                dims = dims || upper;
+            } else if (op && strcmp(key, "Call stack") == 0 && json_peek(&r) == JSON_STRING) {
+                size_t n = 0;
+                const char *p0 = r.p;
+                if (!json_read_string(&r, NULL, 0, &n))
+                    return 0;
+                if (n == 0)
+                    continue;
+                char *c = malloc(n + 1);
+                if (!c)
+                    return -ENOMEM;
+                r.p = p0;
+                json_read_string(&r, c, n + 1, NULL);
+                e->stack = arena_dup(&s->names, c, n);
+                e->stack_len = n;
+                free(c);
+                if (!e->stack)
+                    return -ENOMEM;
+            } else {
+                if (strcmp(key, "Python module id") == 0)
+                    *module = true;
+                if (!json_skip(&r))
+                    return 0;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}
+
+/* The operator view's event of the span just read (s->v[s->n - 1]). Returns 0 or -ENOMEM. */
+static int opv_event(struct spans *s, const struct record *rec, const char *line, size_t len)
+{
+    struct analyse_span *sp = &s->v[s->n - 1];
+    sp->correlation = rec->correlation;
+    sp->external_id = rec->external_id;
+    struct analyse_opv_event *e = &s->opv[s->n - 1];
+    *e = (struct analyse_opv_event){0};
+    bool module = false;
+    bool is_op = (sp->cat_len == 6 && strncasecmp(sp->cat, "cpu_op", 6) == 0) ||
+                 (sp->cat_len == 8 && strncasecmp(sp->cat, "operator", 8) == 0);
+    bool is_pyf = sp->cat_len == 15 && strncasecmp(sp->cat, "python_function", 15) == 0;
+    if (is_op || is_pyf) {
+        int r = opv_args(s, line, len, is_op, &module, e);
+        if (r < 0)
+            return r;
+    }
+    e->type = analyse_opv_type_of(sp, module);
+    e->kernel = e->type == ANALYSE_OPV_DEVICE && sp->cat_len == 6 &&
+                strncasecmp(sp->cat, "kernel", 6) == 0;
+    return 0;
+}
+
 /* Reads the X spans of job's rank into *s, charging bg as it grows. Returns 0, -ENOENT, -ENOMEM,
  * -EIO, budget_check()'s -ETIMEDOUT / -ECONNABORTED or budget_charge()'s -E2BIG / -EBUSY. */
 static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
@@ -468,6 +580,14 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                 }
                 s->task = t;
             }
+            if (s->opview) {
+                struct analyse_opv_event *o = realloc(s->opv, cap * sizeof *o);
+                if (!o) {
+                    r = -ENOMEM;
+                    break;
+                }
+                s->opv = o;
+            }
             s->cap = cap;
         }
         const struct intern *in = intern_get(s, rec.cat, rec.name);
@@ -482,6 +602,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                                              .correlation = rec.correlation,
                                              .external_id = rec.external_id,
                                              .role = in->role};
+        if (s->opview && (r = opv_event(s, &rec, ev.line, ev.len)) < 0)
+            break;
         if (s->aicpu)
             s->task[s->n - 1] = (struct analyse_aicpu_task){
                 .name = in->name, .name_len = in->name_len, .total_ns = rec.dur_ns,
@@ -489,6 +611,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
     }
     line_decoder_free(dec);
     store_event_iter_free(it);
+    for (size_t i = 0; s->opview && i < s->n; i++)
+        s->opv[i].span = &s->v[i];
     if (r >= 0)
         r = budget_charge(bg, spans_bytes(s));
     return r < 0 ? r : 0;
@@ -787,6 +911,10 @@ struct web_analysis {
     enum web_memory_table table;    /* /memory's ?table= */
     bool tree;                      /* /tree: tree_kind's hierarchy */
     enum web_tree_kind tree_kind;
+    bool opview;                    /* /operator-view (else a summary or the benchmark) */
+    enum analyse_opv_group group;   /* opview: ?group_by= */
+    char name[512], shape[2048];    /* opview: ?name=, ?input_shape= ("": none) */
+    int64_t offset, limit;          /* opview: the page */
     struct store_job job;
     int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
@@ -964,6 +1092,34 @@ static int run_tree(struct web_analysis *a)
     return r;
 }
 
+/* torch-tb-profiler's operator view from the rank's spans and their args. */
+static int run_opview(struct web_analysis *a)
+{
+    struct web *w = a->w;
+    struct spans sp = {.max = a->max_spans, .opview = true, .work_bytes = analyse_opview_bytes};
+    struct web_opview_doc d = {.rank = a->rank, .group = a->group,
+                               .name = a->name[0] ? a->name : NULL,
+                               .shape = a->shape[0] ? a->shape : NULL, .offset = a->offset,
+                               .limit = a->limit, .max_spans = a->max_spans};
+    struct analyse_opview *v = NULL;
+    int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0 && (r = analyse_opview_compute(sp.opv, sp.n, a->group, &w->analyses_stopping,
+                                              &v)) == -ECANCELED)
+        r = -ECONNABORTED;
+    if (r == 0 && (r = budget_check(&a->bg)) == 0)
+        r = budget_charge(&a->bg, spans_bytes(&sp) + (uint64_t)WEB_SUMMARY_ROW_BYTES * v->n_rows);
+    if (r == 0) {
+        d.v = v;
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        web__render_opview(&a->b, &d, a->fmt);
+    }
+    analyse_opview_free(v);
+    spans_free(&sp);
+    return r;
+}
+
 /* The analysis thread: computes and renders, gives the slot back, then wakes the connection
  * (under the lock, so web__analyses_stop() cannot let the server stop before the wake); the
  * server then calls the access handler again, which takes the answer (web__analysis_answer()). */
@@ -973,19 +1129,22 @@ static void *analysis_main(void *arg)
     struct web *w = a->w;
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
-    bool tables = a->tree || (!a->bench && rendered_rows(a->kind, NULL) > 0);
-    bool summary = !a->bench && !a->memory && !a->tree && a->kind != WEB_SUMMARY_AICPU;
+    bool tables = a->tree || a->opview || (!a->bench && rendered_rows(a->kind, NULL) > 0);
+    bool summary = !a->bench && !a->memory && !a->tree && !a->opview && a->kind != WEB_SUMMARY_AICPU;
     a->r = budget_reserve(&a->bg,
-                          forecast(n, !a->bench && !a->memory && !a->tree && !summary,
-                                   a->memory  ? analyse_memview_bytes
-                                   : a->tree  ? analyse_tree_bytes
-                                   : summary  ? analyse_summary_bytes
-                                              : small_work_bytes,
+                          forecast(n, !a->bench && !a->memory && !a->tree && !a->opview && !summary,
+                                   a->opview,
+                                   a->memory   ? analyse_memview_bytes
+                                   : a->tree   ? analyse_tree_bytes
+                                   : a->opview ? analyse_opview_bytes
+                                   : summary   ? analyse_summary_bytes
+                                               : small_work_bytes,
                                    a->tree ? 2 * n : tables || a->memory ? n : 0));
     if (a->r == 0)
         a->r = a->bench    ? run_benchmark(a)
                : a->memory ? run_memory(a)
                : a->tree   ? run_tree(a)
+               : a->opview ? run_opview(a)
                            : run_summary(a);
     budget_release(&a->bg);
     slot_put(w);
@@ -1065,7 +1224,7 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
         send_failure(w, a, an->r, an->bg.refused,
-                     an->bench ? "benchmark" : an->memory ? "memory" : an->tree ? "tree" : "summary");
+                     an->opview ? "operator-view" : an->bench ? "benchmark" : an->memory ? "memory" : an->tree ? "tree" : "summary");
     analysis_free(an);
     return 0;
 }
@@ -1078,12 +1237,32 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found",
                           "kind: overview, model, distributed, operator, kernel, memory, "
                           "user-defined, device or aicpu");
-    int64_t rank, first, last, max_spans, skip = 0;
+    int64_t rank, first = ANALYSE_ST_ALL_FIRST, last = ANALYSE_ST_ALL_LAST, max_spans, skip = 0;
+    int64_t offset = 0, limit = 0;
     enum web_format fmt;
     char unit[4] = "ms";
     size_t len;
+    bool opview = rt->id == WEB_ROUTE_OPERATOR_VIEW;
+    enum analyse_opv_group group = ANALYSE_OPV_BY_NAME;
+    char gname[24] = "name", name[512] = "", shape[2048] = "";
+    if (opview) {
+        if (web__param_format(q, a, false, &fmt) < 0 ||
+            web__param_str(q, a, "group_by", gname, sizeof gname, &len) < 0 ||
+            web__param_str(q, a, "name", name, sizeof name, &len) < 0 ||
+            web__param_str(q, a, "input_shape", shape, sizeof shape, &len) < 0 ||
+            web__param_i64(q, a, "offset", 0, INT64_MAX, 0, &offset) < 0 ||
+            web__param_i64(q, a, "limit", 1, 100000, fmt == WEB_FORMAT_JSON ? 100 : 0, &limit) < 0)
+            return 0;
+        int g = 0;
+        while (g < 4 && strcmp(gname, web__opview_group_names[g]) != 0)
+            g++;
+        if (g == 4)
+            return bad(a, "group_by: name, input_shape, stack or input_shape_stack");
+        group = (enum analyse_opv_group)g;
+    }
     if (web__param_i64(q, a, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
-        param_steps(q, a, &first, &last) < 0 || web__param_format(q, a, rt->id != WEB_ROUTE_TREE, &fmt) < 0 ||
+        (!opview && param_steps(q, a, &first, &last) < 0) ||
+        (!opview && web__param_format(q, a, rt->id != WEB_ROUTE_TREE, &fmt) < 0) ||
         web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
                        &max_spans) < 0)
         return 0;
@@ -1150,12 +1329,17 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
                                 .memory = rt->id == WEB_ROUTE_MEMORY,
                                 .tree = rt->id == WEB_ROUTE_TREE, .tree_kind = tree_kind,
-                                .points = (size_t)points, .table = mtable, .job = *job, .events = events, .kind = kind, .rank = rank,
+                                .points = (size_t)points, .table = mtable,
+                                .opview = opview, .group = group, .offset = offset,
+                                .limit = limit,
+                                .job = *job, .events = events, .kind = kind, .rank = rank,
                                 .first = first,
                                 .last = last, .skip = skip, .max_spans = (size_t)max_spans,
                                 .fmt = fmt};
     memcpy(an->unit, unit, sizeof an->unit);
     memcpy(an->device, device, sizeof an->device);
+    memcpy(an->name, name, sizeof an->name);
+    memcpy(an->shape, shape, sizeof an->shape);
     an->bg = (struct budget){.w = w, .c = c,
                              .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
     sbuf_init(&an->b, w->max_response_bytes);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * summary: /api/v1/jobs/{job}/summary/{kind} and /benchmark, their documents (render_summary.c,
+ * summary: /api/v1/jobs/{job}/summary/{kind}, /benchmark and /operator-view, their documents (render_summary.c,
  * no libmicrohttpd) and their analyses, each run on a thread of its own (routes_summary.c).
  */
 #ifndef STEPSCOPE_WEB_SUMMARY_H
@@ -14,6 +14,7 @@
 #include "../analyse/analyse_benchmark.h"
 #include "../analyse/analyse_memsum.h"
 #include "../analyse/analyse_memview.h"
+#include "../analyse/analyse_opview.h"
 #include "../analyse/analyse_summary.h"
 #include "../analyse/analyse_tree.h"
 #include "render.h"
@@ -125,5 +126,22 @@ struct web_tree_doc {
 /* JSON: the nodes nested (each with its "children"); CSV and records: one row per node in
  * pre-order with its parent's id and its depth. */
 void web__render_tree(struct sbuf *b, const struct web_tree_doc *d, enum web_format fmt);
+/* "name", "input_shape", "stack", "input_shape_stack", by enum analyse_opv_group. */
+extern const char *const web__opview_group_names[4];
+
+/* One /operator-view answer: the rows of v that match the filters (name, shape: NULL for
+ * none), paged (limit 0: every row). */
+struct web_opview_doc {
+    int64_t rank;
+    enum analyse_opv_group group;
+    const struct analyse_opview *v;
+    const char *name, *shape;
+    int64_t offset, limit;
+    size_t n_read;
+    int64_t spans_cut, lines_bad;
+    size_t max_spans;
+};
+
+void web__render_opview(struct sbuf *b, const struct web_opview_doc *d, enum web_format fmt);
 
 #endif

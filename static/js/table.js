@@ -5,7 +5,9 @@
 import { el, download, toCsv } from './dom.js';
 
 // opts: {id, columns: [{key, label, num, fmt(v, row)}], rows, state: {q, sort, order, page},
-//        onState(newState), pageSize, onRow(row), csv: file name, searchKeys: [keys]}
+//        onState(newState), pageSize, onRow(row), csv: file name, searchKeys: [keys],
+//        expand(row): a click on a row opens (or closes) a detail row under it holding what
+//        expand returns (an element, or a promise of one)}
 export function dataTable(opts) {
   const pageSize = opts.pageSize || 20;
   const st = { q: '', sort: '', order: 'desc', page: 0, ...opts.state };
@@ -49,6 +51,21 @@ export function dataTable(opts) {
     if (opts.onState) opts.onState({ q: st.q, sort: st.sort, order: st.order, page: st.page });
   }
 
+  // The detail row of an expandable table: under tr, one cell across the columns.
+  function toggle(tr, r) {
+    const next = tr.nextElementSibling;
+    if (next && next.classList.contains('detail')) {
+      next.remove();
+      tr.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    const cell = el('td', { colspan: opts.columns.length }, el('span.muted', null, 'Loading…'));
+    tr.after(el('tr.detail', null, cell));
+    tr.setAttribute('aria-expanded', 'true');
+    Promise.resolve(opts.expand(r)).then((node) => cell.replaceChildren(node),
+      (e) => cell.replaceChildren(el('p.note.error', { role: 'alert' }, String(e.message || e))));
+  }
+
   function draw() {
     const rows = filtered();
     const pages = Math.max(1, Math.ceil(rows.length / pageSize));
@@ -67,7 +84,8 @@ export function dataTable(opts) {
     }));
     const body = el('tbody');
     for (const r of rows.slice(st.page * pageSize, (st.page + 1) * pageSize)) {
-      const tr = el('tr', opts.onRow ? { class: 'clickable', onclick: () => opts.onRow(r) } : null,
+      const click = opts.onRow ? () => opts.onRow(r) : opts.expand ? () => toggle(tr, r) : null;
+      const tr = el('tr', click ? { class: 'clickable', onclick: click, 'aria-expanded': opts.expand ? 'false' : null } : null,
         opts.columns.map((c) => {
           const td = el(`td${c.num ? '.num' : ''}`, null, c.fmt ? c.fmt(r[c.key], r) : (r[c.key] ?? '—'));
           if (c.cell) c.cell(td, r);

@@ -721,6 +721,69 @@ function walkCount(nodes) {
   return nodes.reduce((k, n) => k + 1 + walkCount(n.children), 0);
 }
 
+test('operator view (tb-profiler): device columns, group by name / input shape / call stack, a row expands to its stacks, CSV', async (page) => {
+  // An H200 trace (kernels linked to the operators that launched them) ...
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-opview');
+  await open(page, `#/job/${job.id}/operators?rank=0`);
+  await page.click('[data-tab="opview"]');
+  await until(page, () => location.hash.includes('tab=opview') && document.querySelectorAll('[data-table="opview"] tbody tr').length > 0);
+  const doc = await api(`/api/v1/jobs/${job.id}/operator-view?rank=0&limit=100000`);
+  const head = () => page.$$eval('[data-table="opview"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼\s]+$/u, '').trim()));
+  expectEq(await head(), ['operator', 'calls', 'device self', 'device total', 'host self', 'host total', 'stack'], 'columns with the device');
+  expectEq(await countText(page, 'opview'), `${doc.total} of ${doc.total} rows`, 'row count');
+  const rows = await rowsText(page, 'opview');
+  for (const [i, r] of doc.rows.slice(0, 20).entries()) {
+    expectEq(rows[i][0], r.name, `row ${i} name`);
+    expectEq(rows[i][2], await fmtUsText(page, r.device_self_us), `row ${i} device self`);
+    expectEq(rows[i][3], await fmtUsText(page, r.device_total_us), `row ${i} device total`);
+    expectEq(rows[i][4], await fmtUsText(page, r.host_self_us), `row ${i} host self`);
+  }
+  expectEq(await page.textContent('#opview-counts'), `${doc.calls} operator calls; ${doc.device_events_linked} of ${doc.device_events} device events attributed to an operator (kernel → runtime call by correlation, runtime call → operator by External id).`, 'counts');
+  await page.click('[data-card="opview"] [data-tab="input_shape"]');
+  await until(page, () => location.hash.includes('group_by=input_shape'));
+  await until(page, () => document.querySelector('[data-table="opview"] thead th:nth-child(2)')?.textContent.startsWith('input shape'));
+  const byShape = await api(`/api/v1/jobs/${job.id}/operator-view?rank=0&group_by=input_shape&limit=100000`);
+  expectEq(await countText(page, 'opview'), `${byShape.total} of ${byShape.total} rows`, 'rows by input shape');
+  expectEq((await rowsText(page, 'opview'))[0].slice(0, 2), [byShape.rows[0].name, byShape.rows[0].input_shape], 'first row by input shape');
+  await shot(page, 'opview-input-shape');
+  // ... and a CPU run of Debian's torch 1.13 with record_shapes and with_stack (call stacks).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-opview-'));
+  const gen = spawnSync('/usr/bin/python3', [path.join(ROOT, 'tests', 'analyse', 'torch113_opview_trace.py'),
+    path.join(dir, 'trace.json'), path.join(dir, 'tables.json')], { encoding: 'utf8' });
+  if (gen.status !== 0) fail(`torch 1.13 run: exit ${gen.status}: ${gen.stderr}`);
+  const cpu = await importJob(path.join(dir, 'trace.json'), 'e2e-opview-cpu');
+  await open(page, `#/job/${cpu.id}/operators?rank=0&tab=opview`);
+  await until(page, () => document.querySelectorAll('[data-table="opview"] tbody tr').length > 0);
+  expectEq(await head(), ['operator', 'calls', 'host self', 'host total', 'stack'], 'columns without a device');
+  const cdoc = await api(`/api/v1/jobs/${cpu.id}/operator-view?rank=0&limit=100000`);
+  const name = cdoc.rows[0].name;
+  if (!cdoc.rows[0].has_call_stack) fail(`${name} has no call stack`);
+  const stacks = await api(`/api/v1/jobs/${cpu.id}/operator-view?rank=0&group_by=stack&name=${encodeURIComponent(name)}&limit=100000`);
+  await page.click('[data-table="opview"] tbody tr:first-child');
+  await until(page, () => document.querySelector('[data-table="opview"] tbody tr.detail ol.stack'));
+  expectEq(await page.getAttribute('[data-table="opview"] tbody tr:first-child', 'aria-expanded'), 'true', 'expanded');
+  const shown = await page.$$eval('[data-table="opview"] tr.detail ol.stack', (ols) => ols.map((ol) => [...ol.children].map((li) => li.textContent).join(';')));
+  expectEq(shown, stacks.rows.map((r) => r.call_stack), 'the row\'s stacks');
+  await shot(page, 'opview-stacks');
+  await page.click('[data-table="opview"] tbody tr:first-child');
+  expectEq(await page.$$eval('[data-table="opview"] tr.detail', (n) => n.length), 0, 'collapsed');
+  // By call stack: one row per (operator, stack); expanding shows the whole stack, a frame a line.
+  await page.click('[data-card="opview"] [data-tab="stack"]');
+  await until(page, () => location.hash.includes('group_by=stack'));
+  await until(page, () => document.querySelector('[data-table="opview"] thead th:last-child')?.textContent.startsWith('call stack'));
+  const bs = await api(`/api/v1/jobs/${cpu.id}/operator-view?rank=0&group_by=stack&limit=100000`);
+  expectEq(await countText(page, 'opview'), `${bs.total} of ${bs.total} rows`, 'rows by call stack');
+  await page.click('[data-table="opview"] tbody tr:first-child');
+  await until(page, () => document.querySelector('[data-table="opview"] tr.detail ol.stack'));
+  expectEq(await page.$$eval('[data-table="opview"] tr.detail ol.stack li', (n) => n.map((x) => x.textContent)), bs.rows[0].call_stack.split(';'), 'frames');
+  // The CSV button downloads the rows shown; the daemon's CSV has the same rows.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-csv="opview"]')]);
+  const got = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n');
+  expectEq(got.length, bs.total + 1, 'CSV lines');
+  const daemonCsv = await (await page.request.get(`${base}/api/v1/jobs/${cpu.id}/operator-view?rank=0&group_by=stack&format=csv`)).text();
+  expectEq(daemonCsv.trim().split('\n').length, bs.total + 1, 'daemon CSV lines');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

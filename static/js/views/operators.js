@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Operators (seed 001, Figures 3 and 4): the top 20 operator types by self time as a pie or a
 // bar chart with share and time, then the table in All mode (every operator) or Type mode (per
-// type; a click on a type lists its operators), with search, sort and paging; and a kernels tab
-// with the device kernel table.
+// type; a click on a type lists its operators), with search, sort and paging; a tab with
+// torch-tb-profiler's operator view (host and device time per operator, grouped by name, input
+// shape or call stack; a row expands to its call stacks); and a kernels tab with the device
+// kernel table.
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtPct, tabs } from '../dom.js';
 import { chart, colors as seriesColors, mountCharts, typeLegend } from '../charts.js';
@@ -25,6 +27,59 @@ const KERNEL_COLS = [
   num('avg_us', 'avg', fmtUs), num('min_us', 'min', fmtUs), num('max_us', 'max', fmtUs),
   num('percent', 'share', fmtPct),
 ];
+
+// tb-profiler's operator view (/operator-view): its groups, and the columns of each.
+const OPV_GROUPS = [['name', 'Operator'], ['input_shape', 'Operator + input shape'], ['stack', 'Call stack']];
+const opvCols = (group, device) => [
+  { key: 'name', label: 'operator' },
+  ...(group === 'input_shape' ? [{ key: 'input_shape', label: 'input shape' }] : []),
+  num('calls', 'calls', fmtNum),
+  ...(device ? [num('device_self_us', 'device self', fmtUs), num('device_total_us', 'device total', fmtUs)] : []),
+  num('host_self_us', 'host self', fmtUs), num('host_total_us', 'host total', fmtUs),
+  ...(group === 'stack' ? [{ key: 'call_stack', label: 'call stack (top frame)', fmt: (v) => v.split(';')[0] }]
+    : [{ key: 'has_call_stack', label: 'stack', fmt: (v) => (v ? 'yes' : '—') }]),
+];
+
+// A call stack, one frame a line (Kineto joins them with ';').
+const stackList = (text) => el('ol.stack', null, text.split(';').map((f) => el('li', null, f)));
+
+// What a row of the operator view expands to: its own stack (by call stack), else the
+// drill-down of its stacks (the daemon's group_by=stack for its name, and shape).
+async function opvDetail(ctx, group, device, r) {
+  if (group === 'stack') return stackList(r.call_stack);
+  if (!r.has_call_stack) return note('empty', 'No call stack recorded for these calls (with_stack=True records them; torch 2 writes them as python_function events, which this view does not read).');
+  const q = { rank: ctx.rank, group_by: group === 'input_shape' ? 'input_shape_stack' : 'stack', name: r.name, limit: ALL_ROWS };
+  if (group === 'input_shape') q.input_shape = r.input_shape;
+  const doc = await getJSON(jobPath(ctx.job, 'operator-view', q));
+  return el('div.stacks', null, doc.rows.map((s) => el('div.stack-row', null,
+    el('p', null, `${fmtNum(s.calls)} call(s): `, device ? `device self ${fmtUs(s.device_self_us)}, ` : '',
+      `host self ${fmtUs(s.host_self_us)}, host total ${fmtUs(s.host_total_us)}`),
+    stackList(s.call_stack))));
+}
+
+async function opview(ctx) {
+  const group = OPV_GROUPS.some(([k]) => k === ctx.params.group_by) ? ctx.params.group_by : 'name';
+  const doc = await getJSON(jobPath(ctx.job, 'operator-view', { rank: ctx.rank, group_by: group, limit: ALL_ROWS }));
+  const groupTabs = tabs(OPV_GROUPS, group, (g) => ctx.go(ctx.hashFor('operators', { rank: ctx.rank, tab: 'opview', group_by: g })));
+  const linked = doc.device
+    ? `${fmtNum(doc.device_events_linked)} of ${fmtNum(doc.device_events)} device events attributed to an operator (kernel → runtime call by correlation, runtime call → operator by External id)`
+    : 'no device events: rows by host self time';
+  const empty = group === 'stack'
+    ? 'No operator has a call stack (record with with_stack=True; torch 2 writes stacks as python_function events, which this view does not read).'
+    : 'No operators (cpu_op spans) for this rank.';
+  return card('Operator view: host and device time per operator, as torch-tb-profiler computes it',
+    { id: 'opview', cls: 'wide', actions: groupTabs },
+    el('p#opview-counts.muted', null, `${fmtNum(doc.calls)} operator calls; ${linked}`
+      + (doc.spans_dropped ? `; ${fmtNum(doc.spans_dropped)} spans crossing their parent left out` : '')
+      + (doc.spans_cut ? `; ${fmtNum(doc.spans_cut)} spans past max_spans not read` : '') + '.'),
+    dataTable({
+      id: 'opview', columns: opvCols(group, doc.device), rows: doc.rows, state: tableState(ctx),
+      csv: `job${ctx.job}-operator-view-${group}.csv`, empty,
+      searchKeys: ['name', 'input_shape', 'call_stack'],
+      onState: (s) => ctx.set({ ...ctx.params, ...s }),
+      expand: (r) => opvDetail(ctx, group, doc.device, r),
+    }));
+}
 
 function typeChart(rows, kind) {
   const labels = rows.map((r) => r.name);
@@ -100,7 +155,9 @@ async function operators(ctx) {
 }
 
 export async function render(ctx) {
-  const tab = ctx.params.tab === 'kernels' ? 'kernels' : 'operators';
-  const bar = tabs([['operators', 'Operators'], ['kernels', 'Kernels']], tab, (t) => ctx.go(ctx.hashFor('operators', { rank: ctx.rank, tab: t })));
-  return el('div.page', null, bar, tab === 'kernels' ? await kernels(ctx) : await operators(ctx));
+  const tab = ['kernels', 'opview'].includes(ctx.params.tab) ? ctx.params.tab : 'operators';
+  const bar = tabs([['operators', 'Operators'], ['opview', 'Host + device (tb-profiler)'], ['kernels', 'Kernels']], tab,
+    (t) => ctx.go(ctx.hashFor('operators', { rank: ctx.rank, tab: t })));
+  const body = tab === 'kernels' ? await kernels(ctx) : tab === 'opview' ? await opview(ctx) : await operators(ctx);
+  return el('div.page', null, bar, body);
 }
