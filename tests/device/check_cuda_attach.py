@@ -395,7 +395,10 @@ def main():
                              env=integ.clean_env(tmp))
         check(imp.returncode == 0, f"stepscope import: exit {imp.returncode} {imp.stderr[-300:]}")
         n_trace = sum(1 for e in trace if isinstance(e, dict) and "ph" in e)
-        want = {job: meta["window_events"], job + "-import": n_trace}
+        # The live job also holds attach()'s allocator samples (--memory on CUDA): one
+        # "[memory stats]" counter event per step and device, outside the window.
+        n_alloc = sum(1 for ln in lines if b'"[memory stats]"' in ln)
+        want = {job: meta["window_events"] + n_alloc, job + "-import": n_trace}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             got = {j: (d.job(j) or {}).get("events") for j in want}

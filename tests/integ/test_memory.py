@@ -94,3 +94,34 @@ def test_memory_downsampled_keeps_the_peak(daemon, tmp):
     rec = daemon.get_json(f"/api/v1/jobs/{job}/memory?format=records&table=devices")
     assert rec[0]["device"] == "GPU0" and rec[0]["peak_allocated"] == want["peak"]
     daemon.get_json(f"/api/v1/jobs/{job}/memory?table=nope", status=400)
+
+
+def test_real_cuda_allocator_series_equals_torchs_peaks(daemon):
+    """The real allocator on a GPU: tests/data/kineto/cuda_attach_alloc_h200 is what
+    tests/device/cuda_attach.py --memory recorded on an NVIDIA H200 (torch 2.11, CUDA 13): every
+    line attach(memory=True) sent, with a "[memory stats]" sample of torch.cuda.memory_stats() at
+    each step's end. Replayed over the socket as sent, /memory's GPU0 allocator series has one
+    point per step, and its peaks are torch.cuda.max_memory_allocated()/max_memory_reserved()
+    after the loop (meta.json); the window's own trace peak is the same bytes."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "device"))
+    import check_cuda_attach as cca
+
+    meta, _, trace, lines = cca.load(DATA / "cuda_attach_alloc_h200")
+    n_alloc = sum(1 for ln in lines if b'"[memory stats]"' in ln)
+    assert n_alloc == meta["recorded"] == 12
+    n, errors = cca.replay(daemon, lines)
+    assert n == meta["recorder"]["lines"] and not errors, errors[:3]
+    job = meta["job"]
+    daemon.wait_for("every line held",
+                    lambda: daemon.job(job).get("events") == meta["window_events"] + n_alloc, timeout=60)
+    def series():
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/memory?points=100000")
+        return {(s["device"], s["source"]): s for s in doc["devices"]}
+    daemon.wait_for("the allocator series", lambda: ("GPU0", "allocator") in series(), timeout=30)
+    s = series()
+    a = s[("GPU0", "allocator")]
+    assert a["points"] == meta["recorded"]
+    assert a["peak_allocated"] == meta["max_memory_allocated"] == 85185024
+    assert a["peak_reserved"] == meta["max_memory_reserved"]
+    assert s[("GPU0", "trace")]["peak_allocated"] == cca.trace_peaks(trace)["GPU0"] == a["peak_allocated"]
