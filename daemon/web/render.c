@@ -1814,10 +1814,19 @@ void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
         diff_row(b, WEB_FORMAT_CSV, &kernels[i], false);
 }
 
+/* A step bound as asked: null for none. */
+static void step_bound(struct sbuf *b, const char *name, int64_t v, int64_t none)
+{
+    key(b, name);
+    if (v == none)
+        sbuf_adds(b, "null");
+    else
+        sbuf_printf(b, "%lld", (long long)v);
+}
+
 static void diff_side(struct sbuf *b, const struct web_diff_side *s)
 {
-    const struct analyse_breakdown *bd = s->v->bd;
-    size_t n = bd ? bd->n_steps : 0;
+    size_t n = s->bd.n_steps;
     sbuf_addc(b, '{');
     member_str(b, "job", s->job);
     member_i64(b, "job_id", s->job_id);
@@ -1826,18 +1835,34 @@ static void diff_side(struct sbuf *b, const struct web_diff_side *s)
     } else {
         member_i64(b, "rank", s->rank);
     }
-    member_i64(b, "breakdown_rank", s->v->rank);
+    member_i64(b, "breakdown_rank", s->bd.rank);
     member_u64(b, "steps", n);
-    member_dus(b, "step_time_us", n > 0, n ? bd->avg_total_ns : 0);
+    member_dus(b, "step_time_us", n > 0, s->bd.total_ns);
     key(b, "breakdown");
     if (n == 0) {
         sbuf_adds(b, "null,");
     } else {
         for (size_t c = 0; c < ANALYSE_BD_COUNT; c++) {
             sbuf_printf(b, "%s\"%s_us\":", c ? "," : "{", analyse_bd_cat_names[c]);
-            dus(b, true, bd->avg_ns[c]);
+            dus(b, true, s->bd.ns[c]);
         }
         sbuf_adds(b, "},");
+    }
+    key(b, "steps_range");
+    if (s->ranged) {
+        sbuf_addc(b, '{');
+        step_bound(b, "first", s->first, ANALYSE_ST_ALL_FIRST);
+        sbuf_addc(b, ',');
+        step_bound(b, "last", s->last, ANALYSE_ST_ALL_LAST);
+        sbuf_addc(b, ',');
+        member_u64(b, "step_spans", s->range_steps);
+        member_i64(b, "first_step", s->first_step);
+        member_i64(b, "last_step", s->last_step);
+        member_i64(b, "spans_read", s->spans_read);
+        key(b, "spans_cut");
+        sbuf_printf(b, "%lld},", (long long)s->spans_cut);
+    } else {
+        sbuf_adds(b, "null,");
     }
     member_u64(b, "operators", s->ops ? s->ops->n_rows : 0);
     member_us(b, "operators_total_us", s->ops ? s->ops->sum_total_ns : 0);

@@ -207,13 +207,25 @@ struct web_diff_row {
     const char *name;
     const struct analyse_op_row *base, *exp;
 };
-/* One side of a diff: the job's name, the rank read and its breakdown (its average is the step
- * time and its split), and the sums of its operator and kernel tables. */
+/* One side's step time: the mean of its breakdown's steps (in its range), per category. */
+struct web_diff_bd {
+    int64_t rank;                     /* the breakdown's rank */
+    size_t n_steps;                   /* steps averaged; 0: no step (null step time) */
+    double total_ns;
+    double ns[ANALYSE_BD_COUNT];
+};
+/* One side of a diff: the job's name, the rank read and its breakdown's mean step, its step
+ * range (the tables of those steps only), and the sums of its operator and kernel tables. */
 struct web_diff_side {
     const char *job; /* its name */
     int64_t job_id;
-    int64_t rank; /* -1: every rank merged (operators, kernels); the breakdown is v.rank's */
-    const struct live_breakdown_view *v;
+    int64_t rank; /* -1: every rank merged (operators, kernels); the breakdown is bd.rank's */
+    struct web_diff_bd bd;
+    bool ranged;  /* the tables are those of steps [first, last] of the stored spans */
+    int64_t first, last;             /* as asked (ANALYSE_ST_ALL_FIRST / _LAST: no bound) */
+    size_t range_steps;              /* step spans in range, on the ranks read */
+    int64_t first_step, last_step;   /* the lowest and highest of them */
+    int64_t spans_read, spans_cut;   /* spans read from the store, and past max_spans */
     const struct analyse_op_table *ops, *kernels;
 };
 /* The CSV form: one line a row, operators first, kernels with empty self columns. */
@@ -225,5 +237,9 @@ void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
 void web__render_diff(struct sbuf *b, const struct web_diff_side *base,
                       const struct web_diff_side *exp, const struct web_diff_row *ops,
                       size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels);
+/* Matches both sides' tables by name and renders the answer (fmt json or csv) into b: what
+ * routes_diff.c answers, with or without step ranges. Returns 0 or -ENOMEM. */
+int web__diff_answer(struct sbuf *b, enum web_format fmt, const struct web_diff_side *base,
+                     const struct web_diff_side *exp);
 
 #endif

@@ -133,6 +133,16 @@ int web__route_cluster_comm(struct web *w, const struct web_req *q, struct web_a
 /* routes_diff.c: GET /api/v1/diff, two jobs' operator, kernel and step-time tables side by side
  * (docs/API.md); answers a (always 0). */
 int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a);
+/* A side's step time: v's breakdown average (ranged false), else the mean of its steps numbered
+ * in [first, last]; out->rank is v's rank. */
+void web__diff_bd(const struct live_breakdown_view *v, bool ranged, int64_t first,
+                  int64_t last, struct web_diff_bd *out);
+/* routes_summary.c: /api/v1/diff with step ranges (struct web_diff_steps, summary.h). */
+struct web_diff_steps;
+/* Runs the diff on an analysis thread with the summaries' bounds, its connection parked, and
+ * takes d's ranks in every case. Answers a (busy, stopping) or parks it; returns 0. */
+int web__route_diff_steps(struct web *w, const struct web_req *q, struct web_diff_steps *d,
+                          struct web_answer *a);
 
 /* routes_comm.c: the links of the hccl_raw average rows (MindSpore's "-" row) of job's ranks'
  * hellos, each rank's in its file's order (malloc'd, *ret_n may be 0), and the ranks whose hello

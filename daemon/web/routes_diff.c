@@ -5,6 +5,10 @@
  * answer (the same live queries, on the job's latest snapshot); the rows are matched by exact
  * name and carry both sides' calls, total and self time and their differences. Not cached: the
  * answer depends on two snapshots.
+ * With a step range on either side (?base_steps=A-B, ?exp_steps=), the live aggregates, which are
+ * whole-run, cannot answer: both sides' tables are computed from their ranks' stored spans in
+ * range (analyse_stepops.h, HTA's iteration rule), on an analysis thread with the summaries'
+ * bounds (routes_summary.c), and each side's step time is its breakdown's mean over the range.
  */
 #include "routes.h"
 
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "summary.h"
 
 static int bad(struct web_answer *a, const char *msg)
 {
@@ -158,6 +163,113 @@ static int match(const struct analyse_op_table *base, const struct analyse_op_ta
     return 0;
 }
 
+void web__diff_bd(const struct live_breakdown_view *v, bool ranged, int64_t first,
+                  int64_t last, struct web_diff_bd *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = v->rank;
+    const struct analyse_breakdown *bd = v->bd;
+    if (!bd)
+        return;
+    if (!ranged) { /* the breakdown's own average, as /breakdown answers it */
+        out->n_steps = bd->n_steps;
+        out->total_ns = bd->avg_total_ns;
+        memcpy(out->ns, bd->avg_ns, sizeof out->ns);
+        return;
+    }
+    int64_t sum[ANALYSE_BD_COUNT] = {0}, total = 0;
+    for (size_t i = 0; i < bd->n_steps; i++) {
+        const struct analyse_bd_step *st = &bd->steps[i];
+        if (st->step < first || st->step > last)
+            continue;
+        out->n_steps++;
+        total += st->end_ns - st->start_ns;
+        for (size_t c = 0; c < ANALYSE_BD_COUNT; c++)
+            sum[c] += st->cost_ns[c];
+    }
+    if (out->n_steps == 0)
+        return;
+    out->total_ns = (double)total / (double)out->n_steps;
+    for (size_t c = 0; c < ANALYSE_BD_COUNT; c++)
+        out->ns[c] = (double)sum[c] / (double)out->n_steps;
+}
+
+int web__diff_answer(struct sbuf *b, enum web_format fmt, const struct web_diff_side *base,
+                     const struct web_diff_side *exp)
+{
+    struct web_diff_row *ops = NULL, *kernels = NULL;
+    size_t n_ops = 0, n_kernels = 0;
+    if (match(base->ops, exp->ops, &ops, &n_ops) < 0 ||
+        match(base->kernels, exp->kernels, &kernels, &n_kernels) < 0) {
+        free(ops);
+        return -ENOMEM;
+    }
+    if (fmt == WEB_FORMAT_CSV)
+        web__diff_csv(b, ops, n_ops, kernels, n_kernels);
+    else
+        web__render_diff(b, base, exp, ops, n_ops, kernels, n_kernels);
+    free(ops);
+    free(kernels);
+    return 0;
+}
+
+/* ?NAME=A-B or N into [*first, *last] (*set: present). Returns 0 or -1 (answered). */
+static int param_range(const struct web_req *q, struct web_answer *a, const char *name,
+                       bool *set, int64_t *first, int64_t *last)
+{
+    char buf[48];
+    size_t len;
+    *first = ANALYSE_ST_ALL_FIRST;
+    *last = ANALYSE_ST_ALL_LAST;
+    int r = web__param_str(q, a, name, buf, sizeof buf, &len);
+    *set = r > 0;
+    if (r <= 0)
+        return r;
+    if (web__parse_steps(buf, len, first, last) < 0) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "%s: A-B (0 <= A <= B) or N", name);
+        bad(a, msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The ranks a ranged side reads (its rank, else every rank of its job), from the store, into
+ * d; a rank the job lacks is a 404. Returns 0 or -1 (answered). */
+static int side_ranks(struct web *w, struct web_answer *a, const struct side *s, int i,
+                      struct web_diff_steps *d)
+{
+    struct store_rank *ranks = NULL;
+    size_t n = 0;
+    int r = store_query_ranks(w->store, s->job.id, &ranks, &n);
+    if (r < 0) {
+        web__store_error(a, r, "store_query_ranks");
+        return -1;
+    }
+    d->ranks[i] = calloc(n ? n : 1, sizeof *d->ranks[i]);
+    if (!d->ranks[i]) {
+        free(ranks);
+        web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (d->rank[i] >= 0 && ranks[k].rank != d->rank[i])
+            continue;
+        d->ranks[i][d->n_ranks[i]++] = ranks[k].rank;
+        if (ranks[k].events > d->events)
+            d->events = ranks[k].events;
+    }
+    free(ranks);
+    if (d->rank[i] >= 0 && d->n_ranks[i] == 0) {
+        char msg[RECORD_NAME_MAX + 40];
+        snprintf(msg, sizeof msg, "rank: job \"%s\" has no such rank", s->rt.job);
+        web__error(a, WEB_HTTP_NOT_FOUND, "not_found", msg);
+        return -1;
+    }
+    d->job[i] = s->job;
+    return 0;
+}
+
 int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a)
 {
     if (!w->store)
@@ -166,39 +278,56 @@ int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a
         return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                           "no live analysis attached");
     enum web_format fmt;
-    int64_t rank;
+    int64_t rank, ranks[2], first[2], last[2], max_spans;
+    bool ranged[2];
     struct side s[2] = {0};
     if (web__param_format(q, a, false, &fmt) < 0 ||
         web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
-        side_param(q, a, "base", &s[0]) < 0 || side_param(q, a, "exp", &s[1]) < 0)
+        web__param_i64(q, a, "base_rank", -1, INT32_MAX, rank, &ranks[0]) < 0 ||
+        web__param_i64(q, a, "exp_rank", -1, INT32_MAX, rank, &ranks[1]) < 0 ||
+        side_param(q, a, "base", &s[0]) < 0 || side_param(q, a, "exp", &s[1]) < 0 ||
+        param_range(q, a, "base_steps", &ranged[0], &first[0], &last[0]) < 0 ||
+        param_range(q, a, "exp_steps", &ranged[1], &first[1], &last[1]) < 0 ||
+        web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
+                       &max_spans) < 0)
         return 0;
     if (fmt == WEB_FORMAT_RECORDS)
         return bad(a, "format: json or csv");
-    if (web__param_has(q, "base_steps") || web__param_has(q, "exp_steps"))
-        return bad(a, "base_steps, exp_steps: step ranges are not supported: the operator and "
-                      "kernel tables are whole-run aggregates");
-    struct web_diff_row *ops = NULL, *kernels = NULL;
-    size_t n_ops = 0, n_kernels = 0;
-    if (side_read(w, a, rank, &s[0]) < 0 || side_read(w, a, rank, &s[1]) < 0)
+    if (ranged[0] || ranged[1]) {
+        struct web_diff_steps d = {.fmt = fmt, .max_spans = (size_t)max_spans};
+        int ok = 0;
+        for (int i = 0; i < 2 && ok == 0; i++) {
+            d.rank[i] = ranks[i];
+            d.first[i] = first[i];
+            d.last[i] = last[i];
+            ok = web__find_live_job(w, &s[i].rt, &s[i].job, a);
+            if (ok == 0)
+                ok = side_ranks(w, a, &s[i], i, &d);
+        }
+        if (ok == 0)
+            return web__route_diff_steps(w, q, &d, a); /* takes d.ranks */
+        free(d.ranks[0]);
+        free(d.ranks[1]);
+        return 0;
+    }
+    if (side_read(w, a, ranks[0], &s[0]) < 0 || side_read(w, a, ranks[1], &s[1]) < 0)
         goto out;
-    if (match(s[0].ops, s[1].ops, &ops, &n_ops) < 0 ||
-        match(s[0].kernels, s[1].kernels, &kernels, &n_kernels) < 0) {
-        web__store_error(a, -ENOMEM, "diff");
-        goto out;
+    struct web_diff_side side[2];
+    for (int i = 0; i < 2; i++) {
+        side[i] = (struct web_diff_side){.job = s[i].job.name, .job_id = s[i].job.id,
+                                         .rank = ranks[i], .ops = s[i].ops,
+                                         .kernels = s[i].kernels};
+        web__diff_bd(&s[i].v, false, 0, 0, &side[i].bd);
     }
     struct sbuf b;
     sbuf_init(&b, w->max_response_bytes);
-    if (fmt == WEB_FORMAT_CSV) {
-        web__diff_csv(&b, ops, n_ops, kernels, n_kernels);
-    } else {
-        struct web_diff_side base = {s[0].job.name, s[0].job.id, rank, &s[0].v, s[0].ops, s[0].kernels};
-        struct web_diff_side exp = {s[1].job.name, s[1].job.id, rank, &s[1].v, s[1].ops, s[1].kernels};
-        web__render_diff(&b, &base, &exp, ops, n_ops, kernels, n_kernels);
+    if (web__diff_answer(&b, fmt, &side[0], &side[1]) < 0) {
+        sbuf_done(&b);
+        web__store_error(a, -ENOMEM, "diff");
+        goto out;
     }
     web__doc_fmt(w, a, &b, fmt);
 out:
-    free(ops);
-    free(kernels);
     side_done(&s[0]);
     side_done(&s[1]);
     return 0;

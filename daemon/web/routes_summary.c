@@ -46,6 +46,7 @@
 #include "../../lib/clock.h"
 #include "../../lib/json.h"
 #include "../../lib/util.h"
+#include "../analyse/analyse_stepops.h"
 #include "../core/decode.h"
 #include "summary.h"
 
@@ -409,7 +410,8 @@ static const struct intern *intern_get(struct spans *s, struct record_text cat,
     for (; s->tab[k]; k = (k + 1) & (s->n_tab - 1)) {
         const struct intern *e = &s->ent[s->tab[k] - 1];
         if (e->hash == h && e->name_len == name.len && e->cat_len == cat.len &&
-            memcmp(e->name, name.ptr, name.len) == 0 && memcmp(e->cat, cat.ptr, cat.len) == 0)
+            memcmp(e->name, name.ptr, name.len) == 0 &&
+            (cat.len == 0 || memcmp(e->cat, cat.ptr, cat.len) == 0)) /* no cat: ptr may be NULL */
             return e;
     }
     const char *n = arena_dup(&s->names, name.ptr, name.len);
@@ -915,6 +917,7 @@ struct web_analysis {
     enum analyse_opv_group group;   /* opview: ?group_by= */
     char name[512], shape[2048];    /* opview: ?name=, ?input_shape= ("": none) */
     int64_t offset, limit;          /* opview: the page */
+    struct web_diff_steps *diff;    /* a diff with step ranges (then job, kind, rank unused) */
     struct store_job job;
     int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
@@ -1120,6 +1123,121 @@ static int run_opview(struct web_analysis *a)
     return r;
 }
 
+/* One side of a ranged diff (i: 0 base, 1 exp): its operator and kernel tables over its ranks'
+ * stored spans in its step range (analyse_stepops.h; the ranks' rows merged by name), and its
+ * breakdown's mean step over the range. Sets *ops and *kernels (free them either way). Returns
+ * 0, -ENOENT (no step span in range on any of its ranks), read_spans()'s errors or -ENOMEM. */
+static int diff_side(struct web_analysis *an, int i, struct web_diff_side *out,
+                     struct analyse_op_table **ops, struct analyse_op_table **kernels)
+{
+    struct web *w = an->w;
+    const struct web_diff_steps *d = an->diff;
+    size_t n = d->n_ranks[i];
+    struct analyse_op_table **t = calloc(2 * (n ? n : 1), sizeof *t); /* per rank: ops, kernels */
+    if (!t)
+        return -ENOMEM;
+    *out = (struct web_diff_side){.job = d->job[i].name, .job_id = d->job[i].id,
+                                  .rank = d->rank[i], .ranged = true, .first = d->first[i],
+                                  .last = d->last[i], .first_step = -1, .last_step = -1};
+    int r = 0;
+    for (size_t k = 0; k < n && r == 0; k++) {
+        struct spans sp = {.max = an->max_spans, .work_bytes = analyse_stepops_bytes};
+        struct analyse_stepops *so = NULL;
+        r = read_spans(w, d->job[i].id, d->ranks[i][k], &sp, &an->bg);
+        if (r == 0)
+            r = analyse_stepops_compute(sp.v, sp.n, d->first[i], d->last[i], &so);
+        if (r == 0) {
+            out->range_steps += so->n_steps;
+            if (out->first_step < 0 || so->first_step < out->first_step)
+                out->first_step = so->first_step;
+            if (so->last_step > out->last_step)
+                out->last_step = so->last_step;
+            r = analyse_ops_from_parts(so->ops, so->n_ops, ANALYSE_OP_GROUP_NAME, &t[2 * k]);
+            if (r == 0)
+                r = analyse_ops_from_parts(so->kernels, so->n_kernels, ANALYSE_OP_GROUP_NAME,
+                                           &t[2 * k + 1]);
+        } else if (r == -ENOENT) {
+            r = 0; /* no step of the range on this rank */
+        }
+        out->spans_read += (int64_t)sp.n;
+        out->spans_cut += sp.cut;
+        analyse_stepops_free(so);
+        spans_free(&sp);
+        if (r == 0)
+            r = budget_check(&an->bg);
+    }
+    if (r == 0 && out->range_steps == 0)
+        r = -ENOENT;
+    /* The ranks' rows merged by name (one rank: its tables as they are). */
+    for (int kind = 0; kind < 2 && r == 0; kind++) {
+        struct analyse_op_table **dst = kind ? kernels : ops;
+        size_t rows = 0;
+        for (size_t k = 0; k < n; k++)
+            rows += t[2 * k + kind] ? t[2 * k + kind]->n_rows : 0;
+        struct analyse_op_part *parts = malloc((rows ? rows : 1) * sizeof *parts);
+        if (!parts) {
+            r = -ENOMEM;
+            break;
+        }
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+            for (size_t j = 0; t[2 * k + kind] && j < t[2 * k + kind]->n_rows; j++) {
+                const struct analyse_op_row *row = &t[2 * k + kind]->rows[j];
+                parts[m++] = (struct analyse_op_part){
+                    .name = row->name, .name_len = strlen(row->name),
+                    .role = ANALYSE_ROLE_HOST_OP, .calls = row->calls,
+                    .total_ns = row->total_ns, .self_ns = row->self_ns, .min_ns = row->min_ns,
+                    .max_ns = row->max_ns};
+            }
+        r = analyse_ops_from_parts(parts, m, ANALYSE_OP_GROUP_NAME, dst);
+        free(parts);
+    }
+    for (size_t k = 0; k < 2 * n; k++)
+        analyse_op_table_free(t[k]);
+    free(t);
+    if (r < 0)
+        return r;
+    /* The step time over the range: the breakdown's steps in it (live's, as /breakdown). */
+    const struct live_snapshot *snap = NULL;
+    struct live_breakdown_view v = {.rank = d->rank[i] < 0 ? 0 : d->rank[i]};
+    if (w->live && live_snapshot_get(w->live, d->job[i].id, &snap) == 0) {
+        int e = live_query_breakdown(snap, d->rank[i], 0, &v);
+        if (e == -ENOMEM)
+            r = e;
+    }
+    web__diff_bd(&v, true, d->first[i], d->last[i], &out->bd);
+    live_breakdown_view_done(&v);
+    live_snapshot_put(snap);
+    return r;
+}
+
+static int run_diff(struct web_analysis *an)
+{
+    struct web_diff_side side[2];
+    struct analyse_op_table *t[4] = {0};
+    int r = 0;
+    for (int i = 0; i < 2 && r == 0; i++) {
+        r = diff_side(an, i, &side[i], &t[2 * i], &t[2 * i + 1]);
+        side[i].ops = t[2 * i];
+        side[i].kernels = t[2 * i + 1];
+        if (r == -ENOENT)
+            an->not_found = i ? "exp_steps: no ProfilerStep span in range on the ranks read"
+                              : "base_steps: no ProfilerStep span in range on the ranks read";
+    }
+    if (r == 0) {
+        size_t rows = 0;
+        for (int k = 0; k < 4; k++)
+            rows += t[k]->n_rows;
+        if ((r = budget_check(&an->bg)) == 0)
+            r = budget_charge(&an->bg, (uint64_t)WEB_SUMMARY_ROW_BYTES * rows);
+    }
+    if (r == 0)
+        r = web__diff_answer(&an->b, an->fmt, &side[0], &side[1]);
+    for (int k = 0; k < 4; k++)
+        analyse_op_table_free(t[k]);
+    return r;
+}
+
 /* The analysis thread: computes and renders, gives the slot back, then wakes the connection
  * (under the lock, so web__analyses_stop() cannot let the server stop before the wake); the
  * server then calls the access handler again, which takes the answer (web__analysis_answer()). */
@@ -1129,14 +1247,17 @@ static void *analysis_main(void *arg)
     struct web *w = a->w;
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
-    bool tables = a->tree || a->opview || (!a->bench && rendered_rows(a->kind, NULL) > 0);
-    bool summary = !a->bench && !a->memory && !a->tree && !a->opview && a->kind != WEB_SUMMARY_AICPU;
+    bool tables = a->tree || a->opview || a->diff || (!a->bench && rendered_rows(a->kind, NULL) > 0);
+    bool summary = !a->bench && !a->memory && !a->tree && !a->opview && !a->diff &&
+                   a->kind != WEB_SUMMARY_AICPU;
     a->r = budget_reserve(&a->bg,
-                          forecast(n, !a->bench && !a->memory && !a->tree && !a->opview && !summary,
+                          forecast(n, !a->bench && !a->memory && !a->tree && !a->opview &&
+                                          !a->diff && !summary,
                                    a->opview,
                                    a->memory   ? analyse_memview_bytes
                                    : a->tree   ? analyse_tree_bytes
                                    : a->opview ? analyse_opview_bytes
+                                   : a->diff   ? analyse_stepops_bytes
                                    : summary   ? analyse_summary_bytes
                                                : small_work_bytes,
                                    a->tree ? 2 * n : tables || a->memory ? n : 0));
@@ -1145,6 +1266,7 @@ static void *analysis_main(void *arg)
                : a->memory ? run_memory(a)
                : a->tree   ? run_tree(a)
                : a->opview ? run_opview(a)
+               : a->diff   ? run_diff(a)
                            : run_summary(a);
     budget_release(&a->bg);
     slot_put(w);
@@ -1185,9 +1307,19 @@ void web__analyses_stop(struct web *w)
     pthread_mutex_unlock(&w->analyses_lock);
 }
 
+static void diff_steps_free(struct web_diff_steps *d)
+{
+    if (!d)
+        return;
+    free(d->ranks[0]);
+    free(d->ranks[1]);
+    free(d);
+}
+
 static void analysis_free(struct web_analysis *a)
 {
     sbuf_done(&a->b);
+    diff_steps_free(a->diff);
     free(a);
 }
 
@@ -1224,8 +1356,56 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
         send_failure(w, a, an->r, an->bg.refused,
-                     an->opview ? "operator-view" : an->bench ? "benchmark" : an->memory ? "memory" : an->tree ? "tree" : "summary");
+                     an->opview   ? "operator-view"
+                     : an->bench  ? "benchmark"
+                     : an->memory ? "memory"
+                     : an->tree   ? "tree"
+                     : an->diff   ? "diff"
+                                  : "summary");
     analysis_free(an);
+    return 0;
+}
+
+/* Starts an's analysis on a thread of its own and parks the connection (an is then the
+ * thread's), or answers busy and frees an. Returns 0. */
+static int start(struct web *w, const struct web_req *q, struct web_analysis *an,
+                 struct web_answer *a)
+{
+    if (slot_take(w, a) < 0) {
+        analysis_free(an);
+        return 0;
+    }
+    struct web_conn *c = web__req_conn(q);
+    an->w = w;
+    an->c = c;
+    an->bg = (struct budget){.w = w, .c = c,
+                             .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
+    sbuf_init(&an->b, w->max_response_bytes);
+    /* Under the lock: the thread cannot wake the connection (its last step takes the lock)
+     * before it is linked and parked. */
+    pthread_mutex_lock(&w->analyses_lock);
+    pthread_attr_t attr;
+    pthread_t th;
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&th, &attr, analysis_main, an);
+        pthread_attr_destroy(&attr);
+    }
+    if (e != 0) { /* no thread: answered at once, as a busy server */
+        pthread_mutex_unlock(&w->analyses_lock);
+        slot_put(w);
+        analysis_free(an);
+        STATS_ADD(w->stats, http_analyses_refused, 1);
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy",
+                          "no thread for the analysis; retry");
+    }
+    an->next = w->analyses;
+    w->analyses = an;
+    web__conn_park(c);
+    pthread_mutex_unlock(&w->analyses_lock);
+    web__answer_done(a);
+    a->how = WEB_ANSWER_PARKED;
     return 0;
 }
 
@@ -1321,12 +1501,7 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     struct web_analysis *an = calloc(1, sizeof *an);
     if (!an)
         return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
-    if (slot_take(w, a) < 0) {
-        free(an);
-        return 0;
-    }
-    struct web_conn *c = web__req_conn(q);
-    *an = (struct web_analysis){.w = w, .c = c, .bench = rt->id == WEB_ROUTE_BENCHMARK,
+    *an = (struct web_analysis){.bench = rt->id == WEB_ROUTE_BENCHMARK,
                                 .memory = rt->id == WEB_ROUTE_MEMORY,
                                 .tree = rt->id == WEB_ROUTE_TREE, .tree_kind = tree_kind,
                                 .points = (size_t)points, .table = mtable,
@@ -1340,33 +1515,28 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     memcpy(an->device, device, sizeof an->device);
     memcpy(an->name, name, sizeof an->name);
     memcpy(an->shape, shape, sizeof an->shape);
-    an->bg = (struct budget){.w = w, .c = c,
-                             .deadline_ns = clock_mono_ns() + w->analysis_timeout_ns};
-    sbuf_init(&an->b, w->max_response_bytes);
-    /* Under the lock: the thread cannot wake the connection (its last step takes the lock)
-     * before it is linked and parked. */
-    pthread_mutex_lock(&w->analyses_lock);
-    pthread_attr_t attr;
-    pthread_t th;
-    int e = pthread_attr_init(&attr);
-    if (e == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        e = pthread_create(&th, &attr, analysis_main, an);
-        pthread_attr_destroy(&attr);
+    return start(w, q, an, a);
+}
+
+int web__route_diff_steps(struct web *w, const struct web_req *q, struct web_diff_steps *d,
+                          struct web_answer *a)
+{
+    struct web_diff_steps *own = malloc(sizeof *own);
+    struct web_analysis *an = calloc(1, sizeof *an);
+    if (!own || !an) {
+        free(own);
+        free(an);
+        free(d->ranks[0]);
+        free(d->ranks[1]);
+        return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
     }
-    if (e != 0) { /* no thread: answered at once, as a busy server */
-        pthread_mutex_unlock(&w->analyses_lock);
-        slot_put(w);
+    *own = *d;
+    *an = (struct web_analysis){.diff = own, .events = d->events, .max_spans = d->max_spans,
+                                .fmt = d->fmt};
+    if (atomic_load_explicit(&w->analyses_stopping, memory_order_relaxed) || !w->analyses_ready) {
         analysis_free(an);
-        STATS_ADD(w->stats, http_analyses_refused, 1);
-        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "busy",
-                          "no thread for the analysis; retry");
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "the server is stopping");
     }
-    an->next = w->analyses;
-    w->analyses = an;
-    web__conn_park(c);
-    pthread_mutex_unlock(&w->analyses_lock);
-    web__answer_done(a);
-    a->how = WEB_ANSWER_PARKED;
-    return 0;
+    return start(w, q, an, a);
 }

@@ -144,4 +144,18 @@ struct web_opview_doc {
 
 void web__render_opview(struct sbuf *b, const struct web_opview_doc *d, enum web_format fmt);
 
+/* /api/v1/diff with step ranges (routes_diff.c reads the request, routes_summary.c runs it): per
+ * side (0 base, 1 exp) the job, the rank asked (-1: every rank), the ranks whose stored spans
+ * its tables are made of, and its steps [first, last]. */
+struct web_diff_steps {
+    struct store_job job[2];
+    int64_t rank[2];
+    int64_t *ranks[2]; /* malloc'd, [n_ranks] */
+    size_t n_ranks[2];
+    int64_t first[2], last[2];
+    int64_t events;    /* the most stored events of one rank read: the reservation's spans */
+    size_t max_spans;  /* spans read per rank at most */
+    enum web_format fmt;
+};
+
 #endif

@@ -830,7 +830,43 @@ test('diff: two real H200 runs picked side by side, every shown figure the API\'
   await page.reload();
   await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
   expectEq(await page.inputValue('#diff-exp'), String(b.id), 'exp kept in the URL');
-});
+  // HTA's trace-diff charts: base, exp and difference of the 15 largest changes of total time
+  const top = [...doc.operators, ...doc.kernels]
+    .sort((x, y) => Math.abs(y.delta_total_us) - Math.abs(x.delta_total_us) || (x.name < y.name ? -1 : 1)).slice(0, 15);
+  const chartData = (id) => page.$eval(`[data-chart="${id}"] canvas`, (c) => c.chart.data.datasets.map((d) => d.data));
+  expectEq(await chartData('diff-counts-chart'), [top.map((r) => r.base_calls), top.map((r) => r.exp_calls), top.map((r) => r.delta_calls)], 'calls chart');
+  expectEq(await chartData('diff-durations-chart'), [top.map((r) => r.base_total_us), top.map((r) => r.exp_total_us), top.map((r) => r.delta_total_us)], 'durations chart');
+  // step ranges: typed per side, kept in the URL, every shown figure the ranged API's
+  await page.fill('#diff-base-steps', '2-4');
+  await page.press('#diff-base-steps', 'Enter');
+  await until(page, () => location.hash.includes('base_steps=2-4'));
+  await until(page, () => document.querySelector('#diff-ranges') !== null);
+  await page.fill('#diff-exp-steps', '3-6');
+  await page.press('#diff-exp-steps', 'Enter');
+  await until(page, () => location.hash.includes('exp_steps=3-6') && document.querySelectorAll('#diff-ranges p').length === 2
+    && document.querySelector('#diff-ranges').textContent.includes('steps 3–6'));
+  await until(page, () => document.querySelectorAll('[data-table="diff-operators"] tbody tr').length > 0);
+  const rd = await api(`/api/v1/diff?base=${a.id}&exp=${b.id}&rank=0&base_steps=2-4&exp_steps=3-6`);
+  expectEq(rd.base.steps_range.step_spans, 3, 'three base steps');
+  expectEq(await page.textContent('#diff-ranges p'), `e2e-diff-a: steps 2–4: 3 step span(s) found (2–4), ${rd.base.steps_range.spans_read.toLocaleString('en-US')} spans read.`, 'base range line');
+  const rsteps = await rowsText(page, 'diff-steps');
+  expectEq(rsteps[0][1], await fmtUsText(page, rd.base.step_time_us), 'ranged base step time');
+  expectEq(rsteps[0][2], await fmtUsText(page, rd.exp.step_time_us), 'ranged exp step time');
+  expectEq(rsteps.find((r) => r[0] === 'steps').slice(1, 3), ['3', '4'], 'steps in each range');
+  const rops = await rowsText(page, 'diff-operators');
+  for (const [i, r] of rops.entries()) {
+    const o = rd.operators[i];
+    expectEq([r[0], r[2], r[3]], [o.name, o.base_calls.toLocaleString('en-US'), o.exp_calls.toLocaleString('en-US')], `ranged operator ${i}`);
+    expectEq(r[10], await signed(o.delta_self_us), `${o.name} ranged self change`);
+  }
+  const rconv = rd.operators.find((o) => o.name === 'aten::conv2d');
+  expectEq([rconv.base_calls, rconv.exp_calls], [6, 12], 'two convolutions a step in 3 steps, three in 4');
+  await shot(page, 'diff-steps');
+  // a range without a step: the daemon's reason
+  await page.fill('#diff-exp-steps', '40');
+  await page.press('#diff-exp-steps', 'Enter');
+  await until(page, () => (document.querySelector('[data-card="diff-pick"] .note.error')?.textContent || '').includes('exp_steps'));
+}, { allow404: ['&exp_steps=40'] }); // the range without a step
 
 test('ranks: heatmap with the straggler marked', async (page) => {
   await open(page, `#/job/${main.id}/ranks`);
