@@ -2,7 +2,9 @@
 /*
  * cluster: the shipper thread (cluster.h). One loop: make sure the schema is applied, read the
  * next batch past the cursor (store_ship_read()), encode the spans as a Native block and the other
- * tables' rows as RowBinary, gzip (cluster_compression) and POST them one INSERT per table, and save the cursor once every part was taken. A failed part
+ * tables' rows as RowBinary (a stored block's lines: one row, its data as the store keeps it),
+ * gzip (cluster_compression; not the blocks, zstd already) and POST them one INSERT per table,
+ * and save the cursor once every part was taken. A failed part
  * is retried after a backoff with the batch as it was (parts already taken are not sent again,
  * and would collapse if they were); a new batch is read only after the cursor moved.
  */
@@ -46,8 +48,10 @@ static const char *const insert_sql[PART_COUNT + 1] = {
     "INSERT INTO stepscope.sessions (node, job, rank, row, world_size, host, pid, framework, "
     "framework_version, run, clock, started_ns, hello) FORMAT RowBinary",
     /* Before the spans: a puller that sees a block's spans sees its lines (pull.c rebuilds lines
-     * from the spans' columns only for blocks without any, a node's older than 0004_events). */
-    "INSERT INTO stepscope.events (node, job, rank, block, idx, month, line) FORMAT RowBinary",
+     * from the spans' columns only for blocks without any, a node's older than 0004_events).
+     * One row per stored block, its frame as the store keeps it (0006_event_blocks.sql). */
+    "INSERT INTO stepscope.event_blocks (node, job, rank, block, month, lines, raw_bytes, codec, "
+    "data) FORMAT RowBinary",
     "INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, "
     "block, idx) FORMAT Native",
     "INSERT INTO stepscope.steps (node, job, rank, step, begin_ns, end_ns, samples, phases, "
@@ -66,7 +70,7 @@ static const char *const insert_sql[PART_COUNT + 1] = {
 /* A job deleted on the node: its rows of this node deleted in every table that holds them
  * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
  * now; rows inserted later are not touched). */
-static const char *const delete_tables[] = {"events",       "spans",     "steps",
+static const char *const delete_tables[] = {"events",       "event_blocks", "spans",     "steps",
                                             "queue_samples", "host_samples", "pipelines",
                                             "step_ranks",   "sessions"};
 
@@ -98,6 +102,7 @@ struct batch {
     bool have;
     struct store_ship_cursor to;  /* where it ends: the cursor once ClickHouse took it all */
     bool sent[PART_COUNT];
+    bool plain_blocks;            /* a block of PART_EVENTS is stored without compression */
     uint64_t rows[PART_COUNT];
     struct rb_buf part[PART_COUNT]; /* the request bodies: spans Native, the others RowBinary */
     struct rb_buf col[SC_COUNT];    /* the spans' columns, while they are read */
@@ -466,18 +471,24 @@ static uint32_t yyyymm(struct cluster *c, int64_t t)
     return c->month;
 }
 
-/* Every stored line of the block, verbatim (the events table): its args, and the events that are
- * not spans, go to the nodes that view this one's ranks. */
-static int on_event(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
-                    const struct store_event *ev)
+/* Every stored line of the block, verbatim (the event_blocks table): its args, and the events
+ * that are not spans, go to the nodes that view this one's ranks, as one row holding the block
+ * as the store keeps it (its zstd frame: nothing decoded or compressed again for it). */
+static int on_block(void *ud, const char *job, int64_t rank, const struct store_ship_block *blk)
 {
     struct cluster *c = ud;
     struct rb_buf *b = &c->fill->part[PART_EVENTS];
     put_head(c, b, job, rank);
-    rb_u64(b, (uint64_t)block_id);
-    rb_u32(b, idx);
-    rb_u32(b, yyyymm(c, ev->ts_ns == INT64_MIN ? 0 : ev->ts_ns));
-    rb_str(b, ev->line, ev->len);
+    rb_u64(b, (uint64_t)blk->id);
+    /* 197001 for a block without a time (the store keeps INT64_MIN or INT64_MAX then). */
+    int64_t t = blk->t_min_ns;
+    rb_u32(b, yyyymm(c, t < 0 || t == INT64_MAX ? 0 : t));
+    rb_u32(b, blk->lines);
+    rb_u64(b, (uint64_t)blk->raw_bytes);
+    rb_u8(b, (uint8_t)blk->codec);
+    rb_str(b, blk->data, blk->len);
+    if (blk->codec == STORE_SHIP_CODEC_NONE)
+        c->fill->plain_blocks = true;
     c->fill->rows[PART_EVENTS]++;
     return b->err;
 }
@@ -574,6 +585,14 @@ static void update_pending(struct cluster *c)
               pending == 0 ? 0 : (uint64_t)((now - c->idle_at_ns) / 1000000));
 }
 
+/* Whether part i of b goes gzipped: every part when cluster_compression is gzip, but the blocks
+ * only when one of them is stored uncompressed (deflate over zstd frames costs the node CPU and
+ * ClickHouse an inflate for nothing). */
+static bool gzipped(const struct cluster *c, const struct batch *b, int i)
+{
+    return c->gzip && (i != PART_EVENTS || b->plain_blocks);
+}
+
 /* Reads the batch past from into b, encoded and gzipped. Returns 1 when one is in hand, 0 when
  * nothing is pending, 2 when jobs were deleted (carry_out_deletes() first), -1 on error (b left
  * empty). */
@@ -585,13 +604,14 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
         b->rows[i] = 0;
         b->sent[i] = false;
     }
+    b->plain_blocks = false;
     for (int i = 0; i < SC_COUNT; i++)
         rb_reset(&b->col[i]);
     b->have = false;
     c->fill = b;
     struct store_ship_sink sink = {.session = on_session, .span = on_span, .step = on_step,
                                    .queue = on_queue, .host = on_host, .pipe = on_pipe,
-                                   .ud = c, .event = on_event};
+                                   .ud = c, .block = on_block};
     int64_t n = store_ship_read(c->ship, from, (int64_t)c->batch_rows, &sink, &b->to);
     if (n == -EAGAIN)
         return 2;
@@ -614,7 +634,7 @@ static int read_batch(struct cluster *c, struct batch *b, const struct store_shi
     }
     for (int i = 0; i < PART_COUNT; i++) {
         if (b->rows[i] && (b->part[i].err ||
-                           (c->gzip && rb_gzip(b->part[i].p, b->part[i].len, &b->gz[i]) < 0))) {
+                           (gzipped(c, b, i) && rb_gzip(b->part[i].p, b->part[i].len, &b->gz[i]) < 0))) {
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
             return -1;
         }
@@ -641,8 +661,14 @@ static int send_batch(struct cluster *c, char *err)
     for (int i = 0; i < PART_COUNT; i++) {
         if (b->sent[i] || b->rows[i] == 0)
             continue;
-        const struct rb_buf *body = c->gzip ? &b->gz[i] : &b->part[i];
-        if (post(c, insert_sql[i], body->p, body->len, c->gzip, read_ahead, err) < 0)
+        bool gz = gzipped(c, b, i);
+        const struct rb_buf *body = gz ? &b->gz[i] : &b->part[i];
+        /* The next batch is read while ClickHouse inserts the spans, the part that takes it
+         * longest: read during the blocks' insert (a few ms: the lines are one string per
+         * block), the spans' would wait for the read, and the node's work and the engine's
+         * would no longer overlap. */
+        bool ahead = i == PART_SPANS || b->rows[PART_SPANS] == 0;
+        if (post(c, insert_sql[i], body->p, body->len, gz, ahead ? read_ahead : NULL, err) < 0)
             return -1;
         b->sent[i] = true;
         STATS_ADD(c->stats, cluster_bytes, body->len);

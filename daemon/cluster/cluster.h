@@ -2,7 +2,8 @@
 /*
  * cluster: ships what this node's store committed to a ClickHouse cluster (issue 16), so that
  * many hosts' ranks land in one engine. SQLite stays the node's store and becomes its outbox:
- * the shipper reads committed spans (and their blocks' lines verbatim), steps and queue samples
+ * the shipper reads committed spans (and their blocks whole: the verbatim lines, one row per
+ * block, the store's own zstd frame), steps and queue samples
  * past a cursor kept in SQLite
  * (store_ship.h), and the per-step, per-rank aggregates live analysis computed (live_query.h:
  * step stages and breakdown, which are not additive in SQL; re-sent while a step fills in),

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <zstd.h>
 
 #include "../../lib/clock.h"
 #include "../../lib/json.h"
@@ -60,6 +61,10 @@
 #define PULL_NAME_MAX 512
 #define PULL_SIG_MAX 4096              /* of the tables' signature (parts_signature()) */
 #define PULL_FULL_NS (10 * INT64_C(1000000000)) /* a round reads the tables at least this often */
+#define PULL_BLOCKS_FIRST 16           /* stored blocks (event_blocks rows) per read, before their
+                                          lines per block are known */
+#define PULL_BLOCKS_MAX 32             /* at most (each up to 1 MiB of lines: PULL_LINE_MAX) */
+#define PULL_BLOCK_RAW_MAX (64u << 20) /* of one block's lines: a larger one is not decoded */
 
 /* One pulled stream: (origin node, job, rank). */
 struct pull_stream {
@@ -106,6 +111,10 @@ struct cluster_pull {
     uint64_t backoff_ms;
     char last_err[CLUSTER_ERR_MAX];
     char sig[PULL_SIG_MAX];      /* the tables' signature when the last whole round began */
+    ZSTD_DCtx *zctx;             /* decodes event_blocks' frames */
+    char *raw;                   /* a block's lines, decoded */
+    size_t raw_cap;
+    uint64_t block_lines;        /* lines per block of the last read that had blocks (0: none) */
     int64_t full_at_ns;          /* when that was */
 };
 
@@ -700,33 +709,104 @@ static void put_id(struct sbuf *b, const char *s, size_t n)
 
 enum pull_table { T_SPANS, T_STEPS, T_QUEUES, T_HOSTS, T_PIPES };
 
-/* One batch of origin's rows of table past *cur: queued on their streams. Returns the rows read
- * (cur moved past them), or -1 with err. A row of a (job, rank) whose session is not known yet
- * ends the batch before it (it is read again once the session is). */
-static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_table t,
-                          struct store_pull_cursor *cur, char *err)
+/* The lines of one stored block (an event_blocks row: codec, raw_bytes, data[0, n)) into
+ * *ret_lines, *ret_n: data itself, or p->raw decoded. Returns 0, -1 (damaged: why set) or
+ * -ENOMEM. */
+static int decode_block(struct cluster_pull *p, unsigned codec, uint64_t raw_bytes,
+                        const char *data, size_t n, const char **ret_lines, size_t *ret_n,
+                        const char **why)
 {
-    char q[2048];
+    if (codec == 0) { /* the lines as they are */
+        if (raw_bytes != n) {
+            *why = "raw size does not match";
+            return -1;
+        }
+        *ret_lines = data;
+        *ret_n = n;
+        return 0;
+    }
+    if (codec != 1) {
+        *why = "unknown codec";
+        return -1;
+    }
+    unsigned long long framed = ZSTD_getFrameContentSize(data, n);
+    if (raw_bytes == 0 || raw_bytes > PULL_BLOCK_RAW_MAX || framed != raw_bytes) {
+        *why = framed == ZSTD_CONTENTSIZE_ERROR ? "not a zstd frame" : "raw size does not match";
+        return -1;
+    }
+    if (!p->zctx && !(p->zctx = ZSTD_createDCtx()))
+        return -ENOMEM;
+    if (p->raw_cap < raw_bytes) {
+        char *b = realloc(p->raw, (size_t)raw_bytes);
+        if (!b)
+            return -ENOMEM;
+        p->raw = b;
+        p->raw_cap = (size_t)raw_bytes;
+    }
+    size_t z = ZSTD_decompressDCtx(p->zctx, p->raw, (size_t)raw_bytes, data, n);
+    if (ZSTD_isError(z) || z != raw_bytes) {
+        *why = ZSTD_isError(z) ? "compressed data does not decode" : "raw size does not match";
+        return -1;
+    }
+    *ret_lines = p->raw;
+    *ret_n = z;
+    return 0;
+}
+
+/* One batch of origin's rows of table past *cur: queued on their streams. Returns the rows read
+ * (cur moved past them), or -1 with err; *full: whether the rest may hold more (read again). A
+ * row of a (job, rank) whose session is not known yet ends the batch before it (it is read again
+ * once the session is). */
+static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_table t,
+                          struct store_pull_cursor *cur, bool *full, char *err)
+{
+    char q[8192];
+    /* Stored blocks read at once: about batch_rows lines' worth. */
+    int64_t kblocks = PULL_BLOCKS_FIRST;
+    if (p->block_lines)
+        kblocks = p->batch_rows / (int64_t)p->block_lines;
+    kblocks = kblocks < 1 ? 1 : kblocks > PULL_BLOCKS_MAX ? PULL_BLOCKS_MAX : kblocks;
+    /* The query's pieces: origin's rows past the cursor, by (block, idx) or, for a stored block,
+     * by (block, its last line's idx); below the kblocks-th block of event_blocks past it. */
+    char node[PULL_NAME_MAX + 16], after[160], after_blk[160], lim[PULL_NAME_MAX + 256];
+    snprintf(node, sizeof node, "node = '%s'", origin);
+    snprintf(after, sizeof after, "(block > %" PRId64 " OR (block = %" PRId64 " AND idx > %" PRId64
+             "))", cur->block, cur->block, cur->idx);
+    snprintf(after_blk, sizeof after_blk, "(block > %" PRId64 " OR (block = %" PRId64
+             " AND lines - 1 > %" PRId64 "))", cur->block, cur->block, cur->idx);
+    snprintf(lim, sizeof lim,
+             "block <= (SELECT if(count() < %" PRId64 ", 18446744073709551615, max(block)) FROM "
+             "(SELECT block FROM stepscope.event_blocks WHERE %s AND block > %" PRId64
+             " ORDER BY block LIMIT %" PRId64 "))", kblocks, node, cur->block, kblocks);
     switch (t) {
     case T_SPANS:
-        /* Every line origin stored (events: verbatim, args and all phases), in (block, idx)
-         * order; the blocks of a node older than 0004_events have no lines there, only spans:
-         * theirs are rebuilt from the columns (line ""). A node inserts a batch's lines before its
-         * spans, so a block whose spans are seen already has its lines when it has any. */
+        /* Every line origin stored (verbatim, args and all phases), in (block, idx) order, each
+         * block from the first of: its event_blocks row (kind 2: the block whole, its idx that
+         * of its last line), its events rows (kind 1: a line each; a node of 0004 or 0005), its
+         * spans rebuilt from the columns (kind 0; a node older than 0004: no lines anywhere).
+         * A node inserts a batch's lines before its spans, so a block whose spans are seen
+         * already has its lines when it has any. The read stops at the kblocks-th block of
+         * event_blocks past the cursor (the blocks hold thousands of lines each). */
         snprintf(q, sizeof q,
-                 "SELECT job, rank, line, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
-                 "FROM (SELECT job, rank, line, toInt64(0) AS ts_ns, toInt64(0) AS dur_ns, "
-                 "'' AS ph, '' AS name, '' AS cat, '' AS pid, '' AS tid, block, idx "
-                 "FROM stepscope.events "
-                 "WHERE node = '%s' AND (block > %" PRId64 " OR (block = %" PRId64
-                 " AND idx > %" PRId64 ")) UNION ALL "
-                 "SELECT job, rank, '' AS line, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
-                 "FROM stepscope.spans WHERE node = '%s' AND (block > %" PRId64
-                 " OR (block = %" PRId64 " AND idx > %" PRId64 ")) AND block NOT IN "
-                 "(SELECT block FROM stepscope.events WHERE node = '%s' AND block >= %" PRId64
-                 ")) ORDER BY block, idx LIMIT %" PRId64 " FORMAT RowBinary",
-                 origin, cur->block, cur->block, cur->idx, origin, cur->block, cur->block,
-                 cur->idx, origin, cur->block, p->batch_rows);
+                 "SELECT job, rank, kind, line, codec, raw_bytes, ts_ns, dur_ns, ph, name, cat, "
+                 "pid, tid, block, idx FROM ("
+                 "SELECT job, rank, toUInt8(2) AS kind, data AS line, codec, raw_bytes, "
+                 "toInt64(0) AS ts_ns, toInt64(0) AS dur_ns, '' AS ph, '' AS name, '' AS cat, "
+                 "'' AS pid, '' AS tid, block, toUInt32(lines - 1) AS idx "
+                 "FROM stepscope.event_blocks WHERE %s AND %s AND %s UNION ALL "
+                 "SELECT job, rank, toUInt8(1) AS kind, line, toUInt8(0) AS codec, "
+                 "toUInt64(0) AS raw_bytes, toInt64(0) AS ts_ns, toInt64(0) AS dur_ns, '' AS ph, "
+                 "'' AS name, '' AS cat, '' AS pid, '' AS tid, block, idx FROM stepscope.events "
+                 "WHERE %s AND %s AND %s AND block NOT IN (SELECT block FROM "
+                 "stepscope.event_blocks WHERE %s AND block >= %" PRId64 ") UNION ALL "
+                 "SELECT job, rank, toUInt8(0) AS kind, '' AS line, toUInt8(0) AS codec, "
+                 "toUInt64(0) AS raw_bytes, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx "
+                 "FROM stepscope.spans WHERE %s AND %s AND %s AND block NOT IN (SELECT block FROM "
+                 "stepscope.events WHERE %s AND block >= %" PRId64 ") AND block NOT IN (SELECT "
+                 "block FROM stepscope.event_blocks WHERE %s AND block >= %" PRId64 ")"
+                 ") ORDER BY block, idx LIMIT %" PRId64 " FORMAT RowBinary",
+                 node, after_blk, lim, node, after, lim, node, cur->block, node, after, lim, node,
+                 cur->block, node, cur->block, p->batch_rows);
         break;
     default: {
         /* The row-keyed tables: their columns in the order the reader below takes them, past
@@ -753,24 +833,37 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
     struct rb_reader r = {p->answer.p, p->answer.p + p->answer.len, false};
     struct sbuf line;
     sbuf_init(&line, PULL_LINE_MAX);
-    int64_t rows = 0;
+    int64_t rows = 0, answered = 0, answered_blocks = 0, blocks = 0;
+    uint64_t block_lines = 0;
     size_t on = strlen(origin);
+    bool no_session = false, stream_full = false; /* why rows were left for the next read */
+    int ret = 0;
     while (r.p < r.end && !r.bad) {
         size_t jn;
         const char *job = rd_str(&r, &jn);
         int64_t rank = rd_i64(&r);
         sbuf_reset(&line);
         struct store_pull_cursor next = *cur;
+        const char *blob = NULL; /* a stored block's data (kind 2) */
+        size_t blob_n = 0;
+        unsigned codec = 0;
+        uint64_t raw_bytes = 0;
         if (t == T_SPANS) {
+            unsigned kind = (unsigned)rd_fixed(&r, 1);
             size_t ln;
             const char *verbatim = rd_str(&r, &ln);
+            codec = (unsigned)rd_fixed(&r, 1);
+            raw_bytes = rd_u64(&r);
             int64_t ts = rd_i64(&r), dur = rd_i64(&r);
             size_t phn, nn, cn, pn, tn;
             const char *ph = rd_str(&r, &phn), *name = rd_str(&r, &nn), *cat = rd_str(&r, &cn);
             const char *pid = rd_str(&r, &pn), *tid = rd_str(&r, &tn);
             next.block = (int64_t)rd_u64(&r);
             next.idx = rd_u32(&r);
-            if (ln) { /* the line as origin stored it */
+            if (kind == 2) { /* a stored block, its lines queued below */
+                blob = verbatim;
+                blob_n = ln;
+            } else if (kind == 1) { /* the line as origin stored it */
                 sbuf_add(&line, verbatim, ln);
             } else { /* a span of a node older than 0004_events: rebuilt from the columns */
                 sbuf_adds(&line, "{\"ph\":");
@@ -847,6 +940,8 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
         }
         if (r.bad)
             break;
+        answered++;
+        answered_blocks += blob != NULL;
         /* A row inserted twice (a retried batch: ReplacingMergeTree collapses it only at a
          * merge) comes twice, side by side in identity order: taken once. Reading without FINAL
          * spares ClickHouse a merge of the whole table at each read (18.16: seconds). */
@@ -854,23 +949,65 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                    next.step == cur->step && next.queue == cur->queue &&
                    next.host == cur->host && next.pipe == cur->pipe;
         struct pull_stream *s = dup ? NULL : stream_find(p, origin, on, job, jn, rank);
-        if (!s && !dup)
+        if (!s && !dup) {
+            no_session = true;
             break; /* its session is not here yet: this row and the rest come next round */
-        if (!dup && !s->conflict)
+        }
+        if (blob && !dup) {
+            if (s->out.len + raw_bytes > PULL_LINE_MAX && rows > 0) {
+                stream_full = true; /* the stream's batch is full: this block comes next read */
+                break;
+            }
+            const char *lines = NULL, *why = NULL;
+            size_t n = 0;
+            int d = decode_block(p, codec, raw_bytes, blob, blob_n, &lines, &n, &why);
+            if (d == -ENOMEM) {
+                ret = -1;
+                snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+                break;
+            }
+            if (d < 0) /* not fed, never read again: said, as a damaged block of the store */
+                log_warn("cluster view: block %" PRId64 " (job %.*s, rank %" PRId64
+                         ") from %s is damaged (%s): its lines are left out", next.block,
+                         (int)jn, job, rank, origin, why);
+            uint64_t idx = 0;
+            for (size_t pos = 0; d == 0 && pos < n; idx++) {
+                const char *nl = memchr(lines + pos, '\n', n - pos);
+                size_t len = nl ? (size_t)(nl - (lines + pos)) : n - pos;
+                /* The lines of a block partly fed as events rows before are not fed twice. */
+                if (!s->conflict && (next.block != cur->block || (int64_t)idx > cur->idx)) {
+                    sbuf_add(&s->out, lines + pos, len);
+                    sbuf_addc(&s->out, '\n');
+                    s->out_lines++;
+                    s->seq++;
+                }
+                pos += len + 1;
+            }
+            blocks++;
+            block_lines += idx;
+        } else if (!dup && !s->conflict) {
             stream_line(s, &line);
+        }
         if (line.error || (s && s->out.error)) {
-            sbuf_done(&line);
+            ret = -1;
             snprintf(err, CLUSTER_ERR_MAX, "out of memory");
-            return -1;
+            break;
         }
         *cur = next;
         rows++;
     }
     sbuf_done(&line);
+    if (ret < 0)
+        return -1;
     if (r.bad) {
         snprintf(err, CLUSTER_ERR_MAX, "ClickHouse's answer is cut short");
         return -1;
     }
+    if (blocks > 0)
+        p->block_lines = block_lines / (uint64_t)blocks ? block_lines / (uint64_t)blocks : 1;
+    /* More to read now: the read was cut at its row limit or its block limit, or by a full
+     * stream; not when a session is missing (read next round, once it is there). */
+    *full = !no_session && (stream_full || answered == p->batch_rows || answered_blocks >= kblocks);
     return rows;
 }
 
@@ -887,14 +1024,15 @@ static int pull_origin(struct cluster_pull *p, const char *origin, char *err)
             if (atomic_load(&p->stop))
                 return 0;
             struct store_pull_cursor next = cur;
-            int64_t n = pull_batch(p, origin, t, &next, err);
+            bool full = false;
+            int64_t n = pull_batch(p, origin, t, &next, &full, err);
             if (n < 0 || (n > 0 && flush_origin(p, origin, err) < 0) ||
                 (n > 0 && save_origin(p, origin, &next, err) < 0)) {
                 rewind_origin(p, origin);
                 return -1;
             }
             cur = next;
-            if (n < p->batch_rows)
+            if (!full)
                 break;
         }
     }
@@ -995,6 +1133,8 @@ static void pull_free(struct cluster_pull *p)
     free(p->ps);
     free(p->origins);
     rb_free(&p->answer);
+    ZSTD_freeDCtx(p->zctx);
+    free(p->raw);
     if (p->curl)
         curl_easy_cleanup(p->curl);
     store_pull_close(p->sp);

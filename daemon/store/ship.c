@@ -109,6 +109,7 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
     ".rank AND " STORE_SQL_ORIGIN("o.hello") " IS NOT NULL) "
     static const char *const sql[] = {
         "SELECT b.id, j.name, b.job_id, b.rank, b.raw_bytes, b.codec, b.data," PULLED("b")
+        ", b.t_min_ns "
         "FROM blocks b JOIN jobs j ON j.id = b.job_id WHERE b.id > ?1 ORDER BY b.id LIMIT ?2",
         "SELECT s.rowid, j.name, s.rank, s.step, s.begin_ns, s.end_ns, s.samples, s.phases,"
         PULLED("s") "FROM steps s JOIN jobs j ON j.id = s.job_id WHERE s.rowid > ?1 "
@@ -164,9 +165,11 @@ int store_ship_open(struct store *st, const char *target, struct store_ship **re
     return 0;
 }
 
-/* Hands the lines (sink->event) and spans of one decoded block to the sink. */
+/* Hands the lines (sink->event) and spans of one decoded block to the sink; *ret_lines: how many
+ * lines it holds. */
 static int block_spans(struct store_ship *sh, const struct store_ship_sink *sink, const char *job,
-                       int64_t rank, int64_t id, const char *lines, size_t n, int64_t *given)
+                       int64_t rank, int64_t id, const char *lines, size_t n, int64_t *given,
+                       uint32_t *ret_lines)
 {
     uint32_t idx = 0;
     for (size_t pos = 0; pos < n; idx++) {
@@ -186,6 +189,7 @@ static int block_spans(struct store_ship *sh, const struct store_ship_sink *sink
         (*given)++;
     }
     (void)sh;
+    *ret_lines = idx;
     return 0;
 }
 
@@ -215,7 +219,17 @@ static int read_blocks(struct store_ship *sh, int64_t from, int64_t max_rows,
             store__block_damaged(sh->st, job_id, rank, id, why);
             r = 0;
         } else if (r == 0) {
-            r = block_spans(sh, sink, job ? job : "", rank, id, lines, n, given);
+            uint32_t nl = 0;
+            r = block_spans(sh, sink, job ? job : "", rank, id, lines, n, given, &nl);
+            /* The codecs are the store's own (store_int.h): the frame goes as it is stored. */
+            struct store_ship_block blk = {
+                .id = id, .t_min_ns = sqlite3_column_int64(s, 8),
+                .raw_bytes = sqlite3_column_int64(s, 4), .lines = nl,
+                .codec = sqlite3_column_int(s, 5) == STORE_CODEC_ZSTD ? STORE_SHIP_CODEC_ZSTD
+                                                                       : STORE_SHIP_CODEC_NONE,
+                .data = data, .len = len};
+            if (r == 0 && sink->block && nl > 0)
+                r = sink->block(sink->ud, job ? job : "", rank, &blk);
         }
         if (r != 0)
             break;

@@ -67,6 +67,19 @@ struct store_ship_pipe {
     size_t json_len;
 };
 
+/* One stored block as the store keeps it (table blocks), for shipping it whole: data[0, len) is
+ * its lines joined by '\n' (codec STORE_SHIP_CODEC_NONE) or one zstd frame of them whose content
+ * size is raw_bytes (STORE_SHIP_CODEC_ZSTD); lines is how many lines it holds (the idx of its
+ * spans run from 0 to lines - 1). Valid during the call. */
+enum { STORE_SHIP_CODEC_NONE = 0, STORE_SHIP_CODEC_ZSTD = 1 };
+struct store_ship_block {
+    int64_t id, t_min_ns, raw_bytes;
+    uint32_t lines;
+    int codec;
+    const void *data;
+    size_t len;
+};
+
 /* Where store_ship_read() hands rows; job is the job's name, valid during the call. A callback
  * returning non-zero stops the read (its error is returned). span gets every trace event with ph
  * "X" or "B" (what the store counts as spans) and its line index in the block. Rows of a rank
@@ -86,6 +99,8 @@ struct store_ship_sink {
                  const struct store_event *ev);
     int (*host)(void *ud, const char *job, const struct store_ship_host *h);
     int (*pipe)(void *ud, const char *job, const struct store_ship_pipe *p);
+    /* Optional (NULL: not called): each block given, whole, after its lines and spans. */
+    int (*block)(void *ud, const char *job, int64_t rank, const struct store_ship_block *b);
 };
 
 /* Opens the shipper's connection and reads target's cursor into *ret_cursor; a new target's

@@ -69,26 +69,35 @@ def bytes_of(ch, job, spans, node_bytes):
 
 
 def events_of(ch, job, n):
-    """The job's lines verbatim (stepscope.events, 0004_events.sql), per span of the job, the
-    same way; empty on a build that ships no such table (the side before)."""
-    if not ch.scalar("SELECT count() FROM system.tables WHERE database = 'stepscope' AND "
-                     "name = 'events'"):
-        return "events_lines=0 events_compressed_per_span=0 events_on_disk_per_span=0"
-    table = f"stepscope.e_{job}"
-    ch.query(f"CREATE TABLE {table} AS stepscope.events")
-    ch.query(f"INSERT INTO {table} SELECT * FROM stepscope.events FINAL WHERE job = '{job}'")
-    ch.query(f"OPTIMIZE TABLE {table} FINAL")
-    lines = ch.scalar(f"SELECT count() FROM {table}")
-    cols = ch.rows("SELECT name, data_compressed_bytes, data_uncompressed_bytes "
-                   "FROM system.columns WHERE database = 'stepscope' AND "
-                   f"table = 'e_{job}' ORDER BY data_compressed_bytes DESC")
-    disk = ch.scalar("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'stepscope' "
-                     f"AND table = 'e_{job}' AND active")
-    comp = sum(int(c[1]) for c in cols)
-    print(f"{job} events: {lines} lines; per span of the job: " +
-          ", ".join(f"{c[0]} {int(c[1]) / n:.2f}" for c in cols) +
-          f"; compressed {comp / n:.2f}, uncompressed {sum(int(c[2]) for c in cols) / n:.2f}, "
-          f"on disk {disk / n:.2f}", file=sys.stderr)
+    """The job's lines verbatim, per span of the job, the same way: one row per line
+    (stepscope.events, 0004_events.sql: what builds before 0006 ship) and one row per stored
+    block (stepscope.event_blocks, 0006_event_blocks.sql: the node's zstd frames), whichever
+    hold the job's lines; zeros on a build that ships neither."""
+    lines = comp = unc = disk = 0
+    for src, prefix, count in (("events", "e", "count()"), ("event_blocks", "eb", "sum(lines)")):
+        if not ch.scalar("SELECT count() FROM system.tables WHERE database = 'stepscope' AND "
+                         f"name = '{src}'"):
+            continue
+        table = f"stepscope.{prefix}_{job}"
+        ch.query(f"CREATE TABLE {table} AS stepscope.{src}")
+        ch.query(f"INSERT INTO {table} SELECT * FROM stepscope.{src} FINAL WHERE job = '{job}'")
+        ch.query(f"OPTIMIZE TABLE {table} FINAL")
+        rows = ch.scalar(f"SELECT count() FROM {table}")
+        if not rows:
+            continue
+        lines += ch.scalar(f"SELECT {count} FROM {table}")
+        cols = ch.rows("SELECT name, data_compressed_bytes, data_uncompressed_bytes "
+                       "FROM system.columns WHERE database = 'stepscope' AND "
+                       f"table = '{table.split('.')[1]}' ORDER BY data_compressed_bytes DESC")
+        d = ch.scalar("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = "
+                      f"'stepscope' AND table = '{table.split('.')[1]}' AND active")
+        c = sum(int(x[1]) for x in cols)
+        u = sum(int(x[2]) for x in cols)
+        comp, unc, disk = comp + c, unc + u, disk + d
+        print(f"{job} {src}: {rows} rows; per span of the job: " +
+              ", ".join(f"{x[0]} {int(x[1]) / n:.2f}" for x in cols) +
+              f"; compressed {c / n:.2f}, uncompressed {u / n:.2f}, on disk {d / n:.2f}",
+              file=sys.stderr)
     return f"events_lines={lines} events_compressed_per_span={comp / n:.2f} " \
            f"events_on_disk_per_span={disk / n:.2f}"
 

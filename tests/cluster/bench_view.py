@@ -16,7 +16,11 @@ def test_bench_view(ch, daemons, tmp):
     t0 = time.monotonic()
     for d in nodes:
         wait_view(d, "bench", RANKS * n, timeout=300)
-    print("\nVIEW all 4 nodes hold 32 ranks x", n, "spans after", round(time.monotonic() - t0, 2), "s")
+    took = time.monotonic() - t0
+    print("\nVIEW all 4 nodes hold 32 ranks x", n, "spans after", round(took, 2), "s")
+    # Each node pulls the other nodes' ranks: (NODES - 1) x PER_NODE ranks of n lines.
+    pulled = NODES * (NODES - 1) * PER_NODE * n
+    print("VIEW lines pulled (all 4 viewers):", pulled, "at", round(pulled / took), "lines/s")
     q = ("SELECT job, rank, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx FROM stepscope.spans "
          "WHERE node = 'node1' AND (block > 999999 OR (block = 999999 AND idx > 0)) "
          "ORDER BY block, idx LIMIT 65536 FORMAT RowBinary")

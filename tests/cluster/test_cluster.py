@@ -137,7 +137,7 @@ def test_four_nodes_eight_ranks_every_row_once(ch, daemons, tmp):
     assert steps == [["0", "1700000000000000000", "1700000000000900500", "32"],
                      ["1", "1700000000001000000", "1700000000001900500", "32"]]
     # Every migration applied (nodes starting together may each record one: harmless).
-    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 5
+    assert ch.scalar("SELECT max(version) FROM stepscope.schema_migrations") == 6
 
 
 def test_engine_stopped_and_restarted_mid_ingest(ch, daemons, tmp):
@@ -406,8 +406,14 @@ def test_rows_shipped_twice_collapse(ch, daemons, tmp):
     assert db.execute("DELETE FROM ship_cursors").rowcount == 1
     db.commit()
     db.close()
+    # A block's lines are one row of event_blocks (0006): its blocks as first shipped.
+    blocks = ch_counts(ch, "event_blocks", "twice")
+    assert blocks and blocks[("nodeT", 4)] >= 1
+    lines = ch.scalar("SELECT sum(lines) FROM stepscope.event_blocks WHERE job = 'twice'")
+    assert lines == SPANS  # every trace line of the rank, once
     # No background merge until the raw count was read: the copies must be there to collapse.
-    for table in ("spans", "steps", "queue_samples"):
+    tables = ("spans", "steps", "queue_samples", "event_blocks")
+    for table in tables:
         ch.query(f"SYSTEM STOP MERGES stepscope.{table}")
     d.start()
     wait_shipped(d)
@@ -416,11 +422,19 @@ def test_rows_shipped_twice_collapse(ch, daemons, tmp):
     assert ch_counts(ch, "spans", "twice") == {("nodeT", 4): SPANS}
     assert ch_counts(ch, "steps", "twice") == {("nodeT", 4): STEPS}
     assert ch_counts(ch, "queue_samples", "twice") == {("nodeT", 4): QUEUES}
-    for table in ("spans", "steps", "queue_samples"):
+    # A retried block insert: two rows of each block until a merge, one with FINAL.
+    twice = {k: 2 * v for k, v in blocks.items()}
+    assert ch_counts(ch, "event_blocks", "twice", final=False) == twice
+    assert ch_counts(ch, "event_blocks", "twice") == blocks
+    assert ch.scalar("SELECT sum(lines) FROM stepscope.event_blocks FINAL "
+                     "WHERE job = 'twice'") == SPANS
+    for table in tables:
         ch.query(f"SYSTEM START MERGES stepscope.{table}")
         ch.query(f"OPTIMIZE TABLE stepscope.{table} FINAL")
     assert ch_counts(ch, "spans", "twice", final=False) == {("nodeT", 4): SPANS}
     assert ch_counts(ch, "steps", "twice", final=False) == {("nodeT", 4): STEPS}
+    assert ch_counts(ch, "event_blocks", "twice", final=False) == blocks
+    assert ch.scalar("SELECT sum(lines) FROM stepscope.event_blocks WHERE job = 'twice'") == SPANS
 
 
 def test_step_aggregates_equal_the_node_s_own_answers(ch, daemons, tmp):

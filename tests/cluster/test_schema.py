@@ -68,6 +68,9 @@ SAMPLE = {"node": "n1", "job": "j", "rank": 3, "ts_ns": 1700000000000000000, "du
           "cpu_percent": 12.5, "sys_cpu_percent": 40.25, "rss_bytes": 1 << 30,
           "json": '{"type":"pipeline","ops":[]}',
           "month": 202311, "line": '{"ph":"X","name":"op \\u00e9","ts":1700000000000000,"dur":2.25,"args":{"correlation":7}}'}
+# An event_blocks row (0006): a stored block of one line, kept as it is (codec 0).
+SAMPLE.update(lines=1, codec=0, data=SAMPLE["line"] + "\n",
+              raw_bytes=len((SAMPLE["line"] + "\n").encode()))
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +102,7 @@ def test_migrations_table_and_sorting_keys(db):
     assert keys["step_ranks"] == "job, rank, step, node"
     assert keys["sessions"] == "job, rank, node, row"
     assert keys["events"] == "job, rank, node, block, idx"
+    assert keys["event_blocks"] == "job, rank, node, block"
     assert keys["host_samples"] == "job, rank, ts_ns, node, row"
     assert keys["pipelines"] == "job, rank, ts_ns, node, row"
     engines = q(db, "SELECT DISTINCT engine FROM system.tables WHERE database = 'stepscope' "
@@ -115,7 +119,7 @@ def test_insert_twice_counts_once(db, tmp_path, i):
     types = dict(tuple(r.split("\t")[:2]) for r in q(db, f"DESCRIBE TABLE {table}").splitlines())
     assert sorted(cols) == sorted(types), "the INSERT must name every column"
     n = 50
-    rows = [dict(SAMPLE, idx=k, row=k, ts_ns=SAMPLE["ts_ns"] + k, step=k) for k in range(n)]
+    rows = [dict(SAMPLE, idx=k, row=k, block=k, ts_ns=SAMPLE["ts_ns"] + k, step=k) for k in range(n)]
     if fmt == "RowBinary":  # rowbin.c's rows
         data = b"".join(encode(row[c], types[c]) for row in rows for c in cols)
     else:  # cluster.c read_batch(): one block, each column's name, type and values
@@ -140,6 +144,8 @@ def test_insert_twice_counts_once(db, tmp_path, i):
         assert q(db, f"SELECT name FROM {table} LIMIT 1") == "op \u00e9"
     if table.endswith("events"):  # the line verbatim, escapes and all
         assert q(db, f"SELECT hex(line) FROM {table} LIMIT 1") == SAMPLE["line"].encode().hex().upper()
+    if table.endswith("event_blocks"):  # the block's bytes as the node sent them
+        assert q(db, f"SELECT hex(data) FROM {table} LIMIT 1") == SAMPLE["data"].encode().hex().upper()
 
 
 def test_schema_version_query_and_record(db):
@@ -191,3 +197,63 @@ def test_job_delete_is_a_mutation_of_every_table(db):
                  f"job = {literal(job)}")
     assert q(db, f"SELECT node, job = {literal(job)} FROM stepscope.steps WHERE job IN "
                  f"('other', {literal(job)}) ORDER BY node, job") == "n1\t0\nn2\t1"
+
+
+PULL_C = REPO / "daemon" / "cluster" / "pull.c"
+
+
+def pull_formats():
+    """pull.c pull_batch()'s snprintf formats into its buffers (q: the last, the spans' read),
+    adjacent literals joined, PRId64 as "d", for Python's %."""
+    src = PULL_C.read_text()
+    src = src[src.index("static int64_t pull_batch("):]
+    src = src[:src.index("case T_STEPS") if "case T_STEPS" in src else src.index("default:")]
+    out = {}
+    for var, lits in re.findall(r'snprintf\((\w+), sizeof \w+,\s*((?:"(?:[^"\\]|\\.)*"\s*|PRId64\s*)+),', src):
+        fmt = "".join("d" if t == "PRId64" else t[1:-1].replace('\\"', '"')
+                      for t in re.findall(r'"(?:[^"\\]|\\.)*"|PRId64', lits))
+        out[var] = fmt
+    return out
+
+
+def test_pull_query_of_lines_over_blocks_events_and_spans(db):
+    """The puller's read of an origin's lines (pull.c pull_batch(), T_SPANS) on a current
+    ClickHouse: each block from event_blocks, else from events, else its spans, in (block, idx)
+    order, past the cursor and below the kblocks-th stored block."""
+    f = pull_formats()
+    assert set(f) == {"node", "after", "after_blk", "lim", "q"}, sorted(f)
+    for t in ("spans", "events", "event_blocks"):
+        db.query(f"TRUNCATE TABLE stepscope.{t}")
+    # Block 1: spans only (a node older than 0004); 2: events rows; 3 and 4: event_blocks rows.
+    db.query("INSERT INTO stepscope.spans (node, job, rank, ts_ns, dur_ns, ph, name, cat, pid, "
+             "tid, block, idx) VALUES ('o', 'j', 0, 5, 1, 'X', 'a', '', '1', '1', 1, 0), "
+             "('o', 'j', 0, 6, 1, 'X', 'b', '', '1', '1', 2, 1), "
+             "('o', 'j', 0, 7, 1, 'X', 'c', '', '1', '1', 3, 0)")
+    db.query("INSERT INTO stepscope.events (node, job, rank, block, idx, month, line) VALUES "
+             "('o', 'j', 0, 2, 0, 197001, 'l0'), ('o', 'j', 0, 2, 1, 197001, 'l1')")
+    for block in (3, 4, 4):  # block 4 inserted twice (a retry): both rows come, side by side
+        db.query("INSERT INTO stepscope.event_blocks (node, job, rank, block, month, lines, "
+                 f"raw_bytes, codec, data) VALUES ('o', 'j', 0, {block}, 197001, 2, 6, 0, "
+                 "'x\\ny\\n')")
+
+    def read(block, idx, kblocks, limit=100):
+        parts = {"node": f["node"] % "o", "after": f["after"] % (block, block, idx),
+                 "after_blk": f["after_blk"] % (block, block, idx)}
+        parts["lim"] = f["lim"] % (kblocks, parts["node"], block, kblocks)
+        sql = f["q"] % (parts["node"], parts["after_blk"], parts["lim"], parts["node"],
+                        parts["after"], parts["lim"], parts["node"], block, parts["node"],
+                        parts["after"], parts["lim"], parts["node"], block, parts["node"],
+                        block, limit)
+        sql = sql.replace(" FORMAT RowBinary", "")
+        return [tuple(r.split("\t")) for r in q(db, sql + " FORMAT TabSeparated").splitlines()]
+
+    # job, rank, kind, line, codec, raw_bytes, ts_ns, dur_ns, ph, name, cat, pid, tid, block, idx
+    rows = read(0, 0, 16)
+    assert [(r[2], r[13], r[14]) for r in rows] == [
+        ("0", "1", "0"), ("1", "2", "0"), ("1", "2", "1"), ("2", "3", "1"), ("2", "4", "1"),
+        ("2", "4", "1")]
+    assert rows[0][9] == "a" and rows[1][3] == "l0" and rows[3][3] == "x\\ny\\n"
+    # Past block 2's first line; one stored block at a time: up to block 3.
+    assert [(r[2], r[13], r[14]) for r in read(2, 0, 1)] == [("1", "2", "1"), ("2", "3", "1")]
+    # Past everything: nothing.
+    assert read(4, 1, 16) == []

@@ -309,7 +309,7 @@ def test_rows_in_clickhouse_twice_are_pulled_once(ch, daemons, tmp):
     db.execute("DELETE FROM ship_cursors")
     db.commit()
     db.close()
-    for table in ("spans", "steps", "queue_samples", "sessions"):
+    for table in ("spans", "steps", "queue_samples", "sessions", "event_blocks"):
         ch.query(f"SYSTEM STOP MERGES stepscope.{table}")
     try:
         a.start()
@@ -323,7 +323,7 @@ def test_rows_in_clickhouse_twice_are_pulled_once(ch, daemons, tmp):
         time.sleep(1.5)  # a few more rounds: nothing more comes
         assert b.job("twice")["spans"] == 2 * 3000 and ranks_events(b, "twice") == want
     finally:
-        for table in ("spans", "steps", "queue_samples", "sessions"):
+        for table in ("spans", "steps", "queue_samples", "sessions", "event_blocks"):
             ch.query(f"SYSTEM START MERGES stepscope.{table}")
 
 

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: MIT
 """The cluster view on a real Kineto GPU trace (issue 16, item 2): a node ships every stored line
-of its blocks verbatim (stepscope.events, 0004_events.sql) and a viewing node feeds those lines,
-args and all phases, not lines rebuilt from the spans' columns. So on the viewer a pulled rank's
-/breakdown (kernels linked to their launches by args.correlation), /kernels, /operators, /steps
-and its timeline (thread names, counters, flow events) equal its own node's answers. A node older
-than 0004 (spans only in ClickHouse) is still pulled, its spans rebuilt from the columns."""
+of its blocks verbatim, each stored block as one row (stepscope.event_blocks, 0006_event_blocks.sql:
+the store's own zstd frame), and a viewing node feeds those lines, args and all phases, not lines
+rebuilt from the spans' columns. So on the viewer a pulled rank's /breakdown (kernels linked to
+their launches by args.correlation), /kernels, /operators, /steps and its timeline (thread names,
+counters, flow events) equal its own node's answers. Blocks a node of 0004/0005 shipped as one
+events row per line are still pulled, block by block beside the newer ones; a node older than
+0004 (spans only in ClickHouse) is still pulled, its spans rebuilt from the columns."""
 import json
+import os
 import pathlib
+import sqlite3
 import subprocess
 import time
 
@@ -90,12 +94,16 @@ def test_pulled_kineto_rank_answers_as_on_its_node(ch, daemons, tmp):
             assert got[k] == want[k], (viewer.name, k)
         view = cluster_stats(viewer)["view"]
         assert view["rows"] >= own[rank]["events"] and not view["failing"], view
-    # Every line of the trace went to ClickHouse verbatim, not only the X/B spans.
-    lines = {int(r[0]): int(r[1]) for r in ch.rows(
-        f"SELECT rank, count() FROM stepscope.events FINAL WHERE job = '{JOB}' GROUP BY rank")}
-    assert lines == {0: own[0]["events"], 1: own[1]["events"]}
-    # Partitioned by the lines' month (the trace ran in May 2023; 197001: lines without a ts).
-    months = {int(r[0]) for r in ch.rows("SELECT DISTINCT month FROM stepscope.events")}
+    # Every line of the trace went to ClickHouse verbatim, not only the X/B spans: one row per
+    # stored block (a few dozen, not 108 936), none per line.
+    got = {int(r[0]): (int(r[1]), int(r[2])) for r in ch.rows(
+        f"SELECT rank, sum(lines), count() FROM stepscope.event_blocks FINAL WHERE job = '{JOB}' "
+        "GROUP BY rank")}
+    assert {k: v[0] for k, v in got.items()} == {0: own[0]["events"], 1: own[1]["events"]}
+    assert all(v[1] <= v[0] / 100 for v in got.values()), got
+    assert ch.scalar("SELECT count() FROM stepscope.events") == 0
+    # Partitioned by the blocks' month (the trace ran in May 2023; 197001: a block without a ts).
+    months = {int(r[0]) for r in ch.rows("SELECT DISTINCT month FROM stepscope.event_blocks")}
     assert 202305 in months and months <= {197001, 202305}, months
 
 
@@ -108,10 +116,10 @@ def test_node_without_events_rows_is_rebuilt_from_spans(ch, daemons, tmp):
     import_rank(a, 0, tmp)
     wait_shipped(a)
     spans = a.job(JOB)["spans"]
-    ch.query("ALTER TABLE stepscope.events DELETE WHERE node = 'nodeA'")
+    ch.query("ALTER TABLE stepscope.event_blocks DELETE WHERE node = 'nodeA'")
     deadline = time.monotonic() + 30
-    while ch.query("SELECT count() FROM stepscope.events WHERE node = 'nodeA'").strip() != "0":
-        assert time.monotonic() < deadline, "the events' delete never ran"
+    while ch.scalar("SELECT count() FROM stepscope.event_blocks WHERE node = 'nodeA'") != 0:
+        assert time.monotonic() < deadline, "the blocks' delete never ran"
         time.sleep(0.2)
     b = daemons("ob", args=node_args(ch, "nodeB", creds))
     b.wait_for(f"{spans} spans of nodeA's rank on nodeB",
@@ -122,3 +130,58 @@ def test_node_without_events_rows_is_rebuilt_from_spans(ch, daemons, tmp):
     b.wait_for("the kernel table", lambda: sorted(b.get_json(path)["rows"],
                                                    key=lambda r: r["name"]) == want, timeout=30)
     assert detail(b)[0]["events"] == spans < detail(a)[0]["events"]
+
+
+def stored_blocks(d):
+    """[(block, rank, [line, ...])] of d's store, by block: its lines as the node stores them."""
+    db = sqlite3.connect(os.path.join(d.data_dir, "stepscope.db"))
+    try:
+        rows = db.execute("SELECT id, rank, codec, data FROM blocks ORDER BY id").fetchall()
+    finally:
+        db.close()
+    out = []
+    for block, rank, codec, data in rows:
+        if codec == 1:
+            data = subprocess.run(["zstd", "-d", "-c"], input=data, capture_output=True,
+                                  check=True).stdout
+        out.append((block, rank, data.decode().rstrip("\n").split("\n")))
+    return out
+
+
+def test_blocks_of_older_and_newer_nodes_mixed(ch, daemons, tmp):
+    """A node upgraded mid-job: its first blocks are in ClickHouse as one events row per line
+    (what nodes of 0004_events and 0005 ship), the later ones as event_blocks rows. The viewer
+    takes each block from whichever holds it, in block order, every line once: its answers for
+    the rank equal the origin's, args, thread names and flow events included."""
+    creds = creds_file(tmp)
+    a = daemons("ma", args=node_args(ch, "nodeA", creds, "--cluster-view", "false"))
+    import_rank(a, 0, tmp)
+    wait_shipped(a)
+    blocks = stored_blocks(a)
+    assert len(blocks) >= 4, len(blocks)
+    old = blocks[:len(blocks) // 2]
+    # The first half as an older node shipped it: a row per line, and no block rows.
+    body = "".join(json.dumps({"node": "nodeA", "job": JOB, "rank": rank, "block": block,
+                               "idx": idx, "month": 202305, "line": line}) + "\n"
+                   for block, rank, lines in old for idx, line in enumerate(lines))
+    ch.query("INSERT INTO stepscope.events (node, job, rank, block, idx, month, line) "
+             "FORMAT JSONEachRow\n" + body)
+    last_old = old[-1][0]
+    ch.query(f"ALTER TABLE stepscope.event_blocks DELETE WHERE node = 'nodeA' "
+             f"AND block <= {last_old}")
+    deadline = time.monotonic() + 30
+    while ch.scalar(f"SELECT count() FROM stepscope.event_blocks WHERE node = 'nodeA' "
+                    f"AND block <= {last_old}") != 0:
+        assert time.monotonic() < deadline, "the blocks' delete never ran"
+        time.sleep(0.2)
+    assert ch.scalar("SELECT count() FROM stepscope.events") == sum(len(b[2]) for b in old)
+    assert ch.scalar("SELECT count() FROM stepscope.event_blocks") == len(blocks) - len(old)
+    b = daemons("mb", args=node_args(ch, "nodeB", creds, "--cluster-batch-rows", "5000"))
+    events = detail(a)[0]["events"]
+    b.wait_for(f"{events} lines of nodeA's rank on nodeB",
+               lambda: (lambda j: j and j["events"] == events and j)(b.job(JOB)), timeout=90)
+    want = settled(a, 0)
+    got = settled(b, 0)
+    for k in want:
+        assert got[k] == want[k], k
+    assert cluster_stats(b)["view"]["rows"] == events

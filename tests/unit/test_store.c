@@ -17,6 +17,7 @@
 
 #include <check.h>
 #include <sqlite3.h>
+#include <zstd.h>
 
 #include "../../daemon/core/stats.h"
 #include "../../daemon/store/store.h"
@@ -1052,12 +1053,30 @@ static void ship_host_pipe(struct record *r, uint64_t seq)
 }
 
 struct ship_seen {
-    int64_t spans, steps, queues, sessions, hosts, pipes;
+    int64_t spans, steps, queues, sessions, hosts, pipes, blocks, block_lines;
     int64_t last_block;
     uint32_t last_idx;
     char name[64];
     const char *job; /* the job every row must be of: NULL "ship", "*" any */
 };
+
+/* A block whole, after its spans: its lines, the index of its last span below them, and its data
+ * as the store keeps it (a zstd frame of raw_bytes, or the lines themselves). */
+static int ship_block(void *ud, const char *job, int64_t rank, const struct store_ship_block *b)
+{
+    struct ship_seen *s = ud;
+    ck_assert_int_eq(b->id, s->last_block);
+    ck_assert_uint_gt(b->lines, s->last_idx);
+    ck_assert(b->codec == STORE_SHIP_CODEC_ZSTD || b->codec == STORE_SHIP_CODEC_NONE);
+    if (b->codec == STORE_SHIP_CODEC_ZSTD)
+        ck_assert_uint_eq(ZSTD_getFrameContentSize(b->data, b->len), (uint64_t)b->raw_bytes);
+    else
+        ck_assert_uint_eq(b->len, (uint64_t)b->raw_bytes);
+    ck_assert_int_ge(b->t_min_ns, 0);
+    s->blocks++;
+    s->block_lines += b->lines;
+    return 0;
+}
 
 static int ship_span(void *ud, const char *job, int64_t rank, int64_t block_id, uint32_t idx,
                      const struct store_event *ev)
@@ -1148,8 +1167,10 @@ START_TEST(test_store_ship_cursor)
     ck_assert_int_eq(pending, N + 5);
     struct ship_seen seen = {0};
     struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
-                                   NULL,         ship_host, ship_pipe};
+                                   NULL,         ship_host, ship_pipe, ship_block};
     ck_assert_int_eq(store_ship_read(sh, &cur, 1 << 20, &sink, &to), 2 * N / 3 + 5 + 1);
+    ck_assert_int_gt(seen.blocks, 0);
+    ck_assert_int_eq(seen.block_lines, N); /* every line, not only the spans */
     ck_assert_int_eq(seen.sessions, 1);
     ck_assert_int_eq(seen.hosts, 1);
     ck_assert_int_eq(seen.pipes, 1);
@@ -1215,7 +1236,7 @@ static int64_t ship_all(struct store_ship *sh, struct store_ship_cursor *cur, co
 {
     struct ship_seen seen = {.job = job};
     struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
-                                   NULL,         ship_host, ship_pipe};
+                                   NULL,         ship_host, ship_pipe, NULL};
     struct store_ship_cursor to;
     int64_t n = store_ship_read(sh, cur, 1 << 20, &sink, &to);
     if (n > 0) {
@@ -1246,7 +1267,7 @@ START_TEST(test_store_ship_deletes)
 
     struct ship_seen seen = {0};
     struct store_ship_sink sink = {ship_session, ship_span, ship_step, ship_queue, &seen,
-                                   NULL,         ship_host, ship_pipe};
+                                   NULL,         ship_host, ship_pipe, NULL};
     ck_assert_int_eq(store_ship_read(sh, &cur, 100, &sink, &to), -EAGAIN);
     ck_assert_int_eq(store_ship_save(sh, &cur), -EAGAIN);
     ck_assert_int_eq(store_ship_deletes_pending(sh, cur.del, &n), 0);
