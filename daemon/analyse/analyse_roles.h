@@ -106,4 +106,11 @@ void analyse_classify(struct analyse_span *spans, size_t n, const struct analyse
 /* The role of one span under user rules (may be NULL) and the built-in table. */
 enum analyse_role analyse_role_of(const struct analyse_span *span, const struct analyse_rules *user);
 
+/* Whether span's cat equals lower (lower-case ASCII) ignoring ASCII case, as torch-tb-profiler
+ * reads categories (category.lower()). Pure. */
+bool analyse_span_cat_is(const struct analyse_span *span, const char *lower);
+
+/* Whether span's name starts with prefix (case-sensitive). Pure. */
+bool analyse_span_starts(const struct analyse_span *span, const char *prefix);
+
 #endif

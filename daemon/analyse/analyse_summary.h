@@ -138,6 +138,9 @@ struct analyse_sum_node {
  * before its children. Returns 0 or -ENOMEM. Pure. */
 int analyse_sum_nest(struct analyse_sum_node *v, size_t n, size_t *parent);
 
+/* analyse_sum_nest()'s order alone: per (pid, tid), by start, longer first, then span. Pure. */
+void analyse_sum_sort_nodes(struct analyse_sum_node *v, size_t n);
+
 /* One row of the overview: host (CPU time) or device (GPU time) time of one event type. */
 struct analyse_sum_type_row {
     enum analyse_sum_type type;

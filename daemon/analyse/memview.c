@@ -23,27 +23,6 @@
 
 enum { NODE_OP = 1, NODE_TYPE_OP = 2 }; /* operator (counted), of the plugin's OPERATOR type */
 
-static bool cat_is(const struct analyse_span *s, const char *want)
-{
-    size_t n = strlen(want);
-    if (s->cat_len != n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s->cat[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != want[i])
-            return false;
-    }
-    return true;
-}
-
-static bool starts(const struct analyse_span *s, const char *p)
-{
-    size_t n = strlen(p);
-    return s->name_len >= n && memcmp(s->name, p, n) == 0;
-}
-
 static bool name_is(const struct analyse_span *s, const char *p)
 {
     return s->name_len == strlen(p) && memcmp(s->name, p, s->name_len) == 0;
@@ -53,16 +32,16 @@ static bool name_is(const struct analyse_span *s, const char *p)
 static int node_kind(const struct analyse_span *s, bool *node)
 {
     *node = false;
-    bool op_cat = cat_is(s, "cpu_op") || cat_is(s, "operator");
-    if (!op_cat && !cat_is(s, "user_annotation") && !cat_is(s, "gpu_user_annotation") &&
-        !cat_is(s, "python"))
+    bool op_cat = analyse_span_cat_is(s, "cpu_op") || analyse_span_cat_is(s, "operator");
+    if (!op_cat && !analyse_span_cat_is(s, "user_annotation") &&
+        !analyse_span_cat_is(s, "gpu_user_annotation") && !analyse_span_cat_is(s, "python"))
         return 0;
     *node = true;
-    if (!op_cat || starts(s, "ProfilerStep#"))
+    if (!op_cat || analyse_span_starts(s, "ProfilerStep#"))
         return 0;
     int k = NODE_TYPE_OP;
     if (!name_is(s, "DataParallel.forward") && !name_is(s, "DistributedDataParallel.forward") &&
-        !starts(s, "Optimizer."))
+        !analyse_span_starts(s, "Optimizer."))
         k |= NODE_OP;
     return k;
 }

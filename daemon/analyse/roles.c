@@ -361,3 +361,24 @@ int analyse_rules_parse(const char *text, size_t len, struct analyse_rules **ret
     *ret_rules = t;
     return 0;
 }
+
+bool analyse_span_cat_is(const struct analyse_span *span, const char *lower)
+{
+    size_t n = strlen(lower);
+    if (span->cat_len != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = span->cat[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != lower[i])
+            return false;
+    }
+    return true;
+}
+
+bool analyse_span_starts(const struct analyse_span *span, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return span->name_len >= n && memcmp(span->name, prefix, n) == 0;
+}

@@ -362,9 +362,14 @@ static int cmp_node(const void *a, const void *b)
     return (x->span > y->span) - (x->span < y->span);
 }
 
-int analyse_sum_nest(struct analyse_sum_node *v, size_t n, size_t *parent)
+void analyse_sum_sort_nodes(struct analyse_sum_node *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_node);
+}
+
+int analyse_sum_nest(struct analyse_sum_node *v, size_t n, size_t *parent)
+{
+    analyse_sum_sort_nodes(v, n);
     size_t *stack = malloc((n + 1) * sizeof *stack);
     if (!stack)
         return -ENOMEM;

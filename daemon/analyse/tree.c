@@ -16,7 +16,7 @@
 #include "../../lib/util.h"
 
 const char *const analyse_tree_kind_names[ANALYSE_TREE_KIND_COUNT] = {"operator", "inner",
-                                                                      "device"};
+                                                                      "device", "module"};
 
 #define NONE SIZE_MAX
 #define STOP_EVERY 65536
@@ -26,8 +26,11 @@ struct hx {
     int64_t child_ns;    /* the durations of its direct children */
     int64_t launch_ns;   /* device events linked to this span itself */
     int64_t dev_ns;      /* device events launched from it or its descendants */
-    int64_t self_dev_ns; /* launched by its direct children */
+    int64_t self_dev_ns; /* launched by its direct children (module view: the device time of its
+                            direct operator children) */
     size_t row;          /* its row, NONE when it has none */
+    int64_t n_ops;       /* module view: its direct operator children */
+    size_t mod_anc;      /* module view: its nearest module ancestor, NONE when none */
 };
 
 /* A device event of the window and where it was launched from. */
@@ -48,7 +51,7 @@ struct corr {
  * ANALYSE_SUM_TOP for an operator, 2 x its parent row for an inner row, that + 1 for a device
  * row; a device row's calls, total, min and max are device time. */
 struct rx {
-    int64_t self_ns, dev_ns, self_dev_ns, dev_min_ns, dev_max_ns;
+    int64_t self_ns, dev_ns, self_dev_ns, dev_min_ns, dev_max_ns, operators;
 };
 
 static bool stopped(const _Atomic bool *stop)
@@ -107,6 +110,7 @@ struct work {
     struct analyse_sum_table tab;
     struct rx *rx;      /* [tab.cap] */
     size_t cap_rx;
+    bool modules;       /* the module view: every row a module */
 };
 
 static void work_free(struct work *w)
@@ -249,9 +253,10 @@ static size_t parent_of(const struct analyse_sum_row *r)
     return r->parent == ANALYSE_SUM_TOP ? NONE : r->parent / 2;
 }
 
-static enum analyse_tree_kind kind_of(const struct analyse_sum_row *r)
+static enum analyse_tree_kind kind_of(const struct work *w, const struct analyse_sum_row *r)
 {
-    return r->parent == ANALYSE_SUM_TOP ? ANALYSE_TREE_OPERATOR
+    return w->modules                   ? ANALYSE_TREE_MODULE
+           : r->parent == ANALYSE_SUM_TOP ? ANALYSE_TREE_OPERATOR
            : r->parent % 2              ? ANALYSE_TREE_DEVICE
                                         : ANALYSE_TREE_INNER;
 }
@@ -262,7 +267,7 @@ static double ratio(int64_t part, int64_t whole)
 }
 
 /* Appends row r (parent at index parent of out) and its subtree: its inner children first,
- * then its device children, each group in creation order. */
+ * then its device children (module children: all), each group in creation order. */
 static void emit(const struct work *w, const size_t *first, const size_t *kids, size_t r,
                  size_t parent, unsigned depth, struct analyse_tree_node *out, size_t *m)
 {
@@ -271,8 +276,9 @@ static void emit(const struct work *w, const size_t *first, const size_t *kids, 
     size_t at = (*m)++;
     struct analyse_tree_node *o = &out[at];
     *o = (struct analyse_tree_node){.name = row->name, .name_len = row->name_len,
-                                    .parent = parent, .depth = depth, .kind = kind_of(row),
-                                    .calls = row->calls, .self_ns = x->self_ns,
+                                    .parent = parent, .depth = depth, .kind = kind_of(w, row),
+                                    .calls = row->calls, .operators = x->operators,
+                                    .self_ns = x->self_ns,
                                     .device_ns = x->dev_ns, .self_device_ns = x->self_dev_ns,
                                     .device_min_ns = x->dev_min_ns,
                                     .device_max_ns = x->dev_max_ns};
@@ -291,10 +297,43 @@ static void emit(const struct work *w, const size_t *first, const size_t *kids, 
         o->ratio = ratio(o->total_ns, out[parent].total_ns);
         o->device_ratio = ratio(o->device_ns, out[parent].device_ns);
     }
-    for (int kind = ANALYSE_TREE_INNER; kind <= ANALYSE_TREE_DEVICE; kind++)
+    for (int kind = ANALYSE_TREE_INNER; kind < ANALYSE_TREE_KIND_COUNT; kind++)
         for (size_t c = first[r]; c < first[r + 1]; c++)
-            if (kind_of(&w->tab.rows[kids[c]]) == (enum analyse_tree_kind)kind)
+            if (kind_of(w, &w->tab.rows[kids[c]]) == (enum analyse_tree_kind)kind)
                 emit(w, first, kids, kids[c], at, depth + 1, out, m);
+}
+
+/* A top-level module row by name (tb-profiler's sorted(key=name)), ties by index. */
+struct named {
+    const char *name;
+    size_t len, idx;
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+    if (c != 0)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Sorts the top-level rows top[0..nt) by name. Returns 0 or -ENOMEM. */
+static int sort_by_name(const struct analyse_sum_row *rows, struct analyse_sum_keyed *top,
+                        size_t nt)
+{
+    struct named *v = malloc((nt + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    for (size_t a = 0; a < nt; a++)
+        v[a] = (struct named){rows[top[a].idx].name, rows[top[a].idx].name_len, top[a].idx};
+    qsort(v, nt, sizeof *v, cmp_named);
+    for (size_t a = 0; a < nt; a++)
+        top[a].idx = v[a].idx;
+    free(v);
+    return 0;
 }
 
 static size_t tree_parent(const void *ctx, size_t i)
@@ -329,7 +368,14 @@ static int order(struct work *w, struct analyse_tree *t)
         }
     }
     analyse_sum_children(n, tree_parent, rows, first, kids);
-    analyse_sum_sort_keyed(top, nt);
+    if (!w->modules)
+        analyse_sum_sort_keyed(top, nt);
+    else if (sort_by_name(rows, top, nt) < 0) {
+        free(top);
+        free(first);
+        free(kids);
+        return -ENOMEM;
+    }
     size_t m = 0;
     for (size_t a = 0; a < nt; a++) {
         size_t at = m;
@@ -401,6 +447,236 @@ int analyse_tree_operators(const struct analyse_span *spans, size_t n, int64_t f
     return 0;
 }
 
+/* ---- the module view (torch-tb-profiler 0.4.3: trace.py, event_parser.py, op_tree.py,
+ * node.py, module_op.py) ---- */
+
+/* What a span is to tb-profiler's operator tree (EventTypeMap, _parse_node()). */
+enum tb_kind { TB_NONE, TB_OP, TB_STEP, TB_PY, TB_MODULE, TB_RUNTIME, TB_DEVICE };
+
+#define MODULE_PREFIX "nn.Module: "
+
+/* The device and runtime categories are ours as well as tb-profiler's: 0.4.3 knows only
+ * "Runtime", so in torch 2.x traces (cuda_runtime) it links no kernel (docs/ANALYSIS.md). */
+static enum tb_kind tb_kind_of(const struct analyse_span *s)
+{
+    if (analyse_span_cat_is(s, "kernel") || analyse_span_cat_is(s, "memcpy") ||
+        analyse_span_cat_is(s, "gpu_memcpy") ||
+        analyse_span_cat_is(s, "memset") || analyse_span_cat_is(s, "gpu_memset"))
+        return TB_DEVICE;
+    if (analyse_span_cat_is(s, "runtime") || analyse_span_cat_is(s, "cuda_runtime") ||
+        analyse_span_cat_is(s, "cuda_driver"))
+        return TB_RUNTIME;
+    bool step = analyse_span_starts(s, "ProfilerStep#");
+    if (analyse_span_cat_is(s, "cpu_op") || analyse_span_cat_is(s, "operator"))
+        return step ? TB_STEP : TB_OP;
+    if (analyse_span_cat_is(s, "user_annotation") || analyse_span_cat_is(s, "gpu_user_annotation"))
+        return step ? TB_STEP : TB_NONE;
+    if (analyse_span_cat_is(s, "python"))
+        return TB_PY;
+    if (analyse_span_cat_is(s, "python_function") && analyse_span_starts(s, MODULE_PREFIX))
+        return TB_MODULE;
+    return TB_NONE;
+}
+
+/* node.py is_operator_node(): an OperatorNode of a cpu_op that is not a DataLoader, an
+ * optimizer or a DataParallel forward. */
+static bool tb_is_operator(const struct analyse_span *s)
+{
+    static const char *const excluded[] = {"DataParallel.forward",
+                                           "DistributedDataParallel.forward"};
+    if (tb_kind_of(s) != TB_OP || analyse_span_starts(s, "Optimizer.") ||
+        analyse_span_starts(s, "enumerate(DataPipe)#"))
+        return false;
+    if (analyse_span_starts(s, "enumerate(DataLoader)#") && s->name_len >= 9 &&
+        memcmp(s->name + s->name_len - 9, ".__next__", 9) == 0)
+        return false;
+    for (size_t i = 0; i < sizeof excluded / sizeof excluded[0]; i++)
+        if (s->name_len == strlen(excluded[i]) && memcmp(s->name, excluded[i], s->name_len) == 0)
+            return false;
+    return true;
+}
+
+struct dev_corr {
+    int64_t id, dur;
+};
+
+static int cmp_dev_corr(const void *a, const void *b)
+{
+    const struct dev_corr *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The device time of the device events with correlation id, linked[k] set for each. */
+static int64_t launched(const struct dev_corr *d, size_t n, int64_t id, bool *linked)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t t = 0;
+    for (; lo < n && d[lo].id == id; lo++) {
+        t = num_sat_add(t, d[lo].dur);
+        linked[lo] = true;
+    }
+    return t;
+}
+
+/* tb-profiler's tree per thread (op_tree.py build_tree_relationship()): a span goes under the
+ * last open one when it starts before that one's end and ends within it; one that ends past it
+ * is left out (its parent DROPPED); a runtime call's device time goes to the innermost open
+ * span unless that is a module (tb-profiler links runtimes to operators by External id). */
+#define DROPPED (SIZE_MAX - 1)
+
+static int tb_nest(struct work *w, struct dev_corr *dc, size_t n_dc, struct analyse_tree *t)
+{
+    bool *linked = calloc(n_dc + 1, sizeof *linked);
+    size_t *stack = malloc((w->n_host + 1) * sizeof *stack);
+    w->par = malloc((w->n_host + 1) * sizeof *w->par);
+    w->hx = calloc(w->n_host + 1, sizeof *w->hx);
+    if (!linked || !stack || !w->par || !w->hx) {
+        free(linked);
+        free(stack);
+        return -ENOMEM;
+    }
+    analyse_sum_sort_nodes(w->host, w->n_host);
+    size_t sp = 0;
+    for (size_t i = 0; i < w->n_host; i++) {
+        const struct analyse_sum_node *h = &w->host[i];
+        const struct analyse_span *s = &w->spans[h->span];
+        if (i == 0 || h->pid != w->host[i - 1].pid || h->tid != w->host[i - 1].tid)
+            sp = 0;
+        while (sp > 0 && h->s >= w->host[stack[sp - 1]].e)
+            sp--;
+        size_t top = sp > 0 ? stack[sp - 1] : NONE;
+        w->par[i] = top;
+        if (tb_kind_of(s) == TB_RUNTIME) {
+            if (top != NONE && tb_kind_of(&w->spans[w->host[top].span]) != TB_MODULE &&
+                s->correlation >= 0)
+                w->hx[top].launch_ns = num_sat_add(w->hx[top].launch_ns,
+                                                   launched(dc, n_dc, s->correlation, linked));
+            w->par[i] = DROPPED; /* not a node of the tree */
+            continue;
+        }
+        if (top != NONE && h->e > w->host[top].e) {
+            w->par[i] = DROPPED;
+            continue;
+        }
+        stack[sp++] = i;
+    }
+    for (size_t k = 0; k < n_dc; k++)
+        t->n_linked += linked[k];
+    free(linked);
+    free(stack);
+    for (size_t i = 0; i < w->n_host; i++)
+        w->hx[i].dev_ns = w->hx[i].launch_ns;
+    for (size_t i = w->n_host; i-- > 0;) { /* children come after their parent */
+        size_t p = w->par[i];
+        if (p == NONE || p == DROPPED)
+            continue;
+        struct hx *x = &w->hx[p];
+        x->child_ns = num_sat_add(x->child_ns, len_of(w->host[i].s, w->host[i].e));
+        x->dev_ns = num_sat_add(x->dev_ns, w->hx[i].dev_ns);
+        if (tb_is_operator(&w->spans[w->host[i].span])) {
+            x->self_dev_ns = num_sat_add(x->self_dev_ns, w->hx[i].dev_ns);
+            x->n_ops++;
+        }
+    }
+    return 0;
+}
+
+/* The module rows, each call under its nearest module ancestor's row. */
+static int module_rows(struct work *w, struct analyse_tree *t)
+{
+    for (size_t i = 0; i < w->n_host; i++) {
+        const struct analyse_span *s = &w->spans[w->host[i].span];
+        struct hx *x = &w->hx[i];
+        size_t p = w->par[i];
+        x->row = NONE;
+        x->mod_anc = p == NONE || p == DROPPED ? NONE
+                     : tb_kind_of(&w->spans[w->host[p].span]) == TB_MODULE ? p
+                                                                           : w->hx[p].mod_anc;
+        if (i % STOP_EVERY == STOP_EVERY - 1 && stopped(w->stop))
+            return -ECANCELED;
+        if (p == DROPPED || tb_kind_of(s) != TB_MODULE)
+            continue;
+        t->n_module_spans++;
+        int64_t dur = len_of(w->host[i].s, w->host[i].e);
+        size_t key = x->mod_anc == NONE ? ANALYSE_SUM_TOP : 2 * w->hx[x->mod_anc].row;
+        size_t pre = sizeof MODULE_PREFIX - 1;
+        x->row = row_add(w, s->name + pre, s->name_len - pre, key, dur);
+        if (x->row == NONE)
+            return -ENOMEM;
+        struct rx *r = &w->rx[x->row];
+        r->self_ns = num_sat_add(r->self_ns, dur > x->child_ns ? dur - x->child_ns : 0);
+        r->self_dev_ns = num_sat_add(r->self_dev_ns, x->self_dev_ns);
+        r->operators += x->n_ops;
+        add_dev(r, x->dev_ns);
+    }
+    return 0;
+}
+
+static int modules(struct work *w, size_t n, int64_t first, int64_t last, struct analyse_tree *t)
+{
+    int r = analyse_sum_window(w->spans, n, first, last, &t->window);
+    if (r < 0)
+        return r;
+    w->host = malloc((n + 1) * sizeof *w->host);
+    struct dev_corr *dc = malloc((n + 1) * sizeof *dc);
+    if (!w->host || !dc) {
+        free(dc);
+        return -ENOMEM;
+    }
+    size_t n_dc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *s = &w->spans[i];
+        if (!analyse_sum_in_window(&t->window, s))
+            continue;
+        t->n_spans++;
+        t->n_steps += analyse_sum_type_of(s) == ANALYSE_SUM_PROFILE_STEP;
+        enum tb_kind k = tb_kind_of(s);
+        if (k == TB_DEVICE) {
+            t->n_device++;
+            if (s->correlation >= 0)
+                dc[n_dc++] = (struct dev_corr){s->correlation, len_of(s->ts_ns, end_of(s))};
+        } else if (k != TB_NONE) {
+            w->host[w->n_host++] = (struct analyse_sum_node){.span = i, .pid = s->pid,
+                                                             .tid = s->tid, .s = s->ts_ns,
+                                                             .e = end_of(s)};
+        }
+    }
+    qsort(dc, n_dc, sizeof *dc, cmp_dev_corr);
+    r = stopped(w->stop) ? -ECANCELED : tb_nest(w, dc, n_dc, t);
+    free(dc);
+    if (r == 0)
+        r = module_rows(w, t);
+    if (r == 0 && stopped(w->stop))
+        r = -ECANCELED;
+    return r < 0 ? r : order(w, t);
+}
+
+int analyse_tree_modules(const struct analyse_span *spans, size_t n, int64_t first_step,
+                         int64_t last_step, const _Atomic bool *stop, struct analyse_tree **ret)
+{
+    if ((!spans && n > 0) || !ret)
+        return -EINVAL;
+    struct analyse_tree *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    struct work w = {.spans = spans, .stop = stop, .modules = true};
+    int r = modules(&w, n, first_step, last_step, t);
+    work_free(&w);
+    if (r < 0) {
+        analyse_tree_free(t);
+        return r;
+    }
+    *ret = t;
+    return 0;
+}
+
 size_t analyse_tree_bytes(size_t n)
 {
     /* Per span: a host node with its parent, tree figures and the nesting's stack slot, or a
@@ -409,7 +685,8 @@ size_t analyse_tree_bytes(size_t n)
     size_t per = sizeof(struct analyse_sum_node) + 2 * sizeof(size_t) + sizeof(struct hx) +
                  sizeof(struct dnode) + sizeof(struct corr) +
                  2 * (sizeof(struct analyse_sum_row) + sizeof(struct rx)) + 4 * sizeof(size_t) +
-                 sizeof(struct analyse_sum_keyed) + 3 * sizeof(size_t) + sizeof(struct analyse_tree_node);
+                 sizeof(struct analyse_sum_keyed) + 3 * sizeof(size_t) +
+                 sizeof(struct analyse_tree_node);
     if (n > (SIZE_MAX - 65536) / per)
         return SIZE_MAX;
     return 65536 + n * per;

@@ -8,7 +8,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-const char *const web__tree_kind_names[WEB_TREE_KIND_COUNT] = {"operator"};
+const char *const web__tree_kind_names[WEB_TREE_KIND_COUNT] = {"operator", "module"};
 
 int web__tree_kind_parse(const char *s, enum web_tree_kind *ret)
 {
@@ -20,9 +20,9 @@ int web__tree_kind_parse(const char *s, enum web_tree_kind *ret)
     return -1;
 }
 
-static const char tree_csv_header[] =
-    "id,parent,depth,kind,name,calls,total_us,self_us,avg_us,max_us,min_us,percent,device_us,"
-    "self_device_us,device_avg_us,device_max_us,device_min_us,device_percent\n";
+static const char tree_csv_figures[] =
+    "calls,total_us,self_us,avg_us,max_us,min_us,percent,device_us,self_device_us,device_avg_us,"
+    "device_max_us,device_min_us,device_percent\n";
 
 /* ns / calls in µs, three decimals. */
 static void avg_us(struct sbuf *b, int64_t ns, int64_t calls)
@@ -31,9 +31,11 @@ static void avg_us(struct sbuf *b, int64_t ns, int64_t calls)
 }
 
 /* The figures of node x after its name, as JSON members (",\"calls\":...") or CSV cells
- * (",calls,..."); host figures null / empty on a device node. */
+ * (",calls,..."); host figures null / empty on a device node; a module's operators last. */
 static void figures(struct sbuf *b, const struct analyse_tree_node *x, bool csv)
 {
+    if (x->kind == ANALYSE_TREE_MODULE)
+        sbuf_printf(b, csv ? ",%" PRId64 : ",\"operators\":%" PRId64, x->operators);
     static const char *const json_keys[] = {
         ",\"calls\":", ",\"total_us\":", ",\"self_us\":", ",\"avg_us\":", ",\"max_us\":",
         ",\"min_us\":", ",\"percent\":", ",\"device_us\":", ",\"self_device_us\":",
@@ -65,10 +67,14 @@ static void figures(struct sbuf *b, const struct analyse_tree_node *x, bool csv)
     }
 }
 
-static void flat(struct sbuf *b, const struct analyse_tree *t, bool csv)
+static void flat(struct sbuf *b, const struct analyse_tree *t, bool csv, bool modules)
 {
-    if (csv)
-        sbuf_adds(b, tree_csv_header);
+    if (csv) {
+        sbuf_adds(b, "id,parent,depth,kind,name,");
+        if (modules)
+            sbuf_adds(b, "operators,");
+        sbuf_adds(b, tree_csv_figures);
+    }
     else
         sbuf_addc(b, '[');
     for (size_t i = 0; i < t->n; i++) {
@@ -110,9 +116,12 @@ static void nested(struct sbuf *b, const struct web_tree_doc *d)
         sbuf_adds(b, "null,\"last_step\":null");
     sbuf_printf(b, ",\"spans\":%zu,\"spans_read\":%zu,\"spans_cut\":%" PRId64
                    ",\"lines_bad\":%" PRId64 ",\"max_spans\":%zu,\"device_events\":%zu,"
-                   "\"device_events_linked\":%zu,\"n_nodes\":%zu,\"nodes\":[",
+                   "\"device_events_linked\":%zu,\"n_nodes\":%zu,",
                 t->n_spans, d->n_read, d->spans_cut, d->lines_bad, d->max_spans, t->n_device,
                 t->n_linked, t->n);
+    if (d->kind == WEB_TREE_MODULE)
+        sbuf_printf(b, "\"module_spans\":%zu,", t->n_module_spans);
+    sbuf_adds(b, "\"nodes\":[");
     unsigned open = 0; /* nodes whose "children" array is open */
     bool first = true;
     for (size_t i = 0; i < t->n; i++) {
@@ -137,7 +146,7 @@ static void nested(struct sbuf *b, const struct web_tree_doc *d)
 void web__render_tree(struct sbuf *b, const struct web_tree_doc *d, enum web_format fmt)
 {
     if (fmt == WEB_FORMAT_CSV || fmt == WEB_FORMAT_RECORDS)
-        flat(b, d->tree, fmt == WEB_FORMAT_CSV);
+        flat(b, d->tree, fmt == WEB_FORMAT_CSV, d->kind == WEB_TREE_MODULE);
     else
         nested(b, d);
 }

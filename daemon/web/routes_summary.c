@@ -1076,8 +1076,10 @@ static int run_tree(struct web_analysis *a)
     struct spans sp = {.max = a->max_spans, .work_bytes = analyse_tree_bytes};
     struct web_tree_doc d = {.kind = a->tree_kind, .rank = a->rank, .max_spans = a->max_spans};
     int r = read_spans(w, a->job.id, a->rank, &sp, &a->bg);
-    if (r == 0 && (r = analyse_tree_operators(sp.v, sp.n, a->first, a->last,
-                                              &w->analyses_stopping, &d.tree)) == -ECANCELED)
+    if (r == 0 && (r = (a->tree_kind == WEB_TREE_MODULE ? analyse_tree_modules
+                                                        : analyse_tree_operators)(
+                       sp.v, sp.n, a->first, a->last, &w->analyses_stopping, &d.tree)) ==
+                      -ECANCELED)
         r = -ECONNABORTED;
     if (r == 0 && (r = budget_check(&a->bg)) == 0)
         r = budget_charge(&a->bg, spans_bytes(&sp) +
@@ -1478,7 +1480,7 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
         if (r < 0)
             return 0;
         if (r > 0 && web__tree_kind_parse(tk, &tree_kind) < 0)
-            return bad(a, "kind: operator");
+            return bad(a, "kind: operator or module");
     }
     struct store_rank *ranks = NULL;
     size_t n_ranks = 0;

@@ -103,10 +103,11 @@ void web__csv_name(struct sbuf *b, const char *s, size_t n);
 /* /tree?kind=: which hierarchy (render_tree.c). */
 enum web_tree_kind {
     WEB_TREE_OPERATOR, /* Paddle's operator tree (analyse_tree_operators()) */
+    WEB_TREE_MODULE,   /* torch-tb-profiler's module view (analyse_tree_modules()) */
     WEB_TREE_KIND_COUNT,
 };
 
-/* "operator". */
+/* "operator", "module". */
 extern const char *const web__tree_kind_names[WEB_TREE_KIND_COUNT];
 
 /* Returns 0 and sets *ret, or -1 for an unknown kind. */

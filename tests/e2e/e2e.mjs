@@ -715,6 +715,21 @@ test('hierarchy: the operator tree of a real H200 run opens and closes, every sh
   const part = await api(`/api/v1/jobs/${job.id}/tree?kind=operator&rank=0&steps=3-4`);
   await until(page, (n) => document.querySelectorAll('[data-table="tree"] tbody tr').length === n, walkCount(part.nodes));
   if (!(await page.textContent('#tree-about')).includes('Steps 3–4')) fail('the step range is said');
+  // the Modules switch: torch-tb-profiler's module view of the same run
+  await page.click('[data-tab="module"]');
+  await until(page, () => location.hash.includes('kind=module'));
+  const mods = await api(`/api/v1/jobs/${job.id}/tree?kind=module&rank=0&steps=3-4`);
+  await until(page, (n) => document.querySelectorAll('[data-table="tree"] tbody tr').length === n, walkCount(mods.nodes));
+  expectEq(await visible(), mods.nodes.map((n) => n.id), 'modules: top level only');
+  const seq = mods.nodes.find((n) => n.children.length);
+  await page.click(`[data-table="tree"] tr[data-id="${seq.id}"] button.toggle`);
+  const kid = seq.children[0];
+  const krow = await cells(kid.id);
+  expectEq(krow.slice(0, 4), [kid.name, 'module', String(kid.calls), String(kid.operators)], 'module row name, kind, calls, operators');
+  expectEq(krow[4], await fmtUsText(page, kid.total_us), 'module total');
+  expectEq(krow[8], await fmtUsText(page, kid.device_us), 'module device');
+  expectEq((await page.$$eval('[data-table="tree"] thead th', (ths) => ths.map((th) => th.textContent))).slice(0, 5), ['name', 'kind', 'calls', 'operators', 'total'], 'module columns');
+  await shot(page, 'tree-module-open');
 });
 
 function walkCount(nodes) {

@@ -101,3 +101,74 @@ def test_tree_errors(daemon, tmp):
         got = daemon.request(f"/api/v1/jobs/tree-e/tree?{q}")[0]
         assert got == st, (q, got)
     assert daemon.request("/api/v1/jobs/no-such-job/tree")[0] == 404
+
+
+def tb_modules(name):
+    return json.loads((DATA.parent / name).read_text())["modules"]
+
+
+def test_module_view_equals_tb_profiler(daemon, tmp):
+    """/tree?kind=module against torch-tb-profiler 0.4.3's own module view of the same trace
+    (tests/analyse/tb_profiler_modules.py, its answers committed beside the trace): the same
+    modules, nested the same way, with tb-profiler's occurrences, operators, host and self host
+    time; device and self device time against the plugin run with torch 2.x's cuda_runtime
+    category read as its "Runtime" (0.4.3 does not know cuda_runtime and links no kernel)."""
+    plain = tb_modules("cuda_views_h200/trace_a.tb_modules.json")
+    linked = tb_modules("cuda_views_h200/trace_a.tb_modules_runtime.json")
+    imported(daemon, tmp, "mod-a", DATA / "trace_a.json.gz")
+    doc = daemon.get_json("/api/v1/jobs/mod-a/tree?kind=module")
+    assert doc["kind"] == "module" and doc["module_spans"] == 50 and doc["n_steps"] == 5
+
+    def near(ours, theirs, terms):
+        return abs(ours - theirs) <= 0.003 * terms + 1e-6
+
+    def check(ours, host, dev, path):
+        assert [n["name"] for n in ours] == [m["name"] for m in host] == [m["name"] for m in dev], path
+        for n, h, d in zip(ours, host, dev):
+            where = path + [n["name"]]
+            occ = h["occurences"]
+            terms = occ * (2 + len(h["children"]) + h["operators"])
+            assert (n["kind"], n["calls"], n["operators"]) == ("module", occ, h["operators"]), where
+            assert near(n["total_us"], h["host_duration"], occ), (where, n, h)
+            assert near(n["self_us"], h["self_host_duration"], terms), (where, n, h)
+            assert (h["device_duration"], h["self_device_duration"]) == (0, 0)
+            assert near(n["device_us"], d["device_duration"], terms), (where, n, d)
+            assert near(n["self_device_us"], d["self_device_duration"], terms), (where, n, d)
+            check(n["children"], h["children"], d["children"], where)
+
+    check(doc["nodes"], plain, linked, [])
+    assert sum(n["device_us"] > 0 for n in doc["nodes"][1]["children"]) == 7
+    # the flat form: a module's operators after its name
+    st, hdr, body = daemon.request("/api/v1/jobs/mod-a/tree?kind=module&format=csv")
+    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    assert [(r["name"], r["depth"], r["operators"]) for r in rows][:3] == \
+        [("CrossEntropyLoss_0", "0", "5"), ("Sequential_0", "0", "0"), ("Conv2d_0", "1", "5")]
+
+
+def test_module_view_without_module_events(daemon, tmp):
+    """No module spans, no module tree, as tb-profiler (its view is None): a Kineto trace whose
+    "Module Hierarchy" args are empty, and a CPU trace of Debian's torch 1.13 (no Kineto: its
+    legacy export has no python_function events, so with_modules=True adds nothing)."""
+    assert tb_modules("cpu_ops_rank_non_gpu.tb_modules.json") is None
+    imported(daemon, tmp, "mod-none", DATA.parent / "cpu_ops_rank_non_gpu.json.gz")
+    doc = daemon.get_json("/api/v1/jobs/mod-none/tree?kind=module")
+    assert (doc["module_spans"], doc["n_nodes"], doc["nodes"]) == (0, 0, [])
+    assert daemon.get_json("/api/v1/jobs/mod-none/tree?kind=operator")["n_nodes"] > 10
+    out = tmp / "t113.json"
+    script = (
+        "import sys, torch\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())\n"
+        "with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],\n"
+        "                            with_modules=True, with_stack=True) as p:\n"
+        "    for _ in range(2):\n"
+        "        net(torch.randn(2, 8)).sum().backward()\n"
+        "p.export_chrome_trace(sys.argv[1])\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", script, str(out)], capture_output=True,
+                       text=True, timeout=300, env=clean_env(tmp))
+    assert r.returncode == 0, r.stderr
+    events = json.loads(out.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert len(events) > 20 and not [e for e in events if e.get("cat") == "python_function"]
+    imported(daemon, tmp, "mod-113", out)
+    doc = daemon.get_json("/api/v1/jobs/mod-113/tree?kind=module")
+    assert (doc["module_spans"], doc["n_nodes"]) == (0, 0)

@@ -144,6 +144,72 @@ START_TEST(test_tree_operators)
 }
 END_TEST
 
+/* torch-tb-profiler's module view on one thread, one step:
+ *   nn.Module: Net_0 [0, 1000) {
+ *     aten::linear [10, 100) { cudaLaunchKernel [20, 30) corr 1 -> k1 (40 ns) }
+ *     nn.Module: Linear_0 [100, 400) { aten::addmm [110, 300) { cudaLaunchKernel [120, 130)
+ *                                         corr 2 -> k2 (60 ns) }
+ *                                    Optimizer.step#SGD.step [300, 350) (no operator) }
+ *     cudaLaunchKernel [450, 460) corr 3 -> k3 (10 ns) (under the module itself: not linked by
+ *                                                         tb-profiler's External id)
+ *     aten::relu [500, 1100) (ends past the module: left out, as tb-profiler does)
+ *     nn.Module: Linear_0 [600, 700) }
+ *   a python_function that is no module [0, 1000) and a second call of Net_0 [2000, 2100). */
+static size_t modules_trace(struct analyse_span *s)
+{
+    size_t n = 0;
+    s[n++] = mk(0, 3000, 1, "user_annotation", "ProfilerStep#1", -1);
+    s[n++] = mk(0, 1000, 1, "python_function", "nn.Module: Net_0", -1);
+    s[n++] = mk(0, 1000, 1, "python_function", "train.py(3): step", -1);
+    s[n++] = mk(10, 90, 1, "cpu_op", "aten::linear", -1);
+    s[n++] = mk(20, 10, 1, "cuda_runtime", "cudaLaunchKernel", 1);
+    s[n++] = mk(40, 40, 0, "kernel", "k1", 1);
+    s[n++] = mk(100, 300, 1, "python_function", "nn.Module: Linear_0", -1);
+    s[n++] = mk(110, 190, 1, "cpu_op", "aten::addmm", -1);
+    s[n++] = mk(120, 10, 1, "cuda_runtime", "cudaLaunchKernel", 2);
+    s[n++] = mk(150, 60, 0, "kernel", "k2", 2);
+    s[n++] = mk(300, 50, 1, "cpu_op", "Optimizer.step#SGD.step", -1);
+    s[n++] = mk(450, 10, 1, "cuda_runtime", "cudaLaunchKernel", 3);
+    s[n++] = mk(470, 10, 0, "kernel", "k3", 3);
+    s[n++] = mk(500, 600, 1, "cpu_op", "aten::relu", -1);
+    s[n++] = mk(600, 100, 1, "python_function", "nn.Module: Linear_0", -1);
+    s[n++] = mk(2000, 100, 1, "python_function", "nn.Module: Net_0", -1);
+    return n;
+}
+
+START_TEST(test_tree_modules)
+{
+    struct analyse_span s[32];
+    size_t n = modules_trace(s);
+    struct analyse_tree *t = NULL;
+    ck_assert_int_eq(analyse_tree_modules(s, n, ANALYSE_ST_ALL_FIRST, ANALYSE_ST_ALL_LAST, NULL,
+                                          &t),
+                     0);
+    ck_assert_uint_eq(t->n_module_spans, 4);
+    ck_assert_uint_eq(t->n_device, 3);
+    ck_assert_uint_eq(t->n_linked, 2); /* k3's runtime call sits right under a module */
+    ck_assert_uint_eq(t->n, 2);
+    const struct analyse_tree_node *net = &t->nodes[0], *lin = &t->nodes[1];
+    ck_assert(named(net, "Net_0") && net->kind == ANALYSE_TREE_MODULE);
+    ck_assert_int_eq(net->calls, 2);
+    ck_assert_int_eq(net->operators, 1); /* aten::linear; relu is left out */
+    ck_assert_int_eq(net->total_ns, 1100);
+    /* self: 1000 - 90 - 300 - 100 (the runtime call is no node), + 100 */
+    ck_assert_int_eq(net->self_ns, 510 + 100);
+    ck_assert_int_eq(net->device_ns, 40 + 60);
+    ck_assert_int_eq(net->self_device_ns, 40);
+    ck_assert(named(lin, "Linear_0") && lin->parent == 0 && lin->depth == 1);
+    ck_assert_int_eq(lin->calls, 2);
+    ck_assert_int_eq(lin->operators, 1); /* the optimizer step is no operator to tb-profiler */
+    ck_assert_int_eq(lin->total_ns, 400);
+    ck_assert_int_eq(lin->self_ns, 300 - 190 - 50 + 100);
+    ck_assert_int_eq(lin->device_ns, 60);
+    ck_assert_int_eq(lin->self_device_ns, 60);
+    ck_assert_double_eq_tol(lin->ratio, 400.0 / 1100, 1e-12);
+    analyse_tree_free(t);
+}
+END_TEST
+
 /* A stop requested before the computation ends it with -ECANCELED. */
 START_TEST(test_tree_stop)
 {
@@ -165,6 +231,7 @@ int main(void)
     TCase *tc = tcase_create("tree");
     tcase_add_test(tc, test_tree_operators);
     tcase_add_test(tc, test_tree_stop);
+    tcase_add_test(tc, test_tree_modules);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
