@@ -103,6 +103,31 @@ int decode_line(struct line_decoder *ld, const char *line, size_t len, struct re
 int decode_hello_line(struct line_decoder *ld, const char *line, size_t len,
                       struct record_hello *ret);
 
+/* What torch's Kineto writes in a trace event's "args" that the kernel and communication
+ * tables read (analyse_tbprof.h), read by a second pass over the line made only on demand (the
+ * ingest path never reads them). Members of another type are absent, never an error. */
+#define DECODE_INPUTS_MAX 64 /* "Input Dims" / "Input type" entries read; the rest are ignored */
+#define DECODE_TYPE_MAX 32   /* bytes kept of an "Input type" string, NUL included */
+
+struct decode_trace_args {
+    double blocks_per_sm;  /* "blocks per SM", -1 if absent */
+    double occupancy_pct;  /* "est. achieved occupancy %", -1 if absent */
+    int64_t regs;          /* "registers per thread", -1 if absent */
+    int64_t smem;          /* "shared memory", -1 if absent */
+    int32_t grid[3];       /* "grid": its first n_grid integers */
+    int32_t block[3];      /* "block" */
+    uint8_t n_grid, n_block;
+    size_t n_dims;         /* "Input Dims" entries read; 0 if absent */
+    int64_t elems[DECODE_INPUTS_MAX]; /* each entry's product of sizes (1 for []), -1 when it
+                                         is not a list of integers; saturates at INT64_MAX */
+    size_t n_types;        /* "Input type" entries read */
+    char type[DECODE_INPUTS_MAX][DECODE_TYPE_MAX]; /* each a string ("" if not one), cut */
+};
+
+/* Reads a stored trace event line's args into *ret (all absent when the line has none). Returns
+ * 0, or -EINVAL when the line is not a JSON object (*ret then all absent). */
+int decode_args_read(const char *line, size_t len, struct decode_trace_args *ret);
+
 #ifdef __cplusplus
 }
 #endif

@@ -73,6 +73,8 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_MEMORY, "/api/v1/jobs/{job}/memory"},
     {WEB_ROUTE_TREE, "/api/v1/jobs/{job}/tree"},
     {WEB_ROUTE_OPERATOR_VIEW, "/api/v1/jobs/{job}/operator-view"},
+    {WEB_ROUTE_KERNEL_DETAILS, "/api/v1/jobs/{job}/kernels/details"},
+    {WEB_ROUTE_COMM_OPS, "/api/v1/jobs/{job}/comm-ops"},
     {WEB_ROUTE_CAPTURES, "/api/v1/jobs/{job}/captures"},
     {WEB_ROUTE_CAPTURE, "/api/v1/jobs/{job}/captures/{id}"},
     {WEB_ROUTE_CAPTURE_CANCEL, "/api/v1/jobs/{job}/captures/{id}/cancel"},

@@ -47,6 +47,8 @@ enum web_route_id {
     WEB_ROUTE_MEMORY,      /* /api/v1/jobs/{job}/memory (routes_summary.c) */
     WEB_ROUTE_TREE,        /* /api/v1/jobs/{job}/tree (routes_summary.c) */
     WEB_ROUTE_OPERATOR_VIEW, /* /api/v1/jobs/{job}/operator-view (routes_summary.c) */
+    WEB_ROUTE_KERNEL_DETAILS, /* /api/v1/jobs/{job}/kernels/details (routes_summary.c) */
+    WEB_ROUTE_COMM_OPS,    /* /api/v1/jobs/{job}/comm-ops (routes_summary.c) */
     WEB_ROUTE_OPENAPI,     /* /api/v1/openapi.json */
     WEB_ROUTE_METRICS,     /* /metrics: Prometheus text (metrics.c) */
     WEB_ROUTE_EVENTS,      /* /api/v1/events (events.c) */

@@ -239,6 +239,8 @@ static int get_summary(struct web *w, const struct web_req *q, const struct web_
     struct store_job job;
     if (web__find_live_job(w, rt, &job, a) < 0)
         return 0;
+    if (rt->id == WEB_ROUTE_KERNEL_DETAILS || rt->id == WEB_ROUTE_COMM_OPS)
+        return web__route_tbprof(w, q, rt, &job, a);
     return web__route_summary(w, q, rt, &job, a);
 }
 
@@ -269,6 +271,8 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
     case WEB_ROUTE_MEMORY:
     case WEB_ROUTE_TREE:
     case WEB_ROUTE_OPERATOR_VIEW:
+    case WEB_ROUTE_KERNEL_DETAILS:
+    case WEB_ROUTE_COMM_OPS:
         return get_summary(w, q, r, a);
     case WEB_ROUTE_CAPTURES:
     case WEB_ROUTE_CAPTURE:

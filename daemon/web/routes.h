@@ -180,6 +180,10 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
  * wakes the connection http.c asks web__analysis_answer() for the real one. */
 int web__route_summary(struct web *w, const struct web_req *q, const struct web_route *r,
                        const struct store_job *job, struct web_answer *a);
+/* /kernels/details and /comm-ops (torch-tb-profiler's kernel and communication tables), on the
+ * same analysis threads and bounds. */
+int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_route *r,
+                      const struct store_job *job, struct web_answer *a);
 int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answer *a);
 /* web_start(): the lock and cond. web_stop(): before the server stops, stops the running
  * analyses (as if their clients had gone) and waits for them; after it, frees what is left. */

@@ -284,6 +284,10 @@ struct spans {
                                         read: v moves while it grows) */
     bool aicpu;                      /* read only AI CPU tasks (spans with args.dispatch_time_us) */
     struct analyse_aicpu_task *task; /* with aicpu: [n], task[i] is v[i]'s */
+    bool tb;                         /* read for torch-tb-profiler's kernel and communication
+                                        tables: only kernels, runtime calls and host operators,
+                                        with their links and Kineto args */
+    struct analyse_tbk_args *targ;   /* with tb: [n], targ[i] is v[i]'s */
     /* Paddle's profiler windows (not with aicpu; docs/PROTOCOL.md 9): their ExtraInfo records
      * and their memory events (at most max; past it counted in cut). */
     struct extra *extra;
@@ -320,6 +324,8 @@ static uint64_t spans_bytes(const struct spans *s)
         b += (uint64_t)s->cap * sizeof *s->task;
     if (s->opview)
         b += (uint64_t)s->cap * sizeof *s->opv;
+    if (s->tb)
+        b += (uint64_t)s->cap * sizeof *s->targ;
     if (s->work_bytes)
         b += s->work_bytes(s->n);
     return b;
@@ -356,6 +362,7 @@ static void spans_free(struct spans *s)
     free(s->v);
     free(s->opv);
     free(s->task);
+    free(s->targ);
     free(s->extra);
     free(s->mem);
     free(s->mv);
@@ -525,6 +532,45 @@ static int opv_event(struct spans *s, const struct record *rec, const char *line
     return 0;
 }
 
+/* The spans torch-tb-profiler's tables read: kernels, runtime calls, host operators. */
+static bool tb_role(enum analyse_role role)
+{
+    return role == ANALYSE_ROLE_KERNEL || (ANALYSE_ROLE_BIT(role) & ANALYSE_ROLES_HOST);
+}
+
+/* A span's Kineto args as the tables read them: a kernel's launch figures, a communication
+ * operator's input bytes (a second pass over the line, only for those two roles). */
+static void tb_args(enum analyse_role role, const char *line, size_t len,
+                    struct analyse_tbk_args *ret)
+{
+    *ret = (struct analyse_tbk_args){.blocks_per_sm = -1, .occupancy_pct = -1, .regs = -1,
+                                     .smem = -1, .input_bytes = -1};
+    if (role != ANALYSE_ROLE_KERNEL && role != ANALYSE_ROLE_COMMUNICATION)
+        return;
+    struct decode_trace_args a;
+    if (decode_args_read(line, len, &a) < 0)
+        return;
+    ret->blocks_per_sm = a.blocks_per_sm;
+    ret->occupancy_pct = a.occupancy_pct;
+    ret->regs = a.regs;
+    ret->smem = a.smem;
+    memcpy(ret->grid, a.grid, sizeof ret->grid);
+    memcpy(ret->block, a.block, sizeof ret->block);
+    ret->n_grid = a.n_grid;
+    ret->n_block = a.n_block;
+    if (a.n_dims == 0)
+        return;
+    /* torch-tb-profiler: per "Input Dims" entry, its element count times the bytes of the
+     * "Input type" at the same position (an unknown type, or none, counts 0). */
+    int64_t bytes = 0;
+    for (size_t i = 0; i < a.n_dims; i++) {
+        int64_t each = i < a.n_types ? analyse_tbk_type_bytes(a.type[i], strlen(a.type[i])) : 0;
+        if (a.elems[i] > 0 && each > 0)
+            bytes = a.elems[i] > (INT64_MAX - bytes) / each ? INT64_MAX : bytes + a.elems[i] * each;
+    }
+    ret->input_bytes = bytes;
+}
+
 /* Reads the X spans of job's rank into *s, charging bg as it grows. Returns 0, -ENOENT, -ENOMEM,
  * -EIO, budget_check()'s -ETIMEDOUT / -ECONNABORTED or budget_charge()'s -E2BIG / -EBUSY. */
 static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
@@ -550,7 +596,7 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             s->bad++;
             continue;
         }
-        if (!s->aicpu && rec.kind == RECORD_TRACE && rec.ph != 'X' &&
+        if (!s->aicpu && !s->tb && rec.kind == RECORD_TRACE && rec.ph != 'X' &&
             (r = paddle_record(s, &rec)) != 0) {
             if (r < 0)
                 break;
@@ -562,6 +608,15 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
         /* A span reaching past the end of time ends there. */
         if (rec.ts_ns > 0 && rec.dur_ns > INT64_MAX - rec.ts_ns)
             rec.dur_ns = INT64_MAX - rec.ts_ns;
+        /* The tables' read keeps only the roles it needs: their names first. */
+        const struct intern *in = s->tb ? intern_get(s, rec.cat, rec.name) : NULL;
+        if (s->tb && (!in || !tb_role(in->role))) {
+            if (!in) {
+                r = -ENOMEM;
+                break;
+            }
+            continue;
+        }
         if (s->n >= s->max) {
             s->cut++;
             continue;
@@ -590,10 +645,17 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                 }
                 s->opv = o;
             }
+            if (s->tb) {
+                struct analyse_tbk_args *t = realloc(s->targ, cap * sizeof *t);
+                if (!t) {
+                    r = -ENOMEM;
+                    break;
+                }
+                s->targ = t;
+            }
             s->cap = cap;
         }
-        const struct intern *in = intern_get(s, rec.cat, rec.name);
-        if (!in) {
+        if (!in && !(in = intern_get(s, rec.cat, rec.name))) {
             r = -ENOMEM;
             break;
         }
@@ -606,6 +668,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                                              .role = in->role};
         if (s->opview && (r = opv_event(s, &rec, ev.line, ev.len)) < 0)
             break;
+        if (s->tb)
+            tb_args(in->role, ev.line, ev.len, &s->targ[s->n - 1]);
         if (s->aicpu)
             s->task[s->n - 1] = (struct analyse_aicpu_task){
                 .name = in->name, .name_len = in->name_len, .total_ns = rec.dur_ns,
@@ -901,6 +965,12 @@ out:
     return r;
 }
 
+enum web_tb_table {
+    WEB_TB_NONE,
+    WEB_TB_KERNELS, /* /kernels/details */
+    WEB_TB_COMM,    /* /comm-ops */
+};
+
 /* One analysis, run on a thread of its own while its connection is suspended. */
 struct web_analysis {
     struct web_analysis *next;      /* w->analyses */
@@ -918,6 +988,11 @@ struct web_analysis {
     char name[512], shape[2048];    /* opview: ?name=, ?input_shape= ("": none) */
     int64_t offset, limit;          /* opview: the page */
     struct web_diff_steps *diff;    /* a diff with step ranges (then job, kind, rank unused) */
+    enum web_tb_table tb;           /* torch-tb-profiler's tables (not bench, not a summary) */
+    enum analyse_tbk_group tbk_group; /* WEB_TB_KERNELS */
+    enum analyse_tbc_link link;     /* WEB_TB_COMM */
+    int64_t *ranks;                 /* WEB_TB_COMM: the job's ranks, read one after another */
+    size_t n_ranks;
     struct store_job job;
     int64_t events;                 /* the rank's stored events: the reservation's spans */
     enum web_summary_kind kind;
@@ -1240,6 +1315,68 @@ static int run_diff(struct web_analysis *an)
     return r;
 }
 
+/* What the tables hold beyond the spans: a few words per span (the link's sort and stack, the
+ * rows). */
+static size_t tb_work_bytes(size_t n)
+{
+    return 65536 + n * (sizeof(struct analyse_tbk_args) + 8 * sizeof(int64_t) +
+                        sizeof(struct analyse_tbk_row));
+}
+
+/* torch-tb-profiler's kernel view of one rank. */
+static int run_tb_kernels(struct web_analysis *a)
+{
+    struct spans sp = {.max = a->max_spans, .tb = true, .work_bytes = tb_work_bytes};
+    struct web_tbk_doc d = {.rank = a->rank, .group = a->tbk_group};
+    struct analyse_tbk *t = NULL;
+    int r = read_spans(a->w, a->job.id, a->rank, &sp, &a->bg);
+    if (r == 0)
+        r = analyse_tbk_compute(sp.v, sp.targ, sp.n, a->tbk_group, &t);
+    if (r == 0 && (r = budget_check(&a->bg)) == 0)
+        r = budget_charge(&a->bg, spans_bytes(&sp) + (uint64_t)WEB_SUMMARY_ROW_BYTES * t->n_rows);
+    if (r == 0) {
+        d.t = t;
+        d.n_read = sp.n;
+        d.spans_cut = sp.cut;
+        d.lines_bad = sp.bad;
+        web__render_tbk(&a->b, &d, a->fmt);
+    }
+    analyse_tbk_free(t);
+    spans_free(&sp);
+    return r;
+}
+
+/* Its communication-operator table: each rank read in turn (only its calls kept), then aligned. */
+static int run_tb_comm(struct web_analysis *a)
+{
+    struct analyse_tbc_rank *calls = calloc(a->n_ranks ? a->n_ranks : 1, sizeof *calls);
+    struct web_tbc_doc d = {.link = a->link, .rank = a->rank, .ranks = a->ranks,
+                            .n_ranks = a->n_ranks};
+    struct analyse_tbc *t = NULL;
+    int r = calls ? 0 : -ENOMEM;
+    for (size_t i = 0; r == 0 && i < a->n_ranks; i++) {
+        struct spans sp = {.max = a->max_spans, .tb = true, .work_bytes = tb_work_bytes};
+        r = read_spans(a->w, a->job.id, a->ranks[i], &sp, &a->bg);
+        if (r == 0)
+            r = analyse_tbc_calls(sp.v, sp.targ, sp.n, a->link, a->ranks[i], &calls[i]);
+        d.n_read += sp.n;
+        d.spans_cut += sp.cut;
+        d.lines_bad += sp.bad;
+        spans_free(&sp);
+    }
+    if (r == 0)
+        r = analyse_tbc_table(calls, a->n_ranks, &t);
+    if (r == 0 && (r = budget_check(&a->bg)) == 0) {
+        d.t = t;
+        web__render_tbc(&a->b, &d, a->fmt);
+    }
+    analyse_tbc_free(t);
+    for (size_t i = 0; calls && i < a->n_ranks; i++)
+        analyse_tbc_rank_done(&calls[i]);
+    free(calls);
+    return r;
+}
+
 /* The analysis thread: computes and renders, gives the slot back, then wakes the connection
  * (under the lock, so web__analyses_stop() cannot let the server stop before the wake); the
  * server then calls the access handler again, which takes the answer (web__analysis_answer()). */
@@ -1249,14 +1386,16 @@ static void *analysis_main(void *arg)
     struct web *w = a->w;
     size_t n = a->events < 0 ? 0 : (uint64_t)a->events < a->max_spans ? (size_t)a->events
                                                                         : a->max_spans;
-    bool tables = a->tree || a->opview || a->diff || (!a->bench && rendered_rows(a->kind, NULL) > 0);
-    bool summary = !a->bench && !a->memory && !a->tree && !a->opview && !a->diff &&
+    bool tables = a->tb || a->tree || a->opview || a->diff ||
+                  (!a->bench && rendered_rows(a->kind, NULL) > 0);
+    bool summary = !a->bench && !a->memory && !a->tree && !a->opview && !a->diff && !a->tb &&
                    a->kind != WEB_SUMMARY_AICPU;
     a->r = budget_reserve(&a->bg,
                           forecast(n, !a->bench && !a->memory && !a->tree && !a->opview &&
-                                          !a->diff && !summary,
+                                          !a->diff && !a->tb && !summary,
                                    a->opview,
-                                   a->memory   ? analyse_memview_bytes
+                                   a->tb       ? tb_work_bytes
+                                   : a->memory ? analyse_memview_bytes
                                    : a->tree   ? analyse_tree_bytes
                                    : a->opview ? analyse_opview_bytes
                                    : a->diff   ? analyse_stepops_bytes
@@ -1264,12 +1403,14 @@ static void *analysis_main(void *arg)
                                                : small_work_bytes,
                                    a->tree ? 2 * n : tables || a->memory ? n : 0));
     if (a->r == 0)
-        a->r = a->bench    ? run_benchmark(a)
-               : a->memory ? run_memory(a)
-               : a->tree   ? run_tree(a)
-               : a->opview ? run_opview(a)
-               : a->diff   ? run_diff(a)
-                           : run_summary(a);
+        a->r = a->tb == WEB_TB_KERNELS ? run_tb_kernels(a)
+               : a->tb == WEB_TB_COMM  ? run_tb_comm(a)
+               : a->bench              ? run_benchmark(a)
+               : a->memory             ? run_memory(a)
+               : a->tree               ? run_tree(a)
+               : a->opview             ? run_opview(a)
+               : a->diff               ? run_diff(a)
+                                       : run_summary(a);
     budget_release(&a->bg);
     slot_put(w);
     pthread_mutex_lock(&w->analyses_lock);
@@ -1320,6 +1461,7 @@ static void diff_steps_free(struct web_diff_steps *d)
 
 static void analysis_free(struct web_analysis *a)
 {
+    free(a->ranks);
     sbuf_done(&a->b);
     diff_steps_free(a->diff);
     free(a);
@@ -1358,7 +1500,8 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
         send_failure(w, a, an->r, an->bg.refused,
-                     an->opview   ? "operator-view"
+                     an->tb       ? "tables"
+                     : an->opview ? "operator-view"
                      : an->bench  ? "benchmark"
                      : an->memory ? "memory"
                      : an->tree   ? "tree"
@@ -1369,10 +1512,15 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
 }
 
 /* Starts an's analysis on a thread of its own and parks the connection (an is then the
- * thread's), or answers busy and frees an. Returns 0. */
+ * thread's), or answers unavailable (the server is stopping) or busy and frees an. Returns 0. */
 static int start(struct web *w, const struct web_req *q, struct web_analysis *an,
                  struct web_answer *a)
 {
+    if (atomic_load_explicit(&w->analyses_stopping, memory_order_relaxed) || !w->analyses_ready) {
+        analysis_free(an);
+        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "the server is stopping");
+    }
     if (slot_take(w, a) < 0) {
         analysis_free(an);
         return 0;
@@ -1497,22 +1645,17 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     free(ranks);
     if (!known)
         return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
-    if (atomic_load_explicit(&w->analyses_stopping, memory_order_relaxed) || !w->analyses_ready)
-        return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                          "the server is stopping");
     struct web_analysis *an = calloc(1, sizeof *an);
     if (!an)
         return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
     *an = (struct web_analysis){.bench = rt->id == WEB_ROUTE_BENCHMARK,
                                 .memory = rt->id == WEB_ROUTE_MEMORY,
                                 .tree = rt->id == WEB_ROUTE_TREE, .tree_kind = tree_kind,
-                                .points = (size_t)points, .table = mtable,
-                                .opview = opview, .group = group, .offset = offset,
-                                .limit = limit,
-                                .job = *job, .events = events, .kind = kind, .rank = rank,
-                                .first = first,
-                                .last = last, .skip = skip, .max_spans = (size_t)max_spans,
-                                .fmt = fmt};
+                                .points = (size_t)points, .table = mtable, .opview = opview,
+                                .group = group, .offset = offset, .limit = limit,
+                                .job = *job, .events = events, .kind = kind,
+                                .rank = rank, .first = first, .last = last, .skip = skip,
+                                .max_spans = (size_t)max_spans, .fmt = fmt};
     memcpy(an->unit, unit, sizeof an->unit);
     memcpy(an->device, device, sizeof an->device);
     memcpy(an->name, name, sizeof an->name);
@@ -1540,5 +1683,77 @@ int web__route_diff_steps(struct web *w, const struct web_req *q, struct web_dif
         return web__error(a, WEB_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                           "the server is stopping");
     }
+    return start(w, q, an, a);
+}
+
+/* ?NAME= one of words[0, n) (absent: words[0]) into *ret; -1 answered (400 msg). */
+static int param_word(const struct web_req *q, struct web_answer *a, const char *name,
+                      const char *const *words, int n, const char *msg, int *ret)
+{
+    char buf[24];
+    size_t len;
+    *ret = 0;
+    int r = web__param_str(q, a, name, buf, sizeof buf, &len);
+    if (r <= 0)
+        return r;
+    for (int i = 0; i < n; i++)
+        if (strcmp(buf, words[i]) == 0) {
+            *ret = i;
+            return 0;
+        }
+    bad(a, msg);
+    return -1;
+}
+
+int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_route *rt,
+                      const struct store_job *job, struct web_answer *a)
+{
+    static const char *const groups[] = {"name", "operator"};
+    static const char *const links[] = {"launch", "external_id"};
+    bool comm = rt->id == WEB_ROUTE_COMM_OPS;
+    int64_t rank, max_spans;
+    int group = 0, link = 0;
+    enum web_format fmt;
+    if (web__param_i64(q, a, "rank", 0, INT32_MAX, comm ? -1 : 0, &rank) < 0 ||
+        web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
+                       &max_spans) < 0 ||
+        (!comm && param_word(q, a, "group", groups, 2, "group: name or operator", &group) < 0) ||
+        (comm && param_word(q, a, "link", links, 2, "link: launch or external_id", &link) < 0))
+        return 0;
+    struct store_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    int r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
+    if (r < 0)
+        return web__store_error(a, r, "store_query_ranks");
+    struct web_analysis *an = calloc(1, sizeof *an);
+    int64_t *ids = calloc(n_ranks ? n_ranks : 1, sizeof *ids);
+    if (!an || !ids) {
+        free(ranks);
+        free(an);
+        free(ids);
+        return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+    }
+    bool known = rank < 0;
+    int64_t events = 0;
+    for (size_t i = 0; i < n_ranks; i++) {
+        ids[i] = ranks[i].rank;
+        if (ranks[i].rank == rank)
+            known = true;
+        /* read one rank at a time: the reservation is the largest one's */
+        if ((ranks[i].rank == rank || (comm && rank < 0) || comm) && ranks[i].events > events)
+            events = ranks[i].events;
+    }
+    free(ranks);
+    if (!known) {
+        free(an);
+        free(ids);
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    }
+    *an = (struct web_analysis){.tb = comm ? WEB_TB_COMM : WEB_TB_KERNELS, .job = *job,
+                                .events = events, .rank = rank, .max_spans = (size_t)max_spans,
+                                .fmt = fmt, .tbk_group = (enum analyse_tbk_group)group,
+                                .link = (enum analyse_tbc_link)link, .ranks = ids,
+                                .n_ranks = n_ranks};
     return start(w, q, an, a);
 }

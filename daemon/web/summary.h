@@ -17,6 +17,7 @@
 #include "../analyse/analyse_opview.h"
 #include "../analyse/analyse_summary.h"
 #include "../analyse/analyse_tree.h"
+#include "../analyse/analyse_tbprof.h"
 #include "render.h"
 
 #define WEB_SUMMARY_SPANS_DEFAULT 1000000 /* spans read from the store per answer, unless
@@ -158,5 +159,31 @@ struct web_diff_steps {
     size_t max_spans;  /* spans read per rank at most */
     enum web_format fmt;
 };
+
+/* /kernels/details: torch-tb-profiler's kernel view of one rank (render_tbprof.c). */
+struct web_tbk_doc {
+    int64_t rank;
+    enum analyse_tbk_group group;
+    const struct analyse_tbk *t;
+    size_t n_read;
+    int64_t spans_cut;
+    int64_t lines_bad;
+};
+
+void web__render_tbk(struct sbuf *b, const struct web_tbk_doc *d, enum web_format fmt);
+
+/* /comm-ops: its communication-operator table, every rank's rows (or rank's, rank >= 0). */
+struct web_tbc_doc {
+    enum analyse_tbc_link link;
+    int64_t rank;
+    const int64_t *ranks;  /* the ranks read */
+    size_t n_ranks;
+    const struct analyse_tbc *t;
+    size_t n_read;
+    int64_t spans_cut;
+    int64_t lines_bad;
+};
+
+void web__render_tbc(struct sbuf *b, const struct web_tbc_doc *d, enum web_format fmt);
 
 #endif
