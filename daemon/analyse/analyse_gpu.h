@@ -128,4 +128,101 @@ int analyse_gpu_launches(const struct analyse_span *spans, size_t n,
                          const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
                          int64_t delay_cutoff_ns, struct analyse_gpu_launch **ret, size_t *ret_n);
 
+/* Descriptive statistics of a set of values, as pandas' describe() gives them: count, mean,
+ * sample standard deviation (n - 1; NaN below two values), min, the 25, 50 and 75 % quantiles
+ * (linear interpolation between the closest ranks) and max; all NaN but count without a value. */
+struct analyse_gpu_stats {
+    size_t count;
+    double mean, std, min, q25, q50, q75, max;
+};
+
+/* Device events carry their CUDA stream in analyse_span.tid (Kineto's tid of a GPU event, its
+ * args.stream); a device event with tid < 0 has no known stream and is left out of the per
+ * stream views below, as HTA leaves out stream -1. */
+
+/* HTA's idle-time categories (hta/utils/utils.py IdleTimeType). */
+enum analyse_gpu_idle_cat {
+    ANALYSE_GPU_IDLE_HOST_WAIT,
+    ANALYSE_GPU_IDLE_KERNEL_WAIT,
+    ANALYSE_GPU_IDLE_OTHER,
+    ANALYSE_GPU_IDLE_COUNT,
+};
+
+/* "host_wait", "kernel_wait", "other". */
+extern const char *const analyse_gpu_idle_names[ANALYSE_GPU_IDLE_COUNT];
+
+/* HTA's idle time breakdown of one stream (get_idle_time_breakdown()): its kept device events
+ * (KERNEL, MEMCPY, MEMSET, by start; HTA's kernel, gpu_memcpy and gpu_memset categories) each
+ * after the first give the idle interval start - the previous one's end, filed as host wait when
+ * the host span launching it (a host span with its correlation) started after that end, else as
+ * kernel wait when the interval is below consecutive_ns, else as other. ns[c] sums category c's
+ * intervals (negative ones too, as HTA); stats[c] describes them (opts: HTA's
+ * show_idle_interval_stats). */
+struct analyse_gpu_idle {
+    int64_t stream;
+    size_t n_events;                           /* kept device events on the stream */
+    int64_t ns[ANALYSE_GPU_IDLE_COUNT];
+    struct analyse_gpu_stats stats[ANALYSE_GPU_IDLE_COUNT]; /* of the intervals, in ns */
+};
+
+/* HTA's consecutive_kernel_delay default (TraceAnalysis.get_idle_time_breakdown()): 30, which
+ * its docstring calls ns but compares with its trace's times, microseconds: 30 us. */
+#define ANALYSE_GPU_CONSECUTIVE_NS 30000
+
+/* Computes the idle breakdown of classified spans per stream, by stream. Sets *ret (free()),
+ * *ret_n and *ret_filter. Returns 0 or -ENOMEM. */
+int analyse_gpu_idle(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *opts,
+                     int64_t consecutive_ns, struct analyse_gpu_filter *ret_filter,
+                     struct analyse_gpu_idle **ret, size_t *ret_n);
+
+/* A point of a stream's launch queue length: from ts_ns on, len operations are outstanding. */
+struct analyse_gpu_qpoint {
+    int64_t ts_ns;
+    int64_t len;
+};
+
+/* HTA's CUDA launch queue of one stream (get_queue_length_time_series(), get_queue_length_summary(),
+ * get_time_spent_blocked_on_full_queue()): each kept device event on the stream whose correlation
+ * some host span named as a launch (analyse_gpu_is_launch()) before the cut has adds 1 at each such
+ * span's start and takes 1 at its own start; the points, by time (at one instant additions
+ * first), are the running sum after each. stats describe the points' lengths (one per point, not
+ * weighted by time, as HTA); full_ns sums the time from each point with len >= max_queue to the
+ * next point (the last point counts nothing). points[0, n_kept) are the series downsampled to at
+ * most max_points (analyse_gpu_queues()). */
+struct analyse_gpu_queue {
+    int64_t stream;
+    size_t n_points;                  /* points of the whole series */
+    struct analyse_gpu_stats stats;
+    int64_t full_ns;
+    struct analyse_gpu_qpoint *points; /* into analyse_gpu_queues.points */
+    size_t n_kept;
+};
+
+/* HTA's CUDA_MAX_LAUNCH_QUEUE_PER_STREAM, its default for the time blocked on a full queue. */
+#define ANALYSE_GPU_MAX_QUEUE 1024
+
+struct analyse_gpu_queues {
+    struct analyse_gpu_filter filter;
+    int64_t trace_ns;  /* the latest start - the earliest among the spans kept (HTA's
+                          get_trace_duration(), over the spans given) */
+    struct analyse_gpu_queue *streams; /* by stream */
+    size_t n_streams;
+    struct analyse_gpu_qpoint *points; /* every stream's kept points */
+};
+
+/* Whether HTA counts the span as a launch onto a stream's queue (get_runtime_launch_events_query():
+ * cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel, cudaMemcpyAsync, cudaMemsetAsync and
+ * their HIP and MTIA names). */
+bool analyse_gpu_is_launch(const struct analyse_span *s);
+
+/* Computes the queues of classified spans. A series of n points longer than max_points (>= 4)
+ * is downsampled: its first and last points are kept and the n - 2 between are cut into
+ * (max_points - 2) / 2 runs of consecutive points (run b: [1 + b(n - 2)/runs, 1 + (b + 1)(n - 2)/runs)),
+ * of each the point with the least and the one with the most length kept (the first of each;
+ * one when the same), in time order: the extremes survive, and at most max_points. Fills *ret
+ * (free with analyse_gpu_queues_done()). Returns 0 or -ENOMEM. */
+int analyse_gpu_queues(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *opts,
+                       int64_t max_queue, size_t max_points, struct analyse_gpu_queues *ret);
+void analyse_gpu_queues_done(struct analyse_gpu_queues *q);
+
 #endif

@@ -8,6 +8,7 @@
 #include "analyse_gpu.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -475,5 +476,374 @@ int analyse_gpu_launches(const struct analyse_span *spans, size_t n,
         qsort(out, np, sizeof *out, cmp_launch);
     *ret = out;
     *ret_n = np;
+    return 0;
+}
+
+const char *const analyse_gpu_idle_names[ANALYSE_GPU_IDLE_COUNT] = {
+    "host_wait", "kernel_wait", "other",
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* pandas' linear quantile of sorted v[0, n), n > 0. */
+static double quantile(const double *v, size_t n, double q)
+{
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo);
+}
+
+/* describe() of v[0, n) (sorts v). */
+static void describe(double *v, size_t n, struct analyse_gpu_stats *st)
+{
+    st->count = n;
+    if (n == 0) {
+        st->mean = st->std = st->min = st->q25 = st->q50 = st->q75 = st->max = NAN;
+        return;
+    }
+    qsort(v, n, sizeof *v, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    st->mean = sum / (double)n;
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (v[i] - st->mean) * (v[i] - st->mean);
+    st->std = n > 1 ? sqrt(ss / (double)(n - 1)) : NAN;
+    st->min = v[0];
+    st->max = v[n - 1];
+    st->q25 = quantile(v, n, 0.25);
+    st->q50 = quantile(v, n, 0.50);
+    st->q75 = quantile(v, n, 0.75);
+}
+
+/* A kept device event on a known stream. */
+struct sev {
+    int64_t stream;
+    struct iv iv;
+    size_t span;
+};
+
+static int cmp_sev(const void *a, const void *b)
+{
+    const struct sev *x = a, *y = b;
+    if (x->stream != y->stream)
+        return (x->stream > y->stream) - (x->stream < y->stream);
+    if (x->iv.start != y->iv.start)
+        return (x->iv.start > y->iv.start) - (x->iv.start < y->iv.start);
+    return (x->span > y->span) - (x->span < y->span);
+}
+
+/* The kept device events with a stream, by stream then start: *ret (free()), *ret_n. */
+static int stream_events(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                         struct analyse_gpu_filter *f, struct sev **ret, size_t *ret_n)
+{
+    struct kev *ev;
+    size_t k;
+    *ret = NULL;
+    *ret_n = 0;
+    if (kept_events(spans, n, o, f, &ev, &k) < 0)
+        return -ENOMEM;
+    struct sev *v = malloc((k ? k : 1) * sizeof *v);
+    if (!v) {
+        free(ev);
+        return -ENOMEM;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++)
+        if (spans[ev[i].span].tid >= 0)
+            v[m++] = (struct sev){spans[ev[i].span].tid, ev[i].iv, ev[i].span};
+    free(ev);
+    qsort(v, m, sizeof *v, cmp_sev);
+    *ret = v;
+    *ret_n = m;
+    return 0;
+}
+
+/* The host spans (before the cut when filtered) with a correlation, by correlation then span:
+ * *ret (free()), *ret_n; launch_only: those analyse_gpu_is_launch() names. */
+static int host_by_corr(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                        const struct analyse_gpu_filter *f, bool launch_only, struct hspan **ret,
+                        size_t *ret_n)
+{
+    size_t nh = 0;
+    for (size_t i = 0; i < n; i++)
+        nh += !is_device(&spans[i]) && spans[i].correlation >= 0;
+    struct hspan *h = malloc((nh ? nh : 1) * sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    nh = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *s = &spans[i];
+        if (is_device(s) || s->correlation < 0 || (launch_only && !analyse_gpu_is_launch(s)))
+            continue;
+        if (!f->filtered || before_cut(start_of(s, o), f, o))
+            h[nh++] = (struct hspan){s->correlation, i};
+    }
+    qsort(h, nh, sizeof *h, cmp_hspan);
+    *ret = h;
+    *ret_n = nh;
+    return 0;
+}
+
+/* The first of h[0, nh) with correlation c, or nh. */
+static size_t hspan_find(const struct hspan *h, size_t nh, int64_t c)
+{
+    size_t lo = 0, hi = nh;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].correlation < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nh && h[lo].correlation == c ? lo : nh;
+}
+
+int analyse_gpu_idle(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                     int64_t consecutive_ns, struct analyse_gpu_filter *ret_filter,
+                     struct analyse_gpu_idle **ret, size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    struct sev *ev;
+    size_t k;
+    if (stream_events(spans, n, o, ret_filter, &ev, &k) < 0)
+        return -ENOMEM;
+    struct hspan *h = NULL;
+    size_t nh = 0, n_streams = 0;
+    for (size_t i = 0; i < k; i++)
+        n_streams += i == 0 || ev[i].stream != ev[i - 1].stream;
+    struct analyse_gpu_idle *out = calloc(n_streams ? n_streams : 1, sizeof *out);
+    double *iv = malloc((k ? k : 1) * sizeof *iv), *tmp = malloc((k ? k : 1) * sizeof *tmp);
+    uint8_t *cat = malloc(k ? k : 1);
+    if (!out || !iv || !tmp || !cat || host_by_corr(spans, n, o, ret_filter, false, &h, &nh) < 0) {
+        free(ev);
+        free(out);
+        free(iv);
+        free(tmp);
+        free(cat);
+        return -ENOMEM;
+    }
+    size_t s = 0;
+    for (size_t i = 0; i < k;) {
+        size_t j = i;
+        struct analyse_gpu_idle *r = &out[s++];
+        r->stream = ev[i].stream;
+        for (; j < k && ev[j].stream == r->stream; j++) {
+            if (j == i)
+                continue;
+            int64_t prev_end = ev[j - 1].iv.end;
+            int64_t gap = ev[j].iv.start - prev_end;
+            /* HTA's ts_runtime: the host span its correlation links (the last one in the trace
+             * when several share it, as HTA's index assignment leaves it). */
+            const struct analyse_span *d = &spans[ev[j].span];
+            bool host_wait = false;
+            size_t m = d->correlation >= 0 ? hspan_find(h, nh, d->correlation) : nh;
+            if (m < nh) {
+                while (m + 1 < nh && h[m + 1].correlation == d->correlation)
+                    m++;
+                host_wait = start_of(&spans[h[m].span], o) > prev_end;
+            }
+            enum analyse_gpu_idle_cat c = host_wait              ? ANALYSE_GPU_IDLE_HOST_WAIT
+                                          : gap < consecutive_ns ? ANALYSE_GPU_IDLE_KERNEL_WAIT
+                                                                 : ANALYSE_GPU_IDLE_OTHER;
+            r->ns[c] += gap;
+            iv[j] = (double)gap;
+            cat[j] = (uint8_t)c;
+        }
+        r->n_events = j - i;
+        for (unsigned c = 0; c < ANALYSE_GPU_IDLE_COUNT; c++) {
+            size_t m = 0;
+            for (size_t x = i + 1; x < j; x++)
+                if (cat[x] == c)
+                    tmp[m++] = iv[x];
+            describe(tmp, m, &r->stats[c]);
+        }
+        i = j;
+    }
+    free(ev);
+    free(h);
+    free(iv);
+    free(tmp);
+    free(cat);
+    *ret = out;
+    *ret_n = s;
+    return 0;
+}
+
+bool analyse_gpu_is_launch(const struct analyse_span *s)
+{
+    static const char *const names[] = {
+        "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync",
+        "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync",
+        "hipMemcpyAsync", "hipMemcpyWithStream",
+        "runFunction - job_prep_and_submit_for_execution",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (named(s, names[i]))
+            return true;
+    return false;
+}
+
+/* A change of a stream's queue: +1 at a launch, -1 at the device event's start. */
+struct qev {
+    int64_t stream;
+    int64_t ts;
+    int d;
+    size_t seq; /* the order of making: at one instant launches first, then this */
+};
+
+static int cmp_qev(const void *a, const void *b)
+{
+    const struct qev *x = a, *y = b;
+    if (x->stream != y->stream)
+        return (x->stream > y->stream) - (x->stream < y->stream);
+    if (x->ts != y->ts)
+        return (x->ts > y->ts) - (x->ts < y->ts);
+    if (x->d != y->d)
+        return (x->d < y->d) - (x->d > y->d);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Downsamples p[0, n) into out (see analyse_gpu_queues()); returns the points kept. */
+static size_t downsample(const struct analyse_gpu_qpoint *p, size_t n, size_t max_points,
+                         struct analyse_gpu_qpoint *out)
+{
+    if (n <= max_points) {
+        memcpy(out, p, n * sizeof *p);
+        return n;
+    }
+    size_t k = 0, runs = (max_points - 2) / 2, inner = n - 2;
+    out[k++] = p[0];
+    for (size_t b = 0; b < runs; b++) {
+        size_t lo = 1 + b * inner / runs, hi = 1 + (b + 1) * inner / runs;
+        if (lo >= hi)
+            continue;
+        size_t mn = lo, mx = lo;
+        for (size_t i = lo + 1; i < hi; i++) {
+            if (p[i].len < p[mn].len)
+                mn = i;
+            if (p[i].len > p[mx].len)
+                mx = i;
+        }
+        out[k++] = p[mn < mx ? mn : mx];
+        if (mn != mx)
+            out[k++] = p[mn < mx ? mx : mn];
+    }
+    out[k++] = p[n - 1];
+    return k;
+}
+
+void analyse_gpu_queues_done(struct analyse_gpu_queues *q)
+{
+    free(q->streams);
+    free(q->points);
+    memset(q, 0, sizeof *q);
+}
+
+int analyse_gpu_queues(const struct analyse_span *spans, size_t n, const struct analyse_gpu_opts *o,
+                       int64_t max_queue, size_t max_points, struct analyse_gpu_queues *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    if (max_points < 4)
+        max_points = 4;
+    struct sev *ev;
+    size_t k;
+    if (stream_events(spans, n, o, &ret->filter, &ev, &k) < 0)
+        return -ENOMEM;
+    struct hspan *h = NULL;
+    size_t nh = 0;
+    if (host_by_corr(spans, n, o, &ret->filter, true, &h, &nh) < 0) {
+        free(ev);
+        return -ENOMEM;
+    }
+    /* The trace's span as HTA measures it: the latest start - the earliest, of the spans kept. */
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        const struct analyse_span *s = &spans[i];
+        if (is_device(s) || (ret->filter.filtered && !before_cut(start_of(s, o), &ret->filter, o)))
+            continue;
+        t0 = start_of(s, o) < t0 ? start_of(s, o) : t0;
+        t1 = start_of(s, o) > t1 ? start_of(s, o) : t1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        t0 = ev[i].iv.start < t0 ? ev[i].iv.start : t0;
+        t1 = ev[i].iv.start > t1 ? ev[i].iv.start : t1;
+    }
+    ret->trace_ns = t1 >= t0 ? t1 - t0 : 0;
+    /* The changes: per device event with a launch, +1 per launching span and -1 at its start. */
+    size_t nq = 0;
+    for (size_t i = 0; i < k; i++) {
+        int64_t c = spans[ev[i].span].correlation;
+        size_t m = c >= 0 ? hspan_find(h, nh, c) : nh;
+        if (m == nh)
+            continue;
+        nq++;
+        for (; m < nh && h[m].correlation == c; m++)
+            nq++;
+    }
+    struct qev *q = malloc((nq ? nq : 1) * sizeof *q);
+    if (!q) {
+        free(ev);
+        free(h);
+        return -ENOMEM;
+    }
+    nq = 0;
+    for (size_t i = 0; i < k; i++) {
+        int64_t c = spans[ev[i].span].correlation;
+        size_t m = c >= 0 ? hspan_find(h, nh, c) : nh;
+        if (m == nh)
+            continue;
+        for (; m < nh && h[m].correlation == c; m++)
+            q[nq] = (struct qev){ev[i].stream, start_of(&spans[h[m].span], o), 1, nq}, nq++;
+        q[nq] = (struct qev){ev[i].stream, ev[i].iv.start, -1, nq}, nq++;
+    }
+    free(ev);
+    free(h);
+    qsort(q, nq, sizeof *q, cmp_qev);
+    size_t n_streams = 0;
+    for (size_t i = 0; i < nq; i++)
+        n_streams += i == 0 || q[i].stream != q[i - 1].stream;
+    struct analyse_gpu_qpoint *all = malloc((nq ? nq : 1) * sizeof *all);
+    double *lens = malloc((nq ? nq : 1) * sizeof *lens);
+    ret->streams = calloc(n_streams ? n_streams : 1, sizeof *ret->streams);
+    ret->points = malloc((nq ? nq : 1) * sizeof *ret->points);
+    if (!all || !lens || !ret->streams || !ret->points) {
+        free(q);
+        free(all);
+        free(lens);
+        analyse_gpu_queues_done(ret);
+        return -ENOMEM;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < nq;) {
+        struct analyse_gpu_queue *s = &ret->streams[ret->n_streams++];
+        s->stream = q[i].stream;
+        int64_t len = 0;
+        size_t j = i;
+        for (; j < nq && q[j].stream == s->stream; j++) {
+            len += q[j].d;
+            all[j - i] = (struct analyse_gpu_qpoint){q[j].ts, len};
+            lens[j - i] = (double)len;
+            if (j > i && all[j - i - 1].len >= max_queue)
+                s->full_ns += q[j].ts - all[j - i - 1].ts_ns;
+        }
+        s->n_points = j - i;
+        describe(lens, s->n_points, &s->stats);
+        s->points = ret->points + kept;
+        s->n_kept = downsample(all, s->n_points, max_points, s->points);
+        kept += s->n_kept;
+        i = j;
+    }
+    free(q);
+    free(all);
+    free(lens);
     return 0;
 }

@@ -33,7 +33,7 @@ static size_t rank_bytes(const struct live_rank *rk)
     /* The breakdown chunks: the full ones (LIVE_BD_CHUNK spans, 320 KiB each), and the last
      * at its capacity, which starts at LIVE_BD_CHUNK_FIRST spans and grows fourfold (a one-event
      * job was charged a whole chunk, 337 KB, and filled the budget at ~3 200 jobs; issue 18). */
-    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks;
+    b += rk->bd.cap_chunks * sizeof *rk->bd.chunks + rk->bd.cap_streams * sizeof *rk->bd.streams;
     if (rk->bd.n_chunks > 0)
         b += (rk->bd.n_chunks - 1) * LIVE_BD_CHUNK_BYTES(LIVE_BD_CHUNK) +
              LIVE_BD_CHUNK_BYTES(rk->bd.chunks[rk->bd.n_chunks - 1]->cap);
@@ -53,7 +53,8 @@ static uint64_t job_bytes(const struct live_job *j, const struct live_snapshot *
             b += (s->ranks[i].n_agg + 1) * sizeof *s->ranks[i].agg +
                  (s->ranks[i].n_steps + 1) * sizeof *s->ranks[i].steps +
                  s->ranks[i].n_comm * sizeof *s->ranks[i].comm +
-                 (s->ranks[i].bd.n_chunks + 1) * sizeof *s->ranks[i].bd.chunks;
+                 (s->ranks[i].bd.n_chunks + 1) * sizeof *s->ranks[i].bd.chunks +
+                 s->ranks[i].bd.n_streams * sizeof *s->ranks[i].bd.streams;
     }
     return b;
 }

@@ -124,7 +124,24 @@ void live__bd_done(struct live_bd *bd)
         live__bd_chunk_put(bd->chunks[i]);
     free(bd->chunks);
     live__bd_cache_put(bd->cache);
+    free(bd->streams);
     memset(bd, 0, sizeof *bd);
+}
+
+uint8_t live__bd_stream(struct live_bd *bd, int64_t stream)
+{
+    for (size_t i = 0; i < bd->n_streams; i++) /* a few; the first is the busiest, mostly */
+        if (bd->streams[i] == stream)
+            return (uint8_t)(i + 1);
+    if (bd->n_streams >= LIVE_STREAMS_MAX) {
+        bd->n_stream_folded++;
+        return LIVE_STREAM_FOLDED;
+    }
+    if (util_grow((void **)&bd->streams, &bd->cap_streams, bd->n_streams + 1,
+                  sizeof *bd->streams) < 0)
+        return 0;
+    bd->streams[bd->n_streams++] = stream;
+    return (uint8_t)bd->n_streams;
 }
 
 int live__bd_snap(struct live_bd *bd, struct live_snap_bd *ret)
@@ -145,6 +162,14 @@ int live__bd_snap(struct live_bd *bd, struct live_snap_bd *ret)
     ret->n_spans = bd->n_spans;
     ret->n_evicted = bd->n_evicted;
     ret->max_spans = bd->max_spans ? bd->max_spans : LIVE_BD_SPANS_MAX;
+    ret->n_stream_folded = bd->n_stream_folded;
+    if (bd->n_streams > 0) {
+        ret->streams = malloc(bd->n_streams * sizeof *ret->streams);
+        if (!ret->streams)
+            return -ENOMEM;
+        memcpy(ret->streams, bd->streams, bd->n_streams * sizeof *ret->streams);
+        ret->n_streams = bd->n_streams;
+    }
     if (bd->n_chunks == 0)
         return 0;
     ret->chunks = malloc(bd->n_chunks * sizeof *ret->chunks);
@@ -164,6 +189,7 @@ void live__snap_bd_done(struct live_snap_bd *sb)
     for (size_t i = 0; i < sb->n_chunks; i++)
         live__bd_chunk_put(sb->chunks[i]);
     free(sb->chunks);
+    free(sb->streams);
     live__bd_cache_put(sb->cache);
     memset(sb, 0, sizeof *sb);
 }
@@ -214,6 +240,7 @@ int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
                 o->name_len = sizeof LIVE_OTHER_NAME - 1;
             }
             o->pid = sp->device;
+            o->tid = sp->stream >= 1 && sp->stream <= sb->n_streams ? sb->streams[sp->stream - 1] : -1;
             o->correlation = sp->role == ANALYSE_ROLE_STEP ? -1 : sp->correlation;
             o->external_id = sp->external_id;
             o->role = (enum analyse_role)sp->role;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * live_feed: live_feed(), the hot path. A trace span costs two interning lookups ((name, cat) per
- * job, (pid, tid) per rank, the last thread remembered) and a 32-byte copy into the rank's batch;
- * step, queue, pipeline and host records go to their owners at once (they are rare).
+ * job, (pid, tid) per rank, the last thread remembered) and a 32-byte copy into the rank's batch
+ * (a device event also a look-up of its stream among the rank's few); step, queue, pipeline
+ * and host records go to their owners at once (they are rare).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -90,11 +91,15 @@ static void feed_host(struct live_rank *rk, const struct record *r)
 static void feed_bd(struct live_rank *rk, const struct record *r, enum analyse_role role,
                     uint32_t op)
 {
-    int64_t dev = -1;
+    int64_t dev = -1, stream = -1;
+    uint8_t st = 0;
     if (role == ANALYSE_ROLE_KERNEL || role == ANALYSE_ROLE_MEMCPY ||
         role == ANALYSE_ROLE_MEMSET) {
         if (num_parse_i64(r->pid.ptr, r->pid.len, &dev) < 0 || dev < 0 || dev > INT16_MAX)
             dev = -1;
+        /* Kineto's tid of a device event is its CUDA stream (args.stream). */
+        if (num_parse_i64(r->tid.ptr, r->tid.len, &stream) == 0 && stream >= 0)
+            st = live__bd_stream(&rk->bd, stream);
     }
     /* A step span past the ops cap has no name to read its number from later: keep it. */
     int64_t corr = r->correlation;
@@ -102,7 +107,7 @@ static void feed_bd(struct live_rank *rk, const struct record *r, enum analyse_r
         corr = live__step_number(r->name.ptr, r->name.len);
     struct live_bd_span sp = {
         .ts_ns = r->ts_ns, .end_ns = r->ts_ns + r->dur_ns, .correlation = corr,
-        .external_id = r->external_id, .op = op, .device = (int16_t)dev, .role = (uint8_t)role,
+        .external_id = r->external_id, .op = op, .device = (int16_t)dev, .role = (uint8_t)role, .stream = st,
     };
     if (live__bd_add(&rk->bd, &sp) < 0)
         rk->c.dropped++;

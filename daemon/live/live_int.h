@@ -99,7 +99,7 @@ struct live_host {
     int64_t n_sys_cpu;
 };
 
-/* A span the step-time breakdown needs (breakdown.c): 40 bytes. */
+/* A span the step-time breakdown and the GPU views need (breakdown.c, gpu.c): 40 bytes. */
 struct live_bd_span {
     int64_t ts_ns;
     int64_t end_ns;
@@ -109,7 +109,16 @@ struct live_bd_span {
     uint32_t op;         /* job op index (the step number of a STEP span), or LIVE_OP_OTHER */
     int16_t device;      /* device events: the numeric pid (Kineto's GPU id), else -1 */
     uint8_t role;        /* enum analyse_role */
+    uint8_t stream;      /* device events: 1 + the index of its CUDA stream (numeric tid) in
+                            the rank's live_bd.streams; LIVE_STREAM_FOLDED past
+                            LIVE_STREAMS_MAX streams; 0 = none (a host span, a tid not a number) */
 };
+
+/* The streams a rank's span records can name; a device event on a stream past them is counted
+ * (live_bd.n_stream_folded) and left out of the per-stream GPU views. */
+_Static_assert(sizeof(struct live_bd_span) == 40, "live_bd_span: 40 bytes (docs/PERFORMANCE.md)");
+#define LIVE_STREAMS_MAX 254
+#define LIVE_STREAM_FOLDED 255
 
 /* Up to LIVE_BD_CHUNK spans, appended on the loop thread and never changed below n: a snapshot
  * that saw n spans reads [0, n) while the loop appends after them, and keeps its own reference,
@@ -166,7 +175,15 @@ struct live_bd {
     size_t max_spans;   /* spans kept at most: LIVE_BD_SPANS_MAX, more for an imported job
                            (live_config.bd_import_bytes); 0 = LIVE_BD_SPANS_MAX */
     struct live_bd_cache *cache; /* a reference, made by the first live__bd_snap() */
+    int64_t *streams;   /* [n_streams]: the CUDA streams of the device events, by first sight */
+    size_t n_streams;
+    size_t cap_streams;
+    int64_t n_stream_folded; /* device events on a stream past LIVE_STREAMS_MAX */
 };
+
+/* The live_bd_span.stream of a device event on CUDA stream (>= 0) of bd, adding it to bd's
+ * streams. Returns it (LIVE_STREAM_FOLDED, counted, past LIVE_STREAMS_MAX), or 0 out of memory. */
+uint8_t live__bd_stream(struct live_bd *bd, int64_t stream);
 
 /* Appends sp to bd, evicting the oldest chunk when full. Returns 0 or -ENOMEM. */
 int live__bd_add(struct live_bd *bd, const struct live_bd_span *sp);
@@ -182,6 +199,9 @@ struct live_snap_bd {
     int64_t n_evicted;
     size_t max_spans;
     struct live_bd_cache *cache;   /* a reference to the rank's cache */
+    int64_t *streams;              /* a copy of live_bd.streams, owned */
+    size_t n_streams;
+    int64_t n_stream_folded;
 };
 
 /* Fills *ret with references to bd's chunks and cache. Returns 0 or -ENOMEM. */
@@ -221,7 +241,8 @@ struct live_snapshot {
 void live__snapshot_free(struct live_snapshot *s);
 
 /* A rank's breakdown spans of one snapshot as analyse reads them (steps that began before the
- * horizon left out); names borrow from the snapshot, or from names (folded step numbers). */
+ * horizon left out; a device event's tid is its CUDA stream, -1 when not known or folded);
+ * names borrow from the snapshot, or from names (folded step numbers). */
 struct live_bd_spans {
     struct analyse_span *v;
     size_t n;

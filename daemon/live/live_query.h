@@ -342,4 +342,30 @@ int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
                                 const struct analyse_gpu_opts *opts,
                                 struct live_gpu_row **ret_rows, size_t *ret_n);
 
+/* HTA's per-stream views of one rank (analyse_gpu_idle(), analyse_gpu_queues()) over the same
+ * spans as the breakdown. */
+struct live_gpu_stream_rank {
+    int64_t rank;
+    int64_t n_spans;         /* as live_gpu_row */
+    int64_t n_evicted;
+    int64_t n_stream_folded; /* device events on a stream past the rank's table, left out */
+    struct analyse_gpu_filter filter;
+    struct analyse_gpu_idle *idle;   /* [n_idle], by stream: live_query_gpu_idle() */
+    size_t n_idle;
+    struct analyse_gpu_queues queues; /* live_query_gpu_queue() */
+};
+
+/* HTA's idle time breakdown per stream of rank (rank < 0: every rank, by rank), with
+ * consecutive_ns as HTA's consecutive_kernel_delay. Computed per call from the snapshot's spans
+ * (an HTTP answer is cached by snapshot). Sets *ret_rows (live_gpu_stream_ranks_free()) and
+ * *ret_n. Returns 0, -ENOENT (rank >= 0 and no such rank), -ENOMEM. */
+int live_query_gpu_idle(const struct live_snapshot *snap, int64_t rank,
+                        const struct analyse_gpu_opts *opts, int64_t consecutive_ns,
+                        struct live_gpu_stream_rank **ret_rows, size_t *ret_n);
+/* The same for HTA's CUDA launch queues (analyse_gpu_queues() with max_queue, max_points). */
+int live_query_gpu_queue(const struct live_snapshot *snap, int64_t rank,
+                         const struct analyse_gpu_opts *opts, int64_t max_queue, size_t max_points,
+                         struct live_gpu_stream_rank **ret_rows, size_t *ret_n);
+void live_gpu_stream_ranks_free(struct live_gpu_stream_rank *rows, size_t n);
+
 #endif

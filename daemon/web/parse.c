@@ -67,6 +67,8 @@ const struct web_route_def web__routes[] = {
     {WEB_ROUTE_GPU_KERNEL_TYPES, "/api/v1/jobs/{job}/gpu/kernel-types"},
     {WEB_ROUTE_GPU_OVERLAP, "/api/v1/jobs/{job}/gpu/overlap"},
     {WEB_ROUTE_GPU_LAUNCHES, "/api/v1/jobs/{job}/gpu/launches"},
+    {WEB_ROUTE_GPU_IDLE, "/api/v1/jobs/{job}/gpu/idle"},
+    {WEB_ROUTE_GPU_QUEUE, "/api/v1/jobs/{job}/gpu/queue"},
     {WEB_ROUTE_METRICS, "/metrics"},
     {WEB_ROUTE_SUMMARY, "/api/v1/jobs/{job}/summary/{kind}"},
     {WEB_ROUTE_BENCHMARK, "/api/v1/jobs/{job}/benchmark"},

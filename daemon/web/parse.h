@@ -41,6 +41,8 @@ enum web_route_id {
     WEB_ROUTE_GPU_KERNEL_TYPES,   /* /api/v1/jobs/{job}/gpu/kernel-types */
     WEB_ROUTE_GPU_OVERLAP,        /* /api/v1/jobs/{job}/gpu/overlap */
     WEB_ROUTE_GPU_LAUNCHES,       /* /api/v1/jobs/{job}/gpu/launches */
+    WEB_ROUTE_GPU_IDLE,           /* /api/v1/jobs/{job}/gpu/idle */
+    WEB_ROUTE_GPU_QUEUE,          /* /api/v1/jobs/{job}/gpu/queue */
     WEB_ROUTE_DIFF,        /* /api/v1/diff?base=JOB&exp=JOB (routes_diff.c) */
     WEB_ROUTE_SUMMARY,     /* /api/v1/jobs/{job}/summary/{kind}; kind holds {kind} */
     WEB_ROUTE_BENCHMARK,   /* /api/v1/jobs/{job}/benchmark */

@@ -1488,6 +1488,195 @@ void web__render_gpu_launches(struct sbuf *b, const struct live_gpu_launch_row *
     sbuf_adds(b, "]}");
 }
 
+/* v / div, or null (JSON) / nothing (CSV) when NaN. */
+static void scaled_or_null(struct sbuf *b, bool csv, double v, double div)
+{
+    if (!csv)
+        num_or_null(b, v / div);
+    else if (isfinite(v))
+        sbuf_printf(b, "%.10g", v / div);
+}
+
+static const char *const stat_keys[] = {"mean", "std", "min", "p25", "p50", "p75", "max"};
+
+/* The stats' count and figures: CSV fields after a comma each; JSON members named
+ * prefix + key + suffix, all but the last followed by a comma when more follow (more). */
+static void stats_fields(struct sbuf *b, bool csv, const struct analyse_gpu_stats *st, double div,
+                         const char *prefix, const char *suffix, bool more)
+{
+    const double v[] = {st->mean, st->std, st->min, st->q25, st->q50, st->q75, st->max};
+    if (csv) {
+        sbuf_printf(b, ",%zu", st->count);
+        for (size_t i = 0; i < 7; i++) {
+            sbuf_addc(b, ',');
+            scaled_or_null(b, true, v[i], div);
+        }
+        return;
+    }
+    sbuf_printf(b, "\"%scount\":%zu", prefix, st->count);
+    for (size_t i = 0; i < 7; i++) {
+        sbuf_printf(b, ",\"%s%s%s\":", prefix, stat_keys[i], suffix);
+        scaled_or_null(b, false, v[i], div);
+    }
+    if (more)
+        sbuf_addc(b, ',');
+}
+
+/* The options of a per-stream GPU document and its ranks. */
+static void gpu_stream_head(struct sbuf *b, const struct live_gpu_stream_rank *ranks, size_t n,
+                            const struct analyse_gpu_opts *opts, bool queue)
+{
+    member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
+    member_str(b, "rounding", opts->round_us ? "us" : "ns");
+    sbuf_adds(b, "\"ranks\":[");
+    for (size_t i = 0; i < n; i++) {
+        const struct live_gpu_stream_rank *r = &ranks[i];
+        size_t on_stream = 0;
+        for (size_t j = 0; j < r->n_idle; j++)
+            on_stream += r->idle[j].n_events;
+        if (i > 0)
+            sbuf_addc(b, ',');
+        sbuf_addc(b, '{');
+        member_i64(b, "rank", r->rank);
+        member_u64(b, "device_events", r->filter.n_device);
+        member_u64(b, "kept", r->filter.n_kept);
+        if (queue)
+            member_us(b, "trace_us", r->queues.trace_ns);
+        else
+            member_u64(b, "on_streams", on_stream);
+        sbuf_printf(b, "\"streams_folded_events\":%" PRId64 "}", r->n_stream_folded);
+    }
+    sbuf_adds(b, "],");
+}
+
+const char web__gpu_idle_csv_header[] =
+    "rank,stream,idle_category,idle_us,idle_pct,intervals,mean_us,std_us,min_us,p25_us,p50_us,"
+    "p75_us,max_us\n";
+
+void web__gpu_idle_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_idle_row *r)
+{
+    bool csv = fmt == WEB_FORMAT_CSV;
+    const char *name = analyse_gpu_idle_names[r->cat];
+    int64_t ns = r->s->ns[r->cat];
+    if (csv) {
+        sbuf_printf(b, "%" PRId64 ",%" PRId64 ",%s,", r->rank, r->s->stream, name);
+        sbuf_json_us(b, ns);
+        sbuf_addc(b, ',');
+        pct_of(b, true, ns, r->stream_ns);
+        stats_fields(b, true, &r->s->stats[r->cat], 1000.0, "", "", false);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_i64(b, "stream", r->s->stream);
+    member_str(b, "idle_category", name);
+    member_us(b, "idle_us", ns);
+    key(b, "idle_pct");
+    pct_of(b, false, ns, r->stream_ns);
+    sbuf_adds(b, ",\"intervals\":{");
+    stats_fields(b, false, &r->s->stats[r->cat], 1000.0, "", "_us", false);
+    sbuf_adds(b, "}}");
+}
+
+void web__render_gpu_idle(struct sbuf *b, const struct live_gpu_stream_rank *ranks, size_t n_ranks,
+                          const struct web_gpu_idle_row *rows, size_t n,
+                          const struct analyse_gpu_opts *opts, int64_t consecutive_ns)
+{
+    sbuf_addc(b, '{');
+    member_us(b, "consecutive_kernel_delay_us", consecutive_ns);
+    gpu_stream_head(b, ranks, n_ranks, opts, false);
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"rows\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        web__gpu_idle_row(b, WEB_FORMAT_JSON, &rows[i]);
+    }
+    sbuf_adds(b, "]}");
+}
+
+const char web__gpu_queue_csv_header[] =
+    "rank,stream,points,count,mean,std,min,p25,p50,p75,max,full_us,full_pct\n";
+const char web__gpu_queue_series_csv_header[] = "rank,stream,ts_us,queue_length\n";
+
+/* A summary row's JSON members, '{' and all but the closing '}'. */
+static void queue_summary_json(struct sbuf *b, const struct web_gpu_queue_row *r)
+{
+    const struct analyse_gpu_queue *q = r->q;
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_i64(b, "stream", q->stream);
+    member_u64(b, "points", q->n_points);
+    stats_fields(b, false, &q->stats, 1.0, "", "", true);
+    member_us(b, "full_us", q->full_ns);
+    key(b, "full_pct");
+    pct_of(b, false, q->full_ns, r->trace_ns);
+}
+
+void web__gpu_queue_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_queue_row *r)
+{
+    bool csv = fmt == WEB_FORMAT_CSV;
+    const struct analyse_gpu_queue *q = r->q;
+    if (r->p) {
+        if (csv) {
+            sbuf_printf(b, "%" PRId64 ",%" PRId64 ",", r->rank, q->stream);
+            sbuf_json_us(b, r->p->ts_ns);
+            sbuf_printf(b, ",%" PRId64 "\n", r->p->len);
+            return;
+        }
+        sbuf_addc(b, '{');
+        member_i64(b, "rank", r->rank);
+        member_i64(b, "stream", q->stream);
+        member_us(b, "ts_us", r->p->ts_ns);
+        sbuf_printf(b, "\"queue_length\":%" PRId64 "}", r->p->len);
+        return;
+    }
+    if (csv) {
+        sbuf_printf(b, "%" PRId64 ",%" PRId64 ",%zu", r->rank, q->stream, q->n_points);
+        stats_fields(b, true, &q->stats, 1.0, "", "", false);
+        sbuf_addc(b, ',');
+        sbuf_json_us(b, q->full_ns);
+        sbuf_addc(b, ',');
+        pct_of(b, true, q->full_ns, r->trace_ns);
+        sbuf_addc(b, '\n');
+        return;
+    }
+    queue_summary_json(b, r);
+    sbuf_addc(b, '}');
+}
+
+void web__render_gpu_queue(struct sbuf *b, const struct live_gpu_stream_rank *ranks, size_t n_ranks,
+                           const struct web_gpu_queue_row *rows, size_t n,
+                           const struct analyse_gpu_opts *opts, int64_t max_queue,
+                           size_t max_points)
+{
+    sbuf_addc(b, '{');
+    member_i64(b, "max_queue", max_queue);
+    member_u64(b, "max_points", max_points);
+    gpu_stream_head(b, ranks, n_ranks, opts, true);
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"rows\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        queue_summary_json(b, &rows[i]);
+        /* The row's series, downsampled: its times and lengths side by side. */
+        const struct analyse_gpu_queue *q = rows[i].q;
+        sbuf_printf(b, ",\"kept\":%zu,\"series\":{\"ts_us\":[", q->n_kept);
+        for (size_t j = 0; j < q->n_kept; j++) {
+            if (j > 0)
+                sbuf_addc(b, ',');
+            sbuf_json_us(b, q->points[j].ts_ns);
+        }
+        sbuf_adds(b, "],\"queue_length\":[");
+        for (size_t j = 0; j < q->n_kept; j++)
+            sbuf_printf(b, j > 0 ? ",%" PRId64 : "%" PRId64, q->points[j].len);
+        sbuf_adds(b, "]}}");
+    }
+    sbuf_adds(b, "]}");
+}
+
 const char web__breakdown_csv_header[] =
     "step,rank,start_us,end_us,total_us,step_us,kernel_us,memcpy_us,memset_us,communication_us,"
     "runtime_us,dataloader_us,cpu_exec_us,other_us,device_events\n";

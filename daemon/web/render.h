@@ -185,6 +185,37 @@ void web__gpu_launch_row(struct sbuf *b, enum web_format fmt, const struct live_
 void web__render_gpu_launches(struct sbuf *b, const struct live_gpu_launch_row *rows, size_t n,
                               const struct analyse_gpu_opts *opts, int64_t runtime_cutoff_ns,
                               int64_t delay_cutoff_ns, size_t offset, size_t limit);
+/* HTA's idle time breakdown (/gpu/idle): a row per rank, stream and category. */
+struct web_gpu_idle_row {
+    int64_t rank;
+    const struct analyse_gpu_idle *s; /* borrowed from the live_gpu_stream_rank rows */
+    unsigned cat;                     /* enum analyse_gpu_idle_cat */
+    int64_t stream_ns;                /* the stream's idle time, every category */
+};
+extern const char web__gpu_idle_csv_header[];
+void web__gpu_idle_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_idle_row *r);
+/* The /gpu/idle document: the options, "ranks" (per rank: device events kept, on a known stream,
+ * folded), "total" and "rows". */
+void web__render_gpu_idle(struct sbuf *b, const struct live_gpu_stream_rank *ranks, size_t n_ranks,
+                          const struct web_gpu_idle_row *rows, size_t n,
+                          const struct analyse_gpu_opts *opts, int64_t consecutive_ns);
+/* HTA's launch queues (/gpu/queue): a summary row per rank and stream, or a row per kept point
+ * of its series (p set). */
+struct web_gpu_queue_row {
+    int64_t rank;
+    int64_t trace_ns;
+    const struct analyse_gpu_queue *q;  /* borrowed from the live_gpu_stream_rank rows */
+    const struct analyse_gpu_qpoint *p; /* a series row's point, else NULL */
+};
+extern const char web__gpu_queue_csv_header[];
+extern const char web__gpu_queue_series_csv_header[];
+void web__gpu_queue_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_queue_row *r);
+/* The /gpu/queue document: the options, "ranks", "total" and "rows" (the summary rows, each
+ * with its downsampled "series"). */
+void web__render_gpu_queue(struct sbuf *b, const struct live_gpu_stream_rank *ranks, size_t n_ranks,
+                           const struct web_gpu_queue_row *rows, size_t n,
+                           const struct analyse_gpu_opts *opts, int64_t max_queue,
+                           size_t max_points);
 /* A rank's step-time breakdown: its steps [offset, offset + limit) (limit 0: all), the average
  * and GPU utilisation. */
 extern const char web__breakdown_csv_header[];

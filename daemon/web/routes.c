@@ -206,6 +206,8 @@ bool web__route_cached(enum web_route_id id)
     case WEB_ROUTE_GPU_KERNEL_TYPES:
     case WEB_ROUTE_GPU_OVERLAP:
     case WEB_ROUTE_GPU_LAUNCHES:
+    case WEB_ROUTE_GPU_IDLE:
+    case WEB_ROUTE_GPU_QUEUE:
         return true;
     default:
         return false;

@@ -44,6 +44,10 @@ struct rows_ctx {
     struct web_gpu_ktype_row *kt;     /* gpu/kernel-types */
     struct live_gpu_launch_row *launches; /* gpu/launches, from launch_from */
     size_t launch_from;
+    struct live_gpu_stream_rank *sranks;  /* gpu/idle, gpu/queue: the rows borrow from them */
+    size_t n_sranks;
+    struct web_gpu_idle_row *idle;        /* gpu/idle */
+    struct web_gpu_queue_row *queue;      /* gpu/queue */
 };
 
 static void rows_ctx_free(void *p)
@@ -58,6 +62,9 @@ static void rows_ctx_free(void *p)
     free(x->gpu);
     free(x->kt);
     free(x->launches);
+    free(x->idle);
+    free(x->queue);
+    live_gpu_stream_ranks_free(x->sranks, x->n_sranks);
     live_snapshot_put(x->snap);
     free(x);
 }
@@ -101,6 +108,16 @@ static void queues_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
         const struct live_queue_row *q = &x->queues[x->q];
         web__queue_sample_row(b, fmt, q, &q->samples[x->k++]);
     }
+}
+
+static void gpu_idle_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_idle_row(b, fmt, &((struct rows_ctx *)ctx)->idle[i]);
+}
+
+static void gpu_queue_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_queue_row(b, fmt, &((struct rows_ctx *)ctx)->queue[i]);
 }
 
 static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
@@ -921,7 +938,10 @@ static int get_breakdown(struct web *w, const struct web_req *q, struct web_answ
     return web__doc_fmt(w, a, &b, fmt);
 }
 
-enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES, GPU_OVERLAP, GPU_LAUNCHES };
+enum gpu_view { GPU_TEMPORAL, GPU_KERNEL_TYPES, GPU_OVERLAP, GPU_LAUNCHES, GPU_IDLE, GPU_QUEUE };
+
+/* /gpu/queue's ?points= at most: the kept points of a stream's series. */
+#define GPU_QUEUE_POINTS_MAX 100000
 
 /* HTA's reading: ?last_step=exclude|include (default exclude, as HTA's TraceAnalysis),
  * ?rounding=ns|us (default ns: exact; us reads a nanosecond trace as HTA does by default) and,
@@ -1086,6 +1106,138 @@ static int get_gpu_launches(struct web *w, const struct web_req *q, struct web_a
     return web__doc_fmt(w, a, &b, fmt);
 }
 
+/* Streams a per-stream GPU table (CSV, records): x takes ranks and rows (and *snapp). */
+static int gpu_streams_rows(struct web *w, struct web_answer *a, enum web_format fmt,
+                            const struct live_snapshot **snapp, struct live_gpu_stream_rank *ranks,
+                            size_t n_ranks, struct web_gpu_idle_row *idle,
+                            struct web_gpu_queue_row *queue, const char *header, size_t n)
+{
+    struct rows_ctx *x = rows_ctx_new(snapp);
+    if (!x) {
+        free(idle);
+        free(queue);
+        live_gpu_stream_ranks_free(ranks, n_ranks);
+        return web__store_error(a, -ENOMEM, "gpu");
+    }
+    x->sranks = ranks;
+    x->n_sranks = n_ranks;
+    x->idle = idle;
+    x->queue = queue;
+    return send_rows(w, a, fmt, x, header, idle ? gpu_idle_row : gpu_queue_row, n, 0, n);
+}
+
+/* HTA's idle time breakdown: a row per rank, stream and category (?rank=,
+ * ?consecutive_kernel_delay_us=, HTA's, default 30). */
+static int get_gpu_idle(struct web *w, const struct web_req *q, struct web_answer *a,
+                        const struct live_snapshot **snapp)
+{
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    int64_t rank, delay;
+    if (web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        param_gpu_opts(q, a, GPU_IDLE, &opts) < 0 ||
+        web__param_us(q, a, "consecutive_kernel_delay_us", 0, INT64_MAX / 2,
+                      ANALYSE_GPU_CONSECUTIVE_NS, &delay) < 0)
+        return 0;
+    struct live_gpu_stream_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    int r = !*snapp ? (rank >= 0 ? -ENOENT : 0)
+                    : live_query_gpu_idle(*snapp, rank, &opts, delay, &ranks, &n_ranks);
+    if (r == -ENOENT)
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    if (r < 0)
+        return web__store_error(a, r, "live_query_gpu_idle");
+    size_t n = 0;
+    for (size_t i = 0; i < n_ranks; i++)
+        n += ranks[i].n_idle * ANALYSE_GPU_IDLE_COUNT;
+    struct web_gpu_idle_row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (!rows) {
+        live_gpu_stream_ranks_free(ranks, n_ranks);
+        return web__store_error(a, -ENOMEM, "gpu_idle");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_ranks; i++)
+        for (size_t j = 0; j < ranks[i].n_idle; j++) {
+            const struct analyse_gpu_idle *s = &ranks[i].idle[j];
+            int64_t total = 0;
+            for (unsigned c = 0; c < ANALYSE_GPU_IDLE_COUNT; c++)
+                total += s->ns[c];
+            for (unsigned c = 0; c < ANALYSE_GPU_IDLE_COUNT; c++)
+                rows[k++] = (struct web_gpu_idle_row){ranks[i].rank, s, c, total};
+        }
+    if (fmt != WEB_FORMAT_JSON)
+        return gpu_streams_rows(w, a, fmt, snapp, ranks, n_ranks, rows, NULL,
+                                web__gpu_idle_csv_header, k);
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_idle(&b, ranks, n_ranks, rows, k, &opts, delay);
+    free(rows);
+    live_gpu_stream_ranks_free(ranks, n_ranks);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
+/* HTA's CUDA launch queues: a summary row per rank and stream with its downsampled series
+ * (?rank=, ?max_queue= default HTA's 1024, ?points= default 1000; CSV and records: the summary,
+ * or ?table=series the kept points). */
+static int get_gpu_queue(struct web *w, const struct web_req *q, struct web_answer *a,
+                         const struct live_snapshot **snapp)
+{
+    static const char *const tables[] = {"summary", "series"};
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    int64_t rank, max_queue, points;
+    size_t table;
+    if (web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        param_gpu_opts(q, a, GPU_QUEUE, &opts) < 0 ||
+        web__param_i64(q, a, "max_queue", 1, INT32_MAX, ANALYSE_GPU_MAX_QUEUE, &max_queue) < 0 ||
+        web__param_i64(q, a, "points", 4, GPU_QUEUE_POINTS_MAX, 1000, &points) < 0 ||
+        param_word(q, a, "table", tables, 2, 0, "table: summary or series", &table) < 0)
+        return 0;
+    struct live_gpu_stream_rank *ranks = NULL;
+    size_t n_ranks = 0;
+    int r = !*snapp ? (rank >= 0 ? -ENOENT : 0)
+                    : live_query_gpu_queue(*snapp, rank, &opts, max_queue, (size_t)points, &ranks,
+                                           &n_ranks);
+    if (r == -ENOENT)
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    if (r < 0)
+        return web__store_error(a, r, "live_query_gpu_queue");
+    bool series = table == 1 && fmt != WEB_FORMAT_JSON;
+    size_t n = 0;
+    for (size_t i = 0; i < n_ranks; i++)
+        for (size_t j = 0; j < ranks[i].queues.n_streams; j++)
+            n += series ? ranks[i].queues.streams[j].n_kept : 1;
+    struct web_gpu_queue_row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (!rows) {
+        live_gpu_stream_ranks_free(ranks, n_ranks);
+        return web__store_error(a, -ENOMEM, "gpu_queue");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_ranks; i++)
+        for (size_t j = 0; j < ranks[i].queues.n_streams; j++) {
+            const struct analyse_gpu_queue *s = &ranks[i].queues.streams[j];
+            struct web_gpu_queue_row row = {ranks[i].rank, ranks[i].queues.trace_ns, s, NULL};
+            if (!series)
+                rows[k++] = row;
+            for (size_t p = 0; series && p < s->n_kept; p++) {
+                row.p = &s->points[p];
+                rows[k++] = row;
+            }
+        }
+    if (fmt != WEB_FORMAT_JSON)
+        return gpu_streams_rows(w, a, fmt, snapp, ranks, n_ranks, NULL, rows,
+                                series ? web__gpu_queue_series_csv_header
+                                       : web__gpu_queue_csv_header, k);
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_queue(&b, ranks, n_ranks, rows, k, &opts, max_queue, (size_t)points);
+    free(rows);
+    live_gpu_stream_ranks_free(ranks, n_ranks);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
 int web__route_live(struct web *w, const struct web_req *q, const struct web_route *rt,
                     const struct store_job *job, struct web_answer *a)
 {
@@ -1136,6 +1288,12 @@ int web__route_live(struct web *w, const struct web_req *q, const struct web_rou
         break;
     case WEB_ROUTE_GPU_LAUNCHES:
         get_gpu_launches(w, q, a, &snap);
+        break;
+    case WEB_ROUTE_GPU_IDLE:
+        get_gpu_idle(w, q, a, &snap);
+        break;
+    case WEB_ROUTE_GPU_QUEUE:
+        get_gpu_queue(w, q, a, &snap);
         break;
     case WEB_ROUTE_CLUSTER_STEP_TRACE:
         web__route_cluster(w, q, a, job, snap);

@@ -799,6 +799,35 @@ test('operator view (tb-profiler): device columns, group by name / input shape /
   expectEq(daemonCsv.trim().split('\n').length, bs.total + 1, 'daemon CSV lines');
 });
 
+test('GPU: HTA idle time per stream and the launch queue length of a two-stream H200 run', async (page) => {
+  const job = await importJob([path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz')], 'e2e-gpu-streams');
+  const pct = (page, p) => page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), p);
+  const idle = await api(`/api/v1/jobs/${job.id}/gpu/idle`);
+  const queue = await api(`/api/v1/jobs/${job.id}/gpu/queue?points=500`);
+  const streams = [...new Set(idle.rows.map((r) => r.stream))];
+  if (streams.length !== 2) fail(`trace_a has two streams, the API says ${streams}`);
+  await open(page, `#/job/${job.id}/gpu`);
+  await until(page, () => document.querySelectorAll('[data-table="gpu-idle"] tbody tr').length === 2);
+  const head = await page.$$eval('[data-table="gpu-idle"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼\s]+$/u, '').trim()));
+  const rows = await rowsText(page, 'gpu-idle');
+  for (const [i, s] of streams.entries()) {
+    expectEq(rows[i].slice(0, 2), ['0', String(s)], `idle row ${i}`);
+    for (const r of idle.rows.filter((x) => x.stream === s)) {
+      const label = r.idle_category.replace('_', ' ');
+      expectEq(rows[i][head.indexOf(label)], await fmtUsText(page, r.idle_us), `stream ${s} ${label}`);
+      expectEq(rows[i][head.indexOf(`${label} %`)], await pct(page, r.idle_pct), `stream ${s} ${label} %`);
+    }
+  }
+  const bars = await page.evaluate(() => document.querySelector('[data-chart="gpu-idle-chart"] canvas').chart.data.datasets.map((d) => d.data));
+  expectEq(bars[0], streams.map((s) => idle.rows.find((r) => r.stream === s && r.idle_category === 'host_wait').idle_pct), 'host wait bars');
+  const qRows = await rowsText(page, 'gpu-queue');
+  expectEq(qRows.map((r) => r.slice(0, 3)), queue.rows.map((r) => [String(r.rank), String(r.stream), String(r.points)]), 'queue summary rows');
+  expectEq(qRows.map((r) => r[5]), queue.rows.map((r) => String(r.max)), 'queue max');
+  const lines = await page.evaluate(() => document.querySelector('[data-chart="gpu-queue-chart"] canvas').chart.data.datasets.map((d) => ({ label: d.label, y: d.data.map((p) => p.y) })));
+  expectEq(lines, queue.rows.map((r) => ({ label: `rank ${r.rank} stream ${r.stream}`, y: r.series.queue_length })), 'queue series drawn');
+  await shot(page, 'gpu-idle-queue');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

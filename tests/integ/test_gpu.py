@@ -288,3 +288,195 @@ def test_live_window_equals_hta(daemon, tmp, monkeypatch):
     assert sorted(got) == sorted(want)
     for k, v in want.items():
         assert got[k] == pytest.approx(v, abs=kept * 2.0), k
+    # Per stream: the stream of each live device event (its tid, kept in the span's spare byte)
+    check_idle(daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle"), ta, 0, "live")
+    series, summary, full = hta_queue(ta, 0, 2)
+    rows = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue?max_queue=2")["rows"]
+    assert sorted(r["stream"] for r in rows) == sorted(int(s) for s in series.stream.unique())
+    for r in rows:
+        ref = summary.loc[(0, r["stream"])]["queue_length"]
+        assert (r["count"], r["max"]) == (ref["count"], ref["max"])
+        assert r["mean"] == pytest.approx(ref["mean"], abs=1e-4)
+        assert r["full_us"] == pytest.approx(full[r["stream"]][0], abs=0.0051)
+
+
+IDLE_TRACES = ["gpu_5steps", "h200_a", "h200_attach_mem"]
+
+
+def hta_idle(ta, rank, stats=True):
+    """HTA's idle time breakdown of rank: {(stream, category): (idle_time, ratio)} and its
+    per-interval stats {(stream, category): describe() row}."""
+    df, st = ta.get_idle_time_breakdown(ranks=[rank], visualize=False,
+                                        show_idle_interval_stats=stats)
+    want = {(int(r["stream"]), r["idle_category"]): (r["idle_time"], r["idle_time_ratio"])
+            for _, r in df.iterrows()}
+    intervals = {(int(r["stream"]), cat): r for cat, r in st.iterrows()} if stats else {}
+    return want, intervals
+
+
+def check_idle(doc, ta, rank, what):
+    want, intervals = hta_idle(ta, rank)
+    got = {(r["stream"], r["idle_category"]): r for r in doc["rows"] if r["rank"] == rank}
+    # HTA lists a stream's categories that occur; we list all three (0 and no interval else).
+    assert {s for s, _ in got} == {s for s, _ in want}, what
+    for key, row in got.items():
+        t, ratio = want.get(key, (0.0, 0.0))
+        n = row["intervals"]["count"]
+        # HTA sums float microseconds, rounded to 2 decimals: 1 ns per interval.
+        assert row["idle_us"] == pytest.approx(t, abs=0.0051 + n * 0.001), (what, key)
+        if row["idle_pct"] is not None:
+            assert row["idle_pct"] / 100 == pytest.approx(ratio, abs=0.0051), (what, key)
+        ref = intervals.get(key)
+        if ref is None:
+            assert n == 0, (what, key)
+            continue
+        assert n == ref["count"], (what, key)
+        for ours, theirs in (("mean_us", "mean"), ("std_us", "std"), ("min_us", "min"),
+                             ("p25_us", "25%"), ("p50_us", "50%"), ("p75_us", "75%"),
+                             ("max_us", "max")):
+            if ref[theirs] != ref[theirs]:  # NaN
+                assert row["intervals"][ours] is None, (what, key, ours)
+            else:  # HTA rounds the stats to 2 decimals
+                assert row["intervals"][ours] == pytest.approx(ref[theirs], abs=0.0051), \
+                    (what, key, ours)
+
+
+@pytest.mark.parametrize("name", IDLE_TRACES)
+def test_idle_equals_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    for include_last, rounding in itertools.product((False, True), repeat=2):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        q = "?last_step=%s&rounding=%s" % ("include" if include_last else "exclude",
+                                            "us" if rounding else "ns")
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle{q}")
+        assert doc["consecutive_kernel_delay_us"] == 30
+        assert [r["streams_folded_events"] for r in doc["ranks"]] == [0] * len(TRACES[name])
+        for rank in range(len(TRACES[name])):
+            check_idle(doc, ta, rank, (name, rank, include_last, rounding))
+    # HTA's consecutive_kernel_delay, in its trace's unit (us), moves kernel waits to other.
+    ta = hta(tmp, name, monkeypatch, False, False)
+    doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle?consecutive_kernel_delay_us=5")
+    df, _ = ta.get_idle_time_breakdown(consecutive_kernel_delay=5, visualize=False)
+    want = {(int(r["stream"]), r["idle_category"]): r["idle_time"] for _, r in df.iterrows()}
+    for r in doc["rows"]:
+        if r["rank"] == 0:
+            assert r["idle_us"] == pytest.approx(want.get((r["stream"], r["idle_category"]), 0),
+                                                 abs=0.0051 + r["intervals"]["count"] * 0.001)
+
+
+def hta_queue(ta, rank, max_queue):
+    """HTA's queue length summary and time at max_queue per stream of rank."""
+    ql = ta.get_queue_length_time_series(ranks=[rank])
+    summary = ta.get_queue_length_summary(ranks=[rank])
+    full = {}
+    for stream in ql[rank].stream.unique():
+        one = {rank: ql[rank][ql[rank].stream == stream]}
+        df = ta.get_time_spent_blocked_on_full_queue(one, max_queue_length=max_queue)
+        full[int(stream)] = (df.iloc[0]["duration_at_max_queue_length"],
+                             df.iloc[0]["relative_duration_at_max_queue_length"]) if len(df) else (0, 0)
+    return ql[rank], summary, full
+
+
+@pytest.mark.parametrize("name", IDLE_TRACES)
+def test_queue_equals_hta(daemon, tmp, monkeypatch, name):
+    job = imported(daemon, tmp, name)
+    for include_last, rounding in itertools.product((False, True), repeat=2):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        q = "?last_step=%s&rounding=%s&max_queue=2&points=100000" % (
+            "include" if include_last else "exclude", "us" if rounding else "ns")
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue{q}")
+        assert doc["max_queue"] == 2
+        for rank in range(len(TRACES[name])):
+            what = (name, rank, include_last, rounding)
+            series, summary, full = hta_queue(ta, rank, 2)
+            got = {r["stream"]: r for r in doc["rows"] if r["rank"] == rank}
+            assert sorted(got) == sorted(int(s) for s in series.stream.unique()), what
+            for stream, row in got.items():
+                ref = summary.loc[(rank, stream)]["queue_length"]
+                s = series[series.stream == stream]
+                # At equal times HTA's order is its unstable sort's (numpy quicksort), ours puts
+                # launches first: a point inside a run of g changes at one instant may differ
+                # by up to g (the run's last point, the only one that lasts, is the same).
+                runs = s.groupby("ts").size()
+                tol = float(runs.max()) if runs.max() > 1 else 0.0
+                assert row["count"] == ref["count"] == row["points"] == row["kept"], (what, stream)
+                for k, theirs in (("mean", "mean"), ("std", "std"), ("min", "min"),
+                                  ("p25", "25%"), ("p50", "50%"), ("p75", "75%"), ("max", "max")):
+                    assert row[k] == pytest.approx(ref[theirs], abs=tol * 1.01 + 1e-4), \
+                        (what, stream, k)
+                ours, theirs = sorted(row["series"]["queue_length"]), sorted(s.queue_length.tolist())
+                if tol == 0:  # the whole series, point by point
+                    assert ours == theirs, (what, stream)
+                else:
+                    assert max(abs(a - b) for a, b in zip(ours, theirs)) <= tol, (what, stream)
+                assert row["full_us"] == pytest.approx(full[stream][0], abs=0.0051), (what, stream)
+                # HTA's relative time is over its whole trace's span (every event); ours over
+                # the spans the breakdown keeps (no python_function): equal or a little more.
+                assert row["full_pct"] == pytest.approx(full[stream][1] * 100, rel=0.1, abs=1e-4), \
+                    (what, stream)
+
+
+def test_idle_queue_csv_points_and_streams_past_the_table(daemon, tmp):
+    """CSV and records hold the JSON's rows; ?points= bounds the series and keeps its extremes;
+    a rank with more streams than a span record can name (254) reports the events left out."""
+    import csv
+    import io
+    import json
+    job = imported(daemon, tmp, "gpu_5steps")
+    idle = daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle")
+    status, headers, body = daemon.request(f"/api/v1/jobs/{job}/gpu/idle?format=csv")
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    got = list(csv.DictReader(io.StringIO(body.decode())))
+    assert [(int(g["stream"]), g["idle_category"], float(g["idle_us"])) for g in got] == \
+        [(r["stream"], r["idle_category"], r["idle_us"]) for r in idle["rows"]]
+    assert [int(g["intervals"]) for g in got] == [r["intervals"]["count"] for r in idle["rows"]]
+    full = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue?points=100000")
+    few = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue?points=40")
+    assert few["max_points"] == 40
+    for a, b in zip(full["rows"], few["rows"]):
+        assert (a["stream"], a["points"], a["max"], a["mean"]) == (b["stream"], b["points"], b["max"], b["mean"])
+        assert b["kept"] == len(b["series"]["ts_us"]) <= 40
+        assert b["kept"] == a["points"] or a["points"] > 40
+        s = b["series"]
+        assert max(s["queue_length"]) == a["max"] and min(s["queue_length"]) == a["min"]
+        assert s["ts_us"][0] == a["series"]["ts_us"][0] and s["ts_us"][-1] == a["series"]["ts_us"][-1]
+        assert s["ts_us"] == sorted(s["ts_us"])
+    status, _, body = daemon.request(f"/api/v1/jobs/{job}/gpu/queue?format=csv&table=series&points=40")
+    pts = list(csv.DictReader(io.StringIO(body.decode())))
+    assert len(pts) == sum(r["kept"] for r in few["rows"])
+    assert [float(p["ts_us"]) for p in pts if int(p["stream"]) == few["rows"][0]["stream"]] == \
+        few["rows"][0]["series"]["ts_us"]
+    rec = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue?format=records")
+    assert [(r["stream"], r["count"], r["full_us"]) for r in rec] == \
+        [(r["stream"], r["count"], r["full_us"]) for r in full["rows"]]
+    for bad in ("points=3", "max_queue=0", "table=points"):
+        daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue?{bad}", status=400)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle?consecutive_kernel_delay_us=-1", status=400)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle?rank=3", status=404)
+
+    # 260 streams, two kernels each, launched one after the other: streams past the 254th are
+    # left out and counted.
+    ev = []
+    for s in range(260):
+        for k in range(2):
+            c = s * 2 + k
+            t = 10.0 * c
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                       "tid": 1, "ts": t, "dur": 2, "args": {"correlation": c}})
+            ev.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 100 + s,
+                       "ts": t + 5, "dur": 3, "args": {"correlation": c, "stream": 100 + s,
+                                                       "device": 0}})
+    path = tmp / "streams.json"
+    path.write_text(json.dumps({"traceEvents": ev}))
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import", "--quiet", "--socket",
+                          daemon.socket, "--job", "streams", str(path)],
+                         capture_output=True, text=True, timeout=60, env=clean_env(tmp))
+    assert imp.returncode == 0, imp.stderr
+    job = daemon.job("streams")["id"]
+    doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/idle")
+    assert doc["ranks"][0]["streams_folded_events"] == 6 * 2
+    assert doc["ranks"][0]["on_streams"] == 254 * 2
+    assert sorted({r["stream"] for r in doc["rows"]}) == list(range(100, 354))
+    q = daemon.get_json(f"/api/v1/jobs/{job}/gpu/queue")
+    assert len(q["rows"]) == 254 and q["ranks"][0]["streams_folded_events"] == 12
+    assert all(r["series"]["queue_length"] == [1, 0, 1, 0] for r in q["rows"])

@@ -6,6 +6,8 @@
  * against HTA itself by tests/integ/test_gpu.py.
  */
 #include <check.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +206,154 @@ START_TEST(test_launches)
 }
 END_TEST
 
+/* A device event on a stream. */
+static struct analyse_span dev(const char *name, int64_t ts, int64_t dur, int64_t corr, int64_t stream)
+{
+    struct analyse_span s = sp(ANALYSE_ROLE_KERNEL, name, ts, dur, corr);
+    s.tid = stream;
+    return s;
+}
+
+/* HTA's idle categories: a kernel whose launch began after the previous kernel's end waits on
+ * the host; else a gap under the threshold waits on kernels; else other. Streams apart; an event
+ * without a stream is left out; the first event of a stream has no interval. */
+START_TEST(test_idle_categories)
+{
+    struct analyse_span s[] = {
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 0, 10, 1),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 20, 10, 2),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 150, 10, 3),  /* after k2's end: host */
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 160, 10, 4),
+        dev("k1", 50, 50, 1, 7),   /* first: no interval */
+        dev("k2", 110, 30, 2, 7),  /* gap 10 < 30: kernel wait */
+        dev("k3", 200, 10, 3, 7),  /* gap 60, launch at 150 > 140: host wait */
+        dev("k4", 300, 10, 4, 7),  /* gap 90 >= 30, launched before: other */
+        dev("k5", 400, 10, -1, 7), /* no launch: gap 90, other */
+        dev("x", 100, 10, 1, 9),   /* another stream: one event, no interval */
+        dev("y", 500, 10, 2, -1),  /* no stream */
+    };
+    struct analyse_gpu_opts o = {0};
+    struct analyse_gpu_filter f;
+    struct analyse_gpu_idle *v;
+    size_t n;
+    ck_assert_int_eq(analyse_gpu_idle(s, sizeof s / sizeof s[0], &o, 30, &f, &v, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(v[0].stream, 7);
+    ck_assert_uint_eq(v[0].n_events, 5);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_KERNEL_WAIT], 10);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_HOST_WAIT], 60);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_OTHER], 180);
+    ck_assert_uint_eq(v[0].stats[ANALYSE_GPU_IDLE_OTHER].count, 2);
+    ck_assert(v[0].stats[ANALYSE_GPU_IDLE_OTHER].mean == 90);
+    ck_assert(v[0].stats[ANALYSE_GPU_IDLE_OTHER].std == 0);
+    ck_assert(isnan(v[0].stats[ANALYSE_GPU_IDLE_HOST_WAIT].std)); /* one value */
+    ck_assert_int_eq(v[1].stream, 9);
+    ck_assert_uint_eq(v[1].n_events, 1);
+    ck_assert_uint_eq(v[1].stats[ANALYSE_GPU_IDLE_OTHER].count, 0);
+    ck_assert(isnan(v[1].stats[ANALYSE_GPU_IDLE_OTHER].mean));
+    free(v);
+    /* A higher threshold makes the 60 and 90 gaps kernel waits, but not the host's. */
+    ck_assert_int_eq(analyse_gpu_idle(s, sizeof s / sizeof s[0], &o, 100, &f, &v, &n), 0);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_KERNEL_WAIT], 190);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_HOST_WAIT], 60);
+    ck_assert_int_eq(v[0].ns[ANALYSE_GPU_IDLE_OTHER], 0);
+    free(v);
+}
+END_TEST
+
+/* pandas' describe(): linear quantiles between the closest ranks, the sample deviation. */
+START_TEST(test_idle_interval_stats)
+{
+    struct analyse_span s[] = {dev("a", 0, 10, -1, 1), dev("b", 110, 10, -1, 1),
+                               dev("c", 320, 10, -1, 1), dev("d", 630, 10, -1, 1),
+                               dev("e", 1040, 10, -1, 1)};
+    struct analyse_gpu_opts o = {0};
+    struct analyse_gpu_filter f;
+    struct analyse_gpu_idle *v;
+    size_t n;
+    ck_assert_int_eq(analyse_gpu_idle(s, 5, &o, 30, &f, &v, &n), 0);
+    const struct analyse_gpu_stats *st = &v[0].stats[ANALYSE_GPU_IDLE_OTHER]; /* 100..400 */
+    ck_assert_uint_eq(st->count, 4);
+    ck_assert(st->min == 100 && st->max == 400 && st->mean == 250);
+    ck_assert(fabs(st->q25 - 175) < 1e-9 && fabs(st->q50 - 250) < 1e-9 && fabs(st->q75 - 325) < 1e-9);
+    ck_assert(fabs(st->std - sqrt(50000.0 / 3)) < 1e-9);
+    free(v);
+}
+END_TEST
+
+/* The launch queue: +1 at each launch, -1 at its device event's start, per stream; launches
+ * first at one instant; time at or over max_queue; spans not named as launches do not count. */
+START_TEST(test_queue_series)
+{
+    struct analyse_span s[] = {
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 0, 5, 1),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", 10, 5, 2),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaMemcpyAsync", 20, 5, 3),
+        sp(ANALYSE_ROLE_RUNTIME, "cudaStreamSynchronize", 25, 5, 4),
+        dev("k1", 20, 10, 1, 7), /* at 20: the launch of 3 first (2), then k1 (1) */
+        dev("k2", 40, 10, 2, 7),
+        dev("m3", 60, 10, 3, 7),
+        dev("sync", 70, 1, 4, 7), /* its host span is no launch */
+        dev("k9", 30, 10, 1, 8),  /* correlation 1 on stream 8 too: +1 at 0, -1 at 30 */
+    };
+    struct analyse_gpu_opts o = {0};
+    struct analyse_gpu_queues q;
+    ck_assert_int_eq(analyse_gpu_queues(s, sizeof s / sizeof s[0], &o, 2, 100, &q), 0);
+    ck_assert_uint_eq(q.n_streams, 2);
+    const struct analyse_gpu_queue *a = &q.streams[0];
+    ck_assert_int_eq(a->stream, 7);
+    static const int64_t ts[] = {0, 10, 20, 20, 40, 60}, len[] = {1, 2, 3, 2, 1, 0};
+    ck_assert_uint_eq(a->n_points, 6);
+    ck_assert_uint_eq(a->n_kept, 6);
+    for (size_t i = 0; i < 6; i++) {
+        ck_assert_int_eq(a->points[i].ts_ns, ts[i]);
+        ck_assert_int_eq(a->points[i].len, len[i]);
+    }
+    ck_assert_int_eq(a->full_ns, 10 + 0 + 20); /* from 10 (2), 20 (3, lasts 0), 20 (2) to 40 */
+    ck_assert(a->stats.max == 3 && a->stats.min == 0 && a->stats.q50 == 1.5);
+    ck_assert_int_eq(q.streams[1].stream, 8);
+    ck_assert_uint_eq(q.streams[1].n_points, 2);
+    ck_assert_int_eq(q.trace_ns, 70); /* the latest start (sync, 70) - the earliest (0) */
+    analyse_gpu_queues_done(&q);
+}
+END_TEST
+
+/* Downsampling keeps the first and last points and each run's least and most, in order. */
+START_TEST(test_queue_downsample_keeps_extremes)
+{
+    enum { N = 1000 };
+    struct analyse_span *s = calloc(2 * N, sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    /* N launches at 0..N-1, then their kernels: the queue climbs to N and drains to 0, with a
+     * dip: kernel 0 runs at 500.5 (between launches) */
+    for (int i = 0; i < N; i++) {
+        s[i] = sp(ANALYSE_ROLE_RUNTIME, "cudaLaunchKernel", i * 10, 1, i);
+        s[N + i] = dev("k", i == 0 ? 5005 : N * 10 + i * 10, 1, i, 7);
+    }
+    struct analyse_gpu_opts o = {0};
+    struct analyse_gpu_queues q;
+    ck_assert_int_eq(analyse_gpu_queues(s, 2 * N, &o, ANALYSE_GPU_MAX_QUEUE, 50, &q), 0);
+    const struct analyse_gpu_queue *a = &q.streams[0];
+    ck_assert_uint_eq(a->n_points, 2 * N);
+    ck_assert_uint_le(a->n_kept, 50);
+    ck_assert_int_eq(a->points[0].ts_ns, 0);
+    ck_assert_int_eq(a->points[a->n_kept - 1].len, 0);
+    int64_t mx = 0;
+    bool dip = false;
+    for (size_t i = 0; i < a->n_kept; i++) {
+        if (i > 0)
+            ck_assert_int_ge(a->points[i].ts_ns, a->points[i - 1].ts_ns);
+        mx = a->points[i].len > mx ? a->points[i].len : mx;
+        dip |= a->points[i].ts_ns == 5005;
+    }
+    ck_assert_int_eq(mx, N - 1); /* the peak: every launch made, kernel 0 gone */
+    ck_assert(a->stats.max == N - 1);
+    ck_assert(dip); /* the dip is the least of its run */
+    analyse_gpu_queues_done(&q);
+    free(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_gpu");
@@ -214,6 +364,10 @@ int main(void)
     tcase_add_test(tc, test_no_device_events);
     tcase_add_test(tc, test_kernel_type_sweep);
     tcase_add_test(tc, test_launches);
+    tcase_add_test(tc, test_idle_categories);
+    tcase_add_test(tc, test_idle_interval_stats);
+    tcase_add_test(tc, test_queue_series);
+    tcase_add_test(tc, test_queue_downsample_keeps_extremes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -4,8 +4,10 @@
 // HTA's kernel time, and a table with the times, the device events HTA keeps and why. The kernel
 // types: the time each set of types (computation, communication, memory and their overlaps)
 // runs, over all ranks as HTA's pie, and per rank in a table. The communication-computation
-// overlap per rank, and the kernel launches HTA flags. The last step's device work is left out
-// as HTA does unless "include last step" is chosen (in the URL: last_step=include).
+// overlap per rank, and the kernel launches HTA flags. Per CUDA stream: HTA's idle time
+// breakdown (host wait, kernel wait, other) and the launch queue's length over time with its
+// summary. The last step's device work is left out as HTA does unless "include last step" is
+// chosen (in the URL: last_step=include).
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtPct } from '../dom.js';
 import { chart, colors, PALETTE } from '../charts.js';
@@ -15,11 +17,13 @@ const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALET
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
-  const [doc, kt, ov, la] = await Promise.all([
+  const [doc, kt, ov, la, idle, queue] = await Promise.all([
     getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/overlap', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/launches', { last_step: lastStep, limit: 1 })),
+    getOptional(jobPath(ctx.job, 'gpu/idle', { last_step: lastStep })),
+    getOptional(jobPath(ctx.job, 'gpu/queue', { last_step: lastStep, points: 500 })),
   ]);
   const toggle = el('label.muted', null, el('input#gpu-last-step', {
     type: 'checkbox', checked: lastStep === 'include',
@@ -60,7 +64,81 @@ export async function render(ctx) {
         state: { sort: 'rank', order: 'asc' } })),
     kernelTypes(ctx, kt),
     overlap(ctx, ov),
-    launches(ctx, la));
+    launches(ctx, la),
+    idleTime(ctx, idle),
+    queueLength(ctx, queue));
+}
+
+const IDLE = [['host_wait', 'host wait', PALETTE[3]], ['kernel_wait', 'kernel wait', PALETTE[2]], ['other', 'other', '#bab0ac']];
+
+// HTA's idle time breakdown: per rank and stream, the idle time by its cause.
+function idleTime(ctx, doc) {
+  const title = 'Idle time per stream (HTA)';
+  const by = new Map();
+  for (const r of doc ? doc.rows : []) {
+    const k = `${r.rank}/${r.stream}`;
+    if (!by.has(k)) by.set(k, { rank: r.rank, stream: r.stream, intervals: 0 });
+    const row = by.get(k);
+    row[`${r.idle_category}_us`] = r.idle_us;
+    row[`${r.idle_category}_pct`] = r.idle_pct;
+    row.intervals += r.intervals.count;
+  }
+  const rows = [...by.values()];
+  if (!rows.length) return card(title, { id: 'gpu-idle', cls: 'wide' }, note('empty', 'No device event with a CUDA stream.'));
+  const folded = doc.ranks.filter((r) => r.streams_folded_events > 0);
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'stream', label: 'stream', num: true },
+    ...IDLE.map(([k, label]) => ({ key: `${k}_us`, label, num: true, fmt: fmtUs })),
+    ...IDLE.map(([k, label]) => ({ key: `${k}_pct`, label: `${label} %`, num: true, fmt: fmtPct })),
+    { key: 'intervals', label: 'gaps', num: true },
+  ];
+  return card(title, { id: 'gpu-idle', cls: 'wide' },
+    el('p.muted', null, `Each gap between consecutive kernels of a stream is a host wait when the kernel was launched after the previous one ended, a kernel wait when shorter than ${doc.consecutive_kernel_delay_us} µs, else other. ` +
+      (folded.length ? `${folded.map((r) => `rank ${r.rank}: ${r.streams_folded_events}`).join(', ')} device event(s) on streams past the 254 a rank can name are left out.` : '')),
+    chart({
+      type: 'bar',
+      data: {
+        labels: rows.map((r) => `rank ${r.rank} stream ${r.stream}`),
+        datasets: IDLE.map(([k, label, color]) => ({ label: `${label} %`, data: rows.map((r) => r[`${k}_pct`]), backgroundColor: color })),
+      },
+      options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of the stream\'s idle time' } }, y: { stacked: true } } },
+    }, { id: 'gpu-idle-chart', height: Math.max(120, 40 + 28 * rows.length) }),
+    dataTable({ id: 'gpu-idle', columns, rows, csv: `job${ctx.job}-gpu-idle.csv`, pageSize: 64,
+      state: { sort: 'rank', order: 'asc' } }));
+}
+
+// HTA's CUDA launch queue per rank and stream: its length over time and the summary.
+function queueLength(ctx, doc) {
+  const title = 'Launch queue length per stream (HTA)';
+  const rows = doc ? doc.rows : [];
+  if (!rows.length) return card(title, { id: 'gpu-queue', cls: 'wide' }, note('empty', 'No kernel launch linked to a device event on a CUDA stream.'));
+  const t0 = Math.min(...rows.map((r) => r.series.ts_us[0]));
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'stream', label: 'stream', num: true },
+    { key: 'points', label: 'changes', num: true },
+    { key: 'mean', label: 'mean', num: true, fmt: (v) => v.toFixed(2) },
+    { key: 'p50', label: 'median', num: true },
+    { key: 'max', label: 'max', num: true },
+    { key: 'full_us', label: `at ≥ ${doc.max_queue}`, num: true, fmt: fmtUs },
+  ];
+  const thinned = rows.filter((r) => r.kept < r.points).length;
+  return card(title, { id: 'gpu-queue', cls: 'wide' },
+    el('p.muted', null, `Operations launched on a stream and not yet started, after each launch and each kernel start (ms from the first launch). ${thinned ? `${thinned} series drawn with ${doc.max_points} points at most: each run of changes keeps its least and most.` : ''}`),
+    chart({
+      type: 'line',
+      data: {
+        datasets: rows.map((r, i) => ({
+          label: `rank ${r.rank} stream ${r.stream}`,
+          data: r.series.ts_us.map((t, j) => ({ x: (t - t0) / 1000, y: r.series.queue_length[j] })),
+          borderColor: PALETTE[i % PALETTE.length], backgroundColor: PALETTE[i % PALETTE.length], pointRadius: 0, stepped: true,
+        })),
+      },
+      options: { parsing: false, scales: { x: { type: 'linear', title: { display: true, text: 'ms' } }, y: { beginAtZero: true, title: { display: true, text: 'queue length' } } } },
+    }, { id: 'gpu-queue-chart', height: 260 }),
+    dataTable({ id: 'gpu-queue', columns, rows, csv: `job${ctx.job}-gpu-queue.csv`, pageSize: 64,
+      state: { sort: 'rank', order: 'asc' } }));
 }
 
 // HTA's kernel launch statistics: per rank the launches and how many HTA flags.
