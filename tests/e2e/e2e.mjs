@@ -1189,6 +1189,57 @@ test("cluster: a torch job's device communication, alone and overlapped, per ran
   await shot(page, 'cluster-torch');
 });
 
+test("kernels tab: torch-tb-profiler's kernel view, per kernel and per kernel + launching operator, with tensor cores, blocks per SM and occupancy", async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-tb-kernels');
+  const doc = await api(`/api/v1/jobs/${job.id}/kernels/details?rank=0`);
+  if (!doc.has_blocks_per_sm || !doc.has_occupancy || !doc.rows.length) fail('gpu_5steps has launch figures');
+  await open(page, `#/job/${job.id}/operators?rank=0&tab=kernels`);
+  await page.waitForSelector('[data-table="kernels"] tbody tr');
+  const head = await page.$$eval('[data-table="kernels"] thead th', (ths) => ths.map((th) => th.textContent.replace(/[▲▼↑↓\s]+$/u, '').trim()));
+  expectEq(head, ['kernel', 'tensor cores', 'calls', 'total', 'mean', 'max', 'min', 'mean blocks/SM', 'mean est. occupancy %'], 'columns');
+  expectEq(await countText(page, 'kernels'), `${doc.total} of ${doc.total} rows`, 'rows');
+  const pct = await page.evaluate(async (v) => (await import('/js/dom.js')).fmtPct(v), doc.tensor_core_pct);
+  const summary = await page.textContent('#kernels-summary');
+  if (!summary.includes(`tensor cores: ${pct} of kernel time`)) fail(`summary: ${summary}`);
+  const first = (await rowsText(page, 'kernels'))[0];
+  const r = doc.rows[0];
+  const fmt2 = (v) => page.evaluate(async (x) => (await import('/js/dom.js')).fmtNum(x, 2), v);
+  expectEq(first, [r.name, r.tensor_cores ? 'yes' : 'no', String(r.calls), await fmtUsText(page, r.total_us),
+    await fmtUsText(page, r.mean_us), await fmtUsText(page, r.max_us), await fmtUsText(page, r.min_us),
+    await fmt2(r.blocks_per_sm), await fmt2(r.occupancy_pct)], 'first row (largest total)');
+  if (!(await rowsText(page, 'kernels')).some((row) => row[1] === 'yes')) fail('a tensor-core kernel on the first page');
+  await shot(page, 'kernels-details');
+  // By kernel + operator: the operator that launched each and the launch figures.
+  await page.click('[data-card="kernels"] [data-tab="operator"]');
+  await page.waitForSelector('[data-table="kernels-by-op"] tbody tr');
+  const byOp = await api(`/api/v1/jobs/${job.id}/kernels/details?rank=0&group=operator`);
+  expectEq(await countText(page, 'kernels-by-op'), `${byOp.total} of ${byOp.total} rows`, 'rows by operator');
+  const top = (await rowsText(page, 'kernels-by-op'))[0];
+  const o = byOp.rows[0];
+  expectEq(top.slice(0, 4), [o.name, o.operator ?? '—', o.grid ? `[${o.grid.join(', ')}]` : '—', o.block ? `[${o.block.join(', ')}]` : '—'], 'first row by operator');
+  const summaryOp = await page.textContent('#kernels-summary');
+  if (!summaryOp.includes(`${byOp.launched.toLocaleString('en-US')} of them launched by a host operator`)
+    && !summaryOp.includes(`${await page.evaluate(async (v) => (await import('/js/dom.js')).fmtNum(v), byOp.launched)} of them launched`)) fail(`summary by operator: ${summaryOp}`);
+  await shot(page, 'kernels-by-operator');
+});
+
+test("cluster: torch-tb-profiler's communication operators per worker, with wait and transfer time", async (page) => {
+  const job = await importJob([path.join(DATA, 'kineto', 'gpu_2steps_sampled_rank0.json.gz'),
+    path.join(DATA, 'kineto', 'gpu_2steps_sampled_rank1.json.gz')], 'e2e-comm-ops');
+  const doc = await api(`/api/v1/jobs/${job.id}/comm-ops`);
+  expectEq(doc.ranks, [0, 1], 'workers');
+  await open(page, `#/job/${job.id}/cluster`);
+  await page.waitForSelector('[data-table="comm-ops"] tbody tr');
+  expectEq(await countText(page, 'comm-ops'), `${doc.rows.length} of ${doc.rows.length} rows`, 'rows');
+  const rows = await rowsText(page, 'comm-ops');
+  for (const [i, r] of doc.rows.entries()) {
+    expectEq([rows[i][0], rows[i][1], rows[i][2], rows[i][5], rows[i][7], rows[i][9]],
+      [String(r.rank), r.name, String(r.calls), await fmtUsText(page, r.latency_us), await fmtUsText(page, r.transfer_us), await fmtUsText(page, r.wait_us)],
+      `worker ${r.rank}'s ${r.name}`);
+  }
+  await shot(page, 'cluster-comm-ops');
+});
+
 test('cluster: the Hosts card, one row per host with its ranks, clock offset and lag as the job document gives them', async (page) => {
   // tests/integ/test_clocks.py's job: hostA (the reference), hostB 37 ms late, hostC 5 s late
   // with 3 steps (too few to align)

@@ -7,13 +7,13 @@
 // peak-memory heatmaps (/cluster/flops, /cluster/memory): per rank a cell coloured by FLOPs over
 // the largest rank's and by peak memory over capacity. Stragglers (/ranks: mean step time over the
 // steps every host shipped) are outlined in red in the bars and badged in the table. Last, the
-// Hosts card (cluster_hosts.js):
+// Hosts card (cluster_hosts.js) and torch-tb-profiler's communication operators per worker:
 // per host its ranks, its node's shipping lag, its clock and its stragglers.
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum, fmtBytes } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
-import { communicationCards } from './cluster_comm.js';
+import { communicationCards, commOpsCard } from './cluster_comm.js';
 import { hostsCard } from './cluster_hosts.js';
 
 const LABELS = {
@@ -69,7 +69,7 @@ export async function render(ctx) {
   const stage = Number(ctx.params.stage) > 0 ? Number(ctx.params.stage) : 0;
   const linkType = ctx.params.link_type || '';
   const go = (p) => ctx.go(ctx.hashFor('cluster', { step, stage, link_type: linkType || null, ...p }));
-  const comm = await communicationCards(ctx, step, linkType, go);
+  const comm = [...await communicationCards(ctx, step, linkType, go), await commOpsCard(ctx)];
   const hosts = await hostsCard(ctx);
   const ranksDoc = await getOptional(jobPath(ctx.job, 'ranks'));
   const strag = new Set(ranksDoc ? ranksDoc.ranks.filter((r) => r.straggler).map((r) => r.rank) : []);

@@ -3,7 +3,8 @@
 // communication and wait cost as bars, and the link table (per link and link type: cost, size,
 // bandwidth), sortable, filtered by link type, or one link alone (src_rank, dst_rank: the link the
 // helper's cluster_link names); for the step the view shows (0: MindSpore's average row). Jobs without MindSpore's hccl_raw files get the daemon's reason instead.
-import { getJSON, ApiError, jobPath } from '../api.js';
+// And torch-tb-profiler's communication-operator table per worker (commOpsCard).
+import { getJSON, getOptional, ApiError, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtBytes, fmtNum } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
@@ -70,4 +71,32 @@ export async function communicationCards(ctx, step, linkType, go) {
   ];
   if (one) requestAnimationFrame(() => linksCard.scrollIntoView({ block: 'start' }));
   return cards;
+}
+
+// torch-tb-profiler's distributed view, Communication Operations Stats (/comm-ops): per worker
+// (rank) and communication operator its calls, sizes, latency, the transfer time the slowest
+// rank leaves and the wait before it. Empty for a job without communication operators.
+export async function commOpsCard(ctx) {
+  const doc = await getOptional(jobPath(ctx.job, 'comm-ops'));
+  if (!doc || !doc.rows.length) {
+    return card('Communication operators', { id: 'comm-ops', cls: 'wide' },
+      note('empty', 'No communication operators (nccl:*, gloo:* host spans) in this job\'s stored spans.'));
+  }
+  const columns = [
+    { key: 'rank', label: 'worker (rank)', num: true },
+    { key: 'name', label: 'operator' },
+    { key: 'calls', label: 'calls', num: true, fmt: fmtNum },
+    { key: 'total_bytes', label: 'total size', num: true, fmt: fmtBytes },
+    { key: 'avg_bytes', label: 'avg size', num: true, fmt: fmtBytes },
+    { key: 'latency_us', label: 'total latency', num: true, fmt: fmtUs },
+    { key: 'avg_latency_us', label: 'avg latency', num: true, fmt: fmtUs },
+    { key: 'transfer_us', label: 'data transfer', num: true, fmt: fmtUs },
+    { key: 'avg_transfer_us', label: 'avg data transfer', num: true, fmt: fmtUs },
+    { key: 'wait_us', label: 'wait', num: true, fmt: fmtUs },
+  ];
+  return card('Communication operators, as torch-tb-profiler shows them', { id: 'comm-ops', cls: 'wide' },
+    el('p.muted', { id: 'comm-ops-what' }, `${doc.ranks.length} worker(s); per operator, latency is its calls' host spans and the kernels they launched; `
+      + 'data transfer is the part the slowest rank leaves (each interval at its shortest over the ranks), wait the rest.'),
+    dataTable({ id: 'comm-ops', columns, rows: doc.rows, csv: `job${ctx.job}-comm-ops.csv`, pageSize: 50,
+      state: { sort: 'rank', order: 'asc' } }));
 }

@@ -3,10 +3,10 @@
 // bar chart with share and time, then the table in All mode (every operator) or Type mode (per
 // type; a click on a type lists its operators), with search, sort and paging; a tab with
 // torch-tb-profiler's operator view (host and device time per operator, grouped by name, input
-// shape or call stack; a row expands to its call stacks); and a kernels tab with the device
-// kernel table.
+// shape or call stack; a row expands to its call stacks); and a kernels tab with its kernel view
+// (per kernel, or per kernel and launching operator: tensor cores, blocks per SM, occupancy).
 import { getJSON, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtNum, fmtPct, tabs } from '../dom.js';
+import { el, card, note, fmtUs, fmtNum, fmtPct, fmtBytes, tabs } from '../dom.js';
 import { chart, colors as seriesColors, mountCharts, typeLegend } from '../charts.js';
 import { dataTable } from '../table.js';
 
@@ -22,10 +22,21 @@ const TYPE_COLS = [
   { key: 'name', label: 'type' }, num('calls', 'calls', fmtNum), num('total_us', 'total', fmtUs),
   num('self_us', 'self', fmtUs), num('avg_us', 'avg', fmtUs), num('percent', 'self %', fmtPct),
 ];
-const KERNEL_COLS = [
-  { key: 'name', label: 'kernel' }, num('calls', 'calls', fmtNum), num('total_us', 'total', fmtUs),
-  num('avg_us', 'avg', fmtUs), num('min_us', 'min', fmtUs), num('max_us', 'max', fmtUs),
-  num('percent', 'share', fmtPct),
+// tb-profiler's kernel view (/kernels/details): by kernel, or by kernel and launching operator
+// with the launch figures that split its rows; blocks per SM and occupancy where the trace has them.
+const KERNEL_GROUPS = [['name', 'Kernel'], ['operator', 'Kernel + operator']];
+const dim3 = (v) => (v ? `[${v.join(', ')}]` : '—');
+const kernelCols = (group, doc) => [
+  { key: 'name', label: 'kernel' },
+  ...(group === 'operator' ? [{ key: 'operator', label: 'operator', fmt: (v) => v ?? '—' },
+    { key: 'grid', label: 'grid', fmt: dim3 }, { key: 'block', label: 'block', fmt: dim3 },
+    num('registers_per_thread', 'registers/thread', (v) => (v === null ? '—' : fmtNum(v))),
+    num('shared_memory', 'shared memory', (v) => (v === null ? '—' : fmtBytes(v)))] : []),
+  { key: 'tensor_cores', label: 'tensor cores', fmt: (v) => (v ? 'yes' : 'no') },
+  num('calls', 'calls', fmtNum), num('total_us', 'total', fmtUs), num('mean_us', 'mean', fmtUs),
+  num('max_us', 'max', fmtUs), num('min_us', 'min', fmtUs),
+  ...(doc.has_blocks_per_sm ? [num('blocks_per_sm', 'mean blocks/SM', (v) => fmtNum(v, 2))] : []),
+  ...(doc.has_occupancy ? [num('occupancy_pct', 'mean est. occupancy %', (v) => fmtNum(v, 2))] : []),
 ];
 
 // tb-profiler's operator view (/operator-view): its groups, and the columns of each.
@@ -104,10 +115,18 @@ function tableState(ctx) {
 }
 
 async function kernels(ctx) {
-  const doc = await getJSON(jobPath(ctx.job, 'kernels', { rank: ctx.rank, sort: 'total', limit: ALL_ROWS }));
-  return card('Kernels', { id: 'kernels', cls: 'wide' },
-    doc.rows.length ? null : note('empty', 'No device kernels (spans with a kernel role) for this rank.'),
-    dataTable({ id: 'kernels', columns: KERNEL_COLS, rows: doc.rows, state: tableState(ctx), csv: `job${ctx.job}-kernels.csv`,
+  const group = ctx.params.group === 'operator' ? 'operator' : 'name';
+  const doc = await getJSON(jobPath(ctx.job, 'kernels/details', { rank: ctx.rank, group }));
+  const groupTabs = tabs(KERNEL_GROUPS, group, (g) => ctx.go(ctx.hashFor('operators', { rank: ctx.rank, tab: 'kernels', group: g })));
+  const launched = group === 'operator'
+    ? `; ${fmtNum(doc.launched)} of them launched by a host operator (kernel → runtime call by correlation → the operator around the call)` : '';
+  return card('Kernels, as torch-tb-profiler shows them', { id: 'kernels', cls: 'wide', actions: groupTabs },
+    doc.rows.length ? el('p#kernels-summary.muted', null,
+      `${fmtNum(doc.kernels)} kernel calls, ${fmtUs(doc.total_us)}; tensor cores: ${fmtPct(doc.tensor_core_pct)} of kernel time${launched}`
+      + (doc.spans_cut ? `; ${fmtNum(doc.spans_cut)} spans past max_spans not read` : '') + '.')
+      : note('empty', 'No device kernels (spans with a kernel role) for this rank.'),
+    dataTable({ id: group === 'operator' ? 'kernels-by-op' : 'kernels', columns: kernelCols(group, doc), rows: doc.rows,
+      state: tableState(ctx), csv: `job${ctx.job}-kernels-${group}.csv`, searchKeys: ['name', 'operator'],
       onState: (s) => ctx.set({ ...ctx.params, ...s }) }));
 }
 
