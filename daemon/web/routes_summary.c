@@ -509,6 +509,21 @@ static int opv_args(struct spans *s, const char *line, size_t len, bool op, bool
     return 0;
 }
 
+/* Whether text[0, len) holds needle (memmem() is a GNU extension). */
+static bool has_text(const char *text, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *p = text, *end = text + len; (size_t)(end - p) >= n;) {
+        const char *q = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+        if (!q)
+            return false;
+        if (memcmp(q, needle, n) == 0)
+            return true;
+        p = q + 1;
+    }
+    return false;
+}
+
 /* The operator view's event of the span just read (s->v[s->n - 1]). Returns 0 or -ENOMEM. */
 static int opv_event(struct spans *s, const struct record *rec, const char *line, size_t len)
 {
@@ -521,6 +536,11 @@ static int opv_event(struct spans *s, const struct record *rec, const char *line
     bool is_op = (sp->cat_len == 6 && strncasecmp(sp->cat, "cpu_op", 6) == 0) ||
                  (sp->cat_len == 8 && strncasecmp(sp->cat, "operator", 8) == 0);
     bool is_pyf = sp->cat_len == 15 && strncasecmp(sp->cat, "python_function", 15) == 0;
+    /* A Python frame matters only as a module (args "Python module id"): most lines of a
+     * with_stack trace are frames, so those without the key's text are not scanned (Kineto
+     * writes keys unescaped). */
+    if (is_pyf && !has_text(line, len, "\"Python module id\""))
+        is_pyf = false;
     if (is_op || is_pyf) {
         int r = opv_args(s, line, len, is_op, &module, e);
         if (r < 0)

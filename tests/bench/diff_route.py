@@ -56,6 +56,12 @@ def make_trace(path, copies, src=HERE.parent / "data" / "kineto" / "gpu_5steps_r
     return len(xs) * copies, sum(e.get("name") == "[memory]" for e in xs) * copies
 
 
+def daemon_cpu(d):
+    """The CPU seconds (user + system) the daemon d's process has used so far."""
+    f = open(f"/proc/{d.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=15)
@@ -68,8 +74,7 @@ def main():
     d.start()
 
     def cpu():
-        f = open(f"/proc/{d.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        return daemon_cpu(d)
 
     try:
         for job in ("m1", "m2"):
