@@ -223,3 +223,41 @@ def test_sums_of_the_largest_durations_saturate(daemon, tmp):
         assert r["calls"] == 4
         assert r["host_total_us"] == r["host_self_us"] == 9223372036854775.807
     daemon.assert_alive()
+
+
+def test_a_live_job_answers_what_is_stored_so_far(daemon):
+    """While its stream is still open, a job's view is what has been stored so far: the next
+    batch of lines shows in the next request (a live job and an imported one read the same)."""
+    from ssclient import Client
+
+    def step(k, ts):
+        # ProfilerStep > aten::mm (shape [[2,3],[3,4]]) > cudaLaunchKernel > one kernel
+        ext, corr = 10 * k + 1, 10 * k + 2
+        return [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1,
+             "tid": 1, "ts": ts, "dur": 100, "args": {"External id": 10 * k}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 10,
+             "dur": 50, "args": {"External id": ext, "Input Dims": [[2, 3], [3, 4]],
+                                 "Call stack": "train.py(7): step;train.py(20): <module>"}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": ts + 20, "dur": 5, "args": {"External id": ext, "correlation": corr}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 40,
+             "dur": 8, "args": {"External id": ext, "correlation": corr}},
+        ]
+
+    c = Client(daemon.socket)
+    c.hello("opv-live", rank=0)
+    c.send_lines(step(1, 1_000_000.0))
+    c.wait_ack(4)
+    daemon.wait_for("the first step", lambda: view(daemon, "opv-live")["calls"] == 1)
+    (r,) = view(daemon, "opv-live", group_by="input_shape")["rows"]
+    assert (r["name"], r["input_shape"], r["calls"]) == ("aten::mm", "[[2,3],[3,4]]", 1)
+    assert (r["host_total_us"], r["host_self_us"], r["device_self_us"]) == (50, 45, 8)
+    c.send_lines(step(2, 1_000_200.0))
+    c.wait_ack(8)
+    daemon.wait_for("the second step", lambda: view(daemon, "opv-live")["calls"] == 2)
+    (r,) = view(daemon, "opv-live", group_by="stack")["rows"]
+    assert (r["calls"], r["device_total_us"], r["call_stack"]) == \
+        (2, 16, "train.py(7): step;train.py(20): <module>")
+    assert daemon.job("opv-live")["live"] is True  # its stream is still connected
+    c.close()
