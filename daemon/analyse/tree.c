@@ -679,13 +679,16 @@ int analyse_tree_modules(const struct analyse_span *spans, size_t n, int64_t fir
 
 size_t analyse_tree_bytes(size_t n)
 {
-    /* Per span: a host node with its parent, tree figures and the nesting's stack slot, or a
-     * device node; a correlation entry; a row and its figures grown to twice their count and
-     * four hash slots; order()'s key, buckets and the result's node. */
-    size_t per = sizeof(struct analyse_sum_node) + 2 * sizeof(size_t) + sizeof(struct hx) +
-                 sizeof(struct dnode) + sizeof(struct corr) +
+    /* Per span, as a host span (its node, parent, tree figures and a stack slot) or as a device
+     * span (its node, or its correlation and link flag), the larger; a correlation entry; a row
+     * and its figures grown to twice their count and four hash slots; order()'s key, name,
+     * buckets and the result's node. */
+    size_t host = sizeof(struct analyse_sum_node) + 2 * sizeof(size_t) + sizeof(struct hx);
+    size_t dev = sizeof(struct dnode) > sizeof(struct dev_corr) + 1 ? sizeof(struct dnode)
+                                                                    : sizeof(struct dev_corr) + 1;
+    size_t per = (host > dev ? host : dev) + sizeof(struct corr) +
                  2 * (sizeof(struct analyse_sum_row) + sizeof(struct rx)) + 4 * sizeof(size_t) +
-                 sizeof(struct analyse_sum_keyed) + 3 * sizeof(size_t) +
+                 sizeof(struct analyse_sum_keyed) + sizeof(struct named) + 2 * sizeof(size_t) +
                  sizeof(struct analyse_tree_node);
     if (n > (SIZE_MAX - 65536) / per)
         return SIZE_MAX;

@@ -1164,6 +1164,14 @@ static int run_summary(struct web_analysis *a)
     return r;
 }
 
+/* What rendering n tree nodes may hold: two table rows a node (a node has a dozen figures), but
+ * never more than the answer may be (max_response_bytes caps the document). */
+static uint64_t tree_render_bytes(const struct web *w, size_t n)
+{
+    uint64_t b = (uint64_t)2 * WEB_SUMMARY_ROW_BYTES * n;
+    return w->max_response_bytes && b > w->max_response_bytes ? w->max_response_bytes : b;
+}
+
 /* /tree: the hierarchy of the rank's stored spans. */
 static int run_tree(struct web_analysis *a)
 {
@@ -1178,7 +1186,7 @@ static int run_tree(struct web_analysis *a)
         r = -ECONNABORTED;
     if (r == 0 && (r = budget_check(&a->bg)) == 0)
         r = budget_charge(&a->bg, spans_bytes(&sp) +
-                                      (uint64_t)2 * WEB_SUMMARY_ROW_BYTES * d.tree->n);
+                                      tree_render_bytes(w, d.tree->n));
     if (r == -ENOENT)
         a->not_found = "steps: no ProfileStep span in range on this rank";
     if (r == 0) {
@@ -1421,7 +1429,8 @@ static void *analysis_main(void *arg)
                                    : a->diff   ? analyse_stepops_bytes
                                    : summary   ? analyse_summary_bytes
                                                : small_work_bytes,
-                                   a->tree ? 2 * n : tables || a->memory ? n : 0));
+                                   a->tree ? tree_render_bytes(w, n) / WEB_SUMMARY_ROW_BYTES
+                                   : tables || a->memory ? n : 0));
     if (a->r == 0)
         a->r = a->tb == WEB_TB_KERNELS ? run_tb_kernels(a)
                : a->tb == WEB_TB_COMM  ? run_tb_comm(a)

@@ -14,21 +14,14 @@ time, and per route the p50 wall time and the daemon's CPU per request (/proc/PI
     BUILD_DIR=build-test python3 tests/bench/memory_route.py [--copies 117] [--rounds 5] [--tb /work/tbvenv/bin/python]
 """
 import argparse
-import gzip
-import http.client
 import json
-import os
 import pathlib
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
 
+from routes_common import BigJob
+
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integ"))
-import conftest  # noqa: E402
-from diff_route import make_trace  # noqa: E402
 
 
 def main():
@@ -37,42 +30,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tb", help="a Python with torch-tb-profiler 0.4.3")
     args = ap.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssb.", dir="/tmp"))
-    trace = tmp / "big.json.gz"
-    n, n_mem = make_trace(trace, args.copies,
-                          HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz",
-                          ("X", "i"))
-    print(f"events: {n} ({n_mem} [memory])")
-    d = conftest.Daemon(tmp, "d")
-    d.start()
-
-    def cpu():
-        f = open(f"/proc/{d.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
+    job = BigJob(args.copies, HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz",
+                 ("X", "i"))
+    trace = job.trace
+    print(f"events: {job.n} ({job.n_mem} [memory])")
     try:
-        s = time.perf_counter()
-        subprocess.run([str(conftest.build_dir() / "cli" / "stepscope"), "import", "--quiet",
-                        "--socket", d.socket, "--job", "big", str(trace)], check=True,
-                       env=conftest.clean_env(tmp), timeout=1800)
-        print(f"stepscope import: {time.perf_counter() - s:.2f} s")
-        c = http.client.HTTPConnection(d.host, d.port, timeout=600)
+        print(f"stepscope import: {job.import_s:.2f} s")
         first = None
         for route in ("memory", "memory?format=csv", "summary/memory"):
-            walls, cpus = [], []
-            for i in range(args.rounds):
-                sep = "&" if "?" in route else "?"
-                c0, w0 = cpu(), time.perf_counter()
-                c.request("GET", f"/api/v1/jobs/big/{route}{sep}max_spans={4000000 - i}")
-                r = c.getresponse()
-                body = r.read()
-                walls.append(time.perf_counter() - w0)
-                cpus.append(cpu() - c0)
-                assert r.status == 200, (route, r.status, body[:300])
-                if route == "memory" and first is None:
-                    first = json.loads(body)
-            print(f"/{route}: p50 {statistics.median(walls):.3f} s wall, "
-                  f"{statistics.mean(cpus):.3f} s daemon CPU per request ({len(body)} bytes)")
+            body = job.measure(route, args.rounds)[2]
+            if route == "memory":
+                first = json.loads(body)
         g = next(s for s in first["devices"] if s["device"] == "GPU0")
         print(f"GPU0: {g['points']} points, {g['kept']} kept, peak {g['peak_allocated']} B; "
               f"{len(first['operators'])} operator rows")
@@ -93,7 +61,7 @@ def main():
                          for r in first["operators"] if r["device"] == "GPU0")
             print("operator table equal to torch-tb-profiler's:", got == want)
     finally:
-        d.stop()
+        job.stop()
 
 
 if __name__ == "__main__":

@@ -172,3 +172,21 @@ def test_module_view_without_module_events(daemon, tmp):
     imported(daemon, tmp, "mod-113", out)
     doc = daemon.get_json("/api/v1/jobs/mod-113/tree?kind=module")
     assert (doc["module_spans"], doc["n_nodes"]) == (0, 0)
+
+
+def test_tree_fits_a_budget_the_operator_table_fits(daemons, tmp):
+    """The tree reserves no more than it can hold: the rendered part at most max_response_bytes
+    (no answer is larger), a span counted as host or device, not both. On a 1 M-span rank the
+    first version asked 1.24 GiB and answered 413 under the default 1 GiB budget while
+    /summary/operator ran; here the same proportions on the H200 trace (8.6 k events): a 10 MiB
+    budget holds the operator table and both trees, 4 MiB none of them."""
+    d = daemons("d", config="http_analysis_max_bytes = 10485760\nmax_response_bytes = 1048576\n")
+    imported(d, tmp, "fit", DATA / "trace_a.json.gz")
+    for route in ("summary/operator", "tree?kind=operator", "tree?kind=module"):
+        st, _, body = d.request(f"/api/v1/jobs/fit/{route}")
+        assert st == 200, (route, st, body[:300])
+    small = daemons("s", config="http_analysis_max_bytes = 4194304\n")
+    imported(small, tmp, "fit", DATA / "trace_a.json.gz")
+    for route in ("summary/operator", "tree?kind=operator", "tree?kind=module"):
+        st, _, body = small.request(f"/api/v1/jobs/fit/{route}")
+        assert st == 413 and b"analysis_too_large" in body, (route, st, body[:300])
