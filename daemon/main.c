@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -70,9 +71,14 @@ struct job_ticket {
 };
 
 /* DELETE /api/v1/jobs/{job}, handed by an HTTP thread to the loop (which alone may touch the
- * store's tables and live) through daemon.deletes. */
+ * store's tables and live) through daemon.deletes; or, from the cluster view's thread, the
+ * deletion of some of a job's ranks (ranks set), then the job's live state dropped (evict). */
 struct delete_req {
     const char *job;
+    const int64_t *ranks; /* NULL: the whole job */
+    size_t n;
+    bool evict;           /* after the ranks' deletion committed: live reloads the job */
+    int64_t job_id;
     uint64_t ticket;    /* store_wait_committed() */
 };
 
@@ -342,6 +348,11 @@ static int run_delete(void *ud, void *arg)
     struct delete_req *q = arg;
     if (d->stopping)
         return -ESHUTDOWN;
+    if (q->evict) /* a session opened since the ranks went: its job is not evicted (again later) */
+        return sessions_job_open(d->sessions, q->job_id) ? -EBUSY
+                                                         : live_evict_job(d->live, q->job_id);
+    if (q->ranks)
+        return store_job_delete_ranks(d->store, q->job, q->ranks, q->n, &q->job_id, &q->ticket);
     int64_t job_id = 0;
     int r = store_job_delete(d->store, q->job, &job_id, &q->ticket);
     if (r == 0) {
@@ -352,7 +363,16 @@ static int run_delete(void *ud, void *arg)
     return r;
 }
 
-/* web's DELETE /api/v1/jobs/{job} (HTTP thread): asks the loop, then waits for the commit. */
+static void nap_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/* web's DELETE /api/v1/jobs/{job} (HTTP thread): asks the loop, then waits for the commit. A
+ * job whose open sessions are the cluster view's pulled streams has them closed and held first
+ * (cluster_hold_job()): their sessions end as the loop reads the closes, then the job goes. */
 static int web_job_delete(void *ud, const char *job)
 {
     struct daemon *d = ud;
@@ -363,9 +383,46 @@ static int web_job_delete(void *ud, const char *job)
         return r;
     struct delete_req q = {.job = sj.name};
     r = loopcall_call(&d->deletes, &q, DELETE_WAIT_NS);
+    if (r == -EBUSY && d->cluster) {
+        int closed = cluster_hold_job(d->cluster, sj.name, true);
+        for (int k = 0; closed > 0 && r == -EBUSY && k < 50; k++) {
+            nap_ms(100);
+            r = loopcall_call(&d->deletes, &q, DELETE_WAIT_NS);
+        }
+        if (r == 0)
+            r = store_wait_committed(d->store, q.ticket, DELETE_WAIT_NS);
+        cluster_hold_job(d->cluster, sj.name, false);
+        return r;
+    }
     if (r < 0)
         return r;
     return store_wait_committed(d->store, q.ticket, DELETE_WAIT_NS);
+}
+
+/* The cluster view's drop_ranks (its thread, cluster.h): a job deleted on the node these ranks
+ * were pulled from. All of them: deleted as a DELETE does. Else the ranks are deleted, and once
+ * that is committed the job's live state is dropped, so that its next reader reloads it from the
+ * store without them. */
+static int cluster_drop_ranks(void *ud, const char *job, const int64_t *ranks, size_t n, bool all)
+{
+    struct daemon *d = ud;
+    struct delete_req q = {.job = job, .ranks = all ? NULL : ranks, .n = n};
+    int r = loopcall_call(&d->deletes, &q, DELETE_WAIT_NS);
+    if (r == 0)
+        r = store_wait_committed(d->store, q.ticket, DELETE_WAIT_NS);
+    if (r < 0 || all)
+        return r;
+    q.evict = true;
+    for (int k = 0; k < 100; k++) {
+        r = loopcall_call(&d->deletes, &q, DELETE_WAIT_NS);
+        if (r != -EBUSY)
+            break;
+        nap_ms(100);
+    }
+    if (r == -EBUSY) /* a session of the job opened meanwhile, and stayed */
+        log_warn("cluster view: job %s: %zu deleted rank%s stay in its analyses until it is next "
+                 "loaded", job, n, n == 1 ? "" : "s");
+    return r == -EBUSY ? 0 : r;
 }
 
 static int load_capture(void *ud, const struct record_capture *c)
@@ -831,7 +888,8 @@ static int start_web(struct daemon *d)
     const struct web_jobs jobs = {.remove = web_job_delete, .ud = d};
     /* Before the web server: /stats shows the backlog from the first answer. */
     char cerr[CLUSTER_ERR_MAX] = "";
-    int r = cluster_start_config(&d->cfg, d->store, d->live, &d->stats, &d->cluster, cerr);
+    const struct cluster_ops ops = {.drop_ranks = cluster_drop_ranks, .ud = d};
+    int r = cluster_start_config(&d->cfg, d->store, d->live, &d->stats, &ops, &d->cluster, cerr);
     if (r < 0) {
         fprintf(stderr, "stepscoped: %s\n", cerr);
         return EXIT_USAGE;

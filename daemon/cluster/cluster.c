@@ -42,8 +42,8 @@
  * on a current ClickHouse (chdb), tests/cluster/test_cluster.py on Debian's 18.16. */
 enum { PART_SESSIONS, PART_EVENTS, PART_SPANS, PART_STEPS, PART_QUEUES, PART_HOSTS, PART_PIPES,
        PART_COUNT,
-       INSERT_STEP_RANKS = PART_COUNT };
-static const char *const insert_sql[PART_COUNT + 1] = {
+       INSERT_STEP_RANKS = PART_COUNT, INSERT_DELETES };
+static const char *const insert_sql[PART_COUNT + 2] = {
     /* First: a node pulling the others' rows (pull.c) opens a rank once its session is there. */
     "INSERT INTO stepscope.sessions (node, job, rank, row, world_size, host, pid, framework, "
     "framework_version, run, clock, started_ns, hello) FORMAT RowBinary",
@@ -65,11 +65,14 @@ static const char *const insert_sql[PART_COUNT + 1] = {
     "from_record, source, interval_ns, fp_bp_ns, tail_ns, kernel_ns, memcpy_ns, memset_ns, "
     "communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, other_ns, version) "
     "FORMAT RowBinary",
+    /* A job deleted here, once its ALTERs were taken: the viewers delete their copies (pull.c). */
+    "INSERT INTO stepscope.deletes (node, job, id, deleted_ns, last_block, last_step, "
+    "last_queue, last_host, last_pipe) FORMAT RowBinary",
 };
 
 /* A job deleted on the node: its rows of this node deleted in every table that holds them
  * (ALTER TABLE ... DELETE: a mutation, run by ClickHouse in the background on the parts there
- * now; rows inserted later are not touched). */
+ * now; rows inserted later are not touched). Not `deletes`: its rows say what was deleted. */
 static const char *const delete_tables[] = {"events",       "event_blocks", "spans",     "steps",
                                             "queue_samples", "host_samples", "pipelines",
                                             "step_ranks",   "sessions"};
@@ -239,7 +242,7 @@ static void cluster_free(struct cluster *c)
 /* Waits ms or until stop. Returns true when stopping. */
 static bool nap(struct cluster *c, uint64_t ms)
 {
-    return cluster__nap(&c->mu, &c->cond, &c->stop, ms);
+    return cluster__nap(&c->mu, &c->cond, &c->stop, ms, NULL, NULL);
 }
 
 /* ---- HTTP ---- */
@@ -736,6 +739,24 @@ static int carry_out_deletes(struct cluster *c, char *err)
                 r = -1;
             }
         }
+        if (r == 1) { /* then the viewers' cue (pull.c), before any row committed after it */
+            rb_reset(&sql);
+            rb_str(&sql, c->node, strlen(c->node));
+            rb_str(&sql, job, strlen(job));
+            rb_i64(&sql, id);
+            rb_i64(&sql, clock_now_ns());
+            rb_i64(&sql, c->cur.block);
+            rb_i64(&sql, c->cur.step);
+            rb_i64(&sql, c->cur.queue);
+            rb_i64(&sql, c->cur.host);
+            rb_i64(&sql, c->cur.pipe);
+            if (sql.err) {
+                snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+                r = -1;
+            } else if (post(c, insert_sql[INSERT_DELETES], sql.p, sql.len, false, NULL, err) < 0) {
+                r = -1;
+            }
+        }
         if (r < 0)
             break;
         int s = store_ship_delete_done(c->ship, id);
@@ -1146,8 +1167,14 @@ void cluster_stop(struct cluster *c)
     curl_global_cleanup();
 }
 
+int cluster_hold_job(struct cluster *c, const char *job, bool hold)
+{
+    return c && c->pull ? cluster_pull_hold(c->pull, job, hold) : 0;
+}
+
 int cluster_start_config(const struct config *cfg, struct store *store, struct live *live,
-                         struct stats *stats, struct cluster **ret, char *err)
+                         struct stats *stats, const struct cluster_ops *ops,
+                         struct cluster **ret, char *err)
 {
     *ret = NULL;
     if (!cfg->cluster_url[0])
@@ -1170,6 +1197,7 @@ int cluster_start_config(const struct config *cfg, struct store *store, struct l
             .store = store,
             .live = live,
             .stats = stats,
+            .ops = ops ? *ops : (struct cluster_ops){0},
         };
         r = cluster_start(&cc, ret, err);
         if (r == 0 && cfg->cluster_view) {

@@ -21,7 +21,8 @@
  *
  * Deleted jobs: a job deleted on the node (store_job_delete()) is queued in the store; the
  * shipper deletes this node's rows of it in ClickHouse (ALTER TABLE ... DELETE, every table)
- * before it ships anything else (store_ship.h says how the store makes it wait).
+ * before it ships anything else (store_ship.h says how the store makes it wait), then records
+ * the delete in stepscope.deletes, which the other nodes' cluster views carry out (pull.c).
  *
  * Failure: an attempt that fails (no connection, timeout, or ClickHouse answering an error such
  * as a read-only user or a missing table) is counted, its reason kept (stats), and retried after
@@ -48,6 +49,15 @@ struct store;
 struct live;
 struct cluster;
 
+/* What the cluster view (pull.c, its own thread) asks of the daemon. */
+struct cluster_ops {
+    /* Deletes ranks[0..n) of job here (all: the job's every rank, so the job goes): their node
+     * deleted the job. Returns 0 once committed, -ENOENT (no such job), -EBUSY (a session of the
+     * job is open: again later), or another negative errno. */
+    int (*drop_ranks)(void *ud, const char *job, const int64_t *ranks, size_t n, bool all);
+    void *ud;
+};
+
 struct cluster_config {
     const char *url;              /* ClickHouse's HTTP interface, http://HOST:PORT/ */
     const char *user;             /* NULL or "": ClickHouse's default user */
@@ -61,6 +71,7 @@ struct cluster_config {
     struct store *store;
     struct live *live;            /* NULL: no per-step aggregates shipped */
     struct stats *stats;
+    struct cluster_ops ops;       /* the cluster view's; drop_ranks NULL: never deletes here */
 };
 
 /* Reads "USER:PASSWORD" (the first line; no ':' is a user alone) from path into user and
@@ -77,7 +88,15 @@ int cluster_start(const struct cluster_config *cfg, struct cluster **ret, char *
  * cluster_credentials_file and cluster_start()s with cfg's cluster keys. Returns 0 or a negative
  * errno with err set. */
 int cluster_start_config(const struct config *cfg, struct store *store, struct live *live,
-                         struct stats *stats, struct cluster **ret, char *err);
+                         struct stats *stats, const struct cluster_ops *ops,
+                         struct cluster **ret, char *err);
+
+/* A DELETE of job on this node (any thread; docs/API.md "Delete a job"): hold (true) closes the
+ * cluster view's pulled streams of job (their sessions end as the daemon reads the closes) and
+ * keeps them closed, the rows it pulls for job meanwhile dropped, until hold false. Returns the
+ * streams it closed (0: none, or no cluster view), or -ETIMEDOUT (the puller did not answer
+ * within 10 s; call hold false all the same). */
+int cluster_hold_job(struct cluster *c, const char *job, bool hold);
 
 /* Stops the thread (a request in flight is abandoned within a second; its rows are shipped
  * again by the next start, and collapse) and frees c. NULL-safe. */

@@ -51,9 +51,10 @@ struct cluster_migration {
 extern const struct cluster_migration cluster__migrations[];
 extern const size_t cluster__n_migrations;
 
-/* common.c. Waits ms on cond (mu is locked around the wait) or until *stop is set; returns
- * whether it is. */
-bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, uint64_t ms);
+/* common.c. Waits ms on cond (mu is locked around the wait) or until *stop is set, or wake(ud)
+ * (when not NULL; called under mu) says to go on; returns whether *stop is set. */
+bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, uint64_t ms,
+                  bool (*wake)(void *ud), void *ud);
 
 /* common.c. Sets a curl handle up as the shipper and the puller use it: no signals, the
  * timeouts, the answer given to on_write(answer), the transfer abandoned once *stop is set,
@@ -70,5 +71,7 @@ int cluster_pull_start(const struct cluster_config *cfg, const char *socket_path
                        struct cluster_pull **ret, char *err);
 /* Stops the thread (a request in flight is abandoned within a second) and frees p. NULL-safe. */
 void cluster_pull_stop(struct cluster_pull *p);
+/* cluster_hold_job() for the puller. */
+int cluster_pull_hold(struct cluster_pull *p, const char *job, bool hold);
 
 #endif

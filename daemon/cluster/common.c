@@ -8,7 +8,8 @@
 
 #include "cluster_int.h"
 
-bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, uint64_t ms)
+bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, uint64_t ms,
+                  bool (*wake)(void *ud), void *ud)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -19,7 +20,7 @@ bool cluster__nap(pthread_mutex_t *mu, pthread_cond_t *cond, atomic_bool *stop, 
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(mu);
-    while (!atomic_load(stop)) {
+    while (!atomic_load(stop) && !(wake && wake(ud))) {
         if (pthread_cond_timedwait(cond, mu, &ts) == ETIMEDOUT)
             break;
     }

@@ -21,6 +21,12 @@
  * the origin's own; the store reads "origin" (STORE_SQL_ORIGIN) so that the shipper never ships
  * such rows again.
  *
+ * Deletes: a node that deleted a job ships a record of it (stepscope.deletes, cluster.c); before
+ * an origin's rows, its records past pull_cursors.del are carried out here (apply_deletes():
+ * the ranks pulled from it deleted through cluster_ops.drop_ranks, the cursor brought down to the
+ * origin's after the delete). A DELETE on this node holds the job (cluster_pull_hold()): its
+ * streams closed and not fed until the delete committed.
+ *
  * Clocks: pulled rows keep their origin's times, verbatim lines and rebuilt spans alike; the hosts'
  * clocks are aligned when answering (analyse_clock.h, from the step ends they share), so nothing
  * here shifts a time (shifting at feed time too would move them twice).
@@ -47,6 +53,7 @@
 #include "../../lib/json.h"
 #include "../../lib/log.h"
 #include "../../lib/sbuf.h"
+#include "../../lib/util.h"
 #include "../store/store.h"
 #include "../store/store_pull.h"
 #include "cluster.h"
@@ -84,6 +91,7 @@ struct pull_stream {
     char in[4096];       /* a partial reply line */
     size_t in_len;
     int64_t used_ns;     /* last time lines were written */
+    bool held;           /* its job is being deleted here (cluster_pull_hold()): not fed */
 };
 
 struct cluster_pull {
@@ -97,6 +105,14 @@ struct cluster_pull {
     atomic_bool stop;
     pthread_mutex_t mu;
     pthread_cond_t cond;
+    struct cluster_ops ops;
+
+    /* Jobs being deleted here (cluster_pull_hold()), under mu: a request is served (hold_ack
+     * reaches hold_req) at the puller's next point between batches. */
+    char (*held)[PULL_NAME_MAX];
+    size_t n_held, cap_held;
+    uint64_t hold_req, hold_ack;
+    size_t hold_closed;          /* streams the last request served closed */
 
     /* Puller thread only. */
     CURL *curl;
@@ -120,9 +136,16 @@ struct cluster_pull {
 
 /* ---- small helpers ---- */
 
+/* A hold request waits to be served. Under p->mu. */
+static bool hold_asked(void *ud)
+{
+    const struct cluster_pull *p = ud;
+    return p->hold_ack != p->hold_req;
+}
+
 static bool pull_nap(struct cluster_pull *p, uint64_t ms)
 {
-    return cluster__nap(&p->mu, &p->cond, &p->stop, ms);
+    return cluster__nap(&p->mu, &p->cond, &p->stop, ms, hold_asked, p);
 }
 
 /* A node name is what config accepts for `node`; anything else is never put in SQL. */
@@ -272,6 +295,44 @@ static void stream_free(struct pull_stream *s)
     sbuf_done(&s->out);
     free(s->hello);
     free(s);
+}
+
+/* Frees p->streams[i] and takes it out of the list. */
+static void stream_remove(struct cluster_pull *p, size_t i)
+{
+    stream_free(p->streams[i]);
+    p->streams[i] = p->streams[--p->n_streams];
+}
+
+/* Whether job is held (cluster_pull_hold()). Under p->mu. */
+static bool job_held(const struct cluster_pull *p, const char *job)
+{
+    for (size_t k = 0; k < p->n_held; k++)
+        if (strcmp(p->held[k], job) == 0)
+            return true;
+    return false;
+}
+
+/* Serves a hold request (cluster_pull_hold()), between batches (no stream has lines queued):
+ * the streams of a held job are closed, with a bye, and held; the others are let go. */
+static void serve_holds(struct cluster_pull *p)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->hold_ack != p->hold_req) {
+        size_t closed = 0;
+        for (size_t i = 0; i < p->n_streams; i++) {
+            struct pull_stream *s = p->streams[i];
+            s->held = job_held(p, s->job);
+            if (s->held && s->fd >= 0) {
+                stream_disconnect(s, true);
+                closed++;
+            }
+        }
+        p->hold_closed = closed;
+        p->hold_ack = p->hold_req;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* The origin's hello without "stream", "seq", "origin" and "capabilities" (the pulled session's
@@ -453,7 +514,7 @@ static int flush_origin(struct cluster_pull *p, const char *origin, char *err)
         bool pending = false;
         for (size_t i = 0; i < p->n_streams; i++) {
             struct pull_stream *s = p->streams[i];
-            if (strcmp(s->origin, origin) != 0 || s->conflict)
+            if (strcmp(s->origin, origin) != 0 || s->conflict || s->held)
                 continue;
             bool out = s->out_off < s->out.len;
             if (!out && s->acked >= s->seq)
@@ -663,6 +724,9 @@ static int pull_sessions(struct cluster_pull *p, char *err)
                 return -1;
             }
             s->saved_seq = s->seq;
+            pthread_mutex_lock(&p->mu);
+            s->held = job_held(p, s->job);
+            pthread_mutex_unlock(&p->mu);
             p->streams[p->n_streams++] = s;
             if (add_origin(p, nodez) < 0)
                 goto oom;
@@ -689,6 +753,36 @@ static int pull_sessions(struct cluster_pull *p, char *err)
 oom:
     snprintf(err, CLUSTER_ERR_MAX, "out of memory");
     return -1;
+}
+
+/* The nodes that shipped deletes are origins too, sessions or not: a node that deleted its every
+ * job has none left in ClickHouse, and a viewer started since must still learn of its deletes.
+ * Returns 0 or -1 with err. */
+static int delete_origins(struct cluster_pull *p, char *err)
+{
+    static const char q[] = "SELECT DISTINCT node FROM stepscope.deletes FORMAT RowBinary";
+    if (ch_query(p, q, err) < 0)
+        return -1;
+    struct rb_reader r = {p->answer.p, p->answer.p + p->answer.len, false};
+    size_t self_len = strlen(p->node);
+    while (r.p < r.end && !r.bad) {
+        size_t nn;
+        const char *node = rd_str(&r, &nn);
+        if (r.bad || !node_name_ok(node, nn) || (nn == self_len && !memcmp(node, p->node, nn)))
+            continue;
+        char nodez[PULL_NAME_MAX];
+        memcpy(nodez, node, nn);
+        nodez[nn] = '\0';
+        if (add_origin(p, nodez) < 0) {
+            snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+            return -1;
+        }
+    }
+    if (r.bad) {
+        snprintf(err, CLUSTER_ERR_MAX, "ClickHouse's answer is cut short");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- rows ---- */
@@ -975,7 +1069,8 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
                 const char *nl = memchr(lines + pos, '\n', n - pos);
                 size_t len = nl ? (size_t)(nl - (lines + pos)) : n - pos;
                 /* The lines of a block partly fed as events rows before are not fed twice. */
-                if (!s->conflict && (next.block != cur->block || (int64_t)idx > cur->idx)) {
+                if (!s->conflict && !s->held &&
+                    (next.block != cur->block || (int64_t)idx > cur->idx)) {
                     sbuf_add(&s->out, lines + pos, len);
                     sbuf_addc(&s->out, '\n');
                     s->out_lines++;
@@ -985,7 +1080,7 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
             }
             blocks++;
             block_lines += idx;
-        } else if (!dup && !s->conflict) {
+        } else if (!dup && !s->conflict && !s->held) { /* held: being deleted here */
             stream_line(s, &line);
         }
         if (line.error || (s && s->out.error)) {
@@ -1011,7 +1106,156 @@ static int64_t pull_batch(struct cluster_pull *p, const char *origin, enum pull_
     return rows;
 }
 
-/* Everything origin shipped past its cursor, a batch of one table at a time. Returns 0 or -1. */
+/* ---- jobs deleted on their node ---- */
+
+/* The last delete origin shipped (stepscope.deletes: its ship_deletes id; 0: none) into *ret.
+ * Returns 0 or -1 with err. */
+static int last_delete(struct cluster_pull *p, const char *origin, int64_t *ret, char *err)
+{
+    char q[256];
+    snprintf(q, sizeof q, "SELECT max(id) FROM stepscope.deletes WHERE node = '%s' "
+             "FORMAT RowBinary", origin);
+    if (ch_query(p, q, err) < 0)
+        return -1;
+    struct rb_reader r = {p->answer.p, p->answer.p + p->answer.len, false};
+    *ret = rd_i64(&r);
+    if (r.bad) {
+        snprintf(err, CLUSTER_ERR_MAX, "ClickHouse's answer is cut short");
+        return -1;
+    }
+    return 0;
+}
+
+/* Deletes here the ranks of job pulled from origin (origin deleted the job): the job's pulled
+ * streams, of every node, are closed first (live drops only a job without a connected session;
+ * those of other nodes reconnect with their next rows), then the daemon deletes the ranks
+ * (cluster_ops.drop_ranks; the job with them when it has no other). Returns 0, 1 when a session
+ * of the job is still open (a trainer of this node: again next round), or -1 with err. */
+static int drop_job_ranks(struct cluster_pull *p, const char *origin, const char *job, char *err)
+{
+    for (size_t i = p->n_streams; i-- > 0;) {
+        struct pull_stream *s = p->streams[i];
+        if (strcmp(s->job, job) != 0)
+            continue;
+        if (strcmp(s->origin, origin) == 0) /* its sessions are gone from ClickHouse too */
+            stream_remove(p, i);
+        else
+            stream_disconnect(s, true);
+    }
+    int64_t *ranks = NULL;
+    size_t n = 0, others = 0;
+    if (store_pull_job_ranks(p->sp, job, origin, &ranks, &n, &others) < 0) {
+        snprintf(err, CLUSTER_ERR_MAX, "reading the ranks of %.64s: cannot read", job);
+        return -1;
+    }
+    int r = 0;
+    /* The sessions end as the daemon reads the closes: a few tries. */
+    for (int k = 0; n > 0 && p->ops.drop_ranks && k < 30; k++) {
+        r = p->ops.drop_ranks(p->ops.ud, job, ranks, n, others == 0);
+        serve_holds(p); /* (a hold asked cuts the naps short) */
+        if (r != -EBUSY || pull_nap(p, 100))
+            break;
+    }
+    free(ranks);
+    if (r == -EBUSY)
+        return 1;
+    if (r < 0 && r != -ENOENT) {
+        snprintf(err, CLUSTER_ERR_MAX, "deleting the ranks of %.64s pulled from %.64s: %s", job,
+                 origin, strerror(-r));
+        return -1;
+    }
+    if (n > 0)
+        log_info("cluster view: job %s deleted on node %s: its %zu rank%s from there deleted here%s",
+                 job, origin, n, n == 1 ? "" : "s", others ? "" : ", and the job with them");
+    return 0;
+}
+
+static void lower(int64_t *v, int64_t to)
+{
+    if (*v > to)
+        *v = to;
+}
+
+/* The jobs origin deleted past cur->del (stepscope.deletes, cluster.c carry_out_deletes()), in
+ * order: each one's pulled ranks deleted here, and cur brought down to origin's cursor after it,
+ * saved. Only once ClickHouse ran every mutation (ALTER ... DELETE) of the stepscope tables: the
+ * rows past the lowered cursor are then the ones origin committed after the delete, not the
+ * deleted ones. Returns 0 (*ret_wait: try again next round, nothing more of origin read this
+ * round), or -1 with err. */
+static int apply_deletes(struct cluster_pull *p, const char *origin, struct store_pull_cursor *cur,
+                         bool *ret_wait, char *err)
+{
+    *ret_wait = false;
+    char q[512];
+    snprintf(q, sizeof q, "SELECT id, job, last_block, last_step, last_queue, last_host, "
+             "last_pipe FROM stepscope.deletes WHERE node = '%s' AND id > %" PRId64
+             " ORDER BY id FORMAT RowBinary", origin, cur->del);
+    if (ch_query(p, q, err) < 0)
+        return -1;
+    if (p->answer.len == 0)
+        return 0;
+    static const char mq[] = "SELECT count() FROM system.mutations WHERE database = 'stepscope' "
+                             "AND NOT is_done FORMAT TabSeparated";
+    struct rb_buf rows = {0}; /* the answer, kept: the queries below reuse p->answer */
+    rb_add(&rows, p->answer.p, p->answer.len);
+    int r = rows.err ? -1 : ch_query(p, mq, err);
+    if (rows.err)
+        snprintf(err, CLUSTER_ERR_MAX, "out of memory");
+    if (r == 0 && !(p->answer.len >= 1 && p->answer.p[0] == '0' &&
+                    (p->answer.len == 1 || p->answer.p[1] == '\n'))) {
+        *ret_wait = true; /* a mutation still running: its rows may still be there */
+        rb_free(&rows);
+        return 0;
+    }
+    struct rb_reader rd = {rows.p, rows.p + rows.len, false};
+    while (r == 0 && rd.p < rd.end) {
+        int64_t id = rd_i64(&rd);
+        size_t jn;
+        const char *jobp = rd_str(&rd, &jn);
+        int64_t block = rd_i64(&rd), step = rd_i64(&rd), queue = rd_i64(&rd);
+        int64_t host = rd_i64(&rd), pipe = rd_i64(&rd);
+        if (rd.bad) {
+            snprintf(err, CLUSTER_ERR_MAX, "ClickHouse's answer is cut short");
+            r = -1;
+            break;
+        }
+        if (id <= cur->del || jn == 0 || jn >= PULL_NAME_MAX)
+            continue; /* a row inserted twice (side by side: taken once), or no job of ours */
+        char job[PULL_NAME_MAX];
+        memcpy(job, jobp, jn);
+        job[jn] = '\0';
+        r = drop_job_ranks(p, origin, job, err);
+        if (r == 1) {
+            *ret_wait = true;
+            r = 0;
+            break;
+        }
+        if (r < 0)
+            break;
+        /* Origin's later rows take the rowids past its cursor after the delete: from there. */
+        struct store_pull_cursor next = *cur;
+        if (next.block > block || (next.block == block && next.idx > UINT32_MAX)) {
+            next.block = block;
+            next.idx = UINT32_MAX; /* block itself was fed whole */
+        }
+        lower(&next.step, step);
+        lower(&next.queue, queue);
+        lower(&next.host, host);
+        lower(&next.pipe, pipe);
+        next.del = id;
+        if (store_pull_save(p->sp, origin, &next, NULL, 0) < 0) {
+            snprintf(err, CLUSTER_ERR_MAX, "saving the pull cursor of %.64s: cannot write", origin);
+            r = -1;
+            break;
+        }
+        *cur = next;
+    }
+    rb_free(&rows);
+    return r;
+}
+
+/* Everything origin shipped past its cursor, a batch of one table at a time, after the jobs it
+ * deleted. Returns 0 or -1. */
 static int pull_origin(struct cluster_pull *p, const char *origin, char *err)
 {
     struct store_pull_cursor cur;
@@ -1019,13 +1263,29 @@ static int pull_origin(struct cluster_pull *p, const char *origin, char *err)
         snprintf(err, CLUSTER_ERR_MAX, "reading the pull cursor of %.64s: cannot read", origin);
         return -1;
     }
+    bool wait;
+    if (apply_deletes(p, origin, &cur, &wait, err) < 0)
+        return -1;
+    if (wait)
+        return 0;
     for (enum pull_table t = T_SPANS; t <= T_PIPES; t++) {
         for (;;) {
             if (atomic_load(&p->stop))
                 return 0;
+            serve_holds(p);
             struct store_pull_cursor next = cur;
             bool full = false;
             int64_t n = pull_batch(p, origin, t, &next, &full, err);
+            /* A delete origin shipped while the batch was read: its rows past the cursor may be
+             * from after it, which the delete's lowered cursor reads again. Dropped: the next
+             * round carries the delete out first. */
+            int64_t del = cur.del;
+            if (n > 0 && last_delete(p, origin, &del, err) < 0)
+                n = -1;
+            if (n > 0 && del > cur.del) {
+                rewind_origin(p, origin);
+                return 0;
+            }
             if (n < 0 || (n > 0 && flush_origin(p, origin, err) < 0) ||
                 (n > 0 && save_origin(p, origin, &next, err) < 0)) {
                 rewind_origin(p, origin);
@@ -1074,6 +1334,7 @@ static void *pull_main(void *arg)
     struct cluster_pull *p = arg;
     char err[CLUSTER_ERR_MAX];
     while (!atomic_load(&p->stop)) {
+        serve_holds(p);
         int r = 0;
         if (!p->sp) {
             char serr[STORE_ERR_MAX];
@@ -1089,6 +1350,8 @@ static void *pull_main(void *arg)
         int64_t began = clock_mono_ns();
         if (r == 0 && !idle)
             r = pull_sessions(p, err);
+        if (r == 0 && !idle)
+            r = delete_origins(p, err);
         for (size_t i = 0; r == 0 && !idle && i < p->n_origins && !atomic_load(&p->stop); i++)
             r = pull_origin(p, p->origins[i], err);
         if (r == 0 && !idle && !atomic_load(&p->stop)) { /* a whole round: its signature holds */
@@ -1132,6 +1395,7 @@ static void pull_free(struct cluster_pull *p)
     free(p->pf);
     free(p->ps);
     free(p->origins);
+    free(p->held);
     rb_free(&p->answer);
     ZSTD_freeDCtx(p->zctx);
     free(p->raw);
@@ -1172,6 +1436,7 @@ int cluster_pull_start(const struct cluster_config *cfg, const char *socket_path
                                                                        : PULL_BATCH_MAX;
     p->store = cfg->store;
     p->stats = cfg->stats;
+    p->ops = cfg->ops;
     p->curl = curl_easy_init();
     if (!p->url || !p->node || !p->socket || !p->user || !p->password || !p->curl) {
         pull_free(p);
@@ -1202,4 +1467,37 @@ void cluster_pull_stop(struct cluster_pull *p)
     if (p->started)
         pthread_join(p->thread, NULL);
     pull_free(p);
+}
+
+int cluster_pull_hold(struct cluster_pull *p, const char *job, bool hold)
+{
+    int r = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    pthread_mutex_lock(&p->mu);
+    size_t k = 0;
+    while (k < p->n_held && strcmp(p->held[k], job) != 0)
+        k++;
+    if (hold && k == p->n_held) {
+        void *v = p->held;
+        if (util_grow(&v, &p->cap_held, p->n_held + 1, sizeof *p->held) < 0) {
+            pthread_mutex_unlock(&p->mu);
+            return -ENOMEM;
+        }
+        p->held = v;
+        snprintf(p->held[p->n_held++], PULL_NAME_MAX, "%s", job);
+    } else if (!hold && k < p->n_held) {
+        memmove(p->held[k], p->held[k + 1], (p->n_held - k - 1) * sizeof *p->held);
+        p->n_held--;
+    }
+    uint64_t want = ++p->hold_req;
+    pthread_cond_broadcast(&p->cond);
+    while (p->hold_ack < want && !atomic_load(&p->stop) && r == 0)
+        if (pthread_cond_timedwait(&p->cond, &p->mu, &ts) == ETIMEDOUT && p->hold_ack < want)
+            r = -ETIMEDOUT;
+    if (r == 0)
+        r = hold ? (int)p->hold_closed : 0;
+    pthread_mutex_unlock(&p->mu);
+    return r;
 }

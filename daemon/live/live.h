@@ -111,6 +111,12 @@ int live_job_env(struct live *lv, int64_t job_id, const struct live_job_env *env
  * their live_snapshot_put()). A later live_feed() of that id starts afresh. Loop thread. */
 void live_drop_job(struct live *lv, int64_t job_id);
 
+/* Drops job_id's state as live_evict() does, remembered as evicted: the next reader reloads it
+ * from the store (for a job whose stored rows changed under it: ranks deleted,
+ * store_job_delete_ranks()). Only for a job without a connected session, whose changes are
+ * committed. Loop thread. Returns 0 or -ENOMEM (nothing dropped). */
+int live_evict_job(struct live *lv, int64_t job_id);
+
 /* ---- memory budget: accounting, eviction, reload (docs/ARCHITECTURE.md, "Live memory") ----
  *
  * Each job's live state is accounted in bytes (an estimate from the capacities of what it holds:

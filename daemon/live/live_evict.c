@@ -129,6 +129,11 @@ void live_drop_job(struct live *lv, int64_t job_id)
     (void)drop_job(lv, job_id, false, INT64_MAX);
 }
 
+int live_evict_job(struct live *lv, int64_t job_id)
+{
+    return drop_job(lv, job_id, true, INT64_MAX);
+}
+
 /* Whether live_evict() has work: over the byte budget, or over 7/8 of max_jobs. */
 static bool evict_pending(const struct live *lv, uint64_t budget)
 {

@@ -204,9 +204,14 @@ static const char schema_v8[] =
     "ALTER TABLE pull_cursors ADD COLUMN host INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE pull_cursors ADD COLUMN pipe INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 9: a job deleted on the node it was pulled from is deleted here too (store_pull.h,
+ * daemon/cluster/pull.c): the puller's cursor gains the last of that node's deletes it carried
+ * out (del: the node's ship_deletes id). */
+static const char schema_v9[] = "ALTER TABLE pull_cursors ADD COLUMN del INTEGER NOT NULL DEFAULT 0;";
+
 /* steps[i] migrates version i to i + 1. */
 static const char *const steps[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5,
-                                    schema_v6, schema_v7, schema_v8};
+                                    schema_v6, schema_v7, schema_v8, schema_v9};
 
 void store__errf(char *err, const char *fmt, ...)
 {

@@ -11,9 +11,10 @@
 #include <string.h>
 
 #include "../../lib/clock.h"
+#include "../../lib/util.h"
 #include "store_int.h"
 
-enum { P_CURSOR, P_SEQ, P_SAVE_CURSOR, P_SAVE_SEQ, P_ORIGIN, P_CONFLICT, P_COUNT };
+enum { P_CURSOR, P_SEQ, P_SAVE_CURSOR, P_SAVE_SEQ, P_ORIGIN, P_CONFLICT, P_JOB_RANKS, P_COUNT };
 
 struct store_pull {
     sqlite3 *db;
@@ -21,12 +22,13 @@ struct store_pull {
 };
 
 static const char *const pull_sql[P_COUNT] = {
-    [P_CURSOR] = "SELECT block, idx, step, queue, host, pipe FROM pull_cursors WHERE origin = ?1",
+    [P_CURSOR] = "SELECT block, idx, step, queue, host, pipe, del FROM pull_cursors "
+                 "WHERE origin = ?1",
     [P_SEQ] = "SELECT seq FROM pull_streams WHERE origin = ?1 AND job = ?2 AND rank = ?3",
     [P_SAVE_CURSOR] = "INSERT INTO pull_cursors(origin, block, idx, step, queue, updated_ns, "
-                      "host, pipe) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(origin) "
-                      "DO UPDATE SET block = ?2, idx = ?3, step = ?4, queue = ?5, "
-                      "updated_ns = ?6, host = ?7, pipe = ?8",
+                      "host, pipe, del) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                      "ON CONFLICT(origin) DO UPDATE SET block = ?2, idx = ?3, step = ?4, "
+                      "queue = ?5, updated_ns = ?6, host = ?7, pipe = ?8, del = ?9",
     [P_SAVE_SEQ] = "INSERT INTO pull_streams(origin, job, rank, seq) VALUES(?1, ?2, ?3, ?4) "
                    "ON CONFLICT(origin, job, rank) DO UPDATE SET seq = ?4",
     [P_ORIGIN] = "SELECT coalesce(" STORE_SQL_ORIGIN("s.hello") ", '') FROM sessions s "
@@ -34,6 +36,10 @@ static const char *const pull_sql[P_COUNT] = {
                  "ORDER BY s.id LIMIT 1",
     [P_CONFLICT] = "INSERT INTO pull_conflicts(job, rank, node, kept) VALUES(?1, ?2, ?3, ?4) "
                    "ON CONFLICT DO NOTHING",
+    /* Each rank of the job and where it came from, as P_ORIGIN says it. */
+    [P_JOB_RANKS] = "SELECT r.rank, coalesce((SELECT " STORE_SQL_ORIGIN("s.hello") " FROM sessions s "
+                    "WHERE s.job_id = r.job_id AND s.rank = r.rank ORDER BY s.id LIMIT 1), '') "
+                    "FROM ranks r JOIN jobs j ON j.id = r.job_id WHERE j.name = ?1 ORDER BY r.rank",
 };
 
 static int pull_errno(int rc)
@@ -85,7 +91,8 @@ int store_pull_cursor(struct store_pull *p, const char *origin, struct store_pul
     if (rc == SQLITE_ROW)
         *ret = (struct store_pull_cursor){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
                                           sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-                                          sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5)};
+                                          sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5),
+                                          sqlite3_column_int64(s, 6)};
     sqlite3_reset(s);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : pull_errno(rc);
 }
@@ -127,6 +134,7 @@ int store_pull_save(struct store_pull *p, const char *origin, const struct store
     sqlite3_bind_int64(s, 6, clock_now_ns());
     sqlite3_bind_int64(s, 7, c->host);
     sqlite3_bind_int64(s, 8, c->pipe);
+    sqlite3_bind_int64(s, 9, c->del);
     rc = step_done(s);
     s = p->st[P_SAVE_SEQ];
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
@@ -170,4 +178,39 @@ int store_pull_conflict(struct store_pull *p, const char *job, int64_t rank, con
     sqlite3_bind_text(s, 4, kept, -1, SQLITE_STATIC);
     int rc = step_done(s);
     return rc == SQLITE_OK ? 0 : pull_errno(rc);
+}
+
+int store_pull_job_ranks(struct store_pull *p, const char *job, const char *origin,
+                         int64_t **ret_ranks, size_t *ret_n, size_t *ret_others)
+{
+    sqlite3_stmt *s = p->st[P_JOB_RANKS];
+    sqlite3_bind_text(s, 1, job, -1, SQLITE_STATIC);
+    int64_t *v = NULL;
+    size_t n = 0, cap = 0, others = 0;
+    int rc, r = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *o = (const char *)sqlite3_column_text(s, 1);
+        if (strcmp(o ? o : "", origin) != 0) {
+            others++;
+            continue;
+        }
+        void *q = v;
+        if (util_grow(&q, &cap, n + 1, sizeof *v) < 0) {
+            r = -ENOMEM;
+            break;
+        }
+        v = q;
+        v[n++] = sqlite3_column_int64(s, 0);
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = pull_errno(rc);
+    sqlite3_reset(s);
+    if (r < 0) {
+        free(v);
+        return r;
+    }
+    *ret_ranks = v;
+    *ret_n = n;
+    *ret_others = others;
+    return 0;
 }

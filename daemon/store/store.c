@@ -161,7 +161,7 @@ static bool batch_is_empty(const struct store_batch *b)
 {
     return b->n_jobs == 0 && b->n_streams == 0 && b->n_sessions == 0 && b->n_slots == 0 &&
            b->n_ends == 0 && b->n_caps == 0 && b->n_cap_ranks == 0 && b->n_cap_forgets == 0 &&
-           b->n_live_steps == 0 && b->n_dels == 0;
+           b->n_live_steps == 0 && b->n_dels == 0 && b->n_rank_dels == 0;
 }
 
 static int arena_reserve(struct store_batch *b, size_t n)
@@ -910,6 +910,44 @@ int store_job_delete(struct store *st, const char *name, int64_t *ret_job_id,
     htab_remove(&st->jobs, &j->node);
     free(j->name);
     free(j);
+    store_flush(st);
+    *ret_ticket = st->sealed;
+    return 0;
+}
+
+int store_job_delete_ranks(struct store *st, const char *name, const int64_t *ranks, size_t n,
+                           int64_t *ret_job_id, uint64_t *ret_ticket)
+{
+    struct store_jobm *j = find_job(st, name);
+    if (!j)
+        return -ENOENT;
+    for (size_t i = 0; i < st->sessions.n_buckets; i++)
+        for (struct store_hnode *h = st->sessions.buckets[i]; h; h = h->next)
+            if (((struct store_session *)h)->job_id == j->id)
+                return -EBUSY;
+    struct store_batch *b = open_batch(st);
+    if (!b || STORE_RESERVE(b, rank_dels, n) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        b->rank_dels[b->n_rank_dels++] = (struct store_rank_del){j->id, ranks[k]};
+    account(st, b, n * sizeof *b->rank_dels);
+    /* No session holds them (checked above): the ranks' streams go now, so that a later hello
+     * of such a rank starts its stream afresh, as the writer's delete leaves it. */
+    for (size_t i = 0; i < st->streams.n_buckets; i++) {
+        struct store_hnode *h = st->streams.buckets[i];
+        while (h) {
+            struct store_stream *s = (struct store_stream *)h;
+            h = h->next;
+            bool gone = false;
+            for (size_t k = 0; k < n && !gone && s->job_id == j->id; k++)
+                gone = s->rank == ranks[k];
+            if (gone) {
+                htab_remove(&st->streams, &s->node);
+                stream_free(s);
+            }
+        }
+    }
+    *ret_job_id = j->id;
     store_flush(st);
     *ret_ticket = st->sealed;
     return 0;

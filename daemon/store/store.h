@@ -88,6 +88,16 @@ int store_rank_live_steps(struct store *st, int64_t job_id, int64_t rank, int64_
 int store_job_delete(struct store *st, const char *name, int64_t *ret_job_id,
                      uint64_t *ret_ticket);
 
+/* Deletes ranks[0..n) of job name and what is stored for them (blocks, steps, queue and host
+ * samples, pipeline records, sessions, streams, capture states; their counts taken off the
+ * job's), as store_job_delete() does for a whole job but leaving the job and its other ranks
+ * (the cluster view: a job deleted on the node its pulled ranks came from, daemon/cluster/pull.c).
+ * Nothing is queued for ClickHouse. Sets *ret_job_id and *ret_ticket. Returns 0; -ENOENT (no such
+ * job); -EBUSY (a session of the job is open: live analysis, which must reload the job without
+ * those ranks, drops only a job without one); -ENOMEM. Loop thread. */
+int store_job_delete_ranks(struct store *st, const char *name, const int64_t *ranks, size_t n,
+                           int64_t *ret_job_id, uint64_t *ret_ticket);
+
 /* Blocks until the batches sealed up to ticket are committed (or given up at close), at most
  * timeout_ns. Returns 0 or -ETIMEDOUT. Any thread. */
 int store_wait_committed(struct store *st, uint64_t ticket, int64_t timeout_ns);

@@ -179,6 +179,11 @@ struct store_live_steps {
     int64_t job_id, rank, steps;
 };
 
+/* A rank of a job deleted (store_job_delete_ranks()). */
+struct store_rank_del {
+    int64_t job_id, rank;
+};
+
 /* A stream's seqs made durable by the batch: [from, to). */
 struct store_seq {
     int64_t stream_id;
@@ -215,6 +220,7 @@ struct store_batch {
     STORE_VEC(struct store_capture_rank_row, cap_ranks);
     STORE_VEC(int64_t, cap_forgets); /* captures forgotten (store_capture_forget()), after caps */
     STORE_VEC(struct store_live_steps, live_steps);
+    STORE_VEC(struct store_rank_del, rank_dels); /* ranks deleted, after everything above */
     STORE_VEC(int64_t, dels); /* jobs deleted (store_job_delete()), after everything above */
     char *arena;              /* strings of the rows above, referenced by offset */
     size_t arena_len, arena_cap;
@@ -253,6 +259,17 @@ enum store_stmt {
     STMT_UPD_RANK_LIVE_STEPS,
     STMT_INS_SHIP_DELETE,   /* a deleted job queued for the cluster shipper (ship_deletes) */
     STMT_LOWER_SHIP_CURSORS, /* shipper cursors no higher than the tables' last rowids */
+    STMT_DEL_RANK_COUNTS, /* a rank's counts taken off its job's, then its rows deleted: */
+    STMT_DEL_RANK_FIRST,  /* the DELETEs of one rank, in this order, through STMT_DEL_RANK_LAST */
+    STMT_DEL_RANK_CAPTURE_RANKS = STMT_DEL_RANK_FIRST,
+    STMT_DEL_RANK_BLOCKS,
+    STMT_DEL_RANK_STEPS,
+    STMT_DEL_RANK_QUEUES,
+    STMT_DEL_RANK_HOSTS,
+    STMT_DEL_RANK_PIPES,
+    STMT_DEL_RANK_SESSIONS,
+    STMT_DEL_RANK_STREAMS,
+    STMT_DEL_RANK_LAST, /* its row in ranks */
     STMT_DEL_JOB_FIRST, /* the DELETEs of one job, in this order, through STMT_DEL_JOB_LAST */
     STMT_DEL_JOB_CAPTURE_RANKS = STMT_DEL_JOB_FIRST,
     STMT_DEL_JOB_CAPTURES,

@@ -14,6 +14,9 @@
  * same order (ordered by their origin identity) and are numbered from the saved sequence number,
  * so the ingest's durable next_seq drops every line it already holds.
  *
+ * Deletes: a job its origin deleted is carried out here once (del: the last of the origin's
+ * deletes done, saved with the cursor that the delete brought down).
+ *
  * Threading: one struct store_pull is used by one thread at a time, beside every other store
  * call; each save is one short write (busy timeout STORE_BUSY_TIMEOUT_MS).
  */
@@ -31,6 +34,7 @@ struct store_pull_cursor {
     int64_t block, idx; /* the last span fed: (block rowid, line index) at its node */
     int64_t step, queue; /* the last step and queue-sample rowid fed */
     int64_t host, pipe;  /* the last host-sample and pipeline rowid fed */
+    int64_t del;         /* the last of its deleted jobs (its ship_deletes id) carried out here */
 };
 
 /* A pulled stream's next sequence number. */
@@ -65,6 +69,12 @@ int store_pull_rank_origin(struct store_pull *p, const char *job, int64_t rank, 
  * (job, rank, node); the job's answer lists them: store_query_conflicts()). Returns 0 or -EIO. */
 int store_pull_conflict(struct store_pull *p, const char *job, int64_t rank, const char *node,
                         const char *kept);
+
+/* The ranks of job here whose sessions came from origin ("": this node's own), ordered, into
+ * *ret_ranks (caller frees; NULL when none) and *ret_n, and how many of its ranks came from
+ * elsewhere into *ret_others. Returns 0, -ENOMEM or -EIO. */
+int store_pull_job_ranks(struct store_pull *p, const char *job, const char *origin,
+                         int64_t **ret_ranks, size_t *ret_n, size_t *ret_others);
 
 /* Closes the connection; NULL-safe. */
 void store_pull_close(struct store_pull *p);

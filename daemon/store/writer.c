@@ -106,8 +106,37 @@ static const char *const stmt_sql[STMT_COUNT] = {
     [STMT_DEL_JOB_STREAMS] = "DELETE FROM streams WHERE job_id = ?1",
     [STMT_DEL_JOB_RANKS] = "DELETE FROM ranks WHERE job_id = ?1",
     [STMT_DEL_JOB_LAST] = "DELETE FROM jobs WHERE id = ?1",
+    /* Only a job with a session of this node's own: one whose every rank was pulled from other
+     * nodes (daemon/cluster/pull.c) has no row of this node in ClickHouse to delete. */
     [STMT_INS_SHIP_DELETE] = "INSERT INTO ship_deletes(job, deleted_ns) SELECT name, ?2 FROM jobs "
-                             "WHERE id = ?1 AND EXISTS (SELECT 1 FROM ship_cursors)",
+                             "WHERE id = ?1 AND EXISTS (SELECT 1 FROM ship_cursors) AND EXISTS "
+                             "(SELECT 1 FROM sessions s WHERE s.job_id = ?1 AND "
+                             STORE_SQL_ORIGIN("s.hello") " IS NULL)",
+    [STMT_DEL_RANK_COUNTS] =
+        "UPDATE jobs SET "
+        "events = events - coalesce((SELECT events FROM ranks WHERE job_id = ?1 AND rank = ?2), 0), "
+        "spans = spans - coalesce((SELECT spans FROM ranks WHERE job_id = ?1 AND rank = ?2), 0), "
+        "queue_samples = queue_samples - "
+        "(SELECT count(*) FROM queue_samples WHERE job_id = ?1 AND rank = ?2), "
+        "host_samples = host_samples - "
+        "(SELECT count(*) FROM host_samples WHERE job_id = ?1 AND rank = ?2), "
+        "pipelines = pipelines - (SELECT count(*) FROM pipelines WHERE job_id = ?1 AND rank = ?2), "
+        "blocks = blocks - (SELECT count(*) FROM blocks WHERE job_id = ?1 AND rank = ?2), "
+        "stored_bytes = stored_bytes - "
+        "(SELECT coalesce(sum(length(data)), 0) FROM blocks WHERE job_id = ?1 AND rank = ?2), "
+        "stored_raw_bytes = stored_raw_bytes - "
+        "(SELECT coalesce(sum(raw_bytes), 0) FROM blocks WHERE job_id = ?1 AND rank = ?2) "
+        "WHERE id = ?1",
+    [STMT_DEL_RANK_CAPTURE_RANKS] = "DELETE FROM capture_ranks WHERE rank = ?2 AND capture_id IN "
+                                    "(SELECT id FROM captures WHERE job_id = ?1)",
+    [STMT_DEL_RANK_BLOCKS] = "DELETE FROM blocks WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_STEPS] = "DELETE FROM steps WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_QUEUES] = "DELETE FROM queue_samples WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_HOSTS] = "DELETE FROM host_samples WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_PIPES] = "DELETE FROM pipelines WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_SESSIONS] = "DELETE FROM sessions WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_STREAMS] = "DELETE FROM streams WHERE job_id = ?1 AND rank = ?2",
+    [STMT_DEL_RANK_LAST] = "DELETE FROM ranks WHERE job_id = ?1 AND rank = ?2",
     [STMT_LOWER_SHIP_CURSORS] =
         "UPDATE ship_cursors SET block = min(block, (SELECT coalesce(max(id), 0) FROM blocks)), "
         "step = min(step, (SELECT coalesce(max(rowid), 0) FROM steps)), "
@@ -164,6 +193,7 @@ void store__batch_free(struct store_batch *b)
     free(b->cap_ranks);
     free(b->cap_forgets);
     free(b->live_steps);
+    free(b->rank_dels);
     free(b->dels);
     free(b->arena);
     free(b);
@@ -520,6 +550,22 @@ static int write_data(struct store *st, const struct store_batch *b, int64_t now
 static int delete_jobs(struct store *st, const struct store_batch *b, int64_t now)
 {
     int rc = SQLITE_OK;
+    /* Ranks deleted (store_job_delete_ranks()): their counts off the job's, their rows, and the
+     * job's step count again; nothing is queued for ClickHouse (a pulled rank's rows there are its
+     * origin node's). */
+    for (size_t i = 0; rc == SQLITE_OK && i < b->n_rank_dels; i++) {
+        for (int k = STMT_DEL_RANK_COUNTS; rc == SQLITE_OK && k <= STMT_DEL_RANK_LAST; k++) {
+            sqlite3_stmt *s = st->stmt[k];
+            sqlite3_bind_int64(s, 1, b->rank_dels[i].job_id);
+            sqlite3_bind_int64(s, 2, b->rank_dels[i].rank);
+            rc = step_done(s);
+        }
+        if (rc == SQLITE_OK) {
+            sqlite3_stmt *s = st->stmt[STMT_UPD_JOB_STEPS];
+            sqlite3_bind_int64(s, 1, b->rank_dels[i].job_id);
+            rc = step_done(s);
+        }
+    }
     for (size_t i = 0; rc == SQLITE_OK && i < b->n_dels; i++) {
         sqlite3_stmt *s = st->stmt[STMT_INS_SHIP_DELETE];
         sqlite3_bind_int64(s, 1, b->dels[i]);
@@ -531,7 +577,7 @@ static int delete_jobs(struct store *st, const struct store_batch *b, int64_t no
             rc = step_done(s);
         }
     }
-    if (rc == SQLITE_OK && b->n_dels > 0)
+    if (rc == SQLITE_OK && (b->n_dels > 0 || b->n_rank_dels > 0))
         rc = step_done(st->stmt[STMT_LOWER_SHIP_CURSORS]);
     return rc;
 }

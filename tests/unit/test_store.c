@@ -227,7 +227,7 @@ START_TEST(test_store_open_creates_wal_db)
     char mode[32];
     sql_text(db, "PRAGMA journal_mode", mode, sizeof mode);
     ck_assert_str_eq(mode, "wal");
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 8);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 9);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM jobs"), 0);
     sqlite3_close(db);
     store_close(NULL); /* NULL-safe */
@@ -358,7 +358,7 @@ START_TEST(test_store_rank_live_steps)
     free(jobs);
     store_close(st);
     db = open_raw_db();
-    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 8);
+    ck_assert_int_eq(sql_int(db, "PRAGMA user_version"), 9);
     ck_assert_int_eq(sql_int(db, "SELECT count(*) FROM ranks WHERE live_steps IS NULL"), 2);
     sqlite3_close(db);
 }
