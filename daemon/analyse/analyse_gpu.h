@@ -91,6 +91,30 @@ struct analyse_gpu_ktypes {
                                       negative) */
 };
 
+/* HTA's per-kernel table of get_gpu_kernel_breakdown() (its kernel_metrics_df, one rank): per
+ * kernel type (COMPUTATION, COMMUNICATION, and MEMORY with opts->include_memory) the kept events
+ * of that type grouped by name: the sum, max, min, mean and sample standard deviation (0 for one
+ * call) of their durations in µs, by sum descending. Past num_kernels names, HTA folds into one
+ * row "others" (name NULL) every name at or past the num_kernels-th and every name whose running
+ * sum passes the duration_ratio quantile (pandas' linear) of the running sums (but a name whose
+ * durations sum below 0, which HTA's rounding can make, is never folded: HTA's "keep" mask
+ * without an allow-list is sum < 0); it then
+ * re-aggregates the table over the sums, so a kept row's max, min and mean are its sum and its
+ * deviation 0, and the others row has the sum, max, min, mean and deviation of its names' sums. */
+struct analyse_gpu_kmetric {
+    enum analyse_gpu_ktype type;
+    const char *name;        /* borrowed from the spans; NULL: HTA's "others" */
+    size_t name_len;
+    double sum_us, max_us, min_us, mean_us, std_us;
+};
+
+/* Sets *ret (free(); by type as above, then rows by sum descending, others last) and *ret_n.
+ * Returns 0 or -ENOMEM. */
+int analyse_gpu_kernel_metrics(const struct analyse_span *spans, size_t n,
+                               const struct analyse_gpu_opts *opts, size_t num_kernels,
+                               double duration_ratio, struct analyse_gpu_kmetric **ret,
+                               size_t *ret_n);
+
 /* HTA's communication-computation overlap (get_comm_comp_overlap()) of a rank is
  * ns[1 | 2] / group_ns[1] of its kernel types without memory: the time computation and
  * communication both run over the communication time. */

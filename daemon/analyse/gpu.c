@@ -847,3 +847,133 @@ int analyse_gpu_queues(const struct analyse_span *spans, size_t n, const struct 
     free(lens);
     return 0;
 }
+
+/* ---- HTA's per-kernel table ---- */
+
+struct named_dur {
+    const char *name;
+    size_t len;
+    double us;
+};
+
+static int cmp_named_dur(const void *a, const void *b)
+{
+    const struct named_dur *x = a, *y = b;
+    int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int cmp_metric_sum(const void *a, const void *b)
+{
+    const struct analyse_gpu_kmetric *x = a, *y = b;
+    if (x->sum_us != y->sum_us)
+        return x->sum_us > y->sum_us ? -1 : 1;
+    int c = memcmp(x->name, y->name, x->name_len < y->name_len ? x->name_len : y->name_len);
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* pandas' agg(["sum", "max", "min", "mean", "std"]) of v[0, n), n > 0 (std: ddof 1, NaN -> 0
+ * as HTA fills it). */
+static void agg(const double *v, size_t n, struct analyse_gpu_kmetric *m)
+{
+    double sum = 0, mx = v[0], mn = v[0];
+    for (size_t i = 0; i < n; i++) {
+        sum += v[i];
+        mx = v[i] > mx ? v[i] : mx;
+        mn = v[i] < mn ? v[i] : mn;
+    }
+    double mean = sum / (double)n, ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (v[i] - mean) * (v[i] - mean);
+    m->sum_us = sum;
+    m->max_us = mx;
+    m->min_us = mn;
+    m->mean_us = mean;
+    m->std_us = n > 1 ? sqrt(ss / (double)(n - 1)) : 0;
+}
+
+int analyse_gpu_kernel_metrics(const struct analyse_span *spans, size_t n,
+                               const struct analyse_gpu_opts *o, size_t num_kernels,
+                               double duration_ratio, struct analyse_gpu_kmetric **ret,
+                               size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    struct analyse_gpu_filter f;
+    struct kev *ev;
+    size_t k;
+    if (kept_events(spans, n, o, &f, &ev, &k) < 0)
+        return -ENOMEM;
+    size_t m = k ? k : 1;
+    struct named_dur *d = malloc(m * sizeof *d);
+    double *vals = malloc(m * sizeof *vals), *cum = malloc(m * sizeof *cum);
+    struct analyse_gpu_kmetric *out = malloc(m * sizeof *out);
+    int r = d && vals && cum && out ? 0 : -ENOMEM;
+    size_t n_out = 0;
+    static const enum analyse_gpu_ktype types[] = {ANALYSE_GPU_COMPUTATION,
+                                                   ANALYSE_GPU_COMMUNICATION, ANALYSE_GPU_MEMORY};
+    for (size_t t = 0; r == 0 && t < (o->include_memory ? 3u : 2u); t++) {
+        size_t nd = 0;
+        for (size_t i = 0; i < k; i++)
+            if (ev[i].type == types[t])
+                d[nd++] = (struct named_dur){spans[ev[i].span].name, spans[ev[i].span].name_len,
+                                             (double)(ev[i].iv.end - ev[i].iv.start) / 1000};
+        qsort(d, nd, sizeof *d, cmp_named_dur);
+        size_t first = n_out;
+        for (size_t i = 0; i < nd;) { /* a row per name */
+            size_t j = i, c = 0;
+            while (j < nd && cmp_named_dur(&d[i], &d[j]) == 0)
+                vals[c++] = d[j++].us;
+            struct analyse_gpu_kmetric *row = &out[n_out++];
+            agg(vals, c, row);
+            row->type = types[t];
+            row->name = d[i].name;
+            row->name_len = d[i].len;
+            i = j;
+        }
+        size_t rows = n_out - first;
+        struct analyse_gpu_kmetric *v = &out[first];
+        qsort(v, rows, sizeof *v, cmp_metric_sum);
+        if (rows <= num_kernels)
+            continue;
+        /* HTA's folding into "others" and its re-aggregation over the sums. */
+        double run = 0;
+        for (size_t i = 0; i < rows; i++)
+            cum[i] = run += v[i].sum_us;
+        memcpy(vals, cum, rows * sizeof *vals);
+        qsort(vals, rows, sizeof *vals, cmp_double);
+        double q = quantile(vals, rows, duration_ratio);
+        size_t kept = 0, n_oth = 0;
+        for (size_t i = 0; i < rows; i++) {
+            /* HTA's "never kept" mask is sum < 0, so a name whose (rounded) durations sum
+             * below 0 is kept whatever its place. */
+            if (v[i].sum_us >= 0 && (cum[i] > q || i >= num_kernels)) {
+                vals[n_oth++] = v[i].sum_us;
+                continue;
+            }
+            struct analyse_gpu_kmetric x = v[i];
+            x.max_us = x.min_us = x.mean_us = x.sum_us;
+            x.std_us = 0;
+            v[kept++] = x;
+        }
+        if (n_oth > 0) {
+            struct analyse_gpu_kmetric *oth = &v[kept++];
+            agg(vals, n_oth, oth);
+            oth->type = types[t];
+            oth->name = NULL;
+            oth->name_len = 0;
+        }
+        n_out = first + kept;
+    }
+    free(ev);
+    free(d);
+    free(vals);
+    free(cum);
+    if (r < 0) {
+        free(out);
+        return r;
+    }
+    *ret = out;
+    *ret_n = n_out;
+    return 0;
+}

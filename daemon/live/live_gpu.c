@@ -178,3 +178,44 @@ int live_query_gpu_queue(const struct live_snapshot *snap, int64_t rank,
 {
     return query_streams(snap, rank, opts, false, 0, max_queue, max_points, ret_rows, ret_n);
 }
+
+int live_query_gpu_kernel_metrics(const struct live_snapshot *snap, int64_t rank,
+                                  const struct analyse_gpu_opts *opts, size_t num_kernels,
+                                  double duration_ratio, struct live_gpu_kmetric_row **ret_rows,
+                                  size_t *ret_n)
+{
+    *ret_rows = NULL;
+    *ret_n = 0;
+    bool found = false;
+    struct live_gpu_kmetric_row *rows = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < snap->n_ranks; i++) {
+        const struct live_snap_rank *sr = &snap->ranks[i];
+        if (rank >= 0 && sr->rank != rank)
+            continue;
+        found = true;
+        struct live_bd_spans sp;
+        struct analyse_gpu_kmetric *m = NULL;
+        size_t k = 0;
+        int r = live__bd_spans(snap, &sr->bd, &sp);
+        if (r == 0)
+            r = analyse_gpu_kernel_metrics(sp.v, sp.n, opts, num_kernels, duration_ratio, &m, &k);
+        live__bd_spans_done(&sp);
+        struct live_gpu_kmetric_row *v = r == 0 && k ? realloc(rows, (n + k) * sizeof *v) : rows;
+        if (r < 0 || (k && !v)) {
+            free(m);
+            free(rows);
+            return r < 0 ? r : -ENOMEM;
+        }
+        rows = v;
+        for (size_t j = 0; j < k; j++)
+            rows[n + j] = (struct live_gpu_kmetric_row){sr->rank, m[j]};
+        n += k;
+        free(m);
+    }
+    if (!found && rank >= 0)
+        return -ENOENT;
+    *ret_rows = rows;
+    *ret_n = n;
+    return 0;
+}

@@ -342,6 +342,18 @@ int live_query_gpu_kernel_types(const struct live_snapshot *snap, int64_t rank,
                                 const struct analyse_gpu_opts *opts,
                                 struct live_gpu_row **ret_rows, size_t *ret_n);
 
+/* HTA's per-kernel table (analyse_gpu_kernel_metrics()) of rank (rank < 0: every rank, by
+ * rank): rows[i].m.name borrows from snap. Sets *ret_rows (free()) and *ret_n. Returns 0,
+ * -ENOENT (rank >= 0 and no such rank), -ENOMEM. */
+struct live_gpu_kmetric_row {
+    int64_t rank;
+    struct analyse_gpu_kmetric m;
+};
+int live_query_gpu_kernel_metrics(const struct live_snapshot *snap, int64_t rank,
+                                  const struct analyse_gpu_opts *opts, size_t num_kernels,
+                                  double duration_ratio, struct live_gpu_kmetric_row **ret_rows,
+                                  size_t *ret_n);
+
 /* HTA's per-stream views of one rank (analyse_gpu_idle(), analyse_gpu_queues()) over the same
  * spans as the breakdown. */
 struct live_gpu_stream_rank {

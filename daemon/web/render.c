@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void key(struct sbuf *b, const char *k)
@@ -1341,6 +1342,66 @@ void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gp
     key(b, "pct");
     pct_of(b, false, r->ns, r->rank_ns);
     sbuf_addc(b, '}');
+}
+
+const char web__gpu_kmetrics_csv_header[] =
+    "rank,kernel_type,name,sum_us,max_us,min_us,mean_us,stddev\n";
+
+void web__gpu_kmetric_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_kmetric_row *r)
+{
+    const struct analyse_gpu_kmetric *m = &r->m;
+    char type[32]; /* HTA's spelling: COMPUTATION, COMMUNICATION, MEMORY */
+    analyse_gpu_mask_name(1u << m->type, type, sizeof type);
+    if (fmt == WEB_FORMAT_CSV) {
+        sbuf_printf(b, "%" PRId64 ",%s,", r->rank, type);
+        if (m->name) {
+            char small[512];
+            char *t = m->name_len < sizeof small ? small : malloc(m->name_len + 1);
+            if (t) {
+                memcpy(t, m->name, m->name_len);
+                t[m->name_len] = '\0';
+                web__csv_str(b, t);
+                if (t != small)
+                    free(t);
+            }
+        } else {
+            sbuf_adds(b, "others");
+        }
+        sbuf_printf(b, ",%.3f,%.3f,%.3f,%.3f,%.6g\n", m->sum_us, m->max_us, m->min_us, m->mean_us,
+                    m->std_us);
+        return;
+    }
+    sbuf_addc(b, '{');
+    member_i64(b, "rank", r->rank);
+    member_str(b, "kernel_type", type);
+    key(b, "name");
+    if (m->name)
+        sbuf_json_str(b, m->name, m->name_len);
+    else
+        sbuf_adds(b, "\"others\"");
+    sbuf_printf(b, ",\"others\":%s,\"sum_us\":%.3f,\"max_us\":%.3f,\"min_us\":%.3f,"
+                   "\"mean_us\":%.3f,\"stddev\":%.6g}",
+                m->name ? "false" : "true", m->sum_us, m->max_us, m->min_us, m->mean_us, m->std_us);
+}
+
+void web__render_gpu_kernel_metrics(struct sbuf *b, const struct live_gpu_kmetric_row *rows,
+                                    size_t n, const struct analyse_gpu_opts *opts,
+                                    int64_t num_kernels, double duration_ratio)
+{
+    sbuf_addc(b, '{');
+    member_str(b, "last_step", opts->include_last_step ? "include" : "exclude");
+    member_str(b, "rounding", opts->round_us ? "us" : "ns");
+    member_str(b, "memory", opts->include_memory ? "include" : "exclude");
+    member_i64(b, "num_kernels", num_kernels);
+    member_f(b, "duration_ratio", duration_ratio);
+    member_u64(b, "total", n);
+    sbuf_adds(b, "\"rows\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sbuf_addc(b, ',');
+        web__gpu_kmetric_row(b, WEB_FORMAT_JSON, &rows[i]);
+    }
+    sbuf_adds(b, "]}");
 }
 
 void web__render_gpu_kernel_types(struct sbuf *b, const struct web_gpu_ktype_row *rows, size_t n,

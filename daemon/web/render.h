@@ -164,6 +164,14 @@ struct web_gpu_ktype_row {
     int64_t ns;      /* time exactly these types run */
     int64_t rank_ns; /* the rank's sum over masks (the percentage's whole) */
 };
+/* HTA's per-kernel table (/gpu/kernel-types?table=kernels): one row per rank, kernel type and
+ * kernel kept (or "others"). */
+extern const char web__gpu_kmetrics_csv_header[];
+void web__gpu_kmetric_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_kmetric_row *r);
+/* Its document: the options, num_kernels, duration_ratio, "total", "rows". */
+void web__render_gpu_kernel_metrics(struct sbuf *b, const struct live_gpu_kmetric_row *rows,
+                                    size_t n, const struct analyse_gpu_opts *opts,
+                                    int64_t num_kernels, double duration_ratio);
 extern const char web__gpu_ktypes_csv_header[];
 void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gpu_ktype_row *r);
 /* The /gpu/kernel-types document: {"last_step", "rounding", "memory", "total", "rows": [...],

@@ -42,6 +42,7 @@ struct rows_ctx {
     size_t bd_from;
     struct live_gpu_row *gpu;         /* gpu/temporal */
     struct web_gpu_ktype_row *kt;     /* gpu/kernel-types */
+    struct live_gpu_kmetric_row *km;  /* gpu/kernel-types?table=kernels */
     struct live_gpu_launch_row *launches; /* gpu/launches, from launch_from */
     size_t launch_from;
     struct live_gpu_stream_rank *sranks;  /* gpu/idle, gpu/queue: the rows borrow from them */
@@ -61,6 +62,7 @@ static void rows_ctx_free(void *p)
     live_breakdown_view_done(&x->bd);
     free(x->gpu);
     free(x->kt);
+    free(x->km);
     free(x->launches);
     free(x->idle);
     free(x->queue);
@@ -129,6 +131,11 @@ static void bd_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 static void gpu_temporal_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
 {
     web__gpu_temporal_row(b, fmt, &((struct rows_ctx *)ctx)->gpu[i]);
+}
+
+static void gpu_kmetric_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
+{
+    web__gpu_kmetric_row(b, fmt, &((struct rows_ctx *)ctx)->km[i]);
 }
 
 static void gpu_ktype_row(struct sbuf *b, enum web_format fmt, void *ctx, size_t i)
@@ -1024,7 +1031,58 @@ static int get_gpu_per_rank(struct web *w, const struct web_req *q, struct web_a
     return web__doc_fmt(w, a, &b, fmt);
 }
 
-/* HTA's kernel-type split, a row per rank and set of types running (or the one ?rank=). */
+/* HTA's per-kernel table (?table=kernels of /gpu/kernel-types): ?num_kernels= (default 10)
+ * and ?duration_ratio= (default 0.8), get_gpu_kernel_breakdown()'s. */
+static int get_gpu_kernel_metrics(struct web *w, const struct web_req *q, struct web_answer *a,
+                                  const struct live_snapshot **snapp)
+{
+    enum web_format fmt;
+    struct analyse_gpu_opts opts;
+    int64_t rank, num;
+    char buf[32];
+    size_t len;
+    double ratio = 0.8;
+    if (web__param_format(q, a, false, &fmt) < 0 ||
+        web__param_i64(q, a, "rank", -1, INT32_MAX, -1, &rank) < 0 ||
+        param_gpu_opts(q, a, GPU_KERNEL_TYPES, &opts) < 0 ||
+        web__param_i64(q, a, "num_kernels", 1, 100000, 10, &num) < 0)
+        return 0;
+    int r = web__param_str(q, a, "duration_ratio", buf, sizeof buf, &len);
+    if (r < 0)
+        return 0;
+    if (r > 0) {
+        char *end;
+        ratio = strtod(buf, &end);
+        if (*end != '\0' || !(ratio >= 0 && ratio <= 1))
+            return web__error(a, WEB_HTTP_BAD_REQUEST, "bad_request",
+                              "duration_ratio: a number from 0 to 1");
+    }
+    struct live_gpu_kmetric_row *rows = NULL;
+    size_t n = 0;
+    r = !*snapp ? (rank >= 0 ? -ENOENT : 0)
+                : live_query_gpu_kernel_metrics(*snapp, rank, &opts, (size_t)num, ratio, &rows, &n);
+    if (r == -ENOENT)
+        return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "rank: no such rank");
+    if (r < 0)
+        return web__store_error(a, r, "live_query_gpu_kernel_metrics");
+    if (fmt != WEB_FORMAT_JSON) {
+        struct rows_ctx *x = rows_ctx_new(snapp);
+        if (!x) {
+            free(rows);
+            return web__store_error(a, -ENOMEM, "gpu_kernel_metrics");
+        }
+        x->km = rows;
+        return send_rows(w, a, fmt, x, web__gpu_kmetrics_csv_header, gpu_kmetric_row, n, 0, n);
+    }
+    struct sbuf b;
+    sbuf_init(&b, w->max_response_bytes);
+    web__render_gpu_kernel_metrics(&b, rows, n, &opts, num, ratio);
+    free(rows);
+    return web__doc_fmt(w, a, &b, fmt);
+}
+
+/* HTA's kernel-type split, a row per rank and set of types running (or the one ?rank=);
+ * ?table=kernels: its per-kernel table. */
 static int get_gpu_kernel_types(struct web *w, const struct web_req *q, struct web_answer *a,
                                 const struct live_snapshot **snapp)
 {
@@ -1032,6 +1090,12 @@ static int get_gpu_kernel_types(struct web *w, const struct web_req *q, struct w
     struct analyse_gpu_opts opts;
     struct live_gpu_row *ranks;
     size_t n;
+    static const char *const tables[] = {"types", "kernels"};
+    size_t table;
+    if (param_word(q, a, "table", tables, 2, 0, "table: types or kernels", &table) < 0)
+        return 0;
+    if (table == 1)
+        return get_gpu_kernel_metrics(w, q, a, snapp);
     if (gpu_ranks(q, a, *snapp, GPU_KERNEL_TYPES, &fmt, &opts, &ranks, &n) < 0)
         return 0;
     struct web_gpu_ktype_row *rows = calloc(n * (ANALYSE_GPU_MASKS - 1) + 1, sizeof *rows);

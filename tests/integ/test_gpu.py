@@ -133,6 +133,45 @@ def test_kernel_types_equal_hta(daemon, tmp, monkeypatch, name):
 
 
 @pytest.mark.parametrize("name", sorted(TRACES))
+def test_kernel_metrics_equal_hta(daemon, tmp, monkeypatch, name):
+    """/gpu/kernel-types?table=kernels is HTA's per-kernel table (get_gpu_kernel_breakdown()'s
+    kernel_metrics_df): per rank and kernel type the top kernels and "others", with HTA's own
+    fold and re-aggregation, for its defaults and a smaller num_kernels / duration_ratio."""
+    job = imported(daemon, tmp, name)
+    for include_last, rounding, memory in itertools.product((False, True), repeat=3):
+        ta = hta(tmp, name, monkeypatch, include_last, rounding)
+        for num, ratio in ((10, 0.8), (3, 0.5)):
+            q = "?table=kernels&last_step=%s&rounding=%s&memory=%s&num_kernels=%d&duration_ratio=%g" % (
+                "include" if include_last else "exclude", "us" if rounding else "ns",
+                "include" if memory else "exclude", num, ratio)
+            doc = daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types{q}")
+            assert (doc["num_kernels"], doc["duration_ratio"]) == (num, ratio)
+            _, want = ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=memory,
+                                                  num_kernels=num, duration_ratio=ratio)
+            what = (name, include_last, rounding, memory, num, ratio)
+            ref = {(int(r["rank"]), r["kernel_type"], r["name"]): r for _, r in want.iterrows()}
+            got = {(r["rank"], r["kernel_type"], r["name"]): r for r in doc["rows"]}
+            assert sorted(got) == sorted(ref), what
+            assert doc["total"] == len(ref)
+            n_events = sum(len(df[df["stream"].ne(-1)]) for df in ta.t.traces.values())
+            for k, w in ref.items():
+                g = got[k]
+                assert g["others"] == (k[2] == "others"), (what, k)
+                # a sum of float microseconds: 1 ns per event at most (3 decimals rendered)
+                tol = n_events * 0.001 + 0.001
+                for ours, theirs in (("sum_us", "sum (us)"), ("max_us", "max (us)"),
+                                     ("min_us", "min (us)"), ("mean_us", "mean (us)"),
+                                     ("stddev", "stddev")):
+                    assert g[ours] == pytest.approx(float(w[theirs]), abs=tol, rel=1e-6), (what, k, ours)
+    st, hdr, body = daemon.request(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels&format=csv")
+    lines = body.decode().splitlines()
+    assert st == 200 and lines[0] == "rank,kernel_type,name,sum_us,max_us,min_us,mean_us,stddev"
+    assert len(lines) == 1 + daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels")["total"]
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels&duration_ratio=2", status=400)
+    daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kinds", status=400)
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
 def test_overlap_equals_hta(daemon, tmp, monkeypatch, name):
     job = imported(daemon, tmp, name)
     for include_last, rounding in itertools.product((False, True), repeat=2):

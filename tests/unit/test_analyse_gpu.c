@@ -354,6 +354,44 @@ START_TEST(test_queue_downsample_keeps_extremes)
 }
 END_TEST
 
+/* HTA's per-kernel table: per type, names by sum; past num_kernels, HTA's fold into "others"
+ * and its re-aggregation over the sums (kept rows: max = min = mean = sum, deviation 0). */
+START_TEST(test_kernel_metrics)
+{
+    struct analyse_span s[] = {
+        sp(ANALYSE_ROLE_KERNEL, "k40", 0, 40000, -1), sp(ANALYSE_ROLE_KERNEL, "k30", 50000, 30000, -1),
+        sp(ANALYSE_ROLE_KERNEL, "k20", 90000, 20000, -1), sp(ANALYSE_ROLE_KERNEL, "k10", 120000, 10000, -1),
+        sp(ANALYSE_ROLE_KERNEL, "ncclKernel_AllReduce", 0, 5000, -1),
+        sp(ANALYSE_ROLE_KERNEL, "ncclKernel_AllReduce", 9000, 15000, -1),
+    };
+    struct analyse_gpu_opts o = {0};
+    struct analyse_gpu_kmetric *m = NULL;
+    size_t n = 0;
+    /* 4 computation names > num_kernels 2: running sums 40 70 90 100, their 0.5 quantile 80 */
+    ck_assert_int_eq(analyse_gpu_kernel_metrics(s, 6, &o, 2, 0.5, &m, &n), 0);
+    ck_assert_uint_eq(n, 4);
+    ck_assert(m[0].type == ANALYSE_GPU_COMPUTATION && m[0].name_len == 3 && memcmp(m[0].name, "k40", 3) == 0);
+    ck_assert_double_eq_tol(m[0].max_us, 40, 1e-9);
+    ck_assert(m[1].name && memcmp(m[1].name, "k30", 3) == 0);
+    ck_assert(m[2].name == NULL); /* others: k20 and k10 */
+    ck_assert_double_eq_tol(m[2].sum_us, 30, 1e-9);
+    ck_assert_double_eq_tol(m[2].max_us, 20, 1e-9);
+    ck_assert_double_eq_tol(m[2].min_us, 10, 1e-9);
+    ck_assert_double_eq_tol(m[2].mean_us, 15, 1e-9);
+    ck_assert_double_eq_tol(m[2].std_us, 7.0710678118654755, 1e-9);
+    /* communication: one name, two calls, not folded: its own figures */
+    ck_assert(m[3].type == ANALYSE_GPU_COMMUNICATION);
+    ck_assert_double_eq_tol(m[3].sum_us, 20, 1e-9);
+    ck_assert_double_eq_tol(m[3].max_us, 15, 1e-9);
+    ck_assert_double_eq_tol(m[3].min_us, 5, 1e-9);
+    ck_assert_double_eq_tol(m[3].std_us, 7.0710678118654755, 1e-9);
+    free(m);
+    ck_assert_int_eq(analyse_gpu_kernel_metrics(s, 6, &o, 10, 0.8, &m, &n), 0);
+    ck_assert_uint_eq(n, 5);
+    free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("analyse_gpu");
@@ -364,6 +402,7 @@ int main(void)
     tcase_add_test(tc, test_no_device_events);
     tcase_add_test(tc, test_kernel_type_sweep);
     tcase_add_test(tc, test_launches);
+    tcase_add_test(tc, test_kernel_metrics);
     tcase_add_test(tc, test_idle_categories);
     tcase_add_test(tc, test_idle_interval_stats);
     tcase_add_test(tc, test_queue_series);
