@@ -1189,6 +1189,21 @@ test("cluster: a torch job's device communication, alone and overlapped, per ran
   await shot(page, 'cluster-torch');
 });
 
+test("GPU page: HTA's top kernels per type, as /gpu/kernel-types?table=kernels gives them", async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-top-kernels');
+  const doc = await api(`/api/v1/jobs/${job.id}/gpu/kernel-types?table=kernels`);
+  if (!doc.rows.some((r) => r.others)) fail('gpu_5steps has more than 10 computation kernels: an others row');
+  await open(page, `#/job/${job.id}/gpu`);
+  await page.waitForSelector('[data-table="gpu-top-kernels"] tbody tr');
+  expectEq(await countText(page, 'gpu-top-kernels'), `${doc.total} of ${doc.total} rows`, 'rows');
+  const rows = await rowsText(page, 'gpu-top-kernels');
+  for (const [i, r] of doc.rows.slice(0, rows.length).entries()) {
+    expectEq([rows[i][0], rows[i][1], rows[i][2], rows[i][3]],
+      [String(r.rank), r.kernel_type, r.name, await fmtUsText(page, r.sum_us)], `row ${i}`);
+  }
+  await shot(page, 'gpu-top-kernels');
+});
+
 test("kernels tab: torch-tb-profiler's kernel view, per kernel and per kernel + launching operator, with tensor cores, blocks per SM and occupancy", async (page) => {
   const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-tb-kernels');
   const doc = await api(`/api/v1/jobs/${job.id}/kernels/details?rank=0`);

@@ -3,7 +3,7 @@
 // The temporal breakdown: per rank, idle, compute and non-compute time as stacked percentages of
 // HTA's kernel time, and a table with the times, the device events HTA keeps and why. The kernel
 // types: the time each set of types (computation, communication, memory and their overlaps)
-// runs, over all ranks as HTA's pie, and per rank in a table. The communication-computation
+// runs, over all ranks as HTA's pie, and per rank in a table, and its top kernels per type. The communication-computation
 // overlap per rank, and the kernel launches HTA flags. Per CUDA stream: HTA's idle time
 // breakdown (host wait, kernel wait, other) and the launch queue's length over time with its
 // summary. The last step's device work is left out as HTA does unless "include last step" is
@@ -17,9 +17,10 @@ const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALET
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
-  const [doc, kt, ov, la, idle, queue] = await Promise.all([
+  const [doc, kt, km, ov, la, idle, queue] = await Promise.all([
     getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
+    getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep, table: 'kernels' })),
     getOptional(jobPath(ctx.job, 'gpu/overlap', { last_step: lastStep })),
     getOptional(jobPath(ctx.job, 'gpu/launches', { last_step: lastStep, limit: 1 })),
     getOptional(jobPath(ctx.job, 'gpu/idle', { last_step: lastStep })),
@@ -63,6 +64,7 @@ export async function render(ctx) {
       dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
     kernelTypes(ctx, kt),
+    topKernels(ctx, km),
     overlap(ctx, ov),
     launches(ctx, la),
     idleTime(ctx, idle),
@@ -176,6 +178,26 @@ function overlap(ctx, ov) {
 }
 
 // HTA's kernel-type split: the sets over all ranks (its pie) and each rank's rows.
+// HTA's per-kernel table: per rank and kernel type its top kernels, the rest folded into
+// "others" as HTA folds them (num_kernels 10, duration_ratio 0.8).
+function topKernels(ctx, km) {
+  const title = 'Top kernels per type (HTA)';
+  if (!km || !km.rows.length) return card(title, { id: 'gpu-top-kernels', cls: 'wide' }, note('empty', 'No computation, communication or memory kernel ran.'));
+  const columns = [
+    { key: 'rank', label: 'rank', num: true },
+    { key: 'kernel_type', label: 'kernel type' },
+    { key: 'name', label: 'kernel' },
+    { key: 'sum_us', label: 'sum', num: true, fmt: fmtUs },
+    { key: 'max_us', label: 'max', num: true, fmt: fmtUs },
+    { key: 'min_us', label: 'min', num: true, fmt: fmtUs },
+    { key: 'mean_us', label: 'mean', num: true, fmt: fmtUs },
+    { key: 'stddev', label: 'stddev', num: true, fmt: fmtUs },
+  ];
+  return card(title, { id: 'gpu-top-kernels', cls: 'wide' },
+    el('p.muted', null, `Per rank and kernel type, the ${km.num_kernels} kernels with the most time at most; past them, and past ${fmtPct(km.duration_ratio * 100)} of the running total, the rest is one "others" row. As HTA re-aggregates its table, a kept kernel's max, min and mean show its sum, and "others" the spread of its kernels' sums.`),
+    dataTable({ id: 'gpu-top-kernels', columns, rows: km.rows, csv: `job${ctx.job}-gpu-top-kernels.csv`, pageSize: 40 }));
+}
+
 function kernelTypes(ctx, kt) {
   const title = 'Kernel types (HTA)';
   if (!kt || !kt.rows.length) return card(title, { id: 'gpu-kernel-types', cls: 'wide' }, note('empty', 'No computation, communication or memory kernel ran.'));
