@@ -1770,7 +1770,7 @@ int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_r
         if (ranks[i].rank == rank)
             known = true;
         /* read one rank at a time: the reservation is the largest one's */
-        if ((ranks[i].rank == rank || (comm && rank < 0) || comm) && ranks[i].events > events)
+        if ((comm || ranks[i].rank == rank) && ranks[i].events > events)
             events = ranks[i].events;
     }
     free(ranks);

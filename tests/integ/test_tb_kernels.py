@@ -233,3 +233,18 @@ def test_comm_ops_launch_link(daemon, tmp):
     assert st == 200 and lines[0].startswith("rank,name,calls,total_bytes")
     assert len(lines) == 4 and all(line.startswith("1,") for line in lines[1:])
     daemon.get_json(f"/api/v1/jobs/{job}/comm-ops?link=kernel", status=400)
+
+
+def test_bounds_as_the_summaries(daemon, tmp):
+    """The tables read the store with the summaries' bounds: max_spans caps the spans kept
+    (the rest counted in spans_cut), and a rank read past its share is said, not hidden."""
+    job = imported(daemon, tmp, "gpu_5steps")
+    full = daemon.get_json(f"/api/v1/jobs/{job}/kernels/details")
+    assert full["spans_cut"] == 0 and full["spans_read"] > 1000
+    cut = daemon.get_json(f"/api/v1/jobs/{job}/kernels/details?max_spans=1000")
+    assert cut["spans_read"] == 1000
+    assert cut["spans_cut"] == full["spans_read"] - 1000
+    assert cut["kernels"] < full["kernels"]
+    comm = daemon.get_json(f"/api/v1/jobs/{job}/comm-ops?max_spans=1000")
+    assert comm["spans_read"] == 1000 and comm["spans_cut"] > 0
+    daemon.get_json(f"/api/v1/jobs/{job}/kernels/details?max_spans=0", status=400)
