@@ -2041,6 +2041,8 @@ static void diff_row(struct sbuf *b, enum web_format fmt, const struct web_diff_
         sbuf_printf(b, ",%s", diff_status(r));
     } else {
         sbuf_addc(b, '{');
+        if (fmt == WEB_FORMAT_RECORDS)
+            sbuf_adds(b, ops ? "\"table\":\"operator\"," : "\"table\":\"kernel\",");
         member_str(b, "name", r->name);
         key(b, "status");
         sbuf_json_strz(b, diff_status(r));
@@ -2051,17 +2053,25 @@ static void diff_row(struct sbuf *b, enum web_format fmt, const struct web_diff_
         diff_triple(b, fmt, "self_us", x->self_ns, y->self_ns, true);
     else if (fmt == WEB_FORMAT_CSV)
         sbuf_adds(b, ",,,");
+    else if (fmt == WEB_FORMAT_RECORDS)
+        sbuf_adds(b, ",\"base_self_us\":null,\"exp_self_us\":null,\"delta_self_us\":null");
     sbuf_addc(b, fmt == WEB_FORMAT_CSV ? '\n' : '}');
 }
 
-void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
-                   const struct web_diff_row *kernels, size_t n_kernels)
+void web__diff_table(struct sbuf *b, enum web_format fmt, const struct web_diff_row *ops,
+                     size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels)
 {
-    sbuf_adds(b, web__diff_csv_header);
-    for (size_t i = 0; i < n_ops; i++)
-        diff_row(b, WEB_FORMAT_CSV, &ops[i], true);
-    for (size_t i = 0; i < n_kernels; i++)
-        diff_row(b, WEB_FORMAT_CSV, &kernels[i], false);
+    bool csv = fmt == WEB_FORMAT_CSV;
+    sbuf_adds(b, csv ? web__diff_csv_header : "[");
+    for (size_t i = 0; i < n_ops + n_kernels; i++) {
+        if (!csv && i)
+            sbuf_addc(b, ',');
+        bool op = i < n_ops;
+        diff_row(b, csv ? WEB_FORMAT_CSV : WEB_FORMAT_RECORDS, op ? &ops[i] : &kernels[i - n_ops],
+                 op);
+    }
+    if (!csv)
+        sbuf_addc(b, ']');
 }
 
 /* A step bound as asked: null for none. */

@@ -267,16 +267,18 @@ struct web_diff_side {
     int64_t spans_read, spans_cut;   /* spans read from the store, and past max_spans */
     const struct analyse_op_table *ops, *kernels;
 };
-/* The CSV form: one line a row, operators first, kernels with empty self columns. */
+/* The table forms (fmt csv or records): a row a line (CSV) or a JSON object (records, in one
+ * array), operators first, then kernels, whose self columns are empty (CSV) or null (records);
+ * each row's "table" is "operator" or "kernel". */
 extern const char web__diff_csv_header[];
-void web__diff_csv(struct sbuf *b, const struct web_diff_row *ops, size_t n_ops,
-                   const struct web_diff_row *kernels, size_t n_kernels);
+void web__diff_table(struct sbuf *b, enum web_format fmt, const struct web_diff_row *ops,
+                     size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels);
 /* The JSON document {"base": side, "exp": side, "operators": [...], "kernels": [...], "added":
  * {"operators", "kernels"}, "removed": {...}} (docs/API.md). */
 void web__render_diff(struct sbuf *b, const struct web_diff_side *base,
                       const struct web_diff_side *exp, const struct web_diff_row *ops,
                       size_t n_ops, const struct web_diff_row *kernels, size_t n_kernels);
-/* Matches both sides' tables by name and renders the answer (fmt json or csv) into b: what
+/* Matches both sides' tables by name and renders the answer (fmt json, csv or records) into b: what
  * routes_diff.c answers, with or without step ranges. Returns 0 or -ENOMEM. */
 int web__diff_answer(struct sbuf *b, enum web_format fmt, const struct web_diff_side *base,
                      const struct web_diff_side *exp);

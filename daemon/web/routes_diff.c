@@ -204,8 +204,8 @@ int web__diff_answer(struct sbuf *b, enum web_format fmt, const struct web_diff_
         free(ops);
         return -ENOMEM;
     }
-    if (fmt == WEB_FORMAT_CSV)
-        web__diff_csv(b, ops, n_ops, kernels, n_kernels);
+    if (fmt == WEB_FORMAT_CSV || fmt == WEB_FORMAT_RECORDS)
+        web__diff_table(b, fmt, ops, n_ops, kernels, n_kernels);
     else
         web__render_diff(b, base, exp, ops, n_ops, kernels, n_kernels);
     free(ops);
@@ -291,8 +291,6 @@ int web__route_diff(struct web *w, const struct web_req *q, struct web_answer *a
         web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
                        &max_spans) < 0)
         return 0;
-    if (fmt == WEB_FORMAT_RECORDS)
-        return bad(a, "format: json or csv");
     if (ranged[0] || ranged[1]) {
         struct web_diff_steps d = {.fmt = fmt, .max_spans = (size_t)max_spans};
         int ok = 0;

@@ -114,6 +114,18 @@ def test_diff_equals_each_sides_own_answers(daemon, tmp):
         assert float(r["delta_total_us"]) == j["delta_total_us"]
         assert (r["delta_self_us"] == "") == ("delta_self_us" not in j)
 
+    # records (pandas.read_json): the CSV's rows, each an object with the CSV's columns, numbers
+    # as numbers and a kernel's self columns null
+    st, hdr, body = daemon.request("/api/v1/diff?base=h200_a&exp=h200_b&format=records")
+    assert st == 200 and hdr["content-type"].startswith("application/json")
+    recs = json.loads(body)
+    header = list(rows[0])
+    assert len(recs) == len(rows) and all(list(r) == header for r in recs)
+    for r, j in zip(recs, doc["operators"] + doc["kernels"]):
+        assert r["table"] == ("operator" if "base_self_us" in j else "kernel")
+        assert {k: v for k, v in r.items() if k != "table" and v is not None} == j
+        assert (r["delta_self_us"] is None) == ("delta_self_us" not in j)
+
     # a job against itself: no change at all
     same = daemon.get_json("/api/v1/diff?base=h200_b&exp=h200_b")
     assert not same["added"]["operators"] and not same["removed"]["kernels"]
@@ -130,7 +142,7 @@ def test_diff_bad_parameters(daemon, tmp):
         ("/api/v1/diff?base=nosuch&exp=h200_a", 404, 'no job "nosuch"'),
         ("/api/v1/diff?base=h200_a&exp=h200_a&rank=7", 404, "rank"),
         ("/api/v1/diff?base=h200_a&exp=h200_a&rank=x", 400, "rank"),
-        ("/api/v1/diff?base=h200_a&exp=h200_a&format=records", 400, "format"),
+        ("/api/v1/diff?base=h200_a&exp=h200_a&format=xml", 400, "format"),
     ]:
         doc = daemon.get_json(path, status=status)
         assert words in doc["error"]["message"], (path, doc)

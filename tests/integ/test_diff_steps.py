@@ -131,6 +131,11 @@ def test_diff_steps_equal_hta_trace_diff(daemon, tmp, monkeypatch):
     assert st == 200 and hdr["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     assert [r["name"] for r in rows] == [r["name"] for r in doc["operators"] + doc["kernels"]]
+    # and records: the same rows as objects
+    recs = daemon.get_json("/api/v1/diff?base=h200_a&exp=h200_b&base_steps=2-4&exp_steps=3-6"
+                           "&format=records")
+    assert [(r["table"], r["name"], r["delta_calls"]) for r in recs] == \
+        [(r["table"], r["name"], int(r["delta_calls"])) for r in rows]
     # the same job and range on both sides: nothing changes
     same = daemon.get_json("/api/v1/diff?base=h200_b&exp=h200_b&base_steps=3-4&exp_steps=3-4")
     assert not same["added"]["operators"] and not same["removed"]["kernels"]
@@ -183,7 +188,7 @@ def test_diff_steps_bad_parameters(daemon, tmp):
         ("/api/v1/diff?base=h200_a&exp=h200_a&base_steps=2&base_rank=3", 404, "rank"),
         ("/api/v1/diff?base=h200_a&exp=h200_a&exp_rank=3", 404, "rank"),
         ("/api/v1/diff?base=h200_a&exp=nosuch&base_steps=2", 404, 'no job "nosuch"'),
-        ("/api/v1/diff?base=h200_a&exp=h200_a&base_steps=2&format=records", 400, "format"),
+        ("/api/v1/diff?base=h200_a&exp=h200_a&base_steps=2&format=text", 400, "format"),
     ]:
         doc = daemon.get_json(path, status=status)
         assert words in doc["error"]["message"], (path, doc)
