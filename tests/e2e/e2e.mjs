@@ -874,6 +874,13 @@ test('diff: two real H200 runs picked side by side, every shown figure the API\'
   await page.reload();
   await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
   expectEq(await page.inputValue('#diff-exp'), String(b.id), 'exp kept in the URL');
+  // a link naming both jobs by name (as /api/v1/diff and the job routes accept them): the
+  // pickers show those jobs, not "(choose a job)" beside the other job's numbers
+  await open(page, '#/job/e2e-diff-a/diff?base=e2e-diff-a&exp=e2e-diff-b');
+  await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
+  expectEq([await page.inputValue('#diff-base'), await page.inputValue('#diff-exp')], [String(a.id), String(b.id)], 'pickers of jobs named in the URL');
+  await open(page, `#/job/${a.id}/diff?exp=${b.id}`);
+  await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
   // HTA's trace-diff charts: base, exp and difference of the 15 largest changes of total time
   const top = [...doc.operators, ...doc.kernels]
     .sort((x, y) => Math.abs(y.delta_total_us) - Math.abs(x.delta_total_us) || (x.name < y.name ? -1 : 1)).slice(0, 15);

@@ -15,10 +15,13 @@ const CHART_ROWS = 15;
 
 const signed = (fmt) => (v) => (v > 0 ? `+${fmt(v)}` : fmt(v));
 
+// value is a job as the URL and /api/v1/diff take it: its decimal id, else its exact name.
 function picker(id, label, jobs, value, onchange) {
+  const v = String(value || '');
+  const chosen = v && (jobs.find((j) => String(j.id) === v) || jobs.find((j) => j.name === v));
   return el('label', null, `${label} `, el(`select#${id}`, { 'aria-label': label, onchange },
-    el('option', { value: '', selected: !value }, '(choose a job)'),
-    jobs.map((j) => el('option', { value: String(j.id), selected: String(j.id) === String(value) }, `${j.name} (#${j.id})`))));
+    el('option', { value: '', selected: !chosen }, '(choose a job)'),
+    jobs.map((j) => el('option', { value: String(j.id), selected: j === chosen }, `${j.name} (#${j.id})`))));
 }
 
 // A side's step range: a text box (A-B or N; empty: every step) applied on change.
