@@ -41,6 +41,9 @@ export function chart(config, { height = 260, id } = {}) {
   if (!chartsAvailable()) return note('unavailable', 'Charts unavailable (Chart.js was not bundled; run npm ci and rebuild).');
   const canvas = el('canvas', { 'aria-label': id || 'chart', role: 'img' });
   const box = el(`div.chart-box.h${height}`, { dataset: { chart: id || '' } }, canvas);
+  // Heights computed from a row count have no .hN class in the style sheet; without a height
+  // the box would leave Chart.js its 150 px canvas. (A CSSOM property, allowed by style-src 'self'.)
+  box.style.height = `${height}px`;
   const fg = textColor();
   const base = {
     animation: false,

@@ -828,6 +828,22 @@ test('GPU: HTA idle time per stream and the launch queue length of a two-stream 
   await shot(page, 'gpu-idle-queue');
 });
 
+test('GPU: a rank of six streams (gpu_5steps): each stream named on the idle chart, the charts as tall as their rows', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'gpu_5steps_rank0.json.gz'), 'e2e-gpu-six-streams');
+  const idle = await api(`/api/v1/jobs/${job.id}/gpu/idle`);
+  const streams = [...new Set(idle.rows.map((r) => r.stream))];
+  if (streams.length !== 6) fail(`gpu_5steps has six streams with idle time, the API says ${streams}`);
+  await open(page, `#/job/${job.id}/gpu`);
+  await until(page, () => document.querySelector('[data-chart="gpu-idle-chart"] canvas')?.chart);
+  // Chart.js leaves out labels that do not fit (autoSkip): every bar must say which stream it is.
+  const y = await page.$eval('[data-chart="gpu-idle-chart"] canvas', (c) => c.chart.scales.y.ticks.map((t) => c.chart.scales.y.getLabelForValue(t.value)));
+  expectEq(y, streams.map((s) => `rank 0 stream ${s}`), 'idle chart: a label per stream');
+  // the box is as tall as the view asks for its rows (40 px + 28 px a row), not Chart.js's 150 px
+  const h = await page.$eval('[data-chart="gpu-idle-chart"]', (b) => Math.round(b.getBoundingClientRect().height));
+  expectEq(h, 40 + 28 * streams.length, 'idle chart height');
+  await shot(page, 'gpu-six-streams');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

@@ -59,7 +59,7 @@ export async function render(ctx) {
           labels: rows.map((r) => `rank ${r.rank}`),
           datasets: PARTS.map(([k, label, color]) => ({ label: `${label} %`, data: rows.map((r) => r[k]), backgroundColor: color })),
         },
-        options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of kernel time' } }, y: { stacked: true } } },
+        options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of kernel time' } }, y: { stacked: true, ticks: { autoSkip: false } } } },
       }, { id: 'gpu-temporal-chart', height: Math.max(120, 40 + 28 * rows.length) }),
       dataTable({ id: 'gpu-temporal', columns, rows, csv: `job${ctx.job}-gpu-temporal.csv`, pageSize: 64,
         state: { sort: 'rank', order: 'asc' } })),
@@ -104,7 +104,7 @@ function idleTime(ctx, doc) {
         labels: rows.map((r) => `rank ${r.rank} stream ${r.stream}`),
         datasets: IDLE.map(([k, label, color]) => ({ label: `${label} %`, data: rows.map((r) => r[`${k}_pct`]), backgroundColor: color })),
       },
-      options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of the stream\'s idle time' } }, y: { stacked: true } } },
+      options: { indexAxis: 'y', scales: { x: { stacked: true, max: 100, title: { display: true, text: '% of the stream\'s idle time' } }, y: { stacked: true, ticks: { autoSkip: false } } } },
     }, { id: 'gpu-idle-chart', height: Math.max(120, 40 + 28 * rows.length) }),
     dataTable({ id: 'gpu-idle', columns, rows, csv: `job${ctx.job}-gpu-idle.csv`, pageSize: 64,
       state: { sort: 'rank', order: 'asc' } }));
