@@ -825,6 +825,9 @@ test('GPU: HTA idle time per stream and the launch queue length of a two-stream 
   expectEq(qRows.map((r) => r[5]), queue.rows.map((r) => String(r.max)), 'queue max');
   const lines = await page.evaluate(() => document.querySelector('[data-chart="gpu-queue-chart"] canvas').chart.data.datasets.map((d) => ({ label: d.label, y: d.data.map((p) => p.y) })));
   expectEq(lines, queue.rows.map((r) => ({ label: `rank ${r.rank} stream ${r.stream}`, y: r.series.queue_length })), 'queue series drawn');
+  // a queue length is a count: the axis says 0, 1, 2 (trace_a's longest queue is 2), never 0.2
+  const qTicks = await page.$eval('[data-chart="gpu-queue-chart"] canvas', (c) => c.chart.scales.y.ticks.map((t) => t.value));
+  expectEq(qTicks.filter((v) => !Number.isInteger(v)), [], 'queue axis: whole numbers only');
   await shot(page, 'gpu-idle-queue');
 });
 

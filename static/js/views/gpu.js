@@ -137,7 +137,7 @@ function queueLength(ctx, doc) {
           borderColor: PALETTE[i % PALETTE.length], backgroundColor: PALETTE[i % PALETTE.length], pointRadius: 0, stepped: true,
         })),
       },
-      options: { parsing: false, scales: { x: { type: 'linear', title: { display: true, text: 'ms' } }, y: { beginAtZero: true, title: { display: true, text: 'queue length' } } } },
+      options: { parsing: false, scales: { x: { type: 'linear', title: { display: true, text: 'ms' } }, y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'queue length' } } } },
     }, { id: 'gpu-queue-chart', height: 260 }),
     dataTable({ id: 'gpu-queue', columns, rows, csv: `job${ctx.job}-gpu-queue.csv`, pageSize: 64,
       state: { sort: 'rank', order: 'asc' } }));
