@@ -847,6 +847,29 @@ test('GPU: a rank of six streams (gpu_5steps): each stream named on the idle cha
   await shot(page, 'gpu-six-streams');
 });
 
+test('operator view of a live-style torch 1.13 window (legacy profiler, no cat): says where its operators are', async (page) => {
+  // Debian's torch 1.13 has no Kineto: its export (what stepscope.torch.trace_handler streams) is
+  // the legacy one, operators without a cat, which torch-tb-profiler's operator view does not read.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-legacy-'));
+  const trace = path.join(dir, 'legacy.json');
+  const gen = spawnSync('/usr/bin/python3', ['-c', [
+    'import sys, torch',
+    'm = torch.nn.Linear(8, 4)',
+    'with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:',
+    '    m(torch.randn(2, 8)).sum().backward()',
+    'p.export_chrome_trace(sys.argv[1])'].join('\n'), trace], { encoding: 'utf8' });
+  if (gen.status !== 0) fail(`torch 1.13 run: exit ${gen.status}: ${gen.stderr}`);
+  const job = await importJob(trace, 'e2e-opview-legacy');
+  const ops = await api(`/api/v1/jobs/${job.id}/operators?rank=0&limit=1`);
+  const opv = await api(`/api/v1/jobs/${job.id}/operator-view?rank=0`);
+  if (!(ops.total > 0 && opv.total === 0)) fail(`want host operators and no cpu_op: ${ops.total}, ${opv.total}`);
+  await open(page, `#/job/${job.id}/operators?rank=0&tab=opview`);
+  await until(page, () => document.querySelector('[data-table="opview"] tbody')?.textContent.includes('cpu_op'));
+  const text = await page.textContent('[data-table="opview"] tbody');
+  if (!text.includes(`The rank's ${ops.total} host operators were recorded without one`)) fail(`empty state: ${text}`);
+  await shot(page, 'opview-legacy');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

@@ -75,9 +75,15 @@ async function opview(ctx) {
   const linked = doc.device
     ? `${fmtNum(doc.device_events_linked)} of ${fmtNum(doc.device_events)} device events attributed to an operator (kernel → runtime call by correlation, runtime call → operator by External id)`
     : 'no device events: rows by host self time';
+  // Operators without Kineto's cat (torch's legacy profiler: torch built without Kineto, as
+  // Debian's 1.13; MindSpore) are not operators to torch-tb-profiler, so not here; say where they are.
+  const others = !doc.rows.length && group !== 'stack'
+    ? (await getJSON(jobPath(ctx.job, 'operators', { rank: ctx.rank, limit: 1 }))).total : 0;
   const empty = group === 'stack'
     ? 'No operator has a call stack (record with with_stack=True; torch 2 writes stacks as python_function events, which this view does not read).'
-    : 'No operators (cpu_op spans) for this rank.';
+    : others
+      ? `No operators (cpu_op spans) for this rank: this view reads Kineto's categories, as torch-tb-profiler does. The rank's ${fmtNum(others)} host operators were recorded without one (torch's legacy profiler, as torch built without Kineto writes them, or MindSpore): see the Operators tab and the Hierarchy page.`
+      : 'No operators (cpu_op spans) for this rank.';
   return card('Operator view: host and device time per operator, as torch-tb-profiler computes it',
     { id: 'opview', cls: 'wide', actions: groupTabs },
     el('p#opview-counts.muted', null, `${fmtNum(doc.calls)} operator calls; ${linked}`
