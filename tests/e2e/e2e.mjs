@@ -870,6 +870,30 @@ test('operator view of a live-style torch 1.13 window (legacy profiler, no cat):
   await shot(page, 'opview-legacy');
 });
 
+test('GPU: "µs as HTA" shows HTA\'s own figures (rounding=us) beside the exact nanosecond ones', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-gpu-rounding');
+  const ns = (await api(`/api/v1/jobs/${job.id}/gpu/temporal`)).rows[0];
+  const us = (await api(`/api/v1/jobs/${job.id}/gpu/temporal?rounding=us`)).rows[0];
+  // trace_a: 180 kernels of a few µs each, so flooring each to whole µs loses about a quarter
+  if (!(us.compute_us < 0.9 * ns.compute_us)) fail(`rounding should matter here: ${us.compute_us} vs ${ns.compute_us}`);
+  await open(page, `#/job/${job.id}/gpu?last_step=include`);
+  await until(page, () => document.querySelectorAll('[data-table="gpu-temporal"] tbody tr').length === 1);
+  const cells = async () => (await rowsText(page, 'gpu-temporal'))[0].slice(1, 5);
+  const want = async (r) => [await fmtUsText(page, r.kernel_us), await fmtUsText(page, r.idle_us), await fmtUsText(page, r.compute_us), await fmtUsText(page, r.non_compute_us)];
+  const nsInc = (await api(`/api/v1/jobs/${job.id}/gpu/temporal?last_step=include`)).rows[0];
+  expectEq(await cells(), await want(nsInc), 'nanoseconds by default');
+  await page.click('#gpu-rounding');
+  await until(page, () => location.hash.includes('rounding=us'));
+  expectEq(await page.evaluate(() => new URLSearchParams(location.hash.split('?')[1]).get('last_step')), 'include', 'last_step kept');
+  const usInc = (await api(`/api/v1/jobs/${job.id}/gpu/temporal?last_step=include&rounding=us`)).rows[0];
+  await until(page, (c) => document.querySelector('[data-table="gpu-temporal"] tbody tr td:nth-child(4)')?.textContent === c, await fmtUsText(page, usInc.compute_us));
+  expectEq(await cells(), await want(usInc), 'HTA\'s µs');
+  const kt = await api(`/api/v1/jobs/${job.id}/gpu/kernel-types?last_step=include&rounding=us`);
+  expectEq((await rowsText(page, 'gpu-kernel-types')).map((r) => r[2]), await Promise.all(kt.rows.map((r) => fmtUsText(page, r.us))), 'kernel types in µs as HTA');
+  if (!(await page.textContent('#gpu-why')).includes('as HTA reads a nanosecond trace')) fail('the card says what rounding=us is');
+  await shot(page, 'gpu-rounding-us');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

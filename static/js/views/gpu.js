@@ -7,7 +7,9 @@
 // overlap per rank, and the kernel launches HTA flags. Per CUDA stream: HTA's idle time
 // breakdown (host wait, kernel wait, other) and the launch queue's length over time with its
 // summary. The last step's device work is left out as HTA does unless "include last step" is
-// chosen (in the URL: last_step=include).
+// chosen (in the URL: last_step=include). Times are the trace's nanoseconds unless "µs as HTA"
+// is chosen (rounding=us: each event's start and duration floored to whole µs, as HTA reads a
+// nanosecond trace by default, so the figures are HTA's printed ones).
 import { getOptional, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtPct } from '../dom.js';
 import { chart, colors, PALETTE } from '../charts.js';
@@ -17,19 +19,27 @@ const PARTS = [['idle_pct', 'idle', '#bab0ac'], ['compute_pct', 'compute', PALET
 
 export async function render(ctx) {
   const lastStep = ctx.params.last_step === 'include' ? 'include' : 'exclude';
+  const rounding = ctx.params.rounding === 'us' ? 'us' : 'ns';
+  const q = (more) => ({ last_step: lastStep, rounding, ...more });
   const [doc, kt, km, ov, la, idle, queue] = await Promise.all([
-    getOptional(jobPath(ctx.job, 'gpu/temporal', { last_step: lastStep })),
-    getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep })),
-    getOptional(jobPath(ctx.job, 'gpu/kernel-types', { last_step: lastStep, table: 'kernels' })),
-    getOptional(jobPath(ctx.job, 'gpu/overlap', { last_step: lastStep })),
-    getOptional(jobPath(ctx.job, 'gpu/launches', { last_step: lastStep, limit: 1 })),
-    getOptional(jobPath(ctx.job, 'gpu/idle', { last_step: lastStep })),
-    getOptional(jobPath(ctx.job, 'gpu/queue', { last_step: lastStep, points: 500 })),
+    getOptional(jobPath(ctx.job, 'gpu/temporal', q())),
+    getOptional(jobPath(ctx.job, 'gpu/kernel-types', q())),
+    getOptional(jobPath(ctx.job, 'gpu/kernel-types', q({ table: 'kernels' }))),
+    getOptional(jobPath(ctx.job, 'gpu/overlap', q())),
+    getOptional(jobPath(ctx.job, 'gpu/launches', q({ limit: 1 }))),
+    getOptional(jobPath(ctx.job, 'gpu/idle', q())),
+    getOptional(jobPath(ctx.job, 'gpu/queue', q({ points: 500 }))),
   ]);
-  const toggle = el('label.muted', null, el('input#gpu-last-step', {
-    type: 'checkbox', checked: lastStep === 'include',
-    onchange: (e) => ctx.go(ctx.hashFor('gpu', { last_step: e.target.checked ? 'include' : null })),
-  }), ' include the last profiler step');
+  const set = (k, v) => ctx.go(ctx.hashFor('gpu', { ...ctx.params, [k]: v }));
+  const toggle = el('span', null,
+    el('label.muted', null, el('input#gpu-last-step', {
+      type: 'checkbox', checked: lastStep === 'include',
+      onchange: (e) => set('last_step', e.target.checked ? 'include' : null),
+    }), ' include the last profiler step'), ' ',
+    el('label.muted', null, el('input#gpu-rounding', {
+      type: 'checkbox', checked: rounding === 'us',
+      onchange: (e) => set('rounding', e.target.checked ? 'us' : null),
+    }), ' µs as HTA'));
   const rows = doc ? doc.rows.filter((r) => r.device_events > 0) : [];
   if (!rows.length) {
     return el('div.page', null, card('GPU time (HTA temporal breakdown)', { id: 'gpu-temporal', cls: 'wide' },
@@ -50,9 +60,12 @@ export async function render(ctx) {
   const why = lastStep === 'include'
     ? 'Device events launched before the last profiler step ended are counted, as HTA with include_last_profiler_step=True.'
     : 'As HTA does by default, device events launched in the last profiler step are left out (the profiler usually stops before their work ends).';
+  const units = rounding === 'us'
+    ? 'Each device event\'s start and duration floored to whole µs, as HTA reads a nanosecond trace: HTA\'s own figures.'
+    : 'Times in the trace\'s nanoseconds; HTA floors each event to whole µs (µs as HTA), which on many short kernels gives less busy time.';
   return el('div.page', null,
     card('GPU time (HTA temporal breakdown)', { id: 'gpu-temporal', cls: 'wide', actions: toggle },
-      el('p#gpu-why.muted', null, `${why} ${dropped.length ? `${dropped.length} rank(s) have device events left out.` : ''}`),
+      el('p#gpu-why.muted', null, `${why} ${units} ${dropped.length ? `${dropped.length} rank(s) have device events left out.` : ''}`),
       chart({
         type: 'bar',
         data: {
