@@ -1088,6 +1088,13 @@ static int run_memory(struct web_analysis *a)
         for (size_t i = 0; i < sp.n_mv; i++)
             if (sp.mv[i].device_len == len && memcmp(sp.mv[i].device, a->device, len) == 0)
                 sp.mv[k++] = sp.mv[i];
+        /* A device the rank's memory events never name (a typo, the CPU of a GPU-only trace) is
+         * a 404 as a rank it lacks is; a rank with no memory event yet answers empty. */
+        if (k == 0 && sp.n_mv > 0) {
+            a->not_found = "device: this rank has no memory events on that device "
+                           "(without ?device= the answer lists its devices)";
+            r = -ENOENT;
+        }
         sp.n_mv = k;
     }
     if (r == 0)

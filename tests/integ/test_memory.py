@@ -94,6 +94,18 @@ def test_memory_downsampled_keeps_the_peak(daemon, tmp):
     rec = daemon.get_json(f"/api/v1/jobs/{job}/memory?format=records&table=devices")
     assert rec[0]["device"] == "GPU0" and rec[0]["peak_allocated"] == want["peak"]
     daemon.get_json(f"/api/v1/jobs/{job}/memory?table=nope", status=400)
+    # a device the rank has no memory events on (a typo, the CPU of a GPU-only trace) is a 404
+    # naming the parameter, as a rank it lacks is, not an empty view that reads as "no memory"
+    for dev in ("gpu0", "GPU9", "CPU"):
+        doc = daemon.get_json(f"/api/v1/jobs/{job}/memory?device={dev}", status=404)
+        assert doc["error"]["message"].startswith("device: "), doc
+    # a rank with no memory event at all keeps its empty answer whatever the device (a live job
+    # before its first window)
+    cpu = imported(daemon, tmp, "no_memory",
+                   [pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto" /
+                    "cpu_only_rank34.json.gz"])
+    empty = daemon.get_json(f"/api/v1/jobs/{cpu}/memory?rank=34&device=GPU0")
+    assert empty["devices"] == [] and empty["events"] == 0
 
 
 def test_real_cuda_allocator_series_equals_torchs_peaks(daemon):
