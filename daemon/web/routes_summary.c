@@ -1626,7 +1626,7 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
             return bad(a, "group_by: name, input_shape, stack or input_shape_stack");
         group = (enum analyse_opv_group)g;
     }
-    if (web__param_i64(q, a, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+    if (web__param_i64(q, a, "rank", 0, INT32_MAX, -1, &rank) < 0 || /* -1: the lowest */
         (!opview && param_steps(q, a, &first, &last) < 0) ||
         (!opview && web__param_format(q, a, rt->id != WEB_ROUTE_TREE, &fmt) < 0) ||
         web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
@@ -1671,6 +1671,10 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
     r = store_query_ranks(w->store, job->id, &ranks, &n_ranks);
     if (r < 0)
         return web__store_error(a, r, "store_query_ranks");
+    if (rank < 0) /* no ?rank=: the job's lowest, as /breakdown and /helper */
+        for (size_t i = 0; i < n_ranks; i++)
+            if (rank < 0 || ranks[i].rank < rank)
+                rank = ranks[i].rank;
     bool known = false;
     int64_t events = 0;
     for (size_t i = 0; i < n_ranks; i++)
@@ -1750,7 +1754,7 @@ int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_r
     int64_t rank, max_spans;
     int group = 0, link = 0;
     enum web_format fmt;
-    if (web__param_i64(q, a, "rank", 0, INT32_MAX, comm ? -1 : 0, &rank) < 0 ||
+    if (web__param_i64(q, a, "rank", 0, INT32_MAX, -1, &rank) < 0 || /* -1: every / the lowest */
         web__param_format(q, a, false, &fmt) < 0 ||
         web__param_i64(q, a, "max_spans", 1, WEB_SUMMARY_SPANS_MAX, WEB_SUMMARY_SPANS_DEFAULT,
                        &max_spans) < 0 ||
@@ -1770,7 +1774,11 @@ int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_r
         free(ids);
         return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
     }
-    bool known = rank < 0;
+    if (!comm && rank < 0) /* the kernel view of one rank: without ?rank=, the job's lowest */
+        for (size_t i = 0; i < n_ranks; i++)
+            if (rank < 0 || ranks[i].rank < rank)
+                rank = ranks[i].rank;
+    bool known = comm && rank < 0;
     int64_t events = 0;
     for (size_t i = 0; i < n_ranks; i++) {
         ids[i] = ranks[i].rank;
