@@ -1571,6 +1571,19 @@ test('capture: "Capture N steps" posts, shows each rank\'s progress, links to th
   const tl = await api(`/api/v1/jobs/${cap.id}/timeline?ranks=0&step=${first}`);
   expectEq(Number(spans), tl.traceEvents.filter((e) => e.ph === 'X').length, 'spans of the first captured step');
   if (Number(spans) === 0) fail('no spans in the captured step');
+  // The captures made on the job stay listed under the timeline (also once it has ended, and for
+  // those the CLI or the API asked for), each rank's captured steps and a link to the first.
+  await until(page, () => document.querySelectorAll('[data-table="captures"] tbody tr').length === 1);
+  const row = (await rowsText(page, 'captures'))[0];
+  expectEq([row[0], row[2], row[4]], [String(made.id), '2', got.state], 'capture listed');
+  for (const p of got.ranks) {
+    const said = `rank ${p.rank} ${p.state}` + (p.first_step !== null ? ` (steps ${p.first_step}–${p.last_step})` : '') + (p.reason ? `: ${p.reason}` : '');
+    if (!row[5].includes(said)) fail(`ranks cell ${row[5]} lacks ${said}`);
+  }
+  // this feeder's ranks report no steps (first_step null): no link then, as the API knows none
+  const known = got.ranks.find((p) => p.state === 'done' && p.first_step !== null);
+  expectEq(row[6], known ? `step ${known.first_step}` : '—', 'link to the first captured step the API knows');
+  await shot(page, 'captures-list');
 });
 
 test('capture: Every/Repeat ask for a series, each window shows its steps, Cancel stops the rest', async (page) => {
@@ -1615,6 +1628,15 @@ test('capture: Every/Repeat ask for a series, each window shows its steps, Cance
   await page.waitForSelector('#capture-link');
   if (!(await page.getAttribute('#capture-link', 'href')).includes('step=5')) fail('link to the first window');
   await shot(page, 'capture-series-cancelled');
+  // Opened again, the page lists the series' windows under the timeline, as the API has them.
+  await page.reload();
+  await until(page, () => document.querySelectorAll('[data-table="captures"] tbody tr').length === 3);
+  expectEq((await rowsText(page, 'captures')).map((r) => [r[0], r[1], r[4], r[5], r[6]]),
+    after.map((c) => [String(c.id), `${c.window + 1} of 3 (every 5)`, c.state,
+      `rank 0 ${c.ranks[0].state} (steps ${c.ranks[0].first_step}–${c.ranks[0].last_step})`,
+      c.ranks[0].state === 'done' ? `step ${c.ranks[0].first_step}` : '—']), 'the series listed');
+  await page.click(`[data-capture-link="${sid}"]`);
+  await until(page, () => location.hash.includes('step=5'));
 });
 
 test('capture: a pending capture whose run ends expires, and the page says so', async (page) => {

@@ -22,6 +22,7 @@
 import { getJSON, jobPath } from '../api.js';
 import { el, card, note, fmtUs, fmtNum } from '../dom.js';
 import { captureControl } from '../capture.js';
+import { dataTable } from '../table.js';
 
 export const live = false; // a live refresh would reset the zoom; the step's data is fixed
 
@@ -468,6 +469,34 @@ async function windowPage(ctx, rank, dl) {
   return { title: `Timeline: rank ${rank}, ${fmtNum(from)}–${fmtNum(to)} ms`, actions: form, body: el('div', null, dl, about, traceView(doc, `this window of rank ${rank}`, [start, end], (a, b) => fetchTrace(ctx, { ranks: rank, start_us: a, end_us: b }))) };
 }
 
+// The captures made on this job (GET /captures: from this page, the CLI or the API), whether it
+// still runs or not: per capture its window of a series, what it recorded, its state and each
+// rank's captured steps, with a link to the timeline of the first of them.
+async function capturesMade(ctx) {
+  const doc = await getJSON(jobPath(ctx.job, 'captures'));
+  if (!doc.captures.length) return null;
+  const parts = (c) => el('span', null, c.ranks.map((p, i) => [i ? '; ' : '',
+    `rank ${p.rank} ${p.state}`, p.first_step !== null && p.first_step !== undefined
+      ? ` (steps ${p.first_step}–${p.last_step})` : '', p.reason && p.reason !== p.state ? `: ${p.reason}` : '']));
+  const link = (c) => {
+    const p = c.ranks.find((x) => x.state === 'done' && String(x.rank) === String(ctx.rank) && x.first_step !== null)
+      || c.ranks.find((x) => x.state === 'done' && x.first_step !== null);
+    return p ? el('a', { href: ctx.hashFor('timeline', { rank: p.rank, step: p.first_step }), dataset: { captureLink: c.id } }, `step ${p.first_step}`) : '—';
+  };
+  const columns = [
+    { key: 'id', label: 'capture', num: true },
+    { key: 'window', label: 'window', fmt: (v, c) => (c.repeat > 1 ? `${v + 1} of ${c.repeat} (every ${c.every})` : '—') },
+    { key: 'steps', label: 'steps asked', num: true },
+    { key: 'what', label: 'what', fmt: (v) => v.join(', ') },
+    { key: 'state', label: 'state' },
+    { key: 'ranks', label: 'ranks', fmt: (v, c) => parts(c) },
+    { key: 'link', label: 'timeline', fmt: (v, c) => link(c) },
+  ];
+  return card('Captures of this job', { id: 'captures', cls: 'wide' },
+    el('p.muted', null, 'Every capture asked of this job (here, by stepscope capture or by POST /captures), oldest first, with the steps each rank recorded.'),
+    dataTable({ id: 'captures', columns, rows: doc.captures, pageSize: 20 }));
+}
+
 export async function render(ctx) {
   const { rank } = ctx;
   let step = ctx.params.step;
@@ -477,7 +506,8 @@ export async function render(ctx) {
     step = counts.step;
   }
   const dlWhole = el('a.btn', { href: jobPath(ctx.job, 'timeline'), download: `${ctx.job}.trace.json`, dataset: { download: 'timeline' } }, 'Download the whole trace');
-  const capture = card('Capture detailed steps', { id: 'capture', cls: 'wide' }, captureControl(ctx));
+  const capture = [card('Capture detailed steps', { id: 'capture', cls: 'wide' }, captureControl(ctx)),
+    await capturesMade(ctx)];
   if (counts && counts.total === 0) {
     const dl = el('p', null, dlWhole, ' ', el('span.muted', null, 'Chrome trace JSON for ui.perfetto.dev or chrome://tracing.'));
     const w = await windowPage(ctx, rank, dl);
