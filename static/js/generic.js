@@ -31,7 +31,10 @@ export function genericDoc(doc, id) {
   const walk = (obj, path) => {
     for (const [k, v] of Object.entries(obj)) {
       const name = path ? `${path}.${k}` : k;
-      if (Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
+      if (Array.isArray(v) && !v.length) {
+        // an empty table: its name and "none", not the scalar "[]"
+        parts.push(el('h4', { dataset: { field: name } }, fieldLabel(name)), note('empty', 'None.'));
+      } else if (Array.isArray(v) && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
         const keys = [...new Set(v.flatMap((x) => Object.keys(x)))];
         const columns = keys.map((key) => ({ key, label: fieldLabel(key), num: v.some((x) => typeof x[key] === 'number'), fmt: fmtCell }));
         parts.push(el('h4', { dataset: { field: name } }, fieldLabel(name)), dataTable({ id: `${id}-${name}`, columns, rows: v, csv: `${id}-${name}.csv` }));
@@ -52,5 +55,9 @@ export function genericDoc(doc, id) {
 export async function paddleText(path) {
   const res = await fetch(path);
   if (!res.ok) return null;
-  return el('pre.paddle', { dataset: { text: '' } }, await res.text());
+  const text = await res.text();
+  // Paddle leaves a table out when it has no row (docs/ANALYSIS.md "The tables"): say so rather
+  // than show an empty box
+  if (!text.trim()) return note('empty', 'Paddle prints nothing for this table: it leaves out a table without rows.');
+  return el('pre.paddle', { dataset: { text: '' } }, text);
 }

@@ -894,6 +894,22 @@ test('GPU: "µs as HTA" shows HTA\'s own figures (rounding=us) beside the exact 
   await shot(page, 'gpu-rounding-us');
 });
 
+test('summaries of a torch trace: an empty table says so (no "[]"), the memory summary says where torch\'s memory events are', async (page) => {
+  const job = await importJob(path.join(DATA, 'kineto', 'cuda_views_h200', 'trace_a.json.gz'), 'e2e-summary-torch');
+  const doc = await api(`/api/v1/jobs/${job.id}/summary/memory?rank=0`);
+  const mem = await api(`/api/v1/jobs/${job.id}/memory?rank=0`);
+  if (!(doc.memory_events === 0 && doc.rows.length === 0 && mem.events > 0)) fail(`want torch [memory] events and no Paddle ones: ${doc.memory_events}, ${mem.events}`);
+  await open(page, `#/job/${job.id}/summary?rank=0&kind=memory`);
+  await until(page, () => document.querySelector('[data-card="summary-text"]'));
+  const dds = await page.$$eval('[data-card="summary"] dd', (n) => n.map((x) => x.textContent));
+  expectEq(dds.filter((t) => t === '[]'), [], 'no table shown as "[]"');
+  expectEq(await page.$$eval('[data-card="summary"] h4', (n) => n.map((x) => x.dataset.field)), ['places', 'rows'], 'the two empty tables named');
+  if (!(await page.textContent('#summary-memory-why')).includes('Memory page')) fail('says where the memory events are');
+  expectEq(await page.getAttribute('#summary-memory-why a', 'href'), `#/job/${job.id}/memory?rank=0`, 'link to the Memory page');
+  if (!(await page.textContent('[data-card="summary-text"]')).includes('Paddle prints nothing')) fail('the empty text box says why');
+  await shot(page, 'summary-memory-torch');
+});
+
 test('diff: two real H200 runs picked side by side, every shown figure the API\'s', async (page) => {
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');

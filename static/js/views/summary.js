@@ -18,8 +18,14 @@ export async function render(ctx) {
   }
   const path = (fmt) => jobPath(ctx.job, `summary/${kind}`, { rank: ctx.rank, format: fmt });
   const [doc, text] = await Promise.all([getOptional(path()), paddleText(path('text'))]);
+  // Paddle's Memory Summary counts Paddle's memory events (Allocate, Free, ReservedAllocate,
+  // ReservedFree); a torch profile_memory window's [memory] events are the Memory page's.
+  const why = doc && kind === 'memory' && doc.memory_events === 0
+    ? el('p#summary-memory-why.note.empty', null, 'No Paddle memory event (Allocate, Free, ReservedAllocate, ReservedFree, from paddle.profiler with profile_memory=True) on this rank. The torch profiler\'s [memory] events (profile_memory=True) are on the ',
+      el('a', { href: ctx.hashFor('memory', { rank: ctx.rank }) }, 'Memory page'), '.')
+    : null;
   return el('div.page', null, bar,
-    card(`Summary: ${kind}`, { id: 'summary', cls: 'wide' },
+    card(`Summary: ${kind}`, { id: 'summary', cls: 'wide' }, why,
       doc ? genericDoc(doc, `summary-${kind}`) : note('empty', `No steps in range for the ${kind} summary.`)),
     text ? card('As Paddle prints it', { id: 'summary-text', cls: 'wide' }, text) : null);
 }
