@@ -860,6 +860,11 @@ test('operator view of a live-style torch 1.13 window (legacy profiler, no cat):
     'p.export_chrome_trace(sys.argv[1])'].join('\n'), trace], { encoding: 'utf8' });
   if (gen.status !== 0) fail(`torch 1.13 run: exit ${gen.status}: ${gen.stderr}`);
   const job = await importJob(trace, 'e2e-opview-legacy');
+  // a CPU run's Kernels tab: one note saying there are none, no empty table under it
+  await open(page, `#/job/${job.id}/operators?rank=0&tab=kernels`);
+  await until(page, () => document.querySelector('[data-card="kernels"] .note.empty'));
+  expectEq(await page.$$eval('[data-card="kernels"] .note, [data-card="kernels"] table', (n) => n.map((x) => x.tagName + ':' + x.textContent)),
+    ['P:No device kernels (spans with a kernel role) for this rank.'], 'kernels tab of a CPU run');
   const ops = await api(`/api/v1/jobs/${job.id}/operators?rank=0&limit=1`);
   const opv = await api(`/api/v1/jobs/${job.id}/operator-view?rank=0`);
   if (!(ops.total > 0 && opv.total === 0)) fail(`want host operators and no cpu_op: ${ops.total}, ${opv.total}`);

@@ -131,9 +131,10 @@ async function kernels(ctx) {
       `${fmtNum(doc.kernels)} kernel calls, ${fmtUs(doc.total_us)}; tensor cores: ${fmtPct(doc.tensor_core_pct)} of kernel time${launched}`
       + (doc.spans_cut ? `; ${fmtNum(doc.spans_cut)} spans past max_spans not read` : '') + '.')
       : note('empty', 'No device kernels (spans with a kernel role) for this rank.'),
-    dataTable({ id: group === 'operator' ? 'kernels-by-op' : 'kernels', columns: kernelCols(group, doc), rows: doc.rows,
+    // no kernels: the note alone, not a second "No rows yet." under empty column heads
+    doc.rows.length ? dataTable({ id: group === 'operator' ? 'kernels-by-op' : 'kernels', columns: kernelCols(group, doc), rows: doc.rows,
       state: tableState(ctx), csv: `job${ctx.job}-kernels-${group}.csv`, searchKeys: ['name', 'operator'],
-      onState: (s) => ctx.set({ ...ctx.params, ...s }) }));
+      onState: (s) => ctx.set({ ...ctx.params, ...s }) }) : null);
 }
 
 async function operators(ctx) {
