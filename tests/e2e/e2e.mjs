@@ -896,6 +896,11 @@ test('GPU: "µs as HTA" shows HTA\'s own figures (rounding=us) beside the exact 
   const kt = await api(`/api/v1/jobs/${job.id}/gpu/kernel-types?last_step=include&rounding=us`);
   expectEq((await rowsText(page, 'gpu-kernel-types')).map((r) => r[2]), await Promise.all(kt.rows.map((r) => fmtUsText(page, r.us))), 'kernel types in µs as HTA');
   if (!(await page.textContent('#gpu-why')).includes('as HTA reads a nanosecond trace')) fail('the card says what rounding=us is');
+  // the per-launch table is a download of the daemon's CSV for the same choices, every launch
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#gpu-launches-csv')]);
+  const lines = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n');
+  const la = await api(`/api/v1/jobs/${job.id}/gpu/launches?last_step=include&rounding=us&limit=1`);
+  expectEq([lines[0].split(',').slice(0, 3).join(','), lines.length - 1], ['rank,correlation,runtime', la.total], 'per-launch CSV');
   await shot(page, 'gpu-rounding-us');
 });
 

@@ -168,7 +168,8 @@ function launches(ctx, la) {
     { key: 'delay_outliers', label: `delay > ${la.delay_cutoff_us} µs`, num: true },
   ];
   return card(title, { id: 'gpu-launches', cls: 'wide' },
-    el('p.muted', null, 'Each launch pairs a runtime call with its device event (by correlation id). A short kernel runs for less time than its launch took; the per-launch table is /gpu/launches (CSV).'),
+    el('p.muted', null, 'Each launch pairs a runtime call with its device event (by correlation id). A short kernel runs for less time than its launch took. Every launch with its CPU and GPU durations, launch delay and flags: ',
+      el('a#gpu-launches-csv', { href: jobPath(ctx.job, 'gpu/launches', { last_step: la.last_step, rounding: la.rounding, format: 'csv' }), download: `job${ctx.job}-gpu-launches.csv` }, 'per-launch table (CSV)'), '.'),
     dataTable({ id: 'gpu-launches', columns, rows: la.summary, csv: `job${ctx.job}-gpu-launches-summary.csv`, pageSize: 64,
       state: { sort: 'rank', order: 'asc' } }));
 }
