@@ -79,8 +79,10 @@ struct analyse_op_table {
  * walked as torch walks it, with the walk's stack kept from the batch before: for such spans the
  * result does not depend on where the batches were cut. A batch that reaches back before that
  * (a tracer that emits a span when it ends, after its children, as Kineto does) is walked by
- * end, each span taking as children the spans it contains that had no parent yet: exact for
- * spans that nest properly. Pure. */
+ * end, each span taking as children the spans it contains that had no parent yet (also below
+ * parentless spans of later times a batch before reached past): exact for spans that nest
+ * properly and whose parent comes after them; a span whose parent was walked in an earlier batch
+ * gets none (docs/ANALYSIS.md). Pure. */
 
 #define ANALYSE_SELF_STACK_MAX 4096 /* spans kept per thread on each of the walk's two stacks;
                                        past it the older half goes (counted) */

@@ -200,20 +200,56 @@ static void nest_forward(const struct sink *k, struct analyse_self_thread *t,
     agg_add(agg_of(k, sp->op), dur, dur);
 }
 
-/* Self time of sp on its thread t, which becomes an open span there. */
+/* Inserts o at v[at] of a bounded stack, the spans above it moving up one (past
+ * ANALYSE_SELF_STACK_MAX its older half goes, counted, as in stack_push()). */
+static void stack_insert(struct analyse_self_open **v, size_t *n, size_t *cap, size_t at,
+                         struct analyse_self_open o, int64_t *dropped)
+{
+    if (*n >= ANALYSE_SELF_STACK_MAX) {
+        size_t drop = ANALYSE_SELF_STACK_MAX / 2;
+        memmove(*v, *v + drop, (*n - drop) * sizeof **v);
+        *n -= drop;
+        *dropped += (int64_t)drop;
+        if (at < drop) {
+            (*dropped)++;
+            return;
+        }
+        at -= drop;
+    }
+    if (util_grow((void **)v, cap, *n + 1, sizeof **v) < 0) {
+        (*dropped)++;
+        return;
+    }
+    memmove(*v + at + 1, *v + at, (*n - at) * sizeof **v);
+    (*v)[at] = o;
+    (*n)++;
+}
+
+/* Self time of sp on its thread t, which becomes an open span there. The open spans lie in
+ * time order; those that start at or after sp's end (a batch walked before this one may reach
+ * past sp: a tracer's batches are cut anywhere) stay above it, and below them the spans sp
+ * contains are its children. sp takes their place, so the order holds for the next span. */
 static int64_t nest(struct analyse_self_thread *t, const struct analyse_op_span *sp,
                     int64_t *dropped)
 {
+    size_t top = t->n;
+    while (top > 0 && t->open[top - 1].ts_ns >= sp->end_ns)
+        top--;
+    size_t at = top;
     int64_t children = 0;
-    while (t->n > 0) {
-        const struct analyse_self_open *o = &t->open[t->n - 1];
+    while (at > 0) {
+        const struct analyse_self_open *o = &t->open[at - 1];
         if (o->ts_ns < sp->ts_ns || o->end_ns > sp->end_ns || o->ts_ns >= sp->end_ns)
             break;
         children += o->end_ns - o->ts_ns;
-        t->n--;
+        at--;
     }
-    stack_push(&t->open, &t->n, &t->cap, (struct analyse_self_open){sp->ts_ns, sp->end_ns, sp->op},
-               dropped);
+    if (at < top) { /* the children go: the spans after sp move down to just above it */
+        memmove(t->open + at, t->open + top, (t->n - top) * sizeof *t->open);
+        t->n -= top - at;
+    }
+    stack_insert(&t->open, &t->n, &t->cap, at,
+                 (struct analyse_self_open){sp->ts_ns, sp->end_ns, sp->op}, dropped);
     return sp->end_ns - sp->ts_ns - children;
 }
 
