@@ -259,23 +259,94 @@ void live__bd_spans_done(struct live_bd_spans *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-/* The breakdown of one rank's spans, as analyse wants them. */
-static int compute(const struct live_snapshot *s, const struct live_snap_bd *sb,
+int live_query_record_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
+                            struct live_record_steps *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    const struct live_snap_rank *sr = NULL;
+    for (size_t i = 0; i < snap->n_ranks && !sr; i++)
+        if (rank < 0 || snap->ranks[i].rank == rank)
+            sr = &snap->ranks[i];
+    size_t n = 0;
+    for (size_t i = 0; sr && i < sr->n_steps; i++)
+        n += sr->steps[i].spans > 0 && sr->steps[i].begin_ns > after_ns;
+    if (n == 0)
+        return 0;
+    ret->v = calloc(n, sizeof *ret->v);
+    ret->names = malloc(n * sizeof *ret->names);
+    if (!ret->v || !ret->names) {
+        live_record_steps_done(ret);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < sr->n_steps; i++) {
+        const struct live_snap_step *st = &sr->steps[i];
+        if (st->spans <= 0 || st->begin_ns <= after_ns)
+            continue;
+        size_t k = ret->n++;
+        int len = snprintf(ret->names[k], sizeof ret->names[k], "ProfilerStep#%lld",
+                           (long long)st->step);
+        ret->v[k] = (struct analyse_span){
+            .ts_ns = st->begin_ns, .dur_ns = st->end_ns - st->begin_ns, .name = ret->names[k],
+            .name_len = (size_t)len, .pid = -1, .tid = -1, .correlation = -1,
+            .external_id = -1, .role = ANALYSE_ROLE_STEP};
+    }
+    return 0;
+}
+
+void live_record_steps_done(struct live_record_steps *rs)
+{
+    free(rs->v);
+    free(rs->names);
+    memset(rs, 0, sizeof *rs);
+}
+
+/* Whether sb holds a step span (kept, before the horizon or not). */
+static bool has_step_span(const struct live_snap_bd *sb)
+{
+    for (size_t c = 0; c < sb->n_chunks; c++) {
+        size_t m = c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
+        for (size_t i = 0; i < m; i++)
+            if (sb->chunks[c]->v[i].role == ANALYSE_ROLE_STEP)
+                return true;
+    }
+    return false;
+}
+
+/* The breakdown of one rank's spans, as analyse wants them; a rank with step records and no
+ * step span has its captured steps' records for steps (live_query_record_steps()). */
+static int compute(const struct live_snapshot *s, const struct live_snap_rank *sr,
                    struct analyse_breakdown **ret_bd)
 {
+    const struct live_snap_bd *sb = &sr->bd;
     struct live_bd_spans sp;
+    struct live_record_steps rs = {0};
     int r = live__bd_spans(s, sb, &sp);
     if (r < 0)
         return r;
-    r = analyse_breakdown_compute(sp.v, sp.n, ret_bd);
+    if (!has_step_span(sb))
+        r = live_query_record_steps(s, sr->rank, sb->horizon_ns, &rs);
+    if (r == 0 && rs.n > 0) {
+        struct analyse_span *v = realloc(sp.v, (sp.n + rs.n) * sizeof *v);
+        if (!v) {
+            r = -ENOMEM;
+        } else {
+            sp.v = v;
+            memcpy(sp.v + sp.n, rs.v, rs.n * sizeof *rs.v);
+            sp.n += rs.n;
+        }
+    }
+    if (r == 0)
+        r = analyse_breakdown_compute(sp.v, sp.n, ret_bd);
+    live_record_steps_done(&rs);
     live__bd_spans_done(&sp);
     return r;
 }
 
 /* A new result (one reference) computed from sb, or NULL with *ret_err set. */
 static struct live_bd_result *result_new(const struct live_snapshot *s,
-                                         const struct live_snap_bd *sb, int *ret_err)
+                                         const struct live_snap_rank *sr, int *ret_err)
 {
+    const struct live_snap_bd *sb = &sr->bd;
     struct live_bd_result *res = calloc(1, sizeof *res);
     if (!res) {
         *ret_err = -ENOMEM;
@@ -285,7 +356,7 @@ static struct live_bd_result *result_new(const struct live_snapshot *s,
     res->n_spans = sb->n_spans;
     res->n_evicted = sb->n_evicted;
     res->horizon_ns = sb->horizon_ns;
-    int r = compute(s, sb, &res->bd);
+    int r = compute(s, sr, &res->bd);
     if (r < 0) {
         free(res);
         *ret_err = r;
@@ -335,7 +406,7 @@ int live_query_breakdown(const struct live_snapshot *snap, int64_t rank, int64_t
         /* Compute outside the lock, so readers content with the latest result never wait. */
         cache->computing = true;
         pthread_mutex_unlock(&cache->lock);
-        res = result_new(snap, sb, &r);
+        res = result_new(snap, sr, &r);
         pthread_mutex_lock(&cache->lock);
         cache->computing = false;
         pthread_cond_broadcast(&cache->done);

@@ -279,6 +279,23 @@ size_t live_query_last_steps(const struct live_snapshot *snap, int64_t *ret_rank
  * job: live_config.bd_import_bytes): step, kernel, memcpy,
  * memset, runtime, dataloader, communication and host-operator spans with their correlation and
  * External id links. */
+/* A rank's step records as STEP spans, for the analyses that find steps in step spans (the
+ * breakdown, a ranged diff) on a rank that sent step records (attach()) and no ProfilerStep span:
+ * one span per listed step that holds spans (live_step_row.spans > 0: a captured step), over the
+ * step's bounds, named "ProfilerStep#N" as analyse_sum_step_number() reads it, pid and tid -1;
+ * steps starting at or before after_ns left out (INT64_MIN: none). */
+struct live_record_steps {
+    struct analyse_span *v; /* [n] */
+    size_t n;
+    char (*names)[32];      /* the spans' names */
+};
+
+/* Fills *ret for rank (rank < 0: the lowest) of snap. Returns 0 (n 0 for an unknown rank or one
+ * without such steps) or -ENOMEM; free with live_record_steps_done(). */
+int live_query_record_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
+                            struct live_record_steps *ret);
+void live_record_steps_done(struct live_record_steps *rs);
+
 struct live_breakdown_view {
     int64_t rank;
     const struct analyse_breakdown *bd; /* valid until live_breakdown_view_done() */

@@ -1235,6 +1235,38 @@ static int run_opview(struct web_analysis *a)
     return r;
 }
 
+/* Whether s holds a step span. */
+static bool has_step_span(const struct spans *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].role == ANALYSE_ROLE_STEP)
+            return true;
+    return false;
+}
+
+/* A rank without step spans: its captured steps' records, as live lists them, appended to s as
+ * step spans (live_query_record_steps(); their names are rs's). Returns 0 (none: nothing added)
+ * or -ENOMEM. */
+static int record_steps(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
+                        struct live_record_steps *rs)
+{
+    const struct live_snapshot *snap = NULL;
+    if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
+        return 0;
+    int r = live_query_record_steps(snap, rank, INT64_MIN, rs);
+    live_snapshot_put(snap);
+    if (r < 0 || rs->n == 0)
+        return r;
+    struct analyse_span *v = realloc(s->v, (s->n + rs->n) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    memcpy(v + s->n, rs->v, rs->n * sizeof *v);
+    s->v = v;
+    s->n += rs->n;
+    s->cap = s->n;
+    return 0;
+}
+
 /* One side of a ranged diff (i: 0 base, 1 exp): its operator and kernel tables over its ranks'
  * stored spans in its step range (analyse_stepops.h; the ranks' rows merged by name), and its
  * breakdown's mean step over the range. Sets *ops and *kernels (free them either way). Returns
@@ -1255,9 +1287,21 @@ static int diff_side(struct web_analysis *an, int i, struct web_diff_side *out,
     for (size_t k = 0; k < n && r == 0; k++) {
         struct spans sp = {.max = an->max_spans, .work_bytes = analyse_stepops_bytes};
         struct analyse_stepops *so = NULL;
+        struct live_record_steps rs = {0};
         r = read_spans(w, d->job[i].id, d->ranks[i][k], &sp, &an->bg);
+        if (r == 0 && !has_step_span(&sp))
+            r = record_steps(w, d->job[i].id, d->ranks[i][k], &sp, &rs);
         if (r == 0)
             r = analyse_stepops_compute(sp.v, sp.n, d->first[i], d->last[i], &so);
+        if (r == 0 && rs.n > 0) { /* the records bound the steps; they are no stored span */
+            uintptr_t lo = (uintptr_t)rs.names, hi = (uintptr_t)(rs.names + rs.n);
+            size_t m = 0;
+            for (size_t j = 0; j < so->n_ops; j++)
+                if ((uintptr_t)so->ops[j].name < lo || (uintptr_t)so->ops[j].name >= hi)
+                    so->ops[m++] = so->ops[j];
+            so->n_ops = m;
+        }
+        live_record_steps_done(&rs);
         if (r == 0) {
             out->range_steps += so->n_steps;
             if (out->first_step < 0 || so->first_step < out->first_step)

@@ -193,3 +193,55 @@ def test_bad_every_and_repeat_are_refused_with_the_reason(daemon, tmp):
     finally:
         t.stop()
         t.kill()
+
+
+def test_breakdown_and_ranged_diff_take_the_captured_steps_records(daemon, tmp):
+    """Issue 17 items 1/3/7: three capture windows (3 steps every 10) of attach() with no
+    torch.profiler window, so no ProfilerStep span: /breakdown's steps are the captured steps'
+    records as /steps lists them (not one step 0 over the windows and the gaps between them), and
+    a ranged diff over one window answers with the spans stored in its steps."""
+    job = "torch-repeat-bd"
+    t = Trainer(daemon, tmp, job)
+    try:
+        st, doc = post_capture(daemon, job, {"steps": 3, "every": 10, "repeat": 3})
+        assert st == 201, doc
+        caps = daemon.wait_for("three windows ended", lambda: all_ended(daemon, job, doc["id"]),
+                               timeout=120)
+    finally:
+        res = t.stop() if t.p.poll() is None else None
+        t.kill()
+    assert [c["state"] for c in caps] == ["done"] * 3, caps
+    s = caps[0]["ranks"][0]["first_step"]
+    want = [s, s + 1, s + 2, s + 10, s + 11, s + 12, s + 20, s + 21, s + 22]
+    events = sum(w["events"] for w in res["windows"])
+    daemon.wait_for("every event", lambda: daemon.job(job)["events"] == events)
+    spans = window_spans(daemon, job)
+    assert len(spans) == events
+    rows = {r["step"]: r for r in steps_of(daemon, job)}
+    assert sorted(n for n, r in rows.items() if r["spans"] > 0) == want
+
+    bd = daemon.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
+    assert [r["step"] for r in bd["rows"]] == want, [(r["step"], r["total_us"]) for r in bd["rows"]]
+    for r in bd["rows"]:
+        st = rows[r["step"]]
+        assert abs(r["host_start_us"] - st["start_us"]) <= 1, (r, st)
+        assert abs(r["host_end_us"] - st["end_us"]) <= 1, (r, st)
+        assert 30000 <= r["step_us"] < 1000000, r  # a step sleeps 30 ms; a window is 3 steps
+    assert bd["average"]["total_us"] < 1000000, bd["average"]
+
+    # the ranged diff over each window: 200, its three steps, every host span stored in them
+    def stored_in(first, last):
+        lo, hi = rows[first]["start_us"], rows[last]["end_us"]
+        return [e for e in spans if lo <= e["ts"] < hi]
+    for first in (s, s + 10):
+        st, _, body = daemon.request(f"/api/v1/diff?base={q(job)}&exp={q(job)}"
+                                     f"&base_steps={first}-{first + 2}&exp_steps={s + 20}-{s + 22}")
+        assert st == 200, body
+        d = json.loads(body)
+        assert d["base"]["steps"] == 3 and d["exp"]["steps"] == 3, d["base"]
+        assert 30000 <= d["base"]["step_time_us"] < 1000000, d["base"]
+        assert sum(r["base_calls"] for r in d["operators"]) == len(stored_in(first, first + 2)) > 0
+        assert sum(r["exp_calls"] for r in d["operators"]) == len(stored_in(s + 20, s + 22)) > 0
+    # the unranged diff's step time is the breakdown's mean step, not the windows' extent
+    d = daemon.get_json(f"/api/v1/diff?base={q(job)}&exp={q(job)}")
+    assert d["base"]["steps"] == 9 and d["base"]["step_time_us"] < 1000000, d["base"]
