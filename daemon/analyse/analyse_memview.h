@@ -33,7 +33,8 @@ struct analyse_mv_event {
     int64_t bytes;               /* TRACE: > 0 allocated, < 0 freed; INT64_MIN: none */
     int64_t allocated, reserved; /* the totals after it (< 0: absent) */
     int64_t peak_allocated;      /* ALLOCATOR: the allocator's own peak so far (< 0: absent) */
-    int64_t peak_reserved;
+    int64_t peak_reserved;       /* the allocator's (ALLOCATOR) or Paddle's event's own
+                                    peak_reserved (TRACE) so far (< 0: absent) */
     int64_t step;                /* ALLOCATOR: the step the sample closes (-1: none) */
 };
 
@@ -52,7 +53,8 @@ struct analyse_mv_series {
                                     when larger (ALLOCATOR) */
     int64_t peak_ts_ns;          /* the first point that shows it */
     int64_t peak_step;           /* the step it happened in (-1: unknown) */
-    int64_t peak_reserved;       /* likewise for reserved (-1: none) */
+    int64_t peak_reserved;       /* the largest reserved, or the events' own peak_reserved
+                                    (allocator samples, Paddle's events) when larger (-1: none) */
     int64_t first_ts_ns, last_ts_ns;
     size_t first_kept, n_kept;   /* the curve as kept: points[first_kept, first_kept + n_kept) */
 };

@@ -334,7 +334,7 @@ int analyse_memview_compute(const struct analyse_span *spans, size_t n,
                 sr->peak_step = e->source == ANALYSE_MV_ALLOCATOR ? e->step : -1;
             }
             int64_t pr = e->reserved;
-            if (e->source == ANALYSE_MV_ALLOCATOR && e->peak_reserved > pr)
+            if (e->peak_reserved > pr)
                 pr = e->peak_reserved;
             if (pr > sr->peak_reserved)
                 sr->peak_reserved = pr;

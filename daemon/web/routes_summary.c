@@ -772,7 +772,7 @@ static int memview_record(struct spans *s, const struct record *rec, int kind)
         .device_len = len, .source = stats ? ANALYSE_MV_ALLOCATOR : ANALYSE_MV_TRACE,
         .bytes = bytes, .allocated = rec->mem_allocated, .reserved = rec->mem_reserved,
         .peak_allocated = stats ? rec->mem_peak_allocated : -1,
-        .peak_reserved = stats ? rec->mem_peak_reserved : -1, .step = stats ? rec->step : -1};
+        .peak_reserved = rec->mem_peak_reserved, .step = stats ? rec->step : -1};
     return 1;
 }
 

@@ -126,6 +126,9 @@ START_TEST(test_allocator_samples_and_downsampling)
         if (i == 613)
             e[i].allocated = 5000; /* the peak, alone in its bucket's middle */
     }
+    /* a Paddle event's own peak_reserved (counted from the process's start) above every
+     * current_reserved (1000) of the window: Paddle's Peak Reserved Memory is the peak */
+    e[7].peak_reserved = 6000;
     /* three allocator samples: the allocator's own peak (9000) is larger than any current */
     for (int i = 0; i < 3; i++)
         e[N + i] = (struct analyse_mv_event){
@@ -142,6 +145,7 @@ START_TEST(test_allocator_samples_and_downsampling)
     ck_assert_uint_le(t->n_kept, 50);
     ck_assert_int_eq(t->peak_allocated, 5000);
     ck_assert_int_eq(t->peak_step, -1); /* no step span */
+    ck_assert_int_eq(t->peak_reserved, 6000);
     bool kept = false;
     for (size_t i = 0; i < t->n_kept; i++)
         kept |= m->points[t->first_kept + i].allocated == 5000;
