@@ -52,82 +52,76 @@ static void opt_int(struct sbuf *b, int64_t v, bool csv)
         sbuf_printf(b, "%" PRId64, v);
 }
 
+/* A text field (none: NULL): CSV's quoted text ("" none), or a JSON string (null). */
+static void opt_text(struct sbuf *b, const char *s, size_t n, bool csv)
+{
+    if (!s)
+        sbuf_adds(b, csv ? "" : "null");
+    else if (csv)
+        csv_text(b, s, n);
+    else
+        sbuf_json_str(b, s, n);
+}
+
+/* A number the trace may not give (has false): CSV's "" or JSON's null when it does not. */
+static void opt_g(struct sbuf *b, bool has, double v, bool csv)
+{
+    if (has)
+        sbuf_printf(b, "%.6g", v);
+    else
+        sbuf_adds(b, csv ? "" : "null");
+}
+
+/* Before a row's next field: a CSV comma, or JSON's ,"key": */
+static void next_field(struct sbuf *b, const char *key, bool csv)
+{
+    if (csv)
+        sbuf_addc(b, ',');
+    else
+        sbuf_printf(b, ",\"%s\":", key);
+}
+
+/* One row: a CSV line, or a JSON object (first: without the comma before it). */
 static void tbk_row(struct sbuf *b, const struct web_tbk_doc *d, const struct analyse_tbk_row *r,
                     bool csv, bool first)
 {
     const struct analyse_tbk *t = d->t;
-    bool op = d->group == ANALYSE_TBK_BY_OPERATOR;
     double mean = r->calls ? (double)r->total_ns / (double)r->calls : 0;
     if (csv) {
         csv_text(b, r->name, r->name_len);
-        sbuf_addc(b, ',');
-        if (op) {
-            if (r->op)
-                csv_text(b, r->op, r->op_len);
-            sbuf_addc(b, ',');
-            dim3(b, r->grid, r->n_grid, true);
-            sbuf_addc(b, ',');
-            dim3(b, r->block, r->n_block, true);
-            sbuf_addc(b, ',');
-            opt_int(b, r->regs, true);
-            sbuf_addc(b, ',');
-            opt_int(b, r->smem, true);
-            sbuf_addc(b, ',');
-        }
-        sbuf_printf(b, "%s,%" PRId64 ",", r->tensor_core ? "true" : "false", r->calls);
-        sbuf_json_us(b, r->total_ns);
-        sbuf_addc(b, ',');
-        us_of(b, mean);
-        sbuf_addc(b, ',');
-        sbuf_json_us(b, r->max_ns);
-        sbuf_addc(b, ',');
-        sbuf_json_us(b, r->min_ns);
-        sbuf_addc(b, ',');
-        if (t->has_blocks_per_sm)
-            sbuf_printf(b, "%.6g", r->blocks_per_sm);
-        sbuf_addc(b, ',');
-        if (t->has_occupancy)
-            sbuf_printf(b, "%.6g", r->occupancy_pct);
-        sbuf_addc(b, '\n');
-        return;
+    } else {
+        sbuf_adds(b, first ? "{\"name\":" : ",{\"name\":");
+        sbuf_json_str(b, r->name, r->name_len);
     }
-    sbuf_adds(b, first ? "{\"name\":" : ",{\"name\":");
-    sbuf_json_str(b, r->name, r->name_len);
-    if (op) {
-        sbuf_adds(b, ",\"operator\":");
-        if (r->op)
-            sbuf_json_str(b, r->op, r->op_len);
-        else
-            sbuf_adds(b, "null");
-        sbuf_adds(b, ",\"grid\":");
-        dim3(b, r->grid, r->n_grid, false);
-        sbuf_adds(b, ",\"block\":");
-        dim3(b, r->block, r->n_block, false);
-        sbuf_adds(b, ",\"registers_per_thread\":");
-        opt_int(b, r->regs, false);
-        sbuf_adds(b, ",\"shared_memory\":");
-        opt_int(b, r->smem, false);
+    if (d->group == ANALYSE_TBK_BY_OPERATOR) {
+        next_field(b, "operator", csv);
+        opt_text(b, r->op, r->op_len, csv);
+        next_field(b, "grid", csv);
+        dim3(b, r->grid, r->n_grid, csv);
+        next_field(b, "block", csv);
+        dim3(b, r->block, r->n_block, csv);
+        next_field(b, "registers_per_thread", csv);
+        opt_int(b, r->regs, csv);
+        next_field(b, "shared_memory", csv);
+        opt_int(b, r->smem, csv);
     }
-    sbuf_printf(b, ",\"tensor_cores\":%s,\"calls\":%" PRId64 ",\"total_us\":",
-                r->tensor_core ? "true" : "false", r->calls);
+    next_field(b, "tensor_cores", csv);
+    sbuf_adds(b, r->tensor_core ? "true" : "false");
+    next_field(b, "calls", csv);
+    sbuf_printf(b, "%" PRId64, r->calls);
+    next_field(b, "total_us", csv);
     sbuf_json_us(b, r->total_ns);
-    sbuf_adds(b, ",\"mean_us\":");
+    next_field(b, "mean_us", csv);
     us_of(b, mean);
-    sbuf_adds(b, ",\"max_us\":");
+    next_field(b, "max_us", csv);
     sbuf_json_us(b, r->max_ns);
-    sbuf_adds(b, ",\"min_us\":");
+    next_field(b, "min_us", csv);
     sbuf_json_us(b, r->min_ns);
-    sbuf_adds(b, ",\"blocks_per_sm\":");
-    if (t->has_blocks_per_sm)
-        sbuf_printf(b, "%.6g", r->blocks_per_sm);
-    else
-        sbuf_adds(b, "null");
-    sbuf_adds(b, ",\"occupancy_pct\":");
-    if (t->has_occupancy)
-        sbuf_printf(b, "%.6g", r->occupancy_pct);
-    else
-        sbuf_adds(b, "null");
-    sbuf_addc(b, '}');
+    next_field(b, "blocks_per_sm", csv);
+    opt_g(b, t->has_blocks_per_sm, r->blocks_per_sm, csv);
+    next_field(b, "occupancy_pct", csv);
+    opt_g(b, t->has_occupancy, r->occupancy_pct, csv);
+    sbuf_addc(b, csv ? '\n' : '}');
 }
 
 void web__render_tbk(struct sbuf *b, const struct web_tbk_doc *d, enum web_format fmt)
@@ -175,35 +169,29 @@ static void tbc_row(struct sbuf *b, const struct analyse_tbc_row *r, bool csv, b
     if (csv) {
         sbuf_printf(b, "%" PRId64 ",", r->rank);
         web__csv_str(b, r->name);
-        sbuf_printf(b, ",%" PRId64 ",%" PRId64 ",%.3f,", r->calls, r->bytes,
-                    (double)r->bytes / calls);
-        sbuf_json_us(b, r->latency_ns);
-        sbuf_addc(b, ',');
-        us_of(b, (double)r->latency_ns / calls);
-        sbuf_addc(b, ',');
-        sbuf_json_us(b, r->transfer_ns);
-        sbuf_addc(b, ',');
-        us_of(b, (double)r->transfer_ns / calls);
-        sbuf_addc(b, ',');
-        sbuf_json_us(b, wait);
-        sbuf_printf(b, ",%" PRId64 "\n", r->unmatched);
-        return;
+    } else {
+        sbuf_printf(b, "%s{\"rank\":%" PRId64 ",\"name\":", first ? "" : ",", r->rank);
+        sbuf_json_strz(b, r->name);
     }
-    sbuf_printf(b, "%s{\"rank\":%" PRId64 ",\"name\":", first ? "" : ",", r->rank);
-    sbuf_json_strz(b, r->name);
-    sbuf_printf(b, ",\"calls\":%" PRId64 ",\"total_bytes\":%" PRId64 ",\"avg_bytes\":%.3f,"
-                   "\"latency_us\":",
-                r->calls, r->bytes, (double)r->bytes / calls);
+    next_field(b, "calls", csv);
+    sbuf_printf(b, "%" PRId64, r->calls);
+    next_field(b, "total_bytes", csv);
+    sbuf_printf(b, "%" PRId64, r->bytes);
+    next_field(b, "avg_bytes", csv);
+    sbuf_printf(b, "%.3f", (double)r->bytes / calls);
+    next_field(b, "latency_us", csv);
     sbuf_json_us(b, r->latency_ns);
-    sbuf_adds(b, ",\"avg_latency_us\":");
+    next_field(b, "avg_latency_us", csv);
     us_of(b, (double)r->latency_ns / calls);
-    sbuf_adds(b, ",\"transfer_us\":");
+    next_field(b, "transfer_us", csv);
     sbuf_json_us(b, r->transfer_ns);
-    sbuf_adds(b, ",\"avg_transfer_us\":");
+    next_field(b, "avg_transfer_us", csv);
     us_of(b, (double)r->transfer_ns / calls);
-    sbuf_adds(b, ",\"wait_us\":");
+    next_field(b, "wait_us", csv);
     sbuf_json_us(b, wait);
-    sbuf_printf(b, ",\"unmatched\":%" PRId64 "}", r->unmatched);
+    next_field(b, "unmatched", csv);
+    sbuf_printf(b, "%" PRId64, r->unmatched);
+    sbuf_addc(b, csv ? '\n' : '}');
 }
 
 void web__render_tbc(struct sbuf *b, const struct web_tbc_doc *d, enum web_format fmt)

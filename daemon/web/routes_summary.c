@@ -331,6 +331,35 @@ static uint64_t spans_bytes(const struct spans *s)
     return b;
 }
 
+/* Doubles the room of v (4096 at first) and of the arrays kept beside it, [cap] each: task
+ * (aicpu), opv (opview), targ (tb). 0, or -ENOMEM with cap unchanged (an array already grown
+ * keeps its new room, freed with the rest). */
+static int spans_grow(struct spans *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 4096;
+    void *p = realloc(s->v, cap * sizeof *s->v);
+    if (!p)
+        return -ENOMEM;
+    s->v = p;
+    if (s->aicpu) {
+        if (!(p = realloc(s->task, cap * sizeof *s->task)))
+            return -ENOMEM;
+        s->task = p;
+    }
+    if (s->opview) {
+        if (!(p = realloc(s->opv, cap * sizeof *s->opv)))
+            return -ENOMEM;
+        s->opv = p;
+    }
+    if (s->tb) {
+        if (!(p = realloc(s->targ, cap * sizeof *s->targ)))
+            return -ENOMEM;
+        s->targ = p;
+    }
+    s->cap = cap;
+    return 0;
+}
+
 /* The benchmark's and the AI CPU tables' work: a few words per span. */
 static size_t small_work_bytes(size_t n)
 {
@@ -641,40 +670,8 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
             s->cut++;
             continue;
         }
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 4096;
-            struct analyse_span *v = realloc(s->v, cap * sizeof *v);
-            if (!v) {
-                r = -ENOMEM;
-                break;
-            }
-            s->v = v;
-            if (s->aicpu) {
-                struct analyse_aicpu_task *t = realloc(s->task, cap * sizeof *t);
-                if (!t) {
-                    r = -ENOMEM;
-                    break;
-                }
-                s->task = t;
-            }
-            if (s->opview) {
-                struct analyse_opv_event *o = realloc(s->opv, cap * sizeof *o);
-                if (!o) {
-                    r = -ENOMEM;
-                    break;
-                }
-                s->opv = o;
-            }
-            if (s->tb) {
-                struct analyse_tbk_args *t = realloc(s->targ, cap * sizeof *t);
-                if (!t) {
-                    r = -ENOMEM;
-                    break;
-                }
-                s->targ = t;
-            }
-            s->cap = cap;
-        }
+        if (s->n == s->cap && (r = spans_grow(s)) < 0)
+            break;
         if (!in && !(in = intern_get(s, rec.cat, rec.name))) {
             r = -ENOMEM;
             break;

@@ -32,7 +32,9 @@ ROUTES = ['', '/steps', '/steps?limit=1000', '/step-trace', '/operators', '/oper
           '/benchmark', '/timeline?limit=50', '/timeline?start_ns=0&limit=5',
           '/cluster/step-trace', '/cluster/step-trace?step=1', '/cluster/step-trace?stage=1',
           '/cluster/communication', '/cluster/communication?step=2', '/cluster/links',
-          '/cluster/links?step=2&sort=band_width&order=desc', '/cluster/flops', '/cluster/memory']
+          '/cluster/links?step=2&sort=band_width&order=desc', '/cluster/flops', '/cluster/memory',
+          '/summary/aicpu', '/operator-view', '/operator-view?group_by=input_shape',
+          '/kernels/details', '/kernels/details?group=operator', '/comm-ops']
 # ANSWERS_AB_HTTP=1: the other forms of the tables, bad parameters, and the daemon-wide routes.
 HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?format=records&limit=3',
                '/operators?format=csv', '/operators?format=records&offset=1&limit=2',
@@ -42,7 +44,9 @@ HTTP_ROUTES = ['?format=csv', '?format=records', '/steps?format=csv', '/steps?fo
                '/timeline?limit=50&remap_pids=1', '/steps?limit=x', '/steps?format=xml',
                '/cluster/step-trace?format=csv', '/cluster/links?format=csv',
                '/cluster/flops?format=csv', '/cluster/memory?format=csv',
-               '/summary/nope', '/operators?rank=999', '/captures', '/nope']
+               '/summary/nope', '/operators?rank=999', '/captures', '/nope',
+               '/kernels/details?format=csv', '/kernels/details?group=operator&format=csv',
+               '/kernels/details?group=operator&format=records', '/comm-ops?format=csv']
 DAEMON_ROUTES = ['/api/v1/jobs', '/api/v1/nope', '/api/v1/jobs/nojob/steps', '/index.html',
                  '/nope.js']  # a dashboard file: its headers only (the dashboard changes)
 HTTP = os.environ.get('ANSWERS_AB_HTTP') == '1'

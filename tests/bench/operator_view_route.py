@@ -6,7 +6,7 @@ the live /operators, and, with --tb PYTHON, torch-tb-profiler's own load and ope
 same file (tests/analyse/tb_profiler_operators.py --map main), its table compared with ours.
 
 Builds a Kineto trace of about 1 M X events from tests/data/kineto/cuda_views_h200/trace_a.json.gz
-(diff_route.py's make_trace: the events repeated COPIES times, each copy shifted past the one
+(routes_common.BigJob: the events repeated COPIES times, each copy shifted past the one
 before, its step numbers, correlation and External ids moved apart), imports it into a fresh
 daemon of BUILD_DIR, then asks each route ROUNDS times, each with a query string not asked
 before. Prints the import time, and per route the p50 wall time and the daemon's CPU per request.
@@ -14,19 +14,11 @@ before. Prints the import time, and per route the p50 wall time and the daemon's
     BUILD_DIR=build-test python3 tests/bench/operator_view_route.py [--copies 130] [--rounds 5] [--tb /work/tbvenv/bin/python]
 """
 import argparse
-import http.client
 import json
-import pathlib
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integ"))
-import conftest  # noqa: E402
-from diff_route import daemon_cpu, make_trace  # noqa: E402
+from routes_common import HERE, VIEWS_TRACE, BigJob
 
 
 def main():
@@ -35,39 +27,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tb", help="a Python with torch-tb-profiler 0.4.3")
     args = ap.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssb.", dir="/tmp"))
-    trace = tmp / "big.json.gz"
-    n, _ = make_trace(trace, args.copies,
-                      HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz")
-    print(f"X events: {n}")
-    d = conftest.Daemon(tmp, "d")
-    d.start()
+    job = BigJob(args.copies, VIEWS_TRACE)
     try:
-        s = time.perf_counter()
-        subprocess.run([str(conftest.build_dir() / "cli" / "stepscope"), "import", "--quiet",
-                        "--socket", d.socket, "--job", "big", str(trace)], check=True,
-                       env=conftest.clean_env(tmp), timeout=1800)
-        print(f"stepscope import: {time.perf_counter() - s:.2f} s")
-        c = http.client.HTTPConnection(d.host, d.port, timeout=600)
-        docs = {}
-        for route in ("operator-view?limit=100000", "operator-view?group_by=input_shape&limit=100000",
-                      "operator-view?format=csv", "summary/operator?format=json",
-                      "operators?limit=100000"):
-            walls, cpus = [], []
-            for i in range(args.rounds):
-                # A query not asked before: no answer from the cache (the live /operators is
-                # cached by snapshot; max_spans is ignored there but still makes the key new).
-                c0, w0 = daemon_cpu(d), time.perf_counter()
-                c.request("GET", f"/api/v1/jobs/big/{route}&max_spans={4000000 - i}")
-                r = c.getresponse()
-                body = r.read()
-                walls.append(time.perf_counter() - w0)
-                cpus.append(daemon_cpu(d) - c0)
-                assert r.status == 200, (route, r.status, body[:300])
-            if "format=csv" not in route:
-                docs[route] = json.loads(body)
-            print(f"/{route}: p50 {statistics.median(walls):.3f} s wall, "
-                  f"{statistics.mean(cpus):.3f} s daemon CPU per request ({len(body)} bytes)")
+        print(f"X events: {job.n}\nstepscope import: {job.import_s:.2f} s")
+        # Each request a query not asked before (BigJob.measure()): no answer from the cache (the
+        # live /operators is cached by snapshot; max_spans is ignored there but still makes the
+        # key new).
+        docs = job.measure_all(("operator-view?limit=100000",
+                                "operator-view?group_by=input_shape&limit=100000",
+                                "operator-view?format=csv", "summary/operator?format=json",
+                                "operators?limit=100000"), args.rounds)
         ours = docs["operator-view?limit=100000"]
         print(f"operator view: {ours['spans_read']} spans read, {ours['calls']} operator calls, "
               f"{ours['device_events_linked']} of {ours['device_events']} device events linked, "
@@ -75,7 +44,7 @@ def main():
         if args.tb:
             s = time.perf_counter()
             r = subprocess.run([args.tb, str(HERE.parent / "analyse" / "tb_profiler_operators.py"),
-                                "--map", "main", str(trace)], capture_output=True, text=True,
+                                "--map", "main", str(job.trace)], capture_output=True, text=True,
                                timeout=3600)
             assert r.returncode == 0, r.stderr[-2000:]
             tb = json.loads(r.stdout)
@@ -105,7 +74,7 @@ def main():
                   bad == 0 and len(theirs) == len(ours["rows"]),
                   f"({bad} rows differ; largest difference {worst:.3f} µs)")
     finally:
-        d.stop()
+        job.stop()
 
 
 if __name__ == "__main__":

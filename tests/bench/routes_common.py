@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""What the route benchmarks share (memory_route.py, tree_route.py): a big Kineto job made from a
+"""What the route benchmarks share (memory_route.py, tree_route.py,
+operator_view_route.py, tb_tables_route.py): a big Kineto job made from a
 real trace and imported into a fresh daemon of BUILD_DIR, and one route timed per request
 (wall time, and the daemon's CPU from /proc/PID/stat)."""
 import http.client
+import json
 import os
 import pathlib
 import statistics
@@ -15,6 +17,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integ"))
 import conftest  # noqa: E402
 from diff_route import make_trace  # noqa: E402
+
+# The trace the operator, tree and kernel-table benchmarks repeat: torch 2 on an H200, with
+# record_shapes, with_stack and with_modules.
+VIEWS_TRACE = HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz"
 
 
 class BigJob:
@@ -58,6 +64,16 @@ class BigJob:
         print(f"/{route}: p50 {statistics.median(walls):.3f} s wall, "
               f"{statistics.mean(cpus):.3f} s daemon CPU per request ({len(body)} bytes)")
         return statistics.median(walls), statistics.mean(cpus), body
+
+    def measure_all(self, routes, rounds):
+        """measure() of each route; returns the JSON documents of those not asked as CSV, by
+        route."""
+        docs = {}
+        for route in routes:
+            body = self.measure(route, rounds)[2]
+            if "format=csv" not in route:
+                docs[route] = json.loads(body)
+        return docs
 
     def stop(self):
         self.d.stop()

@@ -14,11 +14,8 @@ CPU per request (/proc/PID/stat).
 """
 import argparse
 import json
-import pathlib
 
-from routes_common import BigJob
-
-HERE = pathlib.Path(__file__).resolve().parent
+from routes_common import VIEWS_TRACE, BigJob
 
 
 def main():
@@ -26,7 +23,7 @@ def main():
     ap.add_argument("--copies", type=int, default=133)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    job = BigJob(args.copies, HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz")
+    job = BigJob(args.copies, VIEWS_TRACE)
     try:
         print(f"X events: {job.n}\nstepscope import: {job.import_s:.2f} s")
         for route in ("kernels/details", "kernels/details?group=operator",

@@ -20,7 +20,7 @@ import pathlib
 import subprocess
 import time
 
-from routes_common import BigJob
+from routes_common import VIEWS_TRACE, BigJob
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -45,15 +45,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tb", help="a Python with torch-tb-profiler 0.4.3")
     args = ap.parse_args()
-    job = BigJob(args.copies, HERE.parent / "data" / "kineto" / "cuda_views_h200" / "trace_a.json.gz")
+    job = BigJob(args.copies, VIEWS_TRACE)
     try:
         print(f"X events: {job.n}\nstepscope import: {job.import_s:.2f} s")
-        docs = {}
-        for route in ("tree?kind=operator", "tree?kind=operator&format=csv", "tree?kind=module",
-                      "summary/operator"):
-            body = job.measure(route, args.rounds)[2]
-            if "csv" not in route:
-                docs[route] = json.loads(body)
+        docs = job.measure_all(("tree?kind=operator", "tree?kind=operator&format=csv",
+                                "tree?kind=module", "summary/operator"), args.rounds)
         mods = docs["tree?kind=module"]
         print(f"operator tree: {docs['tree?kind=operator']['n_nodes']} nodes, "
               f"{docs['tree?kind=operator']['spans']} spans; module tree: {mods['n_nodes']} nodes, "
