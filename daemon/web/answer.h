@@ -217,6 +217,9 @@ int web__param_us(const struct web_req *q, struct web_answer *a, const char *nam
 /* ?format=json|csv|records (text too when text) into *ret. */
 int web__param_format(const struct web_req *q, struct web_answer *a, bool text,
                       enum web_format *ret);
+/* ?format= on a route that answers JSON only: absent or json, anything else a 400 naming format
+ * (never ignored: a client asking for CSV must not get JSON it takes for CSV). */
+int web__param_json_only(const struct web_req *q, struct web_answer *a);
 /* True when parameter name is present with a value. */
 bool web__param_has(const struct web_req *q, const char *name);
 

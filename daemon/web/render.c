@@ -1345,7 +1345,7 @@ void web__gpu_ktype_row(struct sbuf *b, enum web_format fmt, const struct web_gp
 }
 
 const char web__gpu_kmetrics_csv_header[] =
-    "rank,kernel_type,name,sum_us,max_us,min_us,mean_us,stddev\n";
+    "rank,kernel_type,name,others,sum_us,max_us,min_us,mean_us,stddev\n";
 
 void web__gpu_kmetric_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_kmetric_row *r)
 {
@@ -1367,8 +1367,8 @@ void web__gpu_kmetric_row(struct sbuf *b, enum web_format fmt, const struct live
         } else {
             sbuf_adds(b, "others");
         }
-        sbuf_printf(b, ",%.3f,%.3f,%.3f,%.3f,%.6g\n", m->sum_us, m->max_us, m->min_us, m->mean_us,
-                    m->std_us);
+        sbuf_printf(b, ",%s,%.3f,%.3f,%.3f,%.3f,%.6g\n", m->name ? "false" : "true", m->sum_us,
+                    m->max_us, m->min_us, m->mean_us, m->std_us);
         return;
     }
     sbuf_addc(b, '{');

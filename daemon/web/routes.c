@@ -246,9 +246,31 @@ static int get_summary(struct web *w, const struct web_req *q, const struct web_
     return web__route_summary(w, q, rt, &job, a);
 }
 
+/* The routes whose one form is JSON: they refuse ?format= other than json. Every other
+ * JSON route reads format itself (web__param_format()); /metrics and /api/v1/events answer
+ * their own fixed formats (Prometheus text, text/event-stream). */
+static bool route_json_only(enum web_route_id id)
+{
+    switch (id) {
+    case WEB_ROUTE_HEALTH:
+    case WEB_ROUTE_STATS:
+    case WEB_ROUTE_OPENAPI:
+    case WEB_ROUTE_TIMELINE:
+    case WEB_ROUTE_STEP_TRACE:
+    case WEB_ROUTE_HELPER:
+    case WEB_ROUTE_CAPTURES:
+    case WEB_ROUTE_CAPTURE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 int web__route_api(struct web *w, const struct web_req *q, const struct web_route *r,
                    struct web_answer *a)
 {
+    if (route_json_only(r->id) && web__param_json_only(q, a) < 0)
+        return 0;
     if (web__route_cached(r->id))
         return get_live(w, q, r, a);
     switch (r->id) {

@@ -16,7 +16,10 @@ double's step is 2^-10 us, 1 ns), so times may differ by 1 ns per device event s
 bound holds with its rounding on: no float end of these traces floors across a microsecond);
 percentages are compared at HTA's 2 decimals.
 """
+import csv
+import io
 import itertools
+import json
 import logging
 import pathlib
 import shutil
@@ -165,8 +168,14 @@ def test_kernel_metrics_equal_hta(daemon, tmp, monkeypatch, name):
                     assert g[ours] == pytest.approx(float(w[theirs]), abs=tol, rel=1e-6), (what, k, ours)
     st, hdr, body = daemon.request(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels&format=csv")
     lines = body.decode().splitlines()
-    assert st == 200 and lines[0] == "rank,kernel_type,name,sum_us,max_us,min_us,mean_us,stddev"
+    assert st == 200
+    assert lines[0] == "rank,kernel_type,name,others,sum_us,max_us,min_us,mean_us,stddev"
     assert len(lines) == 1 + daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels")["total"]
+    # CSV carries the records' columns, in order, and the same `others` flag per row
+    records = daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels&format=records")
+    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    assert records and all(lines[0].split(",") == list(r) for r in records)
+    assert [r["others"] for r in rows] == [json.dumps(r["others"]) for r in records]
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kernels&duration_ratio=2", status=400)
     daemon.get_json(f"/api/v1/jobs/{job}/gpu/kernel-types?table=kinds", status=400)
 

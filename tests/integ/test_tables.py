@@ -105,6 +105,42 @@ def test_every_table_route_has_records(daemon, k5):
     assert doc["error"]["message"].startswith("format")
 
 
+def test_json_only_routes_refuse_other_formats(daemon, k5):
+    """A route with no table (issue 17 review) answers ?format=json as without it, and refuses
+    any other format with a 400 naming format, as a table route refuses an unknown one: a client
+    asking for CSV never gets JSON it would take for CSV."""
+    routes = ["/api/v1/health", "/api/v1/stats", "/api/v1/openapi.json", f"{k5}/timeline",
+              f"{k5}/step-trace", f"{k5}/helper", f"{k5}/captures", f"{k5}/captures/1"]
+    for path in routes:
+        for fmt in ("csv", "records", "xml", "text"):
+            st, hdr, body = daemon.request(f"{path}?format={fmt}")
+            assert st == 400, (path, fmt, body[:200])
+            err = json.loads(body)["error"]
+            assert err["code"] == "bad_request", (path, err)
+            assert err["message"].startswith("format:"), (path, err)
+        if not path.endswith("/1"):
+            assert daemon.request(f"{path}?format=json")[0] == 200, path
+    # Every route of the OpenAPI document refuses a format it has not, tables or not; only
+    # /metrics (Prometheus text) and the event stream have their own fixed formats.
+    doc = daemon.get_json("/api/v1/openapi.json")
+    for p, ops in doc["paths"].items():
+        if "get" not in ops or p in ("/metrics", "/api/v1/events"):
+            continue
+        path = p.replace("{job}", "k5").replace("{kind}", "overview").replace("{id}", "1")
+        sep = "?base=k5&exp=k5&" if p == "/api/v1/diff" else "?"
+        st, _, body = daemon.request(f"{path}{sep}format=xml")
+        assert st == 400 and json.loads(body)["error"]["message"].startswith("format:"), (p, st)
+
+
+def test_out_of_range_names_the_range(daemon, k5):
+    """A number out of range says the range allowed (issue 17 review), in the parameter's unit."""
+    msg = daemon.get_json(f"{k5}/operators?limit=0", status=400)["error"]["message"]
+    assert msg == "limit: out of range (1..100000)"
+    doc = daemon.get_json(f"{k5}/gpu/launches?runtime_cutoff_us=-0.5", status=400)
+    msg = doc["error"]["message"]
+    assert msg == "runtime_cutoff_us: out of range (0..4611686018427387.903)"
+
+
 def test_formula_cells_are_neutralised_numbers_kept(daemon):
     names = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-cmd", "@SUM(A1)", "plain"]
     lines = [{"type": "step", "step": 1, "begin_us": 1700000000000000,
