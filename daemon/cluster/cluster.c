@@ -92,11 +92,17 @@ static const char *const span_cols[SC_COUNT][2] = {
 };
 
 #define CLUSTER_AGG_INTERVAL_NS INT64_C(1000000000) /* aggregates shipped at most once a second */
-#define CLUSTER_AGG_RESEND 3 /* a rank's last steps sent again each round: they may still change */
+/* What was shipped of a step's row (its bytes but the version). */
+struct agg_sum {
+    int64_t step;
+    uint64_t sum;
+};
 
-/* From which step a (job, rank)'s aggregates are sent again. */
+/* What was shipped of a (job, rank)'s rows, by step. */
 struct agg_mark {
-    int64_t job_id, rank, from_step;
+    int64_t job_id, rank;
+    struct agg_sum *sums;
+    size_t n;
 };
 
 /* A batch: the rows past a cursor, each table's part encoded and gzipped once (a retry sends the
@@ -157,6 +163,8 @@ struct cluster {
     struct rb_buf agg;
     uint64_t agg_rows;
 };
+
+static void marks_free(struct agg_mark *v, size_t *n);
 
 /* ---- credentials and setup ---- */
 
@@ -222,6 +230,8 @@ static void cluster_free(struct cluster *c)
     free(c->fresh);
     free(c->rank_ids);
     free(c->rank_steps);
+    marks_free(c->marks, &c->n_marks);
+    marks_free(c->next_marks, &c->n_next);
     free(c->marks);
     free(c->next_marks);
     if (c->multi)
@@ -779,31 +789,66 @@ static int carry_out_deletes(struct cluster *c, char *err)
 
 /* ---- per-step aggregates ---- */
 
-static int64_t mark_of(const struct cluster *c, int64_t job_id, int64_t rank)
+static struct agg_mark *mark_find(struct agg_mark *v, size_t n, int64_t job_id, int64_t rank)
 {
-    for (size_t i = 0; i < c->n_marks; i++)
-        if (c->marks[i].job_id == job_id && c->marks[i].rank == rank)
-            return c->marks[i].from_step;
-    return INT64_MIN;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].job_id == job_id && v[i].rank == rank)
+            return &v[i];
+    return NULL;
 }
 
-static int mark_push(struct agg_mark **v, size_t *n, size_t *cap, struct agg_mark m)
+/* Adds m to v, taking its sums (a (job, rank) already there has its sums replaced). */
+static int mark_put(struct agg_mark **v, size_t *n, size_t *cap, struct agg_mark m)
 {
-    for (size_t i = 0; i < *n; i++)
-        if ((*v)[i].job_id == m.job_id && (*v)[i].rank == m.rank) {
-            (*v)[i] = m;
-            return 0;
-        }
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        struct agg_mark *p = realloc(*v, nc * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        *v = p;
-        *cap = nc;
+    struct agg_mark *o = mark_find(*v, *n, m.job_id, m.rank);
+    if (o) {
+        free(o->sums);
+        *o = m;
+        return 0;
     }
+    if (util_grow((void **)v, cap, *n + 1, sizeof **v) < 0)
+        return -ENOMEM;
     (*v)[(*n)++] = m;
     return 0;
+}
+
+static void marks_free(struct agg_mark *v, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        free(v[i].sums);
+    *n = 0;
+}
+
+/* A job no longer live (evicted or deleted): what was shipped of it is not compared again. */
+static void marks_drop_job(struct cluster *c, int64_t job_id)
+{
+    size_t u = 0;
+    for (size_t i = 0; i < c->n_marks; i++) {
+        if (c->marks[i].job_id == job_id)
+            free(c->marks[i].sums);
+        else
+            c->marks[u++] = c->marks[i];
+    }
+    c->n_marks = u;
+}
+
+/* Drops the marks of the jobs no longer live (deleted or evicted, whether they changed or not). */
+static void marks_prune(struct cluster *c)
+{
+    size_t u = 0;
+    for (size_t i = 0; i < c->n_marks; i++) {
+        const struct live_snapshot *snap;
+        bool live = u > 0 && c->marks[u - 1].job_id == c->marks[i].job_id; /* its ranks, together */
+        if (!live && live_snapshot_get(c->live, c->marks[i].job_id, &snap) == 0) {
+            live_snapshot_put(snap);
+            live = true;
+        }
+        if (live)
+            c->marks[u++] = c->marks[i];
+        else
+            free(c->marks[i].sums);
+    }
+    c->n_marks = u;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -812,13 +857,16 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Encodes the rows of one rank that differ from what was shipped of them (old, NULL: none), and
+ * fills sums[0..n) with every row's sum. */
 static void encode_rank(struct cluster *c, const char *job, const struct live_step_row *rows,
-                        size_t n, size_t first, const struct analyse_breakdown *bd,
-                        uint64_t version)
+                        size_t n, const struct analyse_breakdown *bd, uint64_t version,
+                        const struct agg_mark *old, struct agg_sum *sums)
 {
     struct rb_buf *b = &c->agg;
     size_t k = 0; /* breakdown steps are by start time, as the rows are by step */
-    for (size_t i = first; i < n; i++) {
+    size_t j = 0; /* old sums, by step too */
+    for (size_t i = 0; i < n; i++) {
         const struct live_step_row *r = &rows[i];
         const struct analyse_bd_step *bs = NULL;
         if (bd && !r->from_record) {
@@ -829,6 +877,7 @@ static void encode_rank(struct cluster *c, const char *job, const struct live_st
         }
         bool pts = r->source != LIVE_POINTS_NONE;
         const char *src = live_points_source_names[r->source];
+        size_t at = b->len;
         put_head(c, b, job, r->rank);
         rb_i64(b, r->step);
         rb_i64(b, r->start_ns);
@@ -842,26 +891,51 @@ static void encode_rank(struct cluster *c, const char *job, const struct live_st
         rb_i64(b, pts ? r->tail_ns : -1);
         for (int cat = 0; cat < ANALYSE_BD_COUNT; cat++)
             rb_i64(b, bs ? bs->cost_ns[cat] : -1);
+        if (b->err)
+            return; /* out of memory: the caller gives up the round */
+        sums[i] = (struct agg_sum){r->step, util_hash(UTIL_HASH_SEED, b->p + at, b->len - at)};
+        bool same = false;
+        if (old) {
+            while (j < old->n && old->sums[j].step < r->step)
+                j++;
+            for (size_t q = j; q < old->n && old->sums[q].step == r->step && !same; q++)
+                same = old->sums[q].sum == sums[i].sum;
+        }
+        if (same) {
+            b->len = at; /* shipped as it is */
+            continue;
+        }
         rb_u64(b, version);
         c->agg_rows++;
     }
 }
 
-/* Encodes the aggregates of one changed job. Returns 0, or -ENOMEM. */
+/* Encodes the aggregates of one changed job: every row of its ranks that is not in ClickHouse as
+ * it is now. A step may change long after later steps appeared (a trace's lines come in file
+ * order, not time order), so each row is compared with what was shipped of it. Returns 0, or
+ * -ENOMEM. */
 static int encode_job(struct cluster *c, int64_t job_id, uint64_t version, bool *stale)
 {
     char job[512];
-    if (store_ship_job_name(c->ship, job_id, job, sizeof job) < 0)
-        return 0; /* deleted meanwhile (or unreadable: its spans say so) */
     const struct live_snapshot *snap;
-    if (live_snapshot_get(c->live, job_id, &snap) < 0)
-        return 0; /* evicted from live memory: shipped when it was live */
+    if (live_snapshot_get(c->live, job_id, &snap) < 0) {
+        marks_drop_job(c, job_id); /* deleted, or evicted from live memory: shipped while live */
+        return 0;
+    }
+    if (store_ship_job_name(c->ship, job_id, job, sizeof job) < 0) {
+        live_snapshot_put(snap);
+        *stale = true; /* not committed yet, or unreadable for now: asked again next round */
+        return 0;
+    }
     size_t nr = live_query_rank_step_counts(c->live, job_id, c->rank_ids, c->rank_steps,
                                             LIVE_RANKS_MAX);
     int r = 0;
     for (size_t i = 0; i < nr && r == 0; i++) {
-        if (store_ship_pulled(c->ship, job_id, c->rank_ids[i]) != 0)
-            continue; /* another node's rank (pull.c): its node ships it (or unreadable) */
+        int pulled = store_ship_pulled(c->ship, job_id, c->rank_ids[i]);
+        if (pulled < 0)
+            *stale = true; /* unreadable for now */
+        if (pulled != 0)
+            continue; /* another node's rank (pull.c): its node ships it */
         struct live_step_row *rows = NULL;
         size_t n = 0, total = 0;
         r = live_query_steps(snap, c->rank_ids[i], false, 0, SIZE_MAX, &rows, &n, &total);
@@ -869,10 +943,12 @@ static int encode_job(struct cluster *c, int64_t job_id, uint64_t version, bool 
             free(rows);
             continue;
         }
-        int64_t from = mark_of(c, job_id, c->rank_ids[i]);
-        size_t first = 0;
-        while (first < n && rows[first].step < from)
-            first++;
+        struct agg_sum *sums = malloc(n * sizeof *sums);
+        if (!sums) {
+            free(rows);
+            r = -ENOMEM;
+            break;
+        }
         struct live_breakdown_view view = {0};
         /* A recent breakdown is good enough while the job runs (one computation per rank per
          * LIVE_BD_STALE_NS, shared with the HTTP readers); one computed from fewer spans than
@@ -880,29 +956,16 @@ static int encode_job(struct cluster *c, int64_t job_id, uint64_t version, bool 
         bool have_bd = live_query_breakdown(snap, c->rank_ids[i], LIVE_BD_STALE_NS, &view) == 0;
         if (have_bd && view.stale)
             *stale = true;
-        encode_rank(c, job, rows, n, first, have_bd ? view.bd : NULL, version);
-        /* Settled: all but the last CLUSTER_AGG_RESEND steps, and of a breakdown all but its
-         * last CLUSTER_AGG_RESEND kept steps (its tail trimming leaves out steps whose kernels
-         * may still come; a step's kernels have run once later steps' kernels are in). */
-        int64_t settled = rows[n > CLUSTER_AGG_RESEND ? n - CLUSTER_AGG_RESEND : 0].step;
-        bool step_spans = false; /* the breakdown speaks of ProfilerStep spans only */
-        for (size_t k = 0; k < n && !step_spans; k++)
-            step_spans = !rows[k].from_record;
-        if (have_bd && step_spans) {
-            const struct analyse_breakdown *bd = view.bd;
-            int64_t bd_settled = bd->n_steps > CLUSTER_AGG_RESEND
-                                     ? bd->steps[bd->n_steps - CLUSTER_AGG_RESEND].step
-                                     : INT64_MIN;
-            if (bd->n_steps > 0 && bd_settled < settled)
-                settled = bd_settled;
-        }
-        if (have_bd && view.stale)
-            settled = from; /* sent again next round */
+        encode_rank(c, job, rows, n, have_bd ? view.bd : NULL, version,
+                    mark_find(c->marks, c->n_marks, job_id, c->rank_ids[i]), sums);
         if (have_bd)
             live_breakdown_view_done(&view);
-        struct agg_mark m = {job_id, c->rank_ids[i], settled};
-        r = mark_push(&c->next_marks, &c->n_next, &c->cap_next, m);
         free(rows);
+        struct agg_mark m = {job_id, c->rank_ids[i], sums, n};
+        if (c->agg.err || mark_put(&c->next_marks, &c->n_next, &c->cap_next, m) < 0) {
+            free(sums);
+            r = -ENOMEM;
+        }
     }
     live_snapshot_put(snap);
     return r < 0 ? -ENOMEM : 0;
@@ -933,6 +996,7 @@ static int ship_aggregates(struct cluster *c, char *err)
     if (n > 0) /* both NULL before the first change */
         memcpy(c->changed + c->n_changed, c->fresh, n * sizeof *c->changed);
     c->n_changed += n;
+    marks_prune(c);
     if (c->n_changed == 0)
         return 0;
     qsort(c->changed, c->n_changed, sizeof *c->changed, cmp_i64);
@@ -943,7 +1007,7 @@ static int ship_aggregates(struct cluster *c, char *err)
     c->n_changed = u;
     rb_reset(&c->agg);
     c->agg_rows = 0;
-    c->n_next = 0;
+    marks_free(c->next_marks, &c->n_next); /* a failed round's */
     uint64_t version = (uint64_t)clock_now_ns();
     size_t keep = 0; /* jobs sent on a stale breakdown stay changed, first in the list */
     for (size_t i = 0; i < c->n_changed; i++) {
@@ -967,8 +1031,9 @@ static int ship_aggregates(struct cluster *c, char *err)
         STATS_ADD(c->stats, cluster_aggregate_rows, c->agg_rows);
     }
     for (size_t i = 0; i < c->n_next; i++)
-        if (mark_push(&c->marks, &c->n_marks, &c->cap_marks, c->next_marks[i]) < 0)
-            break; /* out of memory: those ranks are sent whole again next time, harmlessly */
+        if (mark_put(&c->marks, &c->n_marks, &c->cap_marks, c->next_marks[i]) < 0)
+            free(c->next_marks[i].sums); /* out of memory: its rows are sent again, harmlessly */
+    c->n_next = 0; /* their sums are the marks' now */
     c->n_changed = keep;
     return 0;
 }

@@ -437,11 +437,12 @@ def test_rows_shipped_twice_collapse(ch, daemons, tmp):
     assert ch.scalar("SELECT sum(lines) FROM stepscope.event_blocks WHERE job = 'twice'") == SPANS
 
 
-def test_step_aggregates_equal_the_node_s_own_answers(ch, daemons, tmp):
-    """The per-step, per-rank aggregates (step_ranks: stages and breakdown, not additive in
-    SQL) are the node's live answers: a real Kineto trace of 5 ProfilerSteps, its /steps and
-    /breakdown rows against ClickHouse's FINAL rows, ns for ns."""
-    import pathlib
+GPU_5STEPS = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto" / "gpu_5steps_rank0.json.gz"
+
+
+def wait_step_ranks_equal(ch, d, job_name, node, timeout=60):
+    """Until ClickHouse's step_ranks FINAL rows of (job, rank 0, node) are the node's live /steps
+    and /breakdown rows, ns for ns. Returns the rows."""
     from decimal import Decimal
 
     import tb_breakdown as tb
@@ -449,15 +450,7 @@ def test_step_aggregates_equal_the_node_s_own_answers(ch, daemons, tmp):
     def ns(v):
         return None if v is None else int(Decimal(str(v)) * 1000)
 
-    trace = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto" / "gpu_5steps_rank0.json.gz"
-    creds = creds_file(tmp)
-    d = daemons("agg", args=node_args(ch, "nodeG", creds))
-    lines = tb.lines(trace)
-    with Client(d.socket) as c:
-        c.hello("agg", rank=0)
-        c.send_lines(lines)
-        c.wait_ack(len(lines), timeout=60)
-    job = "/api/v1/jobs/%d" % d.job("agg")["id"]
+    job = "/api/v1/jobs/%d" % d.job(job_name)["id"]
 
     def expected():
         steps = d.get_json(job + "/steps?rank=0&limit=100000")["rows"]
@@ -477,19 +470,71 @@ def test_step_aggregates_equal_the_node_s_own_answers(ch, daemons, tmp):
 
     def got():
         return [[int(v) for v in r] for r in ch.rows(
-            f"SELECT {cols} FROM stepscope.step_ranks FINAL WHERE job = 'agg' AND rank = 0 "
-            "AND node = 'nodeG' ORDER BY step")]
+            f"SELECT {cols} FROM stepscope.step_ranks FINAL WHERE job = '{job_name}' AND rank = 0 "
+            f"AND node = '{node}' ORDER BY step")]
 
     # Sent at most once a second, again while a breakdown was computed from fewer spans than
     # the snapshot's (one computation per 5 s while the job changes): well within 60 s.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while True:
         want, have = expected(), got()
         if want and want == have:
-            break
+            return want
         assert time.monotonic() < deadline, (
             [w for w in want if w not in have], [h for h in have if h not in want])
         time.sleep(0.5)
+
+
+def test_step_aggregates_equal_the_node_s_own_answers(ch, daemons, tmp):
+    """The per-step, per-rank aggregates (step_ranks: stages and breakdown, not additive in
+    SQL) are the node's live answers: a real Kineto trace of 5 ProfilerSteps, its /steps and
+    /breakdown rows against ClickHouse's FINAL rows, ns for ns."""
+    import tb_breakdown as tb
+
+    creds = creds_file(tmp)
+    d = daemons("agg", args=node_args(ch, "nodeG", creds))
+    lines = tb.lines(GPU_5STEPS)
+    with Client(d.socket) as c:
+        c.hello("agg", rank=0)
+        c.send_lines(lines)
+        c.wait_ack(len(lines), timeout=60)
+    want = wait_step_ranks_equal(ch, d, "agg", "nodeG")
     assert len(want) >= 4 and all(row[7] >= 0 for row in want), want  # breakdown filled
     s = cluster_stats(d)
     assert s["aggregate_rows"] >= len(want)
+
+
+def test_an_early_step_that_grows_after_later_steps_is_shipped_again(ch, daemons, tmp):
+    """A Kineto trace lists a step's kernels after every step's CPU operators, so the first
+    step's row changes after the last step's appeared. Sent in that order, in two parts (the
+    first step's late lines held back until ClickHouse has the first part's rows), ClickHouse
+    must end with the grown row. Before the fix a rank's steps but its last 3 counted as
+    settled: step 550 stayed at the first part's spans."""
+    import json
+
+    import tb_breakdown as tb
+
+    creds = creds_file(tmp)
+    d = daemons("grow", args=node_args(ch, "nodeE", creds))
+    lines = tb.lines(GPU_5STEPS)
+    events = [json.loads(line) for line in lines]
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(steps) == 5
+    t0, t1 = steps[0]["ts"], steps[0]["ts"] + steps[0]["dur"]
+    last_step_at = events.index(steps[-1])
+    late = {i for i, e in enumerate(events)
+            if i > last_step_at and e.get("ph") == "X" and t0 <= e["ts"] < t1}
+    assert len(late) > 1000  # step 550's kernels, memcpys and runtime calls
+    first = [line for i, line in enumerate(lines) if i not in late]
+    with Client(d.socket) as c:
+        c.hello("grow", rank=0)
+        c.send_lines(first)
+        c.wait_ack(len(first), timeout=60)
+        before = wait_step_ranks_equal(ch, d, "grow", "nodeE")
+        rest = [lines[i] for i in sorted(late)]
+        c.send_lines(rest)
+        c.wait_ack(len(first) + len(rest), timeout=60)
+    after = wait_step_ranks_equal(ch, d, "grow", "nodeE")
+    assert [r[0] for r in after] == [550, 551, 552, 553, 554]
+    assert after[0][3] > before[0][3]  # step 550 grew, and ClickHouse has it grown
+    assert [r[3] for r in after[1:]] == [r[3] for r in before[1:]]  # the others' spans as they were
