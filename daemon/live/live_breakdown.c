@@ -194,9 +194,10 @@ void live__snap_bd_done(struct live_snap_bd *sb)
     memset(sb, 0, sizeof *sb);
 }
 
-int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
+int live__bd_spans(const struct live_snapshot *s, const struct live_snap_rank *sr,
                    struct live_bd_spans *ret)
 {
+    const struct live_snap_bd *sb = &sr->bd;
     memset(ret, 0, sizeof *ret);
     size_t n = 0;
     for (size_t c = 0; c < sb->n_chunks; c++)
@@ -249,95 +250,73 @@ int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
     ret->v = a;
     ret->n = k;
     ret->names = names;
-    return 0;
+    int r = live_query_rank_steps(s, sr->rank, sb->horizon_ns, &ret->v, &ret->n, &ret->steps);
+    if (r < 0)
+        live__bd_spans_done(ret);
+    return r;
 }
 
 void live__bd_spans_done(struct live_bd_spans *sp)
 {
     free(sp->v);
     free(sp->names);
+    live_record_steps_done(&sp->steps);
     memset(sp, 0, sizeof *sp);
 }
 
-int live_query_record_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
-                            struct live_record_steps *ret)
+int live_query_rank_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
+                          struct analyse_span **v, size_t *n, struct live_record_steps *rs)
 {
-    memset(ret, 0, sizeof *ret);
+    memset(rs, 0, sizeof *rs);
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].role == ANALYSE_ROLE_STEP)
+            return 0;
     const struct live_snap_rank *sr = NULL;
     for (size_t i = 0; i < snap->n_ranks && !sr; i++)
         if (rank < 0 || snap->ranks[i].rank == rank)
             sr = &snap->ranks[i];
-    size_t n = 0;
+    size_t m = 0;
     for (size_t i = 0; sr && i < sr->n_steps; i++)
-        n += sr->steps[i].spans > 0 && sr->steps[i].begin_ns > after_ns;
-    if (n == 0)
+        m += sr->steps[i].spans > 0 && sr->steps[i].begin_ns > after_ns;
+    if (m == 0)
         return 0;
-    ret->v = calloc(n, sizeof *ret->v);
-    ret->names = malloc(n * sizeof *ret->names);
-    if (!ret->v || !ret->names) {
-        live_record_steps_done(ret);
+    rs->names = malloc(m * sizeof *rs->names);
+    struct analyse_span *a = rs->names ? realloc(*v, (*n + m) * sizeof *a) : NULL;
+    if (!a) {
+        live_record_steps_done(rs);
         return -ENOMEM;
     }
+    *v = a;
     for (size_t i = 0; i < sr->n_steps; i++) {
         const struct live_snap_step *st = &sr->steps[i];
         if (st->spans <= 0 || st->begin_ns <= after_ns)
             continue;
-        size_t k = ret->n++;
-        int len = snprintf(ret->names[k], sizeof ret->names[k], "ProfilerStep#%lld",
+        size_t k = rs->n++;
+        int len = snprintf(rs->names[k], sizeof rs->names[k], "ProfilerStep#%lld",
                            (long long)st->step);
-        ret->v[k] = (struct analyse_span){
-            .ts_ns = st->begin_ns, .dur_ns = st->end_ns - st->begin_ns, .name = ret->names[k],
+        a[*n + k] = (struct analyse_span){
+            .ts_ns = st->begin_ns, .dur_ns = st->end_ns - st->begin_ns, .name = rs->names[k],
             .name_len = (size_t)len, .pid = -1, .tid = -1, .correlation = -1,
             .external_id = -1, .role = ANALYSE_ROLE_STEP};
     }
+    *n += rs->n;
     return 0;
 }
 
 void live_record_steps_done(struct live_record_steps *rs)
 {
-    free(rs->v);
     free(rs->names);
     memset(rs, 0, sizeof *rs);
 }
 
-/* Whether sb holds a step span (kept, before the horizon or not). */
-static bool has_step_span(const struct live_snap_bd *sb)
-{
-    for (size_t c = 0; c < sb->n_chunks; c++) {
-        size_t m = c + 1 == sb->n_chunks ? sb->last_n : LIVE_BD_CHUNK;
-        for (size_t i = 0; i < m; i++)
-            if (sb->chunks[c]->v[i].role == ANALYSE_ROLE_STEP)
-                return true;
-    }
-    return false;
-}
-
-/* The breakdown of one rank's spans, as analyse wants them; a rank with step records and no
- * step span has its captured steps' records for steps (live_query_record_steps()). */
+/* The breakdown of one rank's spans, as analyse wants them. */
 static int compute(const struct live_snapshot *s, const struct live_snap_rank *sr,
                    struct analyse_breakdown **ret_bd)
 {
-    const struct live_snap_bd *sb = &sr->bd;
     struct live_bd_spans sp;
-    struct live_record_steps rs = {0};
-    int r = live__bd_spans(s, sb, &sp);
-    if (r < 0)
-        return r;
-    if (!has_step_span(sb))
-        r = live_query_record_steps(s, sr->rank, sb->horizon_ns, &rs);
-    if (r == 0 && rs.n > 0) {
-        struct analyse_span *v = realloc(sp.v, (sp.n + rs.n) * sizeof *v);
-        if (!v) {
-            r = -ENOMEM;
-        } else {
-            sp.v = v;
-            memcpy(sp.v + sp.n, rs.v, rs.n * sizeof *rs.v);
-            sp.n += rs.n;
-        }
-    }
+    int r = live__bd_spans(s, sr, &sp);
     if (r == 0)
         r = analyse_breakdown_compute(sp.v, sp.n, ret_bd);
-    live_record_steps_done(&rs);
     live__bd_spans_done(&sp);
     return r;
 }

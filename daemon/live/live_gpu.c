@@ -42,7 +42,7 @@ static int query(const struct live_snapshot *snap, int64_t rank, const struct an
         if (rank >= 0 && sr->rank != rank)
             continue;
         struct live_bd_spans sp;
-        int r = live__bd_spans(snap, &sr->bd, &sp);
+        int r = live__bd_spans(snap, sr, &sp);
         if (r == 0)
             r = view == GPU_TEMPORAL
                     ? analyse_gpu_temporal(sp.v, sp.n, opts, &rows[k].temporal)
@@ -94,7 +94,7 @@ int live_query_gpu_launches(const struct live_snapshot *snap, int64_t rank,
         struct live_bd_spans sp;
         struct analyse_gpu_launch *l = NULL;
         size_t m = 0;
-        int r = live__bd_spans(snap, &sr->bd, &sp);
+        int r = live__bd_spans(snap, sr, &sp);
         if (r == 0)
             r = analyse_gpu_launches(sp.v, sp.n, opts, runtime_cutoff_ns, delay_cutoff_ns, &l, &m);
         live__bd_spans_done(&sp);
@@ -146,7 +146,7 @@ static int query_streams(const struct live_snapshot *snap, int64_t rank,
         row->n_evicted = sr->bd.n_evicted;
         row->n_stream_folded = sr->bd.n_stream_folded;
         struct live_bd_spans sp;
-        int r = live__bd_spans(snap, &sr->bd, &sp);
+        int r = live__bd_spans(snap, sr, &sp);
         if (r == 0 && idle)
             r = analyse_gpu_idle(sp.v, sp.n, opts, consecutive_ns, &row->filter, &row->idle,
                                  &row->n_idle);
@@ -197,7 +197,7 @@ int live_query_gpu_kernel_metrics(const struct live_snapshot *snap, int64_t rank
         struct live_bd_spans sp;
         struct analyse_gpu_kmetric *m = NULL;
         size_t k = 0;
-        int r = live__bd_spans(snap, &sr->bd, &sp);
+        int r = live__bd_spans(snap, sr, &sp);
         if (r == 0)
             r = analyse_gpu_kernel_metrics(sp.v, sp.n, opts, num_kernels, duration_ratio, &m, &k);
         live__bd_spans_done(&sp);

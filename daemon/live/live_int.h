@@ -241,16 +241,19 @@ struct live_snapshot {
 void live__snapshot_free(struct live_snapshot *s);
 
 /* A rank's breakdown spans of one snapshot as analyse reads them (steps that began before the
- * horizon left out; a device event's tid is its CUDA stream, -1 when not known or folded);
- * names borrow from the snapshot, or from names (folded step numbers). */
+ * horizon left out; a device event's tid is its CUDA stream, -1 when not known or folded), with
+ * the rank's steps as live_query_rank_steps() defines them (a rank without a step span: its
+ * captured steps' records after the horizon); names borrow from the snapshot, or from names
+ * (folded step numbers) and steps. */
 struct live_bd_spans {
     struct analyse_span *v;
     size_t n;
     char (*names)[24];
+    struct live_record_steps steps;
 };
 
-/* Fills *ret from sb (a rank of s). Returns 0 or -ENOMEM; free with live__bd_spans_done(). */
-int live__bd_spans(const struct live_snapshot *s, const struct live_snap_bd *sb,
+/* Fills *ret from sr (a rank of s). Returns 0 or -ENOMEM; free with live__bd_spans_done(). */
+int live__bd_spans(const struct live_snapshot *s, const struct live_snap_rank *sr,
                    struct live_bd_spans *ret);
 void live__bd_spans_done(struct live_bd_spans *sp);
 

@@ -279,21 +279,24 @@ size_t live_query_last_steps(const struct live_snapshot *snap, int64_t *ret_rank
  * job: live_config.bd_import_bytes): step, kernel, memcpy,
  * memset, runtime, dataloader, communication and host-operator spans with their correlation and
  * External id links. */
-/* A rank's step records as STEP spans, for the analyses that find steps in step spans (the
- * breakdown, a ranged diff) on a rank that sent step records (attach()) and no ProfilerStep span:
- * one span per listed step that holds spans (live_step_row.spans > 0: a captured step), over the
- * step's bounds, named "ProfilerStep#N" as analyse_sum_step_number() reads it, pid and tid -1;
- * steps starting at or before after_ns left out (INT64_MIN: none). */
+/* The steps of a rank, one definition for every analysis that finds steps in step spans (the
+ * breakdown, HTA's last-step cut of the GPU views, a ranged diff): its step spans; a rank whose
+ * spans v[0..*n) hold no step span (ANALYSE_ROLE_STEP) and that sent step records (attach()) has
+ * its captured steps instead: one step span per step record that holds spans (live_step_row.spans
+ * > 0, the steps /steps lists with spans), over the record's bounds, named "ProfilerStep#N" as
+ * analyse_sum_step_number() reads it, pid and tid -1, appended to *v (realloc() to exactly *n);
+ * records starting at or before after_ns left out (INT64_MIN: none). rs holds the appended
+ * spans' names and their number (rs->n 0: v holds a step span, the rank is unknown or has no
+ * captured step). */
 struct live_record_steps {
-    struct analyse_span *v; /* [n] */
-    size_t n;
-    char (*names)[32];      /* the spans' names */
+    size_t n;          /* the spans appended */
+    char (*names)[32]; /* their names, [n] */
 };
 
-/* Fills *ret for rank (rank < 0: the lowest) of snap. Returns 0 (n 0 for an unknown rank or one
- * without such steps) or -ENOMEM; free with live_record_steps_done(). */
-int live_query_record_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
-                            struct live_record_steps *ret);
+/* Returns 0 or -ENOMEM (*v and *n as they were); free rs with live_record_steps_done() either
+ * way. rank < 0: the lowest of snap. */
+int live_query_rank_steps(const struct live_snapshot *snap, int64_t rank, int64_t after_ns,
+                          struct analyse_span **v, size_t *n, struct live_record_steps *rs);
 void live_record_steps_done(struct live_record_steps *rs);
 
 struct live_breakdown_view {

@@ -1227,6 +1227,21 @@ static void pct_of(struct sbuf *b, bool csv, int64_t part, int64_t whole)
         sbuf_adds(b, "null");
 }
 
+/* HTA's last-step cut of a GPU view (analyse_gpu_filter), JSON members ending in ',':
+ * step_names, filtered, cut_us (null when not filtered). */
+static void step_cut(struct sbuf *b, const struct analyse_gpu_filter *f)
+{
+    member_u64(b, "step_names", f->n_step_names);
+    key(b, "filtered");
+    sbuf_adds(b, f->filtered ? "true," : "false,");
+    key(b, "cut_us");
+    if (f->filtered)
+        sbuf_json_us(b, f->cut_ns);
+    else
+        sbuf_adds(b, "null");
+    sbuf_addc(b, ',');
+}
+
 void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct live_gpu_row *r)
 {
     const struct analyse_gpu_temporal *t = &r->temporal;
@@ -1283,15 +1298,8 @@ void web__gpu_temporal_row(struct sbuf *b, enum web_format fmt, const struct liv
     sbuf_addc(b, ',');
     member_u64(b, "device_events", f->n_device);
     member_u64(b, "device_events_kept", f->n_kept);
-    member_u64(b, "step_names", f->n_step_names);
-    key(b, "filtered");
-    sbuf_adds(b, f->filtered ? "true," : "false,");
-    key(b, "cut_us");
-    if (f->filtered)
-        sbuf_json_us(b, f->cut_ns);
-    else
-        sbuf_adds(b, "null");
-    sbuf_adds(b, ",\"coverage\":{");
+    step_cut(b, f);
+    sbuf_adds(b, "\"coverage\":{");
     member_i64(b, "spans", r->n_spans);
     key(b, "spans_evicted");
     sbuf_printf(b, "%" PRId64 "}}", r->n_evicted);
@@ -1601,6 +1609,7 @@ static void gpu_stream_head(struct sbuf *b, const struct live_gpu_stream_rank *r
         member_i64(b, "rank", r->rank);
         member_u64(b, "device_events", r->filter.n_device);
         member_u64(b, "kept", r->filter.n_kept);
+        step_cut(b, &r->filter);
         if (queue)
             member_us(b, "trace_us", r->queues.trace_ns);
         else

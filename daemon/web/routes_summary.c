@@ -1232,36 +1232,20 @@ static int run_opview(struct web_analysis *a)
     return r;
 }
 
-/* Whether s holds a step span. */
-static bool has_step_span(const struct spans *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->v[i].role == ANALYSE_ROLE_STEP)
-            return true;
-    return false;
-}
-
-/* A rank without step spans: its captured steps' records, as live lists them, appended to s as
- * step spans (live_query_record_steps(); their names are rs's). Returns 0 (none: nothing added)
- * or -ENOMEM. */
-static int record_steps(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
-                        struct live_record_steps *rs)
+/* The rank's steps as live defines them (live_query_rank_steps()): a rank whose stored spans hold
+ * no step span gets its captured steps' records, as live lists them, appended to s as step spans
+ * (their names are rs's). Returns 0 (none: nothing added) or -ENOMEM. */
+static int rank_steps(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
+                      struct live_record_steps *rs)
 {
     const struct live_snapshot *snap = NULL;
     if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
         return 0;
-    int r = live_query_record_steps(snap, rank, INT64_MIN, rs);
+    int r = live_query_rank_steps(snap, rank, INT64_MIN, &s->v, &s->n, rs);
     live_snapshot_put(snap);
-    if (r < 0 || rs->n == 0)
-        return r;
-    struct analyse_span *v = realloc(s->v, (s->n + rs->n) * sizeof *v);
-    if (!v)
-        return -ENOMEM;
-    memcpy(v + s->n, rs->v, rs->n * sizeof *v);
-    s->v = v;
-    s->n += rs->n;
-    s->cap = s->n;
-    return 0;
+    if (rs->n > 0)
+        s->cap = s->n;
+    return r;
 }
 
 /* One side of a ranged diff (i: 0 base, 1 exp): its operator and kernel tables over its ranks'
@@ -1286,8 +1270,8 @@ static int diff_side(struct web_analysis *an, int i, struct web_diff_side *out,
         struct analyse_stepops *so = NULL;
         struct live_record_steps rs = {0};
         r = read_spans(w, d->job[i].id, d->ranks[i][k], &sp, &an->bg);
-        if (r == 0 && !has_step_span(&sp))
-            r = record_steps(w, d->job[i].id, d->ranks[i][k], &sp, &rs);
+        if (r == 0)
+            r = rank_steps(w, d->job[i].id, d->ranks[i][k], &sp, &rs);
         if (r == 0)
             r = analyse_stepops_compute(sp.v, sp.n, d->first[i], d->last[i], &so);
         if (r == 0 && rs.n > 0) { /* the records bound the steps; they are no stored span */

@@ -195,12 +195,10 @@ def test_bad_every_and_repeat_are_refused_with_the_reason(daemon, tmp):
         t.kill()
 
 
-def test_breakdown_and_ranged_diff_take_the_captured_steps_records(daemon, tmp):
-    """Issue 17 items 1/3/7: three capture windows (3 steps every 10) of attach() with no
-    torch.profiler window, so no ProfilerStep span: /breakdown's steps are the captured steps'
-    records as /steps lists them (not one step 0 over the windows and the gaps between them), and
-    a ranged diff over one window answers with the spans stored in its steps."""
-    job = "torch-repeat-bd"
+def capture_only(daemon, tmp, job):
+    """Three capture windows (3 steps every 10) of attach() on job with no torch.profiler window,
+    so no ProfilerStep span: the first captured step s, the nine captured steps, /steps' rows by
+    step and the stored spans."""
     t = Trainer(daemon, tmp, job)
     try:
         st, doc = post_capture(daemon, job, {"steps": 3, "every": 10, "repeat": 3})
@@ -219,7 +217,16 @@ def test_breakdown_and_ranged_diff_take_the_captured_steps_records(daemon, tmp):
     assert len(spans) == events
     rows = {r["step"]: r for r in steps_of(daemon, job)}
     assert sorted(n for n, r in rows.items() if r["spans"] > 0) == want
+    return s, want, rows, spans
 
+
+def test_breakdown_and_ranged_diff_take_the_captured_steps_records(daemon, tmp):
+    """Issue 17 items 1/3/7: on a capture-only rank (capture_only()) /breakdown's steps are the
+    captured steps' records as /steps lists them (not one step 0 over the windows and the gaps
+    between them), and a ranged diff over one window answers with the spans stored in its
+    steps."""
+    job = "torch-repeat-bd"
+    s, want, rows, spans = capture_only(daemon, tmp, job)
     bd = daemon.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
     assert [r["step"] for r in bd["rows"]] == want, [(r["step"], r["total_us"]) for r in bd["rows"]]
     for r in bd["rows"]:
@@ -245,3 +252,45 @@ def test_breakdown_and_ranged_diff_take_the_captured_steps_records(daemon, tmp):
     # the unranged diff's step time is the breakdown's mean step, not the windows' extent
     d = daemon.get_json(f"/api/v1/diff?base={q(job)}&exp={q(job)}")
     assert d["base"]["steps"] == 9 and d["base"]["step_time_us"] < 1000000, d["base"]
+
+
+def test_gpu_views_take_the_captured_steps_records(daemon, tmp):
+    """Issues 13/17: the GPU views of a capture-only rank (capture_only()) see its captured steps
+    as /breakdown does: HTA's last-step cut counts the nine captured steps (step_names) and cuts
+    at the last one's start (last_step=exclude) or end (include), as /steps and /breakdown bound
+    it, on every per-rank view that reports it; CPU-only torch launches no device event, so every
+    device figure is 0 or null (no kernel time, no stream, no launch)."""
+    job = "torch-repeat-gpu"
+    s, want, rows, _ = capture_only(daemon, tmp, job)
+    bd = daemon.get_json(f"/api/v1/jobs/{q(job)}/breakdown")
+    assert [r["step"] for r in bd["rows"]] == want
+    last = rows[want[-1]]
+    assert abs(bd["rows"][-1]["host_start_us"] - last["start_us"]) <= 1
+    gpu = f"/api/v1/jobs/{q(job)}/gpu"
+    for last_step, cut in (("exclude", last["start_us"]), ("include", last["end_us"])):
+        opt = f"last_step={last_step}"
+        t = daemon.get_json(f"{gpu}/temporal?{opt}")
+        assert len(t["rows"]) == 1, t
+        row = t["rows"][0]
+        assert (row["rank"], row["step_names"], row["filtered"]) == (0, len(want), True), row
+        assert abs(row["cut_us"] - cut) <= 1, (row, last)
+        assert (row["device_events"], row["device_events_kept"], row["kernel_us"]) == (0, 0, 0)
+        assert row["idle_pct"] is None and row["compute_pct"] is None, row
+        for view in ("idle", "queue"):
+            d = daemon.get_json(f"{gpu}/{view}?{opt}")
+            assert len(d["ranks"]) == 1 and d["rows"] == [], d
+            rk = d["ranks"][0]
+            assert (rk["rank"], rk["step_names"], rk["filtered"]) == (0, len(want), True), rk
+            assert rk["cut_us"] == row["cut_us"], (rk, row)
+            assert (rk["device_events"], rk["kept"]) == (0, 0), rk
+        o = daemon.get_json(f"{gpu}/overlap?{opt}")
+        assert [(r["rank"], r["communication_us"], r["overlap_pct"]) for r in o["rows"]] == \
+            [(0, 0, None)], o
+        assert daemon.get_json(f"{gpu}/kernel-types?{opt}")["rows"] == []
+        assert daemon.get_json(f"{gpu}/launches?{opt}")["total"] == 0
+    # the CSV says the same
+    st, _, body = daemon.request(f"{gpu}/temporal?format=csv")
+    assert st == 200, body
+    head, line = body.decode().splitlines()
+    csv = dict(zip(head.split(","), line.split(",")))
+    assert (csv["step_names"], csv["filtered"]) == (str(len(want)), "true"), csv
