@@ -75,17 +75,20 @@ struct analyse_op_table {
  * caller interns its operators and threads to dense indexes, keeps one struct analyse_self per
  * source of spans (live: per rank) and, per batch, orders the spans (analyse_self_order()) and
  * walks them (analyse_self_walk()), which folds each span into its operator's aggregate.
- * Per thread, a batch whose spans come in the walk's order after everything the thread had is
- * walked as torch walks it, with the walk's stack kept from the batch before: for such spans the
- * result does not depend on where the batches were cut. A batch that reaches back before that
- * (a tracer that emits a span when it ends, after its children, as Kineto does) is walked by
- * end, each span taking as children the spans it contains that had no parent yet (also below
- * parentless spans of later times a batch before reached past): exact for spans that nest
- * properly and whose parent comes after them; a span whose parent was walked in an earlier batch
- * gets none (docs/ANALYSIS.md). Pure. */
+ * Per thread, the walk keeps the spans it saw (a bounded window, below) in torch's walk order,
+ * each with the operator of its parent. A batch's spans are merged in and the kept spans walked
+ * again: a span whose parent changed (a span of a later batch nests between them, as when a
+ * tracer writes a span after its children or Paddle writes a window level by level) gives its
+ * duration back to the old parent's self time and takes it from the new one's. So every span
+ * ends with torch's parent and the result does not depend on where the batches were cut. A
+ * batch that only comes after what the thread had walks its own spans only, from the walk's
+ * stack. Bound: past ANALYSE_SELF_KEEP kept spans on a thread, the older half of them in the walk
+ * order goes, except the spans still open there (the walk's stack at the first span kept), which
+ * could still be parents; a later span that sorts before the first kept one is then folded with
+ * self = its duration and no parent, and counted in *ret_dropped. Pure. */
 
-#define ANALYSE_SELF_STACK_MAX 4096 /* spans kept per thread on each of the walk's two stacks;
-                                       past it the older half goes (counted) */
+#define ANALYSE_SELF_KEEP 16384 /* spans kept per thread for later batches to nest in (or around);
+                                   past it the older half goes, all but those still open */
 #define ANALYSE_OP_OTHER UINT32_MAX /* an op index: the caller's one extra aggregate */
 
 /* A span as the walker takes it (32 bytes). */
@@ -113,25 +116,32 @@ struct analyse_op_agg {
 struct analyse_self_open {
     int64_t ts_ns;
     int64_t end_ns;
-    uint32_t op; /* spine: the span's op, whose self time its children take away */
+    uint32_t op;        /* the span's op, whose self time its children take away */
+    uint32_t parent_op; /* its parent's op, when has_parent */
+    bool has_parent;
+    bool fresh;         /* of the batch being walked: not folded yet */
 };
 
 struct analyse_self_thread {
-    struct analyse_self_open *open;  /* spans without a parent yet (the walk by end) */
+    struct analyse_self_open *kept; /* the spans kept, in walk order */
     size_t n;
     size_t cap;
-    struct analyse_self_open *spine; /* torch's walk stack after the latest span in its order */
-    size_t n_spine;
-    size_t cap_spine;
-    bool seen;                       /* last_ts/last_end hold the latest (start, -end) walked */
-    int64_t last_ts;
-    int64_t last_end;
+    uint32_t *stack;                /* indexes into kept: the walk's stack after kept[n - 1] */
+    size_t n_stack;
+    size_t cap_stack;
+    bool cut;                       /* spans went: a span before (cut_ts, cut_end) is late */
+    int64_t cut_ts;
+    int64_t cut_end;
 };
 
 struct analyse_self {
     struct analyse_self_thread *th;    /* [cap_th], by thread index */
     size_t cap_th;
     struct analyse_self_thread shared; /* the threads at or past n_threads */
+    struct analyse_self_open *merge;   /* a batch merged with a thread's kept spans */
+    size_t cap_merge;
+    uint32_t *at_cut;                  /* the walk's stack at the first span kept */
+    size_t cap_at_cut;
 };
 
 /* Buffers a walk borrows, reusable by every source (zero-initialised). */
@@ -155,9 +165,10 @@ size_t analyse_self_order(struct analyse_self_scratch *sc, struct analyse_op_spa
 
 /* Walks v[0, n) as analyse_self_order() left it (n_nest: its result) and folds every span into
  * agg[op] (op below the caller's count of aggregates) or *other (ANALYSE_OP_OTHER): calls,
- * total, min, max and self. May reorder a thread's run within v[0, n_nest) (the walk by end).
- * Spans the walk's stacks could not keep are added to *ret_dropped (a later parent's self time
- * then keeps them). w must have room for n_threads (analyse_self_reserve()). */
+ * total, min, max and self; the self time of an earlier batch's span loses the duration of a
+ * child that comes now. Spans that sort before what a thread still keeps (ANALYSE_SELF_KEEP) are
+ * folded with self = duration and added to *ret_dropped, as are spans the walk had no memory
+ * for. w must have room for n_threads (analyse_self_reserve()). */
 void analyse_self_walk(struct analyse_self *w, size_t n_threads, struct analyse_op_span *v,
                        size_t n_nest, size_t n, struct analyse_op_agg *agg,
                        struct analyse_op_agg *other, int64_t *ret_dropped);

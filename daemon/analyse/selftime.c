@@ -5,13 +5,13 @@
  * rank's batch; tests/unit/test_analyse_ops.c checks it against torch's own key_averages().
  *
  * Torch sorts a thread's spans by (start, -end, input order) and takes as a span's parent the
- * nearest earlier span in that order that still contains it. Spans that arrive in that order
- * after everything their thread had (a legacy torch export, stepscope's streams, the importer)
- * are walked exactly so, with the walk's stack (`spine`) kept across batches, so the result
- * does not depend on where batches were cut. Spans that reach back before that (a tracer that
- * emits a span when it ends, after its children) are walked by end instead, each span taking as
- * children the spans it contains that had no parent yet (`open`): exact for spans that nest
- * properly. Pure: no I/O, no clock; the caller owns every buffer through the structures.
+ * nearest earlier span in that order that still contains it. Per thread the walk keeps the spans
+ * it saw in that order, each with its parent's operator; a batch is merged in and the kept spans
+ * walked again, so a span of a later batch that nests between two kept ones (a tracer that emits
+ * a span when it ends, after its children; Paddle's export, level by level) becomes the child of
+ * the one and the parent of the other, and the old parent gets back the time it had given away.
+ * The result does not depend on where batches were cut, up to the bound ANALYSE_SELF_KEEP. Pure:
+ * no I/O, no clock; the caller owns every buffer through the structures.
  */
 #include "analyse_ops.h"
 #include "../../lib/num.h"
@@ -28,8 +28,8 @@ int analyse_self_reserve(struct analyse_self *w, size_t n_threads)
 
 static void thread_done(struct analyse_self_thread *t)
 {
-    free(t->open);
-    free(t->spine);
+    free(t->kept);
+    free(t->stack);
 }
 
 void analyse_self_done(struct analyse_self *w)
@@ -38,16 +38,19 @@ void analyse_self_done(struct analyse_self *w)
         thread_done(&w->th[i]);
     free(w->th);
     thread_done(&w->shared);
+    free(w->merge);
+    free(w->at_cut);
 }
 
 static size_t thread_bytes(const struct analyse_self_thread *t)
 {
-    return t->cap * sizeof *t->open + t->cap_spine * sizeof *t->spine;
+    return t->cap * sizeof *t->kept + t->cap_stack * sizeof *t->stack;
 }
 
 size_t analyse_self_bytes(const struct analyse_self *w)
 {
-    size_t b = w->cap_th * sizeof *w->th + thread_bytes(&w->shared);
+    size_t b = w->cap_th * sizeof *w->th + thread_bytes(&w->shared) +
+               w->cap_merge * sizeof *w->merge + w->cap_at_cut * sizeof *w->at_cut;
     for (size_t i = 0; i < w->cap_th; i++)
         b += thread_bytes(&w->th[i]);
     return b;
@@ -160,140 +163,159 @@ static struct analyse_op_agg *agg_of(const struct sink *k, uint32_t op)
     return op == ANALYSE_OP_OTHER ? k->other : &k->agg[op];
 }
 
-/* Pushes o on a bounded stack (past ANALYSE_SELF_STACK_MAX its older half goes, counted). */
-static void stack_push(struct analyse_self_open **v, size_t *n, size_t *cap,
-                       struct analyse_self_open o, int64_t *dropped)
+/* torch: "if event.start >= parent.end or event.end > parent.end: pop"; o follows p in the walk
+ * order, and is its child unless that holds. */
+static bool inside(const struct analyse_self_open *o, const struct analyse_self_open *p)
 {
-    if (*n >= ANALYSE_SELF_STACK_MAX) {
-        size_t drop = ANALYSE_SELF_STACK_MAX / 2;
-        memmove(*v, *v + drop, (*n - drop) * sizeof **v);
-        *n -= drop;
-        *dropped += (int64_t)drop;
-    }
-    if (util_grow((void **)v, cap, *n + 1, sizeof **v) == 0)
-        (*v)[(*n)++] = o;
-    else
-        (*dropped)++;
+    return o->ts_ns < p->end_ns && o->end_ns <= p->end_ns;
 }
 
-/* Torch's walk, forward: sp comes after every span walked on t so far. Its parent is the top of
- * the spine once the spans that cannot contain it are popped; the parent's self time loses sp's
- * duration. A span without a parent waits in `open` for a container that arrives later. */
-static void nest_forward(const struct sink *k, struct analyse_self_thread *t,
-                         const struct analyse_op_span *sp)
+/* Whether the kept span a comes before the batch's span b in the walk order (of two equal
+ * intervals the earlier-fed one, a, first). */
+static bool kept_before(const struct analyse_self_open *a, const struct analyse_op_span *b)
 {
-    int64_t dur = sp->end_ns - sp->ts_ns;
-    struct analyse_self_open o = {sp->ts_ns, sp->end_ns, sp->op};
-    while (t->n_spine > 0) {
-        const struct analyse_self_open *p = &t->spine[t->n_spine - 1];
-        /* torch: "if event.start >= parent.end or event.end > parent.end: pop". */
-        if (sp->ts_ns >= p->end_ns || sp->end_ns > p->end_ns)
-            t->n_spine--;
-        else
-            break;
-    }
-    if (t->n_spine > 0)
-        agg_of(k, t->spine[t->n_spine - 1].op)->self_ns -= dur;
-    else
-        stack_push(&t->open, &t->n, &t->cap, o, k->dropped);
-    stack_push(&t->spine, &t->n_spine, &t->cap_spine, o, k->dropped);
-    agg_add(agg_of(k, sp->op), dur, dur);
+    return a->ts_ns < b->ts_ns || (a->ts_ns == b->ts_ns && a->end_ns >= b->end_ns);
 }
 
-/* Inserts o at v[at] of a bounded stack, the spans above it moving up one (past
- * ANALYSE_SELF_STACK_MAX its older half goes, counted, as in stack_push()). */
-static void stack_insert(struct analyse_self_open **v, size_t *n, size_t *cap, size_t at,
-                         struct analyse_self_open o, int64_t *dropped)
+static struct analyse_self_open fresh(const struct analyse_op_span *sp)
 {
-    if (*n >= ANALYSE_SELF_STACK_MAX) {
-        size_t drop = ANALYSE_SELF_STACK_MAX / 2;
-        memmove(*v, *v + drop, (*n - drop) * sizeof **v);
-        *n -= drop;
-        *dropped += (int64_t)drop;
-        if (at < drop) {
-            (*dropped)++;
-            return;
+    return (struct analyse_self_open){.ts_ns = sp->ts_ns, .end_ns = sp->end_ns, .op = sp->op,
+                                      .fresh = true};
+}
+
+/* A span folded without a parent and without children (no memory, or later than the spans kept
+ * for it), counted. */
+static void fold_alone(const struct sink *k, const struct analyse_op_span *sp)
+{
+    agg_add(agg_of(k, sp->op), sp->end_ns - sp->ts_ns, sp->end_ns - sp->ts_ns);
+    (*k->dropped)++;
+}
+
+/* Torch's walk over t->kept[from, n), the stack t->stack holding the walk's state before
+ * kept[from]: each span's parent is the top of the stack once the spans that cannot contain it
+ * are popped. A fresh span is folded and its parent's self time loses its duration; a kept span
+ * whose parent's op changed moves its duration from the old parent's self time to the new one's.
+ * The stack at kept[cut] (before it is walked) goes to at_cut. */
+static size_t walk_kept(const struct sink *k, struct analyse_self_thread *t, size_t from,
+                        size_t cut, uint32_t *at_cut)
+{
+    size_t n_at_cut = 0;
+    for (size_t i = from; i < t->n; i++) {
+        struct analyse_self_open *o = &t->kept[i];
+        if (i == cut) {
+            memcpy(at_cut, t->stack, t->n_stack * sizeof *at_cut);
+            n_at_cut = t->n_stack;
         }
-        at -= drop;
+        while (t->n_stack > 0 && !inside(o, &t->kept[t->stack[t->n_stack - 1]]))
+            t->n_stack--;
+        bool has = t->n_stack > 0;
+        uint32_t pop = has ? t->kept[t->stack[t->n_stack - 1]].op : 0;
+        int64_t dur = o->end_ns - o->ts_ns;
+        if (o->fresh) {
+            agg_add(agg_of(k, o->op), dur, dur);
+            if (has)
+                agg_of(k, pop)->self_ns -= dur;
+        } else if (has != o->has_parent || (has && pop != o->parent_op)) {
+            if (o->has_parent)
+                agg_of(k, o->parent_op)->self_ns += dur;
+            if (has)
+                agg_of(k, pop)->self_ns -= dur;
+        }
+        o->fresh = false;
+        o->has_parent = has;
+        o->parent_op = pop;
+        t->stack[t->n_stack++] = (uint32_t)i;
     }
-    if (util_grow((void **)v, cap, *n + 1, sizeof **v) < 0) {
-        (*dropped)++;
+    return n_at_cut;
+}
+
+/* Keeps of t's n spans the ones still open at kept[cut] (at most ANALYSE_SELF_KEEP / 4, the
+ * innermost: the others are counted dropped) and kept[cut, n); a later span that sorts before
+ * kept[cut] is late (fold_alone()). */
+static void forget(const struct sink *k, struct analyse_self_thread *t, size_t cut,
+                   const uint32_t *at_cut, size_t n_at_cut)
+{
+    size_t lost = n_at_cut > ANALYSE_SELF_KEEP / 4 ? n_at_cut - ANALYSE_SELF_KEEP / 4 : 0;
+    *k->dropped += (int64_t)lost;
+    size_t w = 0;
+    for (size_t s = lost; s < n_at_cut; s++) /* ascending indexes below cut: w <= at_cut[s] */
+        t->kept[w++] = t->kept[at_cut[s]];
+    memmove(t->kept + w, t->kept + cut, (t->n - cut) * sizeof *t->kept);
+    /* The stack's spans below cut are the bottom of the stack at cut, at the same depths. */
+    size_t m = 0;
+    for (size_t s = 0; s < t->n_stack; s++) {
+        if (t->stack[s] >= cut)
+            t->stack[m++] = (uint32_t)(t->stack[s] - cut + w);
+        else if (s >= lost)
+            t->stack[m++] = (uint32_t)(s - lost);
+    }
+    t->n_stack = m;
+    t->n = w + (t->n - cut);
+    t->cut = true;
+    t->cut_ts = t->kept[w].ts_ns;
+    t->cut_end = t->kept[w].end_ns;
+}
+
+/* Walks v[a, b), the nesting spans of one thread (in cmp_walk order), into the aggregates:
+ * merged into the spans t keeps, which are walked again from the first that moved (a batch that
+ * only comes after them: from its own first span, on the stack they left). */
+static void walk_thread(const struct sink *k, struct analyse_self *w,
+                        struct analyse_self_thread *t, const struct analyse_op_span *v, size_t a,
+                        size_t b)
+{
+    /* Late: before the first span kept after the older ones went (a prefix of the batch). */
+    while (a < b && t->cut &&
+           (v[a].ts_ns < t->cut_ts || (v[a].ts_ns == t->cut_ts && v[a].end_ns > t->cut_end)))
+        fold_alone(k, &v[a++]);
+    if (a == b)
+        return;
+    size_t old_n = t->n, n = old_n + (b - a);
+    if (n >= UINT32_MAX || util_grow((void **)&t->stack, &t->cap_stack, n, sizeof *t->stack) < 0 ||
+        util_grow((void **)&w->at_cut, &w->cap_at_cut, n, sizeof *w->at_cut) < 0) {
+        for (size_t i = a; i < b; i++)
+            fold_alone(k, &v[i]);
         return;
     }
-    memmove(*v + at + 1, *v + at, (*n - at) * sizeof **v);
-    (*v)[at] = o;
-    (*n)++;
-}
-
-/* Self time of sp on its thread t, which becomes an open span there. The open spans lie in
- * time order; those that start at or after sp's end (a batch walked before this one may reach
- * past sp: a tracer's batches are cut anywhere) stay above it, and below them the spans sp
- * contains are its children. sp takes their place, so the order holds for the next span. */
-static int64_t nest(struct analyse_self_thread *t, const struct analyse_op_span *sp,
-                    int64_t *dropped)
-{
-    size_t top = t->n;
-    while (top > 0 && t->open[top - 1].ts_ns >= sp->end_ns)
-        top--;
-    size_t at = top;
-    int64_t children = 0;
-    while (at > 0) {
-        const struct analyse_self_open *o = &t->open[at - 1];
-        if (o->ts_ns < sp->ts_ns || o->end_ns > sp->end_ns || o->ts_ns >= sp->end_ns)
-            break;
-        children += o->end_ns - o->ts_ns;
-        at--;
-    }
-    if (at < top) { /* the children go: the spans after sp move down to just above it */
-        memmove(t->open + at, t->open + top, (t->n - top) * sizeof *t->open);
-        t->n -= top - at;
-    }
-    stack_insert(&t->open, &t->n, &t->cap, at,
-                 (struct analyse_self_open){sp->ts_ns, sp->end_ns, sp->op}, dropped);
-    return sp->end_ns - sp->ts_ns - children;
-}
-
-/* The order a tracer emits complete spans in: by end (a parent that ends with its child comes
- * after it), of two equal intervals the later-fed one first (it is the child). */
-static int cmp_end_order(const void *a, const void *b)
-{
-    const struct analyse_op_span *x = a, *y = b;
-    if (x->end_ns != y->end_ns)
-        return x->end_ns < y->end_ns ? -1 : 1;
-    if (x->ts_ns != y->ts_ns)
-        return x->ts_ns > y->ts_ns ? -1 : 1;
-    if (x->order != y->order)
-        return x->order > y->order ? -1 : 1;
-    return 0;
-}
-
-/* Walks v[a, b), the nesting spans of one thread (in cmp_walk order), into the aggregates. In
- * order after what t walked before: torch's walk, forward. Otherwise by end, each span taking as
- * children the open spans it contains (exact for spans that nest properly). */
-static void walk_thread(const struct sink *k, struct analyse_self_thread *t,
-                        struct analyse_op_span *v, size_t a, size_t b)
-{
-    const struct analyse_op_span *first = &v[a];
-    struct analyse_op_span last = v[b - 1];
-    bool in_order = !t->seen || first->ts_ns > t->last_ts ||
-                    (first->ts_ns == t->last_ts && first->end_ns <= t->last_end);
-    if (in_order) {
-        for (size_t i = a; i < b; i++)
-            nest_forward(k, t, &v[i]);
-    } else {
-        qsort(v + a, b - a, sizeof *v, cmp_end_order);
-        for (size_t i = a; i < b; i++) {
-            const struct analyse_op_span *sp = &v[i];
-            agg_add(agg_of(k, sp->op), sp->end_ns - sp->ts_ns, nest(t, sp, k->dropped));
+    size_t from;
+    if (old_n == 0 || kept_before(&t->kept[old_n - 1], &v[a])) {
+        if (util_grow((void **)&t->kept, &t->cap, n, sizeof *t->kept) < 0) {
+            for (size_t i = a; i < b; i++)
+                fold_alone(k, &v[i]);
+            return;
         }
-        t->n_spine = 0; /* the walk's stack is no longer known: later spans start afresh */
+        for (size_t i = a; i < b; i++)
+            t->kept[old_n + i - a] = fresh(&v[i]);
+        from = old_n;
+    } else {
+        if (util_grow((void **)&w->merge, &w->cap_merge, n, sizeof *w->merge) < 0) {
+            for (size_t i = a; i < b; i++)
+                fold_alone(k, &v[i]);
+            return;
+        }
+        struct analyse_self_open *m = w->merge;
+        size_t i = 0, j = a, o = 0;
+        while (i < old_n || j < b) {
+            if (j == b || (i < old_n && kept_before(&t->kept[i], &v[j])))
+                m[o++] = t->kept[i++];
+            else
+                m[o++] = fresh(&v[j++]);
+        }
+        w->merge = t->kept; /* the buffers trade places */
+        t->kept = m;
+        size_t c = w->cap_merge;
+        w->cap_merge = t->cap;
+        t->cap = c;
+        from = 0;
     }
-    if (in_order || last.ts_ns > t->last_ts ||
-        (last.ts_ns == t->last_ts && last.end_ns < t->last_end)) {
-        t->last_ts = last.ts_ns;
-        t->last_end = last.end_ns;
-    }
-    t->seen = true;
+    t->n = n;
+    size_t cut = n > ANALYSE_SELF_KEEP ? n - ANALYSE_SELF_KEEP / 2 : SIZE_MAX;
+    if (cut < from)
+        from = 0; /* the stack at cut is needed: walk them all again (changes nothing before) */
+    if (from == 0)
+        t->n_stack = 0;
+    size_t n_at_cut = walk_kept(k, t, from, cut, w->at_cut);
+    if (cut != SIZE_MAX)
+        forget(k, t, cut, w->at_cut, n_at_cut);
 }
 
 void analyse_self_walk(struct analyse_self *w, size_t n_threads, struct analyse_op_span *v,
@@ -305,7 +327,7 @@ void analyse_self_walk(struct analyse_self *w, size_t n_threads, struct analyse_
         uint32_t th = v[a].thread;
         for (b = a + 1; b < n_nest && v[b].thread == th; b++)
             ;
-        walk_thread(&k, th < n_threads ? &w->th[th] : &w->shared, v, a, b);
+        walk_thread(&k, w, th < n_threads ? &w->th[th] : &w->shared, v, a, b);
     }
     for (size_t i = n_nest; i < n; i++)
         agg_add(agg_of(&k, v[i].op), v[i].end_ns - v[i].ts_ns, v[i].end_ns - v[i].ts_ns);

@@ -10,9 +10,10 @@
  * a copy of 32 bytes into the rank's batch; nothing is sorted and nothing allocated per event.
  * live_flush() does the per-batch work: it groups the nesting (host) spans of each rank's batch
  * by thread in torch's walk order (start ascending, end descending, arrival) and walks each
- * thread with a state that survives across batches (torch's nesting rule for self time: forward
- * when a thread's spans arrive in that order, else by end, each span taking the parentless
- * spans it contains, as tracers that emit a span when it ends need), folds the spans into
+ * thread with a state that survives across batches (torch's nesting rule for self time over the
+ * spans the thread keeps, whatever batch they came in: analyse_ops.h, "Self time, walked
+ * incrementally"; a thread is the leading integer of the pid and tid when they have one, as web
+ * reads the stored spans), folds the spans into
  * per-rank operator aggregates, and files the spans a step trace needs under their step. live_publish() flushes and rebuilds an immutable, refcounted
  * snapshot for every job that changed; HTTP threads take a reference under a mutex held only
  * for the pointer swap, so no query ever touches loop state.

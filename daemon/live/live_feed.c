@@ -13,6 +13,19 @@
 #include "../../lib/num.h"
 #include "live_int.h"
 
+/* The part of a pid or tid text that names its thread: its leading integer when it has one
+ * ("29559(Python)" and "29559(C++)" are one thread, as in Paddle's own trees and as web reads
+ * the stored spans), else the whole text. */
+static size_t id_len(struct record_text t)
+{
+    size_t i = t.len > 0 && t.ptr[0] == '-' ? 1 : 0, d = 0;
+    while (i < t.len && t.ptr[i] >= '0' && t.ptr[i] <= '9' && d < 18) {
+        i++;
+        d++;
+    }
+    return d > 0 ? i : t.len;
+}
+
 /* Queue samples are rare (one per queue and step), so a linear search over the rank's few
  * queues and an occasional allocation cost nothing next to the trace events. */
 static void feed_queue(struct live_rank *rk, const struct record *r)
@@ -210,12 +223,12 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             role = (enum analyse_role)j->roles[op];
         }
         uint32_t th;
-        size_t kl = r->pid.len + 1 + r->tid.len;
-        if (kl == rk->last_key_len && live__bytes_eq(rk->last_key, r->pid.ptr, r->pid.len) &&
-            live__bytes_eq(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len)) {
+        size_t pl = id_len(r->pid), tl = id_len(r->tid), kl = pl + 1 + tl;
+        if (kl == rk->last_key_len && live__bytes_eq(rk->last_key, r->pid.ptr, pl) &&
+            live__bytes_eq(rk->last_key + pl + 1, r->tid.ptr, tl)) {
             th = rk->last_th;
         } else {
-            k = live__ktab_get(&rk->threads, r->pid.ptr, r->pid.len, r->tid.ptr, r->tid.len,
+            k = live__ktab_get(&rk->threads, r->pid.ptr, pl, r->tid.ptr, tl,
                                LIVE_THREADS_MAX, &th);
             if (k < 0) {
                 rk->c.dropped++;
@@ -227,11 +240,11 @@ int live_feed(struct live *lv, int64_t job_id, int64_t rank, const struct record
             }
             rk->last_key_len = 0;
             if (kl <= sizeof rk->last_key) {
-                if (r->pid.len)
-                    memcpy(rk->last_key, r->pid.ptr, r->pid.len);
-                rk->last_key[r->pid.len] = '\0';
-                if (r->tid.len)
-                    memcpy(rk->last_key + r->pid.len + 1, r->tid.ptr, r->tid.len);
+                if (pl)
+                    memcpy(rk->last_key, r->pid.ptr, pl);
+                rk->last_key[pl] = '\0';
+                if (tl)
+                    memcpy(rk->last_key + pl + 1, r->tid.ptr, tl);
                 rk->last_key_len = kl;
                 rk->last_th = th;
             }

@@ -76,8 +76,9 @@ struct live_counters {
     int64_t spans;          /* X spans taken */
     int64_t ops_folded;     /* spans whose (name, cat) came after LIVE_OPS_MAX: in "Other" */
     int64_t threads_shared; /* spans on threads past LIVE_THREADS_MAX */
-    int64_t stack_dropped;  /* open spans dropped past ANALYSE_SELF_STACK_MAX (a later
-                               parent's self time then includes them) */
+    int64_t stack_dropped;  /* spans folded without torch's parent: a batch's spans that sort
+                               before what their thread still keeps (ANALYSE_SELF_KEEP), and
+                               open spans past its bound (their parent keeps their time) */
     int64_t steps_dropped;  /* oldest steps dropped past LIVE_STEPS_MAX */
     int64_t step_spans_dropped; /* spans not kept for a step past LIVE_STEP_SPANS_MAX */
     int64_t step_comm_dropped;  /* communication ops not kept for a step past LIVE_STEP_COMM_MAX */

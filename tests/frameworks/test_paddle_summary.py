@@ -12,8 +12,10 @@ import io
 import json
 import re
 import subprocess
+import sys
 import time
 
+import fwutil
 from fwutil import import_cli
 from hookrun import steps_of, train
 
@@ -66,12 +68,11 @@ def import_file(daemon, path, job):
 
 def operators_when_equal(daemon, job, other, timeout=10.0, slack_ns=None):
     """job's /operators rows once other's equal them (the live view republishes within ~0.1 s
-    of the records arriving); fails with the difference after timeout seconds. Self time and
-    percent are left out: for the very same events (equal /timeline) they differed between the
-    live and the imported job in some runs, so the live view's nesting depends on how the
-    records arrive (the summary tables, computed from the stored spans, are exact). With slack_ns
-    (one side from Paddle's float-rounded JSON, check_tables()), the times need only be within
-    float_slack()."""
+    of the records arriving); fails with the difference after timeout seconds. Self time is
+    compared too: the live nesting does not depend on how the records were cut into batches
+    (test_live_self_times_do_not_depend_on_the_reads). With slack_ns (one side from Paddle's
+    float-rounded JSON, check_tables()), the times need only be within float_slack(), and self
+    time is left out (a difference of such totals)."""
     def same(a, b):
         if slack_ns is None or len(a) != len(b):
             return a == b
@@ -81,7 +82,8 @@ def operators_when_equal(daemon, job, other, timeout=10.0, slack_ns=None):
                    for x, y in zip(a, b))
 
     def rows(j):
-        return sorted((r["name"], r["calls"], r["total_us"], r["min_us"], r["max_us"])
+        return sorted((r["name"], r["calls"], r["total_us"], r["min_us"], r["max_us"]) +
+                      ((r["self_us"],) if slack_ns is None else ())
                       for r in daemon.get_json(f"/api/v1/jobs/{j}/operators?limit=100000")["rows"])
     deadline = time.monotonic() + timeout
     while True:
@@ -518,3 +520,82 @@ def test_timer_steps_equal_paddles_timer(daemon, tmp):
     assert abs(st["reader_cost"]["avg"] - sum(counted_r) / 6) < 20e-6
     ips = sum(info["samples"][10:]) / sum(counted_b)
     assert abs(st["ips"]["avg"] - ips) < ips * 6 * 20e-6 / sum(counted_b)
+
+
+class _Lines:
+    """What stream_chrome_trace() hands a client, kept as the lines it would send."""
+    def __init__(self):
+        self.lines = []
+
+    def _put(self, b):
+        self.lines.append(b)
+
+    def event(self, ev):
+        from stepscope._encode import encode_line
+        self.lines.append(encode_line(ev))
+
+
+def test_live_self_times_do_not_depend_on_the_reads(daemon, tmp):
+    """A Paddle 3.3.1 window streamed live reaches the daemon cut wherever its reads fall, and
+    Paddle writes the window level by level (a thread's top spans, then their children, ...), so
+    a batch brings children whose parent came in an earlier one. Live /operators self times must
+    not depend on where the cuts fell: the same window's lines, sent in several cut patterns
+    (each part read and folded before the next is sent), give every operator the self time the
+    store read in one piece gives (the ranged /api/v1/diff over the window's steps: torch's rule
+    over the stored spans). Before the fix, a span whose parent came in an earlier batch got no
+    parent, and the parent kept the time as its own (docs/ANALYSIS.md, "Self time")."""
+    sys.path.insert(0, str(fwutil.REPO / "tests" / "integ"))
+    sys.path.insert(0, str(fwutil.COLLECTOR))
+    from ssclient import Client
+    from stepscope.paddle import stream_chrome_trace
+
+    job = "pd-reads"
+    info = train(daemon, tmp, "paddle_summary_train.py", "window", job)
+    wait_window(daemon, info, job)
+    doc = json.loads((tmp / f"{job}.json.window.json").read_text())
+    rec = _Lines()
+    n = stream_chrome_trace(doc, rec)
+    lines = rec.lines
+    assert n == len(lines) == info["window_events"] and None not in lines
+    version = daemon.get_json(f"/api/v1/jobs/{job}")["ranks_detail"][0]["framework_version"]
+
+    def store_self(j):
+        d = daemon.get_json(f"/api/v1/diff?base={j}&exp={j}&base_steps=2-8&exp_steps=2-8")
+        assert d["base"]["steps_range"]["step_spans"] == 7, d["base"]
+        return {r["name"]: r["base_self_us"] for r in d["operators"]}
+
+    def live_self(j):
+        return {r["name"]: r["self_us"]
+                for r in daemon.get_json(f"/api/v1/jobs/{j}/operators?limit=100000")["rows"]}
+
+    def operators_settled(j, want):
+        """j's /operators once republished with want calls in all (~0.1 s after the flush)."""
+        daemon.wait_for(f"{want} calls on {j}'s /operators", lambda: sum(
+            r["calls"] for r in daemon.get_json(f"/api/v1/jobs/{j}/operators?limit=100000")["rows"])
+            == want)
+
+    whole = store_self(job)
+    assert len(whole) > 20
+    calls = sum(r["calls"] for r in daemon.get_json(f"/api/v1/jobs/{job}/operators?limit=100000")["rows"])
+    # the collector's own stream, cut where its reads fell
+    operators_settled(job, calls)
+    assert live_self(job) == whole
+    patterns = {"halves": [n // 2], "thirds": [n // 3, 2 * n // 3], "early": [7, 60],
+                "every-97": list(range(97, n, 97)), "one-write": []}
+    for name, cuts in patterns.items():
+        j = f"pd-reads-{name}"
+        c = Client(daemon.socket)
+        c.hello(j, framework="paddle", framework_version=version)
+        sent = 0
+        for end in cuts + [n]:
+            c.send_raw(b"".join(l + b"\n" for l in lines[sent:end]))
+            sent = end
+            daemon.wait_for(f"{sent} events of {j}", lambda: daemon.job(j)["events"] == sent)
+            time.sleep(0.3)  # the flush timer folds what was read before the next part comes
+        c.sock.close()
+        operators_settled(j, calls)
+        assert store_self(j) == whole, name
+        live = live_self(j)
+        assert set(live) == set(whole), name
+        wrong = {k: (live[k], whole[k]) for k in whole if live[k] != whole[k]}
+        assert not wrong, (name, wrong)

@@ -170,13 +170,12 @@ END_TEST
 /* The table daemon/live serves for spans[0, n) whose role is in role_mask, by the same path:
  * the spans (threads interned by (pid, tid) in order of first appearance, one operator each)
  * fed to analyse's self-time walker in batches of at most batch spans in input order (0: one
- * batch), the aggregates it folds grouped by analyse_ops_from_parts(). Spans with a negative
- * duration are ignored, as live_feed() ignores them. (The walk's stacks drop parentless spans
- * past ANALYSE_SELF_STACK_MAX on a thread with that many, which only a later walk by end would
- * have read: counted, not checked here.) */
-static int walk_table_batched(const struct analyse_span *spans, size_t n, uint32_t role_mask,
-                              enum analyse_op_group group, size_t batch,
-                              struct analyse_op_table **ret_table)
+ * batch), or (cut > 0) in two batches, the spans taken before cut and the others, the aggregates
+ * it folds grouped by analyse_ops_from_parts(). Spans with a negative duration are ignored, as
+ * live_feed() ignores them. */
+static int walk_table_cut(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                          enum analyse_op_group group, size_t batch, size_t cut,
+                          struct analyse_op_table **ret_table)
 {
     struct analyse_op_span *v = calloc(n ? n : 1, sizeof *v);
     struct analyse_op_agg *agg = calloc(n ? n : 1, sizeof *agg);
@@ -208,7 +207,7 @@ static int walk_table_batched(const struct analyse_span *spans, size_t n, uint32
     int64_t dropped = 0;
     ck_assert_int_eq(analyse_self_reserve(&w, n_threads), 0);
     for (size_t a = 0, b; a < m; a = b) {
-        b = batch == 0 || m - a < batch ? m : a + batch;
+        b = cut > 0 ? (a < cut && cut < m ? cut : m) : batch == 0 || m - a < batch ? m : a + batch;
         for (size_t i = a; i < b; i++)
             v[i].order = (uint32_t)(i - a);
         size_t n_nest = analyse_self_order(&sc, v + a, b - a, n_threads);
@@ -229,6 +228,13 @@ static int walk_table_batched(const struct analyse_span *spans, size_t n, uint32
     free(sel);
     free(threads);
     return r;
+}
+
+static int walk_table_batched(const struct analyse_span *spans, size_t n, uint32_t role_mask,
+                              enum analyse_op_group group, size_t batch,
+                              struct analyse_op_table **ret_table)
+{
+    return walk_table_cut(spans, n, role_mask, group, batch, 0, ret_table);
 }
 
 static int walk_table(const struct analyse_span *spans, size_t n, uint32_t role_mask,
@@ -305,6 +311,60 @@ START_TEST(test_analyse_ops_self_batch_reaches_back_below_later_spans)
         ck_assert_int_eq(t->sum_self_ns, 25 + 30 + 10 + 10 + 10);
         analyse_op_table_free(t);
     }
+}
+END_TEST
+
+/* Walks the batch v[0, n) (op = index into agg, thread 0) with the state w carries. */
+static void walk_batch(struct analyse_self *w, struct analyse_op_span *v, size_t n,
+                       struct analyse_op_agg *agg, int64_t *dropped)
+{
+    struct analyse_self_scratch sc = {0};
+    struct analyse_op_agg other = {0};
+    for (size_t i = 0; i < n; i++)
+        v[i].order = (uint32_t)i;
+    ck_assert_int_eq(analyse_self_reserve(w, 1), 0);
+    size_t n_nest = analyse_self_order(&sc, v, n, 1);
+    analyse_self_walk(w, 1, v, n_nest, n, agg, &other, dropped);
+    ck_assert_int_eq(other.calls, 0);
+    analyse_self_scratch_done(&sc);
+}
+
+/* The bound of what a thread keeps for later batches (docs/ANALYSIS.md, "Self time"): past
+ * ANALYSE_SELF_KEEP spans the older half goes but the open parent stays, so a later span still
+ * nests in it, backwards or forwards; a span that sorts before the first span kept is folded
+ * alone (self = its duration) and counted. */
+START_TEST(test_analyse_ops_self_keeps_a_bounded_window)
+{
+    enum { N = ANALYSE_SELF_KEEP + 100 };
+    struct analyse_op_span *v = calloc(N, sizeof *v);
+    struct analyse_op_agg agg[4] = {{0}};
+    struct analyse_self w = {0};
+    int64_t dropped = 0;
+    ck_assert_ptr_nonnull(v);
+    v[0] = (struct analyse_op_span){.ts_ns = 0, .end_ns = 1000000000, .op = 0, .role = ANALYSE_ROLE_HOST_OP};
+    for (size_t i = 1; i < N; i++) /* children of 4 ns, 10 ns apart */
+        v[i] = (struct analyse_op_span){.ts_ns = (int64_t)i * 10, .end_ns = (int64_t)i * 10 + 4, .op = 1,
+                                        .role = ANALYSE_ROLE_HOST_OP};
+    walk_batch(&w, v, N, agg, &dropped);
+    ck_assert_int_eq(dropped, 0);
+    ck_assert_int_eq(agg[0].self_ns, 1000000000 - (int64_t)(N - 1) * 4);
+    ck_assert_uint_le(w.th[0].n, ANALYSE_SELF_KEEP);
+    struct analyse_op_span late[] = {
+        {.ts_ns = 15, .end_ns = 17, .op = 2, .role = ANALYSE_ROLE_HOST_OP},          /* before the kept */
+        {.ts_ns = (N - 5) * 10 + 5, .end_ns = (N - 5) * 10 + 8, .op = 3, .role = ANALYSE_ROLE_HOST_OP},
+    };
+    walk_batch(&w, late, 2, agg, &dropped);
+    ck_assert_int_eq(dropped, 1);
+    ck_assert_int_eq(agg[2].self_ns, 2);
+    ck_assert_int_eq(agg[0].self_ns, 1000000000 - (int64_t)(N - 1) * 4 - 3);
+    struct analyse_op_span after = {.ts_ns = 999999000, .end_ns = 999999100, .op = 3,
+                                    .role = ANALYSE_ROLE_HOST_OP};
+    walk_batch(&w, &after, 1, agg, &dropped);
+    ck_assert_int_eq(agg[0].self_ns, 1000000000 - (int64_t)(N - 1) * 4 - 3 - 100);
+    ck_assert_int_eq(agg[3].self_ns, 3 + 100);
+    ck_assert_int_eq(dropped, 1);
+    analyse_self_done(&w);
+    free(v);
 }
 END_TEST
 
@@ -535,6 +595,95 @@ static void trace_load(const char *path, struct trace *t)
 
 /* ---- golden: torch key_averages() ------------------------------------------------------- */
 
+/* Depth of each span of spans[0, n) whose role is in role_mask in its (pid, tid) by torch's
+ * nesting (-1 for the others): spans sorted by (start, -end, input order), a span the child of the
+ * innermost open one that contains it. */
+static int *depths(const struct analyse_span *spans, size_t n, uint32_t role_mask)
+{
+    int *depth = malloc((n ? n : 1) * sizeof *depth);
+    size_t *ix = malloc((n ? n : 1) * sizeof *ix), *stack = malloc((n ? n : 1) * sizeof *stack);
+    ck_assert(depth && ix && stack);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        depth[i] = -1;
+        if (role_mask & ANALYSE_ROLE_BIT(spans[i].role) && spans[i].dur_ns >= 0)
+            ix[m++] = i;
+    }
+    for (size_t i = 1; i < m; i++) { /* insertion sort: small traces */
+        size_t x = ix[i], j = i;
+        for (; j > 0; j--) {
+            const struct analyse_span *a = &spans[ix[j - 1]], *b = &spans[x];
+            int64_t ea = a->ts_ns + a->dur_ns, eb = b->ts_ns + b->dur_ns;
+            bool after = a->pid != b->pid ? a->pid > b->pid : a->tid != b->tid ? a->tid > b->tid :
+                         a->ts_ns != b->ts_ns ? a->ts_ns > b->ts_ns : ea != eb ? ea < eb : ix[j - 1] > x;
+            if (!after)
+                break;
+            ix[j] = ix[j - 1];
+        }
+        ix[j] = x;
+    }
+    size_t top = 0;
+    for (size_t k = 0; k < m; k++) {
+        const struct analyse_span *sp = &spans[ix[k]];
+        while (top > 0) {
+            const struct analyse_span *p = &spans[stack[top - 1]];
+            if (p->pid == sp->pid && p->tid == sp->tid && sp->ts_ns < p->ts_ns + p->dur_ns &&
+                sp->ts_ns + sp->dur_ns <= p->ts_ns + p->dur_ns)
+                break;
+            top--;
+        }
+        depth[ix[k]] = (int)top;
+        stack[top++] = ix[k];
+    }
+    free(ix);
+    free(stack);
+    return depth;
+}
+
+/* Paddle 3.3.1 writes a window level by level (docs/ANALYSIS.md, "Self time"): a thread's
+ * top-level spans, then their children, and so on, so a stream cut anywhere brings children a
+ * batch after their parent, reaching back before spans the batch before reached past. The host
+ * spans of tr in that order, cut in two at every point: every row as whole, which is torch's
+ * key_averages() (whole: t). */
+static void check_cut_level_order(const struct trace *tr, const struct analyse_op_table *t)
+{
+    int *depth = depths(tr->spans, tr->n, ANALYSE_ROLES_HOST);
+    struct analyse_span *lv = malloc((tr->n ? tr->n : 1) * sizeof *lv);
+    ck_assert_ptr_nonnull(lv);
+    size_t m = 0;
+    for (int d = 0; m < tr->n; d++) {
+        size_t m0 = m;
+        for (size_t i = 0; i < tr->n; i++)
+            if (depth[i] == d)
+                lv[m++] = tr->spans[i];
+        if (m == m0)
+            break;
+    }
+    ck_assert_uint_gt(m, 100);
+    size_t n_cuts = 0, n_moved = 0;
+    for (size_t cut = 1; cut < m; cut++) {
+        struct analyse_op_table *tb = NULL;
+        ck_assert_int_eq(walk_table_cut(lv, m, ANALYSE_ROLES_HOST, ANALYSE_OP_GROUP_NAME, 0, cut, &tb), 0);
+        ck_assert_uint_eq(tb->n_rows, t->n_rows);
+        for (size_t j = 0; j < t->n_rows; j++) {
+            const struct analyse_op_row *r = find_row(tb, t->rows[j].name);
+            ck_assert_ptr_nonnull(r);
+            ck_assert_msg(r->calls == t->rows[j].calls && r->total_ns == t->rows[j].total_ns &&
+                              r->self_ns == t->rows[j].self_ns,
+                          "level order cut at %zu of %zu: %s self %lld vs torch %lld", cut, m, t->rows[j].name,
+                          (long long)r->self_ns, (long long)t->rows[j].self_ns);
+        }
+        n_moved += lv[cut].ts_ns < lv[cut - 1].ts_ns;
+        n_cuts++;
+        analyse_op_table_free(tb);
+    }
+    /* the order does reach back: cuts where the second batch starts before the first ends */
+    ck_assert_uint_gt(n_moved, 0);
+    printf("level order: %zu host spans cut at each of %zu points, every row as torch's\n", m, n_cuts);
+    free(lv);
+    free(depth);
+}
+
 /* Runs torch_golden.py for n_steps steps and compares every key_averages() row with our table. */
 static void check_torch_golden(int n_steps)
 {
@@ -602,6 +751,8 @@ static void check_torch_golden(int n_steps)
         }
         analyse_op_table_free(tb);
     }
+    if (n_steps == 2)
+        check_cut_level_order(&tr, t);
     analyse_op_table_free(t);
     trace_free(&tr);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -1127,6 +1278,7 @@ static Suite *analyse_ops_suite(void)
     tc = tcase_create("ops");
     tcase_add_test(tc, test_analyse_ops_self_nesting);
     tcase_add_test(tc, test_analyse_ops_self_batch_reaches_back_below_later_spans);
+    tcase_add_test(tc, test_analyse_ops_self_keeps_a_bounded_window);
     tcase_add_test(tc, test_analyse_gpu_annotation_role);
     tcase_add_test(tc, test_analyse_ops_type_and_steps);
     tcase_add_test(tc, test_analyse_ops_query_top_search_page);
