@@ -9,6 +9,8 @@
  * whole-run, cannot answer: both sides' tables are computed from their ranks' stored spans in
  * range (analyse_stepops.h, HTA's iteration rule), on an analysis thread with the summaries'
  * bounds (routes_summary.c), and each side's step time is its breakdown's mean over the range.
+ * Each rank decodes only its steps' time whole (diff_side(): the rest gives its step spans and
+ * kernels, and a count), with the answer of a whole read.
  */
 #include "routes.h"
 

@@ -45,6 +45,7 @@
 
 #include "../../lib/clock.h"
 #include "../../lib/json.h"
+#include "../../lib/log.h"
 #include "../../lib/util.h"
 #include "../analyse/analyse_stepops.h"
 #include "../core/decode.h"
@@ -301,6 +302,15 @@ struct spans {
     struct analyse_mv_event *mv;
     size_t n_mv, cap_mv;
     size_t (*work_bytes)(size_t n); /* what the analysis of n spans will hold beyond them */
+    /* A ranged diff's read (diff_side()): the lines the store's window rule puts in [win_lo,
+     * win_hi] (ts <= win_hi and ts + dur >= win_lo, or no ts) are read as always; of the others
+     * only the step and kernel spans are kept (a kernel belongs to the step of its launch,
+     * wherever it runs, and the steps in range are all of them), the other X spans are counted
+     * in skipped, most of them from the store's scan of the line alone, not decoded. A read
+     * whose spans would pass max answers -EAGAIN (the whole read's cut is then needed). */
+    bool window;
+    int64_t win_lo, win_hi;
+    size_t skipped;
 };
 
 /* One window's ExtraInfo: its time range and Paddle's CPU utilisations (fractions, < 0: none). */
@@ -620,8 +630,61 @@ static void tb_args(enum analyse_role role, const char *line, size_t len,
     ret->input_bytes = bytes;
 }
 
+/* A windowed read: whether the store's line lies outside the window (its own rule, from the
+ * line's ts and dur as the store scanned them). */
+static bool window_outside(const struct spans *s, const struct store_event *ev)
+{
+    if (ev->ts_ns == INT64_MIN || ev->ph == 'M')
+        return false;
+    int64_t end = ev->dur_ns > 0 && ev->ts_ns > INT64_MAX - ev->dur_ns ? INT64_MAX
+                                                                      : ev->ts_ns + ev->dur_ns;
+    return ev->ts_ns > s->win_hi || end < s->win_lo;
+}
+
+/* A windowed read: one more X span counted, not kept. 0, or -EAGAIN past max. */
+static int window_skip(struct spans *s)
+{
+    if (s->n + s->skipped >= s->max)
+        return -EAGAIN;
+    s->skipped++;
+    return 0;
+}
+
+/* The text of a JSON string as the store's scan gives it (with its quotes), when the decoder
+ * gives the same (no escape in it). */
+static bool plain_text(const char *p, size_t len, struct record_text *ret)
+{
+    if (!p || len < 2 || p[0] != '"' || p[len - 1] != '"' || memchr(p + 1, '\\', len - 2))
+        return false;
+    *ret = (struct record_text){p + 1, len - 2};
+    return true;
+}
+
+/* A windowed read, a line outside the window, from the store's scan of it: 1 when it is done
+ * with (another phase than X: no span; an X span neither a step nor a kernel: counted), 0 when
+ * it must be decoded (a step or a kernel, or a line the scan cannot tell: it is then read as
+ * always, and kept only if a step or a kernel), -ENOMEM, -EAGAIN. A stored line was decoded when
+ * it was stored, so the scan's X span is the decoder's. */
+static int window_line(struct spans *s, const struct store_event *ev)
+{
+    if (ev->ph != 'X')
+        return ev->ph ? 1 : 0;
+    struct record_text name, cat = {NULL, 0};
+    if (!plain_text(ev->name, ev->name_len, &name) || name.len == 0 ||
+        (ev->cat && !plain_text(ev->cat, ev->cat_len, &cat)))
+        return 0;
+    const struct intern *in = intern_get(s, cat, name);
+    if (!in)
+        return -ENOMEM;
+    if (in->role == ANALYSE_ROLE_STEP || in->role == ANALYSE_ROLE_KERNEL)
+        return 0;
+    int r = window_skip(s);
+    return r < 0 ? r : 1;
+}
+
 /* Reads the X spans of job's rank into *s, charging bg as it grows. Returns 0, -ENOENT, -ENOMEM,
- * -EIO, budget_check()'s -ETIMEDOUT / -ECONNABORTED or budget_charge()'s -E2BIG / -EBUSY. */
+ * -EIO, budget_check()'s -ETIMEDOUT / -ECONNABORTED or budget_charge()'s -E2BIG / -EBUSY; with
+ * s->window also -EAGAIN (window_skip()). */
 static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans *s,
                       struct budget *bg)
 {
@@ -640,6 +703,12 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
         if (++lines % SPANS_CHECK == 0 &&
             ((r = budget_check(bg)) < 0 || (r = budget_charge(bg, spans_bytes(s))) < 0))
             break;
+        bool out = s->window && window_outside(s, &ev);
+        if (out && (r = window_line(s, &ev)) != 0) {
+            if (r < 0)
+                break;
+            continue;
+        }
         struct record rec;
         if (decode_line(dec, ev.line, ev.len, &rec) < 0) {
             s->bad++;
@@ -665,6 +734,21 @@ static int read_spans(struct web *w, int64_t job_id, int64_t rank, struct spans 
                 break;
             }
             continue;
+        }
+        if (out) { /* outside the window: a step or a kernel is kept, another span counted */
+            if (!in && !(in = intern_get(s, rec.cat, rec.name))) {
+                r = -ENOMEM;
+                break;
+            }
+            if (in->role != ANALYSE_ROLE_STEP && in->role != ANALYSE_ROLE_KERNEL) {
+                if ((r = window_skip(s)) < 0)
+                    break;
+                continue;
+            }
+        }
+        if (s->window && s->n + s->skipped >= s->max) {
+            r = -EAGAIN;
+            break;
         }
         if (s->n >= s->max) {
             s->cut++;
@@ -1248,6 +1332,55 @@ static int rank_steps(struct web *w, int64_t job_id, int64_t rank, struct spans 
     return r;
 }
 
+/* The time live's step spans numbered [first, last] of a rank cover, from the earliest begin to
+ * the latest end, into *lo and *hi: the window a ranged diff reads the rank's spans in (a hint:
+ * window_holds() checks it against the spans read). false when live lists none (then the rank
+ * is read whole). */
+static bool step_window(struct web *w, int64_t job_id, int64_t rank, int64_t first, int64_t last,
+                        int64_t *lo, int64_t *hi)
+{
+    const struct live_snapshot *snap = NULL;
+    if (!w->live || live_snapshot_get(w->live, job_id, &snap) < 0)
+        return false;
+    struct live_step_row *rows = NULL;
+    size_t n = 0, total = 0;
+    bool found = false;
+    if (live_query_steps(snap, rank, false, 0, SIZE_MAX, &rows, &n, &total) == 0)
+        for (size_t i = 0; i < n; i++) {
+            if (rows[i].from_record || rows[i].step < first || rows[i].step > last)
+                continue;
+            if (!found || rows[i].start_ns < *lo)
+                *lo = rows[i].start_ns;
+            if (!found || rows[i].end_ns > *hi)
+                *hi = rows[i].end_ns;
+            found = true;
+        }
+    free(rows);
+    live_snapshot_put(snap);
+    return found;
+}
+
+/* Whether a windowed read holds all that analyse_stepops_compute() takes of the rank: it kept
+ * every step span (and the rank has one: else its step records count, and it is read whole),
+ * so the steps in range are all there; each of them lies in the window, so every span that
+ * starts in one was read whole; every kernel was kept. */
+static bool window_holds(const struct spans *s, int64_t first, int64_t last)
+{
+    bool any = false;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct analyse_span *v = &s->v[i];
+        if (v->role != ANALYSE_ROLE_STEP)
+            continue;
+        any = true;
+        int64_t num = analyse_sum_step_number(v->name, v->name_len);
+        if (num < 0 || num < first || num > last)
+            continue;
+        if (v->ts_ns < s->win_lo || v->ts_ns + v->dur_ns > s->win_hi)
+            return false;
+    }
+    return any;
+}
+
 /* One side of a ranged diff (i: 0 base, 1 exp): its operator and kernel tables over its ranks'
  * stored spans in its step range (analyse_stepops.h; the ranks' rows merged by name), and its
  * breakdown's mean step over the range. Sets *ops and *kernels (free them either way). Returns
@@ -1269,7 +1402,25 @@ static int diff_side(struct web_analysis *an, int i, struct web_diff_side *out,
         struct spans sp = {.max = an->max_spans, .work_bytes = analyse_stepops_bytes};
         struct analyse_stepops *so = NULL;
         struct live_record_steps rs = {0};
+        /* Only the steps' time decoded whole (most of a long run lies outside it); a window
+         * that does not hold the range, or a read past max_spans, is read again whole. */
+        sp.window = d->events >= 0 && (uint64_t)d->events <= an->max_spans &&
+                    step_window(w, d->job[i].id, d->ranks[i][k], d->first[i], d->last[i],
+                                &sp.win_lo, &sp.win_hi);
         r = read_spans(w, d->job[i].id, d->ranks[i][k], &sp, &an->bg);
+        if (sp.window &&
+            (r == -EAGAIN || (r == 0 && !window_holds(&sp, d->first[i], d->last[i])))) {
+            spans_free(&sp);
+            sp = (struct spans){.max = an->max_spans, .work_bytes = analyse_stepops_bytes};
+            r = read_spans(w, d->job[i].id, d->ranks[i][k], &sp, &an->bg);
+        }
+        if (r == 0 && sp.window)
+            log_debug("diff: job %" PRId64 " rank %" PRId64 ": steps' window [%" PRId64
+                      ", %" PRId64 "] ns: %zu spans kept, %zu others counted",
+                      d->job[i].id, d->ranks[i][k], sp.win_lo, sp.win_hi, sp.n, sp.skipped);
+        else if (r == 0)
+            log_debug("diff: job %" PRId64 " rank %" PRId64 ": read whole, %zu spans",
+                      d->job[i].id, d->ranks[i][k], sp.n);
         if (r == 0)
             r = rank_steps(w, d->job[i].id, d->ranks[i][k], &sp, &rs);
         if (r == 0)
@@ -1296,7 +1447,7 @@ static int diff_side(struct web_analysis *an, int i, struct web_diff_side *out,
         } else if (r == -ENOENT) {
             r = 0; /* no step of the range on this rank */
         }
-        out->spans_read += (int64_t)sp.n;
+        out->spans_read += (int64_t)(sp.n + sp.skipped);
         out->spans_cut += sp.cut;
         analyse_stepops_free(so);
         spans_free(&sp);

@@ -18,9 +18,14 @@ medians. The machine's load average is printed at each step.
 
     BUILD_DIR=build-test python3 tests/bench/issue17_routes.py [--rounds 5] [--hta-rounds 3] [--copies 15] [--only gpu/idle]
         [--traces DIR]
-        [--skip-routes] [--skip-hta]
+        [--skip-routes] [--skip-hta] [--base BUILD]
+
+--base BUILD (another build folder, e.g. main's): a daemon of it beside BUILD_DIR's, the same
+imports, and each timed request asked of one daemon then of the other, so that both rows of a
+route see the same machine; the rows then also give the daemon's CPU time per uncached request.
 """
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -53,6 +58,9 @@ ROUTES = [
     ("/api/v1/jobs/{job}/comm-ops", "/api/v1/jobs/m1/comm-ops?"),
     ("/api/v1/diff", "/api/v1/diff?base=m1&exp=m2&"),
     ("/api/v1/diff", "/api/v1/diff?base=m1&exp=m2&base_steps={b}&exp_steps={e}&"),
+    # the same uncut: the rank's 1,008,255 spans pass the default max_spans (1 M), and a read
+    # that must cut reads the rank whole; below the cap only the steps' window is decoded
+    ("/api/v1/diff", "/api/v1/diff?base=m1&exp=m2&base_steps={b}&exp_steps={e}&max_spans=2000000&"),
     # the baseline of a ranged diff: one store read of the rank, as each of its sides does
     ("/api/v1/jobs/{job}/summary/{kind}", "/api/v1/jobs/m1/summary/operator?steps={b}&"),
 ]
@@ -116,13 +124,43 @@ def imported(d, tmp, job, trace):
     return time.perf_counter() - s
 
 
-def routes(args, tmp, t1, t2):
-    d = conftest.Daemon(tmp, "routes", config=CONFIG)
-    d.start()
+@contextlib.contextmanager
+def build(path):
+    """BUILD_DIR set to path meanwhile: the daemon a Daemon starts and the importer are its."""
+    old = os.environ.get("BUILD_DIR")
+    os.environ["BUILD_DIR"] = str(path)
     try:
-        print(f"import m1 {imported(d, tmp, 'm1', t1):.2f} s, m2 {imported(d, tmp, 'm2', t2):.2f} s"
-              f" (load {load()})")
-        c = Client(d)
+        yield
+    finally:
+        if old is None:
+            del os.environ["BUILD_DIR"]
+        else:
+            os.environ["BUILD_DIR"] = old
+
+
+def cpu_s(d):
+    """The daemon's CPU time so far (user + system), seconds."""
+    f = open(f"/proc/{d.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def routes(args, tmp, t1, t2):
+    # With --base, a daemon of that build beside BUILD_DIR's, each request asked of one then of
+    # the other, so that both see the same machine.
+    builds = [("", conftest.build_dir())]
+    if args.base:
+        builds.append(("base", pathlib.Path(args.base).resolve()))
+    ds = []
+    try:
+        for k, (label, path) in enumerate(builds):
+            with build(path):
+                d = conftest.Daemon(tmp, f"routes{k}", config=CONFIG)
+                ds.append(d)
+                d.start()
+                print(f"{label or 'build'} {path}: import m1 {imported(d, tmp, 'm1', t1):.2f} s, "
+                      f"m2 {imported(d, tmp, 'm2', t2):.2f} s (load {load()})")
+        cs = [Client(d) for d in ds]
+        d = ds[0]
         listed = set(json.loads(d.request("/api/v1/openapi.json")[2])["paths"])
         # step ranges: the rank's first 5 steps against 5 steps from the middle of the other
         steps = [r["step"] for r in json.loads(d.request(
@@ -130,7 +168,8 @@ def routes(args, tmp, t1, t2):
         k = min(5, len(steps))
         mid = max(0, min(len(steps) // 2, len(steps) - k))
         rng = {"b": f"{steps[0]}-{steps[k - 1]}", "e": f"{steps[mid]}-{steps[mid + k - 1]}"}
-        print("| route | first | uncached p50 / p95 | cached p50 / p95 | body | load |")
+        print("| route | first | uncached p50 / p95 | cached p50 / p95 | body | load |"
+              + (" daemon CPU, uncached p50 |" if args.base else ""))
         for path, q in ROUTES:
             q = q.format(**rng)
             if args.only and not any(o in q for o in args.only.split(",")):
@@ -139,18 +178,33 @@ def routes(args, tmp, t1, t2):
                 print(f"| {q} | not on this build |")
                 continue
             try:
-                first = c.get(q + "n=first")
+                first = [c.get(q + "n=first") for c in cs]
             except RuntimeError as e:
                 print(f"| {q} | {e} |")
                 continue
-            cold = [c.get(q + f"n={i}") for i in range(args.rounds)]
-            c.get(q + "n=warm")
-            warm = [c.get(q + "n=warm") for _ in range(args.rounds)]
-            print(f"| `{q.rstrip('?&')}` | {first:.3f} s | {statistics.median(cold):.3f} / "
-                  f"{pct(cold, 95):.3f} s | {statistics.median(warm) * 1e3:.2f} / "
-                  f"{pct(warm, 95) * 1e3:.2f} ms | {c.size / 1024:.0f} KiB | {load()} |", flush=True)
+            cold = [[] for _ in cs]
+            cpu = [[] for _ in cs]
+            for i in range(args.rounds):
+                for j, c in enumerate(cs):
+                    u = cpu_s(ds[j])
+                    cold[j].append(c.get(q + f"n={i}"))
+                    cpu[j].append(cpu_s(ds[j]) - u)
+            warm = [[] for _ in cs]
+            for c in cs:
+                c.get(q + "n=warm")
+            for _ in range(args.rounds):
+                for j, c in enumerate(cs):
+                    warm[j].append(c.get(q + "n=warm"))
+            for j, (label, _) in enumerate(builds):
+                print(f"| `{q.rstrip('?&')}`{' (' + label + ')' if label else ''} | "
+                      f"{first[j]:.3f} s | {statistics.median(cold[j]):.3f} / "
+                      f"{pct(cold[j], 95):.3f} s | {statistics.median(warm[j]) * 1e3:.2f} / "
+                      f"{pct(warm[j], 95) * 1e3:.2f} ms | {cs[j].size / 1024:.0f} KiB | {load()} |"
+                      + (f" {statistics.median(cpu[j]):.2f} s |" if args.base else ""),
+                      flush=True)
     finally:
-        d.stop()
+        for d in ds:
+            d.stop()
 
 
 def versus(args, tmp, t1):
@@ -200,6 +254,8 @@ def main():
     ap.add_argument("--only", help="time only the routes whose query holds one of these texts (commas)")
     ap.add_argument("--skip-routes", action="store_true")
     ap.add_argument("--skip-hta", action="store_true")
+    ap.add_argument("--base", metavar="BUILD", help="also time the routes on this build's daemon, "
+                    "each request asked of both in turn")
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssb17.", dir="/tmp"))
     keep = pathlib.Path(args.traces) if args.traces else tmp

@@ -11,6 +11,7 @@ own answers on the same traces with the same steps:
 - each side's step time and breakdown: the mean of that job's /breakdown steps in its range.
 """
 import csv
+import gzip
 import io
 import json
 import logging
@@ -193,3 +194,52 @@ def test_diff_steps_bad_parameters(daemon, tmp):
         doc = daemon.get_json(path, status=status)
         assert words in doc["error"]["message"], (path, doc)
     daemon.assert_alive()
+
+
+def test_diff_steps_window_read_equals_whole_read(daemons, tmp):
+    """A ranged diff decodes only its steps' time of each rank, and of the rest only the step
+    spans and kernels (a kernel is its launch's step's wherever it runs), counting the other
+    spans from the store's scan: its answer is byte for byte the one of a read of the whole
+    rank. On gpu_5steps_rank0 (steps 550-554, spans before the first and after the last one)
+    with ranges inside it: kernels launched in range that run past the steps' end, a span over
+    both edges. ?max_spans= below the rank's stored events makes the daemon read the
+    whole rank (as it must when a cut may be needed): both reads run (the debug log says which)
+    and answer the same."""
+    trace = HERE.parents[0] / "data" / "kineto" / "gpu_5steps_rank0.json.gz"
+    ev = json.load(gzip.open(trace))["traceEvents"]
+    xs = [e for e in ev if e.get("ph") == "X"]
+    step = {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"]) for e in xs
+            if e["name"].startswith("ProfilerStep#")}
+    lo, hi = step[551][0], step[553][1]
+    # the data holds what the window must get right: spans outside it on both sides, a span
+    # over both edges (Kineto's "Trace" span: read whole, in no step, as it starts before them),
+    # and kernels launched in range that run after its end
+    assert min(e["ts"] for e in xs) < lo and max(e["ts"] + e["dur"] for e in xs) > hi
+    assert any(e["ts"] < lo and e["ts"] + e["dur"] > hi for e in xs)
+    launched = {e["args"]["correlation"] for e in xs if e.get("cat") == "cuda_runtime"
+                and lo <= e["ts"] < hi and "correlation" in e.get("args", {})}
+    late = [e for e in xs if e.get("cat") == "kernel"
+            and e.get("args", {}).get("correlation") in launched and e["ts"] + e["dur"] > hi]
+    assert any(e["ts"] > hi for e in late)
+
+    d = daemons("window", config="log_level = debug\n")
+    imported(d, tmp, "g5", trace)
+    for q in ("base_steps=551-553&exp_steps=554", "base_steps=550&exp_steps=552-553",
+              "base_steps=551-553", "base_steps=551-553&exp_steps=554&format=csv"):
+        path = "/api/v1/diff?base=g5&exp=g5&" + q
+        before = d.stderr().count("steps' window")
+        st, _, window = d.request(path)
+        assert st == 200, window[:300]
+        assert d.stderr().count("steps' window") == before + 2, d.stderr()[-2000:]
+        x_spans = len([e for e in xs if e["name"]])
+        # every stored event of the rank (metadata and flows too) is more than its X spans
+        before = d.stderr().count("read whole")
+        st, _, whole = d.request(path + f"&max_spans={x_spans}")
+        assert st == 200, whole[:300]
+        assert d.stderr().count("read whole") == before + 2, d.stderr()[-2000:]
+        assert window == whole, q
+        if "csv" not in q:
+            doc = json.loads(window)
+            assert doc["base"]["steps_range"]["spans_read"] == x_spans
+            assert doc["base"]["steps_range"]["spans_cut"] == 0
+    d.assert_alive()
