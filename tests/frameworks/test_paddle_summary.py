@@ -503,12 +503,19 @@ def test_timer_steps_equal_paddles_timer(daemon, tmp):
     rows = steps_of(daemon, job, n)
     timer = rows[1:]
     assert [r["samples"] for r in timer] == info["samples"][1:]
-    for r, b in zip(timer, info["batch"][1:]):
-        assert abs(r["total_us"] / 1e6 - b) < 50e-6, (r, b)
+    # The timer's clock and ours are read a few µs apart at each boundary; a preemption between
+    # the two reads (a loaded 2-core CI machine) can make one step's gap larger: the median gap
+    # must be under 50 µs (the bug this guards made every step 108-393 µs short) and none 2 ms.
+    def close(gaps):
+        gaps = sorted(abs(g) for g in gaps)
+        return gaps[len(gaps) // 2] < 50e-6 and gaps[-1] < 2e-3
+    assert close([r["total_us"] / 1e6 - b for r, b in zip(timer, info["batch"][1:])]), \
+        [(r["total_us"], b) for r, b in zip(timer, info["batch"][1:])]
     assert len(info["reader"]) == n
-    for r, c in zip(timer, info["reader"][1:]):
-        # a step's interval is its dataloader phase (source "phases")
-        assert r["source"] == "phases" and abs(r["interval_us"] / 1e6 - c) < 50e-6, (r, c)
+    # a step's interval is its dataloader phase (source "phases")
+    assert all(r["source"] == "phases" for r in timer), timer
+    assert close([r["interval_us"] / 1e6 - c for r, c in zip(timer, info["reader"][1:])]), \
+        [(r["interval_us"], c) for r, c in zip(timer, info["reader"][1:])]
     # /benchmark skips the first 10 steps and averages the other 6, as Paddle's timer means to
     # (docs/ANALYSIS.md: its own sums take batch 10 in as well but divide by 6)
     b = daemon.get_json(f"/api/v1/jobs/{job}/benchmark")
