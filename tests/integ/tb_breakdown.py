@@ -11,6 +11,7 @@ reference follows tb-plugin unless the switch below says otherwise, and reports 
 the trace exercised, so a test can tell "equal to tb-plugin" from "equal to tb-plugin with a
 documented departure".
 """
+import functools
 import gzip
 import json
 from decimal import Decimal
@@ -30,14 +31,20 @@ def load(path):
 
 
 def lines(path):
-    """The trace's events as NDJSON lines, every number written exactly as in the file."""
+    """The trace's events as NDJSON lines, every number written exactly as in the file (a new
+    list each call: the tests read the same traces many times, parsed once)."""
+    return list(_lines(str(path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _lines(path):
     import re
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f, parse_float=lambda t: "\x00" + t + "\x00")
     evs = doc["traceEvents"] if isinstance(doc, dict) else doc
     num = re.compile(r'"\\u0000([-+.0-9eE]+)\\u0000"')
-    return [num.sub(r"\1", json.dumps(e, separators=(",", ":"))) for e in evs]
+    return tuple(num.sub(r"\1", json.dumps(e, separators=(",", ":"))) for e in evs)
 
 
 def ns(us):

@@ -9,6 +9,7 @@ daemon on a real socket:
 - a new session of an evicted job reloads it first, so its analyses hold the old and new data;
 - at start-up only the jobs that fit the budget are replayed; the rest load on first use.
 """
+import functools
 import json
 import pathlib
 import threading
@@ -41,13 +42,19 @@ def start_order(line):
     return (Decimal(e.get("ts", 0)), -Decimal(e.get("dur", 0)))
 
 
+@functools.lru_cache(maxsize=1)
+def trace_in_start_order():
+    """gpu_5steps_rank0's lines sorted by start_order, once for the module."""
+    return tuple(sorted(tb.lines(DATA / "gpu_5steps_rank0.json.gz"), key=start_order))
+
+
 def records(rank):
     """A real Kineto trace (5 profiler steps, GPU kernels), plus queue samples, a pipeline, step
     records and host samples: every kind of record live keeps. The trace's events are sent in
     start order, as a streaming tracer emits them: live's self times of spans that arrive out of
     start order depend on where the flushes cut them (docs/ARCHITECTURE.md, "Live memory"), and
     a flush of the live stream cuts elsewhere than one of a replay."""
-    recs = sorted(tb.lines(DATA / "gpu_5steps_rank0.json.gz"), key=start_order)
+    recs = list(trace_in_start_order())
     recs += [queue("device_queue", s, (s * 3 + rank) % 9) for s in range(20)]
     recs += [queue("get_next", s, (s + rank) % 5) for s in range(20)]
     recs.append(PIPELINE)
