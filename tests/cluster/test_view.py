@@ -62,16 +62,23 @@ def answers(d, job):
 
 
 def same_twice(what, get, ok=lambda now: True, timeout=60):
-    """get()'s answer once it is the same twice in a row (and ok)."""
+    """get()'s answer once it is the same twice in a row, 0.3 s apart (and ok). A get() that
+    fails an assertion (a live route answers 404 until live publishes what it was sent, within
+    100 ms or, on a loaded machine, later) has not settled yet; its error is the cause when
+    nothing settles within timeout."""
     deadline = time.monotonic() + timeout
-    last = None
+    last = err = None
     while True:
-        time.sleep(0.3)
-        now = get()
-        if now == last and ok(now):
+        try:
+            now = get()
+        except AssertionError as e:
+            now, err = None, e
+        if now is not None and now == last and ok(now):
             return now
-        assert time.monotonic() < deadline, f"{what}: answers never settled"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: answers never settled") from err
         last = now
+        time.sleep(0.3)
 
 
 def settled(d, job, timeout=60):
