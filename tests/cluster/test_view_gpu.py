@@ -118,7 +118,13 @@ def route(job, rank, r):
 
 
 def events(d, job, rank):
-    for row in d.get_json(f"/api/v1/jobs/{job}")["ranks_detail"]:
+    """The rank's events on d; None while d has no such job or rank (a viewer before its pull:
+    the origin's shipping has caught up, the viewer's next pull is up to 500 ms away)."""
+    st, _, body = d.request(f"/api/v1/jobs/{job}")
+    if st == 404:
+        return None
+    assert st == 200, f"{d.name} GET /api/v1/jobs/{job}: {st} {body[:300]!r}"
+    for row in json.loads(body)["ranks_detail"]:
         if row["rank"] == rank:
             return row["events"]
     return None
