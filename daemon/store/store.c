@@ -606,6 +606,8 @@ static void store_free(struct store *st)
     free(st->streams.buckets);
     free(st->jobs.buckets);
     free(st->durable);
+    free(st->job_commits);
+    free(st->touched);
     free(st->damaged);
     for (size_t i = 0; i < st->n_pool; i++)
         free(st->pool[i]);
@@ -1276,6 +1278,25 @@ uint64_t store_flush_ticket(struct store *st)
 {
     store_flush(st);
     return st->sealed;
+}
+
+uint64_t store_query_job_commits(struct store *st, int64_t job_id)
+{
+    pthread_mutex_lock(&st->mu);
+    uint64_t n = st->all_jobs_commits;
+    size_t lo = 0, hi = st->n_job_commits;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->job_commits[mid].job_id < job_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < st->n_job_commits && st->job_commits[lo].job_id == job_id &&
+        st->job_commits[lo].commits > n)
+        n = st->job_commits[lo].commits;
+    pthread_mutex_unlock(&st->mu);
+    return n;
 }
 
 bool store_committed(struct store *st, uint64_t ticket)

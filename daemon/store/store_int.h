@@ -184,6 +184,12 @@ struct store_rank_del {
     int64_t job_id, rank;
 };
 
+/* A job's count of the commits so far, as of the last commit that wrote it (st->job_commits). */
+struct store_job_commits {
+    int64_t job_id;
+    uint64_t commits;
+};
+
 /* A stream's seqs made durable by the batch: [from, to). */
 struct store_seq {
     int64_t stream_id;
@@ -326,6 +332,12 @@ struct store {
     struct store_batch *queue_head; /* sealed, oldest first */
     struct store_batch *queue_tail;
     uint64_t committed;             /* batches committed (or given up at close) */
+    /* Per job, committed as it was after the last commit that wrote any row of the job, sorted
+     * by job id (store_query_job_commits()); entries are never removed (a job id reused after a
+     * deletion only sees its count grow). all_jobs_commits: committed as it was after the last
+     * commit whose jobs could not all be noted (no memory): it counts as every job's. */
+    STORE_VEC(struct store_job_commits, job_commits);
+    uint64_t all_jobs_commits;
     bool stopping;
     STORE_VEC(struct store_seq, durable); /* published by the writer, taken by collect */
     _Atomic uint64_t buffered;
@@ -335,6 +347,7 @@ struct store {
                                      * STORE_POOL_IDLE after a second without work */
 
     /* Writer thread. */
+    STORE_VEC(int64_t, touched); /* the jobs a group wrote (writer.c touched_jobs()) */
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT];
     void *zctx;                /* ZSTD_CCtx */

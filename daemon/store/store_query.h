@@ -115,6 +115,17 @@ int store_query_ranks(struct store *st, int64_t job_id, struct store_rank **ret_
 /* Whole-store figures. Returns 0 or -EIO. */
 int store_query_info(struct store *st, struct store_info *ret_info);
 
+/* The job's commit count: the number of the writer's transactions committed so far as it was
+ * after the last one that wrote any row of the job (its hellos, sessions and their ends, lines,
+ * steps, queue, host and pipeline rows, live step counts, captures, deleted ranks, its deletion
+ * and the retention evictions of its blocks); 0 when none did since the store opened. It is
+ * raised only after the COMMIT, so after what the commit wrote is visible to every read: a
+ * reader that takes it before it reads the job and finds it unchanged later knows that nothing
+ * of the job was committed since, and what it read is still what the store holds of the job
+ * (web/cache.c keeps the store-read answers under it). Never lowers, even for a job id that a
+ * deletion frees and a new job takes again. Any thread. */
+uint64_t store_query_job_commits(struct store *st, int64_t job_id);
+
 /* Calls cb with each stored trace event (the verbatim JSON line) of a job's rank (rank < 0: every
  * rank) whose block overlaps [t0_ns, t1_ns], in block order, until cb returns non-zero or max
  * events were given (max < 0: no limit). Events without a "ts" and metadata events ("ph":"M",

@@ -681,6 +681,87 @@ static int commit_group(struct store *st, struct store_batch *first, struct stor
     return rc;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+#define TOUCH(vec, field)                                                                      \
+    do {                                                                                       \
+        if (STORE_RESERVE(st, touched, b->n_##vec) < 0)                                        \
+            return -ENOMEM;                                                                    \
+        for (size_t i = 0; i < b->n_##vec; i++)                                                \
+            st->touched[st->n_touched++] = b->vec[i].field;                                    \
+    } while (0)
+
+/* The jobs whose rows batches first..last wrote, each once, sorted, into st->touched: every row
+ * kind that names a job (retention evicts only the blocks of jobs that got blocks). The rows
+ * that name none are captures' rank states, forgotten captures and streams' next seqs, which
+ * no read of a job's data (store_query_job_commits()) depends on. Returns 0 or -ENOMEM. */
+static int touched_jobs(struct store *st, struct store_batch *first, struct store_batch *last)
+{
+    st->n_touched = 0;
+    for (struct store_batch *b = first;; b = b->next) {
+        TOUCH(jobs, id);
+        TOUCH(streams, job_id);
+        TOUCH(sessions, job_id);
+        TOUCH(slots, job_id);
+        TOUCH(blocks, job_id);
+        TOUCH(steps, job_id);
+        TOUCH(queues, job_id);
+        TOUCH(hosts, job_id);
+        TOUCH(pipes, job_id);
+        TOUCH(ends, job_id);
+        TOUCH(caps, job_id);
+        TOUCH(live_steps, job_id);
+        TOUCH(rank_dels, job_id);
+        if (STORE_RESERVE(st, touched, b->n_dels) < 0)
+            return -ENOMEM;
+        for (size_t i = 0; i < b->n_dels; i++)
+            st->touched[st->n_touched++] = b->dels[i];
+        if (b == last)
+            break;
+    }
+    qsort(st->touched, st->n_touched, sizeof *st->touched, cmp_i64);
+    size_t n = 0;
+    for (size_t i = 0; i < st->n_touched; i++)
+        if (n == 0 || st->touched[n - 1] != st->touched[i])
+            st->touched[n++] = st->touched[i];
+    st->n_touched = n;
+    return 0;
+}
+
+#undef TOUCH
+
+/* Under st->mu, after st->committed counts the group: raises the commit count of the jobs in
+ * st->touched (touched: touched_jobs() returned 0), else of every job. */
+static void note_jobs(struct store *st, bool touched)
+{
+    if (!touched) {
+        st->all_jobs_commits = st->committed;
+        return;
+    }
+    size_t j = 0; /* both sorted: one merge pass, new ids inserted */
+    for (size_t i = 0; i < st->n_touched; i++) {
+        int64_t id = st->touched[i];
+        while (j < st->n_job_commits && st->job_commits[j].job_id < id)
+            j++;
+        if (j < st->n_job_commits && st->job_commits[j].job_id == id) {
+            st->job_commits[j++].commits = st->committed;
+            continue;
+        }
+        if (STORE_RESERVE(st, job_commits, 1) < 0) {
+            st->all_jobs_commits = st->committed; /* not noted: counts as every job's */
+            continue;
+        }
+        memmove(st->job_commits + j + 1, st->job_commits + j,
+                (st->n_job_commits - j) * sizeof *st->job_commits);
+        st->job_commits[j++] = (struct store_job_commits){id, st->committed};
+        st->n_job_commits++;
+    }
+}
+
 /* Under st->mu: hands the durable seqs to store_collect_durable() and unlinks the group. */
 static void publish(struct store *st, struct store_batch *first, struct store_batch *last,
                     size_t n_batches)
@@ -805,8 +886,10 @@ void *store__writer_main(void *arg)
             STATS_ADD(st->stats, evicted_blocks, ev.blocks);
             STATS_ADD(st->stats, evicted_events, ev.events);
             STATS_ADD(st->stats, evicted_bytes, ev.bytes);
+            bool touched = touched_jobs(st, first, last) == 0;
             pthread_mutex_lock(&st->mu);
             publish(st, first, last, n);
+            note_jobs(st, touched); /* before the wake: an ack implies the count's raise */
             recycle(st, first);
             pthread_mutex_unlock(&st->mu);
             (void)free_group(first, NULL);

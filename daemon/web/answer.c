@@ -34,6 +34,8 @@ void web__answer_init(struct web_answer *a)
     a->keep = false;
     a->job_id = 0;
     a->serial = 0;
+    a->stored = false;
+    a->commits = 0;
 }
 
 void web__answer_done(struct web_answer *a)

@@ -109,10 +109,14 @@ struct web_answer {
     int fd;
     uint64_t file_size;
     /* The answer cache: a live route that answered from one snapshot sets keep, the job and the
-     * snapshot's serial; http.c keeps a 200 bytes answer of a cacheable request under them. */
+     * snapshot's serial; http.c keeps a 200 bytes answer of a cacheable request under them. A
+     * store-read route (routes_summary.c) also sets stored and the store's commit count taken
+     * before it read (store_query_commits()): its answer is kept under both (cache.h). */
     bool keep;
     int64_t job_id;
     uint64_t serial;
+    bool stored;
+    uint64_t commits;
 };
 
 /* An empty answer: 500 with no body, to be filled. */

@@ -24,6 +24,20 @@
  * Which answers are kept is said by the answer itself (answer.h: keep, job_id, serial, set by
  * routes_live.c from the snapshot it answered from); http.c keeps those of a cacheable request.
  *
+ * The store-read routes (/summary/{kind}, /benchmark, /memory, /tree, /operator-view,
+ * /kernels/details, /comm-ops: routes_summary.c) read the rank's stored rows, which the store's
+ * writer commits asynchronously from live's publication: a snapshot's serial alone does not say
+ * what the store held when they read. Their answers are kept under two things taken before the
+ * analysis reads: the job's store commit count (store_query_job_commits(), taken before any read
+ * of the job's rows) and the serial of the job's snapshot (the analyses read live too: host
+ * figures, record steps). The writer raises a job's count only after the COMMIT that wrote the
+ * job, so a commit of the job that the read did not see raises it after it was taken: a hit,
+ * which needs it unchanged, cannot serve an answer missing anything of the job the store has
+ * committed (a commit the read did see but that raised the count after it was taken only costs
+ * a miss). Lines are acknowledged after their commit, so once a client has its ack the next
+ * request computes again. A deletion is a commit of the job (and its live state is gone), so a
+ * deleted job's answers are never served; other jobs' commits leave the count alone.
+ *
  * Threading: any server thread; one mutex.
  */
 #include "cache.h"
@@ -36,13 +50,14 @@
 
 #include "../../lib/util.h"
 #include "../live/live_query.h"
+#include "../store/store_query.h"
 #include "answer.h"
+#include "parse.h"
 
 struct cache_slot {
     char *key; /* NULL: empty */
     size_t key_len;
-    int64_t job_id;
-    uint64_t serial;
+    struct web_cache_from from;
     void *val;
 };
 
@@ -108,14 +123,18 @@ static void on_arg(void *ud, const char *key, size_t key_size, const char *value
         key_put(x, value, value_size);
 }
 
-int web__cache_key(const struct web_req *q, int route_id, const char *job, char *buf,
-                   size_t size, size_t *ret_len)
+int web__cache_key(const struct web_req *q, const struct web_route *r, char *buf, size_t size,
+                   size_t *ret_len)
 {
     struct key_ctx x = {buf, size, 0, false};
-    char head[16];
-    int n = snprintf(head, sizeof head, "%d\x1f", route_id);
+    /* The path's parts with their lengths: /summary/{kind} differ by kind alone, and neither part
+     * can run into the other or into the arguments. */
+    size_t kind_len = strlen(r->kind), job_len = strlen(r->job);
+    char head[64];
+    int n = snprintf(head, sizeof head, "%d\x1f%zu\x1f%zu\x1f", (int)r->id, kind_len, job_len);
     key_put(&x, head, (size_t)n);
-    key_put(&x, job, strlen(job));
+    key_put(&x, r->kind, kind_len);
+    key_put(&x, r->job, job_len);
     web__req_args_each(q, on_arg, &x);
     if (x.overflow)
         return -ENAMETOOLONG;
@@ -133,20 +152,29 @@ static bool slot_is(const struct cache_slot *s, const char *key, size_t len)
     return s->key && s->key_len == len && memcmp(s->key, key, len) == 0;
 }
 
-bool web__cache_use(struct web_cache *k, struct live *live, const char *key, size_t len,
-                    void (*use)(void *val, void *ud), void *ud)
+static bool from_same(const struct web_cache_from *a, const struct web_cache_from *b)
+{
+    return a->job_id == b->job_id && a->serial == b->serial && a->stored == b->stored &&
+           a->commits == b->commits;
+}
+
+bool web__cache_use(struct web_cache *k, struct live *live, struct store *store, const char *key,
+                    size_t len, void (*use)(void *val, void *ud), void *ud)
 {
     if (!k || !live)
         return false;
     struct cache_slot *s = slot_of(k, key, len);
-    int64_t job_id;
-    uint64_t serial;
     pthread_mutex_lock(&k->lock);
     bool found = slot_is(s, key, len);
-    job_id = s->job_id;
-    serial = s->serial;
+    struct web_cache_from from = s->from;
     pthread_mutex_unlock(&k->lock);
     if (!found)
+        return false;
+    int64_t job_id = from.job_id;
+    uint64_t serial = from.serial;
+    /* Before the snapshot's check: a commit after this count misses next time, not now, and what
+     * was committed before it the kept answer had read (the count was taken before it read). */
+    if (from.stored && (!store || store_query_job_commits(store, job_id) != from.commits))
         return false;
 
     const struct live_snapshot *snap;
@@ -160,7 +188,7 @@ bool web__cache_use(struct web_cache *k, struct live *live, const char *key, siz
 
     bool served = false;
     pthread_mutex_lock(&k->lock);
-    if (slot_is(s, key, len) && s->serial == serial && s->job_id == job_id) {
+    if (slot_is(s, key, len) && from_same(&s->from, &from)) {
         use(s->val, ud);
         served = true;
     }
@@ -168,8 +196,8 @@ bool web__cache_use(struct web_cache *k, struct live *live, const char *key, siz
     return served;
 }
 
-bool web__cache_keep(struct web_cache *k, const char *key, size_t len, int64_t job_id,
-                     uint64_t serial, void *val)
+bool web__cache_keep(struct web_cache *k, const char *key, size_t len,
+                     const struct web_cache_from *from, void *val)
 {
     char *copy = malloc(len);
     if (!copy) {
@@ -181,7 +209,7 @@ bool web__cache_keep(struct web_cache *k, const char *key, size_t len, int64_t j
     pthread_mutex_lock(&k->lock);
     free(s->key);
     void *old = s->val;
-    *s = (struct cache_slot){copy, len, job_id, serial, val};
+    *s = (struct cache_slot){copy, len, *from, val};
     pthread_mutex_unlock(&k->lock);
     if (old)
         k->release(old);

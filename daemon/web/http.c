@@ -305,7 +305,8 @@ static enum MHD_Result respond(struct web *w, struct MHD_Connection *c, struct w
     enum MHD_Result r = MHD_queue_response(c, a->status, resp);
     web__answer_done(a);
     /* The cache takes the creation reference; the queued one is the connection's. */
-    if (keep && web__cache_keep(w->cache, key, key_len, a->job_id, a->serial, resp))
+    struct web_cache_from from = {a->job_id, a->serial, a->stored, a->commits};
+    if (keep && web__cache_keep(w->cache, key, key_len, &from, resp))
         STATS_ADD(w->stats, http_cache_misses, 1);
     else if (!keep)
         MHD_destroy_response(resp);
@@ -601,6 +602,16 @@ static enum MHD_Result first_call(struct web *w, struct web_req *q, const char *
     return MHD_YES;
 }
 
+/* Whether request q of route r may be answered from the cache and keep its answer there: its key
+ * is then in key. */
+static bool cache_key(struct web *w, const struct web_req *q, const struct web_route *r, char *key,
+                      size_t size, size_t *ret_len)
+{
+    return w->store && w->cache &&
+           (web__route_cached(r->id) || web__route_store_cached(r->id)) &&
+           web__cache_key(q, r, key, size, ret_len) == 0;
+}
+
 /* A GET, HEAD or DELETE once the whole request is in. */
 static enum MHD_Result answer(struct web *w, struct web_req *q, const char *url)
 {
@@ -627,14 +638,14 @@ static enum MHD_Result answer(struct web *w, struct web_req *q, const char *url)
         web__route_delete(w, &r, &a);
         return respond(w, c, &a, NULL, 0);
     }
-    /* A live route's answer is served again while the job's snapshot is unchanged. */
+    /* A live route's answer is served again while the job's snapshot is unchanged, a store-read
+     * route's while moreover the store committed nothing since (cache.h). */
     char key[WEB_CACHE_KEY_MAX];
     size_t key_len = 0;
-    bool cached = w->store && w->cache && web__route_cached(r.id) &&
-                  web__cache_key(q, (int)r.id, r.job, key, sizeof key, &key_len) == 0;
+    bool cached = cache_key(w, q, &r, key, sizeof key, &key_len);
     if (cached) {
         struct cache_hit hit = {c, MHD_NO};
-        if (web__cache_use(w->cache, w->live, key, key_len, queue_kept, &hit)) {
+        if (web__cache_use(w->cache, w->live, w->store, key, key_len, queue_kept, &hit)) {
             STATS_ADD(w->stats, http_cache_hits, 1);
             return hit.r;
         }
@@ -664,10 +675,16 @@ static enum MHD_Result handle(struct web *w, struct web_req *q, const char *url,
     }
     case WEB_REQ_NEW:
         return first_call(w, q, url, method);
-    case WEB_REQ_PARKED: /* woken by the analysis thread: its answer */
+    case WEB_REQ_PARKED: { /* woken by the analysis thread: its answer, kept if it may be */
         web__answer_init(&a);
         web__analysis_answer(w, q, &a);
-        return respond(w, q->c, &a, NULL, 0);
+        struct web_route r;
+        char key[WEB_CACHE_KEY_MAX];
+        size_t key_len = 0;
+        bool cached = strlen(url) <= WEB_PATH_MAX && web__route_parse(url, &r) == 0 &&
+                      cache_key(w, q, &r, key, sizeof key, &key_len);
+        return respond(w, q->c, &a, cached ? key : NULL, key_len);
+    }
     case WEB_REQ_POST:
         if (*upload_data_size == 0) {
             web__answer_init(&a);

@@ -214,6 +214,22 @@ bool web__route_cached(enum web_route_id id)
     }
 }
 
+bool web__route_store_cached(enum web_route_id id)
+{
+    switch (id) {
+    case WEB_ROUTE_SUMMARY:
+    case WEB_ROUTE_BENCHMARK:
+    case WEB_ROUTE_MEMORY:
+    case WEB_ROUTE_TREE:
+    case WEB_ROUTE_OPERATOR_VIEW:
+    case WEB_ROUTE_KERNEL_DETAILS:
+    case WEB_ROUTE_COMM_OPS:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* A live route, computed by routes_live.c. http.c has served it from the answer cache already
  * if the job's snapshot was unchanged, and keeps this 200 answer if routes_live.c says so. */
 static int get_live(struct web *w, const struct web_req *q, const struct web_route *rt,
@@ -233,6 +249,10 @@ static int get_live(struct web *w, const struct web_req *q, const struct web_rou
     return web__route_live(w, q, rt, &job, a);
 }
 
+/* A store-read route, computed on an analysis thread by routes_summary.c. What it is computed
+ * from is taken before it reads (cache.h): the job's store commit count before any read of the
+ * job's rows (the job's own row gave only its id, which never changes), then its snapshot's
+ * serial before the analysis reads live; its 200 answer is kept under both. */
 static int get_summary(struct web *w, const struct web_req *q, const struct web_route *rt,
                        struct web_answer *a)
 {
@@ -241,9 +261,17 @@ static int get_summary(struct web *w, const struct web_req *q, const struct web_
     struct store_job job;
     if (web__find_live_job(w, rt, &job, a) < 0)
         return 0;
+    struct web_cache_from from = {.job_id = job.id, .stored = true,
+                                  .commits = store_query_job_commits(w->store, job.id)};
+    const struct live_snapshot *snap;
+    bool keep = live_snapshot_get(w->live, job.id, &snap) == 0;
+    if (keep) {
+        from.serial = live_snapshot_serial(snap);
+        live_snapshot_put(snap);
+    }
     if (rt->id == WEB_ROUTE_KERNEL_DETAILS || rt->id == WEB_ROUTE_COMM_OPS)
-        return web__route_tbprof(w, q, rt, &job, a);
-    return web__route_summary(w, q, rt, &job, a);
+        return web__route_tbprof(w, q, rt, &job, keep ? &from : NULL, a);
+    return web__route_summary(w, q, rt, &job, keep ? &from : NULL, a);
 }
 
 /* The routes whose one form is JSON: they refuse ?format= other than json. Every other
@@ -273,6 +301,8 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
         return 0;
     if (web__route_cached(r->id))
         return get_live(w, q, r, a);
+    if (web__route_store_cached(r->id))
+        return get_summary(w, q, r, a);
     switch (r->id) {
     case WEB_ROUTE_HEALTH:
         return get_health(w, a);
@@ -290,20 +320,12 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
         return get_job(w, q, r, a);
     case WEB_ROUTE_TIMELINE:
         return web__route_timeline(w, q, r, a);
-    case WEB_ROUTE_SUMMARY:
-    case WEB_ROUTE_BENCHMARK:
-    case WEB_ROUTE_MEMORY:
-    case WEB_ROUTE_TREE:
-    case WEB_ROUTE_OPERATOR_VIEW:
-    case WEB_ROUTE_KERNEL_DETAILS:
-    case WEB_ROUTE_COMM_OPS:
-        return get_summary(w, q, r, a);
     case WEB_ROUTE_CAPTURES:
     case WEB_ROUTE_CAPTURE:
         return web__route_captures(w, r, a);
     case WEB_ROUTE_DIFF:
         return web__route_diff(w, q, a);
-    default: /* the live routes above; STATIC and LOGIN (POST) are answered in http.c */
+    default: /* the live and store-read routes above; STATIC and LOGIN (POST): in http.c */
         break;
     }
     return web__error(a, WEB_HTTP_NOT_FOUND, "not_found", "no such API route");

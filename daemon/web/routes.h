@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "answer.h"
+#include "cache.h"
 #include "parse.h"
 #include "server.h"
 
@@ -22,6 +23,9 @@ int web__route_api(struct web *w, const struct web_req *q, const struct web_rout
                    struct web_answer *a);
 /* True for the routes whose 200 answers the cache may keep (the live ones, routes_live.c). */
 bool web__route_cached(enum web_route_id id);
+/* True for the store-read routes whose 200 answers the cache may keep (routes_summary.c): those
+ * of web__route_summary() and web__route_tbprof(), kept under what they were computed from. */
+bool web__route_store_cached(enum web_route_id id);
 /* The job of the route into *ret_job (its steps as /steps counts them): 0, or -1 with the
  * answer (404 naming it, a store error) in a. */
 int web__find_job(struct web *w, const struct web_route *rt, struct store_job *ret_job,
@@ -178,12 +182,16 @@ int web__route_timeline(struct web *w, const struct web_req *q, const struct web
 /* routes_summary.c: /summary/{kind} and /benchmark of job. The analysis runs on a thread of its
  * own while the connection is parked: the answer is then WEB_ANSWER_PARKED, and once the thread
  * wakes the connection http.c asks web__analysis_answer() for the real one. */
+/* from (NULL: the answer is not kept) is what the analysis is computed from, taken before it
+ * began (cache.h); its 200 answer carries it (answer.h keep, stored, commits). */
 int web__route_summary(struct web *w, const struct web_req *q, const struct web_route *r,
-                       const struct store_job *job, struct web_answer *a);
+                       const struct store_job *job, const struct web_cache_from *from,
+                       struct web_answer *a);
 /* /kernels/details and /comm-ops (torch-tb-profiler's kernel and communication tables), on the
  * same analysis threads and bounds. */
 int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_route *r,
-                      const struct store_job *job, struct web_answer *a);
+                      const struct store_job *job, const struct web_cache_from *from,
+                      struct web_answer *a);
 int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answer *a);
 /* web_start(): the lock and cond. web_stop(): before the server stops, stops the running
  * analyses (as if their clients had gone) and waits for them; after it, frees what is left. */

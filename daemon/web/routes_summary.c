@@ -1102,6 +1102,8 @@ struct web_analysis {
     enum web_format fmt;
     char unit[4];
     struct budget bg;
+    bool keep;                      /* its 200 answer may be kept under from (cache.h) */
+    struct web_cache_from from;
     int r;                          /* 0: b is the answer; else send_failure()'s, or -ENOENT */
     const char *not_found;          /* with -ENOENT: the message */
     struct sbuf b;
@@ -1706,9 +1708,14 @@ int web__analysis_answer(struct web *w, const struct web_req *q, struct web_answ
     pthread_mutex_unlock(&w->analyses_lock);
     if (!an)
         return web__error(a, WEB_HTTP_INTERNAL_SERVER_ERROR, "internal", NULL);
-    if (an->r == 0)
+    if (an->r == 0) {
         web__doc_fmt(w, a, &an->b, an->fmt);
-    else if (an->r == -ENOENT && an->not_found)
+        a->keep = an->keep;
+        a->job_id = an->from.job_id;
+        a->serial = an->from.serial;
+        a->stored = an->from.stored;
+        a->commits = an->from.commits;
+    } else if (an->r == -ENOENT && an->not_found)
         web__error(a, WEB_HTTP_NOT_FOUND, "not_found", an->not_found);
     else
         send_failure(w, a, an->r, an->bg.refused,
@@ -1772,7 +1779,8 @@ static int start(struct web *w, const struct web_req *q, struct web_analysis *an
 }
 
 int web__route_summary(struct web *w, const struct web_req *q, const struct web_route *rt,
-                       const struct store_job *job, struct web_answer *a)
+                       const struct store_job *job, const struct web_cache_from *from,
+                       struct web_answer *a)
 {
     enum web_summary_kind kind = WEB_SUMMARY_OVERVIEW;
     if (rt->id == WEB_ROUTE_SUMMARY && web__summary_kind_parse(rt->kind, &kind) < 0)
@@ -1871,7 +1879,9 @@ int web__route_summary(struct web *w, const struct web_req *q, const struct web_
                                 .group = group, .offset = offset, .limit = limit,
                                 .job = *job, .events = events, .kind = kind,
                                 .rank = rank, .first = first, .last = last, .skip = skip,
-                                .max_spans = (size_t)max_spans, .fmt = fmt};
+                                .max_spans = (size_t)max_spans, .fmt = fmt,
+                                .keep = from != NULL,
+                                .from = from ? *from : (struct web_cache_from){0}};
     memcpy(an->unit, unit, sizeof an->unit);
     memcpy(an->device, device, sizeof an->device);
     memcpy(an->name, name, sizeof an->name);
@@ -1922,7 +1932,8 @@ static int param_word(const struct web_req *q, struct web_answer *a, const char 
 }
 
 int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_route *rt,
-                      const struct store_job *job, struct web_answer *a)
+                      const struct store_job *job, const struct web_cache_from *from,
+                      struct web_answer *a)
 {
     static const char *const groups[] = {"name", "operator"};
     static const char *const links[] = {"launch", "external_id"};
@@ -1974,6 +1985,7 @@ int web__route_tbprof(struct web *w, const struct web_req *q, const struct web_r
                                 .events = events, .rank = rank, .max_spans = (size_t)max_spans,
                                 .fmt = fmt, .tbk_group = (enum analyse_tbk_group)group,
                                 .link = (enum analyse_tbc_link)link, .ranks = ids,
-                                .n_ranks = n_ranks};
+                                .n_ranks = n_ranks, .keep = from != NULL,
+                                .from = from ? *from : (struct web_cache_from){0}};
     return start(w, q, an, a);
 }

@@ -2,6 +2,13 @@
 """The live routes' answer cache (daemon/web/cache.c): a repeated request is served from it, byte for
 byte the same; it never serves an answer older than the job's current snapshot; different query
 arguments, jobs and formats get their own answers; error answers are not kept."""
+import gzip
+import http.client as http_client
+import json
+import pathlib
+import subprocess
+
+from conftest import build_dir, clean_env
 from ssclient import Client
 
 T0 = 2000000  # us
@@ -98,3 +105,101 @@ def test_errors_are_not_kept(daemon):
     assert after["cache_hits"] == before["cache_hits"]
     assert after["cache_misses"] == before["cache_misses"]
     assert after["errors"] - before["errors"] == 3
+
+
+# ---- the store-read routes (issue 17): kept under the store's commit count and the snapshot ----
+
+KINETO = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto" / "gpu_2steps_sampled_rank0.json.gz"
+STORE_ROUTES = ["tree?kind=operator", "operator-view", "memory", "summary/operator"]
+
+
+def imported(d, tmp, job, path):
+    imp = subprocess.run([str(build_dir() / "cli" / "stepscope"), "import", "--quiet",
+                          "--socket", d.socket, "--job", job, str(path)],
+                         capture_output=True, text=True, timeout=120, env=clean_env(tmp))
+    assert imp.returncode == 0, imp.stderr
+
+
+def delete(d, job):
+    conn = http_client.HTTPConnection(d.host, d.port, timeout=30)
+    try:
+        conn.request("DELETE", "/api/v1/jobs/" + job, headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        r.read()
+        return r.status
+    finally:
+        conn.close()
+
+
+def counted(d, path):
+    """GET path: (its body, the cache's hits and misses it added)."""
+    h0 = http(d)
+    _, body = get(d, path)
+    h1 = http(d)
+    return body, (h1["cache_hits"] - h0["cache_hits"], h1["cache_misses"] - h0["cache_misses"])
+
+
+def test_store_read_routes_repeat_from_the_cache_never_stale_never_deleted(daemon, tmp):
+    imported(daemon, tmp, "stc", KINETO)
+    rank = daemon.get_json("/api/v1/jobs/stc")["ranks_detail"][0]["rank"]
+    paths = ["/api/v1/jobs/stc/" + r for r in STORE_ROUTES]
+    # (1) the first request computes and keeps its answer, the repeat is served from the cache,
+    # byte for byte the same.
+    first = {}
+    for p in paths:
+        first[p], n = counted(daemon, p)
+        assert n == (0, 1), (p, n, len(first[p]))
+        again, n = counted(daemon, p)
+        assert n == (1, 0), (p, n)
+        assert again == first[p], p
+    # /summary/{kind}: each kind its own answer (the kind is in the path, not the query)
+    kern, n = counted(daemon, "/api/v1/jobs/stc/summary/kernel")
+    assert n == (0, 1) and kern != first[paths[-1]]
+    assert "name" in json.loads(kern)["rows"][0]
+    # another job's lines, committed meanwhile, leave this job's answers in the cache
+    o = Client(daemon.socket)
+    o.hello("stc-other", rank=0)
+    o.send_lines([step(1), op("aten::mm", 1)])
+    o.wait_ack(2)
+    o.close()
+    for p in paths:
+        again, n = counted(daemon, p)
+        assert n == (1, 0) and again == first[p], (p, n)
+
+    # (2) more lines of the job, acked (so committed): the next answers are computed again and
+    # show them, at once (no wait for a snapshot).
+    trace = json.loads(gzip.decompress(KINETO.read_bytes()))["traceEvents"]
+    cpu_op = next(e for e in trace if isinstance(e, dict) and e.get("cat") == "cpu_op"
+              and e.get("ph") == "X")
+    probe = dict(cpu_op, name="stepscope::cache_probe")
+    c = Client(daemon.socket)
+    c.hello("stc", rank=rank)
+    c.send_lines([probe])
+    c.wait_ack(1)
+    for p in paths:
+        body, n = counted(daemon, p)
+        assert n == (0, 1), (p, n)
+        if "operator-view" in p:  # its first page of 100 rows: the probe counts in calls
+            assert json.loads(body)["calls"] == json.loads(first[p])["calls"] + 1
+        elif "memory" not in p:  # a cpu_op without memory events: not in the memory view
+            assert b"stepscope::cache_probe" in body and b"stepscope::cache_probe" not in first[p], p
+    c.close()
+
+    # (3) deleted: no answer from the cache, the routes say the job is gone.
+    daemon.wait_for("the session's end", lambda: not daemon.job("stc")["live"])
+    for p in paths:
+        counted(daemon, p)  # kept again, after the session's end
+    assert delete(daemon, "stc") == 204
+    h0 = http(daemon)
+    for p in paths:
+        st, _, body = daemon.request(p)
+        assert st == 404, (p, st, body[:200])
+    h1 = http(daemon)
+    assert h1["cache_hits"] == h0["cache_hits"]
+    # the same name imported again is a new job: computed, not the deleted one's answers
+    imported(daemon, tmp, "stc", KINETO)
+    for p in paths:
+        body, n = counted(daemon, p)
+        assert n == (0, 1), (p, n)
+        if "memory" not in p:
+            assert b"stepscope::cache_probe" not in body, p

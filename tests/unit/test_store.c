@@ -297,6 +297,49 @@ END_TEST
 /* The jobs list's steps for a job live does not hold: live's last count per rank, persisted
  * (store_rank_live_steps()), kept across a reopen, the larger beside step records; a database
  * of version 2 migrates with none known. */
+/* A job's commit count (store_query_job_commits()) rises with each commit that writes the job,
+ * and only then: another job's commits leave it alone; its deletion raises it; a job the store
+ * never wrote since it opened has 0. */
+START_TEST(test_store_job_commits)
+{
+    struct store *st = open_ok(0);
+    struct record_welcome a = session(st, "a", 0, ""), b = session(st, "b", 0, "");
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    uint64_t ca = store_query_job_commits(st, a.job_id), cb = store_query_job_commits(st, b.job_id);
+    ck_assert_uint_gt(ca, 0);
+    ck_assert_uint_gt(cb, 0);
+    ck_assert_uint_eq(store_query_job_commits(st, b.job_id + 1000), 0);
+
+    struct record r = trace("{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":2}", 'X', 1, 2, 0);
+    ck_assert_int_eq(store_append(st, a.session_id, &r, 1, 1), 0);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    uint64_t ca2 = store_query_job_commits(st, a.job_id);
+    ck_assert_uint_gt(ca2, ca);
+    ck_assert_uint_eq(store_query_job_commits(st, b.job_id), cb);
+
+    r = trace("{\"ph\":\"X\",\"name\":\"k\",\"ts\":3,\"dur\":2}", 'X', 3, 2, 0);
+    ck_assert_int_eq(store_append(st, b.session_id, &r, 1, 1), 0);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    uint64_t cb2 = store_query_job_commits(st, b.job_id);
+    ck_assert_uint_gt(cb2, cb);
+    ck_assert_uint_eq(store_query_job_commits(st, a.job_id), ca2);
+
+    store_session_close(st, a.session_id, true);
+    ck_assert_int_eq(store_flush_wait(st, WAIT_NS), 0);
+    uint64_t ca3 = store_query_job_commits(st, a.job_id);
+    ck_assert_uint_gt(ca3, ca2);
+    int64_t job_id;
+    uint64_t ticket;
+    ck_assert_int_eq(store_job_delete(st, "a", &job_id, &ticket), 0);
+    ck_assert_int_eq(job_id, a.job_id);
+    ck_assert_int_eq(store_wait_committed(st, ticket, WAIT_NS), 0);
+    ck_assert_uint_gt(store_query_job_commits(st, a.job_id), ca3);
+    ck_assert_uint_eq(store_query_job_commits(st, b.job_id), cb2);
+    store_session_close(st, b.session_id, true);
+    store_close(st);
+}
+END_TEST
+
 START_TEST(test_store_rank_live_steps)
 {
     struct store *st = open_ok(0);
@@ -1340,6 +1383,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_store_big_append_splits_blocks);
     tcase_add_test(tc, test_store_on_durable_optional);
     tcase_add_test(tc, test_store_on_durable_wakes);
+    tcase_add_test(tc, test_store_job_commits);
     suite_add_tcase(s, tc);
     return s;
 }
