@@ -14,11 +14,14 @@ import csv
 import io
 import json
 import pathlib
+import shutil
+import tempfile
 
 import pandas as pd
 import pytest
 
 import tb_breakdown as tb
+from conftest import DaemonFactory, daemon_binary
 from ssclient import Client, x_event
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kineto"
@@ -28,23 +31,42 @@ def url(d, path):
     return "http://%s:%d%s" % (d.host, d.port, path)
 
 
+@pytest.fixture(scope="module")
+def k5d():
+    """One daemon holding gpu_5steps_rank0 as job k5, for the module's tests that only read it
+    (GETs: their answers and their errors). Alive at the end, and exits 0 on SIGTERM."""
+    if not daemon_binary().exists():
+        pytest.fail(f"{daemon_binary()} is not built")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="ssi.", dir="/tmp"))
+    f = DaemonFactory(tmp)
+    try:
+        d = f("k5")
+        lines = tb.lines(DATA / "gpu_5steps_rank0.json.gz")
+        with Client(d.socket) as c:
+            c.hello("k5")
+            c.send_lines(lines)
+            c.wait_ack(len(lines), timeout=60)
+        d.wait_for("k5 published", lambda: d.get_json(
+            "/api/v1/jobs/k5/breakdown")["spans"] == 67216, timeout=30)
+        yield d
+    finally:
+        problems = f.teardown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert not problems, "\n".join(problems)
+
+
 @pytest.fixture
-def k5(daemon):
-    lines = tb.lines(DATA / "gpu_5steps_rank0.json.gz")
-    with Client(daemon.socket) as c:
-        c.hello("k5")
-        c.send_lines(lines)
-        c.wait_ack(len(lines), timeout=60)
-    daemon.wait_for("k5 published", lambda: daemon.get_json(
-        "/api/v1/jobs/k5/breakdown")["spans"] == 67216, timeout=30)
-    return "/api/v1/jobs/k5"
+def k5(k5d):
+    """The job's path; the daemon must still be alive after each test, as with its own."""
+    yield "/api/v1/jobs/k5"
+    k5d.assert_alive()
 
 
-def test_csv_gives_every_row_unless_limited(daemon, k5):
+def test_csv_gives_every_row_unless_limited(k5d, k5):
     for route, total in (("operators", 199), ("kernels", 85), ("steps", 5), ("breakdown", 5)):
-        doc = daemon.get_json(f"{k5}/{route}")
+        doc = k5d.get_json(f"{k5}/{route}")
         assert doc["total"] == total
-        st, hdr, body = daemon.request(f"{k5}/{route}?format=csv")
+        st, hdr, body = k5d.request(f"{k5}/{route}?format=csv")
         assert st == 200 and hdr["content-type"].startswith("text/csv")
         assert hdr["transfer-encoding"] == "chunked"  # streamed, not one buffer
         rows = list(csv.DictReader(io.StringIO(body.decode())))
@@ -52,38 +74,38 @@ def test_csv_gives_every_row_unless_limited(daemon, k5):
         assert hdr["x-total-count"] == str(total)
         assert "x-stepscope-truncated" not in hdr
         # pandas reads the same rows straight from the URL.
-        assert len(pd.read_csv(url(daemon, f"{k5}/{route}?format=csv"))) == total
+        assert len(pd.read_csv(url(k5d, f"{k5}/{route}?format=csv"))) == total
     # An explicit limit cuts, and the answer says so.
-    st, hdr, body = daemon.request(f"{k5}/operators?format=csv&limit=10&offset=5")
+    st, hdr, body = k5d.request(f"{k5}/operators?format=csv&limit=10&offset=5")
     assert len(body.decode().strip().splitlines()) == 11
     assert hdr["x-total-count"] == "199"
     assert hdr["x-stepscope-truncated"] == "rows 5-14 of 199"
     # The rows are those of the JSON pages, in the same order.
-    json_rows = daemon.get_json(f"{k5}/operators?limit=100000")["rows"]
-    csv_rows = list(csv.DictReader(io.StringIO(daemon.request(
+    json_rows = k5d.get_json(f"{k5}/operators?limit=100000")["rows"]
+    csv_rows = list(csv.DictReader(io.StringIO(k5d.request(
         f"{k5}/operators?format=csv")[2].decode())))
     assert [r["name"] for r in csv_rows] == [r["name"] for r in json_rows]
 
 
-def test_records_read_straight_into_a_dataframe(daemon, k5):
+def test_records_read_straight_into_a_dataframe(k5d, k5):
     for route in ("operators", "kernels", "steps", "breakdown"):
-        want = daemon.get_json(f"{k5}/{route}?limit=100000")["rows"]
-        st, hdr, body = daemon.request(f"{k5}/{route}?format=records")
+        want = k5d.get_json(f"{k5}/{route}?limit=100000")["rows"]
+        st, hdr, body = k5d.request(f"{k5}/{route}?format=records")
         assert st == 200 and hdr["content-type"] == "application/json"
         assert json.loads(body) == want, route
-        df = pd.read_json(url(daemon, f"{k5}/{route}?format=records"))
+        df = pd.read_json(url(k5d, f"{k5}/{route}?format=records"))
         assert len(df) == len(want) and list(df.columns) == list(want[0]), route
-    df = pd.read_json(url(daemon, f"{k5}/operators?format=records"))
+    df = pd.read_json(url(k5d, f"{k5}/operators?format=records"))
     assert df["calls"].dtype.kind == "i" and df["total_us"].dtype.kind in "if"
-    assert df["calls"].sum() == sum(r["calls"] for r in daemon.get_json(
+    assert df["calls"].sum() == sum(r["calls"] for r in k5d.get_json(
         f"{k5}/operators?limit=100000")["rows"])
     # Paged records say what they left out, as CSV does.
-    st, hdr, body = daemon.request(f"{k5}/operators?format=records&limit=3")
+    st, hdr, body = k5d.request(f"{k5}/operators?format=records&limit=3")
     assert len(json.loads(body)) == 3 and hdr["x-stepscope-truncated"] == "rows 0-2 of 199"
 
 
-def test_every_table_route_has_records(daemon, k5):
-    jid = daemon.job("k5")["id"]
+def test_every_table_route_has_records(k5d, k5):
+    jid = k5d.job("k5")["id"]
     routes = {
         "/api/v1/jobs": lambda d: d["jobs"],
         f"{k5}": lambda d: d["ranks_detail"],
@@ -94,18 +116,18 @@ def test_every_table_route_has_records(daemon, k5):
     }
     for path, rows_of in routes.items():
         sep = "&" if "?" in path else "?"
-        st, hdr, body = daemon.request(path + sep + "format=records")
+        st, hdr, body = k5d.request(path + sep + "format=records")
         assert st == 200, (path, body[:200])
         got = json.loads(body)
         assert isinstance(got, list), path
         if rows_of:
-            assert got == rows_of(daemon.get_json(path)), path
+            assert got == rows_of(k5d.get_json(path)), path
     # A format no route knows is a 400 naming it.
-    doc = daemon.get_json(f"{k5}/steps?format=xml", status=400)
+    doc = k5d.get_json(f"{k5}/steps?format=xml", status=400)
     assert doc["error"]["message"].startswith("format")
 
 
-def test_json_only_routes_refuse_other_formats(daemon, k5):
+def test_json_only_routes_refuse_other_formats(k5d, k5):
     """A route with no table (issue 17 review) answers ?format=json as without it, and refuses
     any other format with a 400 naming format, as a table route refuses an unknown one: a client
     asking for CSV never gets JSON it would take for CSV."""
@@ -113,30 +135,30 @@ def test_json_only_routes_refuse_other_formats(daemon, k5):
               f"{k5}/step-trace", f"{k5}/helper", f"{k5}/captures", f"{k5}/captures/1"]
     for path in routes:
         for fmt in ("csv", "records", "xml", "text"):
-            st, hdr, body = daemon.request(f"{path}?format={fmt}")
+            st, hdr, body = k5d.request(f"{path}?format={fmt}")
             assert st == 400, (path, fmt, body[:200])
             err = json.loads(body)["error"]
             assert err["code"] == "bad_request", (path, err)
             assert err["message"].startswith("format:"), (path, err)
         if not path.endswith("/1"):
-            assert daemon.request(f"{path}?format=json")[0] == 200, path
+            assert k5d.request(f"{path}?format=json")[0] == 200, path
     # Every route of the OpenAPI document refuses a format it has not, tables or not; only
     # /metrics (Prometheus text) and the event stream have their own fixed formats.
-    doc = daemon.get_json("/api/v1/openapi.json")
+    doc = k5d.get_json("/api/v1/openapi.json")
     for p, ops in doc["paths"].items():
         if "get" not in ops or p in ("/metrics", "/api/v1/events"):
             continue
         path = p.replace("{job}", "k5").replace("{kind}", "overview").replace("{id}", "1")
         sep = "?base=k5&exp=k5&" if p == "/api/v1/diff" else "?"
-        st, _, body = daemon.request(f"{path}{sep}format=xml")
+        st, _, body = k5d.request(f"{path}{sep}format=xml")
         assert st == 400 and json.loads(body)["error"]["message"].startswith("format:"), (p, st)
 
 
-def test_out_of_range_names_the_range(daemon, k5):
+def test_out_of_range_names_the_range(k5d, k5):
     """A number out of range says the range allowed (issue 17 review), in the parameter's unit."""
-    msg = daemon.get_json(f"{k5}/operators?limit=0", status=400)["error"]["message"]
+    msg = k5d.get_json(f"{k5}/operators?limit=0", status=400)["error"]["message"]
     assert msg == "limit: out of range (1..100000)"
-    doc = daemon.get_json(f"{k5}/gpu/launches?runtime_cutoff_us=-0.5", status=400)
+    doc = k5d.get_json(f"{k5}/gpu/launches?runtime_cutoff_us=-0.5", status=400)
     msg = doc["error"]["message"]
     assert msg == "runtime_cutoff_us: out of range (0..4611686018427387.903)"
 
