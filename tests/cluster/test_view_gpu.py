@@ -302,3 +302,23 @@ def test_diff_of_a_local_and_a_remote_job(nodes, q):
     one side of the diff is local and the other pulled; both nodes answer alike, with step
     ranges (read from the stored spans) too."""
     same(nodes["A"], nodes["B"], f"/api/v1/diff?{q}")
+
+
+def test_live_paddle_operators_equal_on_the_viewer(nodes):
+    """pd-cnn was trained live on B, its lines cut by B's socket reads; A pulled the same lines in
+    the blocks B stored, so A's live analysis met them in other batches. Self time is walked
+    across batches (docs/ANALYSIS.md "Self time": a span of a later batch nests in the spans of
+    earlier ones), so every operator row, self time included, is B's on A. Rows of equal totals
+    are listed in first-seen order, which differs between the nodes: compared by name."""
+    path = route(PADDLE, 0, "/operators?limit=100000")
+
+    def rows(d):
+        doc = get(d, path)
+        return doc, sorted(doc["rows"], key=lambda r: r["name"])
+
+    want_doc, want = rows(nodes["B"])
+    assert want and any(r["self_us"] < r["total_us"] for r in want), want  # nested operators
+    deadline = time.monotonic() + 15
+    while (got := rows(nodes["A"])[1]) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert got == want, [(w, g) for w, g in zip(want, got) if w != g][:5]
