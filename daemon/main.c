@@ -906,6 +906,7 @@ static int start_web(struct daemon *d)
         .max_exports = (unsigned)d->cfg.http_max_exports,
         .analysis_timeout_ms = (unsigned)d->cfg.http_analysis_timeout_ms,
         .analysis_max_bytes = (size_t)d->cfg.http_analysis_max_bytes,
+        .cache_max_bytes = (size_t)d->cfg.http_cache_max_bytes,
         .max_response_bytes = (size_t)d->cfg.max_response_bytes,
         .version = STEPSCOPE_VERSION,
         .instance = d->instance,

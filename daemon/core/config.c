@@ -54,6 +54,8 @@ const struct config_option config_options[] = {
      "longest an analysis (summaries, benchmark) may run before it answers 503 deadline"},
     {"http_analysis_max_bytes", "1073741824",
      "memory the running analyses (summaries, benchmark) may hold together; past it 503/413"},
+    {"http_cache_max_bytes", "67108864",
+     "memory the answer cache's kept answers hold together; past it the least recently used go"},
     {"max_response_bytes", "67108864", "largest HTTP answer, in bytes"},
     {"durability", "normal", "normal (survives a daemon crash) or full (survives power loss)"},
     {"helper_rules", "", "file of helper thresholds, key = value lines (empty: the defaults)"},
@@ -259,6 +261,8 @@ int config_set(struct config *c, const char *key, const char *value, char *err)
         return U64(http_analysis_timeout_ms, 1, 86400000);
     if (strcmp(key, "http_analysis_max_bytes") == 0)
         return U64(http_analysis_max_bytes, 1u << 20, UINT64_MAX / 4);
+    if (strcmp(key, "http_cache_max_bytes") == 0)
+        return U64(http_cache_max_bytes, 1u << 20, UINT64_MAX / 4);
     if (strcmp(key, "max_response_bytes") == 0)
         return U64(max_response_bytes, 4096, UINT64_MAX / 4);
     if (strcmp(key, "durability") == 0) {

@@ -51,6 +51,7 @@ struct config {
                                          bound address; comma-separated; "*": any */
     uint64_t http_analysis_timeout_ms; /* an analysis still running this long answers 503 */
     uint64_t http_analysis_max_bytes; /* memory budget of the running analyses, together */
+    uint64_t http_cache_max_bytes;    /* memory budget of the answer cache's kept answers */
     uint64_t max_response_bytes;      /* cap on one HTTP answer */
     enum config_durability durability;
     char helper_rules[CONFIG_PATH_MAX]; /* file of helper thresholds ("key = value", analyse_helper.h);

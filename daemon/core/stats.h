@@ -77,6 +77,8 @@ struct stats {
     _Atomic uint64_t http_errors;         /* answers with status >= 400 */
     _Atomic uint64_t http_cache_hits;     /* live answers served again from daemon/web/cache.c */
     _Atomic uint64_t http_cache_misses;   /* live answers computed and kept there */
+    _Atomic uint64_t http_cache_bytes;    /* gauge: bytes the kept answers hold (http_cache_max_bytes) */
+    _Atomic uint64_t http_cache_evictions; /* kept answers evicted to stay under http_cache_max_bytes */
     _Atomic uint64_t http_deadline_closed; /* requests not in by http_request_timeout_s */
     _Atomic uint64_t http_exports_refused; /* timeline exports past http_max_exports (503) */
     _Atomic uint64_t http_analyses_refused; /* analyses past http_threads - 1 at once (503 busy) */

@@ -12,8 +12,16 @@
  * The key is the route, the {job} as written and the query arguments in the order sent; a hit
  * re-checks the serial of the job's current snapshot, so a stale answer is never served. Slots
  * are direct-mapped by the key's hash: a colliding key replaces the slot's answer. Only 200
- * answers of at most WEB_CACHE_BODY_MAX bytes are kept, so the cache holds at most
- * WEB_CACHE_SLOTS * WEB_CACHE_BODY_MAX bytes of bodies.
+ * answers are kept, each of at most WEB_CACHE_BODY_MAX bytes (8 MiB: /gpu/launches' default page
+ * of long kernel names is 0.6 MB, /operator-view?limit=100000 several MB).
+ *
+ * Memory is bounded by total bytes, not by a small body limit: each slot is charged its body's
+ * bytes and its key's, and the charges together stay at most the budget (http_cache_max_bytes,
+ * default 64 MiB). Keeping an answer first replaces its slot's, then evicts the other slots least
+ * recently kept or served (a tick taken under the lock) until the total is under the budget; an
+ * answer larger than the budget alone is not kept. The evicted values are released after the
+ * lock (a response a connection still queues lives on by its own reference). The total is
+ * http_cache_bytes in /stats, the evictions http_cache_evictions.
  *
  * What a slot keeps is opaque here: http.c keeps its built response, which libmicrohttpd
  * reference-counts and may queue on many connections at once. A slot holds one reference (the
@@ -49,6 +57,7 @@
 #include <string.h>
 
 #include "../../lib/util.h"
+#include "../core/stats.h"
 #include "../live/live_query.h"
 #include "../store/store_query.h"
 #include "answer.h"
@@ -59,15 +68,22 @@ struct cache_slot {
     size_t key_len;
     struct web_cache_from from;
     void *val;
+    size_t bytes;  /* charged: the body's bytes and the key's */
+    uint64_t used; /* tick of its keep or its last hit: the least is evicted first */
 };
 
 struct web_cache {
     pthread_mutex_t lock;
     void (*release)(void *val);
+    struct stats *stats; /* may be NULL */
+    size_t max_bytes;    /* budget of the slots' bytes together */
+    size_t bytes;        /* the slots' bytes together, <= max_bytes */
+    uint64_t tick;
     struct cache_slot slots[WEB_CACHE_SLOTS];
 };
 
-int web__cache_new(struct web_cache **ret, void (*release)(void *val))
+int web__cache_new(struct web_cache **ret, size_t max_bytes, struct stats *stats,
+                   void (*release)(void *val))
 {
     struct web_cache *k = calloc(1, sizeof *k);
     if (!k)
@@ -77,6 +93,8 @@ int web__cache_new(struct web_cache **ret, void (*release)(void *val))
         return -ENOMEM;
     }
     k->release = release;
+    k->stats = stats;
+    k->max_bytes = max_bytes ? max_bytes : WEB_CACHE_BYTES_DEFAULT;
     *ret = k;
     return 0;
 }
@@ -190,28 +208,74 @@ bool web__cache_use(struct web_cache *k, struct live *live, struct store *store,
     pthread_mutex_lock(&k->lock);
     if (slot_is(s, key, len) && from_same(&s->from, &from)) {
         use(s->val, ud);
+        s->used = ++k->tick;
         served = true;
     }
     pthread_mutex_unlock(&k->lock);
     return served;
 }
 
-bool web__cache_keep(struct web_cache *k, const char *key, size_t len,
-                     const struct web_cache_from *from, void *val)
+bool web__cache_fits(const struct web_cache *k, size_t body, size_t key_len)
 {
-    char *copy = malloc(len);
+    return k && body <= WEB_CACHE_BODY_MAX && key_len <= k->max_bytes &&
+           body <= k->max_bytes - key_len;
+}
+
+/* Empties slot s, its value appended to out[*n] for release after the lock. Under the lock. */
+static void slot_drop(struct web_cache *k, struct cache_slot *s, void **out, size_t *n)
+{
+    free(s->key);
+    if (s->val)
+        out[(*n)++] = s->val;
+    k->bytes -= s->bytes;
+    *s = (struct cache_slot){0};
+}
+
+bool web__cache_keep(struct web_cache *k, const char *key, size_t len,
+                     const struct web_cache_from *from, void *val, size_t body)
+{
+    char *copy = web__cache_fits(k, body, len) ? malloc(len) : NULL;
     if (!copy) {
         k->release(val); /* not kept: as if there were no cache */
         return false;
     }
     memcpy(copy, key, len);
+    size_t bytes = body + len;
     struct cache_slot *s = slot_of(k, copy, len);
+    void *gone[WEB_CACHE_SLOTS];
+    size_t n = 0, evicted = 0;
     pthread_mutex_lock(&k->lock);
-    free(s->key);
-    void *old = s->val;
-    *s = (struct cache_slot){copy, len, *from, val};
+    slot_drop(k, s, gone, &n);
+    /* Least recently used first, until the new one fits: at most every other slot. */
+    while (k->bytes > k->max_bytes - bytes) {
+        struct cache_slot *lru = NULL;
+        for (size_t i = 0; i < WEB_CACHE_SLOTS; i++) {
+            struct cache_slot *o = &k->slots[i];
+            if (o->key && (!lru || o->used < lru->used))
+                lru = o;
+        }
+        if (!lru) /* cannot be: the others' bytes are k->bytes */
+            break;
+        slot_drop(k, lru, gone, &n);
+        evicted++;
+    }
+    *s = (struct cache_slot){copy, len, *from, val, bytes, ++k->tick};
+    k->bytes += bytes;
+    if (k->stats) {
+        STATS_SET(k->stats, http_cache_bytes, k->bytes);
+        if (evicted)
+            STATS_ADD(k->stats, http_cache_evictions, evicted);
+    }
     pthread_mutex_unlock(&k->lock);
-    if (old)
-        k->release(old);
+    for (size_t i = 0; i < n; i++)
+        k->release(gone[i]);
     return true;
+}
+
+size_t web__cache_bytes(struct web_cache *k)
+{
+    pthread_mutex_lock(&k->lock);
+    size_t n = k->bytes;
+    pthread_mutex_unlock(&k->lock);
+    return n;
 }

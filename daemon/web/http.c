@@ -292,7 +292,7 @@ static enum MHD_Result respond(struct web *w, struct MHD_Connection *c, struct w
         return MHD_NO;
     }
     bool keep = key && a->keep && w->cache && a->status == MHD_HTTP_OK &&
-                a->body == WEB_BODY_BYTES && a->len <= WEB_CACHE_BODY_MAX;
+                a->body == WEB_BODY_BYTES && web__cache_fits(w->cache, a->len, key_len);
     bool streamed = a->body == WEB_BODY_STREAM || a->body == WEB_BODY_FILE;
     struct MHD_Response *resp = build(a);
     if (!resp) {
@@ -306,7 +306,7 @@ static enum MHD_Result respond(struct web *w, struct MHD_Connection *c, struct w
     web__answer_done(a);
     /* The cache takes the creation reference; the queued one is the connection's. */
     struct web_cache_from from = {a->job_id, a->serial, a->stored, a->commits};
-    if (keep && web__cache_keep(w->cache, key, key_len, &from, resp))
+    if (keep && web__cache_keep(w->cache, key, key_len, &from, resp, a->len))
         STATS_ADD(w->stats, http_cache_misses, 1);
     else if (!keep)
         MHD_destroy_response(resp);
@@ -840,7 +840,7 @@ int web_start(const struct web_config *cfg, struct web **ret_web, char *err)
         w->has_captures = true;
         w->captures = *cfg->captures;
     }
-    if (w->live && web__cache_new(&w->cache, release_response) < 0) {
+    if (w->live && web__cache_new(&w->cache, cfg->cache_max_bytes, cfg->stats, release_response) < 0) {
         snprintf(err, WEB_ERR_MAX, "http: out of memory");
         goto fail;
     }

@@ -366,6 +366,8 @@ void web__render_stats(struct sbuf *b, struct stats *s, const struct store_info 
     member_u64(b, "errors", STATS_GET(s, http_errors));
     member_u64(b, "cache_hits", STATS_GET(s, http_cache_hits));
     member_u64(b, "cache_misses", STATS_GET(s, http_cache_misses));
+    member_u64(b, "cache_bytes", STATS_GET(s, http_cache_bytes));
+    member_u64(b, "cache_evictions", STATS_GET(s, http_cache_evictions));
     member_u64(b, "deadline_closed", STATS_GET(s, http_deadline_closed));
     member_u64(b, "exports_refused", STATS_GET(s, http_exports_refused));
     member_u64(b, "analyses_refused", STATS_GET(s, http_analyses_refused));

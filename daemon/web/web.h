@@ -67,6 +67,7 @@ struct web_config {
                                     this long answers 503 deadline; 0: 30000 */
     size_t analysis_max_bytes;   /* memory the running analyses may hold together (estimated,
                                     routes_summary.c); 0: 1 GiB */
+    size_t cache_max_bytes;      /* the answer cache's kept answers together (cache.h); 0: 64 MiB */
     size_t max_response_bytes;   /* answers larger than this become 413 response_too_large */
     const char *version;         /* reported by /api/v1/health; copied at start (63 bytes kept) */
     const char *instance;        /* this run of the daemon, reported by /api/v1/health (the same

@@ -203,3 +203,65 @@ def test_store_read_routes_repeat_from_the_cache_never_stale_never_deleted(daemo
         assert n == (0, 1), (p, n)
         if "memory" not in p:
             assert b"stepscope::cache_probe" not in body, p
+
+
+# ---- big answers: the cache is bounded by its total bytes (http_cache_max_bytes), not by a
+# small body limit (issue 17: /gpu/launches' default page of long kernel names) ----
+
+KINETO_5 = KINETO.parent / "gpu_5steps_rank0.json.gz"
+
+
+def ended(d, tmp, job, path):
+    """path imported as job, its session over (no snapshot published after it)."""
+    imported(d, tmp, job, path)
+    d.wait_for(job + "'s end", lambda: not d.job(job)["live"])
+
+
+def test_a_big_launches_page_is_served_from_the_cache(daemon, tmp):
+    ended(daemon, tmp, "big", KINETO_5)
+    path = "/api/v1/jobs/big/gpu/launches"
+    first, n = counted(daemon, path)
+    assert len(first) > 512 * 1024 and n == (0, 1), (len(first), n)  # the old body limit
+    assert len(json.loads(first)["rows"]) == 1000
+    for _ in range(2):
+        again, n = counted(daemon, path)
+        assert n == (1, 0) and again == first, (n, len(again))
+    assert len(first) < http(daemon)["cache_bytes"] < 64 << 20  # the default budget
+
+
+def test_the_cache_stays_under_its_budget(daemons, tmp):
+    budget = 1 << 20
+    d = daemons("d", config=f"http_cache_max_bytes = {budget}\n")
+    ended(d, tmp, "b5", KINETO_5)
+    ended(d, tmp, "b2", KINETO)
+    big = "/api/v1/jobs/b5/gpu/launches"  # ~570 KB
+    small = "/api/v1/jobs/b2/gpu/launches"  # ~360 KB: both fit the budget together
+    other = "/api/v1/jobs/b5/gpu/launches?limit=600"  # ~340 KB: with both, past it
+    sizes = {}
+    for p in (big, small):
+        body, n = counted(d, p)
+        sizes[p] = len(body)
+        assert n == (0, 1), (p, n)
+        assert counted(d, p)[1] == (1, 0), p
+    h = http(d)
+    assert h["cache_evictions"] == 0 and sum(sizes.values()) < h["cache_bytes"] <= budget, h
+    # a third answer would pass the budget: the least recently used (big) is evicted for it
+    body, n = counted(d, other)
+    sizes[other] = len(body)
+    assert n == (0, 1) and sum(sizes.values()) > budget, (n, sizes)
+    h = http(d)
+    assert h["cache_evictions"] == 1 and sizes[small] + sizes[other] < h["cache_bytes"] <= budget, h
+    assert counted(d, small)[1] == (1, 0)
+    assert counted(d, other)[1] == (1, 0)
+    again, n = counted(d, big)  # evicted: computed again, the same bytes; it evicts small (LRU)
+    assert n == (0, 1) and len(again) == sizes[big], n
+    h = http(d)
+    assert h["cache_evictions"] == 2 and sizes[big] + sizes[other] < h["cache_bytes"] <= budget, h
+    assert counted(d, big)[1] == (1, 0)
+    assert counted(d, other)[1] == (1, 0)
+    # an answer larger than the whole budget is served, not kept, and evicts nothing
+    body, n = counted(d, "/api/v1/jobs/b5/gpu/launches?limit=2000")
+    assert len(body) > budget and n == (0, 0), (len(body), n)
+    assert http(d)["cache_evictions"] == 2
+    assert counted(d, big)[1] == (1, 0)
+    assert http(d)["cache_bytes"] <= budget

@@ -30,6 +30,7 @@
 
 #include "../../daemon/store/store.h"
 #include "../../daemon/web/web.h"
+#include "../../daemon/web/cache.h"
 #include "../../daemon/web/parse.h"
 #include "../../daemon/web/render.h"
 #include "../../daemon/web/summary.h"
@@ -783,6 +784,8 @@ START_TEST(test_render_stats_all_counters)
     atomic_store(&s.http_errors, 37);
     atomic_store(&s.http_cache_hits, 38);
     atomic_store(&s.http_cache_misses, 39);
+    atomic_store(&s.http_cache_bytes, 57);
+    atomic_store(&s.http_cache_evictions, 58);
     atomic_store(&s.http_deadline_closed, 48);
     atomic_store(&s.http_exports_refused, 49);
     atomic_store(&s.http_analyses_refused, 50);
@@ -810,6 +813,7 @@ START_TEST(test_render_stats_all_counters)
         "\"evicted\":{\"blocks\":33,\"events\":34,\"bytes\":35},"
         "\"live\":{\"bytes\":45,\"evictions\":46,\"reloads\":47,\"untracked_jobs\":53},"
         "\"http\":{\"requests\":36,\"errors\":37,\"cache_hits\":38,\"cache_misses\":39,"
+        "\"cache_bytes\":57,\"cache_evictions\":58,"
         "\"deadline_closed\":48,\"exports_refused\":49,\"analyses_refused\":50,"
         "\"analyses_timed_out\":51,\"analyses_abandoned\":52,\"analyses_over_budget\":55,"
         "\"responses_too_large\":56},"
@@ -1200,6 +1204,7 @@ START_TEST(test_http_stats_and_counters)
     ck_assert_ptr_nonnull(strstr(r->body, "\"evicted\":{\"blocks\":0,\"events\":0,\"bytes\":33}"));
     /* The stats request counts itself; the two errors before it are in. */
     ck_assert_ptr_nonnull(strstr(r->body, "\"http\":{\"requests\":4,\"errors\":2,\"cache_hits\":0,\"cache_misses\":0,"
+                                         "\"cache_bytes\":0,\"cache_evictions\":0,"
                                          "\"deadline_closed\":0,\"exports_refused\":0,\"analyses_refused\":0,"
                               "\"analyses_timed_out\":0,\"analyses_abandoned\":0,"
                               "\"analyses_over_budget\":0,\"responses_too_large\":0}"));
@@ -1558,6 +1563,64 @@ START_TEST(test_store_response_cap)
 }
 END_TEST
 
+/* ---- the answer cache's memory budget (cache.c) ---- */
+
+static int cache_released[8];
+
+static void cache_release(void *val)
+{
+    cache_released[(int *)val - cache_released]++; /* val: its own counter */
+}
+
+static bool cache_keep(struct web_cache *k, const char *key, int i, size_t body)
+{
+    struct web_cache_from from = {1, 1, false, 0};
+    return web__cache_keep(k, key, strlen(key), &from, &cache_released[i], body);
+}
+
+START_TEST(test_cache_total_budget)
+{
+    /* A budget of 1000 bytes: the kept bodies and keys together stay under it, the least
+     * recently kept going first; one larger than the budget alone, or than WEB_CACHE_BODY_MAX,
+     * is not kept. */
+    struct stats st = {0};
+    struct web_cache *k;
+    memset(cache_released, 0, sizeof cache_released);
+    ck_assert_int_eq(web__cache_new(&k, 1000, &st, cache_release), 0);
+    ck_assert(web__cache_fits(k, 998, 2));
+    ck_assert(!web__cache_fits(k, 999, 2));
+    ck_assert(cache_keep(k, "a", 0, 399)); /* 400 */
+    ck_assert(cache_keep(k, "b", 1, 299)); /* 700 */
+    ck_assert_uint_eq(web__cache_bytes(k), 700);
+    ck_assert_uint_eq(atomic_load(&st.http_cache_bytes), 700);
+    ck_assert(cache_keep(k, "c", 2, 499)); /* 1200 > 1000: "a" goes */
+    ck_assert_int_eq(cache_released[0], 1);
+    ck_assert_int_eq(cache_released[1], 0);
+    ck_assert_uint_eq(web__cache_bytes(k), 800);
+    ck_assert_uint_eq(atomic_load(&st.http_cache_evictions), 1);
+    ck_assert(cache_keep(k, "d", 3, 899)); /* alone fills it: "b" and "c" go */
+    ck_assert_int_eq(cache_released[1], 1);
+    ck_assert_int_eq(cache_released[2], 1);
+    ck_assert_uint_eq(web__cache_bytes(k), 900);
+    ck_assert_uint_eq(atomic_load(&st.http_cache_evictions), 3);
+    ck_assert(!cache_keep(k, "e", 4, 1000)); /* past the budget alone: released, nothing goes */
+    ck_assert_int_eq(cache_released[4], 1);
+    ck_assert_int_eq(cache_released[3], 0);
+    ck_assert_uint_eq(web__cache_bytes(k), 900);
+    ck_assert(cache_keep(k, "d", 5, 99)); /* the same key replaces its answer */
+    ck_assert_int_eq(cache_released[3], 1);
+    ck_assert_uint_eq(web__cache_bytes(k), 100);
+    ck_assert_uint_eq(atomic_load(&st.http_cache_bytes), 100);
+    web__cache_free(k);
+    ck_assert_int_eq(cache_released[5], 1);
+
+    ck_assert_int_eq(web__cache_new(&k, 0, NULL, cache_release), 0); /* the defaults */
+    ck_assert(web__cache_fits(k, WEB_CACHE_BODY_MAX, 100));
+    ck_assert(!web__cache_fits(k, WEB_CACHE_BODY_MAX + 1, 1));
+    web__cache_free(k);
+}
+END_TEST
+
 START_TEST(test_store_stats)
 {
     struct reply *r = http_req("GET", "/api/v1/stats");
@@ -1687,6 +1750,7 @@ static Suite *web_suite(void)
     tcase_add_test(tc, test_store_timeline);
     tcase_add_test(tc, test_store_response_cap);
     tcase_add_test(tc, test_store_stats);
+    tcase_add_test(tc, test_cache_total_budget);
     suite_add_tcase(s, tc);
     return s;
 }
