@@ -52,7 +52,13 @@ async function answer(res) {
   return body;
 }
 
-// Same, but null for a 404 (a route this daemon does not have yet, or nothing published).
+// A route's answer as its bytes (its format=csv, for a download); a failure throws as getJSON's.
+export async function getBlob(path) {
+  const res = await fetch(path);
+  return res.ok ? res.blob() : answer(res);
+}
+
+// Same as getJSON, but null for a 404 (a route this daemon does not have yet, or nothing published).
 export async function getOptional(path, opts) {
   try {
     return await getJSON(path, opts);

@@ -34,36 +34,58 @@ function append(node, children) {
   }
 }
 
+// Every figure with a sign goes through fmtSigned, so that every page writes it alike: a negative
+// one gets U+2212, the minus sign (typography's, as the Memory page had it), not the hyphen-minus;
+// plus: a positive one gets "+" (a change). mag formats the magnitude. A figure that shows as
+// zero gets no sign. The CSV keeps the API's numbers (toCsv writes the values, not these texts),
+// so a plain "-" there.
+export const MINUS = '\u2212';
+export function fmtSigned(v, mag, plus = false) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '—';
+  const s = mag(Math.abs(v));
+  if (!/[1-9]/u.test(s)) return s;
+  if (v < 0) return `${MINUS}${s}`;
+  return plus && v > 0 ? `+${s}` : s;
+}
+
+// A change: "+1.2 ms", "−3", fmt one of the formatters below.
+export function fmtChange(v, fmt = fmtNum) {
+  return fmtSigned(v, fmt, true);
+}
+
 // Formats microseconds for people: "850 µs", "12.3 ms", "4.56 s".
 export function fmtUs(us) {
-  if (us === null || us === undefined || Number.isNaN(us)) return '—';
-  const a = Math.abs(us);
-  if (a >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
-  if (a >= 1e3) return `${(us / 1e3).toFixed(a >= 1e5 ? 1 : 2)} ms`;
-  return `${Number(us.toFixed(a >= 100 ? 0 : 2))} µs`;
+  return fmtSigned(us, (a) => {
+    if (a >= 1e6) return `${(a / 1e6).toFixed(2)} s`;
+    if (a >= 1e3) return `${(a / 1e3).toFixed(a >= 1e5 ? 1 : 2)} ms`;
+    return `${Number(a.toFixed(a >= 100 ? 0 : 2))} µs`;
+  });
 }
 
 export function fmtNum(n, digits) {
   if (typeof digits !== 'number') digits = 2; // also called as a table formatter (value, row)
-  if (n === null || n === undefined || Number.isNaN(n)) return '—';
-  if (Number.isInteger(n)) return n.toLocaleString('en-US');
-  // Below 1, `digits` significant digits: 0.00045 s stays 0.00045, not 0.
-  if (Math.abs(n) < 1) return Number(n.toPrecision(digits)).toLocaleString('en-US', { maximumSignificantDigits: digits });
-  return Number(n.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
+  return fmtSigned(n, (a) => {
+    if (Number.isInteger(a)) return a.toLocaleString('en-US');
+    // Below 1, `digits` significant digits: 0.00045 s stays 0.00045, not 0.
+    if (a < 1) return Number(a.toPrecision(digits)).toLocaleString('en-US', { maximumSignificantDigits: digits });
+    return Number(a.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
+  });
 }
 
 export function fmtPct(p) {
-  return p === null || p === undefined ? '—' : `${Number(p).toFixed(2)} %`;
+  return fmtSigned(p === null || p === undefined ? p : Number(p), (a) => `${a.toFixed(2)} %`);
 }
 
 export function fmtBytes(n) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+  return fmtSigned(n, (a) => {
+    let i = 0;
+    while (a >= 1024 && i < units.length - 1) {
+      a /= 1024;
+      i++;
+    }
+    return `${i === 0 ? a : a.toFixed(1)} ${units[i]}`;
+  });
 }
 
 export function fmtWall(us) {
@@ -85,7 +107,7 @@ export function toCsv(columns, rows) {
   return `${lines.join('\r\n')}\r\n`;
 }
 
-// Offers text as a file download (a blob URL: nothing leaves the host).
+// Offers text (or a Blob, its bytes unchanged) as a file download (a blob URL: nothing leaves the host).
 export function download(name, text, type = 'text/csv') {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = el('a', { href: url, download: name });
@@ -93,6 +115,25 @@ export function download(name, text, type = 'text/csv') {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// The CSV control of every page: a button (data-csv=id) that downloads what content() gives, a
+// table's rows as text (table.js) or a route's own format=csv as its bytes (api.js getBlob). A
+// failure is shown beside it, never swallowed.
+export function csvButton(id, name, content, label = 'CSV') {
+  const btn = el('button.btn', {
+    type: 'button', dataset: { csv: id },
+    onclick: async () => {
+      const prev = btn.nextElementSibling;
+      if (prev && prev.dataset.csvError === id) prev.remove();
+      try {
+        download(name, await content());
+      } catch (e) {
+        btn.after(el('span.note.error', { role: 'alert', dataset: { csvError: id } }, `CSV: ${e.message || e}`));
+      }
+    },
+  }, label);
+  return btn;
 }
 
 // Status lines: loading, empty, error, unavailable. An error is always shown, never swallowed.

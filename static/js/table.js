@@ -2,9 +2,11 @@
 // A table with search, sort by any column, paging and CSV download, all on the rows it was
 // given (the views fetch whole tables; the daemon caps them). State (search, sort, order, page)
 // comes from and goes to the caller, which keeps it in the URL hash.
-import { el, download, toCsv } from './dom.js';
+import { el, csvButton, toCsv } from './dom.js';
 
-// opts: {id, columns: [{key, label, num, fmt(v, row)}], rows, state: {q, sort, order, page},
+// opts: {id, columns: [{key, label, num, fmt(v, row), nowrap: a marker column ("removed") that
+//        keeps its word on one line however long the other cells are}], rows,
+//        state: {q, sort, order, page},
 //        onState(newState), pageSize, onRow(row), csv: file name, searchKeys: [keys],
 //        expand(row): a click on a row opens (or closes) a detail row under it holding what
 //        expand returns (an element, or a promise of one)}
@@ -18,9 +20,7 @@ export function dataTable(opts) {
     type: 'search', placeholder: 'Search', value: st.q, 'aria-label': 'search',
     oninput: () => { st.q = search.value; st.page = 0; changed(); },
   });
-  const csvBtn = el('button.btn', { type: 'button', dataset: { csv: opts.id },
-    onclick: () => download(opts.csv || `${opts.id}.csv`, toCsv(opts.columns, filtered())) },
-  'CSV');
+  const csvBtn = csvButton(opts.id, opts.csv || `${opts.id}.csv`, () => toCsv(opts.columns, filtered()));
   const info = el('span.muted.count');
   const table = el('table.data');
   const pager = el('div.pager');
@@ -87,7 +87,7 @@ export function dataTable(opts) {
       const click = opts.onRow ? () => opts.onRow(r) : opts.expand ? () => toggle(tr, r) : null;
       const tr = el('tr', click ? { class: 'clickable', onclick: click, 'aria-expanded': opts.expand ? 'false' : null } : null,
         opts.columns.map((c) => {
-          const td = el(`td${c.num ? '.num' : ''}`, null, c.fmt ? c.fmt(r[c.key], r) : (r[c.key] ?? '—'));
+          const td = el(`td${c.num ? '.num' : ''}${c.nowrap ? '.nowrap' : ''}`, null, c.fmt ? c.fmt(r[c.key], r) : (r[c.key] ?? '—'));
           if (c.cell) c.cell(td, r);
           return td;
         }));

@@ -129,6 +129,18 @@ async function open(page, hash) {
 async function shot(page, name) {
   await page.waitForTimeout(150);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  await signsAreMinus(page, name);
+  // every CSV control is the tables' button (table.js, dom.js csvButton), never a link
+  const links = await page.$$eval('a[href*="format=csv"], a[download$=".csv"]', (as) => as.map((a) => a.textContent));
+  if (links.length) fail(`${name}: CSV as a link: ${JSON.stringify(links)}`);
+}
+
+// Every signed number a page shows (a table's number cells, a launch delay) carries U+2212, the
+// minus sign, never the hyphen-minus (docs/DASHBOARD.md, under the views); the CSV keeps "-".
+async function signsAreMinus(page, what) {
+  const bad = await page.$$eval('table.data td.num, table.data td.num *, [data-field="launch-delay"]',
+    (ns) => ns.map((n) => n.textContent).filter((t) => /(^|[\s(±])-\d/u.test(t)));
+  if (bad.length) fail(`${what}: a hyphen-minus as the sign of ${JSON.stringify(bad.slice(0, 5))}`);
 }
 
 const rowsText = (page, table) => page.$$eval(`[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
@@ -679,6 +691,16 @@ test('hierarchy: the operator tree of a real H200 run opens and closes, every sh
   await open(page, `#/job/${job.id}/tree`);
   await until(page, () => document.querySelectorAll('[data-table="tree"] tbody tr').length > 0);
   const visible = () => page.$$eval('[data-table="tree"] tbody tr', (trs) => trs.filter((tr) => !tr.hidden).map((tr) => tr.dataset.id));
+  // the CSV: the button every table has, downloading the route's own CSV byte for byte
+  const csvBtn = '[data-card="tree"] [data-csv="tree"]';
+  expectEq(await page.$eval(csvBtn, (b) => [b.tagName, b.className, b.type, b.textContent]), ['BUTTON', 'btn', 'button', 'CSV'], 'the CSV control');
+  const [treeDl] = await Promise.all([page.waitForEvent('download'), page.click(csvBtn)]);
+  const treeCsv = fs.readFileSync(await treeDl.path());
+  const routeCsv = await (await page.request.get(`${base}/api/v1/jobs/${job.id}/tree?kind=operator&rank=0&format=csv`)).body();
+  if (!routeCsv.length || !treeCsv.equals(routeCsv)) fail(`the tree's CSV (${treeCsv.length} B) is not the route's (${routeCsv.length} B)`);
+  expectEq(treeDl.suggestedFilename(), `job${job.id}-tree-operator.csv`, 'the CSV file name');
+  expectEq(await page.$$eval('[data-card="tree"] .card-head button', (bs) => bs.map((b) => [b.textContent, b.className])),
+    [['Expand all', 'btn'], ['Collapse all', 'btn'], ['CSV', 'btn']], 'the card\'s buttons alike');
   // closed: the operators alone, by CPU total, as the API orders them
   expectEq(await visible(), doc.nodes.map((n) => n.id), 'top level only');
   expectEq(await page.$$eval('[data-table="tree"] tbody tr', (trs) => trs.length), flat.length, 'a row per node');
@@ -897,7 +919,7 @@ test('GPU: "µs as HTA" shows HTA\'s own figures (rounding=us) beside the exact 
   expectEq((await rowsText(page, 'gpu-kernel-types')).map((r) => r[2]), await Promise.all(kt.rows.map((r) => fmtUsText(page, r.us))), 'kernel types in µs as HTA');
   if (!(await page.textContent('#gpu-why')).includes('as HTA reads a nanosecond trace')) fail('the card says what rounding=us is');
   // the per-launch table is a download of the daemon's CSV for the same choices, every launch
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#gpu-launches-csv')]);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-csv="gpu-launches-all"]')]);
   const lines = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n');
   const la = await api(`/api/v1/jobs/${job.id}/gpu/launches?last_step=include&rounding=us&limit=1`);
   expectEq([lines[0].split(',').slice(0, 3).join(','), lines.length - 1], ['rank,correlation,runtime', la.total], 'per-launch CSV');
@@ -924,6 +946,20 @@ test('diff: two real H200 runs picked side by side, every shown figure the API\'
   const dir = path.join(DATA, 'kineto', 'cuda_views_h200');
   const a = await importJob(path.join(dir, 'trace_a.json.gz'), 'e2e-diff-a');
   const b = await importJob(path.join(dir, 'trace_b.json.gz'), 'e2e-diff-b');
+  // the status marker stays on one line: "removed" (b against a: the kernels b added) is as
+  // tall as a one-line number cell of its row, one line box
+  await open(page, `#/job/${b.id}/diff?exp=${a.id}`);
+  await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
+  await page.fill('[data-table="diff-kernels"] input.search', 'removed');
+  await until(page, () => [...document.querySelectorAll('[data-table="diff-kernels"] tbody tr')].some((tr) => tr.children[1]?.textContent === 'removed'));
+  const marks = await page.$$eval('[data-table="diff-kernels"] tbody tr', (trs) => trs.map((tr) => {
+    const box = (td) => { const r = document.createRange(); r.selectNodeContents(td); return [r.getClientRects().length, r.getBoundingClientRect().height]; };
+    return [tr.children[1].textContent, ...box(tr.children[1]), box(tr.children[2])[1]];
+  }));
+  for (const [mark, lines, h, one] of marks) {
+    expectEq([mark, lines, h], ['removed', 1, one], 'the "removed" marker on one line');
+  }
+  await shot(page, 'diff-removed');
   await open(page, `#/job/${a.id}/diff`);
   expectEq(await page.inputValue('#diff-base'), String(a.id), 'base defaults to this job');
   expectEq(await page.$$eval('[data-card="diff-pick"] .note.empty', (n) => n.length), 1, 'asks for the experiment');
@@ -947,7 +983,7 @@ test('diff: two real H200 runs picked side by side, every shown figure the API\'
     const o = doc.operators[i];
     expectEq(r[0], o.name, `operator ${i}`);
     expectEq(r[1], o.status, `${o.name} status`);
-    expectEq(r[4], (o.delta_calls > 0 ? '+' : '') + o.delta_calls.toLocaleString('en-US'), `${o.name} calls change`);
+    expectEq(r[4], (o.delta_calls > 0 ? '+' : o.delta_calls < 0 ? '\u2212' : '') + Math.abs(o.delta_calls).toLocaleString('en-US'), `${o.name} calls change`);
     expectEq(r[7], await signed(o.delta_total_us), `${o.name} total change`);
     expectEq(r[10], await signed(o.delta_self_us), `${o.name} self change`);
   }
@@ -962,6 +998,20 @@ test('diff: two real H200 runs picked side by side, every shown figure the API\'
   expectEq(kernels.filter((r) => r[1] === 'added').length, doc.kernels.slice(0, 25).filter((k) => k.status === 'added').length, 'added kernels on the first page');
   if (!doc.added.kernels.length) fail('b should add kernels');
   await shot(page, 'diff');
+  // the signed changes carry U+2212, the minus sign (a row of each kind, so the check can fail);
+  // the CSV keeps the API's numbers, a plain "-"
+  const neg = doc.operators.find((o) => o.delta_total_us < 0 && /^[\w:.]+$/u.test(o.name));
+  if (!neg) fail('a should have an operator whose total time fell');
+  await page.fill('[data-table="diff-operators"] input.search', neg.name);
+  await until(page, (n) => [...document.querySelectorAll('[data-table="diff-operators"] tbody tr')].some((tr) => tr.children[0].textContent === n), neg.name);
+  const negRow = (await rowsText(page, 'diff-operators')).find((r) => r[0] === neg.name);
+  expectEq(negRow[7], `\u2212${await fmtUsText(page, -neg.delta_total_us)}`, `${neg.name} total change with U+2212`);
+  const [diffDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-csv="diff-operators"]')]);
+  const diffCsv = fs.readFileSync(await diffDl.path(), 'utf8');
+  if (diffCsv.includes('\u2212')) fail('U+2212 in the CSV');
+  const negLine = diffCsv.split('\r\n').find((l) => l.startsWith(`${neg.name},`)).split(',');
+  expectEq(negLine[7], String(neg.delta_total_us), 'the CSV\'s negative change, a plain "-"');
+  await page.fill('[data-table="diff-operators"] input.search', '');
   // the choice survives a reload
   await page.reload();
   await until(page, () => document.querySelectorAll('[data-table="diff-kernels"] tbody tr').length > 0);
@@ -1389,6 +1439,12 @@ test('cluster: the Hosts card, one row per host with its ranks, clock offset and
       offset, h.aligned ? h.reason : `not aligned ${h.reason}`, strag ? `${strag}straggler` : String(strag)]);
   }
   expectEq(rows, want, 'one row per host');
+  // a host's name is one line ("hostA", not "host" over "A")
+  expectEq(await page.$$eval('[data-table="cluster-hosts"] tbody tr td:first-child', (tds) => tds.map((td) => {
+    const r = document.createRange();
+    r.selectNodeContents(td);
+    return r.getClientRects().length;
+  })), want.map(() => 1), 'host names on one line');
   // the host the API refuses to align is the one badged, and hostB's offset is the measured one
   const badged = await page.$$eval('[data-table="cluster-hosts"] tbody tr', (trs) => trs
     .filter((tr) => [...tr.querySelectorAll('.badge.bad')].some((b) => b.textContent === 'not aligned')).map((tr) => tr.children[0].textContent));

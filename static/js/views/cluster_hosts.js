@@ -89,7 +89,7 @@ export async function hostsCard(ctx) {
     head.push(note('warn', `Ranks shipped by more than one node: ${view.conflicts.map((c) => `rank ${c.rank} (${c.kept}'s kept, ${c.node}'s left out)`).join(', ')}.`));
   }
   const columns = [
-    { key: 'host', label: 'host' },
+    { key: 'host', label: 'host', nowrap: true },
     { key: 'node', label: 'node' },
     { key: 'ranks', label: 'ranks' },
     { key: 'last_step', label: 'last step shipped', num: true, fmt: (v, r) => lagCell(v, r.lag_why) },

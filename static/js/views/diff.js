@@ -7,13 +7,11 @@
 // and exp_steps in the URL and the request: HTA's trace diff over iterations); HTA's two charts
 // of a trace diff (visualize_counts_diff, visualize_duration_diff) show the largest changes.
 import { getJSON, ApiError } from '../api.js';
-import { el, card, note, fmtUs, fmtNum } from '../dom.js';
+import { el, card, note, fmtUs, fmtNum, fmtChange } from '../dom.js';
 import { dataTable } from '../table.js';
 import { chart, PALETTE } from '../charts.js';
 
 const CHART_ROWS = 15;
-
-const signed = (fmt) => (v) => (v > 0 ? `+${fmt(v)}` : fmt(v));
 
 // value is a job as the URL and /api/v1/diff take it: its decimal id, else its exact name.
 function picker(id, label, jobs, value, onchange) {
@@ -116,22 +114,22 @@ export async function render(ctx) {
       { key: 'part', label: '' },
       { key: 'base', label: doc.base.job, num: true, fmt: (v, r) => val(r, v) },
       { key: 'exp', label: doc.exp.job, num: true, fmt: (v, r) => val(r, v) },
-      { key: 'delta', label: 'change', num: true, fmt: (v, r) => (v === null ? '—' : signed((x) => val(r, x))(v)) },
+      { key: 'delta', label: 'change', num: true, fmt: (v, r) => fmtChange(v, (x) => val(r, x)) },
     ],
   });
   const cols = (self) => [
     { key: 'name', label: 'name' },
-    { key: 'status', label: 'status' },
+    { key: 'status', label: 'status', nowrap: true },
     { key: 'base_calls', label: 'base calls', num: true, fmt: fmtCount },
     { key: 'exp_calls', label: 'exp calls', num: true, fmt: fmtCount },
-    { key: 'delta_calls', label: 'Δ calls', num: true, fmt: signed(fmtCount) },
+    { key: 'delta_calls', label: 'Δ calls', num: true, fmt: (v) => fmtChange(v, fmtCount) },
     { key: 'base_total_us', label: 'base total', num: true, fmt: fmtUs },
     { key: 'exp_total_us', label: 'exp total', num: true, fmt: fmtUs },
-    { key: 'delta_total_us', label: 'Δ total', num: true, fmt: signed(fmtUs) },
+    { key: 'delta_total_us', label: 'Δ total', num: true, fmt: (v) => fmtChange(v, fmtUs) },
     ...(self ? [
       { key: 'base_self_us', label: 'base self', num: true, fmt: fmtUs },
       { key: 'exp_self_us', label: 'exp self', num: true, fmt: fmtUs },
-      { key: 'delta_self_us', label: 'Δ self', num: true, fmt: signed(fmtUs) },
+      { key: 'delta_self_us', label: 'Δ self', num: true, fmt: (v) => fmtChange(v, fmtUs) },
     ] : []),
   ];
   const table = (id, rows, self) => dataTable({ id, rows, columns: cols(self), pageSize: 25,

@@ -10,8 +10,8 @@
 // chosen (in the URL: last_step=include). Times are the trace's nanoseconds unless "µs as HTA"
 // is chosen (rounding=us: each event's start and duration floored to whole µs, as HTA reads a
 // nanosecond trace by default, so the figures are HTA's printed ones).
-import { getOptional, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtPct } from '../dom.js';
+import { getBlob, getOptional, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtPct, csvButton } from '../dom.js';
 import { chart, colors, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 
@@ -169,7 +169,7 @@ function launches(ctx, la) {
   ];
   return card(title, { id: 'gpu-launches', cls: 'wide' },
     el('p.muted', null, 'Each launch pairs a runtime call with its device event (by correlation id). A short kernel runs for less time than its launch took. Every launch with its CPU and GPU durations, launch delay and flags: ',
-      el('a#gpu-launches-csv', { href: jobPath(ctx.job, 'gpu/launches', { last_step: la.last_step, rounding: la.rounding, format: 'csv' }), download: `job${ctx.job}-gpu-launches.csv` }, 'per-launch table (CSV)'), '.'),
+      csvButton('gpu-launches-all', `job${ctx.job}-gpu-launches.csv`, () => getBlob(jobPath(ctx.job, 'gpu/launches', { last_step: la.last_step, rounding: la.rounding, format: 'csv' })), 'CSV (every launch)')),
     dataTable({ id: 'gpu-launches', columns, rows: la.summary, csv: `job${ctx.job}-gpu-launches-summary.csv`, pageSize: 64,
       state: { sort: 'rank', order: 'asc' } }));
 }

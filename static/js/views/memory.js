@@ -46,16 +46,15 @@ export async function render(ctx) {
     s.peak_reserved !== null ? `; reserved up to ${fmtBytes(s.peak_reserved)}` : '',
     ` — ${SOURCES[s.source]}, ${s.points} points${s.kept < s.points ? ` (${s.kept} drawn: each bucket keeps its extremes)` : ''}`));
   const rows = doc.operators.filter((r) => r.device === device);
-  const bytes = (v) => (v < 0 ? '−' : '') + fmtBytes(Math.abs(v));
   const columns = [
     { key: 'name', label: 'operator' },
     { key: 'calls', label: 'calls', num: true },
-    { key: 'size_increase', label: 'size increase', num: true, fmt: bytes },
-    { key: 'self_size_increase', label: 'self size increase', num: true, fmt: bytes },
+    { key: 'size_increase', label: 'size increase', num: true, fmt: fmtBytes },
+    { key: 'self_size_increase', label: 'self size increase', num: true, fmt: fmtBytes },
     { key: 'allocation_count', label: 'allocations', num: true },
     { key: 'self_allocation_count', label: 'self allocations', num: true },
-    { key: 'allocation_size', label: 'allocation size', num: true, fmt: bytes },
-    { key: 'self_allocation_size', label: 'self allocation size', num: true, fmt: bytes },
+    { key: 'allocation_size', label: 'allocation size', num: true, fmt: fmtBytes },
+    { key: 'self_allocation_size', label: 'self allocation size', num: true, fmt: fmtBytes },
   ];
   const st = { q: ctx.params.q || '', sort: ctx.params.sort || 'self_size_increase', order: ctx.params.order || 'desc' };
   return el('div.page', null,

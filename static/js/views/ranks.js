@@ -3,7 +3,7 @@
 // its largest value), stragglers marked, and the mean step time per rank against the
 // straggler threshold.
 import { getOptional, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtPct, heat } from '../dom.js';
+import { el, card, note, fmtUs, fmtPct, fmtChange, heat } from '../dom.js';
 import { chart, PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
 
@@ -31,7 +31,7 @@ export async function render(ctx) {
         if (r[key] !== null && r[key] !== undefined && hi > lo) heat(td, (r[key] - lo) / (hi - lo));
       },
     })),
-    { key: 'excess_pct', label: 'vs mean', num: true, fmt: fmtPct },
+    { key: 'excess_pct', label: 'vs mean', num: true, fmt: (v) => fmtChange(v, fmtPct) },
   ];
   const colors = doc.ranks.map((r) => (r.straggler ? '#e15759' : PALETTE[0]));
   return el('div.page', null,

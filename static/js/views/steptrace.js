@@ -3,13 +3,13 @@
 // stages as bars from their start to their finish, the FP/BP points used, charts of interval,
 // FP+BP and tail over the steps (downsampled by the API to MAX_POINTS), the steps table (a click
 // chooses that step) and the torch-style breakdown when the daemon has that route.
-import { getJSON, getOptional, hasRoute, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtNum, fmtPct } from '../dom.js';
+import { getBlob, getJSON, getOptional, hasRoute, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtNum, fmtPct, csvButton } from '../dom.js';
 import { chart, PALETTE, msAxis } from '../charts.js';
 import { dataTable } from '../table.js';
 import { MAX_POINTS, kpi } from './overview.js';
 
-const TABLE_ROWS_MAX = 2000; // the steps table holds the latest ones; the CSV link has all
+const TABLE_ROWS_MAX = 2000; // the steps table holds the latest ones; the CSV (every step) button has all
 const BREAKDOWN_ROWS = 500; // steps of the breakdown chart (8 stacked bars each)
 const STAGE_LABEL = { interval: 'Step interval', fp_bp: 'Forward + backward', tail: 'Step tail' };
 
@@ -235,7 +235,7 @@ export async function render(ctx) {
       card('Step tail', { id: 'c-tail' }, lineChart(series.rows, 'tail_us', 'tail', PALETTE[2], 'chart-tail'))) : null,
     card('Steps', { id: 'steps', cls: 'wide' },
       offset ? note('info', `The last ${fmtNum(TABLE_ROWS_MAX)} of ${fmtNum(total)} steps; the CSV of all: `) : null,
-      offset ? el('a', { href: jobPath(ctx.job, 'steps', { rank, limit: 100000, format: 'csv' }) }, 'steps.csv') : null,
+      offset ? csvButton('steps-all', `job${ctx.job}-rank${rank}-steps-all.csv`, () => getBlob(jobPath(ctx.job, 'steps', { rank, limit: 100000, format: 'csv' })), 'CSV (every step)') : null,
       dataTable({ id: 'steps', columns: tableCols, rows: table.rows, csv: `job${ctx.job}-rank${rank}-steps.csv`,
         state: { q: ctx.params.q || '', sort: ctx.params.sort || '', order: ctx.params.order || 'desc', page: Number(ctx.params.page || 0) },
         onState: (s) => ctx.set({ ...ctx.params, ...s }),

@@ -4,10 +4,11 @@
 // rows: each operator, its inner calls (infer_shape, compute, ...) and the device events each
 // launched, with calls, CPU total and self time, device time and self device time. The module
 // tree is torch-tb-profiler's module view: each nn.Module and the modules it called, with
-// occurrences, operators, host and device time. A node opens and closes with its ▸ button; the
-// open nodes are remembered by their stable ids, so a live refresh keeps them open.
-import { getOptional, hasRoute, jobPath } from '../api.js';
-import { el, card, note, fmtUs, fmtPct, tabs } from '../dom.js';
+// occurrences, operators, host and device time. The CSV button downloads the route's flat rows
+// (format=csv). A node opens and closes with its ▸ button; the open nodes are remembered by their
+// stable ids, so a live refresh keeps them open.
+import { getBlob, getOptional, hasRoute, jobPath } from '../api.js';
+import { el, card, note, fmtUs, fmtPct, tabs, csvButton } from '../dom.js';
 
 const KINDS = [['operator', 'Operators'], ['module', 'Modules']];
 const TITLES = {
@@ -101,9 +102,9 @@ export async function render(ctx) {
     showOpen(rows);
   };
   const actions = el('span.controls', null,
-    el('button#tree-expand', { type: 'button', onclick: () => setAll(true) }, 'Expand all'),
-    el('button#tree-collapse', { type: 'button', onclick: () => setAll(false) }, 'Collapse all'),
-    el('a', { href: jobPath(ctx.job, 'tree', { ...params, format: 'csv' }), download: `job${ctx.job}-tree-${kind}.csv` }, 'CSV'));
+    el('button#tree-expand.btn', { type: 'button', onclick: () => setAll(true) }, 'Expand all'),
+    el('button#tree-collapse.btn', { type: 'button', onclick: () => setAll(false) }, 'Collapse all'),
+    csvButton('tree', `job${ctx.job}-tree-${kind}.csv`, () => getBlob(jobPath(ctx.job, 'tree', { ...params, format: 'csv' }))));
   const steps = doc.first_step === null ? '' : ` Steps ${doc.first_step}–${doc.last_step}.`;
   return el('div.page', null, bar,
     card(title, { id: 'tree', cls: 'wide', actions },
