@@ -30,6 +30,19 @@ struct record_text {
     size_t len;
 };
 
+/* The bytes of a pid or tid text that name its thread: its leading integer, sign included (at
+ * most 18 digits), or 0 when it has none. "29559(Python)" and "29559(C++)" are one thread, as in
+ * Paddle's own trees; live and the store-read analyses both key threads by it. */
+static inline size_t record_id_len(struct record_text t)
+{
+    size_t i = t.len > 0 && t.ptr[0] == '-' ? 1 : 0, d = 0;
+    while (i < t.len && t.ptr[i] >= '0' && t.ptr[i] <= '9' && d < 18) {
+        i++;
+        d++;
+    }
+    return d > 0 ? i : 0;
+}
+
 /* The members of a step record's "phases" the daemon reads, in ns: -1 when absent (or not a time
  * the protocol's microseconds give in range). */
 struct record_phases {

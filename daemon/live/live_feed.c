@@ -13,17 +13,11 @@
 #include "../../lib/num.h"
 #include "live_int.h"
 
-/* The part of a pid or tid text that names its thread: its leading integer when it has one
- * ("29559(Python)" and "29559(C++)" are one thread, as in Paddle's own trees and as web reads
- * the stored spans), else the whole text. */
+/* The part of a pid or tid text that names its thread (record_id_len()), else the whole text. */
 static size_t id_len(struct record_text t)
 {
-    size_t i = t.len > 0 && t.ptr[0] == '-' ? 1 : 0, d = 0;
-    while (i < t.len && t.ptr[i] >= '0' && t.ptr[i] <= '9' && d < 18) {
-        i++;
-        d++;
-    }
-    return d > 0 ? i : t.len;
+    size_t n = record_id_len(t);
+    return n ? n : t.len;
 }
 
 /* Queue samples are rare (one per queue and step), so a linear search over the rank's few

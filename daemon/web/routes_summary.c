@@ -245,16 +245,13 @@ static void arena_free(struct arena *a)
  * thread, as in Paddle's own trees), else a hash of the text. */
 static int64_t id_of(struct record_text t)
 {
-    size_t i = t.len > 0 && t.ptr[0] == '-' ? 1 : 0;
-    int64_t v = 0;
-    size_t d = 0;
-    while (i < t.len && t.ptr[i] >= '0' && t.ptr[i] <= '9' && d < 18) {
-        v = v * 10 + (t.ptr[i] - '0');
-        i++;
-        d++;
-    }
-    if (d > 0)
+    size_t n = record_id_len(t);
+    if (n > 0) {
+        int64_t v = 0;
+        for (size_t i = t.ptr[0] == '-' ? 1 : 0; i < n; i++)
+            v = v * 10 + (t.ptr[i] - '0');
         return t.ptr[0] == '-' ? -v : v;
+    }
     /* Not FNV's own offset basis but the one these ids were first made with: ids are answers. */
     return (int64_t)(util_hash(UINT64_C(1469598103934665603), t.ptr, t.len) >> 1);
 }
